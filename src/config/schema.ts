@@ -1,0 +1,209 @@
+import { hostname } from 'node:os';
+import {
+  bool,
+  int,
+  intList,
+  isPlainObject,
+  json,
+  oneOf,
+  optionalStr,
+  port,
+  settingFail,
+  str,
+  stringList,
+  type Setting,
+} from './settings.js';
+
+/**
+ * Every configuration key of mailsvc, with its default and what it does. The loader, the
+ * environment variable names (MAILSVC_ + path in SNAKE_CASE) and the README's configuration
+ * table all come from this one declaration.
+ */
+
+const url = (defaultValue: string, description: string): Setting<string> => ({
+  ...str(defaultValue, description),
+  kind: 'URL',
+  parse: (v) => {
+    if (typeof v !== 'string' || !URL.canParse(v)) return settingFail(`must be a URL, got ${JSON.stringify(v)}`);
+    const { protocol } = new URL(v);
+    if (protocol !== 'http:' && protocol !== 'https:') return settingFail(`must be an http(s) URL, got "${v}"`);
+    return v.replace(/\/+$/, '');
+  },
+});
+
+const databaseUrl: Setting<string> = {
+  ...str('sqlite:./data/mailsvc.db', 'Where data lives: `sqlite:PATH` (embedded, default) or `postgres://user@host/db` (several nodes).'),
+  kind: 'string',
+  parse: (v) =>
+    typeof v === 'string' && /^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(v)
+      ? v
+      : settingFail(`must be "sqlite:PATH" or "postgres://...", got ${JSON.stringify(v)}`),
+};
+
+const secretKey: Setting<string | null> = {
+  ...optionalStr(
+    'Base64 of 32 random bytes that encrypts secrets at rest (DKIM private keys, webhook secrets). When null, a key is generated once into `<dataDir>/secret.key` (mode 0600). Every node of a cluster needs the same key.',
+  ),
+  parse: (v) => {
+    if (v === null || v === '') return null;
+    if (typeof v === 'string' && Buffer.from(v, 'base64').length === 32) return v;
+    return settingFail('must be base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)');
+  },
+};
+
+export interface TlsFiles {
+  key: string;
+  cert: string;
+}
+const tlsFiles = json<TlsFiles | null>(
+  '{ key, cert } | null',
+  null,
+  'PEM files for the submission listeners. When null, a self-signed pair is generated once into `<dataDir>/tls/`.',
+  (v) =>
+    v === null
+      ? null
+      : isPlainObject(v) && typeof v.key === 'string' && typeof v.cert === 'string'
+        ? { key: v.key, cert: v.cert }
+        : settingFail('must be null or { "key": "/path/key.pem", "cert": "/path/cert.pem" }'),
+);
+
+export interface RelayConfig {
+  host: string;
+  port: number;
+  secure: boolean;
+  auth: { user: string; pass: string } | null;
+}
+const relay = json<RelayConfig | null>(
+  '{ host, port, secure, auth } | null',
+  null,
+  'Smarthost that replaces MX routing, e.g. { "host": "smtp.example.net", "port": 587, "secure": false, "auth": { "user": "u", "pass": "p" } }.',
+  (v) => {
+    if (v === null) return null;
+    if (!isPlainObject(v) || typeof v.host !== 'string' || v.host === '') return settingFail('must be null or an object with a "host"');
+    const p = v.port ?? 25;
+    if (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > 65535) return settingFail('port must be an integer from 1 to 65535');
+    const auth = v.auth ?? null;
+    if (auth !== null && !(isPlainObject(auth) && typeof auth.user === 'string' && typeof auth.pass === 'string')) {
+      return settingFail('auth must be null or { "user", "pass" }');
+    }
+    return { host: v.host, port: p, secure: v.secure === true, auth: auth as RelayConfig['auth'] };
+  },
+);
+
+export interface DomainLimit {
+  concurrency: number;
+  perMinute: number;
+}
+const domainLimits = json<Record<string, DomainLimit>>(
+  '{ [domain]: { concurrency, perMinute } }',
+  {
+    'gmail.com': { concurrency: 5, perMinute: 600 },
+    'googlemail.com': { concurrency: 5, perMinute: 600 },
+    'outlook.com': { concurrency: 3, perMinute: 300 },
+    'hotmail.com': { concurrency: 3, perMinute: 300 },
+    'yahoo.com': { concurrency: 3, perMinute: 300 },
+  },
+  'Per destination domain limits: simultaneous connections and messages per minute. Domains not listed use delivery.defaultDomainLimit.',
+  (v) => {
+    if (!isPlainObject(v)) return settingFail('must be an object keyed by domain');
+    for (const [domain, limit] of Object.entries(v)) {
+      if (!isPlainObject(limit) || !Number.isInteger(limit.concurrency) || !Number.isInteger(limit.perMinute)) {
+        return settingFail(`${domain} must be { "concurrency": integer, "perMinute": integer }`);
+      }
+    }
+    return v as Record<string, DomainLimit>;
+  },
+);
+
+export const schema = {
+  database: databaseUrl,
+  databasePoolSize: int(10, 'PostgreSQL connection pool size per node.', 1, 1000),
+  dataDir: str('./data', 'Directory for generated files: the secret key, self-signed TLS certificates.'),
+  secretKey,
+  log: {
+    level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info', 'Log level (JSON lines on stdout).'),
+  },
+  http: {
+    host: str('127.0.0.1', 'Address the HTTP API listens on.'),
+    port: port(3000, 'HTTP API port.'),
+    publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
+    bodyLimit: int(10 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it).', 1024),
+    trustProxy: bool(false, 'Trust X-Forwarded-For / X-Forwarded-Proto from a reverse proxy.'),
+  },
+  smtp: {
+    submission: {
+      enabled: bool(true, 'Run the SMTP submission listeners.'),
+      host: str('127.0.0.1', 'Address the submission listeners listen on.'),
+      port: port(2587, 'Submission port with STARTTLS (587 in production).'),
+      tlsPort: port(2465, 'Submission port with implicit TLS (465 in production).'),
+      implicitTls: bool(true, 'Run the implicit-TLS submission listener on smtp.submission.tlsPort.'),
+      tls: tlsFiles,
+      allowInsecureAuth: bool(false, 'Allow AUTH without TLS from non-loopback clients (never in production).'),
+      maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted over SMTP in bytes (advertised with SIZE).', 1024),
+      maxRecipients: int(50, 'Most recipients per SMTP transaction.', 1),
+    },
+    inbound: {
+      enabled: bool(false, 'Run the inbound listener for bounces (DSN) and complaints (ARF).'),
+      host: str('127.0.0.1', 'Address the inbound listener listens on.'),
+      port: port(2525, 'Inbound port (25 in production).'),
+    },
+  },
+  delivery: {
+    enabled: bool(true, 'Run delivery workers in this process.'),
+    hostname: str(hostname(), 'EHLO name of outgoing connections; should match the server reverse DNS.'),
+    dnsServers: stringList([], 'DNS servers for every look-up (MX, A/AAAA, TXT, domain verification), e.g. ["127.0.0.1:5353"]; empty uses the system resolver.'),
+    port: port(25, 'Port used to connect to MX hosts.'),
+    relay,
+    concurrency: int(20, 'Messages delivered at the same time by this node.', 1, 10000),
+    defaultDomainLimit: json<DomainLimit>(
+      '{ concurrency, perMinute }',
+      { concurrency: 10, perMinute: 1200 },
+      'Limits for destination domains not listed in delivery.domainLimits.',
+      (v) =>
+        isPlainObject(v) && Number.isInteger(v.concurrency) && Number.isInteger(v.perMinute)
+          ? (v as unknown as DomainLimit)
+          : settingFail('must be { "concurrency": integer, "perMinute": integer }'),
+    ),
+    domainLimits,
+    retrySchedule: intList([60, 300, 900, 1800, 3600, 7200, 14400], 'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.', 0),
+    maxQueueLifetime: int(3 * 24 * 3600, 'Seconds after which an undeliverable message bounces.', 1),
+    leaseSeconds: int(300, 'How long a worker owns a claimed message before another may take it.', 5),
+    pollInterval: int(1000, 'Milliseconds between queue polls when idle.', 10),
+    timeoutSeconds: int(60, 'Timeout for each SMTP step (connect, greeting, each command, data).', 1),
+    requireTls: bool(false, 'Refuse to deliver without STARTTLS (MTA-STS enforce policies require verified TLS regardless).'),
+  },
+  dkim: {
+    host: str('dkim.localhost', 'The zone holding DKIM public keys: customers CNAME <token>._domainkey.<their domain> to <token>.<dkim.host>.'),
+  },
+  domains: {
+    recheckInterval: int(300, 'Seconds between automatic DNS checks of pending domains (0 disables).', 0),
+  },
+  webhooks: {
+    allowPrivateNetworks: bool(false, 'Allow http:// and private, loopback and link-local webhook URLs (local testing only).'),
+    timeoutSeconds: int(30, 'Timeout of one webhook delivery.', 1),
+    legacySchedule: intList([0, 60, 300, 1800], 'Seconds before each attempt of a legacy endpoint delivery (first is immediate).'),
+    schedule: intList([0, 60, 300, 1800, 7200, 18000], 'Seconds before each attempt of a versioned endpoint delivery; the last value repeats.'),
+    disableAfterSeconds: int(5 * 24 * 3600, 'A versioned endpoint failing continuously this long is disabled.', 1),
+    perEndpointConcurrency: int(4, 'Deliveries in flight per endpoint.', 1),
+  },
+  attachments: {
+    allowPrivateNetworks: bool(false, 'Allow attachment URLs on private, loopback and link-local addresses (local testing only).'),
+    fetchTimeoutSeconds: int(10, 'Timeout for fetching an attachment URL.', 1),
+  },
+  tracking: {
+    opens: bool(true, 'Default open tracking for marketing mail (transactional is off unless asked).'),
+    clicks: bool(true, 'Default click tracking for marketing mail (transactional is off unless asked).'),
+  },
+  retention: {
+    days: int(30, 'Days to keep delivery attempts, events and webhook deliveries.', 1),
+  },
+  metrics: {
+    token: optionalStr('Bearer token required by GET /metrics; null leaves it open.'),
+  },
+  dashboard: {
+    password: optionalStr('Dashboard password; null allows only one-time links from `mailsvc dashboard login`.'),
+  },
+} as const;
+
+type ConfigOf<S> = { -readonly [K in keyof S]: S[K] extends Setting<infer T> ? T : ConfigOf<S[K]> };
+export type Config = ConfigOf<typeof schema>;

@@ -1,0 +1,60 @@
+import Router from '@koa/router';
+import Koa, { type Next } from 'koa';
+import compose from 'koa-compose';
+import { AppError } from '../../shared/errors.js';
+import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
+import { authenticate } from './middleware/authenticate.js';
+import { parseBody } from './middleware/parse-body.js';
+import { renderErrors } from './middleware/render-errors.js';
+import { requestId } from './middleware/request-id.js';
+import { limitWorkspace } from './rate-limit.js';
+import { runRoute, type Route } from './route.js';
+import { apiRoutes } from './routes/index.js';
+import { healthRoutes } from './routes/health.js';
+
+function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
+  const router = new Router<State>();
+  for (const route of routes) {
+    router.register(route.path, [route.method], async (ctx: Ctx) => runRoute(route, ctx, deps, ctx.params as Record<string, string>));
+  }
+  return router;
+}
+
+/**
+ * The Koa application of both API surfaces. Order matters: request id and error rendering
+ * wrap everything; API paths then get body parsing, authentication, the route (which applies
+ * its rate limit and scope) and, when nothing matched, a 405 (path known, method not) or 404.
+ */
+export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<State> {
+  const app = new Koa<State>();
+  app.proxy = deps.config.http.trustProxy;
+  // Errors are rendered and logged by renderErrors; what reaches Koa's handler is a client
+  // that went away mid-response.
+  app.on('error', (err: Error) => deps.logger.debug({ err }, 'http response error'));
+
+  const router = apiRouter(deps, routes);
+  const api = compose<Ctx>([
+    parseBody(deps.config.http.bodyLimit),
+    authenticate(deps),
+    router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
+    async (ctx: Ctx) => {
+      await limitWorkspace(ctx, deps, 'api');
+      const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];
+      if (allowed.length > 0) {
+        ctx.set('Allow', allowed.join(', '));
+        throw new AppError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`);
+      }
+      throw new AppError('not_found', `No route ${ctx.method} ${ctx.path}`);
+    },
+  ]);
+
+  app.use(requestId);
+  app.use(renderErrors(deps.logger));
+  app.use(healthRoutes(deps));
+  app.use(async (ctx: Ctx, next: Next) => {
+    if (isApiPath(ctx.path)) return api(ctx, next);
+    await next();
+    if (ctx.body === undefined && ctx.status === 404) throw new AppError('not_found', `No route ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}

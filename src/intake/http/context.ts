@@ -1,0 +1,34 @@
+import type { ParameterizedContext } from 'koa';
+import type { Principal, Surface } from '../../services/credentials.js';
+import type { Services } from '../../services/index.js';
+import type { Config } from '../../config/schema.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Clock } from '../../shared/clock.js';
+import type { Workspace } from '../../store/tables.js';
+
+/** What the HTTP adapter needs from the composition root. */
+export interface HttpDeps {
+  services: Services;
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  /** Answers whether the database is reachable, for /readyz. */
+  ready(): Promise<boolean>;
+}
+
+export interface State {
+  requestId: string;
+  surface: Surface;
+  /** The parsed JSON body (undefined when the request had none). */
+  body: unknown;
+  /** The body's bytes as received: idempotency compares these. */
+  rawBody: string | undefined;
+  principal?: Principal;
+  workspace?: Workspace;
+}
+
+export type Ctx = ParameterizedContext<State>;
+
+export const surfaceOf = (path: string): Surface => (path === '/api' || path.startsWith('/api/') ? 'legacy' : 'v1');
+
+export const isApiPath = (path: string): boolean => /^\/(api\/)?v1(\/|$)/.test(path);

@@ -1,0 +1,63 @@
+import type { Next } from 'koa';
+import { AppError } from '../../../shared/errors.js';
+import { isUuid } from '../../../shared/ids.js';
+import type { HttpDeps, Ctx } from '../context.js';
+import { applyLimit } from '../rate-limit.js';
+
+const bearer = (header: string): string | undefined => {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+};
+
+/**
+ * A master key names the workspace it acts on. Accepted, in this order: the X-Workspace-Id
+ * header, the `workspace_id` query parameter, the `workspace_id` field of a JSON body.
+ */
+function requestedWorkspace(ctx: Ctx): string | undefined {
+  const fromHeader = ctx.get('X-Workspace-Id');
+  if (fromHeader) return fromHeader;
+  const fromQuery = ctx.query.workspace_id;
+  if (typeof fromQuery === 'string' && fromQuery) return fromQuery;
+  const body = ctx.state.body as { workspace_id?: unknown } | undefined;
+  if (body && typeof body === 'object' && typeof body.workspace_id === 'string') return body.workspace_id;
+  return undefined;
+}
+
+/**
+ * Resolves the Authorization header to a principal and the workspace the request acts on.
+ * Failed attempts count against the client address, so guessing keys hits 429 quickly.
+ */
+export function authenticate(deps: HttpDeps) {
+  const { services, clock } = deps;
+  return async function authenticateMiddleware(ctx: Ctx, next: Next): Promise<void> {
+    const failureKey = `ip:${ctx.ip}`;
+    const blocked = await services.rateLimiter.peek(`${failureKey}:auth.failure`, services.limitFor('auth.failure', null), clock.now());
+    if (blocked.remaining === 0) await applyLimit(ctx, deps, 'auth.failure', failureKey, null);
+
+    let principal;
+    try {
+      principal = await services.credentials.authenticate(bearer(ctx.get('Authorization')), ctx.state.surface);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'unauthorized') await applyLimit(ctx, deps, 'auth.failure', failureKey, null);
+      throw err;
+    }
+    ctx.state.principal = principal;
+
+    const requested = requestedWorkspace(ctx);
+    if (principal.master) {
+      if (!requested) {
+        throw new AppError('validation_error', 'workspace_id: is required with a master key (X-Workspace-Id header, workspace_id query parameter or body field)', { field: 'workspace_id' });
+      }
+      if (!isUuid(requested)) throw new AppError('validation_error', 'workspace_id: must be a workspace id (uuid)', { field: 'workspace_id' });
+      const workspace = await services.workspaces.find(requested);
+      if (!workspace) throw new AppError('not_found', `Workspace ${requested} not found`);
+      ctx.state.workspace = workspace;
+    } else {
+      if (requested && requested !== principal.workspaceId) throw new AppError('forbidden', 'This key has no access to that workspace');
+      const workspace = await services.workspaces.find(principal.workspaceId!);
+      if (!workspace) throw new AppError('unauthorized', 'Invalid API key');
+      ctx.state.workspace = workspace;
+    }
+    await next();
+  };
+}

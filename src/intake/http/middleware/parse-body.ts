@@ -1,0 +1,36 @@
+import parse from 'co-body';
+import type { Next } from 'koa';
+import { AppError } from '../../../shared/errors.js';
+import type { Ctx } from '../context.js';
+
+const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+const hasBody = (ctx: Ctx): boolean =>
+  ctx.get('Transfer-Encoding') !== '' || (ctx.request.length !== undefined && ctx.request.length > 0);
+
+/**
+ * Reads a JSON body up to `limit` bytes into ctx.state.body (and its raw text, which
+ * idempotency compares). Bodies are JSON only: anything else is a 415, a broken document a
+ * 400, an oversized one a 413, each in the surface's envelope.
+ */
+export function parseBody(limit: number) {
+  return async function parseBodyMiddleware(ctx: Ctx, next: Next): Promise<void> {
+    ctx.state.body = undefined;
+    ctx.state.rawBody = undefined;
+    if (!WITH_BODY.has(ctx.method) || !hasBody(ctx)) return next();
+    if (!ctx.is('application/json', '+json')) {
+      throw new AppError('unsupported_media_type', 'Request body must be JSON: send Content-Type: application/json');
+    }
+    try {
+      const { parsed, raw } = (await parse.json(ctx.req, { limit, strict: true, returnRawBody: true })) as { parsed: unknown; raw: string };
+      ctx.state.body = parsed;
+      ctx.state.rawBody = raw;
+    } catch (err) {
+      const e = err as { status?: number; type?: string };
+      if (e.status === 413) throw new AppError('payload_too_large', `Request body is larger than ${limit} bytes`);
+      if (e.status === 415) throw new AppError('unsupported_media_type', 'Unsupported Content-Encoding or charset');
+      throw new AppError('validation_error', 'Request body is not valid JSON');
+    }
+    return next();
+  };
+}

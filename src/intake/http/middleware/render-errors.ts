@@ -1,0 +1,57 @@
+import type { Next } from 'koa';
+import { AppError, toAppError, type ErrorCode } from '../../../shared/errors.js';
+import type { Logger } from '../../../shared/logger.js';
+import type { Ctx } from '../context.js';
+
+/** Errors thrown below us by Koa, co-body or the router carry an HTTP status; map it to our catalog. */
+const byStatus: Record<number, ErrorCode> = {
+  400: 'validation_error',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+function normalize(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const status = (err as { status?: unknown; expose?: unknown })?.status;
+  if (typeof status === 'number' && byStatus[status] && (err as { expose?: unknown }).expose) {
+    return new AppError(byStatus[status], (err as Error).message, { cause: err });
+  }
+  return toAppError(err);
+}
+
+/** The versioned envelope: `{request_id, error: {code, message, retryable}}`. */
+export const versionedBody = (requestId: string, err: AppError) => ({
+  request_id: requestId,
+  error: { code: err.code, message: err.message, retryable: err.retryable },
+});
+
+/** The legacy envelope: `{success:false, error, code}`; on 429 also `message` (SPEC Errors). */
+export const legacyBody = (err: AppError) =>
+  err.code === 'rate_limited'
+    ? { success: false, error: 'Rate limit exceeded', message: err.message, code: err.legacyCode }
+    : { success: false, error: err.message, code: err.legacyCode };
+
+/**
+ * Renders every failure in the envelope of the surface the request came in on. Unknown
+ * errors become a 500 with no detail for the client and the full error in the log.
+ */
+export function renderErrors(logger: Logger) {
+  return async function renderErrorsMiddleware(ctx: Ctx, next: Next): Promise<void> {
+    try {
+      await next();
+    } catch (thrown) {
+      const err = normalize(thrown);
+      if (err.code === 'internal_error') {
+        logger.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request failed');
+      }
+      ctx.status = err.status;
+      if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));
+      ctx.body = ctx.state.surface === 'legacy' ? legacyBody(err) : versionedBody(ctx.state.requestId, err);
+    }
+  };
+}

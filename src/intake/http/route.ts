@@ -1,0 +1,57 @@
+import type { z } from 'zod';
+import { AppError } from '../../shared/errors.js';
+import { parseWith } from '../../shared/validate.js';
+import { hasScope, type Principal, type Scope } from '../../services/credentials.js';
+import type { Operation } from '../../services/rate-limits.js';
+import type { Workspace } from '../../store/tables.js';
+import type { Ctx, HttpDeps } from './context.js';
+import { limitWorkspace } from './rate-limit.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface HandlerInput<B, Q> {
+  ctx: Ctx;
+  deps: HttpDeps;
+  workspace: Workspace;
+  principal: Principal;
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+}
+
+/**
+ * One API route as data: method, path, the rate-limit bucket, the OAuth scope, the request
+ * schemas and the handler. The router, the docs and the OpenAPI document all read this.
+ */
+export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> {
+  method: Method;
+  path: string;
+  summary: string;
+  /** Rate-limit bucket; `null` when the handler applies limits itself (sending). */
+  operation: Operation | null;
+  /** OAuth scope required on /v1 (API keys have every scope). */
+  scope: Scope;
+  body?: B;
+  query?: Q;
+  /** Status of a successful response (default 200). */
+  status?: number;
+  handler(input: HandlerInput<z.infer<B>, z.infer<Q>>): Promise<unknown>;
+}
+
+export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodType = z.ZodUnknown>(route: Route<B, Q>): Route =>
+  route as unknown as Route;
+
+/** Runs a route on an authenticated request: scope, rate limit, validation, handler, status. */
+export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: Record<string, string>): Promise<void> {
+  const principal = ctx.state.principal!;
+  const workspace = ctx.state.workspace!;
+  if (route.operation) await limitWorkspace(ctx, deps, route.operation);
+  if (!hasScope(principal, route.scope)) {
+    throw new AppError('forbidden', `This access token lacks the scope ${route.scope}`);
+  }
+  const body = route.body ? parseWith(route.body, ctx.state.body ?? {}, 'body') : ctx.state.body;
+  const query = route.query ? parseWith(route.query, ctx.query, 'query') : ctx.query;
+  const result = await route.handler({ ctx, deps, workspace, principal, body, query, params });
+  ctx.status = route.status ?? 200;
+  ctx.body = result;
+}

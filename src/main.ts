@@ -1,0 +1,136 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
+import type { Config } from './config/schema.js';
+import { loadSecretKey } from './config/secret-key.js';
+import { createHttpApp } from './intake/http/app.js';
+import { createServices, type Services } from './services/index.js';
+import type { ServiceDeps } from './services/deps.js';
+import { systemClock, type Clock } from './shared/clock.js';
+import { createResolver, type DnsResolver } from './shared/dns.js';
+import type { Logger } from './shared/logger.js';
+import { migrateToLatest, openStore, type Store } from './store/db.js';
+
+/**
+ * The composition root: the one place that builds the store, services and listeners from
+ * the configuration, and takes them down again in order.
+ */
+
+export interface Runtime {
+  config: Config;
+  store: Store;
+  services: Services;
+  deps: ServiceDeps;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  logger: Logger;
+  clock?: Clock;
+  resolver?: DnsResolver;
+}
+
+/** Opens the database, applies pending migrations and builds the services (CLI and server). */
+export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
+  const store = openStore(config.database, { poolSize: config.databasePoolSize });
+  try {
+    const { error, applied } = await migrateToLatest(store);
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    if (applied.length > 0) options.logger.info({ applied, database: store.location }, 'migrations applied');
+    const deps: ServiceDeps = {
+      db: store.db,
+      dialect: store.dialect,
+      config,
+      clock: options.clock ?? systemClock,
+      logger: options.logger,
+      resolver: options.resolver ?? createResolver(config.delivery.dnsServers),
+      secretKey: loadSecretKey(config),
+    };
+    const services = createServices(deps);
+    await services.workspaces.ensureDefault();
+    return { config, store, services, deps, close: () => store.close() };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+export interface RunningServer {
+  runtime: Runtime;
+  httpUrl: string;
+  stop(): Promise<void>;
+}
+
+function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/** A repeating background job that never overlaps itself and never keeps the process alive. */
+function every(ms: number, logger: Logger, name: string, job: () => Promise<unknown>): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    job()
+      .catch((err: unknown) => logger.error({ err, job: name }, 'background job failed'))
+      .finally(() => {
+        running = false;
+      });
+  }, ms);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+export async function startServer(config: Config, options: RuntimeOptions): Promise<RunningServer> {
+  const { logger } = options;
+  const runtime = await openRuntime(config, options);
+  const stops: Array<() => Promise<void> | void> = [];
+  try {
+    const app = createHttpApp({
+      services: runtime.services,
+      config,
+      logger,
+      clock: runtime.deps.clock,
+      ready: async () => {
+        await sql`select 1`.execute(runtime.store.db);
+        return true;
+      },
+    });
+    const server = createServer(app.callback());
+    const address = await listen(server, config.http.port, config.http.host);
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const httpUrl = `http://${host}:${address.port}`;
+    stops.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        }),
+    );
+    logger.info({ component: 'http', url: httpUrl }, 'HTTP API listening');
+
+    if (config.domains.recheckInterval > 0) {
+      const interval = config.domains.recheckInterval;
+      stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
+    }
+
+    let stopped: Promise<void> | undefined;
+    const stop = () =>
+      (stopped ??= (async () => {
+        for (const s of stops.reverse()) await s();
+        await runtime.close();
+        logger.info('stopped');
+      })());
+    return { runtime, httpUrl, stop };
+  } catch (err) {
+    for (const s of stops.reverse()) await s();
+    await runtime.close();
+    throw err;
+  }
+}

@@ -1,0 +1,229 @@
+import { randomInt } from 'node:crypto';
+import { toIso, toIsoOrNull } from '../shared/clock.js';
+import { safeEqual, sha256Hex } from '../shared/crypto.js';
+import { AppError, notFound, validationError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+import {
+  countCredentials,
+  findCredential,
+  findCredentialByHash,
+  listCredentials,
+  revokeCredential,
+  saveCredential,
+  touchCredential,
+} from '../store/credentials.js';
+import type { Credential, CredentialKind } from '../store/tables.js';
+import { findWorkspace } from '../store/workspaces.js';
+import type { ServiceDeps } from './deps.js';
+
+/**
+ * OAuth scopes: `<resource>:read` and `<resource>:write`, or `full_access`. API keys carry
+ * every scope; tokens carry the scopes they were minted with.
+ */
+export const RESOURCES = [
+  'emails',
+  'templates',
+  'domains',
+  'subscribers',
+  'audiences',
+  'campaigns',
+  'webhooks',
+  'suppressions',
+  'api_keys',
+] as const;
+export type Resource = (typeof RESOURCES)[number];
+export type Scope = `${Resource}:${'read' | 'write'}` | 'full_access';
+export const ALL_SCOPES: readonly Scope[] = [
+  'full_access',
+  ...RESOURCES.flatMap((r) => [`${r}:read`, `${r}:write`] as Scope[]),
+];
+
+export type Surface = 'v1' | 'legacy';
+
+/** Who is calling: resolved from the Authorization header, before any workspace is chosen. */
+export interface Principal {
+  credentialId: string;
+  kind: CredentialKind;
+  master: boolean;
+  /** The credential's own workspace; null for master keys. */
+  workspaceId: string | null;
+  scopes: ReadonlySet<Scope> | 'all';
+}
+
+export const hasScope = (principal: Principal, scope: Scope): boolean =>
+  principal.scopes === 'all' ||
+  principal.scopes.has('full_access') ||
+  principal.scopes.has(scope) ||
+  // write implies read, as users expect of a grant
+  (scope.endsWith(':read') && principal.scopes.has(scope.replace(':read', ':write') as Scope));
+
+export interface CredentialView {
+  id: string;
+  name: string;
+  kind: CredentialKind;
+  master: boolean;
+  prefix: string;
+  workspace_id: string | null;
+  scopes: string[] | null;
+  created_at: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+export const credentialView = (c: Credential): CredentialView => ({
+  id: c.id,
+  name: c.name,
+  kind: c.kind,
+  master: c.master === 1,
+  prefix: c.prefix,
+  workspace_id: c.workspace_id,
+  scopes: c.scopes === null ? null : (JSON.parse(c.scopes) as string[]),
+  created_at: toIso(c.created_at),
+  last_used_at: toIsoOrNull(c.last_used_at),
+  expires_at: toIsoOrNull(c.expires_at),
+  revoked_at: toIsoOrNull(c.revoked_at),
+});
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** 43 base62 characters carry 256 bits: more than the 32 bytes of randomness asked for. */
+const SECRET_CHARS = 43;
+const randomBase62 = (length: number): string => Array.from({ length }, () => BASE62[randomInt(62)]).join('');
+
+const PREFIXES: Record<CredentialKind, string> = { live: 'sk_live_', test: 'sk_test_', oauth: 'oat_' };
+const DISPLAY_PREFIX_CHARS = 4;
+/** last_used_at is written at most this often per credential, so reads stay reads. */
+const TOUCH_INTERVAL_MS = 60_000;
+
+export interface CreatedCredential {
+  credential: CredentialView;
+  /** The secret itself: shown once, never stored. */
+  secret: string;
+}
+
+export interface CreateKeyInput {
+  name: string;
+  workspaceId: string | null;
+  test?: boolean;
+  master?: boolean;
+}
+
+export interface CreateTokenInput {
+  name: string;
+  workspaceId: string;
+  scopes: string[];
+  expiresInSeconds: number | null;
+}
+
+export interface CredentialService {
+  createKey(input: CreateKeyInput): Promise<CreatedCredential>;
+  createToken(input: CreateTokenInput): Promise<CreatedCredential>;
+  list(filter: { workspaceId?: string | undefined; oauth?: boolean; limit?: number; offset?: number }): Promise<CredentialView[]>;
+  count(filter: { workspaceId?: string | undefined; oauth?: boolean }): Promise<number>;
+  revoke(id: string, workspaceId?: string): Promise<CredentialView>;
+  /** Resolves a presented secret to a principal, or throws 401 in the surface's words. */
+  authenticate(secret: string | undefined, surface: Surface): Promise<Principal>;
+}
+
+export function createCredentialService(deps: ServiceDeps): CredentialService {
+  const { db, clock, logger } = deps;
+  const lastTouched = new Map<string, number>();
+
+  const validName = (name: string): string => {
+    const trimmed = name.trim();
+    if (trimmed === '' || trimmed.length > 200) throw validationError('name', 'must be 1 to 200 characters');
+    return trimmed;
+  };
+
+  const requireWorkspace = async (workspaceId: string): Promise<void> => {
+    if (!(await findWorkspace(db, workspaceId))) throw notFound(`Workspace ${workspaceId}`);
+  };
+
+  const insert = async (
+    kind: CredentialKind,
+    fields: { name: string; workspaceId: string | null; master: boolean; scopes: string[] | null; expiresInSeconds: number | null },
+  ): Promise<CreatedCredential> => {
+    const secret = PREFIXES[kind] + randomBase62(SECRET_CHARS);
+    const now = clock.now();
+    const row: Credential = {
+      id: newId(),
+      workspace_id: fields.workspaceId,
+      kind,
+      master: fields.master ? 1 : 0,
+      name: fields.name,
+      prefix: secret.slice(0, PREFIXES[kind].length + DISPLAY_PREFIX_CHARS),
+      secret_hash: sha256Hex(secret),
+      scopes: fields.scopes === null ? null : JSON.stringify(fields.scopes),
+      expires_at: fields.expiresInSeconds === null ? null : now + fields.expiresInSeconds * 1000,
+      created_at: now,
+      last_used_at: null,
+      revoked_at: null,
+    };
+    await saveCredential(db, row);
+    return { credential: credentialView(row), secret };
+  };
+
+  const unauthorized = (message = 'Invalid API key') => new AppError('unauthorized', message);
+
+  return {
+    async createKey(input) {
+      const name = validName(input.name);
+      if (input.master && input.test) throw validationError('master', 'a master key is a live key; it cannot also be a test key');
+      if (input.master) return insert('live', { name, workspaceId: null, master: true, scopes: null, expiresInSeconds: null });
+      if (!input.workspaceId) throw validationError('workspace', 'is required for a workspace key');
+      await requireWorkspace(input.workspaceId);
+      return insert(input.test ? 'test' : 'live', { name, workspaceId: input.workspaceId, master: false, scopes: null, expiresInSeconds: null });
+    },
+
+    async createToken(input) {
+      const name = validName(input.name);
+      await requireWorkspace(input.workspaceId);
+      if (input.scopes.length === 0) throw validationError('scopes', `name at least one of: ${ALL_SCOPES.join(', ')}`);
+      const unknown = input.scopes.filter((s) => !(ALL_SCOPES as readonly string[]).includes(s));
+      if (unknown.length > 0) throw validationError('scopes', `unknown scope "${unknown[0]}"; known: ${ALL_SCOPES.join(', ')}`);
+      if (input.expiresInSeconds !== null && (!Number.isInteger(input.expiresInSeconds) || input.expiresInSeconds < 1)) {
+        throw validationError('expires', 'must be a positive number of seconds');
+      }
+      return insert('oauth', { name, workspaceId: input.workspaceId, master: false, scopes: [...new Set(input.scopes)], expiresInSeconds: input.expiresInSeconds });
+    },
+
+    list: async (filter) => (await listCredentials(db, filter)).map(credentialView),
+    count: (filter) => countCredentials(db, filter),
+
+    async revoke(id, workspaceId) {
+      const found = await findCredential(db, id);
+      if (!found || (workspaceId !== undefined && found.workspace_id !== workspaceId)) throw notFound(`Key ${id}`);
+      await revokeCredential(db, id, clock.now());
+      return credentialView((await findCredential(db, id))!);
+    },
+
+    async authenticate(secret, surface) {
+      if (!secret) throw unauthorized('Missing API key: send the header Authorization: Bearer <API_KEY>');
+      const kind = (Object.keys(PREFIXES) as CredentialKind[]).find((k) => secret.startsWith(PREFIXES[k]));
+      if (!kind || secret.length > 200) throw unauthorized();
+      if (kind === 'oauth' && surface === 'legacy') {
+        throw unauthorized('OAuth access tokens are accepted on /v1 only; use an API key (sk_live_ or sk_test_) on /api/v1');
+      }
+      const hash = sha256Hex(secret);
+      const found = await findCredentialByHash(db, hash);
+      // The index finds the row by hash; the constant-time check guards the comparison itself.
+      if (!found || !safeEqual(found.secret_hash, hash) || found.kind !== kind) throw unauthorized();
+      const now = clock.now();
+      if (found.revoked_at !== null) throw unauthorized('API key has been revoked');
+      if (found.expires_at !== null && found.expires_at <= now) throw unauthorized('Access token has expired');
+
+      const touched = lastTouched.get(found.id) ?? found.last_used_at ?? 0;
+      if (now - touched >= TOUCH_INTERVAL_MS) {
+        lastTouched.set(found.id, now);
+        touchCredential(db, found.id, now).catch((err: unknown) => logger.warn({ err, credentialId: found.id }, 'could not record key use'));
+      }
+      return {
+        credentialId: found.id,
+        kind: found.kind,
+        master: found.master === 1,
+        workspaceId: found.workspace_id,
+        scopes: found.scopes === null ? 'all' : new Set(JSON.parse(found.scopes) as Scope[]),
+      };
+    },
+  };
+}

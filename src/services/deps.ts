@@ -1,0 +1,17 @@
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../shared/clock.js';
+import type { DnsResolver } from '../shared/dns.js';
+import type { Logger } from '../shared/logger.js';
+import type { Db, Dialect } from '../store/db.js';
+
+/** What every service receives from the composition root; nothing reads globals. */
+export interface ServiceDeps {
+  db: Db;
+  dialect: Dialect;
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+  resolver: DnsResolver;
+  /** 32 bytes that encrypt secrets at rest. */
+  secretKey: Buffer;
+}

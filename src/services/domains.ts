@@ -1,0 +1,264 @@
+import { generateKeyPair, randomInt } from 'node:crypto';
+import { promisify } from 'node:util';
+import { toIso, toIsoOrNull } from '../shared/clock.js';
+import { encryptSecret } from '../shared/crypto.js';
+import { isNoRecordError } from '../shared/dns.js';
+import { normalizeDomain } from '../shared/domain-name.js';
+import { AppError, notFound, validationError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+import {
+  findDomain,
+  findDomainByName,
+  listDkimKeys,
+  listDomains,
+  listPendingDomains,
+  removeDomain,
+  saveDomain,
+  updateDomain,
+} from '../store/domains.js';
+import type { DkimKey, Domain } from '../store/tables.js';
+import type { ServiceDeps } from './deps.js';
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+export const DKIM_TOKENS_PER_DOMAIN = 3;
+const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+const TOKEN_LENGTH = 32;
+/** Caps what a caller can attach to a domain, so a record cannot grow without bound. */
+export const MAX_METADATA_BYTES = 8 * 1024;
+
+export interface DnsRecord {
+  type: 'CNAME' | 'TXT';
+  name: string;
+  value: string;
+}
+
+export interface DomainView {
+  id: string;
+  domain_name: string;
+  status: Domain['status'];
+  dkim_tokens: string[];
+  dns_records: DnsRecord[];
+  created_at: string;
+  verified_at: string | null;
+  last_checked_at: string | null;
+  last_check_error: string | null;
+  external_id: string | null;
+  metadata: Record<string, unknown> | null;
+}
+
+export interface AddDomainInput {
+  domain: string;
+  external_id?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+export interface VerificationCheck {
+  record: DnsRecord;
+  ok: boolean;
+  error: string | null;
+}
+
+export interface VerificationResult {
+  domain: DomainView;
+  checks: VerificationCheck[];
+}
+
+export interface DomainService {
+  add(workspaceId: string, input: AddDomainInput): Promise<DomainView>;
+  list(workspaceId: string): Promise<DomainView[]>;
+  get(workspaceId: string, idOrName: string): Promise<DomainView>;
+  remove(workspaceId: string, idOrName: string): Promise<void>;
+  /** The customer's CNAMEs and, for the operator, the TXT public keys under dkim.host. */
+  recordsToPublish(workspaceId: string, idOrName: string): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[] }>;
+  verify(workspaceId: string, idOrName: string): Promise<VerificationResult>;
+  /** Checks pending domains not checked for `intervalSeconds`; returns how many became verified. */
+  recheckPending(intervalSeconds: number, limit?: number): Promise<number>;
+}
+
+const randomToken = (): string => Array.from({ length: TOKEN_LENGTH }, () => TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)]).join('');
+
+const dkimTxtValue = (publicKey: string): string => `v=DKIM1; k=rsa; p=${publicKey}`;
+
+/** Parses `k=v; k=v` DKIM key records; keys lower-cased, whitespace removed from values (RFC 6376 §3.6.1). */
+function parseTagList(text: string): Map<string, string> {
+  const tags = new Map<string, string>();
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    tags.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).replace(/\s+/g, ''));
+  }
+  return tags;
+}
+
+const sameName = (a: string, b: string): boolean => a.replace(/\.$/, '').toLowerCase() === b.replace(/\.$/, '').toLowerCase();
+
+export function createDomainService(deps: ServiceDeps): DomainService {
+  const { db, clock, config, resolver, logger, secretKey } = deps;
+  const dkimHost = config.dkim.host.replace(/\.$/, '').toLowerCase();
+
+  const cnameRecord = (domain: string, token: string): DnsRecord => ({
+    type: 'CNAME',
+    name: `${token}._domainkey.${domain}`,
+    value: `${token}.${dkimHost}`,
+  });
+
+  const view = (d: Domain, keys: DkimKey[]): DomainView => {
+    const tokens = keys.filter((k) => k.domain_id === d.id).sort((a, b) => a.position - b.position).map((k) => k.selector);
+    return {
+      id: d.id,
+      domain_name: d.name,
+      status: d.status,
+      dkim_tokens: tokens,
+      dns_records: tokens.map((t) => cnameRecord(d.name, t)),
+      created_at: toIso(d.created_at),
+      verified_at: toIsoOrNull(d.verified_at),
+      last_checked_at: toIsoOrNull(d.last_checked_at),
+      last_check_error: d.last_check_error,
+      external_id: d.external_id,
+      metadata: d.metadata === null ? null : (JSON.parse(d.metadata) as Record<string, unknown>),
+    };
+  };
+
+  const find = async (workspaceId: string, idOrName: string): Promise<Domain> => {
+    const byName = normalizeDomain(idOrName);
+    const found = (await findDomain(db, workspaceId, idOrName)) ?? (byName ? await findDomainByName(db, workspaceId, byName) : undefined);
+    if (!found) throw notFound(`Domain ${idOrName}`);
+    return found;
+  };
+
+  const keysOf = (domain: Domain) => listDkimKeys(db, [domain.id]);
+
+  /** Checks one token: the customer's CNAME points at our host, and our host publishes the matching key. */
+  const checkToken = async (domain: Domain, key: DkimKey): Promise<VerificationCheck> => {
+    const record = cnameRecord(domain.name, key.selector);
+    const fail = (error: string): VerificationCheck => ({ record, ok: false, error });
+    let targets: string[];
+    try {
+      targets = await resolver.resolveCname(record.name);
+    } catch (err) {
+      return fail(isNoRecordError(err) ? `no CNAME record at ${record.name}` : `DNS error for ${record.name}: ${(err as Error).message}`);
+    }
+    if (!targets.some((t) => sameName(t, record.value))) {
+      return fail(`CNAME ${record.name} points to ${targets.join(', ')}, expected ${record.value}`);
+    }
+    let txt: string[][];
+    try {
+      txt = await resolver.resolveTxt(record.value);
+    } catch (err) {
+      return fail(isNoRecordError(err) ? `no DKIM key published at ${record.value}` : `DNS error for ${record.value}: ${(err as Error).message}`);
+    }
+    const published = txt.map((chunks) => parseTagList(chunks.join(''))).find((tags) => tags.has('p'));
+    if (!published) return fail(`no DKIM key (p=) in the TXT record at ${record.value}`);
+    if (published.get('p') !== key.public_key) return fail(`the DKIM key published at ${record.value} does not match this domain's key`);
+    return { record, ok: true, error: null };
+  };
+
+  const verifyDomain = async (domain: Domain): Promise<VerificationResult> => {
+    const keys = await keysOf(domain);
+    const checks = await Promise.all(keys.map((k) => checkToken(domain, k)));
+    const failures = checks.filter((c) => !c.ok).map((c) => c.error);
+    const now = clock.now();
+    // A verified domain stays verified when a later check fails: flipping it would stop all
+    // of its mail at once. The failure is recorded for the user to see.
+    const verifiedNow = failures.length === 0 && checks.length > 0;
+    const changes = {
+      last_checked_at: now,
+      last_check_error: failures.length > 0 ? failures.join('; ') : null,
+      ...(verifiedNow && domain.status !== 'verified' ? { status: 'verified' as const, verified_at: now } : {}),
+    };
+    await updateDomain(db, domain.id, changes);
+    if (verifiedNow && domain.status !== 'verified') logger.info({ domainId: domain.id, workspaceId: domain.workspace_id }, 'domain verified');
+    return { domain: view({ ...domain, ...changes }, keys), checks };
+  };
+
+  return {
+    async add(workspaceId, input) {
+      const name = normalizeDomain(input.domain);
+      if (!name) throw validationError('domain', `"${input.domain}" is not a valid domain name`);
+      if (input.metadata !== undefined && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) {
+        throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+      }
+      if (await findDomainByName(db, workspaceId, name)) throw new AppError('already_exists', `Domain ${name} already exists`, { field: 'domain' });
+
+      const now = clock.now();
+      const domain: Domain = {
+        id: newId(),
+        workspace_id: workspaceId,
+        name,
+        status: 'pending',
+        external_id: input.external_id ?? null,
+        metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+        created_at: now,
+        verified_at: null,
+        last_checked_at: null,
+        last_check_error: null,
+      };
+      // RSA-2048: every mailbox provider verifies it; key generation runs on libuv's pool.
+      const pairs = await Promise.all(
+        Array.from({ length: DKIM_TOKENS_PER_DOMAIN }, () =>
+          generateKeyPairAsync('rsa', {
+            modulusLength: 2048,
+            publicKeyEncoding: { type: 'spki', format: 'der' },
+            privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+          }),
+        ),
+      );
+      const keys: DkimKey[] = pairs.map((pair, position) => ({
+        selector: randomToken(),
+        domain_id: domain.id,
+        position,
+        private_key_sealed: encryptSecret(secretKey, pair.privateKey),
+        public_key: pair.publicKey.toString('base64'),
+        created_at: now,
+      }));
+      try {
+        await saveDomain(db, domain, keys);
+      } catch (err) {
+        // Two concurrent adds of one name: the unique constraint decides, the loser gets 409.
+        if (await findDomainByName(db, workspaceId, name)) throw new AppError('already_exists', `Domain ${name} already exists`, { field: 'domain' });
+        throw err;
+      }
+      return view(domain, keys);
+    },
+
+    async list(workspaceId) {
+      const domains = await listDomains(db, workspaceId);
+      const keys = await listDkimKeys(db, domains.map((d) => d.id));
+      return domains.map((d) => view(d, keys));
+    },
+
+    async get(workspaceId, idOrName) {
+      const domain = await find(workspaceId, idOrName);
+      return view(domain, await keysOf(domain));
+    },
+
+    async remove(workspaceId, idOrName) {
+      const domain = await find(workspaceId, idOrName);
+      await removeDomain(db, workspaceId, domain.id);
+    },
+
+    async recordsToPublish(workspaceId, idOrName) {
+      const domain = await find(workspaceId, idOrName);
+      const keys = await keysOf(domain);
+      const v = view(domain, keys);
+      return {
+        domain: v,
+        customer: v.dns_records,
+        dkimHost: keys.map((k) => ({ type: 'TXT' as const, name: `${k.selector}.${dkimHost}`, value: dkimTxtValue(k.public_key) })),
+      };
+    },
+
+    verify: async (workspaceId, idOrName) => verifyDomain(await find(workspaceId, idOrName)),
+
+    async recheckPending(intervalSeconds, limit = 50) {
+      const due = await listPendingDomains(db, clock.now() - intervalSeconds * 1000, limit);
+      let verified = 0;
+      for (const domain of due) {
+        const result = await verifyDomain(domain);
+        if (result.domain.status === 'verified') verified++;
+      }
+      return verified;
+    },
+  };
+}

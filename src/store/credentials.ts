@@ -1,0 +1,51 @@
+import type { Db } from './db.js';
+import type { Credential, NewCredential } from './tables.js';
+
+export const saveCredential = async (db: Db, row: NewCredential): Promise<void> => {
+  await db.insertInto('credentials').values(row).execute();
+};
+
+export const findCredentialByHash = (db: Db, secretHash: string): Promise<Credential | undefined> =>
+  db.selectFrom('credentials').selectAll().where('secret_hash', '=', secretHash).executeTakeFirst();
+
+export const findCredential = (db: Db, id: string): Promise<Credential | undefined> =>
+  db.selectFrom('credentials').selectAll().where('id', '=', id).executeTakeFirst();
+
+export interface CredentialFilter {
+  workspaceId?: string | undefined;
+  oauth?: boolean;
+  limit?: number;
+  offset?: number;
+}
+
+const filtered = (db: Db, filter: CredentialFilter) => {
+  let q = db.selectFrom('credentials');
+  if (filter.workspaceId !== undefined) q = q.where('workspace_id', '=', filter.workspaceId);
+  if (filter.oauth !== undefined) q = q.where('kind', filter.oauth ? '=' : '<>', 'oauth');
+  return q;
+};
+
+export const listCredentials = (db: Db, filter: CredentialFilter = {}): Promise<Credential[]> => {
+  let q = filtered(db, filter).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc');
+  if (filter.limit !== undefined) q = q.limit(filter.limit).offset(filter.offset ?? 0);
+  return q.execute();
+};
+
+export const countCredentials = async (db: Db, filter: CredentialFilter = {}): Promise<number> => {
+  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+};
+
+export const revokeCredential = async (db: Db, id: string, at: number): Promise<boolean> => {
+  const result = await db
+    .updateTable('credentials')
+    .set({ revoked_at: at })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+};
+
+export const touchCredential = async (db: Db, id: string, at: number): Promise<void> => {
+  await db.updateTable('credentials').set({ last_used_at: at }).where('id', '=', id).execute();
+};

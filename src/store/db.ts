@@ -1,0 +1,73 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationResult } from 'kysely';
+import pg from 'pg';
+import { migrations } from './migrations/index.js';
+import type { Database } from './tables.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+
+export interface Store {
+  db: Db;
+  dialect: Dialect;
+  /** A readable name of the database, with no password. */
+  location: string;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  poolSize?: number;
+}
+
+/** Opens `sqlite:PATH` or `postgres://…`; the only place that knows which engine is underneath. */
+export function openStore(url: string, options: OpenOptions = {}): Store {
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.poolSize ?? 10);
+  throw new Error(`unsupported database URL: ${url.split(':')[0]}:…`);
+}
+
+function openSqlite(path: string): Store {
+  const file = path === ':memory:' ? path : resolve(path);
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const sqlite = new SQLite(file);
+  // WAL lets readers (CLI, dashboards) run beside the server; FULL makes every commit
+  // durable before we answer 2xx/250, the same bar as Postfix's fsync'd queue file.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = FULL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect: 'sqlite', location: `sqlite:${file}`, close: () => db.destroy() };
+}
+
+// int8 (bigint) columns hold epoch milliseconds and counts: well inside Number's exact range.
+const INT8_OID = 20;
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+function openPostgres(url: string, poolSize: number): Store {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types: pgTypes });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+  return { db, dialect: 'postgres', location, close: () => db.destroy() };
+}
+
+export interface MigrateOutcome {
+  applied: string[];
+  error: unknown;
+}
+
+/** Applies every pending migration; returns what ran so the CLI can report it. */
+export async function migrateToLatest(store: Store): Promise<MigrateOutcome> {
+  const migrator = new Migrator({
+    db: store.db,
+    provider: { getMigrations: async () => migrations(store.dialect) },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  const applied = (results ?? []).filter((r: MigrationResult) => r.status === 'Success').map((r) => r.migrationName);
+  return { applied, error };
+}

@@ -1,0 +1,13 @@
+import type { Migration } from 'kysely';
+import type { Dialect } from '../db.js';
+import { foundation } from './0001-foundation.js';
+
+/**
+ * Migrations in order. Names sort lexically and never change once released; a new schema
+ * change is a new entry. Each takes the dialect for the few column types that differ.
+ */
+export function migrations(dialect: Dialect): Record<string, Migration> {
+  return {
+    '0001-foundation': foundation(dialect),
+  };
+}

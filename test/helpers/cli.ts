@@ -1,0 +1,32 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const entry = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `mailsvc` CLI in a child process (from source, through tsx). */
+export function spawnCli(args: string[], env: Record<string, string>, cwd = root): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+export function runCliProcess(args: string[], env: Record<string, string>, cwd?: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawnCli(args, env, cwd);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runCliProcess, spawnCli } from '../helpers/cli.js';
+import { request, show } from '../helpers/http.js';
+
+describe('mailsvc CLI', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mailsvc-cli-'));
+    env = { MAILSVC_DATABASE: `sqlite:${join(dir, 'db.sqlite')}`, MAILSVC_DATA_DIR: dir, MAILSVC_HTTP_PORT: '0', MAILSVC_LOG_LEVEL: 'warn' };
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const cli = async (...args: string[]) => {
+    const res = await runCliProcess(args, env);
+    return res;
+  };
+
+  it('creates a key that works on both surfaces of a running `mailsvc serve`, then revokes it', async () => {
+    const created = await cli('keys', 'create', '--name', 'first', '--json');
+    assert.equal(created.code, 0, created.stderr);
+    const { key, id, prefix } = JSON.parse(created.stdout);
+    assert.match(key, /^sk_live_[A-Za-z0-9]{43}$/);
+    assert.ok(key.startsWith(prefix));
+
+    const text = await cli('keys', 'create', '--name', 'second', '--test');
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /shown once/);
+    assert.match(text.stdout, /^ {2}sk_test_[A-Za-z0-9]{43}$/m);
+
+    const list = await cli('keys', 'list');
+    assert.match(list.stdout, /PREFIX/);
+    assert.match(list.stdout, new RegExp(`${prefix}…\\s+first\\s+live`));
+    assert.ok(!list.stdout.includes(key), 'never the key itself');
+    assert.ok(statSync(join(dir, 'secret.key')).mode % 0o1000 === 0o600, 'secret key file is private');
+
+    const serve = spawnCli(['serve'], env);
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let err = '';
+        serve.stderr!.on('data', (d) => {
+          err += d;
+          const m = /HTTP API on (http:\/\/\S+)/.exec(err);
+          if (m) resolve(m[1]!);
+        });
+        serve.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+      });
+      const a = await request(url, 'GET', '/v1/domains', { key });
+      assert.equal(a.status, 200, show(a));
+      const b = await request(url, 'GET', '/api/v1/domains', { key });
+      assert.equal(b.status, 200, show(b));
+
+      const revoked = await cli('keys', 'revoke', id);
+      assert.equal(revoked.code, 0, revoked.stderr);
+      const after = await request(url, 'GET', '/api/v1/domains', { key });
+      assert.equal(after.status, 401);
+      assert.equal(after.body.code, 'UNAUTHORIZED');
+    } finally {
+      const exited = new Promise<number | null>((resolve) => serve.on('exit', (code) => resolve(code)));
+      serve.kill('SIGTERM');
+      assert.equal(await exited, 0, 'graceful stop exits 0');
+    }
+  });
+
+  it('mints OAuth tokens with scopes and refuses unknown scopes in one line', async () => {
+    const ok = await cli('tokens', 'create', '--scopes', 'emails:send,domains:read', '--json');
+    assert.equal(ok.code, 1, 'emails:send is not a scope');
+    assert.match(ok.stderr, /^mailsvc: scopes: unknown scope "emails:send"/);
+    const good = await cli('tokens', 'create', '--scopes', 'emails:write,domains:read', '--expires-in', '12h', '--json');
+    assert.equal(good.code, 0, good.stderr);
+    const token = JSON.parse(good.stdout);
+    assert.match(token.key, /^oat_/);
+    assert.deepEqual(token.scopes, ['emails:write', 'domains:read']);
+    const hours = (Date.parse(token.expires_at) - Date.parse(token.created_at)) / 3600_000;
+    assert.equal(hours, 12);
+  });
+
+  it('adds a domain and prints every record to publish', async () => {
+    const added = await cli('domains', 'add', 'cli.example', '--json');
+    assert.equal(added.code, 0, added.stderr);
+    const domain = JSON.parse(added.stdout);
+    const dns = await cli('domains', 'dns', 'cli.example');
+    assert.equal(dns.code, 0, dns.stderr);
+    for (const token of domain.dkim_tokens) {
+      assert.match(dns.stdout, new RegExp(`CNAME\\s+${token}\\._domainkey\\.cli\\.example\\s+${token}\\.dkim\\.localhost`));
+      assert.match(dns.stdout, new RegExp(`TXT\\s+${token}\\.dkim\\.localhost\\s+"v=DKIM1; k=rsa; p=`));
+    }
+    const verify = await cli('domains', 'verify', 'cli.example', '--config', '/dev/null');
+    assert.equal(verify.code, 1);
+    const dup = await cli('domains', 'add', 'cli.example');
+    assert.equal(dup.code, 1);
+    assert.equal(dup.stderr, 'mailsvc: Domain cli.example already exists\n');
+  });
+
+  it('manages workspaces and plans', async () => {
+    const created = await cli('workspaces', 'create', 'acme', '--json');
+    const ws = JSON.parse(created.stdout);
+    const plan = await cli('workspaces', 'set-plan', ws.id, 'enterprise', '--transactional', '200', '--marketing', '5000');
+    assert.equal(plan.code, 0, plan.stderr);
+    const list = await cli('workspaces', 'list', '--json');
+    const found = JSON.parse(list.stdout).find((w: { id: string }) => w.id === ws.id);
+    assert.equal(found.plan, 'enterprise');
+    assert.equal(found.transactional_per_second, 200);
+    const bad = await cli('workspaces', 'set-plan', ws.id, 'gold');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^mailsvc: plan: must be one of starter, professional, enterprise\n$/);
+  });
+
+  it('fails in one line on a bad configuration, without a stack trace', async () => {
+    const res = await runCliProcess(['serve'], { ...env, MAILSVC_HTTP_PORT: 'abc' });
+    assert.equal(res.code, 1);
+    assert.equal(res.stderr, 'mailsvc: config: http.port must be an integer from 0 to 65535, got "abc" (from MAILSVC_HTTP_PORT)\n');
+    const usage = await cli('keys', 'create');
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /required option '--name <name>'/);
+  });
+
+  it('applies migrations with `mailsvc migrate`', async () => {
+    const fresh = join(dir, 'fresh.sqlite');
+    const first = await runCliProcess(['migrate', '--json'], { ...env, MAILSVC_DATABASE: `sqlite:${fresh}` });
+    assert.equal(first.code, 0, first.stderr);
+    assert.ok(JSON.parse(first.stdout).applied.length >= 1);
+    const second = await runCliProcess(['migrate'], { ...env, MAILSVC_DATABASE: `sqlite:${fresh}` });
+    assert.match(second.stdout, /up to date/);
+  });
+});

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { request as rawRequest } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { request, show, type ApiResponse } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+function assertVersioned(res: ApiResponse, status: number, code: string) {
+  assert.equal(res.status, status, show(res));
+  assert.equal(res.body.error.code, code, show(res));
+  assert.equal(typeof res.body.error.message, 'string');
+  assert.equal(typeof res.body.error.retryable, 'boolean');
+  assert.equal(res.body.request_id, res.headers.get('x-request-id'));
+}
+function assertLegacy(res: ApiResponse, status: number, code: string) {
+  assert.equal(res.status, status, show(res));
+  assert.deepEqual(Object.keys(res.body).sort(), ['code', 'error', 'success']);
+  assert.equal(res.body.success, false);
+  assert.equal(res.body.code, code);
+}
+
+describe('HTTP errors in the surface envelope', () => {
+  let server: TestServer;
+  let key: string;
+  before(async () => {
+    server = await startTestServer({ http: { bodyLimit: 4096 } });
+    key = await server.key();
+  });
+  after(() => server.close());
+
+  it('answers unknown routes with 404 in each envelope, with rate-limit headers', async () => {
+    const a = await request(server.httpUrl, 'GET', '/v1/nothing-here', { key });
+    assertVersioned(a, 404, 'not_found');
+    assert.ok(a.headers.get('x-ratelimit-limit'));
+    const b = await request(server.httpUrl, 'GET', '/api/v1/nothing-here', { key });
+    assertLegacy(b, 404, 'NOT_FOUND');
+    assert.ok(b.headers.get('x-ratelimit-remaining'));
+    const c = await request(server.httpUrl, 'GET', '/elsewhere');
+    assertVersioned(c, 404, 'not_found');
+  });
+
+  it('answers a known path with the wrong method with 405 and Allow', async () => {
+    const res = await request(server.httpUrl, 'PUT', '/v1/domains', { key, body: {} });
+    assertVersioned(res, 405, 'method_not_allowed');
+    assert.match(res.headers.get('allow') ?? '', /GET/);
+    assertLegacy(await request(server.httpUrl, 'DELETE', '/api/v1/domains', { key }), 405, 'METHOD_NOT_ALLOWED');
+  });
+
+  it('refuses malformed JSON with 400', async () => {
+    const headers = { 'content-type': 'application/json' };
+    for (const raw of ['{"domain":', '{"a":1}}', 'null', '"string"', '\u0000']) {
+      assertVersioned(await request(server.httpUrl, 'POST', '/v1/domains', { key, raw, headers }), 400, 'validation_error');
+      assertLegacy(await request(server.httpUrl, 'POST', '/api/v1/domains', { key, raw, headers }), 400, 'VALIDATION_ERROR');
+    }
+  });
+
+  it('refuses bodies that are not JSON with 415', async () => {
+    const raw = 'domain=example.com';
+    const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+    assertVersioned(await request(server.httpUrl, 'POST', '/v1/domains', { key, raw, headers }), 415, 'unsupported_media_type');
+    assertLegacy(await request(server.httpUrl, 'POST', '/api/v1/domains', { key, raw, headers }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('refuses bodies over http.bodyLimit with 413', async () => {
+    const body = { domain: 'big.example', metadata: { pad: 'x'.repeat(5000) } };
+    assertVersioned(await request(server.httpUrl, 'POST', '/v1/domains', { key, body }), 413, 'payload_too_large');
+    assertLegacy(await request(server.httpUrl, 'POST', '/api/v1/domains', { key, body }), 413, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('refuses wrong field types naming the field', async () => {
+    const res = await request(server.httpUrl, 'POST', '/api/v1/domains', { key, body: { domain: 42 } });
+    assertLegacy(res, 400, 'VALIDATION_ERROR');
+    assert.equal(res.body.error, 'domain: must be a string');
+    const meta = await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 'm.example', metadata: [1] } });
+    assertVersioned(meta, 400, 'validation_error');
+    assert.match(meta.body.error.message, /^metadata:/);
+  });
+
+  it('keeps a client X-Request-Id and makes one otherwise', async () => {
+    const mine = await request(server.httpUrl, 'GET', '/v1/domains', { key, headers: { 'x-request-id': 'trace-123' } });
+    assert.equal(mine.headers.get('x-request-id'), 'trace-123');
+    const bad = await request(server.httpUrl, 'GET', '/v1/domains', { key, headers: { 'x-request-id': 'has spaces and <tags>' } });
+    assert.match(bad.headers.get('x-request-id') ?? '', /^req_/);
+  });
+
+  it('never answers 500 to garbage, and keeps serving', async () => {
+    const paths = ['/v1/domains', '/api/v1/domains', '/v1/domains/%E0%A4%A', '/v1/domains/..%2f..%2fetc', '/api/v1/domains?workspace_id[]=x', '/v1/api-keys?limit=-1&offset=abc'];
+    const bodies: Array<string | Buffer> = ['{}', '[]', '{"domain":{"$gt":""}}', '{"domain":"' + 'a'.repeat(300) + '"}', randomBytes(64), '{"__proto__":{"x":1},"domain":"p.example"}'];
+    for (const path of paths) {
+      for (const method of ['GET', 'POST', 'PATCH', 'DELETE']) {
+        for (const raw of bodies) {
+          const res = await request(server.httpUrl, method, path, method === 'GET' ? { key } : { key, raw, headers: { 'content-type': 'application/json' } });
+          assert.ok(res.status < 500, `${method} ${path}: ${show(res)}`);
+          assert.ok(res.body !== undefined, `${method} ${path}: JSON body`);
+        }
+      }
+    }
+    // A request line Node itself cannot parse is answered by Node with 400, not by a crash.
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = rawRequest(server.httpUrl + '/v1/domains', { method: 'GET', headers: { authorization: `Bearer ${key}`, 'content-length': 'abc' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', () => resolve(400));
+      req.end();
+    });
+    assert.ok(status === 400, `got ${status}`);
+    const ok = await request(server.httpUrl, 'GET', '/v1/domains', { key });
+    assert.equal(ok.status, 200);
+  });
+
+  it('reports liveness and readiness without authentication', async () => {
+    const live = await request(server.httpUrl, 'GET', '/healthz');
+    assert.equal(live.status, 200);
+    assert.deepEqual(live.body, { status: 'ok' });
+    const ready = await request(server.httpUrl, 'GET', '/readyz');
+    assert.equal(ready.status, 200);
+    assert.equal(ready.body.database, 'reachable');
+  });
+});

@@ -1,0 +1,18 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { offsetList, parsePage } from '../../../src/intake/http/pagination.js';
+
+describe('offset pagination', () => {
+  it('falls back to 20 for a limit outside 1..100 rather than clamping', () => {
+    assert.deepEqual(parsePage({}), { limit: 20, offset: 0 });
+    assert.deepEqual(parsePage({ limit: '100', offset: '40' }), { limit: 100, offset: 40 });
+    assert.deepEqual(parsePage({ limit: '1' }), { limit: 1, offset: 0 });
+    for (const limit of ['0', '101', '-5', 'abc', '2.5', '']) assert.equal(parsePage({ limit }).limit, 20, limit);
+    assert.equal(parsePage({ offset: '-1' }).offset, 0);
+    assert.equal(parsePage({ limit: ['5', '6'] }).limit, 20);
+  });
+  it('tells whether more follow', () => {
+    assert.deepEqual(offsetList('items', [1, 2], 5, { limit: 2, offset: 0 }), { items: [1, 2], pagination: { total: 5, limit: 2, offset: 0, has_more: true } });
+    assert.equal(offsetList('items', [5], 5, { limit: 2, offset: 4 }).pagination.has_more, false);
+  });
+});
