@@ -68,11 +68,165 @@ export interface DkimKeysTable {
   created_at: number;
 }
 
+export type EmailType = 'transactional' | 'marketing';
+/** Where a message entered: the two HTTP surfaces, SMTP submission, or a campaign. */
+export type Intake = 'v1' | 'legacy' | 'smtp' | 'campaign';
+
+/**
+ * Lifecycle of an email (DESIGN.md), derived from its recipients' queue items:
+ * scheduled/queued -> sending -> delivered | deferred (retrying) | bounced | failed | cancelled | suppressed.
+ */
+export const EMAIL_STATUSES = ['scheduled', 'queued', 'sending', 'deferred', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+
+/** A recipient's place in the queue. `queued` and `deferred` are due at next_attempt_at. */
+export const QUEUE_STATUSES = ['queued', 'sending', 'deferred', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
+export type QueueStatus = (typeof QUEUE_STATUSES)[number];
+export const FINAL_QUEUE_STATUSES: readonly QueueStatus[] = ['delivered', 'bounced', 'failed', 'cancelled', 'suppressed'];
+
+/** Queue priority: lower is sooner. Transactional mail over the soft limit is demoted. */
+export const PRIORITY = { transactional: 0, marketing: 1 } as const;
+
+export interface EmailsTable {
+  id: string;
+  workspace_id: string;
+  /** 1 when sent with a test key: simulated, never delivered. */
+  test: number;
+  type: EmailType;
+  priority: number;
+  status: EmailStatus;
+  intake: Intake;
+  domain_id: string | null;
+  from_address: string;
+  from_header: string;
+  /** JSON arrays of addresses. */
+  to_addresses: string;
+  cc_addresses: string | null;
+  bcc_addresses: string | null;
+  reply_to: string | null;
+  subject: string;
+  /** With angle brackets, on the sending domain. */
+  message_id: string;
+  template_id: string | null;
+  campaign_id: string | null;
+  subscriber_id: string | null;
+  /** JSON. */
+  tags: string | null;
+  metadata: string | null;
+  external_id: string | null;
+  track_opens: number;
+  track_clicks: number;
+  size: number;
+  scheduled_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface EmailContentsTable {
+  email_id: string;
+  /** The composed RFC 5322 message, before DKIM signing. */
+  raw: Buffer;
+}
+
+export interface QueueItemsTable {
+  id: string;
+  email_id: string;
+  workspace_id: string;
+  recipient: string;
+  recipient_domain: string;
+  status: QueueStatus;
+  priority: number;
+  test: number;
+  attempts: number;
+  next_attempt_at: number;
+  /** The worker holding the item, until lease_until; an expired lease may be claimed again. */
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_code: number | null;
+  last_response: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+export type AttemptOutcome = 'delivered' | 'deferred' | 'bounced' | 'failed';
+
+export interface DeliveryAttemptsTable {
+  id: string;
+  queue_item_id: string;
+  email_id: string;
+  workspace_id: string;
+  started_at: number;
+  duration_ms: number;
+  outcome: AttemptOutcome;
+  /** Classification of the reply, e.g. mailbox_full, policy, dns. */
+  category: string | null;
+  mx_host: string | null;
+  code: number | null;
+  response: string | null;
+  tls: number;
+}
+
+export interface EventsTable {
+  /** `evt_…`. */
+  id: string;
+  workspace_id: string;
+  type: string;
+  email_id: string | null;
+  /** JSON: every field any surface renders; webhooks pick their surface's fields. */
+  data: string;
+  created_at: number;
+}
+
+export interface IdempotencyKeysTable {
+  workspace_id: string;
+  key: string;
+  request_hash: string;
+  state: 'in_flight' | 'done';
+  response_status: number | null;
+  response_body: string | null;
+  created_at: number;
+  /** While in flight, others get 409; past it, a crashed request's claim may be taken over. */
+  locked_until: number;
+}
+
+export interface TemplatesTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  subject: string;
+  html: string;
+  text: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type SuppressionScope = 'all' | 'marketing';
+
+export interface SuppressionsTable {
+  workspace_id: string;
+  /** A lower-cased address, or `@domain` for a whole domain. */
+  address: string;
+  scope: SuppressionScope;
+  reason: 'hard_bounce' | 'complaint' | 'unsubscribe' | 'manual';
+  detail: string | null;
+  email_id: string | null;
+  created_at: number;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   credentials: CredentialsTable;
   domains: DomainsTable;
   dkim_keys: DkimKeysTable;
+  emails: EmailsTable;
+  email_contents: EmailContentsTable;
+  queue_items: QueueItemsTable;
+  delivery_attempts: DeliveryAttemptsTable;
+  events: EventsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  templates: TemplatesTable;
+  suppressions: SuppressionsTable;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;
@@ -81,4 +235,10 @@ export type NewCredential = Insertable<CredentialsTable>;
 export type Domain = Selectable<DomainsTable>;
 export type DomainUpdate = Updateable<DomainsTable>;
 export type DkimKey = Selectable<DkimKeysTable>;
+export type Email = Selectable<EmailsTable>;
+export type QueueItem = Selectable<QueueItemsTable>;
+export type DeliveryAttempt = Selectable<DeliveryAttemptsTable>;
+export type EventRow = Selectable<EventsTable>;
+export type Suppression = Selectable<SuppressionsTable>;
+export type Template = Selectable<TemplatesTable>;
 export type { Generated };

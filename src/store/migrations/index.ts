@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import type { Dialect } from '../db.js';
 import { foundation } from './0001-foundation.js';
+import { sending } from './0002-sending.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -9,5 +10,6 @@ import { foundation } from './0001-foundation.js';
 export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
+    '0002-sending': sending(dialect),
   };
 }

@@ -1,0 +1,19 @@
+/**
+ * The event catalog (SPEC Events). `email.delivery_delayed` is ours: a temporary failure that
+ * will be retried. `workflow.*` events are not emitted: mailsvc has no workflows.
+ */
+export const EVENT_TYPES = [
+  'email.sent',
+  'email.delivered',
+  'email.delivery_delayed',
+  'email.opened',
+  'email.clicked',
+  'email.bounced',
+  'email.complained',
+  'email.suppressed',
+  'subscriber.created',
+  'subscriber.updated',
+  'subscriber.unsubscribed',
+  'campaign.sent',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];

@@ -1,0 +1,72 @@
+import type { Db } from './db.js';
+import { aggregateStatus } from './email-status.js';
+import type { DeliveryAttempt, Email, QueueItem } from './tables.js';
+
+export interface NewEmail {
+  email: Email;
+  raw: Buffer;
+  recipients: QueueItem[];
+}
+
+/** Writes an email, its content and its queue items; call inside the caller's transaction. */
+export async function saveEmail(trx: Db, { email, raw, recipients }: NewEmail): Promise<void> {
+  await trx.insertInto('emails').values(email).execute();
+  await trx.insertInto('email_contents').values({ email_id: email.id, raw }).execute();
+  if (recipients.length > 0) await trx.insertInto('queue_items').values(recipients).execute();
+}
+
+export const findEmail = (db: Db, workspaceId: string, id: string): Promise<Email | undefined> =>
+  db.selectFrom('emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+
+export const findEmailById = (db: Db, id: string): Promise<Email | undefined> =>
+  db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirst();
+
+export async function findEmailContent(db: Db, emailId: string): Promise<Buffer | undefined> {
+  const row = await db.selectFrom('email_contents').select('raw').where('email_id', '=', emailId).executeTakeFirst();
+  return row ? Buffer.from(row.raw) : undefined;
+}
+
+export interface EmailListQuery {
+  workspaceId: string;
+  limit: number;
+  /** Older than this id (ids are UUIDv7, so they sort by creation time). */
+  after?: string | undefined;
+  /** Newer than this id. */
+  before?: string | undefined;
+  status?: string | undefined;
+}
+
+/**
+ * Keyset page of emails, newest first. With `before`, the page is the `limit` emails just
+ * newer than the cursor, still returned newest first. Fetches one extra row to know whether
+ * more exist in the direction of travel.
+ */
+export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Email[]; more: boolean }> {
+  let query = db.selectFrom('emails').selectAll().where('workspace_id', '=', q.workspaceId);
+  if (q.status) query = query.where('status', '=', q.status as Email['status']);
+  if (q.before !== undefined) {
+    const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
+    return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };
+  }
+  if (q.after !== undefined) query = query.where('id', '<', q.after);
+  const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
+  return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
+}
+
+export const listQueueItemsOfEmail = (db: Db, emailId: string): Promise<QueueItem[]> =>
+  db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('id').execute();
+
+export const listAttemptsOfEmail = (db: Db, emailId: string): Promise<DeliveryAttempt[]> =>
+  db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute();
+
+/** Recomputes an email's status from its queue items; call after changing any of them. */
+export async function refreshEmailStatus(trx: Db, emailId: string, now: number): Promise<Email['status']> {
+  const items = await trx.selectFrom('queue_items').select('status').where('email_id', '=', emailId).execute();
+  const email = await trx.selectFrom('emails').select(['scheduled_at']).where('id', '=', emailId).executeTakeFirst();
+  const status = aggregateStatus(
+    items.map((i) => i.status),
+    email?.scheduled_at != null && email.scheduled_at > now,
+  );
+  await trx.updateTable('emails').set({ status, updated_at: now }).where('id', '=', emailId).execute();
+  return status;
+}

@@ -1,0 +1,9 @@
+import type { Db } from './db.js';
+import type { EventRow } from './tables.js';
+
+export const saveEvent = async (db: Db, row: EventRow): Promise<void> => {
+  await db.insertInto('events').values(row).execute();
+};
+
+export const listEmailEvents = (db: Db, workspaceId: string, emailId: string): Promise<EventRow[]> =>
+  db.selectFrom('events').selectAll().where('workspace_id', '=', workspaceId).where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute();
