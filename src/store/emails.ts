@@ -70,3 +70,6 @@ export async function refreshEmailStatus(trx: Db, emailId: string, now: number):
   await trx.updateTable('emails').set({ status, updated_at: now }).where('id', '=', emailId).execute();
   return status;
 }
+
+export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]> =>
+  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute();
