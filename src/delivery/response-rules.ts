@@ -92,7 +92,7 @@ export const RESPONSE_RULES: readonly ResponseRule[] = [
   hard(/^5\d\d[ -]+5\.1\.3\b/, 'invalid_address'),
   hard(/^5\d\d[ -]+5\.2\.1\b.*\b(disabled|inactive|deactivated|suspended|expired|closed)\b/i, 'inactive_mailbox'),
   hard(/^5\d\d[ -].*\b(unrouteable|unroutable) address|domain (does not exist|not found)|host (not found|unknown)/i, 'bad_domain'),
-  hard(/^5\d\d[ -].*(user unknown|unknown user|no such (user|mailbox|recipient)|does ?n[o']t exist|mailbox (unavailable|not found)|invalid (recipient|mailbox)|unknown recipient|recipient (address )?(unknown|not found)|account (is )?(disabled|inactive)|address rejected)/i, 'unknown_user'),
+  hard(/^5\d\d[ -].*(user unknown|unknown user|no such (user|mailbox|recipient)|does ?n[o']t exist|mailbox (unavailable|not found)|invalid (recipient|mailbox)|unknown recipient|recipient (address )?(unknown|not found)|account (is )?(disabled|inactive)|user doesn't have|no such account|address rejected)/i, 'unknown_user'),
   hard(/^5\d\d[ -]+5\.1\.0\b/, 'unknown_user'),
 
   // Enhanced status codes (RFC 3463) by class, for everything not matched above.

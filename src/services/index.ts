@@ -1,7 +1,9 @@
 import { createCredentialService, type CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import { createDomainService, type DomainService } from './domains.js';
+import { createQueueService, type QueueService } from './queue.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
+import { createSuppressionService, type SuppressionService } from './suppressions.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
@@ -9,6 +11,8 @@ export interface Services {
   workspaces: WorkspaceService;
   credentials: CredentialService;
   domains: DomainService;
+  suppressions: SuppressionService;
+  queue: QueueService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
 }
@@ -18,6 +22,8 @@ export function createServices(deps: ServiceDeps, rateLimiter: RateLimiter = new
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains: createDomainService(deps),
+    suppressions: createSuppressionService(deps),
+    queue: createQueueService(deps),
     rateLimiter,
     limitFor,
   };
