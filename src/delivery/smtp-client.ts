@@ -72,6 +72,8 @@ export interface SmtpClientOptions {
 
 interface NodemailerError extends Error {
   code?: string;
+  /** The system error code nodemailer replaced with its own (e.g. CERT_HAS_EXPIRED under ESOCKET). */
+  originalCode?: string;
   response?: string;
   responseCode?: number;
   command?: string;
@@ -97,6 +99,9 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
   const maxUses = options.maxMessagesPerConnection ?? 100;
   const idle = new Map<string, Pooled[]>();
   const inUse = new Set<Pooled>();
+  /** Settles every connect and send in progress with an error (nodemailer's close() forgets them). */
+  const aborts = new Set<() => void>();
+  const aborted = (): NodemailerError => Object.assign(new Error('aborted: mailsvc is stopping'), { code: 'EABORTED' });
 
   const keyOf = (t: SmtpTarget) => [t.address, t.port, t.host, t.tls, t.secure ? 'secure' : '', t.auth?.user ?? ''].join('|');
 
@@ -128,7 +133,19 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
   };
 
   const open = (target: SmtpTarget, plainOnly: boolean): Promise<Pooled | NodemailerError> =>
-    new Promise((resolve) => {
+    new Promise<Pooled | NodemailerError>((outer) => {
+      const abort = () => {
+        if (!settled) {
+          settled = true;
+          discard(pooled, false);
+          outer(aborted());
+        }
+      };
+      const resolve = (v: Pooled | NodemailerError) => {
+        aborts.delete(abort);
+        outer(v);
+      };
+      aborts.add(abort);
       const conn = new SMTPConnection({
         host: target.address,
         port: target.port,
@@ -205,11 +222,20 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
 
   const transmit = (p: Pooled, envelope: SmtpEnvelope, message: Buffer): Promise<{ err: NodemailerError | null; info: SMTPConnection.SentMessageInfo | null }> =>
     new Promise((resolve) => {
+      let done = false;
+      const finish = (err: NodemailerError | null, info: SMTPConnection.SentMessageInfo | null) => {
+        if (done) return;
+        done = true;
+        aborts.delete(abort);
+        resolve({ err, info });
+      };
+      const abort = () => finish(aborted(), null);
+      aborts.add(abort);
       p.uses++;
       p.conn.send(
         { from: envelope.from, to: envelope.to, size: envelope.size, use8BitMime: hasEightBit(message) },
         message,
-        (err, info) => resolve({ err: (err as NodemailerError | null) ?? null, info: info ?? null }),
+        (err, info) => finish((err as NodemailerError | null) ?? null, info ?? null),
       );
     });
 
@@ -230,7 +256,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
           return {
             kind: 'unreachable',
             tls: false,
-            errorCode: acquired.code ?? 'ECONNECTION',
+            errorCode: errorCodeOf(acquired),
             code: acquired.responseCode ?? codeOf(acquired.response),
             response: acquired.response ?? null,
             message: acquired.message,
@@ -246,7 +272,9 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
           return { kind: 'replied', tls, replies: repliesOnSuccess(envelope.to, info) };
         }
         const e = err!;
-        const replies = repliesOnError(envelope.to, e, (p.conn as unknown as { _envelope?: EnvelopeState })._envelope);
+        const replies =
+          repliesOnError(envelope.to, e, (p.conn as unknown as { _envelope?: EnvelopeState })._envelope) ??
+          repliesBeforeClose(envelope.to, e, p.conn.lastServerResponse, (p.conn as unknown as { _envelope?: EnvelopeState })._envelope);
         if (replies) {
           await reset(p);
           park(p);
@@ -256,13 +284,16 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
         park(p);
         // A kept-alive connection the server closed meanwhile: once more on a fresh one.
         if (reused && attempt === 0 && !e.response) continue;
-        return { kind: 'interrupted', tls, errorCode: e.code ?? 'ECONNECTION', message: e.message };
+        return { kind: 'interrupted', tls, errorCode: errorCodeOf(e), message: e.message };
       }
     },
 
     async close(abort = false) {
       for (const list of [...idle.values()]) for (const p of [...list]) discard(p, true);
-      if (abort) for (const p of [...inUse]) discard(p, false);
+      if (abort) {
+        for (const a of [...aborts]) a();
+        for (const p of [...inUse]) discard(p, false);
+      }
     },
   };
 }
@@ -273,6 +304,24 @@ interface EnvelopeState {
 }
 
 const isPooled = (v: Pooled | NodemailerError): v is Pooled => (v as Pooled).conn !== undefined;
+
+/** Certificate and handshake failures surface as socket errors; report them as TLS. */
+const errorCodeOf = (e: NodemailerError): string =>
+  /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|ALTNAME/i.test(e.originalCode ?? '') || /certificate/i.test(e.message)
+    ? 'ETLS'
+    : (e.code ?? 'ECONNECTION');
+
+/**
+ * A server that answers 421 (or another failure) and closes the connection at once ends the
+ * session with that reply: recipients without an answer of their own get it.
+ */
+function repliesBeforeClose(recipients: string[], err: NodemailerError, last: string | false, envelope: EnvelopeState | undefined): RecipientReply[] | null {
+  if (err.code !== 'ECONNECTION') return null;
+  const response = err.response ?? (typeof last === 'string' && /^[45]\d\d[ -]/.test(last) ? last : null);
+  if (!response) return null;
+  const rejected = rejectedReplies(envelope?.rejectedErrors);
+  return recipients.map((r) => rejected.get(r) ?? { recipient: r, accepted: false, code: codeOf(response), response });
+}
 
 const hasEightBit = (message: Buffer): boolean => {
   for (let i = 0; i < message.length; i++) if (message[i]! > 127) return true;

@@ -15,6 +15,8 @@ export interface ReceivedMessage {
   secure: boolean;
   /** The EHLO name the client gave. */
   ehlo: string;
+  /** The user the client authenticated as (smarthost mode). */
+  user: string | null;
   /** The address the client connected to (tells MX hosts apart on one port). */
   localAddress: string;
   sessionId: string;
@@ -53,15 +55,23 @@ const headerValue = (raw: Buffer, name: string): string | null => {
  * A real SMTP server (smtp-server) on loopback playing a recipient's MX: STARTTLS with
  * smtp-server's built-in self-signed certificate, PIPELINING, and hooks to answer 4xx/5xx.
  */
-export async function startMxServer(options: { host?: string; port?: number; hooks?: MxHooks } = {}): Promise<TestMx> {
+export async function startMxServer(options: { host?: string; port?: number; hooks?: MxHooks; auth?: { user: string; pass: string } } = {}): Promise<TestMx> {
   const messages: ReceivedMessage[] = [];
   const sessions = new Map<string, number>();
   // Hooks are read from the returned object on every call, so a test may swap them.
   const state = { hooks: options.hooks ?? {} };
   const waiters: Array<() => void> = [];
   const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['AUTH'],
+    // With `auth` it plays a smarthost that wants AUTH (after STARTTLS); otherwise an MX.
+    ...(options.auth
+      ? {
+          authMethods: ['PLAIN', 'LOGIN'],
+          onAuth(auth, _session, cb) {
+            const ok = auth.username === options.auth!.user && auth.password === options.auth!.pass;
+            cb(ok ? null : Object.assign(new Error('5.7.8 Authentication failed'), { responseCode: 535 }), ok ? { user: auth.username } : undefined);
+          },
+        }
+      : { authOptional: true, disabledCommands: ['AUTH'] }),
     logger: false,
     size: 50 * 1024 * 1024,
     onConnect(session, cb) {
@@ -88,6 +98,7 @@ export async function startMxServer(options: { host?: string; port?: number; hoo
           raw,
           secure: session.secure,
           ehlo: session.hostNameAppearsAs,
+          user: (session.user as string | undefined) ?? null,
           localAddress: session.localAddress,
           sessionId: session.id,
           messageId: headerValue(raw, 'Message-ID'),

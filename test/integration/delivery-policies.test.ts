@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { parsePolicy } from 'mailauth/lib/mta-sts.js';
+import type { MTASTSPolicy } from 'mailauth';
+import { openStore } from '../../src/store/db.js';
+import { addSendingDomain, emailState, eventually, routeDomain } from '../helpers/delivery.js';
+import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { queueEmail } from '../helpers/mail.js';
+import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+const SENDER = 'sender.test';
+
+const baseConfig = (dns: TestDns, port: number, extra: Record<string, unknown> = {}) => ({
+  delivery: { dnsServers: [dns.server], port, hostname: 'mta.mailsvc.test', retrySchedule: [1], pollInterval: 50, signingThreads: 1, ...extra },
+  dkim: { host: 'dkim.mailsvc.test' },
+});
+
+describe('delivery policies: MTA-STS, throttling, smarthost', () => {
+  let dns: TestDns;
+  let mx: TestMx;
+  let server: TestServer;
+  /** Policies served to mailsvc in place of https://mta-sts.<domain>/.well-known/mta-sts.txt. */
+  const policies = new Map<string, string>();
+
+  before(async () => {
+    dns = await startDnsServer();
+    mx = await startMxServer();
+    server = await startTestServer(baseConfig(dns, mx.port), {
+      mtaStsFetcher: async (domain) => {
+        const text = policies.get(domain);
+        return text ? ({ id: 'test', ...parsePolicy(text) } as MTASTSPolicy) : { id: false, mode: 'none' };
+      },
+    });
+    await addSendingDomain(server, dns, SENDER);
+  });
+  after(async () => {
+    await server.close();
+    await mx.close();
+    await dns.close();
+  });
+
+  const db = () => server.runtime.store.db;
+  const queue = async (to: string) => {
+    const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: [to] });
+    server.delivery!.wake();
+    return email;
+  };
+  const attemptsOf = (emailId: string, n: number) =>
+    eventually(async () => {
+      const state = await emailState(db(), emailId);
+      return state.attempts.length >= n ? state : undefined;
+    }, 15_000, `${n} attempt(s) of ${emailId}`);
+
+  it('MTA-STS enforce: no delivery to an MX the policy does not name', async () => {
+    routeDomain(dns, 'sts-mismatch.test', [{ name: 'mx.sts-mismatch.test', preference: 10, a: ['127.0.0.1'] }]);
+    policies.set('sts-mismatch.test', 'version: STSv1\nmode: enforce\nmx: *.elsewhere.test\nmax_age: 86400\n');
+    const sessions = mx.sessions.size;
+    const email = await queue('a@sts-mismatch.test');
+    const state = await attemptsOf(email.id, 1);
+    assert.equal(state.attempts[0]!.outcome, 'deferred');
+    assert.equal(state.attempts[0]!.category, 'mta_sts');
+    assert.match(state.attempts[0]!.response!, /names none of its MX hosts/);
+    assert.equal(mx.sessions.size, sessions, 'no connection');
+  });
+
+  it('MTA-STS enforce: a certificate that does not verify for the MX host defers', async () => {
+    routeDomain(dns, 'sts-badcert.test', [{ name: 'mx.sts-badcert.test', preference: 10, a: ['127.0.0.1'] }]);
+    policies.set('sts-badcert.test', 'version: STSv1\nmode: enforce\nmx: mx.sts-badcert.test\nmax_age: 86400\n');
+    const delivered = mx.messages.length;
+    const email = await queue('a@sts-badcert.test');
+    const state = await attemptsOf(email.id, 1);
+    assert.equal(state.attempts[0]!.outcome, 'deferred');
+    assert.equal(state.attempts[0]!.category, 'tls', String(state.attempts[0]!.response));
+    assert.equal(mx.messages.length, delivered, 'nothing delivered over unverified TLS');
+  });
+
+  it('MTA-STS testing: a mismatch is only logged', async () => {
+    routeDomain(dns, 'sts-testing.test', [{ name: 'mx.sts-testing.test', preference: 10, a: ['127.0.0.1'] }]);
+    policies.set('sts-testing.test', 'version: STSv1\nmode: testing\nmx: *.elsewhere.test\nmax_age: 86400\n');
+    const email = await queue('a@sts-testing.test');
+    const state = await attemptsOf(email.id, 1);
+    assert.equal(state.attempts[0]!.outcome, 'delivered');
+  });
+
+  it('slows down for a destination that says it gets too many connections', async () => {
+    routeDomain(dns, 'busy.test', [{ name: 'mx.busy.test', preference: 10, a: ['127.0.0.1'] }]);
+    routeDomain(dns, 'calm.test', [{ name: 'mx.calm.test', preference: 10, a: ['127.0.0.1'] }]);
+    mx.hooks.onRcpt = (address) => (address.endsWith('@busy.test') ? { code: 421, text: '4.7.0 Too many connections from your host, slow down' } : undefined);
+    try {
+      const first = await queue('one@busy.test');
+      const state = await attemptsOf(first.id, 1);
+      assert.equal(state.attempts[0]!.outcome, 'deferred');
+      assert.equal(state.attempts[0]!.category, 'rate_limit');
+      // The domain is paused (30 s): more mail to it waits in the queue, other domains flow.
+      const second = await queue('two@busy.test');
+      const other = await queue('x@calm.test');
+      await attemptsOf(other.id, 1);
+      const waiting = await emailState(db(), second.id);
+      assert.equal(waiting.items[0]!.attempts, 0, 'no attempt to the throttling domain while paused');
+      assert.equal(waiting.items[0]!.status, 'queued');
+    } finally {
+      mx.hooks = {};
+    }
+  });
+});
+
+describe('delivery through a smarthost', () => {
+  let dns: TestDns;
+  let relay: TestMx;
+  let server: TestServer;
+  before(async () => {
+    dns = await startDnsServer();
+    relay = await startMxServer({ auth: { user: 'relay-user', pass: 'relay-pass' } });
+    dns.set('smarthost.test', 'A', ['127.0.0.1']);
+    server = await startTestServer(
+      baseConfig(dns, 25, {
+        relay: { host: 'smarthost.test', port: relay.port, auth: { user: 'relay-user', pass: 'relay-pass' }, rejectUnauthorized: false },
+      }),
+    );
+    await addSendingDomain(server, dns, SENDER);
+  });
+  after(async () => {
+    await server.close();
+    await relay.close();
+    await dns.close();
+  });
+
+  it('hands every message to the relay over TLS with AUTH, and reports email.sent only', async () => {
+    const email = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: ['someone@no-mx-needed.test'] });
+    server.delivery!.wake();
+    const [received] = await relay.waitFor(1);
+    assert.equal(received!.user, 'relay-user');
+    assert.equal(received!.secure, true);
+    const state = await eventually(async () => {
+      const s = await emailState(server.runtime.store.db, email.id);
+      return s.email.status === 'delivered' ? s : undefined;
+    });
+    assert.deepEqual(
+      state.events.map((e) => e.type),
+      ['email.sent'],
+    );
+    assert.equal(state.attempts[0]!.mx_host, 'smarthost.test');
+    assert.ok(!dns.queries.includes('MX no-mx-needed.test'), 'no MX look-up with a relay');
+  });
+});
+
+describe('graceful shutdown of delivery', () => {
+  it('lets a transaction in flight finish, and gives back one that outlives shutdownTimeout', async () => {
+    const dns = await startDnsServer();
+    const mx = await startMxServer();
+    routeDomain(dns, 'slow.test', [{ name: 'mx.slow.test', preference: 10, a: ['127.0.0.1'] }]);
+    let release: () => void = () => {};
+    let dataSeen: () => void = () => {};
+    const seen = new Promise<void>((r) => (dataSeen = r));
+
+    // First: the MX answers DATA after 300 ms; stop waits for it.
+    const quick = await startTestServer(baseConfig(dns, mx.port, { shutdownTimeout: 10 }));
+    await addSendingDomain(quick, dns, SENDER);
+    mx.hooks.onData = async () => {
+      dataSeen();
+      await new Promise((r) => setTimeout(r, 300));
+      return undefined;
+    };
+    const finished = await queueEmail(quick.runtime.store.db, { workspaceId: quick.workspaceId, domain: SENDER, to: ['a@slow.test'] });
+    quick.delivery!.wake();
+    await seen;
+    await quick.stop();
+    const store1 = openStore(`sqlite:${join(quick.dir, 'mailsvc.db')}`);
+    const state1 = await emailState(store1.db, finished.id);
+    await store1.close();
+    rmSync(quick.dir, { recursive: true, force: true });
+    assert.equal(state1.email.status, 'delivered', 'the transaction in flight finished before stop returned');
+    assert.equal(mx.messages.length, 1);
+
+    // Then: the MX holds DATA until told; shutdownTimeout is 1 s, so the row is given back.
+    const stuck = await startTestServer(baseConfig(dns, mx.port, { shutdownTimeout: 1 }));
+    await addSendingDomain(stuck, dns, SENDER);
+    let started: () => void = () => {};
+    const startedData = new Promise<void>((r) => (started = r));
+    mx.hooks.onData = () =>
+      new Promise((resolve) => {
+        started();
+        release = () => resolve({ code: 451, text: '4.3.0 too late' });
+      });
+    const abandoned = await queueEmail(stuck.runtime.store.db, { workspaceId: stuck.workspaceId, domain: SENDER, to: ['b@slow.test'] });
+    stuck.delivery!.wake();
+    await startedData;
+    await stuck.stop();
+    release();
+    const store2 = openStore(`sqlite:${join(stuck.dir, 'mailsvc.db')}`);
+    const state2 = await emailState(store2.db, abandoned.id);
+    await store2.close();
+    rmSync(stuck.dir, { recursive: true, force: true });
+    assert.equal(state2.items[0]!.status, 'queued', 'given back to the queue');
+    assert.equal(state2.items[0]!.lease_owner, null);
+    assert.equal(state2.items[0]!.attempts, 0, 'not counted as an attempt');
+    assert.equal(state2.email.status, 'queued');
+
+    await mx.close();
+    await dns.close();
+  });
+});
