@@ -51,6 +51,8 @@ export async function claimDueQueueItems(db: Db, dialect: Dialect, options: Clai
       })
       .returningAll()
       .execute();
+    // RETURNING does not keep the sub-select's order: restore it, so work starts by priority.
+    claimed.sort((x, y) => x.priority - y.priority || x.next_attempt_at - y.next_attempt_at);
     const emailIds = [...new Set(claimed.map((c) => c.email_id))];
     if (emailIds.length > 0) {
       await trx

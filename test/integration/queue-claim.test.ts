@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { loadConfig } from '../../src/config/load-config.js';
+import { openRuntime, type Runtime } from '../../src/main.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { openStore, type Store } from '../../src/store/db.js';
+import { claimDueQueueItems, finishQueueItem } from '../../src/store/queue.js';
+import { queueEmail } from '../helpers/mail.js';
+
+/**
+ * The queue claim on every database: SQLite always, and PostgreSQL (FOR UPDATE SKIP LOCKED)
+ * when MAILSVC_TEST_POSTGRES names a server (e.g. postgres://postgres@127.0.0.1:5432/test).
+ */
+const targets: Array<{ name: string; url: () => Promise<{ url: string; drop(): Promise<void> }> }> = [
+  {
+    name: 'sqlite',
+    url: async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'mailsvc-claim-'));
+      return { url: `sqlite:${join(dir, 'db.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+];
+const pgServer = process.env.MAILSVC_TEST_POSTGRES;
+if (pgServer) {
+  targets.push({
+    name: 'postgres',
+    url: async () => {
+      const name = `mailsvc_claim_${process.pid}_${randomBytes(4).toString('hex')}`;
+      const admin = async (sql: string) => {
+        const c = new pg.Client({ connectionString: pgServer });
+        await c.connect();
+        try {
+          await c.query(sql);
+        } finally {
+          await c.end();
+        }
+      };
+      await admin(`CREATE DATABASE "${name}"`);
+      const u = new URL(pgServer);
+      u.pathname = `/${name}`;
+      return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+    },
+  });
+}
+
+for (const target of targets) {
+  describe(`queue claims on ${target.name}`, () => {
+    let db: { url: string; drop(): Promise<void> };
+    let runtime: Runtime;
+    let other: Store;
+    let workspaceId: string;
+
+    before(async () => {
+      db = await target.url();
+      runtime = await openRuntime(loadConfig({ env: {}, overrides: { database: db.url, dataDir: tmpdir(), secretKey: Buffer.alloc(32, 1).toString('base64') } }), {
+        logger: createLogger('silent'),
+      });
+      // On PostgreSQL a second pool, as a second node would have. On SQLite one process has one
+      // connection (better-sqlite3 waits synchronously on a lock, so two in one process would
+      // block each other); other processes share the file the same way, through its lock.
+      other = target.name === 'postgres' ? openStore(db.url) : runtime.store;
+      workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
+    });
+    after(async () => {
+      if (other !== runtime.store) await other.close();
+      await runtime.close();
+      await db.drop();
+    });
+
+    it('gives concurrent claimers disjoint rows, transactional first', async () => {
+      const now = Date.now() - 1000;
+      for (let i = 0; i < 20; i++) {
+        await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.test', to: Array.from({ length: 10 }, (_, j) => `m${i}-${j}@dest.test`), type: 'marketing', now });
+      }
+      const urgent = await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.test', to: ['urgent@dest.test'], now });
+      const dialect = runtime.store.dialect;
+      const at = Date.now();
+      const [a, b, c] = await Promise.all([
+        claimDueQueueItems(runtime.store.db, dialect, { owner: 'a', now: at, leaseUntil: at + 60_000, limit: 90 }),
+        claimDueQueueItems(other.db, dialect, { owner: 'b', now: at, leaseUntil: at + 60_000, limit: 90 }),
+        claimDueQueueItems(other.db, dialect, { owner: 'c', now: at, leaseUntil: at + 60_000, limit: 90 }),
+      ]);
+      const ids = [...a, ...b, ...c].map((r) => r.id);
+      assert.equal(new Set(ids).size, ids.length, 'no row claimed twice');
+      assert.equal(ids.length, 201, 'every due row claimed once');
+      const first = [a, b, c].find((batch) => batch.some((r) => r.email_id === urgent.id));
+      assert.equal(first?.[0]?.email_id, urgent.id, 'the transactional row heads its batch');
+      const email = await runtime.store.db.selectFrom('emails').select('status').where('id', '=', urgent.id).executeTakeFirstOrThrow();
+      assert.equal(email.status, 'sending');
+      const none = await claimDueQueueItems(runtime.store.db, dialect, { owner: 'd', now: at, leaseUntil: at + 60_000, limit: 10 });
+      assert.equal(none.length, 0, 'leased rows are not claimed again');
+    });
+
+    it('lets another worker take rows whose lease expired; the old holder can no longer write them', async () => {
+      const dialect = runtime.store.dialect;
+      const later = Date.now() + 120_000;
+      const taken = await claimDueQueueItems(other.db, dialect, { owner: 'e', now: later, leaseUntil: later + 60_000, limit: 1000 });
+      assert.equal(taken.length, 201, 'expired leases are reclaimed');
+      const stale = await finishQueueItem(
+        runtime.store.db,
+        'a',
+        taken[0]!.id,
+        { status: 'delivered', attempted: true, code: 250, response: '250 ok', finished: true },
+        later,
+      );
+      assert.equal(stale, false, 'the first holder lost the row');
+      const fresh = await finishQueueItem(other.db, 'e', taken[0]!.id, { status: 'delivered', attempted: true, code: 250, response: '250 ok', finished: true }, later);
+      assert.equal(fresh, true);
+    });
+  });
+}
