@@ -127,7 +127,7 @@ export const schema = {
     host: str('127.0.0.1', 'Address the HTTP API listens on.'),
     port: port(3000, 'HTTP API port.'),
     publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
-    bodyLimit: int(10 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it).', 1024),
+    bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
     trustProxy: bool(false, 'Trust X-Forwarded-For / X-Forwarded-Proto from a reverse proxy.'),
   },
   smtp: {
