@@ -282,7 +282,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       decision = await rateLimiter.hit(`${key}:send.marketing`, limit, now, marketing);
       if (!decision.allowed) {
         const retryAfter = retryAfterSeconds(decision, now);
-        throw new AppError('rate_limited', `Marketing send rate of ${limit.limit} per second exceeded; retry after ${retryAfter} s`, { retryAfter });
+        throw new AppError('rate_limited', `Marketing send rate of ${limit.limit} per second exceeded; retry after ${retryAfter} s`, { retryAfter, rateLimit: decision });
       }
     }
     let demoted = false;
