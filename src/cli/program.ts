@@ -5,6 +5,7 @@ import { registerCredentialCommands } from './credentials.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerServerCommands } from './server.js';
+import { registerTemplateCommands } from './templates.js';
 import { registerWorkspaceCommands } from './workspaces.js';
 
 export function buildProgram(io: CliIo): Command {
@@ -18,6 +19,7 @@ export function buildProgram(io: CliIo): Command {
   registerWorkspaceCommands(program, io);
   registerCredentialCommands(program, io);
   registerDomainCommands(program, io);
+  registerTemplateCommands(program, io);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();
