@@ -4,6 +4,8 @@ import { sql } from 'kysely';
 import type { Config } from './config/schema.js';
 import { loadSecretKey } from './config/secret-key.js';
 import { createHttpApp } from './intake/http/app.js';
+import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
+import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createServices, type Services } from './services/index.js';
 import type { ServiceDeps } from './services/deps.js';
 import { systemClock, type Clock } from './shared/clock.js';
@@ -58,6 +60,8 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
 export interface RunningServer {
   runtime: Runtime;
   httpUrl: string;
+  /** Bound submission ports, when the listeners run. */
+  smtp: SubmissionListeners['ports'] | null;
   stop(): Promise<void>;
 }
 
@@ -115,6 +119,13 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     );
     logger.info({ component: 'http', url: httpUrl }, 'HTTP API listening');
 
+    let smtp: RunningServer['smtp'] = null;
+    if (config.smtp.submission.enabled) {
+      const submission = await startSubmission({ services: runtime.services, config, logger, clock: runtime.deps.clock, tls: await loadSubmissionTls(config) });
+      stops.push(() => submission.close());
+      smtp = submission.ports;
+    }
+
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
       stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
@@ -127,7 +138,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         await runtime.close();
         logger.info('stopped');
       })());
-    return { runtime, httpUrl, stop };
+    return { runtime, httpUrl, smtp, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();

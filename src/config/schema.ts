@@ -139,6 +139,7 @@ export const schema = {
       implicitTls: bool(true, 'Run the implicit-TLS submission listener on smtp.submission.tlsPort.'),
       tls: tlsFiles,
       allowInsecureAuth: bool(false, 'Allow AUTH without TLS from non-loopback clients (never in production).'),
+      plaintextAuthOnLoopback: bool(true, 'Allow AUTH without TLS from loopback clients (local applications on the same machine).'),
       maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted over SMTP in bytes (advertised with SIZE).', 1024),
       maxRecipients: int(50, 'Most recipients per SMTP transaction.', 1),
     },

@@ -11,7 +11,7 @@ describe('mailsvc CLI', () => {
   let env: Record<string, string>;
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'mailsvc-cli-'));
-    env = { MAILSVC_DATABASE: `sqlite:${join(dir, 'db.sqlite')}`, MAILSVC_DATA_DIR: dir, MAILSVC_HTTP_PORT: '0', MAILSVC_LOG_LEVEL: 'warn' };
+    env = { MAILSVC_DATABASE: `sqlite:${join(dir, 'db.sqlite')}`, MAILSVC_DATA_DIR: dir, MAILSVC_HTTP_PORT: '0', MAILSVC_SMTP_SUBMISSION_PORT: '0', MAILSVC_SMTP_SUBMISSION_TLS_PORT: '0', MAILSVC_LOG_LEVEL: 'warn' };
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

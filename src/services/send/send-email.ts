@@ -9,7 +9,10 @@ import type { ServiceDeps } from '../deps.js';
 import { MAX_METADATA_BYTES } from '../domains.js';
 import { limitFor, retryAfterSeconds, type Decision, type RateLimiter } from '../rate-limits.js';
 import type { TemplateService } from '../templates.js';
-import { domainOf, hasLineBreak, singleLine, type Address } from './addresses.js';
+import libmime from 'libmime';
+import { simpleParser, type AddressObject } from 'mailparser';
+import { domainOf, hasLineBreak, requireAddress, singleLine, type Address } from './addresses.js';
+import { editRootHeaders } from './raw-message.js';
 import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
 import { composeMessage } from './compose.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
@@ -85,12 +88,47 @@ export interface SendService {
   send(workspace: Workspace, input: SendInput, options?: SendOptions): Promise<SendOutcome>;
   /** All or nothing: every message is validated before any is queued. */
   sendMany(workspace: Workspace, inputs: SendInput[], options?: SendOptions): Promise<SendOutcome>;
+  /** Queues a whole message as submitted (SMTP); recipients from the envelope. */
+  sendRaw(workspace: Workspace, input: RawSendInput, options?: SendOptions): Promise<SendOutcome>;
   /** The sender used when a request names none (legacy from_email absent). */
   defaultSender(workspace: Workspace): Promise<Address>;
+  /** Throws 403 unless `address` may send for the workspace (verified domain; added, for test keys). */
+  checkSender(workspace: Workspace, address: string, test: boolean): Promise<void>;
 }
 
 interface Prepared extends NewEmail {
   type: EmailType;
+}
+
+interface RecordInput {
+  id: string;
+  now: number;
+  input: SendInput;
+  domain: Domain;
+  from: Address;
+  to: Address[];
+  cc: Address[];
+  bcc: Address[];
+  replyTo: Address[];
+  recipients: string[];
+  subject: string;
+  messageId: string;
+  templateId: string | null;
+  tags: string[];
+  scheduledAt: number | null;
+  raw: Buffer;
+}
+
+/**
+ * A whole message submitted as it is (SMTP): the envelope decides the recipients, the
+ * message's own headers the rest. `X-Mailsvc-*` headers set what API callers set in JSON.
+ */
+export interface RawSendInput {
+  intake: Intake;
+  test: boolean;
+  envelopeFrom: string;
+  recipients: string[];
+  raw: Buffer;
 }
 
 export interface SendServiceDeps extends ServiceDeps {
@@ -189,54 +227,64 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
     const id = newId();
     const messageId = `<${id}@${domain.name}>`;
-    const raw = await composeMessage({
+    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html, text, headers, attachments, messageId, date: new Date(now) });
+    return records(workspace, {
+      id,
+      now,
+      input,
+      domain,
       from,
       to,
       cc,
+      bcc,
       replyTo: input.replyTo ?? [],
+      recipients,
       subject,
-      html,
-      text,
-      headers,
-      attachments,
       messageId,
-      date: new Date(now),
+      templateId: template?.id ?? null,
+      tags,
+      scheduledAt,
+      raw,
     });
+  }
 
+  /** The email row, its content and one queue item per recipient. */
+  function records(workspace: Workspace, m: RecordInput): Prepared {
+    const { input, now } = m;
     const priority = PRIORITY[input.type];
     const email: Email = {
-      id,
+      id: m.id,
       workspace_id: workspace.id,
       test: input.test ? 1 : 0,
       type: input.type,
       priority,
-      status: scheduledAt ? 'scheduled' : 'queued',
+      status: m.scheduledAt ? 'scheduled' : 'queued',
       intake: input.intake,
-      domain_id: domain.id,
-      from_address: from.address,
-      from_header: formatMailbox(from),
-      to_addresses: JSON.stringify(to.map(formatMailbox)),
-      cc_addresses: cc.length ? JSON.stringify(cc.map(formatMailbox)) : null,
-      bcc_addresses: bcc.length ? JSON.stringify(bcc.map(formatMailbox)) : null,
-      reply_to: input.replyTo?.length ? JSON.stringify(input.replyTo.map(formatMailbox)) : null,
-      subject,
-      message_id: messageId,
-      template_id: template?.id ?? null,
+      domain_id: m.domain.id,
+      from_address: m.from.address,
+      from_header: formatMailbox(m.from),
+      to_addresses: JSON.stringify(m.to.map(formatMailbox)),
+      cc_addresses: m.cc.length ? JSON.stringify(m.cc.map(formatMailbox)) : null,
+      bcc_addresses: m.bcc.length ? JSON.stringify(m.bcc.map(formatMailbox)) : null,
+      reply_to: m.replyTo.length ? JSON.stringify(m.replyTo.map(formatMailbox)) : null,
+      subject: m.subject,
+      message_id: m.messageId,
+      template_id: m.templateId,
       campaign_id: input.campaignId ?? null,
       subscriber_id: input.subscriberId ?? null,
-      tags: tags.length ? JSON.stringify(tags) : null,
+      tags: m.tags.length ? JSON.stringify(m.tags) : null,
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       external_id: input.externalId ?? null,
       track_opens: (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)) ? 1 : 0,
       track_clicks: (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)) ? 1 : 0,
-      size: raw.length,
-      scheduled_at: scheduledAt,
+      size: m.raw.length,
+      scheduled_at: m.scheduledAt,
       created_at: now,
       updated_at: now,
     };
-    const queueItems: QueueItem[] = recipients.map((address) => ({
+    const queueItems: QueueItem[] = m.recipients.map((address) => ({
       id: newId(),
-      email_id: id,
+      email_id: m.id,
       workspace_id: workspace.id,
       recipient: address,
       recipient_domain: domainOf(address),
@@ -244,7 +292,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       priority,
       test: email.test,
       attempts: 0,
-      next_attempt_at: scheduledAt ?? now,
+      next_attempt_at: m.scheduledAt ?? now,
       lease_owner: null,
       lease_until: null,
       last_code: null,
@@ -253,7 +301,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       updated_at: now,
       finished_at: null,
     }));
-    return { email, raw, recipients: queueItems, type: input.type };
+    return { email, raw: m.raw, recipients: queueItems, type: input.type };
   }
 
   async function findTemplate(workspace: Workspace, id: string) {
@@ -306,6 +354,11 @@ export function createSendService(deps: SendServiceDeps): SendService {
         throw err;
       }
     }
+    return commit(workspace, prepared, options);
+  }
+
+  /** Applies the sending limits, then queues every message in one (group-committed) transaction. */
+  async function commit(workspace: Workspace, prepared: Prepared[], options: SendOptions): Promise<SendOutcome> {
     const { decision, demoted } = await applyLimits(workspace, prepared);
     const results: SendResult[] = prepared.map((p) => {
       const demote = demoted && p.type === 'transactional';
@@ -322,13 +375,89 @@ export function createSendService(deps: SendServiceDeps): SendService {
     return { results, limit: decision };
   }
 
+  const MAILSVC_HEADER = /^x-mailsvc-/i;
+
+  /** The message's X-Mailsvc-* headers, as the JSON fields API callers would send. */
+  function mailsvcHeaders(headers: Map<string, unknown>) {
+    const get = (name: string): string | undefined => {
+      const value = headers.get(name);
+      // Clients encode header values that look structured (nodemailer does for JSON).
+      return typeof value === 'string' ? libmime.decodeWords(value).trim() : undefined;
+    };
+    const type = get('x-mailsvc-type') ?? 'transactional';
+    if (type !== 'transactional' && type !== 'marketing') throw validationError('X-Mailsvc-Type', 'must be transactional or marketing');
+    let metadata: Record<string, unknown> | undefined;
+    const metadataText = get('x-mailsvc-metadata');
+    if (metadataText !== undefined) {
+      try {
+        metadata = JSON.parse(metadataText) as Record<string, unknown>;
+      } catch {
+        throw validationError('X-Mailsvc-Metadata', 'must be a JSON object');
+      }
+      if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw validationError('X-Mailsvc-Metadata', 'must be a JSON object');
+    }
+    const tags = get('x-mailsvc-tags')?.split(',').map((t) => t.trim()).filter(Boolean);
+    return { type: type as EmailType, metadata, tags, externalId: get('x-mailsvc-external-id') };
+  }
+
+  async function prepareRaw(workspace: Workspace, input: RawSendInput): Promise<Prepared> {
+    const now = clock.now();
+    const parsed = await simpleParser(input.raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
+    const options = mailsvcHeaders(parsed.headers);
+    const author = parsed.from?.value[0];
+    if (!author?.address) throw validationError('From', 'the message has no From header');
+    const from: Address = { name: (author.name ?? '').replace(/[\r\n]+/g, ' '), address: requireAddress('From', author.address) };
+    await sendingDomain(workspace, { name: '', address: requireAddress('MAIL FROM', input.envelopeFrom) }, input.test, 'MAIL FROM');
+    const domain = await sendingDomain(workspace, from, input.test, 'From');
+    const listed = (field: AddressObject | AddressObject[] | undefined): Address[] =>
+      (Array.isArray(field) ? field : field ? [field] : []).flatMap((o) => o.value).filter((a) => a.address).map((a) => ({ name: a.name ?? '', address: a.address! }));
+    const recipients = dedupe(input.recipients.map((r) => ({ name: '', address: requireAddress('RCPT TO', r) })));
+    if (recipients.length === 0) throw validationError('RCPT TO', 'at least one recipient is required');
+    const id = newId();
+    const messageId = parsed.messageId ? (parsed.messageId.startsWith('<') ? parsed.messageId : `<${parsed.messageId}>`) : `<${id}@${domain.name}>`;
+    const raw = await editRootHeaders(input.raw, (headers) => {
+      const ours = new Set(headers.getList().map((line) => line.key).filter((key) => MAILSVC_HEADER.test(key)));
+      for (const key of ours) headers.remove(key);
+      // Blind copies come from the envelope; Return-Path is the delivery engine's to write.
+      headers.remove('bcc');
+      headers.remove('return-path');
+      if (!parsed.messageId) headers.add('Message-ID', messageId);
+      if (!headers.hasHeader('date')) headers.add('Date', new Date(now).toUTCString().replace('GMT', '+0000'));
+    });
+    const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };
+    const tags = checkTags(options.tags);
+    if (options.metadata !== undefined && JSON.stringify(options.metadata).length > MAX_METADATA_BYTES) throw validationError('X-Mailsvc-Metadata', `must be at most ${MAX_METADATA_BYTES} bytes`);
+    return records(workspace, {
+      id,
+      now,
+      input: sendInput,
+      domain,
+      from,
+      to: listed(parsed.to),
+      cc: listed(parsed.cc),
+      bcc: [],
+      replyTo: listed(parsed.replyTo),
+      recipients,
+      subject: (parsed.subject ?? '').replace(/[\r\n]+/g, ' '),
+      messageId,
+      templateId: null,
+      tags,
+      scheduledAt: null,
+      raw,
+    });
+  }
+
   return {
+    sendRaw: async (workspace, input, options = {}) => commit(workspace, [await prepareRaw(workspace, input)], options),
     send: (workspace, input, options) => sendMany(workspace, [input], options, false),
     sendMany: (workspace, inputs, options) => {
       if (inputs.length > MAX_BATCH) throw validationError('body', `at most ${MAX_BATCH} messages per batch`);
       return sendMany(workspace, inputs, options);
     },
     defaultSender,
+    checkSender: async (workspace, address, test) => {
+      await sendingDomain(workspace, { name: '', address }, test, 'from');
+    },
   };
 }
 
