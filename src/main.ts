@@ -9,6 +9,8 @@ import { createDkimSigner } from './delivery/dkim-signer.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
 import { createSmtpClient } from './delivery/smtp-client.js';
 import { createHttpApp } from './intake/http/app.js';
+import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
+import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createServices, type Services } from './services/index.js';
 import type { ServiceDeps } from './services/deps.js';
 import { systemClock, type Clock } from './shared/clock.js';
@@ -67,6 +69,8 @@ export interface RunningServer {
   httpUrl: string;
   /** The delivery workers (null when delivery.enabled is false). */
   delivery: DeliveryEngine | null;
+  /** Bound submission ports, when the listeners run. */
+  smtp: SubmissionListeners['ports'] | null;
   stop(): Promise<void>;
 }
 
@@ -148,6 +152,13 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     );
     logger.info({ component: 'http', url: httpUrl }, 'HTTP API listening');
 
+    let smtp: RunningServer['smtp'] = null;
+    if (config.smtp.submission.enabled) {
+      const submission = await startSubmission({ services: runtime.services, config, logger, clock: runtime.deps.clock, tls: await loadSubmissionTls(config) });
+      stops.push(() => submission.close());
+      smtp = submission.ports;
+    }
+
     delivery?.start();
 
     if (config.domains.recheckInterval > 0) {
@@ -162,7 +173,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         await runtime.close();
         logger.info('stopped');
       })());
-    return { runtime, httpUrl, delivery, stop };
+    return { runtime, httpUrl, delivery, smtp, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();

@@ -6,6 +6,7 @@ import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
 import { registerServerCommands } from './server.js';
+import { registerTemplateCommands } from './templates.js';
 import { registerSuppressionCommands } from './suppressions.js';
 import { registerWorkspaceCommands } from './workspaces.js';
 
@@ -20,6 +21,7 @@ export function buildProgram(io: CliIo): Command {
   registerWorkspaceCommands(program, io);
   registerCredentialCommands(program, io);
   registerDomainCommands(program, io);
+  registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);
   registerQueueCommands(program, io);
   for (const cmd of program.commands) {

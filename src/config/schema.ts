@@ -142,7 +142,7 @@ export const schema = {
     host: str('127.0.0.1', 'Address the HTTP API listens on.'),
     port: port(3000, 'HTTP API port.'),
     publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
-    bodyLimit: int(10 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it).', 1024),
+    bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
     trustProxy: bool(false, 'Trust X-Forwarded-For / X-Forwarded-Proto from a reverse proxy.'),
   },
   smtp: {
@@ -154,6 +154,7 @@ export const schema = {
       implicitTls: bool(true, 'Run the implicit-TLS submission listener on smtp.submission.tlsPort.'),
       tls: tlsFiles,
       allowInsecureAuth: bool(false, 'Allow AUTH without TLS from non-loopback clients (never in production).'),
+      plaintextAuthOnLoopback: bool(true, 'Allow AUTH without TLS from loopback clients (local applications on the same machine).'),
       maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted over SMTP in bytes (advertised with SIZE).', 1024),
       maxRecipients: int(50, 'Most recipients per SMTP transaction.', 1),
     },

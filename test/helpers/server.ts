@@ -28,6 +28,7 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     dataDir: dir,
     log: { level: process.env.MAILSVC_TEST_LOG ?? 'silent' },
     http: { port: 0 },
+    smtp: { submission: { port: 0, tlsPort: 0 } },
     domains: { recheckInterval: 0 },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });

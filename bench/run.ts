@@ -1,0 +1,24 @@
+/**
+ * `npm run bench [name ...]`: runs the named benchmarks (all by default) against the built
+ * program and prints their figures. Loopback only. BENCH_SECONDS and BENCH_RUNS shorten or
+ * lengthen the measured runs.
+ */
+import { sendAcceptance } from './send-acceptance.js';
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const runs = Number(process.env.BENCH_RUNS ?? 3);
+
+const benches: Record<string, () => Promise<void>> = {
+  'send-acceptance': () => sendAcceptance({ seconds, runs }),
+};
+
+const wanted = process.argv.slice(2);
+for (const name of wanted.length ? wanted : Object.keys(benches)) {
+  const bench = benches[name];
+  if (!bench) {
+    console.error(`unknown bench ${name}; known: ${Object.keys(benches).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n== ${name}`);
+  await bench();
+}
