@@ -37,6 +37,8 @@ export interface RuntimeOptions {
   resolver?: DnsResolver;
   /** How MTA-STS policies are fetched (HTTPS on port 443 by default); tests replace it. */
   mtaStsFetcher?: PolicyFetcher;
+  /** Called after mail was queued (the delivery workers claim it at once instead of at their next poll). */
+  onQueued?: () => void;
 }
 
 /** Opens the database, applies pending migrations and builds the services (CLI and server). */
@@ -55,7 +57,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       resolver: options.resolver ?? createResolver(config.delivery.dnsServers),
       secretKey: loadSecretKey(config),
     };
-    const services = createServices(deps);
+    const services = createServices(deps, { onQueued: options.onQueued });
     await services.workspaces.ensureDefault();
     return { config, store, services, deps, close: () => store.close() };
   } catch (err) {
@@ -121,13 +123,17 @@ function every(ms: number, logger: Logger, name: string, job: () => Promise<unkn
 
 export async function startServer(config: Config, options: RuntimeOptions): Promise<RunningServer> {
   const { logger } = options;
-  const runtime = await openRuntime(config, options);
+  let wakeDelivery = () => {};
+  const runtime = await openRuntime(config, { ...options, onQueued: () => wakeDelivery() });
   const stops: Array<() => Promise<void> | void> = [];
   try {
     // Stopped after the listeners (stops run in reverse): no new mail comes in while the
     // workers finish or give back what they hold.
     const delivery = config.delivery.enabled ? buildDelivery(runtime, options) : null;
-    if (delivery) stops.push(() => delivery.stop());
+    if (delivery) {
+      stops.push(() => delivery.stop());
+      wakeDelivery = () => delivery.wake();
+    }
 
     const app = createHttpApp({
       services: runtime.services,

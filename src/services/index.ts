@@ -30,6 +30,8 @@ export interface Services {
 export interface ServiceOptions {
   rateLimiter?: RateLimiter;
   fetchAttachment?: AttachmentFetcher | null;
+  /** Told when mail was queued, so delivery can start at once. */
+  onQueued?: (() => void) | undefined;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
@@ -42,7 +44,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     credentials: createCredentialService(deps),
     domains: createDomainService(deps),
     templates,
-    send: createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null }),
+    send: createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null, onQueued: options.onQueued }),
     emails: createEmailService(deps),
     idempotency: createIdempotencyService(deps),
     suppressions: createSuppressionService(deps),

@@ -30,8 +30,13 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     http: { port: 0 },
     smtp: { submission: { port: 0, tlsPort: 0 } },
     domains: { recheckInterval: 0 },
+    // Delivery stays off unless a test turns it on, with its own loopback DNS and MX.
+    delivery: { enabled: false },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });
+  if (config.delivery.enabled && config.delivery.dnsServers.length === 0 && !config.delivery.relay) {
+    throw new Error('a test that delivers must set delivery.dnsServers to its loopback DNS server (never the real network)');
+  }
   const server = await startServer(config, {
     logger: createLogger(config.log.level),
     ...(options.clock ? { clock: options.clock } : {}),

@@ -10,7 +10,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { spawnCli } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { queueEmail } from '../helpers/mail.js';
+import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 
 /**
@@ -23,6 +23,7 @@ describe('crash recovery of delivery', () => {
   let mx: TestMx;
   let env: Record<string, string>;
   let runtime: Runtime;
+  let key: string;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mailsvc-crash-'));
@@ -46,9 +47,15 @@ describe('crash recovery of delivery', () => {
       MAILSVC_DELIVERY_CONCURRENCY: '4',
       MAILSVC_DELIVERY_MTA_STS: 'false',
     };
-    // The test process writes to the same database as the server, as a second intake would.
+    // The same database the server uses: a key and a verified sending domain, as the CLI would make them.
     runtime = await openRuntime(loadConfig({ env }), { logger: createLogger('silent') });
-    await runtime.services.domains.add((await runtime.services.workspaces.ensureDefault()).id, { domain: 'sender.test' });
+    const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
+    key = (await runtime.services.credentials.createKey({ name: 'crash', workspaceId })).secret;
+    await runtime.services.domains.add(workspaceId, { domain: 'sender.test' });
+    const records = await runtime.services.domains.recordsToPublish(workspaceId, 'sender.test');
+    for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
+    for (const r of records.dkimHost) dns.set(r.name, 'TXT', [r.value]);
+    assert.equal((await runtime.services.domains.verify(workspaceId, 'sender.test')).domain.status, 'verified');
   });
   after(async () => {
     await runtime.close();
@@ -57,41 +64,46 @@ describe('crash recovery of delivery', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const serve = async (): Promise<ChildProcess> => {
+  const serve = async (): Promise<{ child: ChildProcess; url: string }> => {
     const child = spawnCli(['serve'], env);
-    await new Promise<void>((resolve, reject) => {
+    const url = await new Promise<string>((resolve, reject) => {
       let err = '';
       child.stderr!.on('data', (d) => {
         err += d;
-        if (/HTTP API on/.test(err)) resolve();
+        const m = /HTTP API on (http:\/\/\S+)/.exec(err);
+        if (m) resolve(m[1]!);
       });
       child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
     });
-    return child;
+    return { child, url };
   };
 
   it('delivers every accepted message after kill -9 and a restart', async (t) => {
-    const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
     const total = 60;
     const ids: string[] = [];
-    const accept = async (n: number) => {
+    /** Accepted = answered 200 by POST /v1/emails. */
+    const accept = async (url: string, n: number) => {
       for (let i = 0; i < n; i++) {
-        const email = await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.test', to: [`r${ids.length}@dest.test`] });
-        ids.push(email.message_id);
+        const res = await request(url, 'POST', '/v1/emails', {
+          key,
+          body: { from: 'Shop <hello@sender.test>', to: `r${ids.length}@dest.test`, subject: 'Order confirmation', html: '<p>Thanks!</p>' },
+        });
+        assert.equal(res.status, 200, show(res));
+        ids.push(`<${res.body.id}@sender.test>`);
       }
     };
 
-    await accept(total / 2);
-    const first = await serve();
+    const { child: first, url } = await serve();
+    await accept(url, total / 2);
     await mx.waitFor(5, 30_000);
-    await accept(total / 2); // more mail accepted while the first server works
+    await accept(url, total / 2); // more mail accepted while the server delivers
     const exited = new Promise((r) => first.once('exit', r));
     first.kill('SIGKILL');
     await exited;
     const beforeRestart = mx.messages.length;
     const inFlight = await runtime.store.db.selectFrom('queue_items').select('id').where('status', '=', 'sending').execute();
 
-    const second = await serve();
+    const { child: second } = await serve();
     try {
       const expected = new Set(ids);
       const deadline = Date.now() + 60_000;

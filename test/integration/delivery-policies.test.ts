@@ -14,7 +14,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const SENDER = 'sender.test';
 
 const baseConfig = (dns: TestDns, port: number, extra: Record<string, unknown> = {}) => ({
-  delivery: { dnsServers: [dns.server], port, hostname: 'mta.mailsvc.test', retrySchedule: [1], pollInterval: 50, signingThreads: 1, ...extra },
+  delivery: { enabled: true, dnsServers: [dns.server], port, hostname: 'mta.mailsvc.test', retrySchedule: [1], pollInterval: 50, signingThreads: 1, ...extra },
   dkim: { host: 'dkim.mailsvc.test' },
 });
 

@@ -3,6 +3,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { parseReturnPath } from '../../src/delivery/return-path.js';
 import { addSendingDomain, emailState, eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { request, show } from '../helpers/http.js';
 import { queueEmail } from '../helpers/mail.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -15,6 +16,7 @@ describe('delivery to a loopback MX', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let key: string;
   const SENDER = 'sender.test';
 
   before(async () => {
@@ -22,6 +24,7 @@ describe('delivery to a loopback MX', () => {
     mx = await startMxServer();
     server = await startTestServer({
       delivery: {
+        enabled: true,
         dnsServers: [dns.server],
         port: mx.port,
         hostname: 'mta.mailsvc.test',
@@ -33,6 +36,7 @@ describe('delivery to a loopback MX', () => {
     });
     await addSendingDomain(server, dns, SENDER);
     routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    key = await server.key();
   });
   after(async () => {
     await server.close();
@@ -57,41 +61,66 @@ describe('delivery to a loopback MX', () => {
       return statuses.includes(state.email.status) ? state : undefined;
     }, 15_000, `email ${emailId} to reach ${statuses.join('|')}`);
 
-  it('delivers DKIM-signed over STARTTLS with a VERP return path, and records the attempt and events', async () => {
-    const email = await queue(['alice@dest.test']);
+  /** Sends through the real API (POST /v1/emails) and returns the email id. */
+  const send = async (to: string | string[], extra: Record<string, unknown> = {}) => {
+    const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: { from: `Sender <hello@${SENDER}>`, to, subject: 'Your receipt', html: '<p>Thank you for your order.</p>', metadata: { order: 42 }, tags: ['receipts'], ...extra },
+    });
+    assert.equal(res.status, 200, show(res));
+    return res.body.id as string;
+  };
+  /** GET /v1/emails/{id} until the email reaches one of `statuses`. */
+  const apiSettled = (id: string, statuses: string[]) =>
+    eventually(async () => {
+      const res = await request(server.httpUrl, 'GET', `/v1/emails/${id}`, { key });
+      return statuses.includes(res.body?.status) ? res.body : undefined;
+    }, 15_000, `email ${id} to reach ${statuses.join('|')} in GET /v1/emails/{id}`);
+
+  it('delivers mail sent through the API DKIM-signed over STARTTLS, with a VERP return path, shown delivered with its attempt log', async () => {
+    const id = await send('alice@dest.test');
     const [received] = await mx.waitFor(1);
     assert.ok(received);
     assert.deepEqual(received.to, ['alice@dest.test']);
     assert.equal(received.ehlo, 'mta.mailsvc.test');
     assert.equal(received.secure, true, 'STARTTLS was used');
-    assert.equal(received.messageId, email.message_id);
+    assert.equal(received.messageId, `<${id}@${SENDER}>`);
     assert.match(received.from, /^b-[0-9a-f]{32}-[0-9a-f]+@bounces\.sender\.test$/);
-    assert.equal(parseReturnPath(received.from, server.runtime.deps.secretKey), email.id, 'the return path names the email');
+    assert.equal(parseReturnPath(received.from, server.runtime.deps.secretKey), id, 'the return path names the email');
 
+    // An independent verifier (mailauth's), with the keys published in DNS as the README says.
     const results = await verifyDkim(received.raw, dns);
     assert.equal(results.length, 1);
     assert.equal(results[0]!.status.result, 'pass', JSON.stringify(results[0]!.status));
     assert.equal(results[0]!.signingDomain, SENDER);
-    assert.match(String(results[0]!.info ?? ''), /a=rsa-sha256/);
-    assert.match(received.raw.toString('latin1').split('\r\n\r\n')[0]!, /c=relaxed\/relaxed/);
+    const header = received.raw.toString('latin1').split('\r\n\r\n')[0]!;
+    assert.match(header, /^DKIM-Signature: .*a=rsa-sha256/m);
+    assert.match(header, /c=relaxed\/relaxed/);
+    const signed = /\bh=([^;]*);/.exec(header)![1]!.split(':').map((h) => h.trim().toLowerCase());
+    for (const name of ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type']) assert.ok(signed.includes(name), `${name} is signed`);
 
-    const state = await settled(email.id, ['delivered']);
-    assert.equal(state.items[0]!.status, 'delivered');
-    assert.equal(state.items[0]!.attempts, 1);
+    const email = await apiSettled(id, ['delivered']);
+    assert.equal(email.recipients.length, 1);
+    assert.equal(email.recipients[0].email, 'alice@dest.test');
+    assert.equal(email.recipients[0].status, 'delivered');
+    assert.equal(email.recipients[0].attempts, 1);
+    assert.equal(email.attempts.length, 1);
+    assert.equal(email.attempts[0].outcome, 'delivered');
+    assert.equal(email.attempts[0].mx_host, 'mx.dest.test');
+    assert.equal(email.attempts[0].code, 250);
+    assert.equal(email.attempts[0].tls, true);
+
+    const state = await emailState(db(), id);
     assert.equal(state.items[0]!.lease_owner, null);
-    assert.equal(state.attempts.length, 1);
-    assert.equal(state.attempts[0]!.outcome, 'delivered');
-    assert.equal(state.attempts[0]!.mx_host, 'mx.dest.test');
-    assert.equal(state.attempts[0]!.code, 250);
-    assert.equal(state.attempts[0]!.tls, 1);
     assert.deepEqual(state.events.map((e) => e.type).sort(), ['email.delivered', 'email.sent']);
     const data = state.events.find((e) => e.type === 'email.delivered')!.data;
-    assert.equal(data.email_id, email.id);
-    assert.equal(data.message_id, email.message_id);
+    assert.equal(data.email_id, id);
+    assert.equal(data.message_id, `<${id}@${SENDER}>`);
     assert.equal(data.recipient, 'alice@dest.test');
     assert.deepEqual(data.to, ['alice@dest.test']);
-    assert.equal(data.subject, email.subject);
-    assert.deepEqual(data.metadata, { case: 'test' });
+    assert.equal(data.subject, 'Your receipt');
+    assert.deepEqual(data.metadata, { order: 42 });
+    assert.deepEqual(data.tags, ['receipts']);
     assert.equal(data.smtp.code, 250);
     assert.ok(Date.parse(data.timestamp) > 0);
   });
@@ -132,8 +161,9 @@ describe('delivery to a loopback MX', () => {
 
   it('bounces on 550, suppresses the address, and never connects for it again', async () => {
     mx.hooks.onRcpt = (address) => (address === 'gone@dest.test' ? { code: 550, text: '5.1.1 <gone@dest.test>: Recipient address rejected: User unknown' } : undefined);
-    const email = await queue(['gone@dest.test', 'kept@dest.test']);
-    const state = await settled(email.id, ['delivered']);
+    const id = await send(['gone@dest.test', 'kept@dest.test']);
+    await apiSettled(id, ['delivered']);
+    const state = await emailState(db(), id);
     const byRecipient = Object.fromEntries(state.items.map((i) => [i.recipient, i]));
     assert.equal(byRecipient['gone@dest.test']!.status, 'bounced');
     assert.equal(byRecipient['gone@dest.test']!.last_code, 550);
@@ -145,20 +175,22 @@ describe('delivery to a loopback MX', () => {
     assert.equal(bounce.data.smtp.code, 550);
     assert.match(bounce.data.smtp.response, /User unknown/);
 
-    const suppression = await db().selectFrom('suppressions').selectAll().where('address', '=', 'gone@dest.test').executeTakeFirst();
-    assert.equal(suppression?.reason, 'hard_bounce');
-    assert.equal(suppression?.email_id, email.id);
+    const listed = await request(server.httpUrl, 'GET', '/v1/suppressions/gone@dest.test', { key });
+    assert.equal(listed.status, 200, show(listed));
+    assert.equal(listed.body.reason, 'hard_bounce');
+    assert.equal(listed.body.email_id, id);
 
     const sessionsBefore = mx.sessions.size;
-    const again = await queue(['Gone@dest.test']);
-    const later = await settled(again.id, ['suppressed']);
-    assert.equal(later.items[0]!.status, 'suppressed');
+    const again = await send('Gone@dest.test');
+    const later = await apiSettled(again, ['suppressed']);
+    assert.equal(later.recipients[0].status, 'suppressed');
     assert.equal(later.attempts.length, 0, 'no attempt: nothing was sent');
+    const events = (await emailState(db(), again)).events;
     assert.deepEqual(
-      later.events.map((e) => e.type),
+      events.map((e) => e.type),
       ['email.suppressed'],
     );
-    assert.equal(later.events[0]!.data.suppression.reason, 'hard_bounce');
+    assert.equal(events[0]!.data.suppression.reason, 'hard_bounce');
     assert.equal(mx.sessions.size, sessionsBefore, 'no connection was opened');
   });
 

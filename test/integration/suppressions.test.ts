@@ -1,18 +1,24 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { emailState, eventually } from '../helpers/delivery.js';
+import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { queueEmail } from '../helpers/mail.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('suppressions API', () => {
   let server: TestServer;
+  let dns: TestDns;
   let key: string;
   before(async () => {
-    server = await startTestServer({ delivery: { pollInterval: 50 } });
+    dns = await startDnsServer();
+    server = await startTestServer({ delivery: { enabled: true, dnsServers: [dns.server], pollInterval: 50 } });
     key = await server.key();
   });
-  after(() => server.close());
+  after(async () => {
+    await server.close();
+    await dns.close();
+  });
 
   const api = (method: string, path: string, body?: unknown, k = key) => request(server.httpUrl, method, path, { key: k, body });
 

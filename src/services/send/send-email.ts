@@ -136,6 +136,8 @@ export interface SendServiceDeps extends ServiceDeps {
   rateLimiter: RateLimiter;
   batcher: CommitBatcher;
   fetchAttachment: AttachmentFetcher | null;
+  /** Told after mail was queued (wakes the delivery workers). */
+  onQueued?: (() => void) | undefined;
 }
 
 const formatMailbox = (a: Address): string => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address);
@@ -372,6 +374,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       for (const p of prepared) await saveEmail(trx, p);
       await options.inTransaction?.(trx, results);
     });
+    deps.onQueued?.();
     return { results, limit: decision };
   }
 
