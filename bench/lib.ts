@@ -41,10 +41,14 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
   });
 }
 
-/** Starts the built `mailsvc serve` as its own process, as an operator would. */
+/**
+ * Starts the built `mailsvc serve` as its own process, as an operator would.
+ * BENCH_SERVER_NODE_ARGS adds node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+ */
 export function serve(env: Record<string, string>): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const child = spawn(process.execPath, [...nodeArgs, bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
     child.stderr.on('data', (d) => {

@@ -3,13 +3,16 @@
  * program and prints their figures. Loopback only. BENCH_SECONDS and BENCH_RUNS shorten or
  * lengthen the measured runs.
  */
+import { deliveryEndToEnd } from './delivery.js';
 import { sendAcceptance } from './send-acceptance.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
+const messages = Number(process.env.BENCH_MESSAGES ?? 5000);
 
 const benches: Record<string, () => Promise<void>> = {
   'send-acceptance': () => sendAcceptance({ seconds, runs }),
+  delivery: () => deliveryEndToEnd({ runs, messages }),
 };
 
 const wanted = process.argv.slice(2);

@@ -92,6 +92,7 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: deps.logger }),
     signer: createDkimSigner({ threads }),
     mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
+    batcher: runtime.services.batcher,
   });
 }
 

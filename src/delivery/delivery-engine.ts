@@ -12,6 +12,7 @@ import { findEmailContent, listEmailsByIds, refreshEmailStatus } from '../store/
 import { claimDueQueueItems, extendLeases, releaseQueueItems } from '../store/queue.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
 import type { Email, QueueItem, Suppression } from '../store/tables.js';
+import { cachedResolver } from './cached-resolver.js';
 import { deliverJob, type Job, type JobContext, type Prepared } from './deliver-job.js';
 import type { DkimKey, DkimSigner } from './dkim-signer.js';
 import { DomainLimiter, domainLimitOf } from './domain-limiter.js';
@@ -42,6 +43,8 @@ export interface DeliveryDeps {
   smtp: SmtpClient;
   signer: DkimSigner;
   mtaSts: MtaStsPolicies | null;
+  /** Group commit shared with the intakes (fewer fsyncs); a private one by default. */
+  batcher?: CommitBatcher;
 }
 
 export interface DeliveryEngine {
@@ -58,6 +61,9 @@ export interface DeliveryEngine {
 const MAX_RECIPIENTS_PER_TRANSACTION = 100;
 const MAX_CLAIM = 500;
 const KEY_CACHE_MS = 60_000;
+/** How long finished results wait to share a commit, and how many jobs' results at most. */
+const RECORD_WINDOW_MS = 20;
+const RECORD_BATCH = 200;
 
 type SlotResult = 'go' | 'paused' | 'stopping';
 
@@ -69,7 +75,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
   const concurrency = config.concurrency;
   /** Claimed rows kept in memory at most: enough to keep every slot busy while the next claim runs. */
   const maxInMemory = Math.max(concurrency * 4, 50);
-  const batcher = new CommitBatcher(db);
+  const batcher = deps.batcher ?? new CommitBatcher(db);
   const limiter = new DomainLimiter(domainLimitOf(config.domainLimits, config.defaultDomainLimit), () => clock.now());
 
   const inMemory = new Map<string, QueueItem>();
@@ -84,6 +90,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
   let wakeUp: (() => void) | null = null;
   let waitingForRoom = false;
   const keyCache = new Map<string, { until: number; key: DkimKey | null }>();
+  const resolver = cachedResolver(deps.resolver, () => clock.now());
 
   // ---- slots: global concurrency and per-domain limits -------------------------------------
 
@@ -155,7 +162,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
 
   const jobContext = (prepared: Map<string, Promise<Prepared>>): JobContext => ({
     config,
-    resolver: deps.resolver,
+    resolver,
     smtp,
     mtaSts: deps.mtaSts,
     logger,
@@ -177,24 +184,60 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     if (waitingForRoom) wake();
   };
 
-  const record = async (results: RecipientResult[]) => {
-    if (results.length === 0) return;
-    try {
-      await batcher.run((trx) =>
-        recordOutcomes(trx, results, { owner, now: clock.now(), retrySchedule: config.retrySchedule, maxQueueLifetime: config.maxQueueLifetime }),
-      );
-      for (const r of results) {
-        const o = r.outcome;
-        const fields = { emailId: r.email.id, workspaceId: r.email.workspace_id, queueItemId: r.item.id, outcome: o.kind, code: 'code' in o ? o.code : null, mxHost: 'mxHost' in o ? o.mxHost : null };
-        if (o.kind === 'delivered') logger.debug(fields, 'delivered');
-        else logger.info({ ...fields, category: 'category' in o ? o.category : undefined, response: 'response' in o ? o.response : undefined }, o.kind);
-      }
-    } catch (err) {
-      // The rows keep our lease until it expires, then any worker retries them: at least once.
-      logger.error({ err, emailIds: [...new Set(results.map((r) => r.email.id))] }, 'could not record delivery results');
-    } finally {
-      forget(results.map((r) => r.item));
+  const writeResults = (results: RecipientResult[]) =>
+    batcher.run((trx) => recordOutcomes(trx, results, { owner, now: clock.now(), retrySchedule: config.retrySchedule, maxQueueLifetime: config.maxQueueLifetime }));
+
+  const logResults = (results: RecipientResult[]) => {
+    for (const r of results) {
+      const o = r.outcome;
+      const fields = { emailId: r.email.id, workspaceId: r.email.workspace_id, queueItemId: r.item.id, outcome: o.kind, code: 'code' in o ? o.code : null, mxHost: 'mxHost' in o ? o.mxHost : null };
+      if (o.kind === 'delivered') logger.debug(fields, 'delivered');
+      else logger.info({ ...fields, category: 'category' in o ? o.category : undefined, response: 'response' in o ? o.response : undefined }, o.kind);
     }
+  };
+
+  /**
+   * Results of jobs that finish within RECORD_WINDOW_MS are written in one transaction: SMTP
+   * replies arrive one by one, and a commit (an fsync on SQLite, which blocks the event loop)
+   * per message would cost more than the delivery itself.
+   */
+  let pendingWrites: Array<{ results: RecipientResult[]; done: () => void }> = [];
+  let flushTimer: NodeJS.Timeout | null = null;
+
+  const flushWrites = async () => {
+    flushTimer = null;
+    const groups = pendingWrites;
+    pendingWrites = [];
+    if (groups.length === 0) return;
+    try {
+      await writeResults(groups.flatMap((g) => g.results));
+      for (const g of groups) logResults(g.results);
+    } catch {
+      // One bad job must not lose the others' results: write each on its own.
+      for (const g of groups) {
+        try {
+          await writeResults(g.results);
+          logResults(g.results);
+        } catch (err) {
+          // The rows keep our lease until it expires, then any worker retries them: at least once.
+          logger.error({ err, emailIds: [...new Set(g.results.map((r) => r.email.id))] }, 'could not record delivery results');
+        }
+      }
+    } finally {
+      for (const g of groups) {
+        forget(g.results.map((r) => r.item));
+        g.done();
+      }
+    }
+  };
+
+  const record = (results: RecipientResult[]): Promise<void> => {
+    if (results.length === 0) return Promise.resolve();
+    return new Promise<void>((done) => {
+      pendingWrites.push({ results, done });
+      if (pendingWrites.length >= RECORD_BATCH) void flushWrites();
+      else flushTimer ??= setTimeout(() => void flushWrites(), RECORD_WINDOW_MS);
+    });
   };
 
   const release = async (items: QueueItem[], dueAt: number) => {
@@ -306,7 +349,8 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
   const claimBatch = async (limit: number): Promise<number> => {
     const now = clock.now();
     limiter.prune();
-    const items = await claimDueQueueItems(db, dialect, { owner, now, leaseUntil: now + leaseMs, limit, excludeDomains: limiter.blockedDomains() });
+    const excludeDomains = limiter.blockedDomains();
+    const items = await batcher.run((trx) => claimDueQueueItems(trx, dialect, { owner, now, leaseUntil: now + leaseMs, limit, excludeDomains }));
     if (items.length === 0) return 0;
     for (const item of items) inMemory.set(item.id, item);
     try {
@@ -325,7 +369,8 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     return items.length;
   };
 
-  const sleep = (ms: number) =>
+  /** Sleeps `ms`; `wakeable` sleeps end early on wake() (new mail, free room, stop). */
+  const sleep = (ms: number, wakeable: boolean) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
@@ -333,7 +378,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
         wakeUp = null;
         resolve();
       }
-      wakeUp = done;
+      if (wakeable) wakeUp = done;
     });
 
   function wake() {
@@ -356,13 +401,14 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
       if (stopping) break;
       if (room <= 0) {
         waitingForRoom = true;
-        await sleep(config.pollInterval);
+        await sleep(config.pollInterval, true);
         waitingForRoom = false;
       } else if (claimed === 0) {
-        await sleep(config.pollInterval);
+        await sleep(config.pollInterval, true);
       } else if (claimed < asked) {
-        // The queue is drained for now: let a few more arrive before the next claim.
-        await sleep(Math.min(config.pollInterval, 20));
+        // The queue is drained for now: let more arrive before the next claim, so that a
+        // steady stream is claimed in batches rather than one write per message.
+        await sleep(Math.min(config.pollInterval, 50), false);
       }
     }
   };

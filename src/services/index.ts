@@ -25,6 +25,8 @@ export interface Services {
   queue: QueueService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
+  /** The process's group commit: intakes and the delivery workers share its transactions. */
+  batcher: CommitBatcher;
 }
 
 export interface ServiceOptions {
@@ -51,6 +53,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     queue: createQueueService(deps),
     rateLimiter,
     limitFor,
+    batcher,
   };
 }
 

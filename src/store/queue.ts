@@ -26,44 +26,43 @@ export interface ClaimOptions {
  * One statement, `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING *`: on SQLite it runs
  * under the database write lock, so two processes never claim the same row; on PostgreSQL the
  * sub-select takes `FOR UPDATE SKIP LOCKED`, so workers on several nodes claim disjoint rows
- * without waiting on each other. The claimed emails show `sending` in the same transaction.
+ * without waiting on each other. The claimed emails show `sending` in the same transaction:
+ * call it inside one (the delivery engine runs it in the shared group commit).
  */
-export async function claimDueQueueItems(db: Db, dialect: Dialect, options: ClaimOptions): Promise<QueueItem[]> {
+export async function claimDueQueueItems(trx: Db, dialect: Dialect, options: ClaimOptions): Promise<QueueItem[]> {
   const { owner, now, leaseUntil, limit, excludeDomains = [] } = options;
   if (limit <= 0) return [];
-  return db.transaction().execute(async (trx) => {
-    const claimed = await trx
-      .updateTable('queue_items')
-      .set({ status: 'sending', lease_owner: owner, lease_until: leaseUntil, updated_at: now })
-      .where('id', 'in', (eb) => {
-        let due = eb
-          .selectFrom('queue_items')
-          .select('id')
-          .where((w) =>
-            w.or([
-              w.and([w('status', 'in', ['queued', 'deferred']), w('next_attempt_at', '<=', now)]),
-              w.and([w('status', '=', 'sending'), w('lease_until', '<', now)]),
-            ]),
-          );
-        if (excludeDomains.length > 0) due = due.where('recipient_domain', 'not in', [...excludeDomains]);
-        due = due.orderBy('priority').orderBy('next_attempt_at').limit(limit);
-        return dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
-      })
-      .returningAll()
+  const claimed = await trx
+    .updateTable('queue_items')
+    .set({ status: 'sending', lease_owner: owner, lease_until: leaseUntil, updated_at: now })
+    .where('id', 'in', (eb) => {
+      let due = eb
+        .selectFrom('queue_items')
+        .select('id')
+        .where((w) =>
+          w.or([
+            w.and([w('status', 'in', ['queued', 'deferred']), w('next_attempt_at', '<=', now)]),
+            w.and([w('status', '=', 'sending'), w('lease_until', '<', now)]),
+          ]),
+        );
+      if (excludeDomains.length > 0) due = due.where('recipient_domain', 'not in', [...excludeDomains]);
+      due = due.orderBy('priority').orderBy('next_attempt_at').limit(limit);
+      return dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
+    })
+    .returningAll()
+    .execute();
+  // RETURNING does not keep the sub-select's order: restore it, so work starts by priority.
+  claimed.sort((x, y) => x.priority - y.priority || x.next_attempt_at - y.next_attempt_at);
+  const emailIds = [...new Set(claimed.map((c) => c.email_id))];
+  if (emailIds.length > 0) {
+    await trx
+      .updateTable('emails')
+      .set({ status: 'sending', updated_at: now })
+      .where('id', 'in', emailIds)
+      .where('status', 'in', ['scheduled', 'queued', 'deferred'])
       .execute();
-    // RETURNING does not keep the sub-select's order: restore it, so work starts by priority.
-    claimed.sort((x, y) => x.priority - y.priority || x.next_attempt_at - y.next_attempt_at);
-    const emailIds = [...new Set(claimed.map((c) => c.email_id))];
-    if (emailIds.length > 0) {
-      await trx
-        .updateTable('emails')
-        .set({ status: 'sending', updated_at: now })
-        .where('id', 'in', emailIds)
-        .where('status', 'in', ['scheduled', 'queued', 'deferred'])
-        .execute();
-    }
-    return claimed;
-  });
+  }
+  return claimed;
 }
 
 /** Keeps the claims of work still in progress from expiring. */

@@ -259,7 +259,9 @@ describe('delivery to a loopback MX', () => {
     const items = await db().selectFrom('queue_items').select(['email_id', 'priority']).where('email_id', 'in', [marketing.id, transactional.id]).execute();
     assert.deepEqual(Object.fromEntries(items.map((i) => [i.email_id === marketing.id ? 'marketing' : 'transactional', i.priority])), { marketing: 1, transactional: 0 });
     const { claimDueQueueItems } = await import('../../src/store/queue.js');
-    const claimed = await claimDueQueueItems(db(), server.runtime.store.dialect, { owner: 'probe', now: Date.now(), leaseUntil: Date.now() + 1, limit: 1 });
+    const claimed = await db()
+      .transaction()
+      .execute((trx) => claimDueQueueItems(trx, server.runtime.store.dialect, { owner: 'probe', now: Date.now(), leaseUntil: Date.now() + 1, limit: 1 }));
     assert.equal(claimed.length, 1);
     assert.equal(claimed[0]!.email_id, transactional.id, 'the transactional row is claimed first');
   });

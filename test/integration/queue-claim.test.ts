@@ -9,7 +9,8 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime, type Runtime } from '../../src/main.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openStore, type Store } from '../../src/store/db.js';
-import { claimDueQueueItems, finishQueueItem } from '../../src/store/queue.js';
+import type { Db } from '../../src/store/db.js';
+import { claimDueQueueItems as claimIn, finishQueueItem, type ClaimOptions } from '../../src/store/queue.js';
 import { queueEmail } from '../helpers/mail.js';
 
 /**
@@ -47,6 +48,8 @@ if (pgServer) {
     },
   });
 }
+
+const claimDueQueueItems = (db: Db, dialect: 'sqlite' | 'postgres', options: ClaimOptions) => db.transaction().execute((trx) => claimIn(trx, dialect, options));
 
 for (const target of targets) {
   describe(`queue claims on ${target.name}`, () => {
