@@ -28,13 +28,16 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
   ws(domains.command('dns <domain>').description('every DNS record to publish: the customer CNAMEs and the TXT keys under dkim.host'))
     .action(async (name: string, opts: { workspace?: string }, cmd: Command) => {
       const records = await withRuntime(cmd, io, async (rt) => rt.services.domains.recordsToPublish(await workspaceOf(rt, opts.workspace), name));
-      output(cmd, io, { domain: records.domain.domain_name, customer: records.customer, dkim_host: records.dkimHost }, () =>
+      output(cmd, io, { domain: records.domain.domain_name, customer: records.customer, dkim_host: records.dkimHost, return_path: records.returnPath }, () =>
         [
           `In the zone of ${records.domain.domain_name} (the domain owner publishes):`,
           table(recordRows(records.customer)),
           '',
           'In the DKIM host zone (the mailsvc operator publishes, once per domain):',
           table(recordRows(records.dkimHost)),
+          '',
+          'Recommended for the bounce (Return-Path) domain, in the zone of the domain (not checked by verify):',
+          table(recordRows(records.returnPath)),
         ].join('\n'),
       );
     });

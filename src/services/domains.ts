@@ -28,7 +28,7 @@ const TOKEN_LENGTH = 32;
 export const MAX_METADATA_BYTES = 8 * 1024;
 
 export interface DnsRecord {
-  type: 'CNAME' | 'TXT';
+  type: 'CNAME' | 'TXT' | 'MX';
   name: string;
   value: string;
 }
@@ -70,7 +70,10 @@ export interface DomainService {
   get(workspaceId: string, idOrName: string): Promise<DomainView>;
   remove(workspaceId: string, idOrName: string): Promise<void>;
   /** The customer's CNAMEs and, for the operator, the TXT public keys under dkim.host. */
-  recordsToPublish(workspaceId: string, idOrName: string): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[] }>;
+  recordsToPublish(
+    workspaceId: string,
+    idOrName: string,
+  ): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[]; returnPath: DnsRecord[] }>;
   verify(workspaceId: string, idOrName: string): Promise<VerificationResult>;
   /** Checks pending domains not checked for `intervalSeconds`; returns how many became verified. */
   recheckPending(intervalSeconds: number, limit?: number): Promise<number>;
@@ -102,6 +105,24 @@ export function createDomainService(deps: ServiceDeps): DomainService {
     name: `${token}._domainkey.${domain}`,
     value: `${token}.${dkimHost}`,
   });
+
+  /**
+   * Recommended, not verified: the bounce domain of the VERP envelope sender
+   * (`b-…@<delivery.returnPathSubdomain>.<domain>`) gets an MX pointing at this server, so
+   * asynchronous bounces come back, and an SPF record naming it, so the envelope domain passes
+   * SPF (aligned with the From domain under DMARC's relaxed rule).
+   */
+  const returnPathRecords = (domainName: string): DnsRecord[] => {
+    const host = config.delivery.hostname.replace(/\.$/, '').toLowerCase();
+    const sub = config.delivery.returnPathSubdomain;
+    // Without a subdomain the envelope domain is the sending domain itself: its MX stays the
+    // owner's (bounces then go there), and only SPF needs this server (merge with any existing record).
+    if (!sub) return [{ type: 'TXT', name: domainName, value: `v=spf1 a:${host} ~all` }];
+    return [
+      { type: 'MX', name: `${sub}.${domainName}`, value: `10 ${host}` },
+      { type: 'TXT', name: `${sub}.${domainName}`, value: `v=spf1 a:${host} -all` },
+    ];
+  };
 
   const view = (d: Domain, keys: DkimKey[]): DomainView => {
     const tokens = keys.filter((k) => k.domain_id === d.id).sort((a, b) => a.position - b.position).map((k) => k.selector);
@@ -246,6 +267,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         domain: v,
         customer: v.dns_records,
         dkimHost: keys.map((k) => ({ type: 'TXT' as const, name: `${k.selector}.${dkimHost}`, value: dkimTxtValue(k.public_key) })),
+        returnPath: returnPathRecords(domain.name),
       };
     },
 

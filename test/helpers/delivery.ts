@@ -2,22 +2,13 @@ import { promises as dnsPromises } from 'node:dns';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import type { Db } from '../../src/store/db.js';
 import type { TestDns } from './dns-server.js';
+import { addVerifiedDomain } from './domains.js';
 import type { TestServer } from './server.js';
 
-/** Publishes a domain's DKIM records (the customer's CNAMEs and the operator's TXT keys) in the test DNS. */
-export async function publishDkim(server: TestServer, dns: TestDns, domain: string): Promise<void> {
-  const records = await server.runtime.services.domains.recordsToPublish(server.workspaceId, domain);
-  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-  for (const r of records.dkimHost) dns.set(r.name, 'TXT', [r.value]);
-}
-
-/** A sending domain added, published and verified. */
-export async function addSendingDomain(server: TestServer, dns: TestDns, domain: string): Promise<void> {
-  await server.runtime.services.domains.add(server.workspaceId, { domain });
-  await publishDkim(server, dns, domain);
-  const { domain: verified } = await server.runtime.services.domains.verify(server.workspaceId, domain);
-  if (verified.status !== 'verified') throw new Error(`${domain} did not verify`);
-}
+/** A sending domain added, its DNS records published in the test DNS, and verified. */
+export const addSendingDomain = async (server: TestServer, dns: TestDns, domain: string): Promise<void> => {
+  await addVerifiedDomain(server, dns, domain);
+};
 
 /** Routes `domain` to MX hosts: [name, preference, A addresses, AAAA addresses]. */
 export function routeDomain(dns: TestDns, domain: string, hosts: Array<{ name: string; preference: number; a?: string[]; aaaa?: string[] }>): void {
