@@ -97,6 +97,8 @@ export interface DomainLimit {
   concurrency: number;
   perMinute: number;
 }
+const isDomainLimit = (v: unknown): v is DomainLimit =>
+  isPlainObject(v) && Number.isInteger(v.concurrency) && (v.concurrency as number) >= 1 && Number.isInteger(v.perMinute) && (v.perMinute as number) >= 1;
 const domainLimits = json<Record<string, DomainLimit>>(
   '{ [domain]: { concurrency, perMinute } }',
   {
@@ -110,9 +112,7 @@ const domainLimits = json<Record<string, DomainLimit>>(
   (v) => {
     if (!isPlainObject(v)) return settingFail('must be an object keyed by domain');
     for (const [domain, limit] of Object.entries(v)) {
-      if (!isPlainObject(limit) || !Number.isInteger(limit.concurrency) || !Number.isInteger(limit.perMinute)) {
-        return settingFail(`${domain} must be { "concurrency": integer, "perMinute": integer }`);
-      }
+      if (!isDomainLimit(limit)) return settingFail(`${domain} must be { "concurrency": integer >= 1, "perMinute": integer >= 1 }`);
     }
     return v as Record<string, DomainLimit>;
   },
@@ -175,10 +175,7 @@ export const schema = {
       '{ concurrency, perMinute }',
       { concurrency: 10, perMinute: 1200 },
       'Limits for destination domains not listed in delivery.domainLimits.',
-      (v) =>
-        isPlainObject(v) && Number.isInteger(v.concurrency) && Number.isInteger(v.perMinute)
-          ? (v as unknown as DomainLimit)
-          : settingFail('must be { "concurrency": integer, "perMinute": integer }'),
+      (v) => (isDomainLimit(v) ? v : settingFail('must be { "concurrency": integer >= 1, "perMinute": integer >= 1 }')),
     ),
     domainLimits,
     retrySchedule: intList([60, 300, 900, 1800, 3600, 7200, 14400], 'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.', 0),

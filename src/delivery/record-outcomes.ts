@@ -24,10 +24,12 @@ const smtp = (o: { code: number | null; response: string }) => ({ code: o.code, 
 function settle(result: RecipientResult, ctx: RecordContext): { outcome: Outcome; nextAttemptAt?: number } {
   const o = result.outcome;
   if (o.kind !== 'deferred') return { outcome: o };
+  // Scheduled mail starts its lifetime when it was due, not when it was accepted.
+  const queuedAt = Math.max(result.item.created_at, result.email.scheduled_at ?? 0);
   const plan = planRetry({
     attemptsMade: result.item.attempts + 1,
     now: ctx.now,
-    queuedAt: result.item.created_at,
+    queuedAt,
     schedule: ctx.retrySchedule,
     maxLifetimeSeconds: ctx.maxQueueLifetime,
   });
@@ -36,7 +38,7 @@ function settle(result: RecipientResult, ctx: RecordContext): { outcome: Outcome
     outcome: {
       kind: 'bounced',
       code: o.code,
-      response: `Gave up after ${result.item.attempts + 1} attempts over ${Math.round((ctx.now - result.item.created_at) / 3600_000)} h; last: ${o.response}`,
+      response: `Gave up after ${result.item.attempts + 1} attempts over ${Math.round((ctx.now - queuedAt) / 3600_000)} h; last: ${o.response}`,
       category: 'expired',
       bounceType: 'soft',
       mxHost: o.mxHost,
