@@ -147,7 +147,11 @@ export async function deliveryEndToEnd(options: { runs: number; messages: number
   // BENCH_NO_POSTFIX=1 skips the reference run.
   const postfix = process.env.BENCH_NO_POSTFIX ? null : await postfixWithOpendkim({ messages, runs, sink });
   if (postfix === null) {
-    console.log('  Postfix + OpenDKIM: not installed (apt-get install postfix opendkim opendkim-tools), no reference run');
+    console.log(
+      process.env.BENCH_NO_POSTFIX
+        ? '  Postfix + OpenDKIM: skipped (BENCH_NO_POSTFIX)'
+        : '  Postfix + OpenDKIM: not installed (apt-get install postfix opendkim opendkim-tools; needs root), no reference run',
+    );
   } else {
     console.log(`postfix + opendkim milter (RSA-2048, relaxed/relaxed), smtp-source -s 20 -l 2000 -> postfix -> same ${sink.kind}, ${runs} x ${fmt(messages)} messages`);
     for (const r of postfix.runs) console.log(`  run: ${fmt(r)} msg/s end to end`);
