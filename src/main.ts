@@ -1,8 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { sql } from 'kysely';
 import type { Config } from './config/schema.js';
 import { loadSecretKey } from './config/secret-key.js';
+import { createDeliveryEngine, type DeliveryEngine } from './delivery/delivery-engine.js';
+import { createDkimSigner } from './delivery/dkim-signer.js';
+import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
+import { createSmtpClient } from './delivery/smtp-client.js';
 import { createHttpApp } from './intake/http/app.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';
@@ -30,6 +35,8 @@ export interface RuntimeOptions {
   logger: Logger;
   clock?: Clock;
   resolver?: DnsResolver;
+  /** How MTA-STS policies are fetched (HTTPS on port 443 by default); tests replace it. */
+  mtaStsFetcher?: PolicyFetcher;
 }
 
 /** Opens the database, applies pending migrations and builds the services (CLI and server). */
@@ -62,7 +69,28 @@ export interface RunningServer {
   httpUrl: string;
   /** Bound submission ports, when the listeners run. */
   smtp: SubmissionListeners['ports'] | null;
+  /** The delivery workers (null when delivery.enabled is false). */
+  delivery: DeliveryEngine | null;
   stop(): Promise<void>;
+}
+
+/** Builds the delivery workers and their collaborators from the configuration. */
+function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngine {
+  const { config, deps } = runtime;
+  const d = config.delivery;
+  const threads = d.signingThreads === 'auto' ? Math.max(1, availableParallelism() - 1) : d.signingThreads;
+  return createDeliveryEngine({
+    db: deps.db,
+    dialect: deps.dialect,
+    config: d,
+    clock: deps.clock,
+    logger: deps.logger,
+    resolver: deps.resolver,
+    secretKey: deps.secretKey,
+    smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: deps.logger }),
+    signer: createDkimSigner({ threads }),
+    mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
+  });
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
@@ -96,6 +124,11 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
   const runtime = await openRuntime(config, options);
   const stops: Array<() => Promise<void> | void> = [];
   try {
+    // Stopped after the listeners (stops run in reverse): no new mail comes in while the
+    // workers finish or give back what they hold.
+    const delivery = config.delivery.enabled ? buildDelivery(runtime, options) : null;
+    if (delivery) stops.push(() => delivery.stop());
+
     const app = createHttpApp({
       services: runtime.services,
       config,
@@ -125,6 +158,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       stops.push(() => submission.close());
       smtp = submission.ports;
     }
+    delivery?.start();
 
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
@@ -138,7 +172,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         await runtime.close();
         logger.info('stopped');
       })());
-    return { runtime, httpUrl, smtp, stop };
+    return { runtime, httpUrl, smtp, delivery, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();

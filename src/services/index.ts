@@ -1,7 +1,9 @@
 import { createCredentialService, type CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import { createDomainService, type DomainService } from './domains.js';
+import { createQueueService, type QueueService } from './queue.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
+import { createSuppressionService, type SuppressionService } from './suppressions.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
 import { createEmailService, type EmailService } from './emails.js';
 import { createIdempotencyService, type IdempotencyService } from './idempotency.js';
@@ -19,6 +21,8 @@ export interface Services {
   send: SendService;
   emails: EmailService;
   idempotency: IdempotencyService;
+  suppressions: SuppressionService;
+  queue: QueueService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
 }
@@ -41,6 +45,8 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     send: createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null }),
     emails: createEmailService(deps),
     idempotency: createIdempotencyService(deps),
+    suppressions: createSuppressionService(deps),
+    queue: createQueueService(deps),
     rateLimiter,
     limitFor,
   };

@@ -81,3 +81,5 @@ export async function cancelQueuedItems(trx: Db, emailId: string, now: number): 
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
+export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]> =>
+  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute();

@@ -1,9 +1,10 @@
 import type { Route } from '../route.js';
 import { legacyDomainRoutes } from './legacy/domains.js';
+import { legacySendRoutes } from './legacy/send.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1DomainRoutes } from './v1/domains.js';
-import { legacySendRoutes } from './legacy/send.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
+import { v1SuppressionRoutes } from './v1/suppressions.js';
 import { v1TemplateRoutes } from './v1/templates.js';
 
 /** Every authenticated API route of both surfaces. */
@@ -12,6 +13,7 @@ export const apiRoutes: Route[] = [
   ...v1EmailContentRoutes,
   ...v1TemplateRoutes,
   ...v1DomainRoutes,
+  ...v1SuppressionRoutes,
   ...v1ApiKeyRoutes,
   ...legacySendRoutes,
   ...legacyDomainRoutes,
