@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { sql } from 'kysely';
 import type { Config } from './config/schema.js';
 import { loadSecretKey } from './config/secret-key.js';
@@ -90,6 +91,7 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: deps.logger }),
     signer: createDkimSigner({ threads }),
     mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
+    loadContent: (email) => runtime.services.campaigns.contentFor(email),
   });
 }
 
@@ -159,6 +161,15 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       smtp = submission.ports;
     }
     delivery?.start();
+
+    // Campaigns: write recipients to the queue in the background, then notice when all are done.
+    const campaignOwner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    stops.push(
+      every(500, logger, 'campaign-queue', async () => {
+        for (let i = 0; i < 100 && (await runtime.services.campaigns.queueNext(campaignOwner)); i++) delivery?.wake();
+      }),
+    );
+    stops.push(every(2000, logger, 'campaign-finish', () => runtime.services.campaigns.finishSent()));
 
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;

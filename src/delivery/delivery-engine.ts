@@ -42,6 +42,8 @@ export interface DeliveryDeps {
   smtp: SmtpClient;
   signer: DkimSigner;
   mtaSts: MtaStsPolicies | null;
+  /** The message to send for an email; campaign messages are composed on first use. */
+  loadContent?: (email: Email) => Promise<Buffer | undefined>;
 }
 
 export interface DeliveryEngine {
@@ -146,7 +148,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
   };
 
   const prepare = async (email: Email): Promise<Prepared> => {
-    const [content, key] = await Promise.all([findEmailContent(db, email.id), dkimKeyFor(email)]);
+    const [content, key] = await Promise.all([deps.loadContent ? deps.loadContent(email) : findEmailContent(db, email.id), dkimKeyFor(email)]);
     if (!content) return { kind: 'failed', category: 'message', reason: 'the message content is missing' };
     if (!key) return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
     const message = await signer.sign(content, key, clock.now());

@@ -10,6 +10,10 @@ import { createIdempotencyService, type IdempotencyService } from './idempotency
 import { createSendService, type SendService } from './send/send-email.js';
 import type { AttachmentFetcher } from './send/attachments.js';
 import { createTemplateService, type TemplateService } from './templates.js';
+import { createAudienceService, type AudienceService } from './audiences.js';
+import { createCampaignService, type CampaignService } from './campaigns.js';
+import { createSubscriberService, type SubscriberService } from './subscribers.js';
+import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
@@ -19,6 +23,10 @@ export interface Services {
   domains: DomainService;
   templates: TemplateService;
   send: SendService;
+  subscribers: SubscriberService;
+  audiences: AudienceService;
+  campaigns: CampaignService;
+  unsubscribe: UnsubscribeService;
   emails: EmailService;
   idempotency: IdempotencyService;
   suppressions: SuppressionService;
@@ -37,13 +45,21 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
   const templates = createTemplateService(deps);
   // One batcher for the process: concurrent intakes share its commits.
   const batcher = new CommitBatcher(deps.db);
+  const subscribers = createSubscriberService(deps);
+  const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
+  const send = createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null, unsubscribeLink: unsubscribe.link });
+  const campaigns = createCampaignService({ ...deps, send, templates, unsubscribe });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains: createDomainService(deps),
     templates,
-    send: createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null }),
-    emails: createEmailService(deps),
+    send,
+    subscribers,
+    audiences: createAudienceService({ ...deps, subscribers }),
+    campaigns,
+    unsubscribe,
+    emails: createEmailService({ ...deps, contentFor: campaigns.contentFor }),
     idempotency: createIdempotencyService(deps),
     suppressions: createSuppressionService(deps),
     queue: createQueueService(deps),
