@@ -10,6 +10,7 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { migrateToLatest, openStore, type Store } from './store/db.js';
+import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -118,6 +119,12 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
       stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
+    }
+
+    if (config.webhooks.enabled) {
+      const dispatcher = createWebhookDispatcher(runtime.deps);
+      dispatcher.start();
+      stops.push(() => dispatcher.stop());
     }
 
     let stopped: Promise<void> | undefined;

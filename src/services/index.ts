@@ -2,6 +2,7 @@ import { createCredentialService, type CredentialService } from './credentials.j
 import type { ServiceDeps } from './deps.js';
 import { createDomainService, type DomainService } from './domains.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
+import { createWebhookService, type WebhookService } from './webhooks.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
@@ -9,6 +10,7 @@ export interface Services {
   workspaces: WorkspaceService;
   credentials: CredentialService;
   domains: DomainService;
+  webhooks: WebhookService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
 }
@@ -18,6 +20,7 @@ export function createServices(deps: ServiceDeps, rateLimiter: RateLimiter = new
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains: createDomainService(deps),
+    webhooks: createWebhookService(deps),
     rateLimiter,
     limitFor,
   };
