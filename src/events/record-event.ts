@@ -42,6 +42,7 @@ export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
       event_type: event.type,
       status: 'pending',
       attempt_count: 0,
+      run_attempts: 0,
       next_attempt_at: event.at,
       run_started_at: event.at,
       lease_owner: null,

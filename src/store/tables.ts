@@ -260,8 +260,10 @@ export interface WebhookDeliveriesTable {
   event_id: string;
   event_type: string;
   status: WebhookDeliveryStatus;
-  /** Attempts since the run started (creation or replay): the position in the retry schedule. */
+  /** Every attempt made, replays included. */
   attempt_count: number;
+  /** Attempts since the run started (creation or replay): the position in the retry schedule. */
+  run_attempts: number;
   next_attempt_at: number;
   run_started_at: number;
   lease_owner: string | null;
@@ -283,7 +285,7 @@ export interface WebhookAttemptsTable {
   delivery_id: string;
   endpoint_id: string;
   workspace_id: string;
-  /** 1-based number within the delivery's run. */
+  /** 1-based number among all attempts of the delivery. */
   attempt: number;
   started_at: number;
   duration_ms: number;

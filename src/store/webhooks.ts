@@ -106,7 +106,7 @@ export const updateWebhookDelivery = async (db: Db, id: string, changes: Partial
 export const requeueWebhookDelivery = async (db: Db, id: string, now: number): Promise<boolean> => {
   const result = await db
     .updateTable('webhook_deliveries')
-    .set({ status: 'pending', attempt_count: 0, next_attempt_at: now, run_started_at: now, completed_at: null, updated_at: now })
+    .set({ status: 'pending', run_attempts: 0, next_attempt_at: now, run_started_at: now, completed_at: null, updated_at: now })
     .where('id', '=', id)
     .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
     .executeTakeFirst();

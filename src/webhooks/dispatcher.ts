@@ -120,8 +120,9 @@ export function createWebhookDispatcher(deps: DispatcherDeps): WebhookDispatcher
     const endpoint = await findWebhookEndpoint(trx, job.endpoint.workspace_id, job.endpoint.id);
     if (!delivery || !endpoint) return; // removed while in flight
     const attempt = delivery.attempt_count + 1;
+    const runAttempts = delivery.run_attempts + 1;
     const health = endpointHealthAfter(policy, endpoint, result, now);
-    const retryAt = result.succeeded || health.disable ? null : nextAttemptAt(policy, endpoint.surface, attempt, delivery.run_started_at, now);
+    const retryAt = result.succeeded || health.disable ? null : nextAttemptAt(policy, endpoint.surface, runAttempts, delivery.run_started_at, now);
     await saveWebhookAttempt(trx, {
       id: newPrefixedId('att_', 12),
       delivery_id: delivery.id,
@@ -141,6 +142,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps): WebhookDispatcher
       await updateWebhookDelivery(trx, delivery.id, {
         status: result.succeeded ? 'succeeded' : retryAt !== null ? 'pending' : 'failed',
         attempt_count: attempt,
+        run_attempts: runAttempts,
         next_attempt_at: retryAt ?? delivery.next_attempt_at,
         lease_owner: null,
         lease_until: null,

@@ -38,6 +38,7 @@ export const webhooks = (): Migration => ({
       .addColumn('event_type', 'text', (c) => c.notNull())
       .addColumn('status', 'text', (c) => c.notNull())
       .addColumn('attempt_count', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('run_attempts', 'integer', (c) => c.notNull().defaultTo(0))
       .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
       .addColumn('run_started_at', 'bigint', (c) => c.notNull())
       .addColumn('lease_owner', 'text')
