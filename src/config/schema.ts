@@ -187,7 +187,7 @@ export const schema = {
     disableAfterSeconds: int(5 * 24 * 3600, 'A versioned endpoint failing continuously this long is disabled, and a versioned delivery this old stops being retried.', 1),
     concurrency: int(50, 'Webhook deliveries in flight at once on this node.', 1, 10000),
     perEndpointConcurrency: int(8, 'Deliveries in flight at once per endpoint, so one slow endpoint cannot hold up the others.', 1, 1000),
-    pollInterval: int(500, 'Milliseconds between outbox polls when idle.', 10),
+    pollInterval: int(100, 'Milliseconds between looks for newly due deliveries (a busy endpoint is refilled as its attempts finish).', 10),
   },
   attachments: {
     allowPrivateNetworks: bool(false, 'Allow attachment URLs on private, loopback and link-local addresses (local testing only).'),

@@ -101,8 +101,8 @@ function once(url: URL, hop: Hop, options: SafeRequestOptions, signal: AbortSign
 
 export async function safeRequest(input: string | URL, options: SafeRequestOptions): Promise<SafeResponse> {
   const controller = new AbortController();
-  const timeout = new RequestTimeoutError(options.timeoutMs);
-  const timer = setTimeout(() => controller.abort(timeout), options.timeoutMs);
+  let timeout: RequestTimeoutError | undefined;
+  const timer = setTimeout(() => controller.abort((timeout = new RequestTimeoutError(options.timeoutMs))), options.timeoutMs);
   const onAbort = () => controller.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
@@ -114,7 +114,7 @@ export async function safeRequest(input: string | URL, options: SafeRequestOptio
       try {
         response = await once(url, hop, options, controller.signal);
       } catch (err) {
-        if (controller.signal.aborted && controller.signal.reason === timeout) throw timeout;
+        if (timeout !== undefined && controller.signal.reason === timeout) throw timeout;
         throw err;
       }
       const location = response.headers.location;

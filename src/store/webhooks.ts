@@ -94,12 +94,37 @@ export const listWebhookAttempts = (db: Db, deliveryIds: string[]): Promise<Webh
     ? Promise.resolve([])
     : db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('started_at').orderBy('attempt').execute();
 
-export const saveWebhookAttempt = async (db: Db, row: WebhookAttempt): Promise<void> => {
-  await db.insertInto('webhook_attempts').values(row).execute();
+/** Inserts attempts, many rows per statement. */
+export const saveWebhookAttempts = async (db: Db, rows: WebhookAttempt[]): Promise<void> => {
+  for (let i = 0; i < rows.length; i += 100) await db.insertInto('webhook_attempts').values(rows.slice(i, i + 100)).execute();
 };
 
 export const updateWebhookDelivery = async (db: Db, id: string, changes: Partial<Omit<WebhookDelivery, 'id'>>): Promise<void> => {
   await db.updateTable('webhook_deliveries').set(changes).where('id', '=', id).execute();
+};
+
+/** Writes a leased delivery's new state; false when `owner` no longer holds the lease. */
+export const updateLeasedWebhookDelivery = async (
+  db: Db,
+  id: string,
+  owner: string,
+  changes: Partial<Omit<WebhookDelivery, 'id'>>,
+): Promise<boolean> => {
+  const result = await db.updateTable('webhook_deliveries').set(changes).where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+};
+
+/**
+ * Notes a success: ends the failure streak. Under load successes come by the hundred a
+ * second, so the row is written only when a streak ends or last_success_at is a second old.
+ */
+export const markWebhookEndpointHealthy = async (db: Db, id: string, now: number): Promise<void> => {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: null, last_success_at: now })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('failing_since', 'is not', null), eb('last_success_at', 'is', null), eb('last_success_at', '<', now - 1000)]))
+    .execute();
 };
 
 /** Puts a finished (or waiting) delivery back at the head of the queue with a fresh schedule. */
