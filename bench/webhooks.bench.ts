@@ -53,7 +53,7 @@ async function scenario(label: string, emit: (record: (n: number) => Promise<str
   const receiver = await startReceiver();
   const config = loadConfig({
     env: {},
-    overrides: { database: `sqlite:${join(dir, 'db.sqlite')}`, dataDir: dir, log: { level: 'silent' }, http: { port: 0 }, domains: { recheckInterval: 0 }, webhooks: { allowPrivateNetworks: true, perEndpointConcurrency: Number(process.env.BENCH_PER_ENDPOINT ?? 8) } },
+    overrides: { database: `sqlite:${join(dir, 'db.sqlite')}`, dataDir: dir, log: { level: 'silent' }, http: { port: 0 }, domains: { recheckInterval: 0 }, webhooks: { allowPrivateNetworks: true, ...(process.env.BENCH_PER_ENDPOINT ? { perEndpointConcurrency: Number(process.env.BENCH_PER_ENDPOINT) } : {}) } },
   });
   const server = await startServer(config, { logger: createLogger('silent') });
   try {
@@ -70,14 +70,18 @@ async function scenario(label: string, emit: (record: (n: number) => Promise<str
         return ids;
       });
     const started = Date.now();
+    const cpuBefore = process.cpuUsage();
     const emitted = await emit(record);
     const emitMs = Date.now() - started;
     const arrivals = await receiver.waitFor(total, 120_000);
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuMsPerDelivery = (cpu.user + cpu.system) / 1000 / total;
     const elapsed = Math.max(...arrivals.values()) - started;
     const latencies = emitted.map((e) => arrivals.get(e.id)! - e.at).sort((a, b) => a - b);
     console.log(
       `${label}: ${total} events (1 endpoint) emitted in ${emitMs} ms, all delivered in ${elapsed} ms: ` +
-        `${Math.round((total / elapsed) * 1000)} deliveries/s; event-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies.at(-1)} ms`,
+        `${Math.round((total / elapsed) * 1000)} deliveries/s; event-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies.at(-1)} ms; ` +
+        `server CPU ${cpuMsPerDelivery.toFixed(2)} ms per event+delivery (${Math.round(1000 / cpuMsPerDelivery)}/s per core)`,
     );
   } finally {
     await server.stop();

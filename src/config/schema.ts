@@ -186,7 +186,7 @@ export const schema = {
     schedule: intList([60, 300, 1800, 7200, 18000], 'Versioned (/v1) endpoints: seconds before each retry after the immediate first attempt; the last value repeats until webhooks.disableAfterSeconds.'),
     disableAfterSeconds: int(5 * 24 * 3600, 'A versioned endpoint failing continuously this long is disabled, and a versioned delivery this old stops being retried.', 1),
     concurrency: int(50, 'Webhook deliveries in flight at once on this node.', 1, 10000),
-    perEndpointConcurrency: int(8, 'Deliveries in flight at once per endpoint, so one slow endpoint cannot hold up the others.', 1, 1000),
+    perEndpointConcurrency: int(16, 'Deliveries in flight at once per endpoint, so one slow endpoint cannot hold up the others.', 1, 1000),
     pollInterval: int(100, 'Milliseconds between looks for newly due deliveries (a busy endpoint is refilled as its attempts finish).', 10),
   },
   attachments: {

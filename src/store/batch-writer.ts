@@ -21,6 +21,8 @@ export class BatchWriter<T> {
     private readonly db: Db,
     private readonly write: (trx: Db, items: T[]) => Promise<void>,
     private readonly maxBatch = 256,
+    /** How long the first item of a batch waits for company: more per commit, fewer fsyncs. */
+    private readonly windowMs = 0,
   ) {}
 
   add(item: T): Promise<void> {
@@ -28,29 +30,33 @@ export class BatchWriter<T> {
       this.queue.push({ item, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
-        // Let the other writers of this turn of the event loop join the batch.
-        setImmediate(() => void this.flush());
+        this.schedule();
       }
     });
   }
 
+  /** Lets the other writers of this turn of the event loop (or of the window) join the batch. */
+  private schedule(): void {
+    if (this.windowMs > 0 && this.queue.length < this.maxBatch) setTimeout(() => void this.flush(), this.windowMs);
+    else setImmediate(() => void this.flush());
+  }
+
   private async flush(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      try {
-        await this.db.transaction().execute((trx) => this.write(trx, batch.map((p) => p.item)));
-        for (const p of batch) p.resolve();
-      } catch {
-        for (const p of batch) {
-          try {
-            await this.db.transaction().execute((trx) => this.write(trx, [p.item]));
-            p.resolve();
-          } catch (err) {
-            p.reject(err);
-          }
+    const batch = this.queue.splice(0, this.maxBatch);
+    try {
+      await this.db.transaction().execute((trx) => this.write(trx, batch.map((p) => p.item)));
+      for (const p of batch) p.resolve();
+    } catch {
+      for (const p of batch) {
+        try {
+          await this.db.transaction().execute((trx) => this.write(trx, [p.item]));
+          p.resolve();
+        } catch (err) {
+          p.reject(err);
         }
       }
     }
-    this.flushing = false;
+    if (this.queue.length > 0) this.schedule();
+    else this.flushing = false;
   }
 }

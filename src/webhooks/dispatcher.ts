@@ -75,6 +75,11 @@ interface Lane {
 const STOP_GRACE_MS = 10_000;
 /** A lane claims up to this many times its concurrency ahead, so claims come in batches. */
 const PREFETCH_FACTOR = 4;
+/**
+ * Outcomes wait this long for company before their commit: far fewer fsyncs under load, and
+ * no cost to throughput, since a lane's slot is free as soon as its POST ends.
+ */
+const RECORD_WINDOW_MS = 10;
 /** A drained lane looks for new rows at most this often while its attempts complete. */
 const DRAINED_RECLAIM_MS = 20;
 /** Endpoints looked at per poll. */
@@ -112,7 +117,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps): WebhookDispatcher
   };
   const network = { allowPrivateNetworks: settings.allowPrivateNetworks, resolver: deps.resolver };
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-  const recorder = new BatchWriter<Outcome>(db, (trx, outcomes) => writeOutcomes(trx, outcomes));
+  const recorder = new BatchWriter<Outcome>(db, (trx, outcomes) => writeOutcomes(trx, outcomes), 256, RECORD_WINDOW_MS);
   const abort = new AbortController();
   // Every running POST listens to this one signal (shutdown).
   setMaxListeners(0, abort.signal);
