@@ -1,28 +1,26 @@
-// Runs the benchmarks: `npm run bench` runs every bench/*.bench.ts; `npm run bench -- NAME…`
-// runs the named ones. Each module exports `name`, `description` and `run()`, which prints
-// its own figures. Figures vary ±20% between runs on a shared machine: compare within a run.
-import { readdirSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+/**
+ * `npm run bench [name ...]`: runs the named benchmarks (all by default) against the built
+ * program and prints their figures. Loopback only. BENCH_SECONDS and BENCH_RUNS shorten or
+ * lengthen the measured runs.
+ */
+import { sendAcceptance } from './send-acceptance.js';
+import { webhookFanout } from './webhooks.js';
 
-export interface Bench {
-  name: string;
-  description: string;
-  run(): Promise<void>;
-}
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const runs = Number(process.env.BENCH_RUNS ?? 3);
 
-const dir = fileURLToPath(new URL('.', import.meta.url));
-const benches: Bench[] = [];
-for (const file of readdirSync(dir).filter((f) => f.endsWith('.bench.ts')).sort()) {
-  benches.push((await import(pathToFileURL(`${dir}/${file}`).href)) as Bench);
-}
+const benches: Record<string, () => Promise<void>> = {
+  'send-acceptance': () => sendAcceptance({ seconds, runs }),
+  webhooks: () => webhookFanout(),
+};
 
 const wanted = process.argv.slice(2);
-const unknown = wanted.filter((w) => !benches.some((b) => b.name === w));
-if (unknown.length > 0) {
-  console.error(`unknown bench ${unknown.join(', ')}; known: ${benches.map((b) => b.name).join(', ')}`);
-  process.exit(2);
-}
-for (const bench of benches.filter((b) => wanted.length === 0 || wanted.includes(b.name))) {
-  console.log(`\n## ${bench.name}: ${bench.description}`);
-  await bench.run();
+for (const name of wanted.length ? wanted : Object.keys(benches)) {
+  const bench = benches[name];
+  if (!bench) {
+    console.error(`unknown bench ${name}; known: ${Object.keys(benches).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n== ${name}`);
+  await bench();
 }

@@ -1,9 +1,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { sql } from 'kysely';
 import type { Config } from './config/schema.js';
 import { loadSecretKey } from './config/secret-key.js';
+import { createDeliveryEngine, type DeliveryEngine } from './delivery/delivery-engine.js';
+import { createDkimSigner } from './delivery/dkim-signer.js';
+import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
+import { createSmtpClient } from './delivery/smtp-client.js';
 import { createHttpApp } from './intake/http/app.js';
+import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
+import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createServices, type Services } from './services/index.js';
 import type { ServiceDeps } from './services/deps.js';
 import { systemClock, type Clock } from './shared/clock.js';
@@ -29,6 +36,8 @@ export interface RuntimeOptions {
   logger: Logger;
   clock?: Clock;
   resolver?: DnsResolver;
+  /** How MTA-STS policies are fetched (HTTPS on port 443 by default); tests replace it. */
+  mtaStsFetcher?: PolicyFetcher;
 }
 
 /** Opens the database, applies pending migrations and builds the services (CLI and server). */
@@ -59,7 +68,30 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
 export interface RunningServer {
   runtime: Runtime;
   httpUrl: string;
+  /** Bound submission ports, when the listeners run. */
+  smtp: SubmissionListeners['ports'] | null;
+  /** The delivery workers (null when delivery.enabled is false). */
+  delivery: DeliveryEngine | null;
   stop(): Promise<void>;
+}
+
+/** Builds the delivery workers and their collaborators from the configuration. */
+function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngine {
+  const { config, deps } = runtime;
+  const d = config.delivery;
+  const threads = d.signingThreads === 'auto' ? Math.max(1, availableParallelism() - 1) : d.signingThreads;
+  return createDeliveryEngine({
+    db: deps.db,
+    dialect: deps.dialect,
+    config: d,
+    clock: deps.clock,
+    logger: deps.logger,
+    resolver: deps.resolver,
+    secretKey: deps.secretKey,
+    smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: deps.logger }),
+    signer: createDkimSigner({ threads }),
+    mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
+  });
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
@@ -93,6 +125,11 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
   const runtime = await openRuntime(config, options);
   const stops: Array<() => Promise<void> | void> = [];
   try {
+    // Stopped after the listeners (stops run in reverse): no new mail comes in while the
+    // workers finish or give back what they hold.
+    const delivery = config.delivery.enabled ? buildDelivery(runtime, options) : null;
+    if (delivery) stops.push(() => delivery.stop());
+
     const app = createHttpApp({
       services: runtime.services,
       config,
@@ -116,6 +153,14 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     );
     logger.info({ component: 'http', url: httpUrl }, 'HTTP API listening');
 
+    let smtp: RunningServer['smtp'] = null;
+    if (config.smtp.submission.enabled) {
+      const submission = await startSubmission({ services: runtime.services, config, logger, clock: runtime.deps.clock, tls: await loadSubmissionTls(config) });
+      stops.push(() => submission.close());
+      smtp = submission.ports;
+    }
+    delivery?.start();
+
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
       stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
@@ -134,7 +179,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         await runtime.close();
         logger.info('stopped');
       })());
-    return { runtime, httpUrl, stop };
+    return { runtime, httpUrl, smtp, delivery, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();

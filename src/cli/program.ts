@@ -4,7 +4,10 @@ import { isAppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
+import { registerQueueCommands } from './queue.js';
 import { registerServerCommands } from './server.js';
+import { registerTemplateCommands } from './templates.js';
+import { registerSuppressionCommands } from './suppressions.js';
 import { registerWorkspaceCommands } from './workspaces.js';
 
 export function buildProgram(io: CliIo): Command {
@@ -18,6 +21,9 @@ export function buildProgram(io: CliIo): Command {
   registerWorkspaceCommands(program, io);
   registerCredentialCommands(program, io);
   registerDomainCommands(program, io);
+  registerTemplateCommands(program, io);
+  registerSuppressionCommands(program, io);
+  registerQueueCommands(program, io);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -13,6 +13,10 @@ export function registerServerCommands(program: Command, io: CliIo): void {
       const logger = createLogger(config.log.level);
       const server = await startServer(config, { logger });
       io.stderr(`mailsvc: HTTP API on ${server.httpUrl} (database ${server.runtime.store.location})\n`);
+      if (server.smtp) {
+        const implicit = server.smtp.implicitTls === null ? '' : `, implicit TLS on ${config.smtp.submission.host}:${server.smtp.implicitTls}`;
+        io.stderr(`mailsvc: SMTP submission with STARTTLS on ${config.smtp.submission.host}:${server.smtp.starttls}${implicit}\n`);
+      }
       await new Promise<void>((resolve) => {
         const shutdown = (signal: string) => {
           logger.info({ signal }, 'shutting down');

@@ -32,6 +32,13 @@ export function registerWorkspaceCommands(program: Command, io: CliIo): void {
       );
     });
   workspaces
+    .command('set-default-from <id> <address>')
+    .description('the sender used when a legacy send has no from_email (must be on a verified domain at send time)')
+    .action(async (id: string, address: string, _opts: unknown, cmd: Command) => {
+      const ws = await withRuntime(cmd, io, (rt) => rt.services.workspaces.setDefaultFrom(id, address));
+      output(cmd, io, { ...ws, created_at: toIso(ws.created_at) }, () => `Workspace ${ws.id} sends as ${ws.default_from_email} by default.`);
+    });
+  workspaces
     .command('set-plan <id> <plan>')
     .description(`set the plan (${PLANS.join(', ')}); enterprise takes custom rates`)
     .option('--transactional <perSecond>', 'enterprise: transactional sends per second (soft limit)', positiveInt('transactional'))

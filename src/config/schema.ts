@@ -72,11 +72,13 @@ export interface RelayConfig {
   port: number;
   secure: boolean;
   auth: { user: string; pass: string } | null;
+  /** Verify the relay's TLS certificate (default true). */
+  rejectUnauthorized: boolean;
 }
 const relay = json<RelayConfig | null>(
-  '{ host, port, secure, auth } | null',
+  '{ host, port, secure, auth, rejectUnauthorized } | null',
   null,
-  'Smarthost that replaces MX routing, e.g. { "host": "smtp.example.net", "port": 587, "secure": false, "auth": { "user": "u", "pass": "p" } }.',
+  'Smarthost that replaces MX routing, e.g. { "host": "smtp.example.net", "port": 587, "secure": false, "auth": { "user": "u", "pass": "p" } }. With auth, STARTTLS is required; the certificate is verified unless "rejectUnauthorized": false.',
   (v) => {
     if (v === null) return null;
     if (!isPlainObject(v) || typeof v.host !== 'string' || v.host === '') return settingFail('must be null or an object with a "host"');
@@ -86,7 +88,8 @@ const relay = json<RelayConfig | null>(
     if (auth !== null && !(isPlainObject(auth) && typeof auth.user === 'string' && typeof auth.pass === 'string')) {
       return settingFail('auth must be null or { "user", "pass" }');
     }
-    return { host: v.host, port: p, secure: v.secure === true, auth: auth as RelayConfig['auth'] };
+    if (v.rejectUnauthorized !== undefined && typeof v.rejectUnauthorized !== 'boolean') return settingFail('rejectUnauthorized must be true or false');
+    return { host: v.host, port: p, secure: v.secure === true, auth: auth as RelayConfig['auth'], rejectUnauthorized: v.rejectUnauthorized !== false };
   },
 );
 
@@ -115,6 +118,18 @@ const domainLimits = json<Record<string, DomainLimit>>(
   },
 );
 
+const threadCount: Setting<number | 'auto'> = {
+  kind: 'integer | "auto"',
+  default: 'auto',
+  description: 'Threads that DKIM-sign outgoing mail: "auto" is one fewer than the CPU cores (at least 1); 0 signs on the main thread.',
+  parse: (v, fromEnv) => {
+    if (v === 'auto') return 'auto';
+    const n = fromEnv && typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+    if (typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 64) return n;
+    return settingFail(`must be "auto" or an integer from 0 to 64, got ${JSON.stringify(v)}`);
+  },
+};
+
 export const schema = {
   database: databaseUrl,
   databasePoolSize: int(10, 'PostgreSQL connection pool size per node.', 1, 1000),
@@ -127,7 +142,7 @@ export const schema = {
     host: str('127.0.0.1', 'Address the HTTP API listens on.'),
     port: port(3000, 'HTTP API port.'),
     publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
-    bodyLimit: int(10 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it).', 1024),
+    bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
     trustProxy: bool(false, 'Trust X-Forwarded-For / X-Forwarded-Proto from a reverse proxy.'),
   },
   smtp: {
@@ -139,6 +154,7 @@ export const schema = {
       implicitTls: bool(true, 'Run the implicit-TLS submission listener on smtp.submission.tlsPort.'),
       tls: tlsFiles,
       allowInsecureAuth: bool(false, 'Allow AUTH without TLS from non-loopback clients (never in production).'),
+      plaintextAuthOnLoopback: bool(true, 'Allow AUTH without TLS from loopback clients (local applications on the same machine).'),
       maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted over SMTP in bytes (advertised with SIZE).', 1024),
       maxRecipients: int(50, 'Most recipients per SMTP transaction.', 1),
     },
@@ -167,10 +183,14 @@ export const schema = {
     domainLimits,
     retrySchedule: intList([60, 300, 900, 1800, 3600, 7200, 14400], 'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.', 0),
     maxQueueLifetime: int(3 * 24 * 3600, 'Seconds after which an undeliverable message bounces.', 1),
-    leaseSeconds: int(300, 'How long a worker owns a claimed message before another may take it.', 5),
+    leaseSeconds: int(300, 'How long a worker owns a claimed message before another may take it; renewed while the delivery runs.', 5),
     pollInterval: int(1000, 'Milliseconds between queue polls when idle.', 10),
     timeoutSeconds: int(60, 'Timeout for each SMTP step (connect, greeting, each command, data).', 1),
-    requireTls: bool(false, 'Refuse to deliver without STARTTLS (MTA-STS enforce policies require verified TLS regardless).'),
+    requireTls: bool(false, 'Refuse to deliver without STARTTLS (certificate not verified). MTA-STS enforce policies require verified TLS regardless.'),
+    mtaSts: bool(true, 'Honour MTA-STS (RFC 8461): to a domain with an enforce policy, deliver only over verified TLS to the MX hosts it names.'),
+    signingThreads: threadCount,
+    returnPathSubdomain: str('bounces', 'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (README).'),
+    shutdownTimeout: int(20, 'Seconds a stopping server lets SMTP transactions in flight finish before it abandons them (they are released to the queue).', 0),
   },
   dkim: {
     host: str('dkim.localhost', 'The zone holding DKIM public keys: customers CNAME <token>._domainkey.<their domain> to <token>.<dkim.host>.'),

@@ -1,11 +1,14 @@
 /**
  * The event catalog (SPEC Events). `email.delivery_delayed` is ours: a temporary failure that
- * will be retried. `workflow.*` events are not emitted: mailsvc has no workflows.
+ * will be retried; so is `email.failed`: mailsvc could not attempt the message at all (no
+ * DKIM key for the sending domain, content missing). `workflow.*` events are not emitted:
+ * mailsvc has no workflows.
  */
 export const EVENT_TYPES = [
   'email.sent',
   'email.delivered',
   'email.delivery_delayed',
+  'email.failed',
   'email.opened',
   'email.clicked',
   'email.bounced',

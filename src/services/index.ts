@@ -1,25 +1,54 @@
 import { createCredentialService, type CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import { createDomainService, type DomainService } from './domains.js';
+import { createQueueService, type QueueService } from './queue.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
+import { createSuppressionService, type SuppressionService } from './suppressions.js';
 import { createWebhookService, type WebhookService } from './webhooks.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
+import { createEmailService, type EmailService } from './emails.js';
+import { createIdempotencyService, type IdempotencyService } from './idempotency.js';
+import { createSendService, type SendService } from './send/send-email.js';
+import type { AttachmentFetcher } from './send/attachments.js';
+import { createTemplateService, type TemplateService } from './templates.js';
+import { CommitBatcher } from '../store/commit-batcher.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
   workspaces: WorkspaceService;
   credentials: CredentialService;
   domains: DomainService;
+  templates: TemplateService;
+  send: SendService;
+  emails: EmailService;
+  idempotency: IdempotencyService;
+  suppressions: SuppressionService;
+  queue: QueueService;
   webhooks: WebhookService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
 }
 
-export function createServices(deps: ServiceDeps, rateLimiter: RateLimiter = new MemoryRateLimiter()): Services {
+export interface ServiceOptions {
+  rateLimiter?: RateLimiter;
+  fetchAttachment?: AttachmentFetcher | null;
+}
+
+export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
+  const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
+  const templates = createTemplateService(deps);
+  // One batcher for the process: concurrent intakes share its commits.
+  const batcher = new CommitBatcher(deps.db);
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains: createDomainService(deps),
+    templates,
+    send: createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null }),
+    emails: createEmailService(deps),
+    idempotency: createIdempotencyService(deps),
+    suppressions: createSuppressionService(deps),
+    queue: createQueueService(deps),
     webhooks: createWebhookService(deps),
     rateLimiter,
     limitFor,

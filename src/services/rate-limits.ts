@@ -69,7 +69,8 @@ export interface Decision {
 
 /** Counts hits per key; `hit` records one and says whether it fits the limit. */
 export interface RateLimiter {
-  hit(key: string, limit: Limit, now: number): Promise<Decision>;
+  /** Counts `cost` hits (a batch of messages counts each one). */
+  hit(key: string, limit: Limit, now: number, cost?: number): Promise<Decision>;
   /** The state of the window without counting a hit. */
   peek(key: string, limit: Limit, now: number): Promise<Decision>;
 }
@@ -94,8 +95,8 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>();
   private lastSweep = 0;
 
-  async hit(key: string, limit: Limit, now: number): Promise<Decision> {
-    return this.count(key, limit, now, 1);
+  async hit(key: string, limit: Limit, now: number, cost = 1): Promise<Decision> {
+    return this.count(key, limit, now, cost);
   }
 
   async peek(key: string, limit: Limit, now: number): Promise<Decision> {

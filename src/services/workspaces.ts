@@ -3,6 +3,7 @@ import { newId } from '../shared/ids.js';
 import { findWorkspace, listWorkspaces, saveWorkspace, updateWorkspace } from '../store/workspaces.js';
 import type { Plan, Workspace } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
+import { requireAddress } from './send/addresses.js';
 
 export const PLANS: readonly Plan[] = ['starter', 'professional', 'enterprise'];
 
@@ -13,6 +14,7 @@ export interface WorkspaceService {
   find(id: string): Promise<Workspace | undefined>;
   /** The workspace used when a command names none: the first one, created on first start. */
   ensureDefault(): Promise<Workspace>;
+  setDefaultFrom(id: string, address: string): Promise<Workspace>;
   setPlan(id: string, plan: Plan, custom?: { transactionalPerSecond?: number; marketingPerSecond?: number }): Promise<Workspace>;
 }
 
@@ -49,6 +51,11 @@ export function createWorkspaceService(deps: ServiceDeps): WorkspaceService {
     async ensureDefault() {
       const [first] = await listWorkspaces(db);
       return first ?? create('default');
+    },
+    async setDefaultFrom(id, address) {
+      const normalized = requireAddress('address', address);
+      if (!(await updateWorkspace(db, id, { default_from_email: normalized }))) throw notFound(`Workspace ${id}`);
+      return get(id);
     },
     async setPlan(id, plan, custom = {}) {
       if (!PLANS.includes(plan)) throw validationError('plan', `must be one of ${PLANS.join(', ')}`);

@@ -36,6 +36,8 @@ export interface ErrorOptions {
   field?: string;
   /** Seconds after which a retry may succeed (rendered as Retry-After). */
   retryAfter?: number;
+  /** The rate-limit window a 429 refers to (rendered as X-RateLimit-* headers). */
+  rateLimit?: { limit: number; remaining: number; resetAt: number };
   cause?: unknown;
 }
 
@@ -43,6 +45,7 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly field: string | undefined;
   readonly retryAfter: number | undefined;
+  readonly rateLimit: ErrorOptions['rateLimit'];
 
   constructor(code: ErrorCode, message: string, options: ErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -50,6 +53,7 @@ export class AppError extends Error {
     this.code = code;
     this.field = options.field;
     this.retryAfter = options.retryAfter;
+    this.rateLimit = options.rateLimit;
   }
 
   get status(): number {

@@ -4,7 +4,6 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationResult } from 'kysely';
 import pg from 'pg';
 import { migrations } from './migrations/index.js';
-import { withStatementCache } from './statement-cache.js';
 import type { Database } from './tables.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -41,6 +40,31 @@ function openSqlite(path: string): Store {
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', location: `sqlite:${file}`, close: () => db.destroy() };
+}
+
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * kysely prepares every query anew; better-sqlite3 statements are reusable, and preparing
+ * costs as much as running a small query. Queries are built from a fixed set of shapes, so a
+ * bounded cache keyed by SQL text keeps nearly all of them prepared.
+ */
+function withStatementCache(sqlite: SQLite.Database) {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sqlText: string) {
+      let statement = cache.get(sqlText);
+      // A statement still iterating (a streamed query) cannot run twice at once.
+      if (statement?.busy) return sqlite.prepare(sqlText);
+      if (!statement) {
+        statement = sqlite.prepare(sqlText);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+        cache.set(sqlText, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 // int8 (bigint) columns hold epoch milliseconds and counts: well inside Number's exact range.

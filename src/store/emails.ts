@@ -70,3 +70,16 @@ export async function refreshEmailStatus(trx: Db, emailId: string, now: number):
   await trx.updateTable('emails').set({ status, updated_at: now }).where('id', '=', emailId).execute();
   return status;
 }
+
+/** Cancels recipients no worker holds (queued or deferred); returns how many. */
+export async function cancelQueuedItems(trx: Db, emailId: string, now: number): Promise<number> {
+  const result = await trx
+    .updateTable('queue_items')
+    .set({ status: 'cancelled', finished_at: now, updated_at: now, lease_owner: null, lease_until: null })
+    .where('email_id', '=', emailId)
+    .where('status', 'in', ['queued', 'deferred'])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]> =>
+  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute();

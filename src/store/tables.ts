@@ -299,6 +299,79 @@ export interface WebhookAttemptsTable {
   next_attempt_at: number | null;
 }
 
+export type SubscriberStatus = 'subscribed' | 'unsubscribed';
+
+export interface SubscribersTable {
+  id: string;
+  workspace_id: string;
+  /** As given (domain lower-cased). */
+  email: string;
+  /** Lower-cased: one subscriber per address and workspace. */
+  email_key: string;
+  first_name: string | null;
+  last_name: string | null;
+  status: SubscriberStatus;
+  domain_id: string | null;
+  external_id: string | null;
+  metadata: string | null;
+  source: string;
+  created_at: number;
+  updated_at: number;
+  unsubscribed_at: number | null;
+}
+
+export interface SubscriberTagsTable {
+  subscriber_id: string;
+  workspace_id: string;
+  tag: string;
+}
+
+export interface AudiencesTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  created_at: number;
+}
+
+export interface AudienceMembersTable {
+  audience_id: string;
+  subscriber_id: string;
+  created_at: number;
+}
+
+/** queuing: recipients are being written to the queue; sending: all queued; sent: all finished. */
+export type CampaignStatus = 'queuing' | 'sending' | 'sent';
+
+export interface CampaignsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  status: CampaignStatus;
+  subject: string;
+  from_name: string;
+  from_email: string;
+  html: string | null;
+  template_id: string | null;
+  /** JSON array: subscribers having any of these tags; null for all. */
+  tags: string | null;
+  audience_id: string | null;
+  variables: string | null;
+  external_id: string | null;
+  metadata: string | null;
+  test: number;
+  /** Subscribers selected when the campaign was accepted. */
+  recipients: number;
+  /** Messages queued so far. */
+  queued: number;
+  /** The last subscriber id queued: queuing resumes after it after a restart. */
+  cursor: string | null;
+  lease_owner: string | null;
+  lease_until: number | null;
+  created_at: number;
+  queued_at: number | null;
+  sent_at: number | null;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   credentials: CredentialsTable;
@@ -315,6 +388,11 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  subscribers: SubscribersTable;
+  subscriber_tags: SubscriberTagsTable;
+  audiences: AudiencesTable;
+  audience_members: AudienceMembersTable;
+  campaigns: CampaignsTable;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;
@@ -333,4 +411,7 @@ export type WebhookEndpoint = Selectable<WebhookEndpointsTable>;
 export type WebhookEndpointUpdate = Updateable<WebhookEndpointsTable>;
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttempt = Selectable<WebhookAttemptsTable>;
+export type Subscriber = Selectable<SubscribersTable>;
+export type Audience = Selectable<AudiencesTable>;
+export type Campaign = Selectable<CampaignsTable>;
 export type { Generated };

@@ -26,12 +26,13 @@ export interface Envelope {
 const EMAIL_EXTRAS: Record<string, readonly string[]> = {
   'email.sent': [],
   'email.delivered': [],
-  'email.delivery_delayed': ['smtp'],
-  'email.bounced': ['bounce'],
-  'email.complained': ['complaint'],
+  'email.delivery_delayed': ['smtp', 'mx_host', 'attempt', 'next_attempt_at'],
+  'email.bounced': ['bounce', 'smtp', 'mx_host'],
+  'email.failed': ['error'],
+  'email.complained': ['feedback_type'],
   'email.opened': ['user_agent'],
   'email.clicked': ['url', 'user_agent'],
-  'email.suppressed': ['reason'],
+  'email.suppressed': ['suppression'],
 };
 
 /** Non-email types: the same fields on both surfaces. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load-config.js';
 import type { Config } from '../../src/config/schema.js';
 import { startServer, type RunningServer } from '../../src/main.js';
+import type { PolicyFetcher } from '../../src/delivery/mta-sts.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
 
@@ -20,17 +21,22 @@ export interface TestServer extends RunningServer {
  * The real server, in this process, on free loopback ports with a fresh SQLite file in a
  * temp directory. `overrides` has the shape of the config file.
  */
-export async function startTestServer(overrides: Record<string, unknown> = {}, options: { clock?: Clock } = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, unknown> = {}, options: { clock?: Clock; mtaStsFetcher?: PolicyFetcher } = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-test-'));
   const base = {
     database: `sqlite:${join(dir, 'mailsvc.db')}`,
     dataDir: dir,
     log: { level: process.env.MAILSVC_TEST_LOG ?? 'silent' },
     http: { port: 0 },
+    smtp: { submission: { port: 0, tlsPort: 0 } },
     domains: { recheckInterval: 0 },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });
-  const server = await startServer(config, { logger: createLogger(config.log.level), ...(options.clock ? { clock: options.clock } : {}) });
+  const server = await startServer(config, {
+    logger: createLogger(config.log.level),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.mtaStsFetcher ? { mtaStsFetcher: options.mtaStsFetcher } : {}),
+  });
   const workspaceId = (await server.runtime.services.workspaces.ensureDefault()).id;
   return {
     ...server,

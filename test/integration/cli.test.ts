@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,7 +11,7 @@ describe('mailsvc CLI', () => {
   let env: Record<string, string>;
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'mailsvc-cli-'));
-    env = { MAILSVC_DATABASE: `sqlite:${join(dir, 'db.sqlite')}`, MAILSVC_DATA_DIR: dir, MAILSVC_HTTP_PORT: '0', MAILSVC_LOG_LEVEL: 'warn' };
+    env = { MAILSVC_DATABASE: `sqlite:${join(dir, 'db.sqlite')}`, MAILSVC_DATA_DIR: dir, MAILSVC_HTTP_PORT: '0', MAILSVC_SMTP_SUBMISSION_PORT: '0', MAILSVC_SMTP_SUBMISSION_TLS_PORT: '0', MAILSVC_LOG_LEVEL: 'warn' };
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -108,6 +108,26 @@ describe('mailsvc CLI', () => {
     const bad = await cli('workspaces', 'set-plan', ws.id, 'gold');
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /^mailsvc: plan: must be one of starter, professional, enterprise\n$/);
+  });
+
+  it('creates and lists templates from files, and sets the default sender', async () => {
+    const html = join(dir, 'welcome.html');
+    writeFileSync(html, '<p>Hello {{name}}</p>');
+    const created = await cli('templates', 'create', '--name', 'welcome', '--subject', 'Hi {{name}}', '--html-file', html, '--json');
+    assert.equal(created.code, 0, created.stderr);
+    const template = JSON.parse(created.stdout);
+    assert.equal(template.html, '<p>Hello {{name}}</p>');
+    const list = await cli('templates', 'list');
+    assert.match(list.stdout, new RegExp(`${template.id}\\s+welcome\\s+Hi \\{\\{name\\}\\}`));
+    const missing = await cli('templates', 'create', '--name', 'x', '--subject', 's', '--html-file', join(dir, 'nope.html'));
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^mailsvc: html-file: cannot read .*nope\.html: ENOENT\n$/);
+    const ws = JSON.parse((await cli('workspaces', 'list', '--json')).stdout)[0];
+    const set = await cli('workspaces', 'set-default-from', ws.id, 'Hello@Acme.Example');
+    assert.equal(set.code, 0, set.stderr);
+    assert.match(set.stdout, /sends as Hello@acme\.example by default/);
+    const bad = await cli('workspaces', 'set-default-from', ws.id, 'not an address');
+    assert.equal(bad.code, 1);
   });
 
   it('fails in one line on a bad configuration, without a stack trace', async () => {

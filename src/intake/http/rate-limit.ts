@@ -3,7 +3,7 @@ import { retryAfterSeconds, type Decision, type Operation } from '../../services
 import type { Workspace } from '../../store/tables.js';
 import type { Ctx, HttpDeps } from './context.js';
 
-export function setRateLimitHeaders(ctx: Ctx, decision: Decision): void {
+export function setRateLimitHeaders(ctx: Ctx, decision: Pick<Decision, 'limit' | 'remaining' | 'resetAt'>): void {
   ctx.set('X-RateLimit-Limit', String(decision.limit));
   ctx.set('X-RateLimit-Remaining', String(decision.remaining));
   ctx.set('X-RateLimit-Reset', String(Math.ceil(decision.resetAt / 1000)));

@@ -5,12 +5,17 @@ import { hasScope, type Principal, type Scope } from '../../services/credentials
 import type { Operation } from '../../services/rate-limits.js';
 import type { Workspace } from '../../store/tables.js';
 import type { Ctx, HttpDeps } from './context.js';
+import type { IdempotencyClaim } from '../../services/idempotency.js';
+import { sha256Hex } from '../../shared/crypto.js';
+import { stableStringify } from '../../shared/stable-json.js';
 import { limitWorkspace } from './rate-limit.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface HandlerInput<B, Q> {
   ctx: Ctx;
+  /** Present when the request carries an Idempotency-Key on an idempotent route. */
+  idempotency: IdempotencyClaim | undefined;
   deps: HttpDeps;
   workspace: Workspace;
   principal: Principal;
@@ -35,6 +40,8 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   query?: Q;
   /** Status of a successful response (default 200). */
   status?: number;
+  /** Creating requests honour Idempotency-Key (SPEC Limits: Idempotency). */
+  idempotent?: boolean;
   handler(input: HandlerInput<z.infer<B>, z.infer<Q>>): Promise<unknown>;
 }
 
@@ -49,9 +56,40 @@ export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: R
   if (!hasScope(principal, route.scope)) {
     throw new AppError('forbidden', `This access token lacks the scope ${route.scope}`);
   }
-  const body = route.body ? parseWith(route.body, ctx.state.body ?? {}, 'body') : ctx.state.body;
-  const query = route.query ? parseWith(route.query, ctx.query, 'query') : ctx.query;
-  const result = await route.handler({ ctx, deps, workspace, principal, body, query, params });
-  ctx.status = route.status ?? 200;
-  ctx.body = result;
+  const idempotency = route.idempotent ? await claimIdempotencyKey(route, ctx, deps) : undefined;
+  if (idempotency === 'replayed') return;
+  try {
+    const body = route.body ? parseWith(route.body, ctx.state.body ?? {}, 'body') : ctx.state.body;
+    const query = route.query ? parseWith(route.query, ctx.query, 'query') : ctx.query;
+    const result = await route.handler({ ctx, deps, workspace, principal, body, query, params, idempotency });
+    ctx.status = route.status ?? 200;
+    ctx.body = result;
+    // Handlers that commit their effects record the response in that same transaction; for
+    // the others it is recorded now.
+    if (idempotency && !idempotency.completed) await idempotency.complete(ctx.status, result);
+  } catch (err) {
+    // A failed request leaves no trace: the same key may be retried.
+    await idempotency?.release();
+    throw err;
+  }
+}
+
+const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
+/**
+ * Claims the request's Idempotency-Key, or answers it: a replay of the stored response, or a
+ * 409. The key is scoped to the workspace; the fingerprint covers method, path and body.
+ */
+async function claimIdempotencyKey(route: Route, ctx: Ctx, deps: HttpDeps): Promise<IdempotencyClaim | 'replayed' | undefined> {
+  const key = ctx.get(IDEMPOTENCY_HEADER);
+  if (!key) return undefined;
+  const fingerprint = sha256Hex(`${route.method} ${route.path} ${JSON.stringify(ctx.params ?? {})}\n${stableStringify(ctx.state.body ?? null)}`);
+  const outcome = await deps.services.idempotency.claim(ctx.state.workspace!.id, key, fingerprint);
+  if (outcome.kind === 'replay') {
+    ctx.status = outcome.status;
+    ctx.body = JSON.parse(outcome.body);
+    ctx.set('Idempotent-Replayed', 'true');
+    return 'replayed';
+  }
+  return outcome.handle;
 }

@@ -3,6 +3,7 @@ import type { Dialect } from '../db.js';
 import { foundation } from './0001-foundation.js';
 import { sending } from './0002-sending.js';
 import { webhooks } from './0004-webhooks.js';
+import { marketing } from './0006-marketing.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -13,5 +14,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0001-foundation': foundation(dialect),
     '0002-sending': sending(dialect),
     '0004-webhooks': webhooks(),
+    '0006-marketing': marketing(dialect),
   };
 }

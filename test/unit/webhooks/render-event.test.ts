@@ -45,7 +45,7 @@ describe('webhook payloads', () => {
 
   it('fields an event did not record are null, and legacy timestamp defaults to the event time', () => {
     const bare = { ...delivered, type: 'email.bounced', data: { email_id: 'e', to: ['a@x.org', 'b@x.org'] } };
-    assert.deepEqual(renderData('v1', bare), { email_id: 'e', to: ['a@x.org', 'b@x.org'], subject: null, bounce: null });
+    assert.deepEqual(renderData('v1', bare), { email_id: 'e', to: ['a@x.org', 'b@x.org'], subject: null, bounce: null, smtp: null, mx_host: null });
     const legacy = renderData('legacy', bare);
     assert.equal(legacy.recipient, 'a@x.org');
     assert.equal(legacy.timestamp, '2025-01-02T03:04:05.000Z');
@@ -60,8 +60,18 @@ describe('webhook payloads', () => {
       assert.equal(data.user_agent, 'UA/1');
       assert.equal('smtp' in data, false);
     }
-    const delayed = { ...delivered, type: 'email.delivery_delayed' };
-    assert.deepEqual(renderData('v1', delayed).smtp, delivered.data.smtp);
+    const delayed = { ...delivered, type: 'email.delivery_delayed', data: { ...delivered.data, attempt: 2, next_attempt_at: '2025-01-02T03:09:05.000Z' } };
+    assert.deepEqual(renderData('v1', delayed), {
+      email_id: delivered.data.email_id,
+      to: ['bob@example.org'],
+      subject: 'Hello',
+      smtp: delivered.data.smtp,
+      mx_host: null,
+      attempt: 2,
+      next_attempt_at: '2025-01-02T03:09:05.000Z',
+    });
+    const suppressed = { ...delivered, type: 'email.suppressed', data: { ...delivered.data, suppression: { email: 'bob@example.org', reason: 'hard_bounce', scope: 'all' } } };
+    assert.deepEqual(renderData('legacy', suppressed).suppression, { email: 'bob@example.org', reason: 'hard_bounce', scope: 'all' });
   });
 
   it('subscriber and campaign events carry their own fields; unknown types pass through', () => {

@@ -2,6 +2,7 @@ import type { Next } from 'koa';
 import { AppError, toAppError, type ErrorCode } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { Ctx } from '../context.js';
+import { setRateLimitHeaders } from '../rate-limit.js';
 
 /** Errors thrown below us by Koa, co-body or the router carry an HTTP status; map it to our catalog. */
 const byStatus: Record<number, ErrorCode> = {
@@ -51,6 +52,7 @@ export function renderErrors(logger: Logger) {
       }
       ctx.status = err.status;
       if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));
+      if (err.rateLimit) setRateLimitHeaders(ctx, err.rateLimit);
       ctx.body = ctx.state.surface === 'legacy' ? legacyBody(err) : versionedBody(ctx.state.requestId, err);
     }
   };

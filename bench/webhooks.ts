@@ -8,9 +8,6 @@ import { recordEvent } from '../src/events/record-event.js';
 import { startServer } from '../src/main.js';
 import { createLogger } from '../src/shared/logger.js';
 
-export const name = 'webhooks';
-export const description = 'fan-out of 10,000 events to a loopback receiver: deliveries/s and event-to-delivery latency';
-
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const EVENTS_PER_TRANSACTION = 100;
 const PACED_RATE = 500; // events/s for the latency run
@@ -79,7 +76,7 @@ async function scenario(label: string, emit: (record: (n: number) => Promise<str
     const elapsed = Math.max(...arrivals.values()) - started;
     const latencies = emitted.map((e) => arrivals.get(e.id)! - e.at).sort((a, b) => a - b);
     console.log(
-      `${label}: ${total} events (1 endpoint) emitted in ${emitMs} ms, all delivered in ${elapsed} ms: ` +
+      `  ${label}: ${total} events (1 endpoint) emitted in ${emitMs} ms, all delivered in ${elapsed} ms: ` +
         `${Math.round((total / elapsed) * 1000)} deliveries/s; event-to-delivery p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${latencies.at(-1)} ms; ` +
         `server CPU ${cpuMsPerDelivery.toFixed(2)} ms per event+delivery (${Math.round(1000 / cpuMsPerDelivery)}/s per core)`,
     );
@@ -90,7 +87,14 @@ async function scenario(label: string, emit: (record: (n: number) => Promise<str
   }
 }
 
-export async function run(): Promise<void> {
+/**
+ * Issue 7 target: fan-out of 10,000 events to one endpoint on a loopback receiver (its own
+ * process) at >= 1,000 deliveries/s. Events are recorded as the delivery engine records them
+ * (recordEvent in a transaction, 100 per transaction) in the server's process, whose CPU per
+ * event and delivery is reported too: it does not depend on what else the machine runs.
+ */
+export async function webhookFanout(): Promise<void> {
+  console.log(`webhook fan-out (SQLite synchronous=FULL, 1 endpoint, receiver in its own process)`);
   // Burst: the whole backlog lands at once (100 events per transaction, as fast as SQLite takes them).
   await scenario(
     'burst',

@@ -1,0 +1,114 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = fileURLToPath(new URL('..', import.meta.url));
+const bin = join(root, 'dist/src/cli/bin.js');
+
+export interface BenchServer {
+  url: string;
+  env: Record<string, string>;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** A fresh data directory and the environment that points `mailsvc` at it. */
+export function benchEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), 'mailsvc-bench-'));
+  return {
+    PATH: process.env.PATH ?? '',
+    MAILSVC_DATABASE: `sqlite:${join(dir, 'mailsvc.db')}`,
+    MAILSVC_DATA_DIR: dir,
+    MAILSVC_HTTP_PORT: '0',
+    MAILSVC_LOG_LEVEL: 'warn',
+    MAILSVC_SMTP_SUBMISSION_PORT: '0',
+    MAILSVC_SMTP_SUBMISSION_TLS_PORT: '0',
+    ...extra,
+  };
+}
+
+/** Runs a CLI command of the built program and returns its stdout. */
+export function cli(args: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`mailsvc ${args.join(' ')}: ${err}`))));
+  });
+}
+
+/** Starts the built `mailsvc serve` as its own process, as an operator would. */
+export function serve(env: Record<string, string>): Promise<BenchServer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = /HTTP API on (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolve({
+          url: m[1]!,
+          env,
+          process: child,
+          stop: () =>
+            new Promise<void>((done) => {
+              child.once('exit', () => done());
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+export const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** Peak resident memory of a process, from /proc (Linux), in MB. */
+export function peakRssMb(pid: number): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
+    return kb ? Number(kb) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface LoadResult {
+  requests: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** HTTP load from a separate process (autocannon), so the generator does not share our event loop. */
+export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number; seconds: number }): Promise<LoadResult> {
+  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), '-d', String(options.seconds), '-m', options.method, '-b', options.body];
+  for (const [k, v] of Object.entries(options.headers)) args.push('-H', `${k}=${v}`);
+  args.push(options.url);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`autocannon exited ${code}`));
+      const r = JSON.parse(out);
+      resolve({ requests: r.requests.total, perSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors });
+    });
+  });
+}
+
+/** Median of a list of numbers. */
+export const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};

@@ -1,0 +1,36 @@
+import { startDnsServer } from '../test/helpers/dns-server.js';
+import { benchEnv, cli, fmt, httpLoad, median, peakRssMb, serve } from './lib.js';
+
+/**
+ * Issue 3 target: POST /v1/emails (small html, durable on SQLite) at >= 1,000 requests/s with
+ * p99 < 50 ms at 50 connections. The server runs as its own process with delivery off, so the
+ * figure is acceptance alone; the load comes from autocannon in another process.
+ */
+export async function sendAcceptance(options: { seconds: number; runs: number }): Promise<void> {
+  const dns = await startDnsServer();
+  const env = benchEnv({ MAILSVC_DELIVERY_DNS_SERVERS: dns.server, MAILSVC_DELIVERY_ENABLED: 'false', MAILSVC_DOMAINS_RECHECK_INTERVAL: '0' });
+  const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
+  await cli(['domains', 'add', 'bench.example'], env);
+  const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
+  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
+  for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
+  await cli(['domains', 'verify', 'bench.example'], env);
+
+  const server = await serve(env);
+  try {
+    const body = JSON.stringify({ from: 'Bench <hello@bench.example>', to: 'someone@example.org', subject: 'Your receipt', html: '<p>Thank you for your order.</p>' });
+    const load = (seconds: number) =>
+      httpLoad({ url: `${server.url}/v1/emails`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, connections: 50, seconds });
+    await load(2); // warm-up
+    const results = [];
+    for (let i = 0; i < options.runs; i++) results.push(await load(options.seconds));
+    const rps = median(results.map((r) => r.perSecond));
+    const p99 = median(results.map((r) => r.p99));
+    console.log(`send acceptance (POST /v1/emails, SQLite synchronous=FULL, 50 connections, ${options.runs} x ${options.seconds} s)`);
+    for (const r of results) console.log(`  run: ${fmt(r.perSecond)} req/s, p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, non-2xx ${r.non2xx}, errors ${r.errors}`);
+    console.log(`  median: ${fmt(rps)} req/s, p99 ${fmt(p99, 1)} ms (target >= 1,000 req/s, p99 < 50 ms); server peak RSS ${fmt(peakRssMb(server.process.pid!) ?? 0)} MB`);
+  } finally {
+    await server.stop();
+    await dns.close();
+  }
+}

@@ -1,0 +1,152 @@
+import { recordEvent } from '../events/record-event.js';
+import { toIso } from '../shared/clock.js';
+import { newId } from '../shared/ids.js';
+import type { Db } from '../store/db.js';
+import { refreshEmailStatus } from '../store/emails.js';
+import { finishQueueItem, saveDeliveryAttempts } from '../store/queue.js';
+import { saveSuppressionIfAbsent } from '../store/suppressions.js';
+import type { AttemptOutcome, DeliveryAttempt, QueueStatus } from '../store/tables.js';
+import { recipientEventData } from './event-data.js';
+import type { Outcome, RecipientResult } from './outcome.js';
+import { planRetry } from './retry-schedule.js';
+
+export interface RecordContext {
+  /** The lease owner: only rows this worker still holds are written. */
+  owner: string;
+  now: number;
+  retrySchedule: readonly number[];
+  maxQueueLifetime: number;
+}
+
+const smtp = (o: { code: number | null; response: string }) => ({ code: o.code, response: o.response });
+
+/** A deferral past the maximum queue lifetime becomes a soft bounce. */
+function settle(result: RecipientResult, ctx: RecordContext): { outcome: Outcome; nextAttemptAt?: number } {
+  const o = result.outcome;
+  if (o.kind !== 'deferred') return { outcome: o };
+  const plan = planRetry({
+    attemptsMade: result.item.attempts + 1,
+    now: ctx.now,
+    queuedAt: result.item.created_at,
+    schedule: ctx.retrySchedule,
+    maxLifetimeSeconds: ctx.maxQueueLifetime,
+  });
+  if (plan.kind === 'retry') return { outcome: o, nextAttemptAt: plan.at };
+  return {
+    outcome: {
+      kind: 'bounced',
+      code: o.code,
+      response: `Gave up after ${result.item.attempts + 1} attempts over ${Math.round((ctx.now - result.item.created_at) / 3600_000)} h; last: ${o.response}`,
+      category: 'expired',
+      bounceType: 'soft',
+      mxHost: o.mxHost,
+      tls: o.tls,
+    },
+  };
+}
+
+const STATUS: Record<Outcome['kind'], QueueStatus> = {
+  delivered: 'delivered',
+  deferred: 'deferred',
+  bounced: 'bounced',
+  failed: 'failed',
+  suppressed: 'suppressed',
+};
+
+/**
+ * Writes the results of an attempt in the caller's transaction: each row's new state, its
+ * attempt, its events (in the same transaction, for the webhook outbox), the suppression a
+ * hard bounce adds, and the emails' statuses.
+ */
+export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: RecordContext): Promise<void> {
+  const attempts: DeliveryAttempt[] = [];
+  const touched = new Set<string>();
+  for (const result of results) {
+    const { email, item } = result;
+    const { outcome, nextAttemptAt } = settle(result, ctx);
+    const attempted = outcome.kind !== 'suppressed';
+    const code = 'code' in outcome ? outcome.code : null;
+    const response = outcome.kind === 'suppressed' ? `suppressed (${outcome.entry.reason})` : outcome.response;
+    const mine = await finishQueueItem(
+      trx,
+      ctx.owner,
+      item.id,
+      { status: STATUS[outcome.kind], attempted, nextAttemptAt, code, response, finished: outcome.kind !== 'deferred' },
+      ctx.now,
+    );
+    if (!mine) continue;
+    touched.add(email.id);
+
+    if (attempted) {
+      attempts.push({
+        id: newId(),
+        queue_item_id: item.id,
+        email_id: email.id,
+        workspace_id: item.workspace_id,
+        started_at: result.startedAt,
+        duration_ms: Math.max(0, Math.round(result.durationMs)),
+        outcome: outcome.kind as AttemptOutcome,
+        category: 'category' in outcome ? outcome.category : null,
+        mx_host: 'mxHost' in outcome ? outcome.mxHost : null,
+        code,
+        response,
+        tls: 'tls' in outcome && outcome.tls ? 1 : 0,
+      });
+    }
+
+    const event = (type: Parameters<typeof recordEvent>[1]['type'], extra: Record<string, unknown>) =>
+      recordEvent(trx, { workspaceId: item.workspace_id, type, emailId: email.id, at: ctx.now, data: recipientEventData(email, item.recipient, ctx.now, extra) });
+
+    switch (outcome.kind) {
+      case 'delivered':
+        await event('email.sent', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
+        if (!outcome.relayed) await event('email.delivered', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
+        if (outcome.complained) await event('email.complained', { feedback_type: 'abuse' });
+        break;
+      case 'deferred':
+        await event('email.delivery_delayed', {
+          smtp: smtp(outcome),
+          mx_host: outcome.mxHost,
+          category: outcome.category,
+          attempt: item.attempts + 1,
+          next_attempt_at: nextAttemptAt === undefined ? null : toIso(nextAttemptAt),
+        });
+        break;
+      case 'bounced':
+        await event('email.bounced', {
+          smtp: smtp(outcome),
+          mx_host: outcome.mxHost,
+          bounce: { type: outcome.bounceType, category: outcome.category, message: outcome.response },
+        });
+        // A hard bounce means the address does not exist: never send to it again. Test
+        // sends (simulated) leave the real list alone.
+        if (outcome.bounceType === 'hard' && email.test === 0) {
+          await saveSuppressionIfAbsent(trx, {
+            workspace_id: item.workspace_id,
+            address: item.recipient.toLowerCase(),
+            scope: 'all',
+            reason: 'hard_bounce',
+            detail: outcome.response.slice(0, 1000),
+            email_id: email.id,
+            created_at: ctx.now,
+          });
+        }
+        break;
+      case 'failed':
+        await event('email.failed', { error: { category: outcome.category, message: outcome.response } });
+        break;
+      case 'suppressed':
+        await event('email.suppressed', {
+          suppression: {
+            email: outcome.entry.address,
+            reason: outcome.entry.reason,
+            scope: outcome.entry.scope,
+            created_at: toIso(outcome.entry.created_at),
+          },
+        });
+        break;
+    }
+  }
+  await saveDeliveryAttempts(trx, attempts);
+  for (const emailId of touched) await refreshEmailStatus(trx, emailId, ctx.now);
+}

@@ -1,0 +1,193 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { Config } from '../../config/schema.js';
+import type { Principal } from '../../services/credentials.js';
+import type { Services } from '../../services/index.js';
+import { normalizeAddress } from '../../services/send/addresses.js';
+import { retryAfterSeconds } from '../../services/rate-limits.js';
+import type { Clock } from '../../shared/clock.js';
+import { isAppError, toAppError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Workspace } from '../../store/tables.js';
+import type { TlsPair } from './tls-files.js';
+
+export interface SubmissionDeps {
+  services: Services;
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  tls: TlsPair;
+}
+
+interface SessionUser {
+  principal: Principal;
+  workspace: Workspace;
+}
+
+/** An SMTP reply as an error smtp-server understands: `responseCode` and the text after it. */
+const reply = (code: number, text: string): Error & { responseCode: number } => Object.assign(new Error(text), { responseCode: code });
+
+const isLoopback = (address: string): boolean => /^(127\.|::1$|::ffff:127\.)/.test(address);
+
+/**
+ * How a service error is answered at DATA: bad content is permanent (554), a refused sender
+ * 550, a rate limit or an outage temporary (451), so a client retries only what can succeed.
+ */
+function dataReply(err: unknown): Error & { responseCode: number } {
+  const e = toAppError(err);
+  switch (e.code) {
+    case 'validation_error':
+      return reply(554, `5.6.0 ${e.message}`);
+    case 'forbidden':
+      return reply(550, `5.7.1 ${e.message}`);
+    case 'rate_limited':
+      return reply(451, `4.7.0 ${e.message}`);
+    case 'payload_too_large':
+      return reply(552, `5.3.4 ${e.message}`);
+    default:
+      return reply(451, '4.3.0 Temporary failure, try again later');
+  }
+}
+
+export interface SubmissionListeners {
+  /** Ports actually bound (useful when configured as 0). */
+  ports: { starttls: number; implicitTls: number | null };
+  close(): Promise<void>;
+}
+
+/**
+ * The submission listeners for applications that speak only SMTP: STARTTLS on
+ * `smtp.submission.port` and implicit TLS on `smtp.submission.tlsPort`. The password is an
+ * API key; each message goes to the same send service as the HTTP API, and 250 is answered
+ * only once the message is on disk.
+ */
+export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionListeners> {
+  const { services, config, logger, clock, tls } = deps;
+  const cfg = config.smtp.submission;
+  const log = logger.child({ component: 'smtp-submission' });
+
+  const failureKey = (session: SMTPServerSession) => `ip:${session.remoteAddress}:auth.failure`;
+
+  async function onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession): Promise<SessionUser> {
+    if (!session.secure && !cfg.allowInsecureAuth && !(cfg.plaintextAuthOnLoopback && isLoopback(session.remoteAddress))) {
+      throw reply(538, '5.7.11 Encryption required: use STARTTLS (or the implicit-TLS port) before AUTH');
+    }
+    const limit = services.limitFor('auth.failure', null);
+    const now = clock.now();
+    const blocked = await services.rateLimiter.peek(failureKey(session), limit, now);
+    if (blocked.remaining === 0) {
+      throw reply(454, `4.7.0 Too many failed logins from ${session.remoteAddress}; try again in ${retryAfterSeconds(blocked, now)} s`);
+    }
+    try {
+      const principal = await services.credentials.authenticate(auth.password ?? undefined, 'legacy');
+      if (principal.master || !principal.workspaceId) throw reply(535, '5.7.8 A master key cannot send over SMTP; use a workspace key');
+      const workspace = await services.workspaces.find(principal.workspaceId);
+      if (!workspace) throw reply(535, '5.7.8 Authentication credentials invalid');
+      return { principal, workspace };
+    } catch (err) {
+      await services.rateLimiter.hit(failureKey(session), limit, clock.now());
+      if ((err as { responseCode?: number }).responseCode) throw err;
+      throw reply(535, '5.7.8 Authentication credentials invalid: the password must be an API key (sk_live_ or sk_test_)');
+    }
+  }
+
+  async function onMailFrom(address: string, session: SMTPServerSession): Promise<void> {
+    const { workspace, principal } = session.user as SessionUser;
+    const normalized = normalizeAddress(address);
+    if (!normalized) throw reply(553, `5.1.7 <${address}> is not a valid sender address`);
+    try {
+      await services.send.checkSender(workspace, normalized, principal.kind === 'test');
+    } catch (err) {
+      if (isAppError(err) && err.code === 'forbidden') throw reply(553, `5.7.1 Sender <${normalized}> is not on a verified domain of this workspace`);
+      throw err;
+    }
+  }
+
+  function onRcptTo(address: string, session: SMTPServerSession): void {
+    if (!normalizeAddress(address)) throw reply(553, `5.1.3 <${address}> is not a valid recipient address`);
+    if (session.envelope.rcptTo.length >= cfg.maxRecipients) throw reply(452, `4.5.3 Too many recipients: at most ${cfg.maxRecipients} per message`);
+  }
+
+  async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    if (stream.sizeExceeded) throw reply(552, `5.3.4 Message too big: at most ${cfg.maxMessageSize} bytes`);
+    const { workspace, principal } = session.user as SessionUser;
+    const mailFrom = session.envelope.mailFrom;
+    try {
+      const outcome = await services.send.sendRaw(workspace, {
+        intake: 'smtp',
+        test: principal.kind === 'test',
+        envelopeFrom: mailFrom ? mailFrom.address : '',
+        recipients: session.envelope.rcptTo.map((r) => r.address),
+        raw: Buffer.concat(chunks),
+      });
+      const id = outcome.results[0]!.id;
+      log.info({ sessionId: session.id, workspaceId: workspace.id, emailId: id }, 'message queued');
+      return `2.0.0 Ok: queued as ${id}`;
+    } catch (err) {
+      const e = toAppError(err);
+      if (e.code === 'internal_error') log.error({ err, sessionId: session.id }, 'could not queue a submitted message');
+      throw dataReply(err);
+    }
+  }
+
+  const build = (secure: boolean) =>
+    new SMTPServer({
+      secure,
+      key: tls.key,
+      cert: tls.cert,
+      name: config.delivery.hostname,
+      banner: 'mailsvc submission',
+      authMethods: ['PLAIN', 'LOGIN'],
+      // Enforced per connection in onAuth: loopback clients may authenticate without TLS.
+      allowInsecureAuth: true,
+      authOptional: false,
+      size: cfg.maxMessageSize,
+      disableReverseLookup: true,
+      logger: false,
+      onAuth: (auth, session, callback) =>
+        void onAuth(auth, session).then(
+          (user) => callback(null, { user }),
+          (err: Error) => callback(err),
+        ),
+      onMailFrom: (address, session, callback) => void onMailFrom(address.address, session).then(() => callback(), (err: Error) => callback(err)),
+      onRcptTo: (address, session, callback) => {
+        try {
+          onRcptTo(address.address, session);
+          callback();
+        } catch (err) {
+          callback(err as Error);
+        }
+      },
+      onData: (stream, session, callback) =>
+        void onData(stream, session).then(
+          (message) => callback(null, message),
+          (err: Error) => callback(err),
+        ),
+    });
+
+  const listen = (server: SMTPServer, port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, cfg.host, () => {
+        server.off('error', reject);
+        server.on('error', (err: Error) => log.warn({ err }, 'smtp connection error'));
+        resolve((server.server.address() as AddressInfo).port);
+      });
+    });
+
+  const starttls = build(false);
+  const servers = [starttls];
+  const ports = { starttls: await listen(starttls, cfg.port), implicitTls: null as number | null };
+  if (cfg.implicitTls) {
+    const implicit = build(true);
+    servers.push(implicit);
+    ports.implicitTls = await listen(implicit, cfg.tlsPort);
+  }
+  log.info({ ports, tls: tls.source }, 'SMTP submission listening');
+  return {
+    ports,
+    close: () => Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())))).then(() => undefined),
+  };
+}

@@ -1,0 +1,463 @@
+import { AppError, isAppError, validationError } from '../../shared/errors.js';
+import { isUuid, newId } from '../../shared/ids.js';
+import type { CommitBatcher } from '../../store/commit-batcher.js';
+import type { Db } from '../../store/db.js';
+import { listDomains } from '../../store/domains.js';
+import { saveEmail, type NewEmail } from '../../store/emails.js';
+import { PRIORITY, type Domain, type Email, type EmailType, type Intake, type QueueItem, type Workspace } from '../../store/tables.js';
+import type { ServiceDeps } from '../deps.js';
+import { MAX_METADATA_BYTES } from '../domains.js';
+import { limitFor, retryAfterSeconds, type Decision, type RateLimiter } from '../rate-limits.js';
+import type { TemplateService } from '../templates.js';
+import libmime from 'libmime';
+import { simpleParser, type AddressObject } from 'mailparser';
+import { domainOf, hasLineBreak, requireAddress, singleLine, type Address } from './addresses.js';
+import { editRootHeaders } from './raw-message.js';
+import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
+import { composeMessage } from './compose.js';
+import { renderSubject, renderTemplate, type Variables } from './render-template.js';
+
+/** Most recipients (to + cc + bcc) of one message, as Resend allows. */
+export const MAX_RECIPIENTS = 50;
+/** Most messages in one batch request. */
+export const MAX_BATCH = 100;
+export const MAX_TAGS = 20;
+/** How far ahead a message may be scheduled. */
+export const MAX_SCHEDULE_MS = 30 * 24 * 3600 * 1000;
+
+/** Headers a caller may not set: mailsvc writes them, or they would change who the mail is from or to. */
+const RESERVED_HEADERS = new Set([
+  'from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'content-transfer-encoding',
+  'content-disposition', 'sender', 'reply-to', 'return-path', 'received', 'dkim-signature', 'arc-seal', 'arc-message-signature',
+  'arc-authentication-results', 'authentication-results',
+]);
+const HEADER_NAME = /^[A-Za-z0-9][A-Za-z0-9-]{0,75}$/;
+
+/** What every intake hands to the send service, already in canonical shape. */
+export interface SendInput {
+  intake: Intake;
+  /** Sent with a test key: goes through everything but delivery. */
+  test: boolean;
+  /** null: the workspace's default sender. */
+  from: Address | null;
+  /** The request field the sender came from, for error messages (`from` by default). */
+  fromField?: string;
+  to: Address[];
+  cc?: Address[];
+  bcc?: Address[];
+  replyTo?: Address[];
+  subject?: string | undefined;
+  html?: string | undefined;
+  text?: string | undefined;
+  templateId?: string | undefined;
+  variables?: Variables | undefined;
+  headers?: Record<string, string> | undefined;
+  attachments?: AttachmentInput[] | undefined;
+  tags?: string[] | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  externalId?: string | undefined;
+  type: EmailType;
+  /** Epoch ms; null or past means now. */
+  scheduledAt?: number | null | undefined;
+  trackOpens?: boolean | undefined;
+  trackClicks?: boolean | undefined;
+  campaignId?: string | undefined;
+  subscriberId?: string | undefined;
+}
+
+export interface SendResult {
+  id: string;
+  status: 'queued' | 'scheduled';
+  type: EmailType;
+  /** Transactional mail over the soft limit, queued at marketing priority. */
+  demoted: boolean;
+}
+
+export interface SendOutcome {
+  results: SendResult[];
+  /** The rate-limit decision to show in X-RateLimit-* headers. */
+  limit: Decision;
+}
+
+export interface SendOptions {
+  /** Runs in the transaction that queues the mail (idempotency records its response there). */
+  inTransaction?: (trx: Db, results: SendResult[]) => Promise<void>;
+}
+
+export interface SendService {
+  send(workspace: Workspace, input: SendInput, options?: SendOptions): Promise<SendOutcome>;
+  /** All or nothing: every message is validated before any is queued. */
+  sendMany(workspace: Workspace, inputs: SendInput[], options?: SendOptions): Promise<SendOutcome>;
+  /** Queues a whole message as submitted (SMTP); recipients from the envelope. */
+  sendRaw(workspace: Workspace, input: RawSendInput, options?: SendOptions): Promise<SendOutcome>;
+  /** The sender used when a request names none (legacy from_email absent). */
+  defaultSender(workspace: Workspace): Promise<Address>;
+  /** Throws 403 unless `address` may send for the workspace (verified domain; added, for test keys). */
+  checkSender(workspace: Workspace, address: string, test: boolean): Promise<void>;
+}
+
+interface Prepared extends NewEmail {
+  type: EmailType;
+}
+
+interface RecordInput {
+  id: string;
+  now: number;
+  input: SendInput;
+  domain: Domain;
+  from: Address;
+  to: Address[];
+  cc: Address[];
+  bcc: Address[];
+  replyTo: Address[];
+  recipients: string[];
+  subject: string;
+  messageId: string;
+  templateId: string | null;
+  tags: string[];
+  scheduledAt: number | null;
+  raw: Buffer;
+}
+
+/**
+ * A whole message submitted as it is (SMTP): the envelope decides the recipients, the
+ * message's own headers the rest. `X-Mailsvc-*` headers set what API callers set in JSON.
+ */
+export interface RawSendInput {
+  intake: Intake;
+  test: boolean;
+  envelopeFrom: string;
+  recipients: string[];
+  raw: Buffer;
+}
+
+export interface SendServiceDeps extends ServiceDeps {
+  templates: TemplateService;
+  rateLimiter: RateLimiter;
+  batcher: CommitBatcher;
+  fetchAttachment: AttachmentFetcher | null;
+}
+
+const formatMailbox = (a: Address): string => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address);
+/** One queue item per recipient: the same address in to and bcc is sent once (local parts keep their case). */
+const dedupe = (list: Address[]): string[] => {
+  const seen = new Map<string, string>();
+  for (const a of list) if (!seen.has(a.address.toLowerCase())) seen.set(a.address.toLowerCase(), a.address);
+  return [...seen.values()];
+};
+
+function checkHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!HEADER_NAME.test(name)) throw validationError(`headers.${name}`, 'is not a valid header name');
+    if (RESERVED_HEADERS.has(name.toLowerCase())) throw validationError(`headers.${name}`, 'is set by mailsvc and cannot be overridden');
+    if (typeof value !== 'string' || hasLineBreak(value) || value.length > 998) throw validationError(`headers.${name}`, 'must be one line of at most 998 characters');
+    out[name] = value;
+  }
+  return out;
+}
+
+function checkTags(tags: string[] | undefined): string[] {
+  if (!tags) return [];
+  if (tags.length > MAX_TAGS) throw validationError('tags', `at most ${MAX_TAGS} tags`);
+  tags.forEach((t, i) => {
+    if (t.length === 0 || t.length > 256 || /[\u0000-\u001f]/.test(t)) throw validationError(`tags[${i}]`, 'must be 1 to 256 printable characters');
+  });
+  return tags;
+}
+
+export function createSendService(deps: SendServiceDeps): SendService {
+  const { db, clock, templates, rateLimiter, batcher } = deps;
+
+  /** The workspace domain a From address may use: verified, or merely added for test keys. */
+  async function sendingDomain(workspace: Workspace, from: Address, test: boolean, field: string): Promise<Domain> {
+    const domain = domainOf(from.address);
+    const match = (await listDomains(db, workspace.id)).find((d) => d.name === domain);
+    if (match && (match.status === 'verified' || test)) return match;
+    throw new AppError('forbidden', `${field}: ${domain} is not a verified domain of this workspace`, { field });
+  }
+
+  async function defaultSender(workspace: Workspace): Promise<Address> {
+    if (workspace.default_from_email) return { name: '', address: workspace.default_from_email };
+    const verified = (await listDomains(db, workspace.id)).find((d) => d.status === 'verified');
+    if (!verified) throw new AppError('forbidden', 'from_email: is required: this workspace has no verified domain to send from', { field: 'from_email' });
+    return { name: '', address: `noreply@${verified.name}` };
+  }
+
+  async function prepare(workspace: Workspace, input: SendInput): Promise<Prepared> {
+    const now = clock.now();
+    const fromField = input.fromField ?? 'from';
+    const from = input.from ?? (await defaultSender(workspace));
+    singleLine(fromField, from.name);
+    const domain = await sendingDomain(workspace, from, input.test, fromField);
+
+    const to = input.to;
+    const cc = input.cc ?? [];
+    const bcc = input.bcc ?? [];
+    if (to.length === 0) throw validationError('to', 'is required');
+    const recipients = dedupe([...to, ...cc, ...bcc]);
+    if (recipients.length > MAX_RECIPIENTS) throw validationError('to', `at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
+
+    const template = input.templateId !== undefined ? await findTemplate(workspace, input.templateId) : undefined;
+    const variables = input.variables ?? {};
+    const interpolate = template !== undefined || input.variables !== undefined;
+    const subjectSource = input.subject ?? template?.subject;
+    if (subjectSource === undefined || subjectSource.trim() === '') throw validationError('subject', 'is required');
+    singleLine('subject', subjectSource);
+    const subject = interpolate ? renderSubject(subjectSource, variables) : subjectSource;
+    if (subject.length > 998) throw validationError('subject', 'must be at most 998 characters');
+    const htmlSource = input.html ?? template?.html;
+    const textSource = input.text ?? template?.text ?? undefined;
+    if (htmlSource === undefined && textSource === undefined) throw validationError('html', 'is required (or text, or a template)');
+    const html = htmlSource !== undefined && interpolate ? renderTemplate(htmlSource, variables, 'html') : htmlSource;
+    const text = textSource !== undefined && interpolate ? renderTemplate(textSource, variables, 'text') : textSource;
+
+    const tags = checkTags(input.tags);
+    if (input.metadata !== undefined && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) {
+      throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    }
+    if (input.externalId !== undefined && (input.externalId.length > 255 || hasLineBreak(input.externalId))) {
+      throw validationError('external_id', 'must be one line of at most 255 characters');
+    }
+    let scheduledAt = input.scheduledAt ?? null;
+    if (scheduledAt !== null && scheduledAt <= now) scheduledAt = null;
+    if (scheduledAt !== null && scheduledAt > now + MAX_SCHEDULE_MS) throw validationError('scheduled_at', 'must be within 30 days');
+
+    const headers = checkHeaders(input.headers);
+    const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
+    const id = newId();
+    const messageId = `<${id}@${domain.name}>`;
+    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html, text, headers, attachments, messageId, date: new Date(now) });
+    return records(workspace, {
+      id,
+      now,
+      input,
+      domain,
+      from,
+      to,
+      cc,
+      bcc,
+      replyTo: input.replyTo ?? [],
+      recipients,
+      subject,
+      messageId,
+      templateId: template?.id ?? null,
+      tags,
+      scheduledAt,
+      raw,
+    });
+  }
+
+  /** The email row, its content and one queue item per recipient. */
+  function records(workspace: Workspace, m: RecordInput): Prepared {
+    const { input, now } = m;
+    const priority = PRIORITY[input.type];
+    const email: Email = {
+      id: m.id,
+      workspace_id: workspace.id,
+      test: input.test ? 1 : 0,
+      type: input.type,
+      priority,
+      status: m.scheduledAt ? 'scheduled' : 'queued',
+      intake: input.intake,
+      domain_id: m.domain.id,
+      from_address: m.from.address,
+      from_header: formatMailbox(m.from),
+      to_addresses: JSON.stringify(m.to.map(formatMailbox)),
+      cc_addresses: m.cc.length ? JSON.stringify(m.cc.map(formatMailbox)) : null,
+      bcc_addresses: m.bcc.length ? JSON.stringify(m.bcc.map(formatMailbox)) : null,
+      reply_to: m.replyTo.length ? JSON.stringify(m.replyTo.map(formatMailbox)) : null,
+      subject: m.subject,
+      message_id: m.messageId,
+      template_id: m.templateId,
+      campaign_id: input.campaignId ?? null,
+      subscriber_id: input.subscriberId ?? null,
+      tags: m.tags.length ? JSON.stringify(m.tags) : null,
+      metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      external_id: input.externalId ?? null,
+      track_opens: (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)) ? 1 : 0,
+      track_clicks: (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)) ? 1 : 0,
+      size: m.raw.length,
+      scheduled_at: m.scheduledAt,
+      created_at: now,
+      updated_at: now,
+    };
+    const queueItems: QueueItem[] = m.recipients.map((address) => ({
+      id: newId(),
+      email_id: m.id,
+      workspace_id: workspace.id,
+      recipient: address,
+      recipient_domain: domainOf(address),
+      status: 'queued',
+      priority,
+      test: email.test,
+      attempts: 0,
+      next_attempt_at: m.scheduledAt ?? now,
+      lease_owner: null,
+      lease_until: null,
+      last_code: null,
+      last_response: null,
+      created_at: now,
+      updated_at: now,
+      finished_at: null,
+    }));
+    return { email, raw: m.raw, recipients: queueItems, type: input.type };
+  }
+
+  async function findTemplate(workspace: Workspace, id: string) {
+    if (!isUuid(id)) throw new AppError('not_found', `templateId: template ${id} not found`, { field: 'templateId' });
+    try {
+      return await templates.get(workspace.id, id);
+    } catch (err) {
+      if (isAppError(err) && err.code === 'not_found') throw new AppError('not_found', `templateId: template ${id} not found`, { field: 'templateId' });
+      throw err;
+    }
+  }
+
+  /**
+   * Applies the workspace's sending limits to a set of messages: marketing beyond its hard
+   * limit is refused (429, nothing queued); transactional beyond its soft limit is demoted to
+   * marketing priority (SPEC Limits rule 1).
+   */
+  async function applyLimits(workspace: Workspace, prepared: Prepared[]): Promise<{ decision: Decision; demoted: boolean }> {
+    const now = clock.now();
+    const key = `ws:${workspace.id}`;
+    const marketing = prepared.filter((p) => p.type === 'marketing').length;
+    const transactional = prepared.length - marketing;
+    let decision: Decision | undefined;
+    if (marketing > 0) {
+      const limit = limitFor('send.marketing', workspace);
+      decision = await rateLimiter.hit(`${key}:send.marketing`, limit, now, marketing);
+      if (!decision.allowed) {
+        const retryAfter = retryAfterSeconds(decision, now);
+        throw new AppError('rate_limited', `Marketing send rate of ${limit.limit} per second exceeded; retry after ${retryAfter} s`, { retryAfter, rateLimit: decision });
+      }
+    }
+    let demoted = false;
+    if (transactional > 0) {
+      decision = await rateLimiter.hit(`${key}:send.transactional`, limitFor('send.transactional', workspace), now, transactional);
+      demoted = !decision.allowed;
+    }
+    return { decision: decision!, demoted };
+  }
+
+  async function sendMany(workspace: Workspace, inputs: SendInput[], options: SendOptions = {}, indexed = true): Promise<SendOutcome> {
+    if (inputs.length === 0) throw validationError('body', 'at least one message is required');
+    const prepared: Prepared[] = [];
+    for (const [i, input] of inputs.entries()) {
+      try {
+        prepared.push(await prepare(workspace, input));
+      } catch (err) {
+        if (indexed && isAppError(err) && err.field !== undefined) {
+          throw new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` });
+        }
+        throw err;
+      }
+    }
+    return commit(workspace, prepared, options);
+  }
+
+  /** Applies the sending limits, then queues every message in one (group-committed) transaction. */
+  async function commit(workspace: Workspace, prepared: Prepared[], options: SendOptions): Promise<SendOutcome> {
+    const { decision, demoted } = await applyLimits(workspace, prepared);
+    const results: SendResult[] = prepared.map((p) => {
+      const demote = demoted && p.type === 'transactional';
+      if (demote) {
+        p.email.priority = PRIORITY.marketing;
+        for (const r of p.recipients) r.priority = PRIORITY.marketing;
+      }
+      return { id: p.email.id, status: p.email.status === 'scheduled' ? 'scheduled' : 'queued', type: p.type, demoted: demote };
+    });
+    await batcher.run(async (trx) => {
+      for (const p of prepared) await saveEmail(trx, p);
+      await options.inTransaction?.(trx, results);
+    });
+    return { results, limit: decision };
+  }
+
+  const MAILSVC_HEADER = /^x-mailsvc-/i;
+
+  /** The message's X-Mailsvc-* headers, as the JSON fields API callers would send. */
+  function mailsvcHeaders(headers: Map<string, unknown>) {
+    const get = (name: string): string | undefined => {
+      const value = headers.get(name);
+      // Clients encode header values that look structured (nodemailer does for JSON).
+      return typeof value === 'string' ? libmime.decodeWords(value).trim() : undefined;
+    };
+    const type = get('x-mailsvc-type') ?? 'transactional';
+    if (type !== 'transactional' && type !== 'marketing') throw validationError('X-Mailsvc-Type', 'must be transactional or marketing');
+    let metadata: Record<string, unknown> | undefined;
+    const metadataText = get('x-mailsvc-metadata');
+    if (metadataText !== undefined) {
+      try {
+        metadata = JSON.parse(metadataText) as Record<string, unknown>;
+      } catch {
+        throw validationError('X-Mailsvc-Metadata', 'must be a JSON object');
+      }
+      if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw validationError('X-Mailsvc-Metadata', 'must be a JSON object');
+    }
+    const tags = get('x-mailsvc-tags')?.split(',').map((t) => t.trim()).filter(Boolean);
+    return { type: type as EmailType, metadata, tags, externalId: get('x-mailsvc-external-id') };
+  }
+
+  async function prepareRaw(workspace: Workspace, input: RawSendInput): Promise<Prepared> {
+    const now = clock.now();
+    const parsed = await simpleParser(input.raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
+    const options = mailsvcHeaders(parsed.headers);
+    const author = parsed.from?.value[0];
+    if (!author?.address) throw validationError('From', 'the message has no From header');
+    const from: Address = { name: (author.name ?? '').replace(/[\r\n]+/g, ' '), address: requireAddress('From', author.address) };
+    await sendingDomain(workspace, { name: '', address: requireAddress('MAIL FROM', input.envelopeFrom) }, input.test, 'MAIL FROM');
+    const domain = await sendingDomain(workspace, from, input.test, 'From');
+    const listed = (field: AddressObject | AddressObject[] | undefined): Address[] =>
+      (Array.isArray(field) ? field : field ? [field] : []).flatMap((o) => o.value).filter((a) => a.address).map((a) => ({ name: a.name ?? '', address: a.address! }));
+    const recipients = dedupe(input.recipients.map((r) => ({ name: '', address: requireAddress('RCPT TO', r) })));
+    if (recipients.length === 0) throw validationError('RCPT TO', 'at least one recipient is required');
+    const id = newId();
+    const messageId = parsed.messageId ? (parsed.messageId.startsWith('<') ? parsed.messageId : `<${parsed.messageId}>`) : `<${id}@${domain.name}>`;
+    const raw = await editRootHeaders(input.raw, (headers) => {
+      const ours = new Set(headers.getList().map((line) => line.key).filter((key) => MAILSVC_HEADER.test(key)));
+      for (const key of ours) headers.remove(key);
+      // Blind copies come from the envelope; Return-Path is the delivery engine's to write.
+      headers.remove('bcc');
+      headers.remove('return-path');
+      if (!parsed.messageId) headers.add('Message-ID', messageId);
+      if (!headers.hasHeader('date')) headers.add('Date', new Date(now).toUTCString().replace('GMT', '+0000'));
+    });
+    const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };
+    const tags = checkTags(options.tags);
+    if (options.metadata !== undefined && JSON.stringify(options.metadata).length > MAX_METADATA_BYTES) throw validationError('X-Mailsvc-Metadata', `must be at most ${MAX_METADATA_BYTES} bytes`);
+    return records(workspace, {
+      id,
+      now,
+      input: sendInput,
+      domain,
+      from,
+      to: listed(parsed.to),
+      cc: listed(parsed.cc),
+      bcc: [],
+      replyTo: listed(parsed.replyTo),
+      recipients,
+      subject: (parsed.subject ?? '').replace(/[\r\n]+/g, ' '),
+      messageId,
+      templateId: null,
+      tags,
+      scheduledAt: null,
+      raw,
+    });
+  }
+
+  return {
+    sendRaw: async (workspace, input, options = {}) => commit(workspace, [await prepareRaw(workspace, input)], options),
+    send: (workspace, input, options) => sendMany(workspace, [input], options, false),
+    sendMany: (workspace, inputs, options) => {
+      if (inputs.length > MAX_BATCH) throw validationError('body', `at most ${MAX_BATCH} messages per batch`);
+      return sendMany(workspace, inputs, options);
+    },
+    defaultSender,
+    checkSender: async (workspace, address, test) => {
+      await sendingDomain(workspace, { name: '', address }, test, 'from');
+    },
+  };
+}
+

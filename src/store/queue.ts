@@ -1,0 +1,211 @@
+import { sql } from 'kysely';
+import type { Db, Dialect } from './db.js';
+import type { DeliveryAttempt, QueueItem, QueueStatus } from './tables.js';
+
+/**
+ * The delivery queue: one row per recipient, claimed with a lease (lease_owner,
+ * lease_until). A node that dies leaves rows whose lease expires and that any node takes
+ * again; nothing lives only in memory.
+ */
+
+export interface ClaimOptions {
+  owner: string;
+  now: number;
+  /** Epoch ms the claim is good until; past it another worker may take the rows. */
+  leaseUntil: number;
+  limit: number;
+  /** Destination domains this worker cannot start now (limits, slow-down): left for later. */
+  excludeDomains?: readonly string[];
+}
+
+/**
+ * Claims up to `limit` due rows: queued or deferred rows whose time has come, and rows whose
+ * holder's lease expired (a crashed or killed worker). Transactional (priority 0) before
+ * marketing, then oldest due first.
+ *
+ * One statement, `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING *`: on SQLite it runs
+ * under the database write lock, so two processes never claim the same row; on PostgreSQL the
+ * sub-select takes `FOR UPDATE SKIP LOCKED`, so workers on several nodes claim disjoint rows
+ * without waiting on each other. The claimed emails show `sending` in the same transaction.
+ */
+export async function claimDueQueueItems(db: Db, dialect: Dialect, options: ClaimOptions): Promise<QueueItem[]> {
+  const { owner, now, leaseUntil, limit, excludeDomains = [] } = options;
+  if (limit <= 0) return [];
+  return db.transaction().execute(async (trx) => {
+    const claimed = await trx
+      .updateTable('queue_items')
+      .set({ status: 'sending', lease_owner: owner, lease_until: leaseUntil, updated_at: now })
+      .where('id', 'in', (eb) => {
+        let due = eb
+          .selectFrom('queue_items')
+          .select('id')
+          .where((w) =>
+            w.or([
+              w.and([w('status', 'in', ['queued', 'deferred']), w('next_attempt_at', '<=', now)]),
+              w.and([w('status', '=', 'sending'), w('lease_until', '<', now)]),
+            ]),
+          );
+        if (excludeDomains.length > 0) due = due.where('recipient_domain', 'not in', [...excludeDomains]);
+        due = due.orderBy('priority').orderBy('next_attempt_at').limit(limit);
+        return dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
+      })
+      .returningAll()
+      .execute();
+    const emailIds = [...new Set(claimed.map((c) => c.email_id))];
+    if (emailIds.length > 0) {
+      await trx
+        .updateTable('emails')
+        .set({ status: 'sending', updated_at: now })
+        .where('id', 'in', emailIds)
+        .where('status', 'in', ['scheduled', 'queued', 'deferred'])
+        .execute();
+    }
+    return claimed;
+  });
+}
+
+/** Keeps the claims of work still in progress from expiring. */
+export async function extendLeases(db: Db, owner: string, ids: readonly string[], leaseUntil: number): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < ids.length; i += 500) {
+    const result = await db
+      .updateTable('queue_items')
+      .set({ lease_until: leaseUntil })
+      .where('lease_owner', '=', owner)
+      .where('status', '=', 'sending')
+      .where('id', 'in', ids.slice(i, i + 500))
+      .executeTakeFirst();
+    total += Number(result.numUpdatedRows);
+  }
+  return total;
+}
+
+/**
+ * Gives claimed rows back without an attempt (shutdown, a destination that must wait): they
+ * become due at `dueAt` for any worker. Returns the ids of the emails touched.
+ */
+export async function releaseQueueItems(trx: Db, owner: string, ids: readonly string[], dueAt: number, now: number): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await trx
+    .updateTable('queue_items')
+    .set({
+      status: sql<QueueStatus>`case when attempts > 0 then 'deferred' else 'queued' end`,
+      lease_owner: null,
+      lease_until: null,
+      next_attempt_at: dueAt,
+      updated_at: now,
+    })
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'sending')
+    .where('id', 'in', [...ids])
+    .returning('email_id')
+    .execute();
+  return [...new Set(rows.map((r) => r.email_id))];
+}
+
+export interface QueueItemOutcome {
+  status: QueueStatus;
+  /** Counts an attempt (a real or simulated SMTP transaction); false for suppressed rows. */
+  attempted: boolean;
+  nextAttemptAt?: number;
+  code: number | null;
+  response: string | null;
+  finished: boolean;
+}
+
+/**
+ * Writes the result of an attempt to a row this worker holds. Returns false when the row is
+ * no longer ours (the lease expired and another worker took it): the caller then records
+ * nothing, the other worker will.
+ */
+export async function finishQueueItem(trx: Db, owner: string, id: string, outcome: QueueItemOutcome, now: number): Promise<boolean> {
+  const result = await trx
+    .updateTable('queue_items')
+    .set((eb) => ({
+      status: outcome.status,
+      attempts: outcome.attempted ? eb('attempts', '+', 1) : eb.ref('attempts'),
+      lease_owner: null,
+      lease_until: null,
+      last_code: outcome.code,
+      last_response: outcome.response,
+      updated_at: now,
+      ...(outcome.nextAttemptAt !== undefined ? { next_attempt_at: outcome.nextAttemptAt } : {}),
+      ...(outcome.finished ? { finished_at: now } : {}),
+    }))
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'sending')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export const saveDeliveryAttempts = async (trx: Db, attempts: DeliveryAttempt[]): Promise<void> => {
+  if (attempts.length > 0) await trx.insertInto('delivery_attempts').values(attempts).execute();
+};
+
+export interface QueueListQuery {
+  workspaceId?: string | undefined;
+  statuses?: readonly QueueStatus[] | undefined;
+  emailId?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+const filtered = (db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>) => {
+  let query = db.selectFrom('queue_items');
+  if (q.workspaceId) query = query.where('workspace_id', '=', q.workspaceId);
+  if (q.statuses && q.statuses.length > 0) query = query.where('status', 'in', [...q.statuses]);
+  if (q.emailId) query = query.where('email_id', '=', q.emailId);
+  return query;
+};
+
+/** Queue rows for operators, soonest due first. */
+export const listQueueItems = (db: Db, q: QueueListQuery): Promise<QueueItem[]> =>
+  filtered(db, q).selectAll().orderBy('next_attempt_at').orderBy('id').limit(q.limit).offset(q.offset).execute();
+
+export async function countQueueItems(db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>): Promise<number> {
+  const row = await filtered(db, q).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Rows named by their own id or by their email's id. */
+export const listQueueItemsByIds = (db: Db, ids: readonly string[]): Promise<QueueItem[]> =>
+  ids.length === 0
+    ? Promise.resolve([])
+    : db
+        .selectFrom('queue_items')
+        .selectAll()
+        .where((eb) => eb.or([eb('id', 'in', [...ids]), eb('email_id', 'in', [...ids])]))
+        .orderBy('id')
+        .execute();
+
+/** Makes waiting rows due now (operator retry). Rows in flight or finished are left alone. */
+export async function makeQueueItemsDue(trx: Db, ids: readonly string[], now: number): Promise<QueueItem[]> {
+  if (ids.length === 0) return [];
+  return trx
+    .updateTable('queue_items')
+    .set({ next_attempt_at: now, updated_at: now })
+    .where('id', 'in', [...ids])
+    .where('status', 'in', ['queued', 'deferred'])
+    .returningAll()
+    .execute();
+}
+
+/** Cancels waiting rows (operator cancel). Rows in flight or finished are left alone. */
+export async function cancelQueueItems(trx: Db, ids: readonly string[], now: number): Promise<QueueItem[]> {
+  if (ids.length === 0) return [];
+  return trx
+    .updateTable('queue_items')
+    .set({ status: 'cancelled', lease_owner: null, lease_until: null, finished_at: now, updated_at: now, last_response: 'cancelled by an operator' })
+    .where('id', 'in', [...ids])
+    .where('status', 'in', ['queued', 'deferred'])
+    .returningAll()
+    .execute();
+}
+
+/** Ids of waiting rows, for `queue retry --all`. */
+export const listWaitingQueueItemIds = async (db: Db, statuses: readonly QueueStatus[], workspaceId?: string): Promise<string[]> => {
+  let q = db.selectFrom('queue_items').select('id').where('status', 'in', [...statuses]);
+  if (workspaceId) q = q.where('workspace_id', '=', workspaceId);
+  return (await q.execute()).map((r) => r.id);
+};

@@ -1,0 +1,22 @@
+import type { Updateable } from 'kysely';
+import type { Db } from './db.js';
+import type { Template, TemplatesTable } from './tables.js';
+
+export const saveTemplate = async (db: Db, row: Template): Promise<void> => {
+  await db.insertInto('templates').values(row).execute();
+};
+
+export const findTemplate = (db: Db, workspaceId: string, id: string): Promise<Template | undefined> =>
+  db.selectFrom('templates').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+
+export const listTemplates = (db: Db, workspaceId: string, limit: number, offset: number): Promise<Template[]> =>
+  db.selectFrom('templates').selectAll().where('workspace_id', '=', workspaceId).orderBy('id', 'desc').limit(limit).offset(offset).execute();
+
+export const countTemplates = async (db: Db, workspaceId: string): Promise<number> =>
+  Number((await db.selectFrom('templates').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
+
+export const updateTemplate = async (db: Db, workspaceId: string, id: string, changes: Updateable<TemplatesTable>): Promise<boolean> =>
+  Number((await db.updateTable('templates').set(changes).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numUpdatedRows) > 0;
+
+export const removeTemplate = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
+  Number((await db.deleteFrom('templates').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;

@@ -1,0 +1,57 @@
+import { promises as dnsPromises } from 'node:dns';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import type { Db } from '../../src/store/db.js';
+import type { TestDns } from './dns-server.js';
+import type { TestServer } from './server.js';
+
+/** Publishes a domain's DKIM records (the customer's CNAMEs and the operator's TXT keys) in the test DNS. */
+export async function publishDkim(server: TestServer, dns: TestDns, domain: string): Promise<void> {
+  const records = await server.runtime.services.domains.recordsToPublish(server.workspaceId, domain);
+  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
+  for (const r of records.dkimHost) dns.set(r.name, 'TXT', [r.value]);
+}
+
+/** A sending domain added, published and verified. */
+export async function addSendingDomain(server: TestServer, dns: TestDns, domain: string): Promise<void> {
+  await server.runtime.services.domains.add(server.workspaceId, { domain });
+  await publishDkim(server, dns, domain);
+  const { domain: verified } = await server.runtime.services.domains.verify(server.workspaceId, domain);
+  if (verified.status !== 'verified') throw new Error(`${domain} did not verify`);
+}
+
+/** Routes `domain` to MX hosts: [name, preference, A addresses, AAAA addresses]. */
+export function routeDomain(dns: TestDns, domain: string, hosts: Array<{ name: string; preference: number; a?: string[]; aaaa?: string[] }>): void {
+  dns.set(domain, 'MX', hosts.map((h) => ({ preference: h.preference, exchange: h.name })));
+  for (const h of hosts) {
+    if (h.a) dns.set(h.name, 'A', h.a);
+    if (h.aaaa) dns.set(h.name, 'AAAA', h.aaaa);
+  }
+}
+
+/** DKIM verification by mailauth's verifier (not our code), resolving keys in the test DNS. */
+export async function verifyDkim(raw: Buffer, dns: TestDns) {
+  const resolver = new dnsPromises.Resolver();
+  resolver.setServers([dns.server]);
+  const result = await dkimVerify(raw, { resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT') as Promise<string[][]> });
+  return result.results;
+}
+
+/** Polls `check` until it returns a value, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The email's status, queue rows, attempts and events, straight from the database. */
+export async function emailState(db: Db, emailId: string) {
+  const email = await db.selectFrom('emails').selectAll().where('id', '=', emailId).executeTakeFirstOrThrow();
+  const items = await db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('recipient').execute();
+  const attempts = await db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute();
+  const events = await db.selectFrom('events').selectAll().where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute();
+  return { email, items, attempts, events: events.map((e) => ({ ...e, data: JSON.parse(e.data) as Record<string, any> })) };
+}
