@@ -6,6 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import type { EventType } from '../../src/events/event-types.js';
 import { recordEvent } from '../../src/events/record-event.js';
 import { startDnsServer } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { eventually, startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -362,6 +363,65 @@ describe('webhook delivery under the production URL policy', () => {
       assert.equal(d.status_code, null);
       assert.match(d.error, /^refused: rebind\.example\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)$/);
       assert.equal(receiver.connections(), 0, 'no connection was opened to the loopback address');
+    } finally {
+      await server.close();
+      await receiver.close();
+      await dns.close();
+    }
+  });
+});
+
+describe('webhooks from a real send', () => {
+  it('POST /v1/emails with a test key ends in signed email.sent, email.delivered and email.bounced webhooks', async () => {
+    const dns = await startDnsServer();
+    const receiver = await startWebhookReceiver();
+    const server = await startTestServer({ delivery: { dnsServers: [dns.server] }, webhooks: WEBHOOKS });
+    try {
+      await addVerifiedDomain(server, dns, 'shop.example');
+      const key = await server.key({ test: true });
+      const v1 = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+        key,
+        body: { url: `${receiver.url}/e2e-v1`, events: ['email.sent', 'email.delivered', 'email.bounced'] },
+      });
+      assert.equal(v1.status, 201, show(v1));
+      const secret = 'whsec_e2e-legacy-secret-0123456789';
+      const legacy = await request(server.httpUrl, 'POST', '/api/v1/webhooks', {
+        key,
+        body: { url: `${receiver.url}/e2e-legacy`, events: ['email.delivered'], secret },
+      });
+      assert.equal(legacy.status, 201, show(legacy));
+
+      const sent = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from: 'Shop <hello@shop.example>', to: 'someone@dest.test', subject: 'Order 1', html: '<p>Thanks</p>' },
+      });
+      assert.ok(sent.status === 200 || sent.status === 202, show(sent));
+      const emailId = sent.body.id as string;
+
+      const got = await receiver.waitFor(2, (r) => r.path === '/e2e-v1');
+      const payloads = got.map((r) => verifyStandard(v1.body.secret, r));
+      assert.deepEqual(payloads.map((p) => p.type).sort(), ['email.delivered', 'email.sent']);
+      for (const p of payloads) assert.deepEqual(p.data, { email_id: emailId, to: ['someone@dest.test'], subject: 'Order 1' });
+
+      const [old] = await receiver.waitFor(1, (r) => r.path === '/e2e-legacy');
+      const ts = old!.headers['x-service-timestamp'];
+      assert.equal(old!.headers['x-service-signature'], createHmac('sha256', secret).update(`${ts}.${old!.body}`).digest('hex'));
+      assert.equal(old!.json.type, 'email.delivered');
+      assert.equal(old!.json.data.email_id, emailId);
+      assert.equal(old!.json.data.recipient, 'someone@dest.test');
+      assert.match(old!.json.data.message_id, /@shop\.example>$/);
+      assert.deepEqual(Object.keys(old!.json.data).sort(), ['campaign_id', 'email_id', 'message_id', 'metadata', 'recipient', 'timestamp']);
+
+      // The simulator's bounce address: a hard bounce, reported with its details.
+      const bounced = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from: 'hello@shop.example', to: 'bounced@simulator.mailsvc.dev', subject: 'Order 2', html: '<p>x</p>' },
+      });
+      assert.ok(bounced.status === 200 || bounced.status === 202, show(bounced));
+      const [bounce] = await receiver.waitFor(1, (r) => r.path === '/e2e-v1' && r.json?.type === 'email.bounced');
+      const data = verifyStandard(v1.body.secret, bounce!).data as { email_id: string; bounce: { type: string } };
+      assert.equal(data.email_id, bounced.body.id);
+      assert.equal(data.bounce.type, 'hard');
     } finally {
       await server.close();
       await receiver.close();
