@@ -11,6 +11,7 @@ import { createIdempotencyService, type IdempotencyService } from './idempotency
 import { createSendService, type SendService } from './send/send-email.js';
 import type { AttachmentFetcher } from './send/attachments.js';
 import { createTemplateService, type TemplateService } from './templates.js';
+import { createTrackingService, type TrackingService } from './tracking.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
@@ -25,6 +26,7 @@ export interface Services {
   suppressions: SuppressionService;
   queue: QueueService;
   webhooks: WebhookService;
+  tracking: TrackingService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
 }
@@ -37,6 +39,7 @@ export interface ServiceOptions {
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const templates = createTemplateService(deps);
+  const tracking = createTrackingService(deps);
   // One batcher for the process: concurrent intakes share its commits.
   const batcher = new CommitBatcher(deps.db);
   return {
@@ -44,12 +47,13 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     credentials: createCredentialService(deps),
     domains: createDomainService(deps),
     templates,
-    send: createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null }),
+    send: createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null }),
     emails: createEmailService(deps),
     idempotency: createIdempotencyService(deps),
     suppressions: createSuppressionService(deps),
     queue: createQueueService(deps),
     webhooks: createWebhookService(deps),
+    tracking,
     rateLimiter,
     limitFor,
   };

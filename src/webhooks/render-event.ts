@@ -30,8 +30,8 @@ const EMAIL_EXTRAS: Record<string, readonly string[]> = {
   'email.bounced': ['bounce', 'smtp', 'mx_host'],
   'email.failed': ['error'],
   'email.complained': ['feedback_type'],
-  'email.opened': ['user_agent'],
-  'email.clicked': ['url', 'user_agent'],
+  'email.opened': ['user_agent', 'first'],
+  'email.clicked': ['url', 'user_agent', 'first'],
   'email.suppressed': ['suppression'],
 };
 

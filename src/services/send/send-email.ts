@@ -14,7 +14,9 @@ import { simpleParser, type AddressObject } from 'mailparser';
 import { domainOf, hasLineBreak, requireAddress, singleLine, type Address } from './addresses.js';
 import { editRootHeaders } from './raw-message.js';
 import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
+import { addTracking } from './add-tracking.js';
 import { composeMessage } from './compose.js';
+import type { TrackingFlags, TrackingService } from '../tracking.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
 
 /** Most recipients (to + cc + bcc) of one message, as Resend allows. */
@@ -117,6 +119,8 @@ interface RecordInput {
   tags: string[];
   scheduledAt: number | null;
   raw: Buffer;
+  /** What the HTML carries: opens and clicks tracked or not. */
+  track: TrackingFlags;
 }
 
 /**
@@ -133,6 +137,7 @@ export interface RawSendInput {
 
 export interface SendServiceDeps extends ServiceDeps {
   templates: TemplateService;
+  tracking: TrackingService;
   rateLimiter: RateLimiter;
   batcher: CommitBatcher;
   fetchAttachment: AttachmentFetcher | null;
@@ -227,7 +232,13 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
     const id = newId();
     const messageId = `<${id}@${domain.name}>`;
-    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html, text, headers, attachments, messageId, date: new Date(now) });
+    // Tracking: on for marketing, off for transactional, unless the request says (SPEC, /v1).
+    const track: TrackingFlags = {
+      opens: html !== undefined && (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)),
+      clicks: html !== undefined && (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
+    };
+    const body = html !== undefined && (track.opens || track.clicks) ? addTracking(html, deps.tracking.links(id, track)) : html;
+    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
     return records(workspace, {
       id,
       now,
@@ -245,6 +256,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       tags,
       scheduledAt,
       raw,
+      track,
     });
   }
 
@@ -275,8 +287,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
       tags: m.tags.length ? JSON.stringify(m.tags) : null,
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       external_id: input.externalId ?? null,
-      track_opens: (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)) ? 1 : 0,
-      track_clicks: (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)) ? 1 : 0,
+      track_opens: m.track.opens ? 1 : 0,
+      track_clicks: m.track.clicks ? 1 : 0,
       size: m.raw.length,
       scheduled_at: m.scheduledAt,
       created_at: now,
@@ -444,6 +456,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
       tags,
       scheduledAt: null,
       raw,
+      // A submitted message is sent as it is: its HTML is not rewritten for tracking.
+      track: { opens: false, clicks: false },
     });
   }
 
