@@ -9,6 +9,7 @@ import { createDkimSigner } from './delivery/dkim-signer.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
 import { createSmtpClient } from './delivery/smtp-client.js';
 import { createHttpApp } from './intake/http/app.js';
+import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createServices, type Services } from './services/index.js';
@@ -70,6 +71,8 @@ export interface RunningServer {
   httpUrl: string;
   /** Bound submission ports, when the listeners run. */
   smtp: SubmissionListeners['ports'] | null;
+  /** Bound port of the inbound listener (bounces, complaints), when it runs. */
+  inboundPort: number | null;
   /** The delivery workers (null when delivery.enabled is false). */
   delivery: DeliveryEngine | null;
   stop(): Promise<void>;
@@ -159,6 +162,12 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       stops.push(() => submission.close());
       smtp = submission.ports;
     }
+    let inboundPort: number | null = null;
+    if (config.smtp.inbound.enabled) {
+      const inbound = await startInbound({ services: runtime.services, config, logger, tls: await loadSubmissionTls(config) });
+      stops.push(() => inbound.close());
+      inboundPort = inbound.port;
+    }
     delivery?.start();
 
     if (config.domains.recheckInterval > 0) {
@@ -179,7 +188,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         await runtime.close();
         logger.info('stopped');
       })());
-    return { runtime, httpUrl, smtp, delivery, stop };
+    return { runtime, httpUrl, smtp, inboundPort, delivery, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();

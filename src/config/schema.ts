@@ -162,6 +162,8 @@ export const schema = {
       enabled: bool(false, 'Run the inbound listener for bounces (DSN) and complaints (ARF).'),
       host: str('127.0.0.1', 'Address the inbound listener listens on.'),
       port: port(2525, 'Inbound port (25 in production).'),
+      feedbackAddresses: stringList([], 'Addresses (besides the VERP return paths) that take feedback-loop complaint reports (ARF), e.g. ["fbl@bounces.example.com"]: the address registered with each mailbox provider.'),
+      maxMessageSize: int(10 * 1024 * 1024, 'Largest report accepted by the inbound listener, in bytes.', 1024),
     },
   },
   delivery: {

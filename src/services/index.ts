@@ -2,6 +2,7 @@ import { createCredentialService, type CredentialService } from './credentials.j
 import type { ServiceDeps } from './deps.js';
 import { createDomainService, type DomainService } from './domains.js';
 import { createQueueService, type QueueService } from './queue.js';
+import { createReportService, type ReportService } from './reports.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
 import { createSuppressionService, type SuppressionService } from './suppressions.js';
 import { createWebhookService, type WebhookService } from './webhooks.js';
@@ -27,6 +28,7 @@ export interface Services {
   queue: QueueService;
   webhooks: WebhookService;
   tracking: TrackingService;
+  reports: ReportService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
 }
@@ -54,6 +56,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     queue: createQueueService(deps),
     webhooks: createWebhookService(deps),
     tracking,
+    reports: createReportService(deps),
     rateLimiter,
     limitFor,
   };

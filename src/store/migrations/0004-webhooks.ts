@@ -2,7 +2,7 @@ import type { Kysely, Migration } from 'kysely';
 
 /**
  * Webhooks: endpoints, the delivery outbox (event × endpoint, written with the event) and
- * every attempt made.
+ * every attempt made; and an index to find an email by Message-ID (feedback reports).
  */
 export const webhooks = (): Migration => ({
   async up(db: Kysely<any>) {
@@ -75,8 +75,12 @@ export const webhooks = (): Migration => ({
       .execute();
     await db.schema.createIndex('webhook_attempts_delivery').on('webhook_attempts').columns(['delivery_id', 'started_at']).execute();
     await db.schema.createIndex('webhook_attempts_started').on('webhook_attempts').column('started_at').execute();
+
+    // Feedback reports name the original message by its Message-ID.
+    await db.schema.createIndex('emails_message_id').on('emails').column('message_id').execute();
   },
   async down(db: Kysely<any>) {
+    await db.schema.dropIndex('emails_message_id').execute();
     for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_endpoints']) await db.schema.dropTable(table).execute();
   },
 });
