@@ -83,7 +83,7 @@ describe('inbound listener: asynchronous bounces and complaints', () => {
   let receiver: WebhookReceiver;
   let key: string;
   let secret: string;
-  let transport: nodemailer.Transporter;
+  let transport: ReturnType<typeof nodemailer.createTransport>;
 
   before(async () => {
     dns = await startDnsServer();
