@@ -4,12 +4,14 @@
  * lengthen the measured runs.
  */
 import { sendAcceptance } from './send-acceptance.js';
+import { webhookFanout } from './webhooks.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
 
 const benches: Record<string, () => Promise<void>> = {
   'send-acceptance': () => sendAcceptance({ seconds, runs }),
+  webhooks: () => webhookFanout(),
 };
 
 const wanted = process.argv.slice(2);

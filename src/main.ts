@@ -10,6 +10,7 @@ import { createDkimSigner } from './delivery/dkim-signer.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
 import { createSmtpClient } from './delivery/smtp-client.js';
 import { createHttpApp } from './intake/http/app.js';
+import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createServices, type Services } from './services/index.js';
@@ -18,6 +19,7 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { migrateToLatest, openStore, type Store } from './store/db.js';
+import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -70,6 +72,8 @@ export interface RunningServer {
   httpUrl: string;
   /** Bound submission ports, when the listeners run. */
   smtp: SubmissionListeners['ports'] | null;
+  /** Bound port of the inbound listener (bounces, complaints), when it runs. */
+  inboundPort: number | null;
   /** The delivery workers (null when delivery.enabled is false). */
   delivery: DeliveryEngine | null;
   stop(): Promise<void>;
@@ -160,6 +164,12 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       stops.push(() => submission.close());
       smtp = submission.ports;
     }
+    let inboundPort: number | null = null;
+    if (config.smtp.inbound.enabled) {
+      const inbound = await startInbound({ services: runtime.services, config, logger, tls: await loadSubmissionTls(config) });
+      stops.push(() => inbound.close());
+      inboundPort = inbound.port;
+    }
     delivery?.start();
 
     // Campaigns: write recipients to the queue in the background, then notice when all are done.
@@ -176,6 +186,12 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
     }
 
+    if (config.webhooks.enabled) {
+      const dispatcher = createWebhookDispatcher(runtime.deps);
+      dispatcher.start();
+      stops.push(() => dispatcher.stop());
+    }
+
     let stopped: Promise<void> | undefined;
     const stop = () =>
       (stopped ??= (async () => {
@@ -183,7 +199,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         await runtime.close();
         logger.info('stopped');
       })());
-    return { runtime, httpUrl, smtp, delivery, stop };
+    return { runtime, httpUrl, smtp, inboundPort, delivery, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();

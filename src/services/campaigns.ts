@@ -31,6 +31,8 @@ import { emailRecords, type Prepared } from './send/email-records.js';
 import { renderSubject, renderTemplate, type Variables } from './send/render-template.js';
 import { listUnsubscribeHeaders, type SendService } from './send/send-email.js';
 import type { TemplateService } from './templates.js';
+import type { TrackingService } from './tracking.js';
+import { addTracking } from './send/add-tracking.js';
 import type { UnsubscribeService } from './unsubscribe.js';
 
 /** Subscribers queued per transaction while a campaign is written to the queue. */
@@ -89,6 +91,7 @@ export interface CampaignServiceDeps extends ServiceDeps {
   send: SendService;
   templates: TemplateService;
   unsubscribe: UnsubscribeService;
+  tracking: TrackingService;
 }
 
 const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
@@ -170,7 +173,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       const unsubscribeUrl = unsubscribe.link(workspace.id, subscriber.email, id);
       const to = { name: [subscriber.first_name, subscriber.last_name].filter(Boolean).join(' '), address: subscriber.email };
       prepared.push(
-        emailRecords(workspace.id, deps.config.tracking, {
+        emailRecords(workspace.id, {
           id,
           now,
           input: {
@@ -196,6 +199,8 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
           templateId: campaign.template_id,
           tags,
           scheduledAt: null,
+          // Campaigns are marketing: tracked as the configuration says.
+          track: { opens: deps.config.tracking.opens, clicks: deps.config.tracking.clicks },
         }),
       );
     }
@@ -335,13 +340,15 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         metadata: null,
       };
       const unsubscribeUrl = unsubscribe.link(email.workspace_id, to.address, email.id);
+      const track = { opens: email.track_opens === 1, clicks: email.track_clicks === 1 };
+      const personal = renderTemplate(campaign.html ?? '', subscriberVariables(campaign, subscriber, unsubscribeUrl), 'html');
       const raw = await composeMessage({
         from: { name: campaign.from_name, address: campaign.from_email },
         to: [to],
         cc: [],
         replyTo: [],
         subject: email.subject,
-        html: renderTemplate(campaign.html ?? '', subscriberVariables(campaign, subscriber, unsubscribeUrl), 'html'),
+        html: track.opens || track.clicks ? addTracking(personal, deps.tracking.links(email.id, track)) : personal,
         headers: listUnsubscribeHeaders(unsubscribeUrl),
         attachments: [],
         messageId: email.message_id,

@@ -2,8 +2,10 @@ import { createCredentialService, type CredentialService } from './credentials.j
 import type { ServiceDeps } from './deps.js';
 import { createDomainService, type DomainService } from './domains.js';
 import { createQueueService, type QueueService } from './queue.js';
+import { createReportService, type ReportService } from './reports.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
 import { createSuppressionService, type SuppressionService } from './suppressions.js';
+import { createWebhookService, type WebhookService } from './webhooks.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
 import { createEmailService, type EmailService } from './emails.js';
 import { createIdempotencyService, type IdempotencyService } from './idempotency.js';
@@ -14,6 +16,7 @@ import { createAudienceService, type AudienceService } from './audiences.js';
 import { createCampaignService, type CampaignService } from './campaigns.js';
 import { createSubscriberService, type SubscriberService } from './subscribers.js';
 import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
+import { createTrackingService, type TrackingService } from './tracking.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
@@ -31,6 +34,9 @@ export interface Services {
   idempotency: IdempotencyService;
   suppressions: SuppressionService;
   queue: QueueService;
+  webhooks: WebhookService;
+  tracking: TrackingService;
+  reports: ReportService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
 }
@@ -43,12 +49,13 @@ export interface ServiceOptions {
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const templates = createTemplateService(deps);
+  const tracking = createTrackingService(deps);
   // One batcher for the process: concurrent intakes share its commits.
   const batcher = new CommitBatcher(deps.db);
   const subscribers = createSubscriberService(deps);
   const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
-  const send = createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null, unsubscribeLink: unsubscribe.link });
-  const campaigns = createCampaignService({ ...deps, send, templates, unsubscribe });
+  const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null, unsubscribeLink: unsubscribe.link });
+  const campaigns = createCampaignService({ ...deps, send, templates, unsubscribe, tracking });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
@@ -63,6 +70,9 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     idempotency: createIdempotencyService(deps),
     suppressions: createSuppressionService(deps),
     queue: createQueueService(deps),
+    webhooks: createWebhookService(deps),
+    tracking,
+    reports: createReportService(deps),
     rateLimiter,
     limitFor,
   };

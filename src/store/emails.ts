@@ -104,3 +104,7 @@ export async function cancelQueuedItems(trx: Db, emailId: string, now: number): 
 }
 export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]> =>
   ids.length === 0 ? Promise.resolve([]) : db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute();
+
+/** The email that went out with this Message-ID (with angle brackets), if it was ours. */
+export const findEmailByMessageId = (db: Db, messageId: string): Promise<Email | undefined> =>
+  db.selectFrom('emails').selectAll().where('message_id', '=', messageId).orderBy('created_at', 'desc').executeTakeFirst();

@@ -12,6 +12,7 @@ import { runRoute, type Route } from './route.js';
 import { apiRoutes } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
+import { trackingRoutes } from './routes/tracking.js';
 
 function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
   const router = new Router<State>();
@@ -53,6 +54,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(renderErrors(deps.logger));
   app.use(healthRoutes(deps));
   app.use(unsubscribeRoutes(deps));
+  app.use(trackingRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {
     if (isApiPath(ctx.path)) return api(ctx, next);
     await next();

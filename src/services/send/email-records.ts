@@ -2,16 +2,13 @@ import { newId } from '../../shared/ids.js';
 import type { NewEmail } from '../../store/emails.js';
 import { PRIORITY, type Domain, type Email, type EmailType, type QueueItem } from '../../store/tables.js';
 import { domainOf, type Address } from './addresses.js';
+import type { TrackingFlags } from '../tracking.js';
 import type { SendInput } from './send-email.js';
 
 export interface Prepared extends NewEmail {
   type: EmailType;
 }
 
-export interface TrackingDefaults {
-  opens: boolean;
-  clicks: boolean;
-}
 
 const formatMailbox = (a: Address): string => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address);
 
@@ -33,10 +30,12 @@ export interface RecordInput {
   scheduledAt: number | null;
   /** The composed message; absent when it is composed at delivery (campaign messages). */
   raw?: Buffer;
+  /** What the HTML carries: opens and clicks tracked or not. */
+  track: TrackingFlags;
 }
 
 /** The email row, its content (when composed now) and one queue item per recipient. */
-export function emailRecords(workspaceId: string, tracking: TrackingDefaults, m: RecordInput): Prepared {
+export function emailRecords(workspaceId: string, m: RecordInput): Prepared {
   const { input, now } = m;
   const priority = PRIORITY[input.type];
   const email: Email = {
@@ -62,8 +61,8 @@ export function emailRecords(workspaceId: string, tracking: TrackingDefaults, m:
     tags: m.tags.length ? JSON.stringify(m.tags) : null,
     metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
     external_id: input.externalId ?? null,
-    track_opens: (input.trackOpens ?? (input.type === 'marketing' && tracking.opens)) ? 1 : 0,
-    track_clicks: (input.trackClicks ?? (input.type === 'marketing' && tracking.clicks)) ? 1 : 0,
+    track_opens: m.track.opens ? 1 : 0,
+    track_clicks: m.track.clicks ? 1 : 0,
     size: m.raw?.length ?? 0,
     scheduled_at: m.scheduledAt,
     created_at: now,

@@ -14,8 +14,10 @@ import { simpleParser, type AddressObject } from 'mailparser';
 import { domainOf, hasLineBreak, requireAddress, singleLine, type Address } from './addresses.js';
 import { editRootHeaders } from './raw-message.js';
 import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
+import { addTracking } from './add-tracking.js';
 import { composeMessage } from './compose.js';
 import { emailRecords, type Prepared } from './email-records.js';
+import type { TrackingFlags, TrackingService } from '../tracking.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
 
 /** Most recipients (to + cc + bcc) of one message, as Resend allows. */
@@ -113,6 +115,7 @@ export interface RawSendInput {
 
 export interface SendServiceDeps extends ServiceDeps {
   templates: TemplateService;
+  tracking: TrackingService;
   rateLimiter: RateLimiter;
   batcher: CommitBatcher;
   fetchAttachment: AttachmentFetcher | null;
@@ -217,8 +220,14 @@ export function createSendService(deps: SendServiceDeps): SendService {
     if (unsubscribeUrl && !Object.keys(headers).some((h) => h.toLowerCase() === 'list-unsubscribe')) Object.assign(headers, listUnsubscribeHeaders(unsubscribeUrl));
     const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
     const messageId = `<${id}@${domain.name}>`;
-    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html, text, headers, attachments, messageId, date: new Date(now) });
-    return emailRecords(workspace.id, deps.config.tracking, {
+    // Tracking: on for marketing, off for transactional, unless the request says (SPEC, /v1).
+    const track: TrackingFlags = {
+      opens: html !== undefined && (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)),
+      clicks: html !== undefined && (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
+    };
+    const body = html !== undefined && (track.opens || track.clicks) ? addTracking(html, deps.tracking.links(id, track)) : html;
+    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
+    return emailRecords(workspace.id, {
       id,
       now,
       input,
@@ -235,6 +244,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       tags,
       scheduledAt,
       raw,
+      track,
     });
   }
 
@@ -362,7 +372,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };
     const tags = checkTags(options.tags);
     if (options.metadata !== undefined && JSON.stringify(options.metadata).length > MAX_METADATA_BYTES) throw validationError('X-Mailsvc-Metadata', `must be at most ${MAX_METADATA_BYTES} bytes`);
-    return emailRecords(workspace.id, deps.config.tracking, {
+    return emailRecords(workspace.id, {
       id,
       now,
       input: sendInput,
@@ -379,6 +389,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
       tags,
       scheduledAt: null,
       raw,
+      // A submitted message is sent as it is: its HTML is not rewritten for tracking.
+      track: { opens: false, clicks: false },
     });
   }
 
