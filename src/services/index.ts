@@ -11,6 +11,7 @@ import { createEmailService, type EmailService } from './emails.js';
 import { createIdempotencyService, type IdempotencyService } from './idempotency.js';
 import { createSendService, type SendService } from './send/send-email.js';
 import type { AttachmentFetcher } from './send/attachments.js';
+import { createAttachmentFetcher } from './send/fetch-attachment.js';
 import { createTemplateService, type TemplateService } from './templates.js';
 import { createAudienceService, type AudienceService } from './audiences.js';
 import { createCampaignService, type CampaignService } from './campaigns.js';
@@ -54,7 +55,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
   const batcher = new CommitBatcher(deps.db);
   const subscribers = createSubscriberService(deps);
   const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
-  const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null, unsubscribeLink: unsubscribe.link });
+  const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment === undefined ? createAttachmentFetcher(deps.config, deps.resolver) : options.fetchAttachment, unsubscribeLink: unsubscribe.link });
   const campaigns = createCampaignService({ ...deps, send, templates, unsubscribe, tracking });
   return {
     workspaces: createWorkspaceService(deps),
