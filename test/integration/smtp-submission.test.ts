@@ -80,6 +80,8 @@ describe('SMTP submission', () => {
     const raw = await rawOf(id);
     assert.ok(!/^x-mailsvc-/im.test(raw.toString()), 'X-Mailsvc-* headers are stripped');
     assert.ok(!/^bcc:/im.test(raw.toString()), 'no Bcc header');
+    assert.match(raw.toString().replace(/\r\n[ \t]+/g, ' '), /^List-Unsubscribe: <http:\/\/localhost:3000\/u\/[^>]+>\r$/m, 'marketing mail gets one-click unsubscribe');
+    assert.match(raw.toString(), /^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m);
     const mail = await simpleParser(raw);
     assert.equal(mail.subject, 'Invoice 7');
     assert.equal(mail.attachments[0]!.content.toString(), 'total: 10', 'the body is kept as submitted');

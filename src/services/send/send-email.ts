@@ -368,6 +368,10 @@ export function createSendService(deps: SendServiceDeps): SendService {
       headers.remove('return-path');
       if (!parsed.messageId) headers.add('Message-ID', messageId);
       if (!headers.hasHeader('date')) headers.add('Date', new Date(now).toUTCString().replace('GMT', '+0000'));
+      if (options.type === 'marketing' && deps.unsubscribeLink && !headers.hasHeader('list-unsubscribe')) {
+        const first = listed(parsed.to)[0]?.address ?? recipients[0]!;
+        for (const [name, value] of Object.entries(listUnsubscribeHeaders(deps.unsubscribeLink(workspace.id, first, id)))) headers.add(name, value);
+      }
     });
     const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };
     const tags = checkTags(options.tags);
