@@ -3,6 +3,7 @@
  * program and prints their figures. Loopback only. BENCH_SECONDS and BENCH_RUNS shorten or
  * lengthen the measured runs.
  */
+import { campaignQueue } from './campaign-queue.js';
 import { sendAcceptance } from './send-acceptance.js';
 import { webhookFanout } from './webhooks.js';
 
@@ -12,6 +13,7 @@ const runs = Number(process.env.BENCH_RUNS ?? 3);
 const benches: Record<string, () => Promise<void>> = {
   'send-acceptance': () => sendAcceptance({ seconds, runs }),
   webhooks: () => webhookFanout(),
+  'campaign-queue': () => campaignQueue({ subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000) }),
 };
 
 const wanted = process.argv.slice(2);

@@ -97,8 +97,8 @@ export interface CampaignServiceDeps extends ServiceDeps {
 const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
 /** A subscriber's own fields, over the campaign's variables (SPEC: variables merged with the subscriber). */
-const subscriberVariables = (campaign: Campaign, s: Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'external_id' | 'metadata'>, unsubscribeUrl: string): Variables => ({
-  ...parseJson<Variables>(campaign.variables),
+const subscriberVariables = (campaignVariables: Variables | null, s: Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'external_id' | 'metadata'>, unsubscribeUrl: string): Variables => ({
+  ...campaignVariables,
   email: s.email,
   first_name: s.first_name ?? '',
   last_name: s.last_name ?? '',
@@ -166,6 +166,8 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     if (!domain) throw new AppError('forbidden', `campaign ${campaign.id}: the sending domain was removed`);
     const tags = parseJson<string[]>(campaign.tags) ?? [];
     const from = { name: campaign.from_name, address: campaign.from_email };
+    const variables = parseJson<Variables>(campaign.variables);
+    const metadata = parseJson<Record<string, unknown>>(campaign.metadata) ?? undefined;
     const prepared: Prepared[] = [];
     for (const subscriber of page) {
       if (suppressedDomains.has(`@${domainOf(subscriber.email_key)}`)) continue;
@@ -182,7 +184,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
             from,
             to: [to],
             type: 'marketing',
-            metadata: parseJson<Record<string, unknown>>(campaign.metadata) ?? undefined,
+            metadata,
             externalId: campaign.external_id ?? undefined,
             campaignId: campaign.id,
             subscriberId: subscriber.id,
@@ -194,7 +196,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
           bcc: [],
           replyTo: [],
           recipients: [subscriber.email],
-          subject: renderSubject(campaign.subject, subscriberVariables(campaign, subscriber, unsubscribeUrl)),
+          subject: renderSubject(campaign.subject, subscriberVariables(variables, subscriber, unsubscribeUrl)),
           messageId: `<${id}@${domain.name}>`,
           templateId: campaign.template_id,
           tags,
@@ -341,7 +343,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       };
       const unsubscribeUrl = unsubscribe.link(email.workspace_id, to.address, email.id);
       const track = { opens: email.track_opens === 1, clicks: email.track_clicks === 1 };
-      const personal = renderTemplate(campaign.html ?? '', subscriberVariables(campaign, subscriber, unsubscribeUrl), 'html');
+      const personal = renderTemplate(campaign.html ?? '', subscriberVariables(parseJson<Variables>(campaign.variables), subscriber, unsubscribeUrl), 'html');
       const raw = await composeMessage({
         from: { name: campaign.from_name, address: campaign.from_email },
         to: [to],
