@@ -4,7 +4,9 @@
  * lengthen the measured runs.
  */
 import { deliveryEndToEnd } from './delivery.js';
+import { campaignQueue } from './campaign-queue.js';
 import { sendAcceptance } from './send-acceptance.js';
+import { webhookFanout } from './webhooks.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
@@ -13,6 +15,8 @@ const messages = Number(process.env.BENCH_MESSAGES ?? 5000);
 const benches: Record<string, () => Promise<void>> = {
   'send-acceptance': () => sendAcceptance({ seconds, runs }),
   delivery: () => deliveryEndToEnd({ runs, messages }),
+  webhooks: () => webhookFanout(),
+  'campaign-queue': () => campaignQueue({ subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000) }),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { sql } from 'kysely';
 import type { Config } from './config/schema.js';
 import { loadSecretKey } from './config/secret-key.js';
@@ -9,6 +10,7 @@ import { createDkimSigner } from './delivery/dkim-signer.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
 import { createSmtpClient } from './delivery/smtp-client.js';
 import { createHttpApp } from './intake/http/app.js';
+import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createServices, type Services } from './services/index.js';
@@ -17,6 +19,7 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { migrateToLatest, openStore, type Store } from './store/db.js';
+import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -69,10 +72,12 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
 export interface RunningServer {
   runtime: Runtime;
   httpUrl: string;
-  /** The delivery workers (null when delivery.enabled is false). */
-  delivery: DeliveryEngine | null;
   /** Bound submission ports, when the listeners run. */
   smtp: SubmissionListeners['ports'] | null;
+  /** Bound port of the inbound listener (bounces, complaints), when it runs. */
+  inboundPort: number | null;
+  /** The delivery workers (null when delivery.enabled is false). */
+  delivery: DeliveryEngine | null;
   stop(): Promise<void>;
 }
 
@@ -93,6 +98,7 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     signer: createDkimSigner({ threads }),
     mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
     batcher: runtime.services.batcher,
+    loadContent: (email) => runtime.services.campaigns.contentFor(email),
   });
 }
 
@@ -165,12 +171,32 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       stops.push(() => submission.close());
       smtp = submission.ports;
     }
-
+    let inboundPort: number | null = null;
+    if (config.smtp.inbound.enabled) {
+      const inbound = await startInbound({ services: runtime.services, config, logger, tls: await loadSubmissionTls(config) });
+      stops.push(() => inbound.close());
+      inboundPort = inbound.port;
+    }
     delivery?.start();
+
+    // Campaigns: write recipients to the queue in the background, then notice when all are done.
+    const campaignOwner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    stops.push(
+      every(500, logger, 'campaign-queue', async () => {
+        for (let i = 0; i < 100 && (await runtime.services.campaigns.queueNext(campaignOwner)); i++) delivery?.wake();
+      }),
+    );
+    stops.push(every(2000, logger, 'campaign-finish', () => runtime.services.campaigns.finishSent()));
 
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
       stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
+    }
+
+    if (config.webhooks.enabled) {
+      const dispatcher = createWebhookDispatcher(runtime.deps);
+      dispatcher.start();
+      stops.push(() => dispatcher.stop());
     }
 
     let stopped: Promise<void> | undefined;
@@ -180,7 +206,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         await runtime.close();
         logger.info('stopped');
       })());
-    return { runtime, httpUrl, delivery, smtp, stop };
+    return { runtime, httpUrl, smtp, inboundPort, delivery, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();

@@ -45,6 +45,8 @@ export interface DeliveryDeps {
   mtaSts: MtaStsPolicies | null;
   /** Group commit shared with the intakes (fewer fsyncs); a private one by default. */
   batcher?: CommitBatcher;
+  /** The message to send for an email; campaign messages are composed on first use. */
+  loadContent?: (email: Email) => Promise<Buffer | undefined>;
 }
 
 export interface DeliveryEngine {
@@ -153,7 +155,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
   };
 
   const prepare = async (email: Email): Promise<Prepared> => {
-    const [content, key] = await Promise.all([findEmailContent(db, email.id), dkimKeyFor(email)]);
+    const [content, key] = await Promise.all([deps.loadContent ? deps.loadContent(email) : findEmailContent(db, email.id), dkimKeyFor(email)]);
     if (!content) return { kind: 'failed', category: 'message', reason: 'the message content is missing' };
     if (!key) return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
     const message = await signer.sign(content, key, clock.now());

@@ -1,8 +1,10 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import { saveEvent } from '../store/events.js';
-import type { EventRow } from '../store/tables.js';
+import type { EventRow, WebhookDelivery } from '../store/tables.js';
+import { listEnabledWebhookEndpoints, saveWebhookDeliveries } from '../store/webhooks.js';
 import type { EventType } from './event-types.js';
+import { subscribesTo } from './subscriptions.js';
 
 export interface NewEvent {
   workspaceId: string;
@@ -14,8 +16,10 @@ export interface NewEvent {
 }
 
 /**
- * Records an event. Call it with the transaction of the state change it reports, so that the
- * change and its event (and the webhook deliveries fanned out from it) commit together.
+ * Records an event and its webhook outbox: one delivery row per enabled endpoint of the
+ * workspace subscribed to the type, due at once. Call it with the transaction of the state
+ * change it reports, so that the change, its event and its deliveries commit together (or
+ * not at all): an event is never lost between the database and the dispatcher.
  */
 export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
   const row: EventRow = {
@@ -27,5 +31,31 @@ export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
     created_at: event.at,
   };
   await saveEvent(trx, row);
+  const endpoints = await listEnabledWebhookEndpoints(trx, event.workspaceId);
+  const deliveries: WebhookDelivery[] = endpoints
+    .filter((e) => subscribesTo(JSON.parse(e.events) as string[], event.type))
+    .map((e) => ({
+      id: newPrefixedId('msg_', 16),
+      endpoint_id: e.id,
+      workspace_id: event.workspaceId,
+      event_id: row.id,
+      event_type: event.type,
+      status: 'pending',
+      attempt_count: 0,
+      run_attempts: 0,
+      next_attempt_at: event.at,
+      run_started_at: event.at,
+      lease_owner: null,
+      lease_until: null,
+      last_attempt_at: null,
+      last_status_code: null,
+      last_duration_ms: null,
+      last_error: null,
+      last_response: null,
+      created_at: event.at,
+      updated_at: event.at,
+      completed_at: null,
+    }));
+  await saveWebhookDeliveries(trx, deliveries);
   return row;
 }

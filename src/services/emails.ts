@@ -5,7 +5,6 @@ import type { Db } from '../store/db.js';
 import {
   cancelQueuedItems,
   findEmail,
-  findEmailContent,
   listAttemptsOfEmail,
   listEmails,
   listQueueItemsOfEmail,
@@ -108,7 +107,7 @@ async function detail(db: Db, email: Email) {
 
 const intParam = (value: unknown): number | null => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : null);
 
-export function createEmailService(deps: ServiceDeps): EmailService {
+export function createEmailService(deps: ServiceDeps & { contentFor: (email: Email) => Promise<Buffer | undefined> }): EmailService {
   const { db, clock } = deps;
 
   const find = async (workspaceId: string, id: string): Promise<Email> => {
@@ -145,7 +144,7 @@ export function createEmailService(deps: ServiceDeps): EmailService {
 
     async raw(workspaceId, id) {
       const email = await find(workspaceId, id);
-      const raw = await findEmailContent(db, email.id);
+      const raw = await deps.contentFor(email);
       if (!raw) throw notFound(`Content of email ${id}`);
       return raw;
     },

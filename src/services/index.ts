@@ -2,14 +2,22 @@ import { createCredentialService, type CredentialService } from './credentials.j
 import type { ServiceDeps } from './deps.js';
 import { createDomainService, type DomainService } from './domains.js';
 import { createQueueService, type QueueService } from './queue.js';
+import { createReportService, type ReportService } from './reports.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
 import { createSuppressionService, type SuppressionService } from './suppressions.js';
+import { createWebhookService, type WebhookService } from './webhooks.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
 import { createEmailService, type EmailService } from './emails.js';
 import { createIdempotencyService, type IdempotencyService } from './idempotency.js';
 import { createSendService, type SendService } from './send/send-email.js';
 import type { AttachmentFetcher } from './send/attachments.js';
+import { createAttachmentFetcher } from './send/fetch-attachment.js';
 import { createTemplateService, type TemplateService } from './templates.js';
+import { createAudienceService, type AudienceService } from './audiences.js';
+import { createCampaignService, type CampaignService } from './campaigns.js';
+import { createSubscriberService, type SubscriberService } from './subscribers.js';
+import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
+import { createTrackingService, type TrackingService } from './tracking.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
@@ -19,10 +27,17 @@ export interface Services {
   domains: DomainService;
   templates: TemplateService;
   send: SendService;
+  subscribers: SubscriberService;
+  audiences: AudienceService;
+  campaigns: CampaignService;
+  unsubscribe: UnsubscribeService;
   emails: EmailService;
   idempotency: IdempotencyService;
   suppressions: SuppressionService;
   queue: QueueService;
+  webhooks: WebhookService;
+  tracking: TrackingService;
+  reports: ReportService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
   /** The process's group commit: intakes and the delivery workers share its transactions. */
@@ -39,18 +54,30 @@ export interface ServiceOptions {
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
   const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
   const templates = createTemplateService(deps);
+  const tracking = createTrackingService(deps);
   // One batcher for the process: concurrent intakes share its commits.
   const batcher = new CommitBatcher(deps.db);
+  const subscribers = createSubscriberService(deps);
+  const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
+  const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment === undefined ? createAttachmentFetcher(deps.config, deps.resolver) : options.fetchAttachment, unsubscribeLink: unsubscribe.link, onQueued: options.onQueued });
+  const campaigns = createCampaignService({ ...deps, send, templates, unsubscribe, tracking });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains: createDomainService(deps),
     templates,
-    send: createSendService({ ...deps, templates, rateLimiter, batcher, fetchAttachment: options.fetchAttachment ?? null, onQueued: options.onQueued }),
-    emails: createEmailService(deps),
+    send,
+    subscribers,
+    audiences: createAudienceService({ ...deps, subscribers }),
+    campaigns,
+    unsubscribe,
+    emails: createEmailService({ ...deps, contentFor: campaigns.contentFor }),
     idempotency: createIdempotencyService(deps),
     suppressions: createSuppressionService(deps),
     queue: createQueueService(deps),
+    webhooks: createWebhookService(deps),
+    tracking,
+    reports: createReportService(deps),
     rateLimiter,
     limitFor,
     batcher,

@@ -4,15 +4,36 @@ import type { DeliveryAttempt, Email, QueueItem } from './tables.js';
 
 export interface NewEmail {
   email: Email;
-  raw: Buffer;
+  /** Absent for messages composed at delivery time (campaigns). */
+  raw?: Buffer | undefined;
   recipients: QueueItem[];
 }
 
 /** Writes an email, its content and its queue items; call inside the caller's transaction. */
 export async function saveEmail(trx: Db, { email, raw, recipients }: NewEmail): Promise<void> {
   await trx.insertInto('emails').values(email).execute();
-  await trx.insertInto('email_contents').values({ email_id: email.id, raw }).execute();
+  if (raw) await trx.insertInto('email_contents').values({ email_id: email.id, raw }).execute();
   if (recipients.length > 0) await trx.insertInto('queue_items').values(recipients).execute();
+}
+
+/** Writes many emails at once with multi-row inserts (campaign pages). */
+export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<void> {
+  // Rows per statement: well under SQLite's and PostgreSQL's limits on bound parameters.
+  const CHUNK = 300;
+  for (let i = 0; i < emails.length; i += CHUNK) {
+    const chunk = emails.slice(i, i + CHUNK);
+    await trx.insertInto('emails').values(chunk.map((e) => e.email)).execute();
+    const contents = chunk.filter((e) => e.raw).map((e) => ({ email_id: e.email.id, raw: e.raw! }));
+    if (contents.length > 0) await trx.insertInto('email_contents').values(contents).execute();
+    const items = chunk.flatMap((e) => e.recipients);
+    if (items.length > 0) await trx.insertInto('queue_items').values(items).execute();
+  }
+}
+
+/** Stores content composed after queueing (at delivery); the first writer wins. */
+export async function saveEmailContent(db: Db, emailId: string, raw: Buffer): Promise<void> {
+  await db.insertInto('email_contents').values({ email_id: emailId, raw }).onConflict((oc) => oc.column('email_id').doNothing()).execute();
+  await db.updateTable('emails').set({ size: raw.length }).where('id', '=', emailId).execute();
 }
 
 export const findEmail = (db: Db, workspaceId: string, id: string): Promise<Email | undefined> =>
@@ -81,6 +102,9 @@ export async function cancelQueuedItems(trx: Db, emailId: string, now: number): 
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
-
 export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]> =>
   ids.length === 0 ? Promise.resolve([]) : db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute();
+
+/** The email that went out with this Message-ID (with angle brackets), if it was ours. */
+export const findEmailByMessageId = (db: Db, messageId: string): Promise<Email | undefined> =>
+  db.selectFrom('emails').selectAll().where('message_id', '=', messageId).orderBy('created_at', 'desc').executeTakeFirst();

@@ -7,3 +7,12 @@ export const saveEvent = async (db: Db, row: EventRow): Promise<void> => {
 
 export const listEmailEvents = (db: Db, workspaceId: string, emailId: string): Promise<EventRow[]> =>
   db.selectFrom('events').selectAll().where('workspace_id', '=', workspaceId).where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute();
+
+export const listEventsByIds = (db: Db, ids: string[]): Promise<EventRow[]> =>
+  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('events').selectAll().where('id', 'in', ids).execute();
+
+/** Whether the email has an event of this type already (first open, first click). */
+export async function hasEmailEvent(db: Db, emailId: string, type: string): Promise<boolean> {
+  const row = await db.selectFrom('events').select('id').where('email_id', '=', emailId).where('type', '=', type).limit(1).executeTakeFirst();
+  return row !== undefined;
+}

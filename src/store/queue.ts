@@ -210,3 +210,27 @@ export const listWaitingQueueItemIds = async (db: Db, statuses: readonly QueueSt
   if (workspaceId) q = q.where('workspace_id', '=', workspaceId);
   return (await q.execute()).map((r) => r.id);
 };
+
+/** The queue item of one recipient of an email (addresses compared without case). */
+export const findQueueItemOfRecipient = (db: Db, emailId: string, recipient: string): Promise<QueueItem | undefined> =>
+  db
+    .selectFrom('queue_items')
+    .selectAll()
+    .where('email_id', '=', emailId)
+    .where((eb) => eb(eb.fn('lower', ['recipient']), '=', recipient.toLowerCase()))
+    .executeTakeFirst();
+
+/**
+ * Marks a recipient bounced after the fact (an asynchronous bounce: the MX accepted, then
+ * reported failure). A row a worker holds right now is left to that worker; false then, and
+ * when it had bounced already.
+ */
+export async function bounceQueueItem(trx: Db, id: string, reply: { code: number | null; response: string }, now: number): Promise<boolean> {
+  const result = await trx
+    .updateTable('queue_items')
+    .set({ status: 'bounced', last_code: reply.code, last_response: reply.response, lease_owner: null, lease_until: null, updated_at: now, finished_at: now })
+    .where('id', '=', id)
+    .where('status', 'in', ['delivered', 'deferred', 'queued'])
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}

@@ -67,3 +67,7 @@ export async function removeSuppression(db: Db, workspaceId: string, address: st
   const result = await db.deleteFrom('suppressions').where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
+
+/** The workspace's whole-domain rows (`@domain`): few, so callers load them once. */
+export const listDomainSuppressions = (db: Db, workspaceId: string): Promise<Suppression[]> =>
+  db.selectFrom('suppressions').selectAll().where('workspace_id', '=', workspaceId).where('address', 'like', '@%').execute();

@@ -30,8 +30,8 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     http: { port: 0 },
     smtp: { submission: { port: 0, tlsPort: 0 } },
     domains: { recheckInterval: 0 },
-    // Delivery stays off unless a test turns it on, with its own loopback DNS and MX.
-    delivery: { enabled: false },
+    // Delivery runs only for tests that give it their own loopback DNS server (or a relay).
+    delivery: { enabled: deliveryTarget(overrides) },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });
   if (config.delivery.enabled && config.delivery.dnsServers.length === 0 && !config.delivery.relay) {
@@ -62,6 +62,11 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+function deliveryTarget(overrides: Record<string, unknown>): boolean {
+  const d = (overrides.delivery ?? {}) as { dnsServers?: unknown[]; relay?: unknown };
+  return (d.dnsServers?.length ?? 0) > 0 || Boolean(d.relay);
 }
 
 export function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
@@ -15,7 +17,7 @@ describe('sending: acceptance, composition and the email log', () => {
   before(async () => {
     dns = await startDnsServer();
     // Delivery is another component's job; here mail must stay queued where we can read it.
-    server = await startTestServer({ delivery: { dnsServers: [dns.server], enabled: false } });
+    server = await startTestServer({ delivery: { dnsServers: [dns.server], enabled: false }, attachments: { allowPrivateNetworks: true } });
     key = await server.key();
     await addVerifiedDomain(server, dns, 'acme.example');
   });
@@ -227,6 +229,50 @@ describe('sending: acceptance, composition and the email log', () => {
     }
     const unknownTemplate = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'hello@acme.example', to: 'a@example.org', template_id: '01a200af-0000-7000-8000-000000000000' } });
     assert.equal(unknownTemplate.status, 404, 'an unknown template is 404 on /v1');
+  });
+
+  it('fetches attachment URLs at send time, within the size cap and the network policy', async () => {
+    const files = createServer((req, res) => {
+      if (req.url === '/report.pdf') return res.end(Buffer.from('%PDF-1.4 quarterly'));
+      if (req.url === '/big.bin') return res.end(Buffer.alloc(5 * 1024 * 1024 + 10, 1));
+      res.statusCode = 404;
+      res.end('no');
+    });
+    await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+    const port = (files.address() as AddressInfo).port;
+    dns.set('files.acme.example', 'A', ['127.0.0.1']);
+    try {
+      const attach = (path: string) => [{ filename: 'f.pdf', url: `http://files.acme.example:${port}${path}`, contentType: 'application/pdf' }];
+      const ok = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'hello@acme.example', to: 'a@example.org', subject: 's', html: 'h', attachments: [{ filename: 'r.pdf', path: `http://files.acme.example:${port}/report.pdf`, content_type: 'application/pdf' }] } });
+      assert.equal(ok.status, 200, show(ok));
+      const mail = await raw(ok.body.id);
+      assert.equal(mail.attachments[0]!.content.toString(), '%PDF-1.4 quarterly');
+      const missing = await request(server.httpUrl, 'POST', '/api/v1/send', { key, body: { to: 'a@example.org', subject: 's', html: 'h', attachments: attach('/nope') } });
+      assert.equal(missing.status, 400, show(missing));
+      assert.match(missing.body.error, /^attachments\[0\]\.url: could not be fetched: the server answered HTTP 404$/);
+      const big = await request(server.httpUrl, 'POST', '/api/v1/send', { key, body: { to: 'a@example.org', subject: 's', html: 'h', attachments: attach('/big.bin') } });
+      assert.equal(big.status, 400);
+      assert.match(big.body.error, /^attachments\[0\]\.url: is larger than 5 MB$/);
+
+      // With the default policy, a URL that resolves to loopback is refused before connecting.
+      const strict = await startTestServer({ delivery: { dnsServers: [dns.server], enabled: false } });
+      try {
+        const k = await strict.key({ test: true });
+        await strict.runtime.services.domains.add(strict.workspaceId, { domain: 'acme.example' });
+        const before = files.listenerCount('request');
+        let hits = 0;
+        files.on('request', () => hits++);
+        const refused = await request(strict.httpUrl, 'POST', '/api/v1/send', { key: k, body: { to: 'a@example.org', subject: 's', html: 'h', from_email: 'x@acme.example', attachments: attach('/report.pdf') } });
+        assert.equal(refused.status, 400, show(refused));
+        assert.match(refused.body.error, /^attachments\[0\]\.url: /);
+        assert.equal(hits, 0, 'no connection was made');
+        assert.ok(before >= 1);
+      } finally {
+        await strict.close();
+      }
+    } finally {
+      files.close();
+    }
   });
 
   it('refuses attachments over 5 MB each or 7 MB together', async () => {

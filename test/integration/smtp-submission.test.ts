@@ -8,7 +8,7 @@ import nodemailer from 'nodemailer';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('SMTP submission', () => {
   let server: TestServer;
@@ -80,6 +80,8 @@ describe('SMTP submission', () => {
     const raw = await rawOf(id);
     assert.ok(!/^x-mailsvc-/im.test(raw.toString()), 'X-Mailsvc-* headers are stripped');
     assert.ok(!/^bcc:/im.test(raw.toString()), 'no Bcc header');
+    assert.match(raw.toString().replace(/\r\n[ \t]+/g, ' '), /^List-Unsubscribe: <http:\/\/localhost:3000\/u\/[^>]+>\r$/m, 'marketing mail gets one-click unsubscribe');
+    assert.match(raw.toString(), /^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m);
     const mail = await simpleParser(raw);
     assert.equal(mail.subject, 'Invoice 7');
     assert.equal(mail.attachments[0]!.content.toString(), 'total: 10', 'the body is kept as submitted');
@@ -194,7 +196,8 @@ describe('SMTP submission', () => {
   });
 
   it('refuses AUTH without TLS when plaintext is not allowed, and locks out an address after repeated failures', async () => {
-    const strict = await startTestServer({ smtp: { submission: { plaintextAuthOnLoopback: false } } });
+    // A clock standing still: the 21 failures all fall in one lockout window.
+    const strict = await startTestServer({ smtp: { submission: { plaintextAuthOnLoopback: false } } }, { clock: manualClock() });
     try {
       const k = await strict.key();
       const plain = nodemailer.createTransport({ host: '127.0.0.1', port: strict.smtp!.starttls, secure: false, ignoreTLS: true, auth: { user: 'apikey', pass: k } });

@@ -11,6 +11,8 @@ import { limitWorkspace } from './rate-limit.js';
 import { runRoute, type Route } from './route.js';
 import { apiRoutes } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
+import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
+import { trackingRoutes } from './routes/tracking.js';
 
 function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
   const router = new Router<State>();
@@ -51,6 +53,8 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(requestId);
   app.use(renderErrors(deps.logger));
   app.use(healthRoutes(deps));
+  app.use(unsubscribeRoutes(deps));
+  app.use(trackingRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {
     if (isApiPath(ctx.path)) return api(ctx, next);
     await next();

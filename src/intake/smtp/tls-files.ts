@@ -1,6 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { ConfigError } from '../../config/load-config.js';
 import type { Config } from '../../config/schema.js';
 
@@ -35,6 +34,8 @@ export async function loadSubmissionTls(config: Config): Promise<TlsPair> {
   if (!existsSync(keyFile) || !existsSync(certFile)) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const hostname = config.delivery.hostname;
+    // Loaded only when a pair must be made: the X.509 library costs start-up time and memory.
+    const { generate } = await import('selfsigned');
     const pems = await generate([{ name: 'commonName', value: hostname }], {
       keySize: 2048,
       notAfterDate: new Date(Date.now() + 10 * 365 * 24 * 3600 * 1000),

@@ -1,4 +1,4 @@
-import { AppError, validationError } from '../../shared/errors.js';
+import { validationError } from '../../shared/errors.js';
 import { singleLine } from './addresses.js';
 
 /** SPEC Limits: at most 5 files, 5 MB each, 7 MB together (decoded sizes). */
@@ -68,8 +68,7 @@ export async function resolveAttachments(
       if (!fetcher) throw validationError(`${at}.url`, 'attachment URLs are not available here');
       if (!URL.canParse(input.url!) || !/^https?:$/.test(new URL(input.url!).protocol)) throw validationError(`${at}.url`, 'must be an http(s) URL');
       content = await fetcher(input.url!, ATTACHMENT_LIMITS.fileBytes).catch((err: unknown) => {
-        if (err instanceof AppError) throw new AppError(err.code, `${at}.url: ${err.message}`, { field: `${at}.url` });
-        throw validationError(`${at}.url`, `could not be fetched: ${(err as Error).message}`);
+        throw validationError(`${at}.url`, (err as Error).message);
       });
     }
     if (content.length > ATTACHMENT_LIMITS.fileBytes) throw tooLarge(at, 'file');

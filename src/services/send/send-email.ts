@@ -3,8 +3,8 @@ import { isUuid, newId } from '../../shared/ids.js';
 import type { CommitBatcher } from '../../store/commit-batcher.js';
 import type { Db } from '../../store/db.js';
 import { listDomains } from '../../store/domains.js';
-import { saveEmail, type NewEmail } from '../../store/emails.js';
-import { PRIORITY, type Domain, type Email, type EmailType, type Intake, type QueueItem, type Workspace } from '../../store/tables.js';
+import { saveEmail } from '../../store/emails.js';
+import { PRIORITY, type Domain, type EmailType, type Intake, type Workspace } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import { MAX_METADATA_BYTES } from '../domains.js';
 import { limitFor, retryAfterSeconds, type Decision, type RateLimiter } from '../rate-limits.js';
@@ -14,7 +14,10 @@ import { simpleParser, type AddressObject } from 'mailparser';
 import { domainOf, hasLineBreak, requireAddress, singleLine, type Address } from './addresses.js';
 import { editRootHeaders } from './raw-message.js';
 import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
+import { addTracking } from './add-tracking.js';
 import { composeMessage } from './compose.js';
+import { emailRecords, type Prepared } from './email-records.js';
+import type { TrackingFlags, TrackingService } from '../tracking.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
 
 /** Most recipients (to + cc + bcc) of one message, as Resend allows. */
@@ -96,28 +99,7 @@ export interface SendService {
   checkSender(workspace: Workspace, address: string, test: boolean): Promise<void>;
 }
 
-interface Prepared extends NewEmail {
-  type: EmailType;
-}
 
-interface RecordInput {
-  id: string;
-  now: number;
-  input: SendInput;
-  domain: Domain;
-  from: Address;
-  to: Address[];
-  cc: Address[];
-  bcc: Address[];
-  replyTo: Address[];
-  recipients: string[];
-  subject: string;
-  messageId: string;
-  templateId: string | null;
-  tags: string[];
-  scheduledAt: number | null;
-  raw: Buffer;
-}
 
 /**
  * A whole message submitted as it is (SMTP): the envelope decides the recipients, the
@@ -133,14 +115,16 @@ export interface RawSendInput {
 
 export interface SendServiceDeps extends ServiceDeps {
   templates: TemplateService;
+  tracking: TrackingService;
   rateLimiter: RateLimiter;
   batcher: CommitBatcher;
   fetchAttachment: AttachmentFetcher | null;
   /** Told after mail was queued (wakes the delivery workers). */
   onQueued?: (() => void) | undefined;
+  /** Makes the one-click unsubscribe links of marketing mail. */
+  unsubscribeLink: ((workspaceId: string, address: string, emailId: string) => string) | null;
 }
 
-const formatMailbox = (a: Address): string => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address);
 /** One queue item per recipient: the same address in to and bcc is sent once (local parts keep their case). */
 const dedupe = (list: Address[]): string[] => {
   const seen = new Map<string, string>();
@@ -167,6 +151,12 @@ function checkTags(tags: string[] | undefined): string[] {
   });
   return tags;
 }
+
+/** RFC 2369 and RFC 8058 headers: mailbox providers show an unsubscribe button and POST to it. */
+export const listUnsubscribeHeaders = (url: string): Record<string, string> => ({
+  'List-Unsubscribe': `<${url}>`,
+  'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+});
 
 export function createSendService(deps: SendServiceDeps): SendService {
   const { db, clock, templates, rateLimiter, batcher } = deps;
@@ -201,8 +191,11 @@ export function createSendService(deps: SendServiceDeps): SendService {
     if (recipients.length > MAX_RECIPIENTS) throw validationError('to', `at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
 
     const template = input.templateId !== undefined ? await findTemplate(workspace, input.templateId) : undefined;
-    const variables = input.variables ?? {};
-    const interpolate = template !== undefined || input.variables !== undefined;
+    const id = newId();
+    // Marketing mail can always be left with one click (RFC 8058), and templates may link to it.
+    const unsubscribeUrl = input.type === 'marketing' && deps.unsubscribeLink ? deps.unsubscribeLink(workspace.id, to[0]!.address, id) : undefined;
+    const variables = unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl, ...input.variables } : (input.variables ?? {});
+    const interpolate = template !== undefined || input.variables !== undefined || unsubscribeUrl !== undefined;
     const subjectSource = input.subject ?? template?.subject;
     if (subjectSource === undefined || subjectSource.trim() === '') throw validationError('subject', 'is required');
     singleLine('subject', subjectSource);
@@ -226,11 +219,17 @@ export function createSendService(deps: SendServiceDeps): SendService {
     if (scheduledAt !== null && scheduledAt > now + MAX_SCHEDULE_MS) throw validationError('scheduled_at', 'must be within 30 days');
 
     const headers = checkHeaders(input.headers);
+    if (unsubscribeUrl && !Object.keys(headers).some((h) => h.toLowerCase() === 'list-unsubscribe')) Object.assign(headers, listUnsubscribeHeaders(unsubscribeUrl));
     const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
-    const id = newId();
     const messageId = `<${id}@${domain.name}>`;
-    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html, text, headers, attachments, messageId, date: new Date(now) });
-    return records(workspace, {
+    // Tracking: on for marketing, off for transactional, unless the request says (SPEC, /v1).
+    const track: TrackingFlags = {
+      opens: html !== undefined && (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)),
+      clicks: html !== undefined && (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
+    };
+    const body = html !== undefined && (track.opens || track.clicks) ? addTracking(html, deps.tracking.links(id, track)) : html;
+    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
+    return emailRecords(workspace.id, {
       id,
       now,
       input,
@@ -247,64 +246,10 @@ export function createSendService(deps: SendServiceDeps): SendService {
       tags,
       scheduledAt,
       raw,
+      track,
     });
   }
 
-  /** The email row, its content and one queue item per recipient. */
-  function records(workspace: Workspace, m: RecordInput): Prepared {
-    const { input, now } = m;
-    const priority = PRIORITY[input.type];
-    const email: Email = {
-      id: m.id,
-      workspace_id: workspace.id,
-      test: input.test ? 1 : 0,
-      type: input.type,
-      priority,
-      status: m.scheduledAt ? 'scheduled' : 'queued',
-      intake: input.intake,
-      domain_id: m.domain.id,
-      from_address: m.from.address,
-      from_header: formatMailbox(m.from),
-      to_addresses: JSON.stringify(m.to.map(formatMailbox)),
-      cc_addresses: m.cc.length ? JSON.stringify(m.cc.map(formatMailbox)) : null,
-      bcc_addresses: m.bcc.length ? JSON.stringify(m.bcc.map(formatMailbox)) : null,
-      reply_to: m.replyTo.length ? JSON.stringify(m.replyTo.map(formatMailbox)) : null,
-      subject: m.subject,
-      message_id: m.messageId,
-      template_id: m.templateId,
-      campaign_id: input.campaignId ?? null,
-      subscriber_id: input.subscriberId ?? null,
-      tags: m.tags.length ? JSON.stringify(m.tags) : null,
-      metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-      external_id: input.externalId ?? null,
-      track_opens: (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)) ? 1 : 0,
-      track_clicks: (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)) ? 1 : 0,
-      size: m.raw.length,
-      scheduled_at: m.scheduledAt,
-      created_at: now,
-      updated_at: now,
-    };
-    const queueItems: QueueItem[] = m.recipients.map((address) => ({
-      id: newId(),
-      email_id: m.id,
-      workspace_id: workspace.id,
-      recipient: address,
-      recipient_domain: domainOf(address),
-      status: 'queued',
-      priority,
-      test: email.test,
-      attempts: 0,
-      next_attempt_at: m.scheduledAt ?? now,
-      lease_owner: null,
-      lease_until: null,
-      last_code: null,
-      last_response: null,
-      created_at: now,
-      updated_at: now,
-      finished_at: null,
-    }));
-    return { email, raw: m.raw, recipients: queueItems, type: input.type };
-  }
 
   async function findTemplate(workspace: Workspace, id: string) {
     if (!isUuid(id)) throw new AppError('not_found', `templateId: template ${id} not found`, { field: 'templateId' });
@@ -426,11 +371,15 @@ export function createSendService(deps: SendServiceDeps): SendService {
       headers.remove('return-path');
       if (!parsed.messageId) headers.add('Message-ID', messageId);
       if (!headers.hasHeader('date')) headers.add('Date', new Date(now).toUTCString().replace('GMT', '+0000'));
+      if (options.type === 'marketing' && deps.unsubscribeLink && !headers.hasHeader('list-unsubscribe')) {
+        const first = listed(parsed.to)[0]?.address ?? recipients[0]!;
+        for (const [name, value] of Object.entries(listUnsubscribeHeaders(deps.unsubscribeLink(workspace.id, first, id)))) headers.add(name, value);
+      }
     });
     const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };
     const tags = checkTags(options.tags);
     if (options.metadata !== undefined && JSON.stringify(options.metadata).length > MAX_METADATA_BYTES) throw validationError('X-Mailsvc-Metadata', `must be at most ${MAX_METADATA_BYTES} bytes`);
-    return records(workspace, {
+    return emailRecords(workspace.id, {
       id,
       now,
       input: sendInput,
@@ -447,6 +396,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
       tags,
       scheduledAt: null,
       raw,
+      // A submitted message is sent as it is: its HTML is not rewritten for tracking.
+      track: { opens: false, clicks: false },
     });
   }
 

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import type { Dialect } from '../db.js';
 import { foundation } from './0001-foundation.js';
 import { sending } from './0002-sending.js';
+import { webhooks } from './0004-webhooks.js';
 import { marketing } from './0006-marketing.js';
 
 /**
@@ -12,6 +13,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
   return {
     '0001-foundation': foundation(dialect),
     '0002-sending': sending(dialect),
+    '0004-webhooks': webhooks(),
     '0006-marketing': marketing(dialect),
   };
 }

@@ -57,7 +57,7 @@ describe('loadConfig', () => {
         MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
       },
     });
-    assert.deepEqual(c.delivery.relay, { host: 'smtp.example.net', port: 587, secure: false, auth: { user: 'u', pass: 'p' }, rejectUnauthorized: true });
+    assert.deepEqual(c.delivery.relay, { host: 'smtp.example.net', port: 587, secure: false, rejectUnauthorized: true, auth: { user: 'u', pass: 'p' } });
     assert.equal(c.webhooks.allowPrivateNetworks, true);
   });
 

@@ -1,11 +1,15 @@
 import type { Route } from '../route.js';
 import { legacyDomainRoutes } from './legacy/domains.js';
+import { legacyMarketingRoutes } from './legacy/marketing.js';
+import { legacySendRoutes } from './legacy/send.js';
+import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1DomainRoutes } from './v1/domains.js';
-import { legacySendRoutes } from './legacy/send.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
+import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
 import { v1TemplateRoutes } from './v1/templates.js';
+import { v1WebhookRoutes } from './v1/webhooks.js';
 
 /** Every authenticated API route of both surfaces. */
 export const apiRoutes: Route[] = [
@@ -13,8 +17,13 @@ export const apiRoutes: Route[] = [
   ...v1EmailContentRoutes,
   ...v1TemplateRoutes,
   ...v1DomainRoutes,
+  ...v1SuppressionRoutes,
+  ...v1MarketingRoutes,
   ...v1ApiKeyRoutes,
   ...v1SuppressionRoutes,
+  ...v1WebhookRoutes,
   ...legacySendRoutes,
+  ...legacyMarketingRoutes,
   ...legacyDomainRoutes,
+  ...legacyWebhookRoutes,
 ];

@@ -1,0 +1,89 @@
+import { toIso } from '../shared/clock.js';
+import { notFound, validationError } from '../shared/errors.js';
+import { isUuid, newId } from '../shared/ids.js';
+import { countAudiences, countMembers, findAudience, listAudiences, listMembers, removeAudience, removeMember, saveAudience, saveMembers } from '../store/audiences.js';
+import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
+import type { Audience } from '../store/tables.js';
+import type { ServiceDeps } from './deps.js';
+import type { SubscriberService, SubscriberView } from './subscribers.js';
+
+export interface AudienceView {
+  id: string;
+  object: 'audience';
+  name: string;
+  member_count: number;
+  created_at: string;
+}
+
+/** Most members added by one request. */
+export const MAX_MEMBERS_PER_REQUEST = 1000;
+
+export interface AudienceService {
+  create(workspaceId: string, name: string): Promise<AudienceView>;
+  list(workspaceId: string, page: { limit: number; offset: number }): Promise<{ items: AudienceView[]; total: number }>;
+  get(workspaceId: string, id: string): Promise<AudienceView>;
+  remove(workspaceId: string, id: string): Promise<void>;
+  /** Adds subscribers by id or by address (addresses must be subscribers already). */
+  addMembers(workspaceId: string, id: string, members: { subscriberIds?: string[] | undefined; emails?: string[] | undefined }): Promise<{ added: number; audience: AudienceView }>;
+  removeMember(workspaceId: string, id: string, subscriberId: string): Promise<void>;
+  members(workspaceId: string, id: string, page: { limit: number; offset: number }): Promise<{ items: SubscriberView[]; total: number }>;
+}
+
+export function createAudienceService(deps: ServiceDeps & { subscribers: SubscriberService }): AudienceService {
+  const { db, clock, subscribers } = deps;
+  const view = (a: Audience, memberCount: number): AudienceView => ({ id: a.id, object: 'audience', name: a.name, member_count: memberCount, created_at: toIso(a.created_at) });
+  const find = async (workspaceId: string, id: string): Promise<Audience> => {
+    const found = isUuid(id) ? await findAudience(db, workspaceId, id) : undefined;
+    if (!found) throw notFound(`Audience ${id}`);
+    return found;
+  };
+  const get = async (workspaceId: string, id: string) => {
+    const a = await find(workspaceId, id);
+    return view(a, await countMembers(db, a.id));
+  };
+  return {
+    async create(workspaceId, name) {
+      const trimmed = name.trim();
+      if (trimmed === '' || trimmed.length > 200) throw validationError('name', 'must be 1 to 200 characters');
+      const row: Audience = { id: newId(), workspace_id: workspaceId, name: trimmed, created_at: clock.now() };
+      await saveAudience(db, row);
+      return view(row, 0);
+    },
+    async list(workspaceId, page) {
+      const [rows, total] = await Promise.all([listAudiences(db, workspaceId, page.limit, page.offset), countAudiences(db, workspaceId)]);
+      return { items: rows.map((r) => view(r, Number(r.member_count ?? 0))), total };
+    },
+    get,
+    async remove(workspaceId, id) {
+      await removeAudience(db, workspaceId, (await find(workspaceId, id)).id);
+    },
+    async addMembers(workspaceId, id, members) {
+      const audience = await find(workspaceId, id);
+      const ids = members.subscriberIds ?? [];
+      const emails = members.emails ?? [];
+      if (ids.length + emails.length === 0) throw validationError('subscriber_ids', 'give subscriber_ids or emails');
+      if (ids.length + emails.length > MAX_MEMBERS_PER_REQUEST) throw validationError('subscriber_ids', `at most ${MAX_MEMBERS_PER_REQUEST} members per request`);
+      const resolved: string[] = [];
+      for (const [i, sid] of ids.entries()) {
+        if (!isUuid(sid) || !(await findSubscriber(db, workspaceId, sid))) throw validationError(`subscriber_ids[${i}]`, `no subscriber ${sid}`);
+        resolved.push(sid);
+      }
+      for (const [i, email] of emails.entries()) {
+        const s = await findSubscriberByEmail(db, workspaceId, email);
+        if (!s) throw validationError(`emails[${i}]`, `${email} is not a subscriber`);
+        resolved.push(s.id);
+      }
+      const added = await saveMembers(db, audience.id, resolved, clock.now());
+      return { added, audience: await get(workspaceId, id) };
+    },
+    async removeMember(workspaceId, id, subscriberId) {
+      const audience = await find(workspaceId, id);
+      if (!(await removeMember(db, audience.id, subscriberId))) throw notFound(`Subscriber ${subscriberId} in audience ${id}`);
+    },
+    async members(workspaceId, id, page) {
+      const audience = await find(workspaceId, id);
+      const [rows, total] = await Promise.all([listMembers(db, audience.id, page.limit, page.offset), countMembers(db, audience.id)]);
+      return { items: await Promise.all(rows.map((r) => subscribers.get(workspaceId, r.id))), total };
+    },
+  };
+}

@@ -1,0 +1,254 @@
+import { recordEvent } from '../events/record-event.js';
+import { toIso, toIsoOrNull } from '../shared/clock.js';
+import { notFound, validationError } from '../shared/errors.js';
+import { isUuid, newId } from '../shared/ids.js';
+import type { Db } from '../store/db.js';
+import { findDomain, listDomains } from '../store/domains.js';
+import {
+  countSubscribers,
+  findSubscriber,
+  findSubscriberByEmail,
+  listSubscribers,
+  listTagsOf,
+  removeSubscriber,
+  saveSubscriber,
+  saveSubscriberTags,
+  updateSubscriber,
+  type SubscriberFilter,
+} from '../store/subscribers.js';
+import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../store/suppressions.js';
+import type { Subscriber, SubscriberStatus } from '../store/tables.js';
+import type { ServiceDeps } from './deps.js';
+import { MAX_METADATA_BYTES } from './domains.js';
+import { hasLineBreak, requireAddress } from './send/addresses.js';
+
+export const MAX_SUBSCRIBER_TAGS = 50;
+
+export interface SubscriberInput {
+  email: string;
+  first_name?: string | null | undefined;
+  last_name?: string | null | undefined;
+  tags?: string[] | undefined;
+  domain_id?: string | null | undefined;
+  external_id?: string | null | undefined;
+  metadata?: Record<string, unknown> | null | undefined;
+}
+
+export interface SubscriberView {
+  id: string;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  status: SubscriberStatus;
+  tags: string[];
+  domain_id: string | null;
+  primary_domain: { id: string; domain_name: string } | null;
+  external_id: string | null;
+  metadata: Record<string, unknown> | null;
+  source: string;
+  created_at: string;
+  updated_at: string;
+  unsubscribed_at: string | null;
+}
+
+export interface SubscriberService {
+  /** Creates, or updates the subscriber with that address (SPEC: upsert by email). */
+  upsert(workspaceId: string, input: SubscriberInput, source?: string): Promise<{ subscriber: SubscriberView; created: boolean }>;
+  list(filter: SubscriberFilter, page: { limit: number; offset: number }): Promise<{ items: SubscriberView[]; total: number }>;
+  get(workspaceId: string, id: string): Promise<SubscriberView>;
+  update(workspaceId: string, id: string, changes: Partial<SubscriberInput> & { status?: SubscriberStatus }): Promise<SubscriberView>;
+  remove(workspaceId: string, id: string): Promise<void>;
+  /**
+   * Opts an address out of marketing mail: the subscriber (if any) becomes unsubscribed and a
+   * marketing-scope suppression is added, in one transaction with the event.
+   */
+  unsubscribe(trx: Db, workspaceId: string, address: string, emailId: string | null): Promise<void>;
+}
+
+const checkName = (field: string, value: string | null | undefined) => {
+  if (value != null && (value.length > 200 || hasLineBreak(value))) throw validationError(field, 'must be one line of at most 200 characters');
+};
+
+function checkTags(tags: string[] | undefined): string[] | undefined {
+  if (tags === undefined) return undefined;
+  if (tags.length > MAX_SUBSCRIBER_TAGS) throw validationError('tags', `at most ${MAX_SUBSCRIBER_TAGS} tags`);
+  tags.forEach((t, i) => {
+    if (t.trim() === '' || t.length > 100 || /[\u0000-\u001f]/.test(t)) throw validationError(`tags[${i}]`, 'must be 1 to 100 printable characters');
+  });
+  return [...new Set(tags.map((t) => t.trim()))];
+}
+
+export function createSubscriberService(deps: ServiceDeps): SubscriberService {
+  const { db, clock } = deps;
+
+  async function views(rows: Subscriber[]): Promise<SubscriberView[]> {
+    if (rows.length === 0) return [];
+    const tags = await listTagsOf(db, rows.map((r) => r.id));
+    const domains = new Map((await listDomains(db, rows[0]!.workspace_id)).map((d) => [d.id, d.name]));
+    return rows.map((s) => ({
+      id: s.id,
+      email: s.email,
+      first_name: s.first_name,
+      last_name: s.last_name,
+      status: s.status,
+      tags: tags.get(s.id) ?? [],
+      domain_id: s.domain_id,
+      primary_domain: s.domain_id && domains.has(s.domain_id) ? { id: s.domain_id, domain_name: domains.get(s.domain_id)! } : null,
+      external_id: s.external_id,
+      metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as Record<string, unknown>),
+      source: s.source,
+      created_at: toIso(s.created_at),
+      updated_at: toIso(s.updated_at),
+      unsubscribed_at: toIsoOrNull(s.unsubscribed_at),
+    }));
+  }
+  const view = async (s: Subscriber) => (await views([s]))[0]!;
+
+  /** Checks the optional fields; returns the row changes they make. */
+  async function fields(workspaceId: string, input: Partial<SubscriberInput>): Promise<Partial<Subscriber>> {
+    checkName('first_name', input.first_name);
+    checkName('last_name', input.last_name);
+    if (input.external_id != null && (input.external_id.length > 255 || hasLineBreak(input.external_id))) throw validationError('external_id', 'must be one line of at most 255 characters');
+    if (input.metadata != null && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    if (input.domain_id != null && !(isUuid(input.domain_id) && (await findDomain(db, workspaceId, input.domain_id)))) {
+      throw validationError('domain_id', `no domain ${input.domain_id} in this workspace`);
+    }
+    const changes: Partial<Subscriber> = {};
+    if (input.first_name !== undefined) changes.first_name = input.first_name;
+    if (input.last_name !== undefined) changes.last_name = input.last_name;
+    if (input.domain_id !== undefined) changes.domain_id = input.domain_id;
+    if (input.external_id !== undefined) changes.external_id = input.external_id;
+    if (input.metadata !== undefined) changes.metadata = input.metadata === null ? null : JSON.stringify(input.metadata);
+    return changes;
+  }
+
+  const eventData = async (trx: Db, s: Subscriber) => {
+    const tags = (await listTagsOf(trx, [s.id])).get(s.id) ?? [];
+    return {
+      subscriber_id: s.id,
+      email: s.email,
+      status: s.status,
+      first_name: s.first_name,
+      last_name: s.last_name,
+      tags,
+      external_id: s.external_id,
+      metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as unknown),
+      timestamp: toIso(s.updated_at),
+    };
+  };
+
+  async function find(workspaceId: string, id: string): Promise<Subscriber> {
+    const found = isUuid(id) ? await findSubscriber(db, workspaceId, id) : undefined;
+    if (!found) throw notFound(`Subscriber ${id}`);
+    return found;
+  }
+
+  async function setStatus(trx: Db, s: Subscriber, status: SubscriberStatus, emailId: string | null, now: number): Promise<Subscriber> {
+    if (s.status === status) return s;
+    const next = { ...s, status, updated_at: now, unsubscribed_at: status === 'unsubscribed' ? now : null };
+    await updateSubscriber(trx, s.id, { status, updated_at: now, unsubscribed_at: next.unsubscribed_at });
+    if (status === 'unsubscribed') {
+      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.unsubscribed', emailId, data: await eventData(trx, next), at: now });
+    } else {
+      // Re-subscribing (an explicit request) lifts the opt-out it left behind, never a bounce
+      // or complaint suppression.
+      if ((await findSuppression(trx, s.workspace_id, s.email_key))?.reason === 'unsubscribe') await removeSuppression(trx, s.workspace_id, s.email_key);
+      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.updated', data: await eventData(trx, next), at: now });
+    }
+    return next;
+  }
+
+  return {
+    async upsert(workspaceId, input, source = 'api') {
+      const email = requireAddress('email', input.email);
+      const tags = checkTags(input.tags);
+      const changes = await fields(workspaceId, input);
+      const run = () =>
+        db.transaction().execute(async (trx) => {
+          const now = clock.now();
+          const existing = await findSubscriberByEmail(trx, workspaceId, email);
+          let row: Subscriber;
+          if (existing) {
+            // The address keeps the spelling it was first registered with.
+            row = { ...existing, ...changes, updated_at: now };
+            await updateSubscriber(trx, existing.id, { ...changes, updated_at: now });
+          } else {
+            row = {
+              id: newId(),
+              workspace_id: workspaceId,
+              email,
+              email_key: email.toLowerCase(),
+              first_name: null,
+              last_name: null,
+              status: 'subscribed',
+              domain_id: null,
+              external_id: null,
+              metadata: null,
+              source,
+              created_at: now,
+              updated_at: now,
+              unsubscribed_at: null,
+              ...changes,
+            };
+            await saveSubscriber(trx, row);
+          }
+          if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
+          await recordEvent(trx, { workspaceId, type: existing ? 'subscriber.updated' : 'subscriber.created', data: await eventData(trx, row), at: now });
+          return { row, created: !existing };
+        });
+      let result;
+      try {
+        result = await run();
+      } catch (err) {
+        // Two requests created the same address at once: the loser updates what the winner made.
+        if (!(await findSubscriberByEmail(db, workspaceId, email))) throw err;
+        result = await run();
+      }
+      return { subscriber: await view(result.row), created: result.created };
+    },
+
+    async list(filter, page) {
+      const [rows, total] = await Promise.all([listSubscribers(db, filter, page.limit, page.offset), countSubscribers(db, filter)]);
+      return { items: await views(rows), total };
+    },
+
+    get: async (workspaceId, id) => view(await find(workspaceId, id)),
+
+    async update(workspaceId, id, input) {
+      const existing = await find(workspaceId, id);
+      const email = input.email === undefined ? undefined : requireAddress('email', input.email);
+      if (email && email.toLowerCase() !== existing.email_key && (await findSubscriberByEmail(db, workspaceId, email))) {
+        throw validationError('email', `another subscriber has the address ${email}`);
+      }
+      const tags = checkTags(input.tags);
+      const changes = await fields(workspaceId, input);
+      const row = await db.transaction().execute(async (trx) => {
+        const now = clock.now();
+        let row: Subscriber = { ...existing, ...changes, ...(email ? { email, email_key: email.toLowerCase() } : {}), updated_at: now };
+        await updateSubscriber(trx, existing.id, { ...changes, ...(email ? { email, email_key: email.toLowerCase() } : {}), updated_at: now });
+        if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
+        if (input.status !== undefined && input.status !== existing.status) {
+          row = await setStatus(trx, row, input.status, null, now);
+          if (input.status === 'unsubscribed') await saveSuppressionIfAbsent(trx, { workspace_id: workspaceId, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail: 'unsubscribed through the API', email_id: null, created_at: now });
+        } else {
+          await recordEvent(trx, { workspaceId, type: 'subscriber.updated', data: await eventData(trx, row), at: now });
+        }
+        return row;
+      });
+      return view(row);
+    },
+
+    async remove(workspaceId, id) {
+      await find(workspaceId, id);
+      await removeSubscriber(db, workspaceId, id);
+    },
+
+    async unsubscribe(trx, workspaceId, address, emailId) {
+      const now = clock.now();
+      const key = address.toLowerCase();
+      await saveSuppressionIfAbsent(trx, { workspace_id: workspaceId, address: key, scope: 'marketing', reason: 'unsubscribe', detail: 'one-click unsubscribe', email_id: emailId, created_at: now });
+      const subscriber = await findSubscriberByEmail(trx, workspaceId, key);
+      if (subscriber) await setStatus(trx, subscriber, 'unsubscribed', emailId, now);
+    },
+  };
+}

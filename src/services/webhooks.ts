@@ -1,0 +1,358 @@
+import { randomBytes } from 'node:crypto';
+import { EVENT_TYPES } from '../events/event-types.js';
+import { ALL_EVENTS, isEventType } from '../events/subscriptions.js';
+import { toIso, toIsoOrNull } from '../shared/clock.js';
+import { encryptSecret } from '../shared/crypto.js';
+import { AppError, notFound, validationError } from '../shared/errors.js';
+import { isUuid, newId } from '../shared/ids.js';
+import { checkUrl, NetworkPolicyError } from '../shared/network-policy.js';
+import type {
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEndpointStatus,
+  WebhookEndpointUpdate,
+  WebhookSurface,
+} from '../store/tables.js';
+import {
+  countWebhookDeliveries,
+  countWebhookEndpoints,
+  failPendingWebhookDeliveries,
+  findWebhookDelivery,
+  findWebhookEndpoint,
+  findWebhookEndpointByUrl,
+  listWebhookAttempts,
+  listWebhookDeliveries,
+  listWebhookEndpoints,
+  removeWebhookEndpoint,
+  requeueWebhookDelivery,
+  saveWebhookEndpoint,
+  updateWebhookEndpoint,
+} from '../store/webhooks.js';
+import type { ServiceDeps } from './deps.js';
+
+export const SECRET_PREFIX = 'whsec_';
+/** 32 random bytes: the HMAC-SHA256 key length; more than the 24 Standard Webhooks asks for. */
+const SECRET_BYTES = 32;
+/** After a rotation the previous secret signs alongside the new one for this long. */
+export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
+const HINT_CHARS = 4;
+/** Caller-supplied (legacy) secrets: the prefix, then 16 to 256 visible ASCII characters. */
+const LEGACY_SECRET_RE = /^whsec_[\x21-\x7e]{16,256}$/;
+const MAX_DESCRIPTION = 500;
+
+export interface WebhookView {
+  id: string;
+  surface: WebhookSurface;
+  url: string;
+  events: string[];
+  description: string | null;
+  /** Masked (`whsec_********abcd`), except in the responses that create or rotate it. */
+  secret: string;
+  previous_secret_expires_at: string | null;
+  status: WebhookEndpointStatus;
+  disabled_reason: WebhookEndpoint['disabled_reason'];
+  disabled_at: string | null;
+  failing_since: string | null;
+  last_success_at: string | null;
+  last_failure_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AttemptView {
+  id: string;
+  attempt: number;
+  started_at: string;
+  duration_ms: number;
+  outcome: WebhookAttempt['outcome'];
+  status_code: number | null;
+  error: string | null;
+  response: string | null;
+  next_attempt_at: string | null;
+}
+
+export interface DeliveryView {
+  id: string;
+  event_id: string;
+  event_type: string;
+  status: WebhookDeliveryStatus;
+  attempt_count: number;
+  last_attempt_at: string | null;
+  status_code: number | null;
+  duration_ms: number | null;
+  response: string | null;
+  error: string | null;
+  next_attempt_at: string | null;
+  created_at: string;
+  completed_at: string | null;
+}
+
+export interface RegisterWebhookInput {
+  url: string;
+  events: string[];
+  /** Legacy only: the caller's own secret. Versioned endpoints get a generated one. */
+  secret?: string | undefined;
+  description?: string | null | undefined;
+}
+
+export interface UpdateWebhookInput {
+  url?: string | undefined;
+  events?: string[] | undefined;
+  description?: string | null | undefined;
+  status?: WebhookEndpointStatus | undefined;
+}
+
+export interface WebhookWithSecret {
+  webhook: WebhookView;
+  /** The full secret: returned by the calls that set it, never again. */
+  secret: string;
+}
+
+export interface WebhookService {
+  register(workspaceId: string, surface: WebhookSurface, input: RegisterWebhookInput): Promise<WebhookWithSecret>;
+  list(workspaceId: string, page: { limit: number; offset: number }): Promise<{ items: WebhookView[]; total: number }>;
+  get(workspaceId: string, id: string): Promise<WebhookView>;
+  update(workspaceId: string, id: string, input: UpdateWebhookInput): Promise<WebhookView>;
+  remove(workspaceId: string, id: string): Promise<void>;
+  rotateSecret(workspaceId: string, id: string): Promise<WebhookWithSecret>;
+  listDeliveries(
+    workspaceId: string,
+    id: string,
+    filter: { status?: WebhookDeliveryStatus | undefined },
+    page: { limit: number; offset: number },
+  ): Promise<{ items: DeliveryView[]; total: number }>;
+  getDelivery(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView & { attempts: AttemptView[] }>;
+  replay(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView>;
+}
+
+export const generateSecret = (): string => SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
+export const maskSecret = (hint: string): string => `${SECRET_PREFIX}********${hint}`;
+
+export const webhookView = (e: WebhookEndpoint, now: number): WebhookView => ({
+  id: e.id,
+  surface: e.surface,
+  url: e.url,
+  events: JSON.parse(e.events) as string[],
+  description: e.description,
+  secret: maskSecret(e.secret_hint),
+  previous_secret_expires_at: e.previous_secret_expires_at !== null && e.previous_secret_expires_at > now ? toIso(e.previous_secret_expires_at) : null,
+  status: e.status,
+  disabled_reason: e.disabled_reason,
+  disabled_at: toIsoOrNull(e.disabled_at),
+  failing_since: toIsoOrNull(e.failing_since),
+  last_success_at: toIsoOrNull(e.last_success_at),
+  last_failure_at: toIsoOrNull(e.last_failure_at),
+  created_at: toIso(e.created_at),
+  updated_at: toIso(e.updated_at),
+});
+
+export const deliveryView = (d: WebhookDelivery): DeliveryView => ({
+  id: d.id,
+  event_id: d.event_id,
+  event_type: d.event_type,
+  status: d.status,
+  attempt_count: d.attempt_count,
+  last_attempt_at: toIsoOrNull(d.last_attempt_at),
+  status_code: d.last_status_code,
+  duration_ms: d.last_duration_ms,
+  response: d.last_response,
+  error: d.last_error,
+  next_attempt_at: d.status === 'pending' ? toIso(d.next_attempt_at) : null,
+  created_at: toIso(d.created_at),
+  completed_at: toIsoOrNull(d.completed_at),
+});
+
+export const attemptView = (a: WebhookAttempt): AttemptView => ({
+  id: a.id,
+  attempt: a.attempt,
+  started_at: toIso(a.started_at),
+  duration_ms: a.duration_ms,
+  outcome: a.outcome,
+  status_code: a.status_code,
+  error: a.error,
+  response: a.response,
+  next_attempt_at: toIsoOrNull(a.next_attempt_at),
+});
+
+/** Validates an event list: known types or `*`, at least one; duplicates dropped. */
+export function parseEvents(events: unknown): string[] {
+  if (!Array.isArray(events) || events.length === 0) {
+    throw validationError('events', `must name at least one event type, or "*" for all; known: ${EVENT_TYPES.join(', ')}`);
+  }
+  events.forEach((e, i) => {
+    if (typeof e !== 'string' || (e !== ALL_EVENTS && !isEventType(e))) {
+      throw validationError(`events[${i}]`, `unknown event type ${JSON.stringify(e)}; known: ${EVENT_TYPES.join(', ')}, or "*"`);
+    }
+  });
+  const unique = [...new Set(events as string[])];
+  return unique.includes(ALL_EVENTS) ? [ALL_EVENTS] : unique;
+}
+
+const isUniqueViolation = (err: unknown): boolean => /UNIQUE constraint failed|duplicate key value/i.test(String((err as Error)?.message));
+
+export function createWebhookService(deps: ServiceDeps): WebhookService {
+  const { db, clock, config, resolver, secretKey } = deps;
+  const policy = { allowPrivateNetworks: config.webhooks.allowPrivateNetworks, resolver };
+
+  const checkedUrl = async (url: string): Promise<string> => {
+    try {
+      return (await checkUrl(url.trim(), policy)).href;
+    } catch (err) {
+      if (err instanceof NetworkPolicyError) throw validationError('url', err.message);
+      throw err;
+    }
+  };
+
+  const description = (value: string | null | undefined): string | null => {
+    if (value === undefined || value === null) return null;
+    if (value.length > MAX_DESCRIPTION) throw validationError('description', `must be at most ${MAX_DESCRIPTION} characters`);
+    return value;
+  };
+
+  const requireEndpoint = async (workspaceId: string, id: string): Promise<WebhookEndpoint> => {
+    const found = isUuid(id) ? await findWebhookEndpoint(db, workspaceId, id) : undefined;
+    if (!found) throw notFound(`Webhook ${id}`);
+    return found;
+  };
+
+  const requireDelivery = async (endpointId: string, deliveryId: string): Promise<WebhookDelivery> => {
+    const found = await findWebhookDelivery(db, endpointId, deliveryId);
+    if (!found) throw notFound(`Delivery ${deliveryId}`);
+    return found;
+  };
+
+  const refuseDuplicate = async (workspaceId: string, url: string, self?: string): Promise<void> => {
+    const existing = await findWebhookEndpointByUrl(db, workspaceId, url);
+    if (existing && existing.id !== self) throw new AppError('already_exists', `A webhook for ${url} exists already (${existing.id})`);
+  };
+
+  return {
+    async register(workspaceId, surface, input) {
+      const events = parseEvents(input.events);
+      let secret: string;
+      if (surface === 'legacy') {
+        if (typeof input.secret !== 'string' || !LEGACY_SECRET_RE.test(input.secret)) {
+          throw validationError('secret', 'must start with whsec_ followed by 16 to 256 visible ASCII characters');
+        }
+        secret = input.secret;
+      } else {
+        secret = generateSecret();
+      }
+      const url = await checkedUrl(input.url);
+      await refuseDuplicate(workspaceId, url);
+      const now = clock.now();
+      const row: WebhookEndpoint = {
+        id: newId(),
+        workspace_id: workspaceId,
+        surface,
+        url,
+        events: JSON.stringify(events),
+        description: description(input.description),
+        secret_sealed: encryptSecret(secretKey, secret),
+        secret_hint: secret.slice(-HINT_CHARS),
+        previous_secret_sealed: null,
+        previous_secret_expires_at: null,
+        status: 'enabled',
+        disabled_reason: null,
+        disabled_at: null,
+        failing_since: null,
+        last_success_at: null,
+        last_failure_at: null,
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        await saveWebhookEndpoint(db, row);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new AppError('already_exists', `A webhook for ${url} exists already`);
+        throw err;
+      }
+      return { webhook: webhookView(row, now), secret };
+    },
+
+    async list(workspaceId, page) {
+      const [rows, total] = await Promise.all([listWebhookEndpoints(db, workspaceId, page), countWebhookEndpoints(db, workspaceId)]);
+      const now = clock.now();
+      return { items: rows.map((r) => webhookView(r, now)), total };
+    },
+
+    get: async (workspaceId, id) => webhookView(await requireEndpoint(workspaceId, id), clock.now()),
+
+    async update(workspaceId, id, input) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const now = clock.now();
+      const changes: WebhookEndpointUpdate = { updated_at: now };
+      if (input.url !== undefined) {
+        changes.url = await checkedUrl(input.url);
+        await refuseDuplicate(workspaceId, changes.url, endpoint.id);
+      }
+      if (input.events !== undefined) changes.events = JSON.stringify(parseEvents(input.events));
+      if (input.description !== undefined) changes.description = description(input.description);
+      const disabling = input.status === 'disabled' && endpoint.status !== 'disabled';
+      if (disabling) Object.assign(changes, { status: 'disabled', disabled_reason: 'manual', disabled_at: now });
+      if (input.status === 'enabled' && endpoint.status !== 'enabled') {
+        // A fresh start: the failure streak that may have disabled it is forgotten.
+        Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null });
+      }
+      try {
+        await db.transaction().execute(async (trx) => {
+          await updateWebhookEndpoint(trx, endpoint.id, changes);
+          if (disabling) await failPendingWebhookDeliveries(trx, endpoint.id, now, 'endpoint disabled');
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new AppError('already_exists', `A webhook for ${changes.url} exists already`);
+        throw err;
+      }
+      return webhookView((await findWebhookEndpoint(db, workspaceId, endpoint.id))!, now);
+    },
+
+    async remove(workspaceId, id) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      await removeWebhookEndpoint(db, workspaceId, endpoint.id);
+    },
+
+    async rotateSecret(workspaceId, id) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const now = clock.now();
+      const secret = generateSecret();
+      await updateWebhookEndpoint(db, endpoint.id, {
+        secret_sealed: encryptSecret(secretKey, secret),
+        secret_hint: secret.slice(-HINT_CHARS),
+        // The secret being replaced stays valid for a day; one rotated out earlier is dropped.
+        previous_secret_sealed: endpoint.secret_sealed,
+        previous_secret_expires_at: now + ROTATION_OVERLAP_MS,
+        updated_at: now,
+      });
+      return { webhook: webhookView((await findWebhookEndpoint(db, workspaceId, endpoint.id))!, now), secret };
+    },
+
+    async listDeliveries(workspaceId, id, filter, page) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const query = { endpointId: endpoint.id, status: filter.status };
+      const [rows, total] = await Promise.all([listWebhookDeliveries(db, query, page), countWebhookDeliveries(db, query)]);
+      return { items: rows.map(deliveryView), total };
+    },
+
+    async getDelivery(workspaceId, id, deliveryId) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const delivery = await requireDelivery(endpoint.id, deliveryId);
+      const attempts = await listWebhookAttempts(db, [delivery.id]);
+      return { ...deliveryView(delivery), attempts: attempts.map(attemptView) };
+    },
+
+    async replay(workspaceId, id, deliveryId) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const delivery = await requireDelivery(endpoint.id, deliveryId);
+      if (endpoint.status !== 'enabled') {
+        throw new AppError('invalid_state', 'The webhook is disabled; enable it (PATCH status "enabled") before replaying');
+      }
+      const now = clock.now();
+      if (!(await requeueWebhookDelivery(db, delivery.id, now))) {
+        throw new AppError('invalid_state', 'This delivery is being attempted right now; try again when the attempt has finished');
+      }
+      return deliveryView((await findWebhookDelivery(db, endpoint.id, delivery.id))!);
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import { sql } from 'kysely';
+import type { Db } from './db.js';
+import type { Campaign } from './tables.js';
+
+export const saveCampaign = async (db: Db, row: Campaign): Promise<void> => {
+  await db.insertInto('campaigns').values(row).execute();
+};
+
+export const findCampaign = (db: Db, workspaceId: string, id: string): Promise<Campaign | undefined> =>
+  db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+
+export const findCampaignById = (db: Db, id: string): Promise<Campaign | undefined> => db.selectFrom('campaigns').selectAll().where('id', '=', id).executeTakeFirst();
+
+export const listCampaigns = (db: Db, workspaceId: string, limit: number, offset: number): Promise<Campaign[]> =>
+  db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId).orderBy('id', 'desc').limit(limit).offset(offset).execute();
+
+export const countCampaigns = async (db: Db, workspaceId: string): Promise<number> =>
+  Number((await db.selectFrom('campaigns').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
+
+/**
+ * Takes one campaign that is being queued and that nobody holds (or whose holder's lease
+ * ran out: it crashed) for `owner`. Compare-and-set on the lease, so nodes never share one.
+ */
+export async function claimQueuingCampaign(db: Db, owner: string, now: number, leaseMs: number): Promise<Campaign | undefined> {
+  const candidate = await db
+    .selectFrom('campaigns')
+    .select(['id', 'lease_until'])
+    .where('status', '=', 'queuing')
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .orderBy('created_at')
+    .executeTakeFirst();
+  if (!candidate) return undefined;
+  let update = db.updateTable('campaigns').set({ lease_owner: owner, lease_until: now + leaseMs }).where('id', '=', candidate.id).where('status', '=', 'queuing');
+  update = candidate.lease_until === null ? update.where('lease_until', 'is', null) : update.where('lease_until', '=', candidate.lease_until);
+  const result = await update.executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) return undefined;
+  return findCampaignById(db, candidate.id);
+}
+
+/** Records a queued page and extends the lease, only while `owner` still holds it. */
+export async function advanceCampaign(db: Db, id: string, owner: string, cursor: string, added: number, now: number, leaseMs: number): Promise<boolean> {
+  const result = await db
+    .updateTable('campaigns')
+    .set((eb) => ({ cursor, queued: eb('queued', '+', added), lease_until: now + leaseMs }))
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function finishQueuingCampaign(db: Db, id: string, owner: string, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('campaigns')
+    .set({ status: 'sending', queued_at: now, lease_owner: null, lease_until: null })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'queuing')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export const listSendingCampaigns = (db: Db, limit: number): Promise<Campaign[]> =>
+  db.selectFrom('campaigns').selectAll().where('status', '=', 'sending').orderBy('queued_at').limit(limit).execute();
+
+/** Marks a campaign sent; false when another node did it first (it emits campaign.sent then). */
+export async function markCampaignSent(db: Db, id: string, now: number): Promise<boolean> {
+  const result = await db.updateTable('campaigns').set({ status: 'sent', sent_at: now }).where('id', '=', id).where('status', '=', 'sending').executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Campaign messages not yet final (queued, scheduled, sending, deferred). */
+export const countUnfinished = async (db: Db, campaignId: string): Promise<number> =>
+  Number(
+    (
+      await db
+        .selectFrom('emails')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('campaign_id', '=', campaignId)
+        .where('status', 'in', ['queued', 'scheduled', 'sending', 'deferred'])
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
+export interface CampaignCounts {
+  byStatus: Record<string, number>;
+  opened: number;
+  clicked: number;
+  unsubscribed: number;
+}
+
+/** Message statuses and distinct opened, clicked and unsubscribed messages of a campaign. */
+export async function countCampaign(db: Db, campaignId: string): Promise<CampaignCounts> {
+  const statuses = await db.selectFrom('emails').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).where('campaign_id', '=', campaignId).groupBy('status').execute();
+  const events = await db
+    .selectFrom('events')
+    .innerJoin('emails', 'emails.id', 'events.email_id')
+    .select(['events.type', sql<number>`count(distinct events.email_id)`.as('n')])
+    .where('emails.campaign_id', '=', campaignId)
+    .where('events.type', 'in', ['email.opened', 'email.clicked', 'subscriber.unsubscribed'])
+    .groupBy('events.type')
+    .execute();
+  const ofType = (type: string) => Number(events.find((e) => e.type === type)?.n ?? 0);
+  return {
+    byStatus: Object.fromEntries(statuses.map((s) => [s.status, Number(s.n)])),
+    opened: ofType('email.opened'),
+    clicked: ofType('email.clicked'),
+    unsubscribed: ofType('subscriber.unsubscribed'),
+  };
+}

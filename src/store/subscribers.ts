@@ -1,0 +1,116 @@
+import type { Db } from './db.js';
+import type { Subscriber, SubscriberStatus } from './tables.js';
+
+export interface SubscriberFilter {
+  workspaceId: string;
+  externalId?: string | undefined;
+  status?: SubscriberStatus | undefined;
+  tag?: string | undefined;
+  email?: string | undefined;
+}
+
+const filtered = (db: Db, f: SubscriberFilter) => {
+  let q = db.selectFrom('subscribers').where('subscribers.workspace_id', '=', f.workspaceId);
+  if (f.externalId !== undefined) q = q.where('subscribers.external_id', '=', f.externalId);
+  if (f.status !== undefined) q = q.where('subscribers.status', '=', f.status);
+  if (f.email !== undefined) q = q.where('subscribers.email_key', '=', f.email.toLowerCase());
+  if (f.tag !== undefined) {
+    const tag = f.tag;
+    q = q.where((eb) => eb.exists(eb.selectFrom('subscriber_tags').select('tag').whereRef('subscriber_tags.subscriber_id', '=', 'subscribers.id').where('subscriber_tags.tag', '=', tag)));
+  }
+  return q;
+};
+
+export const listSubscribers = (db: Db, f: SubscriberFilter, limit: number, offset: number): Promise<Subscriber[]> =>
+  filtered(db, f).selectAll('subscribers').orderBy('subscribers.id', 'desc').limit(limit).offset(offset).execute();
+
+export const countSubscribers = async (db: Db, f: SubscriberFilter): Promise<number> =>
+  Number((await filtered(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+export const findSubscriber = (db: Db, workspaceId: string, id: string): Promise<Subscriber | undefined> =>
+  db.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+
+export const findSubscriberByEmail = (db: Db, workspaceId: string, email: string): Promise<Subscriber | undefined> =>
+  db.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('email_key', '=', email.toLowerCase()).executeTakeFirst();
+
+export const saveSubscriber = async (db: Db, row: Subscriber): Promise<void> => {
+  await db.insertInto('subscribers').values(row).execute();
+};
+
+export const updateSubscriber = async (db: Db, id: string, changes: Partial<Subscriber>): Promise<void> => {
+  await db.updateTable('subscribers').set(changes).where('id', '=', id).execute();
+};
+
+export const removeSubscriber = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
+  Number((await db.deleteFrom('subscribers').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
+
+/** Replaces a subscriber's tags. */
+export async function saveSubscriberTags(db: Db, subscriber: Pick<Subscriber, 'id' | 'workspace_id'>, tags: readonly string[]): Promise<void> {
+  await db.deleteFrom('subscriber_tags').where('subscriber_id', '=', subscriber.id).execute();
+  if (tags.length > 0) {
+    await db
+      .insertInto('subscriber_tags')
+      .values([...new Set(tags)].map((tag) => ({ subscriber_id: subscriber.id, workspace_id: subscriber.workspace_id, tag })))
+      .execute();
+  }
+}
+
+export async function listTagsOf(db: Db, subscriberIds: readonly string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  if (subscriberIds.length === 0) return out;
+  const rows = await db.selectFrom('subscriber_tags').select(['subscriber_id', 'tag']).where('subscriber_id', 'in', [...subscriberIds]).orderBy('tag').execute();
+  for (const r of rows) out.set(r.subscriber_id, [...(out.get(r.subscriber_id) ?? []), r.tag]);
+  return out;
+}
+
+/** Which of `tags` at least one subscriber of the workspace carries. */
+export async function listKnownTags(db: Db, workspaceId: string, tags: readonly string[]): Promise<string[]> {
+  if (tags.length === 0) return [];
+  const rows = await db.selectFrom('subscriber_tags').select('tag').distinct().where('workspace_id', '=', workspaceId).where('tag', 'in', [...tags]).execute();
+  return rows.map((r) => r.tag);
+}
+
+export interface AudienceSelection {
+  workspaceId: string;
+  /** Subscribers having any of these tags; all when empty. */
+  tags: readonly string[];
+  audienceId: string | null;
+}
+
+/**
+ * The subscribed subscribers a campaign goes to, minus exact-address suppressions, in id
+ * order after `after`: the campaign queue walks it in pages.
+ */
+const selection = (db: Db, s: AudienceSelection) => {
+  let q = db.selectFrom('subscribers').where('subscribers.workspace_id', '=', s.workspaceId).where('subscribers.status', '=', 'subscribed');
+  if (s.tags.length > 0) {
+    const tags = [...s.tags];
+    q = q.where((eb) => eb.exists(eb.selectFrom('subscriber_tags').select('tag').whereRef('subscriber_tags.subscriber_id', '=', 'subscribers.id').where('subscriber_tags.tag', 'in', tags)));
+  }
+  if (s.audienceId !== null) {
+    const audienceId = s.audienceId;
+    q = q.where((eb) =>
+      eb.exists(eb.selectFrom('audience_members').select('subscriber_id').whereRef('audience_members.subscriber_id', '=', 'subscribers.id').where('audience_members.audience_id', '=', audienceId)),
+    );
+  }
+  return q.where((eb) =>
+    eb.not(
+      eb.exists(
+        eb
+          .selectFrom('suppressions')
+          .select('address')
+          .whereRef('suppressions.workspace_id', '=', 'subscribers.workspace_id')
+          .whereRef('suppressions.address', '=', 'subscribers.email_key'),
+      ),
+    ),
+  );
+};
+
+export const countSelection = async (db: Db, s: AudienceSelection): Promise<number> =>
+  Number((await selection(db, s).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+export const listSelectionPage = (db: Db, s: AudienceSelection, after: string | null, limit: number): Promise<Subscriber[]> => {
+  let q = selection(db, s).selectAll('subscribers');
+  if (after !== null) q = q.where('subscribers.id', '>', after);
+  return q.orderBy('subscribers.id').limit(limit).execute();
+};

@@ -1,0 +1,209 @@
+import type { ExpressionBuilder } from 'kysely';
+import type { Db, Dialect } from './db.js';
+import type {
+  Database,
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEndpointUpdate,
+} from './tables.js';
+
+// Endpoints
+
+export const saveWebhookEndpoint = async (db: Db, row: WebhookEndpoint): Promise<void> => {
+  await db.insertInto('webhook_endpoints').values(row).execute();
+};
+
+export const findWebhookEndpoint = (db: Db, workspaceId: string, id: string): Promise<WebhookEndpoint | undefined> =>
+  db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+
+export const findWebhookEndpointByUrl = (db: Db, workspaceId: string, url: string): Promise<WebhookEndpoint | undefined> =>
+  db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId).where('url', '=', url).executeTakeFirst();
+
+export const listWebhookEndpoints = (db: Db, workspaceId: string, page: { limit: number; offset: number }): Promise<WebhookEndpoint[]> =>
+  db
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+
+export const countWebhookEndpoints = async (db: Db, workspaceId: string): Promise<number> => {
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+};
+
+/** What the fan-out needs of each enabled endpoint of a workspace. */
+export const listEnabledWebhookEndpoints = (db: Db, workspaceId: string): Promise<Array<Pick<WebhookEndpoint, 'id' | 'events'>>> =>
+  db.selectFrom('webhook_endpoints').select(['id', 'events']).where('workspace_id', '=', workspaceId).where('status', '=', 'enabled').execute();
+
+export const listWebhookEndpointsByIds = (db: Db, ids: string[]): Promise<WebhookEndpoint[]> =>
+  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', ids).execute();
+
+export const updateWebhookEndpoint = async (db: Db, id: string, changes: WebhookEndpointUpdate): Promise<void> => {
+  await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
+};
+
+/** Removes an endpoint; its deliveries and attempts go with it (foreign keys cascade). */
+export const removeWebhookEndpoint = async (db: Db, workspaceId: string, id: string): Promise<boolean> => {
+  const result = await db.deleteFrom('webhook_endpoints').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+};
+
+// Deliveries (the outbox) and attempts
+
+export const saveWebhookDeliveries = async (db: Db, rows: WebhookDelivery[]): Promise<void> => {
+  if (rows.length > 0) await db.insertInto('webhook_deliveries').values(rows).execute();
+};
+
+export interface DeliveryFilter {
+  endpointId: string;
+  status?: WebhookDeliveryStatus | undefined;
+}
+
+const deliveriesOf = (db: Db, filter: DeliveryFilter) => {
+  let q = db.selectFrom('webhook_deliveries').where('endpoint_id', '=', filter.endpointId);
+  if (filter.status) q = q.where('status', '=', filter.status);
+  return q;
+};
+
+export const listWebhookDeliveries = (db: Db, filter: DeliveryFilter, page: { limit: number; offset: number }): Promise<WebhookDelivery[]> =>
+  deliveriesOf(db, filter).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+
+export const countWebhookDeliveries = async (db: Db, filter: DeliveryFilter): Promise<number> => {
+  const row = await deliveriesOf(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+};
+
+export const findWebhookDelivery = (db: Db, endpointId: string, id: string): Promise<WebhookDelivery | undefined> =>
+  db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', id).executeTakeFirst();
+
+export const findWebhookDeliveryById = (db: Db, id: string): Promise<WebhookDelivery | undefined> =>
+  db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+
+export const listWebhookAttempts = (db: Db, deliveryIds: string[]): Promise<WebhookAttempt[]> =>
+  deliveryIds.length === 0
+    ? Promise.resolve([])
+    : db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('started_at').orderBy('attempt').execute();
+
+/** Inserts attempts, many rows per statement. */
+export const saveWebhookAttempts = async (db: Db, rows: WebhookAttempt[]): Promise<void> => {
+  for (let i = 0; i < rows.length; i += 100) await db.insertInto('webhook_attempts').values(rows.slice(i, i + 100)).execute();
+};
+
+export const updateWebhookDelivery = async (db: Db, id: string, changes: Partial<Omit<WebhookDelivery, 'id'>>): Promise<void> => {
+  await db.updateTable('webhook_deliveries').set(changes).where('id', '=', id).execute();
+};
+
+/** Writes a leased delivery's new state; false when `owner` no longer holds the lease. */
+export const updateLeasedWebhookDelivery = async (
+  db: Db,
+  id: string,
+  owner: string,
+  changes: Partial<Omit<WebhookDelivery, 'id'>>,
+): Promise<boolean> => {
+  const result = await db.updateTable('webhook_deliveries').set(changes).where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+};
+
+/**
+ * Notes a success: ends the failure streak. Under load successes come by the hundred a
+ * second, so the row is written only when a streak ends or last_success_at is a second old.
+ */
+export const markWebhookEndpointHealthy = async (db: Db, id: string, now: number): Promise<void> => {
+  await db
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: null, last_success_at: now })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('failing_since', 'is not', null), eb('last_success_at', 'is', null), eb('last_success_at', '<', now - 1000)]))
+    .execute();
+};
+
+/** Puts a finished (or waiting) delivery back at the head of the queue with a fresh schedule. */
+export const requeueWebhookDelivery = async (db: Db, id: string, now: number): Promise<boolean> => {
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', run_attempts: 0, next_attempt_at: now, run_started_at: now, completed_at: null, updated_at: now })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+};
+
+/** Ends every pending delivery of an endpoint that will not be attempted (it was disabled). */
+export const failPendingWebhookDeliveries = async (db: Db, endpointId: string, now: number, error: string): Promise<void> => {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', last_error: error, completed_at: now, updated_at: now })
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'pending')
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .execute();
+};
+
+const unleasedAt = (now: number) => (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
+  eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]);
+
+/** Endpoints with due, unleased deliveries, the longest-waiting first. */
+export async function listDueWebhookEndpointIds(db: Db, now: number, exclude: string[], limit: number): Promise<string[]> {
+  let q = db
+    .selectFrom('webhook_deliveries')
+    .select('endpoint_id')
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', now)
+    .where(unleasedAt(now));
+  if (exclude.length > 0) q = q.where('endpoint_id', 'not in', exclude);
+  const rows = await q
+    .groupBy('endpoint_id')
+    .orderBy((eb) => eb.fn.min('next_attempt_at'))
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.endpoint_id);
+}
+
+export interface ClaimQuery {
+  endpointId: string;
+  owner: string;
+  now: number;
+  leaseUntil: number;
+  limit: number;
+}
+
+/**
+ * Leases up to `limit` due deliveries of one endpoint to `owner`, in one statement. On
+ * PostgreSQL, rows another node is claiming are skipped rather than waited for (SKIP LOCKED);
+ * SQLite has one writer at a time, so the statement alone is enough. A crashed owner's
+ * leases expire and the rows are claimed again: delivery is at-least-once.
+ */
+export async function claimWebhookDeliveries(db: Db, dialect: Dialect, q: ClaimQuery): Promise<WebhookDelivery[]> {
+  const due = db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('endpoint_id', '=', q.endpointId)
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', q.now)
+    .where(unleasedAt(q.now))
+    .orderBy('next_attempt_at')
+    .limit(q.limit);
+  const lockable = dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
+  return db
+    .updateTable('webhook_deliveries')
+    .set({ lease_owner: q.owner, lease_until: q.leaseUntil })
+    .where('id', 'in', lockable)
+    .returningAll()
+    .execute();
+}
+
+/** Gives back leases that were never started (on shutdown), so another node can take them. */
+export const releaseWebhookDeliveries = async (db: Db, owner: string, ids: string[]): Promise<void> => {
+  if (ids.length === 0) return;
+  await db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
+};

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { renderData, renderEnvelope, type EventToRender } from '../../../src/webhooks/render-event.js';
+
+const delivered: EventToRender = {
+  id: 'evt_abc',
+  type: 'email.delivered',
+  created_at: Date.UTC(2025, 0, 2, 3, 4, 5),
+  data: {
+    email_id: '0190a4b2-0000-7000-8000-000000000001',
+    message_id: '<m1@example.com>',
+    to: 'bob@example.org',
+    subject: 'Hello',
+    campaign_id: 'c1',
+    subscriber_id: 's1',
+    tags: ['welcome'],
+    metadata: { order: 42 },
+    timestamp: '2025-01-02T03:04:05.000Z',
+    smtp: { code: 250, response: '250 2.0.0 OK', mx_host: 'mx.example.org' },
+  },
+};
+
+describe('webhook payloads', () => {
+  it('envelope: id, type, created_at (ISO), data', () => {
+    const env = renderEnvelope('v1', delivered);
+    assert.deepEqual(Object.keys(env), ['id', 'type', 'created_at', 'data']);
+    assert.equal(env.id, 'evt_abc');
+    assert.equal(env.created_at, '2025-01-02T03:04:05.000Z');
+  });
+
+  it('versioned email.delivered: email_id, to, subject', () => {
+    assert.deepEqual(renderData('v1', delivered), { email_id: delivered.data.email_id, to: ['bob@example.org'], subject: 'Hello' });
+  });
+
+  it('legacy email.delivered: email_id, message_id, recipient, campaign_id, timestamp, metadata{subscriber_id, tags}', () => {
+    assert.deepEqual(renderData('legacy', delivered), {
+      email_id: delivered.data.email_id,
+      message_id: '<m1@example.com>',
+      recipient: 'bob@example.org',
+      campaign_id: 'c1',
+      timestamp: '2025-01-02T03:04:05.000Z',
+      metadata: { order: 42, subscriber_id: 's1', tags: ['welcome'] },
+    });
+  });
+
+  it('fields an event did not record are null, and legacy timestamp defaults to the event time', () => {
+    const bare = { ...delivered, type: 'email.bounced', data: { email_id: 'e', to: ['a@x.org', 'b@x.org'] } };
+    assert.deepEqual(renderData('v1', bare), { email_id: 'e', to: ['a@x.org', 'b@x.org'], subject: null, bounce: null, smtp: null, mx_host: null });
+    const legacy = renderData('legacy', bare);
+    assert.equal(legacy.recipient, 'a@x.org');
+    assert.equal(legacy.timestamp, '2025-01-02T03:04:05.000Z');
+    assert.deepEqual(legacy.metadata, { subscriber_id: null, tags: [] });
+  });
+
+  it('type-specific fields travel on both surfaces', () => {
+    const clicked = { ...delivered, type: 'email.clicked', data: { ...delivered.data, url: 'https://example.org/x', user_agent: 'UA/1' } };
+    for (const surface of ['v1', 'legacy'] as const) {
+      const data = renderData(surface, clicked);
+      assert.equal(data.url, 'https://example.org/x');
+      assert.equal(data.user_agent, 'UA/1');
+      assert.equal('smtp' in data, false);
+    }
+    const delayed = { ...delivered, type: 'email.delivery_delayed', data: { ...delivered.data, attempt: 2, next_attempt_at: '2025-01-02T03:09:05.000Z' } };
+    assert.deepEqual(renderData('v1', delayed), {
+      email_id: delivered.data.email_id,
+      to: ['bob@example.org'],
+      subject: 'Hello',
+      smtp: delivered.data.smtp,
+      mx_host: null,
+      attempt: 2,
+      next_attempt_at: '2025-01-02T03:09:05.000Z',
+    });
+    const suppressed = { ...delivered, type: 'email.suppressed', data: { ...delivered.data, suppression: { email: 'bob@example.org', reason: 'hard_bounce', scope: 'all' } } };
+    assert.deepEqual(renderData('legacy', suppressed).suppression, { email: 'bob@example.org', reason: 'hard_bounce', scope: 'all' });
+  });
+
+  it('subscriber and campaign events carry their own fields; unknown types pass through', () => {
+    const sub = { ...delivered, type: 'subscriber.created', data: { subscriber_id: 's1', email: 'a@x.org', status: 'subscribed', secret_internal: 1 } };
+    assert.deepEqual(renderData('legacy', sub), { subscriber_id: 's1', email: 'a@x.org', status: 'subscribed', first_name: null, last_name: null, tags: null, metadata: null });
+    assert.deepEqual(renderData('v1', { ...delivered, type: 'campaign.sent', data: { campaign_id: 'c', name: 'N', recipients: 3 } }), { campaign_id: 'c', name: 'N', recipients: 3 });
+    assert.deepEqual(renderData('v1', { ...delivered, type: 'future.thing', data: { a: 1 } }), { a: 1 });
+  });
+});
