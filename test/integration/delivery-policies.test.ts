@@ -147,6 +147,37 @@ describe('delivery through a smarthost', () => {
   });
 });
 
+describe('maximum queue lifetime', () => {
+  it('bounces (soft, expired) a message still deferred when its lifetime runs out', async () => {
+    const dns = await startDnsServer();
+    const mx = await startMxServer({ hooks: { onRcpt: () => ({ code: 451, text: '4.3.0 Try again later' }) } });
+    routeDomain(dns, 'never.test', [{ name: 'mx.never.test', preference: 10, a: ['127.0.0.1'] }]);
+    const server = await startTestServer(baseConfig(dns, mx.port, { retrySchedule: [1], maxQueueLifetime: 2 }));
+    try {
+      await addSendingDomain(server, dns, SENDER);
+      const email = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: ['late@never.test'] });
+      server.delivery!.wake();
+      const state = await eventually(async () => {
+        const s = await emailState(server.runtime.store.db, email.id);
+        return s.email.status === 'bounced' ? s : undefined;
+      });
+      // How many attempts fit in the lifetime depends on the machine; each but the last deferred.
+      assert.ok(state.attempts.slice(0, -1).every((a) => a.outcome === 'deferred'));
+      assert.equal(state.attempts.at(-1)!.outcome, 'bounced');
+      assert.equal(state.attempts.at(-1)!.category, 'expired');
+      const bounce = state.events.find((e) => e.type === 'email.bounced')!;
+      assert.deepEqual([bounce.data.bounce.type, bounce.data.bounce.category], ['soft', 'expired']);
+      assert.match(bounce.data.bounce.message, /^Gave up after \d+ attempts/);
+      const suppressed = await server.runtime.store.db.selectFrom('suppressions').selectAll().where('address', '=', 'late@never.test').executeTakeFirst();
+      assert.equal(suppressed, undefined, 'an expired message does not suppress the address');
+    } finally {
+      await server.close();
+      await mx.close();
+      await dns.close();
+    }
+  });
+});
+
 describe('graceful shutdown of delivery', () => {
   it('lets a transaction in flight finish, and gives back one that outlives shutdownTimeout', async () => {
     const dns = await startDnsServer();
