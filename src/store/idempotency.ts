@@ -1,13 +1,7 @@
 import type { Db } from './db.js';
+import type { IdempotencyKeysTable } from './tables.js';
 
-export interface IdempotencyRecord {
-  request_hash: string;
-  state: 'in_flight' | 'done';
-  response_status: number | null;
-  response_body: string | null;
-  created_at: number;
-  locked_until: number;
-}
+export type IdempotencyRecord = Omit<IdempotencyKeysTable, 'workspace_id' | 'key'>;
 
 /** Inserts an in-flight claim; false when the key already has a row (the unique key decides races). */
 export async function insertIdempotencyClaim(db: Db, workspaceId: string, key: string, requestHash: string, now: number, lockedUntil: number): Promise<boolean> {
