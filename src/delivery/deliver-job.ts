@@ -123,10 +123,12 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
   let last: Outcome | null = null;
   let tried = 0;
   let anyAddress = false;
+  let lookupFailed = false;
   for (const host of r.hosts) {
     if (tried >= MAX_ADDRESSES) break;
     const lookup = await resolveAddresses(host.name, ctx.resolver);
     if (lookup.kind === 'dns_error') {
+      lookupFailed = true;
       last = { kind: 'deferred', code: null, response: lookup.message, category: 'dns', mxHost: host.name, tls: false };
       continue;
     }
@@ -155,7 +157,7 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
       ctx.logger.debug({ component: 'delivery', emailId: job.email.id, mxHost: host.name, address, err: result.message }, 'MX host failed, trying the next');
     }
   }
-  if (r.implicit && !anyAddress && last?.kind === 'deferred' && last.category === 'dns' && !/failed/.test(last.response)) {
+  if (r.implicit && !anyAddress && !lookupFailed) {
     // No MX and no address: the domain cannot receive mail (RFC 5321 §5.1).
     return everyone(job, { kind: 'bounced', code: 550, response: `550 5.1.2 ${job.domain} has no MX, A or AAAA record`, category: 'bad_domain', bounceType: 'hard', mxHost: null, tls: false });
   }

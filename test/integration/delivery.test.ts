@@ -212,6 +212,14 @@ describe('delivery to a loopback MX', () => {
     assert.equal(state.attempts[0]!.category, 'bad_domain');
   });
 
+  it('bounces mail for a domain that exists but has no MX, A or AAAA record', async () => {
+    dns.set('noaddress.test', 'TXT', ['v=spf1 -all']);
+    const email = await queue(['x@noaddress.test']);
+    const state = await settled(email.id, ['bounced']);
+    assert.equal(state.attempts[0]!.category, 'bad_domain');
+    assert.match(state.attempts[0]!.response!, /no MX, A or AAAA record/);
+  });
+
   it('falls back to the next MX by preference when the first refuses connections', async () => {
     // The preferred host only has an IPv6 address where nothing listens: connection refused.
     routeDomain(dns, 'fallback.test', [
