@@ -2,13 +2,7 @@ import { promises as dnsPromises } from 'node:dns';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import type { Db } from '../../src/store/db.js';
 import type { TestDns } from './dns-server.js';
-import { addVerifiedDomain } from './domains.js';
 import type { TestServer } from './server.js';
-
-/** A sending domain added, its DNS records published in the test DNS, and verified. */
-export const addSendingDomain = async (server: TestServer, dns: TestDns, domain: string): Promise<void> => {
-  await addVerifiedDomain(server, dns, domain);
-};
 
 /** Routes `domain` to MX hosts: [name, preference, A addresses, AAAA addresses]. */
 export function routeDomain(dns: TestDns, domain: string, hosts: Array<{ name: string; preference: number; a?: string[]; aaaa?: string[] }>): void {

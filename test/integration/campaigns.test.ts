@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
-import { addSendingDomain, eventually, routeDomain } from '../helpers/delivery.js';
+import { eventually, routeDomain } from '../helpers/delivery.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
@@ -30,7 +31,7 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
       http: { publicUrl: 'http://127.0.0.1:1' },
     }, { clock });
     key = await server.key();
-    await addSendingDomain(server, dns, 'shop.example');
+    await addVerifiedDomain(server, dns, 'shop.example');
     routeDomain(dns, 'example.org', [{ name: 'mx.example.org', preference: 10, a: ['127.0.0.1'] }]);
   });
   after(async () => {

@@ -5,7 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
 import type { MTASTSPolicy } from 'mailauth';
 import { openStore } from '../../src/store/db.js';
-import { addSendingDomain, emailState, eventually, routeDomain } from '../helpers/delivery.js';
+import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { queueEmail } from '../helpers/mail.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
@@ -34,7 +35,7 @@ describe('delivery policies: MTA-STS, throttling, smarthost', () => {
         return text ? ({ id: 'test', ...parsePolicy(text) } as MTASTSPolicy) : { id: false, mode: 'none' };
       },
     });
-    await addSendingDomain(server, dns, SENDER);
+    await addVerifiedDomain(server, dns, SENDER);
   });
   after(async () => {
     await server.close();
@@ -120,7 +121,7 @@ describe('delivery through a smarthost', () => {
         relay: { host: 'smarthost.test', port: relay.port, auth: { user: 'relay-user', pass: 'relay-pass' }, rejectUnauthorized: false },
       }),
     );
-    await addSendingDomain(server, dns, SENDER);
+    await addVerifiedDomain(server, dns, SENDER);
   });
   after(async () => {
     await server.close();
@@ -154,7 +155,7 @@ describe('maximum queue lifetime', () => {
     routeDomain(dns, 'never.test', [{ name: 'mx.never.test', preference: 10, a: ['127.0.0.1'] }]);
     const server = await startTestServer(baseConfig(dns, mx.port, { retrySchedule: [1], maxQueueLifetime: 2 }));
     try {
-      await addSendingDomain(server, dns, SENDER);
+      await addVerifiedDomain(server, dns, SENDER);
       const email = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: ['late@never.test'] });
       server.delivery!.wake();
       const state = await eventually(async () => {
@@ -189,7 +190,7 @@ describe('graceful shutdown of delivery', () => {
 
     // First: the MX answers DATA after 300 ms; stop waits for it.
     const quick = await startTestServer(baseConfig(dns, mx.port, { shutdownTimeout: 10 }));
-    await addSendingDomain(quick, dns, SENDER);
+    await addVerifiedDomain(quick, dns, SENDER);
     mx.hooks.onData = async () => {
       dataSeen();
       await new Promise((r) => setTimeout(r, 300));
@@ -208,7 +209,7 @@ describe('graceful shutdown of delivery', () => {
 
     // Then: the MX holds DATA until told; shutdownTimeout is 1 s, so the row is given back.
     const stuck = await startTestServer(baseConfig(dns, mx.port, { shutdownTimeout: 1 }));
-    await addSendingDomain(stuck, dns, SENDER);
+    await addVerifiedDomain(stuck, dns, SENDER);
     let started: () => void = () => {};
     const startedData = new Promise<void>((r) => (started = r));
     mx.hooks.onData = () =>

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { parseReturnPath } from '../../src/delivery/return-path.js';
-import { addSendingDomain, emailState, eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
+import { emailState, eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { queueEmail } from '../helpers/mail.js';
@@ -34,7 +35,7 @@ describe('delivery to a loopback MX', () => {
       },
       dkim: { host: 'dkim.mailsvc.test' },
     });
-    await addSendingDomain(server, dns, SENDER);
+    await addVerifiedDomain(server, dns, SENDER);
     routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
     key = await server.key();
   });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import nodemailer from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
-import { addSendingDomain, emailState, eventually, routeDomain } from '../helpers/delivery.js';
+import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
@@ -95,7 +96,7 @@ describe('inbound listener: asynchronous bounces and complaints', () => {
       smtp: { inbound: { enabled: true, port: 0, feedbackAddresses: ['fbl@bounces.shop.example'] } },
       webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
     });
-    await addSendingDomain(server, dns, 'shop.example');
+    await addVerifiedDomain(server, dns, 'shop.example');
     routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
     key = await server.key();
     const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/reports`, events: ['email.bounced', 'email.complained'] } });
