@@ -2,7 +2,6 @@ import { promises as dnsPromises } from 'node:dns';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import type { Db } from '../../src/store/db.js';
 import type { TestDns } from './dns-server.js';
-import type { TestServer } from './server.js';
 
 /** Routes `domain` to MX hosts: [name, preference, A addresses, AAAA addresses]. */
 export function routeDomain(dns: TestDns, domain: string, hosts: Array<{ name: string; preference: number; a?: string[]; aaaa?: string[] }>): void {
