@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, fmt, median, peakRssMb, root, serve } from './lib.js';
+import { benchEnv, cli, cpuSeconds, fmt, median, peakRssMb, root, rssMb, serve } from './lib.js';
 import { postfixWithOpendkim } from './postfix.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
@@ -13,25 +12,6 @@ import { startSink, type Sink } from './smtp-sink.js';
  * installed; BENCH_NO_POSTFIX=1 skips it). BENCH_MESSAGES sets the messages per run
  * (default 5,000; 50000 for the memory target).
  */
-
-const rssMb = (pid: number): number | null => {
-  try {
-    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb ? Number(kb) / 1024 : null;
-  } catch {
-    return null;
-  }
-};
-
-/** CPU seconds (user + system, all threads) a process has used, from /proc (Linux). */
-const cpuSeconds = (pid: number): number | null => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return null;
-  }
-};
 
 /** A fixed number of requests from a separate process (autocannon -a). */
 function postMany(url: string, key: string, body: string, amount: number, connections: number): Promise<{ non2xx: number; errors: number }> {
