@@ -6,6 +6,7 @@
 import { deliveryEndToEnd } from './delivery.js';
 import { campaignQueue } from './campaign-queue.js';
 import { sendAcceptance } from './send-acceptance.js';
+import { smtpSubmission } from './smtp-submission.js';
 import { webhookFanout } from './webhooks.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -16,6 +17,7 @@ const benches: Record<string, () => Promise<void>> = {
   'send-acceptance': () => sendAcceptance({ seconds, runs }),
   delivery: () => deliveryEndToEnd({ runs, messages }),
   webhooks: () => webhookFanout(),
+  'smtp-submission': () => smtpSubmission({ messages: Number(process.env.BENCH_MESSAGES ?? 20_000), runs }),
   'campaign-queue': () => campaignQueue({ subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000) }),
 };
 

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import ipaddr from 'ipaddr.js';
 import {
   bool,
   int,
@@ -19,6 +20,15 @@ import {
  * environment variable names (MAILSVC_ + path in SNAKE_CASE) and the README's configuration
  * table all come from this one declaration.
  */
+
+const isCidr = (value: string): boolean => {
+  try {
+    ipaddr.parseCIDR(value);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const url = (defaultValue: string, description: string): Setting<string> => ({
   ...str(defaultValue, description),
@@ -157,6 +167,16 @@ export const schema = {
       plaintextAuthOnLoopback: bool(true, 'Allow AUTH without TLS from loopback clients (local applications on the same machine).'),
       maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted over SMTP in bytes (advertised with SIZE).', 1024),
       maxRecipients: int(50, 'Most recipients per SMTP transaction.', 1),
+      trustedNetworks: json<string[]>(
+        'string[] (CIDR)',
+        [],
+        'Clients in these networks (e.g. ["127.0.0.1/32"]) may submit without AUTH, as smtp.submission.trustedWorkspace, like Postfix mynetworks: for printers and scripts that cannot authenticate.',
+        (v) => {
+          if (!Array.isArray(v) || !v.every((c) => typeof c === 'string' && isCidr(c))) return settingFail('must be an array of CIDR ranges such as "127.0.0.1/32" or "10.0.0.0/8"');
+          return v as string[];
+        },
+      ),
+      trustedWorkspace: optionalStr('Workspace id that mail from trustedNetworks is sent as (null: the default workspace). Such mail is live, never test mail.'),
     },
     inbound: {
       enabled: bool(false, 'Run the inbound listener for bounces (DSN) and complaints (ARF).'),

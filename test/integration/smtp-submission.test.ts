@@ -219,6 +219,29 @@ describe('SMTP submission', () => {
     }
   });
 
+  it('lets clients in trustedNetworks submit without AUTH, as the trusted workspace', async () => {
+    const trustedDns = await startDnsServer();
+    const other = await startTestServer({ delivery: { dnsServers: [trustedDns.server], enabled: false }, smtp: { submission: { trustedNetworks: ['127.0.0.0/8', '::1/128'] } } });
+    const untrusted = await startTestServer({ smtp: { submission: { trustedNetworks: ['10.0.0.0/8'] } } });
+    try {
+      await addVerifiedDomain(other, trustedDns, 'printer.example');
+      const noAuth = (port: number) => nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true });
+      const info = await noAuth(other.smtp!.starttls).sendMail({ from: 'scanner@printer.example', to: 'office@example.org', subject: 'Scan', text: 'attached' });
+      assert.match(info.response, /^250 2\.0\.0 Ok: queued as /);
+      const email = await other.runtime.services.emails.get(other.workspaceId, queuedId(info.response));
+      assert.equal(email.intake, 'smtp');
+      assert.equal(email.test, false);
+      await assert.rejects(noAuth(untrusted.smtp!.starttls).sendMail({ from: 'a@acme.example', to: 'b@example.org', subject: 's', text: 't' }), (err: { responseCode?: number }) => {
+        assert.equal(err.responseCode, 530);
+        return true;
+      });
+    } finally {
+      await other.close();
+      await untrusted.close();
+      await trustedDns.close();
+    }
+  });
+
   it('works with swaks, a client no one here wrote', { skip: !existsSync('/usr/bin/swaks') && 'swaks is not installed (apt-get install swaks)' }, async () => {
     const out = await new Promise<string>((resolve, reject) =>
       execFile(

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../../config/schema.js';
 import type { Principal } from '../../services/credentials.js';
@@ -91,7 +92,23 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     }
   }
 
+  const trusted = cfg.trustedNetworks.map((cidr) => ipaddr.parseCIDR(cidr));
+  const isTrusted = (address: string): boolean => {
+    if (trusted.length === 0 || !ipaddr.isValid(address)) return false;
+    const ip = ipaddr.process(address);
+    return trusted.some(([range, bits]) => ip.kind() === range.kind() && ip.match(range, bits));
+  };
+
+  /** A client in smtp.submission.trustedNetworks sends, without AUTH, as the trusted workspace. */
+  async function trustedUser(session: SMTPServerSession): Promise<SessionUser> {
+    if (!isTrusted(session.remoteAddress)) throw reply(530, '5.7.0 Authentication required: AUTH PLAIN or LOGIN with an API key as the password');
+    const workspace = cfg.trustedWorkspace ? await services.workspaces.find(cfg.trustedWorkspace) : await services.workspaces.ensureDefault();
+    if (!workspace) throw reply(451, '4.3.5 smtp.submission.trustedWorkspace names no workspace');
+    return { workspace, principal: { credentialId: 'trusted-network', kind: 'live', master: false, workspaceId: workspace.id, scopes: 'all' } };
+  }
+
   async function onMailFrom(address: string, session: SMTPServerSession): Promise<void> {
+    session.user ??= await trustedUser(session);
     const { workspace, principal } = session.user as SessionUser;
     const normalized = normalizeAddress(address);
     if (!normalized) throw reply(553, `5.1.7 <${address}> is not a valid sender address`);
@@ -142,7 +159,8 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
       authMethods: ['PLAIN', 'LOGIN'],
       // Enforced per connection in onAuth: loopback clients may authenticate without TLS.
       allowInsecureAuth: true,
-      authOptional: false,
+      // Required in onMailFrom, unless the client is in smtp.submission.trustedNetworks.
+      authOptional: true,
       size: cfg.maxMessageSize,
       disableReverseLookup: true,
       logger: false,
