@@ -1,6 +1,8 @@
-// Regenerates the generated parts of README.md (the configuration table): `npm run docs`.
-import { readFileSync, writeFileSync } from 'node:fs';
+// Regenerates the generated docs: the README's configuration table and docs/openapi.json (`npm run docs`).
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { configTable } from '../src/config/describe-config.js';
+import { renderOpenApi } from '../src/intake/http/openapi.js';
+import { apiRoutes } from '../src/intake/http/routes/index.js';
 
 const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';
@@ -8,3 +10,6 @@ const readme = readFileSync('README.md', 'utf8');
 const before = readme.slice(0, readme.indexOf(START) + START.length);
 const after = readme.slice(readme.indexOf(END));
 writeFileSync('README.md', `${before}\n${configTable()}\n${after}`);
+
+mkdirSync('docs', { recursive: true });
+writeFileSync('docs/openapi.json', renderOpenApi(apiRoutes));

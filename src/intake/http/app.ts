@@ -11,10 +11,11 @@ import { limitWorkspace } from './rate-limit.js';
 import { runRoute, type Route } from './route.js';
 import { apiRoutes } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
+import { openApiRoute } from './routes/openapi.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
 import { trackingRoutes } from './routes/tracking.js';
 
-function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
+export function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
   const router = new Router<State>();
   for (const route of routes) {
     router.register(route.path, [route.method], async (ctx: Ctx) => runRoute(route, ctx, deps, ctx.params as Record<string, string>));
@@ -53,6 +54,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(requestId);
   app.use(renderErrors(deps.logger));
   app.use(healthRoutes(deps));
+  app.use(openApiRoute(routes));
   app.use(unsubscribeRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {
