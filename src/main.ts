@@ -20,6 +20,8 @@ import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { migrateToLatest, openStore, type Store } from './store/db.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
+import { createMetrics, type ServerMetrics } from './observability/metrics.js';
+import { countActiveQueueItems } from './store/queue.js';
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -42,6 +44,8 @@ export interface RuntimeOptions {
   mtaStsFetcher?: PolicyFetcher;
   /** Called after mail was queued (the delivery workers claim it at once instead of at their next poll). */
   onQueued?: () => void;
+  /** The server's metrics; the CLI has none. */
+  metrics?: ServerMetrics | undefined;
 }
 
 /** Opens the database, applies pending migrations and builds the services (CLI and server). */
@@ -59,6 +63,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       logger: options.logger,
       resolver: options.resolver ?? createResolver(config.delivery.dnsServers),
       secretKey: loadSecretKey(config),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
     };
     const services = createServices(deps, { onQueued: options.onQueued });
     await services.workspaces.ensureDefault();
@@ -99,6 +104,7 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
     batcher: runtime.services.batcher,
     loadContent: (email) => runtime.services.campaigns.contentFor(email),
+    metrics: deps.metrics,
   });
 }
 
@@ -131,7 +137,10 @@ function every(ms: number, logger: Logger, name: string, job: () => Promise<unkn
 export async function startServer(config: Config, options: RuntimeOptions): Promise<RunningServer> {
   const { logger } = options;
   let wakeDelivery = () => {};
-  const runtime = await openRuntime(config, { ...options, onQueued: () => wakeDelivery() });
+  // One registry per server: tests run several in one process.
+  const metrics = config.metrics.enabled ? createMetrics() : undefined;
+  const runtime = await openRuntime(config, { ...options, metrics, onQueued: () => wakeDelivery() });
+  metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
   const stops: Array<() => Promise<void> | void> = [];
   try {
     // Stopped after the listeners (stops run in reverse): no new mail comes in while the
@@ -147,6 +156,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       config,
       logger,
       clock: runtime.deps.clock,
+      metrics,
       ready: async () => {
         await sql`select 1`.execute(runtime.store.db);
         return true;

@@ -240,6 +240,7 @@ export const schema = {
     days: int(30, 'Days to keep delivery attempts, events and webhook deliveries.', 1),
   },
   metrics: {
+    enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),
     token: optionalStr('Bearer token required by GET /metrics; null leaves it open.'),
   },
   dashboard: {

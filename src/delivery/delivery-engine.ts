@@ -20,6 +20,8 @@ import type { MtaStsPolicies } from './mta-sts.js';
 import type { Outcome, RecipientResult } from './outcome.js';
 import { recordOutcomes } from './record-outcomes.js';
 import { bounceDomainOf, returnPathFor } from './return-path.js';
+import { countOutcomes } from './count-outcomes.js';
+import type { Metrics } from '../observability/metrics.js';
 import { isSimulated, simulate } from './simulator.js';
 import type { SmtpClient } from './smtp-client.js';
 
@@ -47,6 +49,7 @@ export interface DeliveryDeps {
   batcher?: CommitBatcher;
   /** The message to send for an email; campaign messages are composed on first use. */
   loadContent?: (email: Email) => Promise<Buffer | undefined>;
+  metrics?: Metrics;
 }
 
 export interface DeliveryEngine {
@@ -186,8 +189,12 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     if (waitingForRoom) wake();
   };
 
-  const writeResults = (results: RecipientResult[]) =>
-    batcher.run((trx) => recordOutcomes(trx, results, { owner, now: clock.now(), retrySchedule: config.retrySchedule, maxQueueLifetime: config.maxQueueLifetime }));
+  const writeResults = async (results: RecipientResult[]) => {
+    const now = clock.now();
+    const written = await batcher.run((trx) => recordOutcomes(trx, results, { owner, now, retrySchedule: config.retrySchedule, maxQueueLifetime: config.maxQueueLifetime }));
+    // Counted once committed: a rolled-back batch is written again, one job at a time.
+    if (deps.metrics) countOutcomes(deps.metrics, written, now);
+  };
 
   const logResults = (results: RecipientResult[]) => {
     for (const r of results) {

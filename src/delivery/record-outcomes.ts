@@ -58,9 +58,11 @@ const STATUS: Record<Outcome['kind'], QueueStatus> = {
 /**
  * Writes the results of an attempt in the caller's transaction: each row's new state, its
  * attempt, its events (in the same transaction, for the webhook outbox), the suppression a
- * hard bounce adds, and the emails' statuses.
+ * hard bounce adds, and the emails' statuses. Returns what was written (rows this worker
+ * still held, with deferrals past their lifetime turned into bounces), for the metrics.
  */
-export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: RecordContext): Promise<void> {
+export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: RecordContext): Promise<Array<{ result: RecipientResult; outcome: Outcome }>> {
+  const written: Array<{ result: RecipientResult; outcome: Outcome }> = [];
   const attempts: DeliveryAttempt[] = [];
   const touched = new Set<string>();
   for (const result of results) {
@@ -78,6 +80,7 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
     );
     if (!mine) continue;
     touched.add(email.id);
+    written.push({ result, outcome });
 
     if (attempted) {
       attempts.push({
@@ -151,4 +154,5 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
   }
   await saveDeliveryAttempts(trx, attempts);
   for (const emailId of touched) await refreshEmailStatus(trx, emailId, ctx.now);
+  return written;
 }

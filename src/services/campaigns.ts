@@ -216,6 +216,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       }
     });
     campaign.cursor = cursor;
+    deps.metrics?.emailsAccepted('campaign', 'marketing', prepared.length);
     return 'more';
   }
 

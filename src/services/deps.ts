@@ -2,6 +2,7 @@ import type { Config } from '../config/schema.js';
 import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Db, Dialect } from '../store/db.js';
 
 /** What every service receives from the composition root; nothing reads globals. */
@@ -14,4 +15,6 @@ export interface ServiceDeps {
   resolver: DnsResolver;
   /** 32 bytes that encrypt secrets at rest. */
   secretKey: Buffer;
+  /** Counters for GET /metrics; absent outside the server (CLI). */
+  metrics?: Metrics;
 }

@@ -19,6 +19,7 @@ import { createSubscriberService, type SubscriberService } from './subscribers.j
 import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
 import { createTrackingService, type TrackingService } from './tracking.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
+import { noMetrics, type Metrics } from '../observability/metrics.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -42,6 +43,8 @@ export interface Services {
   limitFor: typeof limitFor;
   /** The process's group commit: intakes and the delivery workers share its transactions. */
   batcher: CommitBatcher;
+  /** The server's metrics (a no-op in the CLI), for the intakes to count with. */
+  metrics: Metrics;
 }
 
 export interface ServiceOptions {
@@ -81,6 +84,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     rateLimiter,
     limitFor,
     batcher,
+    metrics: deps.metrics ?? noMetrics,
   };
 }
 

@@ -234,3 +234,16 @@ export async function bounceQueueItem(trx: Db, id: string, reply: { code: number
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
+
+/** Rows waiting or in flight, by status (the metrics' queue depth); finished rows are not counted. */
+export async function countActiveQueueItems(db: Db): Promise<Record<'queued' | 'sending' | 'deferred', number>> {
+  const depth = { queued: 0, sending: 0, deferred: 0 };
+  const rows = await db
+    .selectFrom('queue_items')
+    .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+    .where('status', 'in', Object.keys(depth) as Array<keyof typeof depth>)
+    .groupBy('status')
+    .execute();
+  for (const row of rows) depth[row.status as keyof typeof depth] = Number(row.n);
+  return depth;
+}

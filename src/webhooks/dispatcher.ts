@@ -28,6 +28,7 @@ import {
 } from '../store/webhooks.js';
 import { endpointHealthAfter, nextAttemptAt, type EndpointHealth, type RetryPolicy } from './retry-policy.js';
 import { sendWebhook, type AttemptResult } from './send-webhook.js';
+import type { Metrics } from '../observability/metrics.js';
 
 export interface DispatcherDeps {
   db: Db;
@@ -37,6 +38,7 @@ export interface DispatcherDeps {
   logger: Logger;
   resolver: DnsResolver;
   secretKey: Buffer;
+  metrics?: Metrics;
 }
 
 export interface WebhookDispatcher {
@@ -296,6 +298,7 @@ export function createWebhookDispatcher(deps: DispatcherDeps): WebhookDispatcher
       await releaseWebhookDeliveries(db, owner, [delivery.id]);
       return;
     }
+    deps.metrics?.webhookAttempt(result.succeeded ? 'succeeded' : result.statusCode === null ? 'no_response' : 'http_error');
     const fields = { endpointId: endpoint.id, workspaceId: endpoint.workspace_id, deliveryId: delivery.id, eventId: event.id };
     if (result.succeeded) log.debug({ ...fields, statusCode: result.statusCode, durationMs: result.durationMs }, 'webhook delivered');
     else log.info({ ...fields, statusCode: result.statusCode, error: result.error }, 'webhook attempt failed');

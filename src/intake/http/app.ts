@@ -12,6 +12,7 @@ import { runRoute, type Route } from './route.js';
 import { apiRoutes } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { openApiRoute } from './routes/openapi.js';
+import { metricsRoute } from './routes/metrics.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
 import { trackingRoutes } from './routes/tracking.js';
 
@@ -55,6 +56,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(renderErrors(deps.logger));
   app.use(healthRoutes(deps));
   app.use(openApiRoute(routes));
+  app.use(metricsRoute(deps));
   app.use(unsubscribeRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {

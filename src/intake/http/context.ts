@@ -5,6 +5,7 @@ import type { Config } from '../../config/schema.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Workspace } from '../../store/tables.js';
+import type { ServerMetrics } from '../../observability/metrics.js';
 
 /** What the HTTP adapter needs from the composition root. */
 export interface HttpDeps {
@@ -14,6 +15,8 @@ export interface HttpDeps {
   clock: Clock;
   /** Answers whether the database is reachable, for /readyz. */
   ready(): Promise<boolean>;
+  /** Served at GET /metrics; absent when metrics.enabled is false. */
+  metrics?: ServerMetrics | undefined;
 }
 
 export interface State {

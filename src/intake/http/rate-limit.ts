@@ -22,6 +22,7 @@ export async function applyLimit(ctx: Ctx, deps: HttpDeps, operation: Operation,
   setRateLimitHeaders(ctx, decision);
   if (!decision.allowed && !limit.soft) {
     const retryAfter = retryAfterSeconds(decision, now);
+    services.metrics.rateLimited('http', operation);
     const per = limit.windowMs === 1000 ? 'second' : `${limit.windowMs / 1000} seconds`;
     throw new AppError('rate_limited', `Rate limit of ${limit.limit} per ${per} exceeded; retry after ${retryAfter} s`, { retryAfter });
   }

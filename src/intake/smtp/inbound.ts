@@ -65,6 +65,10 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
     size: cfg.maxMessageSize,
     disableReverseLookup: true,
     logger: false,
+    onConnect: (_session, callback) => {
+      services.metrics.smtpSession('inbound');
+      callback();
+    },
     onRcptTo: (address, _session, callback) => {
       if (services.reports.acceptsRecipient(address.address)) return callback();
       callback(reply(550, `5.1.1 <${address.address}>: no such mailbox here (this server takes bounces and feedback reports only)`));

@@ -77,6 +77,7 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     const now = clock.now();
     const blocked = await services.rateLimiter.peek(failureKey(session), limit, now);
     if (blocked.remaining === 0) {
+      services.metrics.rateLimited('smtp', 'auth.failure');
       throw reply(454, `4.7.0 Too many failed logins from ${session.remoteAddress}; try again in ${retryAfterSeconds(blocked, now)} s`);
     }
     try {
@@ -164,6 +165,10 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
       size: cfg.maxMessageSize,
       disableReverseLookup: true,
       logger: false,
+      onConnect: (_session, callback) => {
+        services.metrics.smtpSession(secure ? 'submission_tls' : 'submission');
+        callback();
+      },
       onAuth: (auth, session, callback) =>
         void onAuth(auth, session).then(
           (user) => callback(null, { user }),

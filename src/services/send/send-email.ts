@@ -277,6 +277,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       decision = await rateLimiter.hit(`${key}:send.marketing`, limit, now, marketing);
       if (!decision.allowed) {
         const retryAfter = retryAfterSeconds(decision, now);
+        deps.metrics?.rateLimited(prepared[0]!.email.intake === 'smtp' ? 'smtp' : 'http', 'send.marketing');
         throw new AppError('rate_limited', `Marketing send rate of ${limit.limit} per second exceeded; retry after ${retryAfter} s`, { retryAfter, rateLimit: decision });
       }
     }
@@ -320,6 +321,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       await options.inTransaction?.(trx, results);
     });
     deps.onQueued?.();
+    for (const p of prepared) deps.metrics?.emailsAccepted(p.email.intake === 'smtp' || p.email.intake === 'campaign' ? p.email.intake : 'http', p.type);
     return { results, limit: decision };
   }
 

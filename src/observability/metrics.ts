@@ -1,0 +1,94 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { domainClass, type DomainClass } from './domain-class.js';
+
+/**
+ * Prometheus instrumentation, as a narrow interface the components call. Each running server
+ * has its own registry (tests run several servers in one process); the CLI uses `noMetrics`.
+ */
+
+export type IntakeLabel = 'http' | 'smtp' | 'campaign';
+export type DeliveryOutcomeLabel = 'delivered' | 'deferred' | 'bounced' | 'failed';
+export type WebhookOutcomeLabel = 'succeeded' | 'http_error' | 'no_response';
+export type SmtpListenerLabel = 'submission' | 'submission_tls' | 'inbound';
+
+export interface Metrics {
+  emailsAccepted(intake: IntakeLabel, type: 'transactional' | 'marketing', count?: number): void;
+  /** One recipient's attempt; `mxHost` refines the class of custom domains hosted by a big provider. */
+  deliveryAttempt(outcome: DeliveryOutcomeLabel, recipient: string, mxHost: string | null): void;
+  /** Seconds from acceptance (or the scheduled time) to the delivering attempt. */
+  delivered(latencySeconds: number): void;
+  webhookAttempt(outcome: WebhookOutcomeLabel): void;
+  smtpSession(listener: SmtpListenerLabel): void;
+  rateLimited(surface: 'http' | 'smtp', operation: string): void;
+}
+
+export interface ServerMetrics extends Metrics {
+  readonly registry: Registry;
+  /** Where the queue-depth gauge reads from at scrape time. */
+  queueDepthFrom(read: () => Promise<Record<string, number>>): void;
+  /** The text exposition of every metric. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+export const noMetrics: Metrics = {
+  emailsAccepted: () => {},
+  deliveryAttempt: () => {},
+  delivered: () => {},
+  webhookAttempt: () => {},
+  smtpSession: () => {},
+  rateLimited: () => {},
+};
+
+/** Accept-to-delivery latency: from a local relay (sub-second) to retries over days. */
+const LATENCY_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600];
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}): ServerMetrics {
+  const registry = new Registry();
+  // Event loop lag, heap, GC, CPU and file descriptors, under the same prefix.
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'mailsvc_' });
+
+  const accepted = new Counter({ name: 'mailsvc_emails_accepted_total', help: 'Emails accepted for sending, by intake and type', labelNames: ['intake', 'type'] as const, registers: [registry] });
+  const attempts = new Counter({
+    name: 'mailsvc_delivery_attempts_total',
+    help: 'Delivery attempts per recipient, by outcome and destination class (gmail, microsoft, yahoo, apple, other)',
+    labelNames: ['outcome', 'domain_class'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({ name: 'mailsvc_delivery_latency_seconds', help: 'Seconds from acceptance to delivery', buckets: LATENCY_BUCKETS, registers: [registry] });
+  const webhooks = new Counter({ name: 'mailsvc_webhook_attempts_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'] as const, registers: [registry] });
+  const sessions = new Counter({ name: 'mailsvc_smtp_sessions_total', help: 'SMTP connections accepted, by listener', labelNames: ['listener'] as const, registers: [registry] });
+  const limited = new Counter({ name: 'mailsvc_rate_limited_total', help: 'Requests refused by a rate limit, by surface and bucket', labelNames: ['surface', 'operation'] as const, registers: [registry] });
+
+  let readQueue: (() => Promise<Record<string, number>>) | null = null;
+  new Gauge({
+    name: 'mailsvc_queue_depth',
+    help: 'Recipients waiting in the delivery queue, by status (read from the database at scrape time)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      if (!readQueue) return;
+      this.reset();
+      for (const [status, n] of Object.entries(await readQueue())) this.set({ status }, n);
+    },
+  });
+
+  // Every label combination shows from the start, so rate() has a zero to start from.
+  for (const intake of ['http', 'smtp', 'campaign'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
+  for (const outcome of ['succeeded', 'http_error', 'no_response'] as const) webhooks.inc({ outcome }, 0);
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+    queueDepthFrom: (read) => {
+      readQueue = read;
+    },
+    emailsAccepted: (intake, type, count = 1) => accepted.inc({ intake, type }, count),
+    deliveryAttempt: (outcome, recipient, mxHost) => attempts.inc({ outcome, domain_class: domainClass(recipient, mxHost) satisfies DomainClass }),
+    delivered: (seconds) => latency.observe(Math.max(0, seconds)),
+    webhookAttempt: (outcome) => webhooks.inc({ outcome }),
+    smtpSession: (listener) => sessions.inc({ listener }),
+    rateLimited: (surface, operation) => limited.inc({ surface, operation }),
+  };
+}
