@@ -2,12 +2,16 @@ import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config/load-config.js';
 import { openRuntime, type Runtime } from '../main.js';
 import { createLogger } from '../shared/logger.js';
+import { createProgress, type Progress } from './progress.js';
 
 /** Where a command writes; tests pass buffers, `bin/mailsvc.js` passes the process streams. */
 export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
   env: Record<string, string | undefined>;
+  /** stderr is a terminal: progress is redrawn in place rather than written as lines. */
+  stderrIsTTY?: boolean;
+  columns?: number | undefined;
 }
 
 /** Ends a command with an exit code after it has printed what it had to say. */
@@ -59,3 +63,7 @@ export function table(rows: string[][]): string {
 export async function workspaceOf(runtime: Runtime, id: string | undefined): Promise<string> {
   return id ? (await runtime.services.workspaces.get(id)).id : (await runtime.services.workspaces.ensureDefault()).id;
 }
+
+/** Progress of long work, on stderr: a redrawn bar on a terminal, plain lines otherwise. */
+export const progressOn = (io: CliIo, label: string, total: number | null, unit?: string): Progress =>
+  createProgress({ label, total, unit, sink: { write: (text) => io.stderr(text), isTTY: io.stderrIsTTY === true, columns: io.columns } });

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { SUPPRESSION_REASONS, SUPPRESSION_SCOPES, type SuppressionReason, type SuppressionView } from '../services/suppressions.js';
 import type { SuppressionScope } from '../store/tables.js';
 import { validationError } from '../shared/errors.js';
-import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
+import { output, progressOn, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
 const oneOf =
   <T extends string>(name: string, values: readonly T[]) =>
@@ -73,9 +73,18 @@ export function registerSuppressionCommands(program: Command, io: CliIo): void {
       } catch (err) {
         throw validationError('file', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
+      const progress = progressOn(io, 'suppressions import', null, 'entries');
       const result = await withRuntime(c, io, async (rt) =>
-        rt.services.suppressions.importLines(await workspaceOf(rt, opts.workspace), text.split(/\r?\n/), { reason: opts.reason, scope: opts.scope }),
-      );
+        rt.services.suppressions.importLines(await workspaceOf(rt, opts.workspace), text.split(/\r?\n/), {
+          reason: opts.reason,
+          scope: opts.scope,
+          onProgress: (written, total) => progress.update(written, total),
+        }),
+      ).catch((err: unknown) => {
+        progress.fail();
+        throw err;
+      });
+      progress.finish();
       output(c, io, result, () =>
         [
           `Imported ${result.added} new entries (${result.alreadyListed} already listed).`,

@@ -56,7 +56,12 @@ export interface SuppressionService {
   add(workspaceId: string, input: AddSuppressionInput): Promise<SuppressionView>;
   remove(workspaceId: string, emailOrDomain: string): Promise<SuppressionView>;
   /** One address or `@domain` per line (CSV: the first column); existing entries are kept. */
-  importLines(workspaceId: string, lines: string[], options?: { reason?: SuppressionReason; scope?: SuppressionScope }): Promise<ImportResult>;
+  /** `onProgress` hears of each written chunk: entries written so far, of all valid entries. */
+  importLines(
+    workspaceId: string,
+    lines: string[],
+    options?: { reason?: SuppressionReason; scope?: SuppressionScope; onProgress?: (written: number, total: number) => void },
+  ): Promise<ImportResult>;
 }
 
 const MAX_ADDRESS = 254;
@@ -173,6 +178,7 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
           result.added += added;
           result.alreadyListed += chunk.length - added;
         });
+        options.onProgress?.(i + chunk.length, rows.length);
       }
       return result;
     },

@@ -55,6 +55,9 @@ describe('CLI: suppressions and queue', () => {
     assert.equal(result.added, 3);
     assert.equal(result.alreadyListed, 1);
     assert.deepEqual(result.invalid.map((i: { line: number }) => i.line), [5]);
+    // Not a terminal: progress comes as plain lines on stderr, never mixed into the JSON on stdout.
+    assert.match(imported.stderr, /^suppressions import: 4 of 4 entries \(100%\), [\d,]+\/s, done in \d+s$/m);
+    assert.doesNotMatch(imported.stderr, /\r/);
 
     const list = await cli('suppressions', 'list');
     assert.equal(list.code, 0, list.stderr);
