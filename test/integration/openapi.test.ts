@@ -79,6 +79,11 @@ describe('OpenAPI document', () => {
     assert.ok(doc.paths['/v1/emails']!.post!.parameters!.some((p) => p.$ref === '#/components/parameters/IdempotencyKey'));
     assert.deepEqual(doc.paths['/api/v1/send']!.post!.security, [{ apiKey: [] }]);
   });
+
+  it('describes the raw message as message/rfc822', () => {
+    const doc = buildOpenApiDocument(apiRoutes) as { paths: Record<string, Record<string, { responses: Record<string, { content?: object }> }>> };
+    assert.deepEqual(Object.keys(doc.paths['/v1/emails/{id}/raw']!.get!.responses['200']!.content!), ['message/rfc822']);
+  });
 });
 
 describe('GET /v1/openapi.json', () => {
@@ -110,6 +115,19 @@ describe('GET /v1/openapi.json', () => {
       assert.equal(res.status, status, `${method} ${path}: ${show(res)}`);
       const templated = path.replace(/^\/(t\/[oc]|u)\/.*/, '/$1/{token}');
       assert.ok(doc.paths[templated]?.[method.toLowerCase()], `${method} ${templated} is not documented`);
+    }
+  });
+
+  it('lists limit and offset exactly on the offset lists, which honour them', async () => {
+    const doc = JSON.parse(committed) as Doc;
+    const key = await server.key();
+    const paginated = Object.entries(doc.paths).filter(([, item]) => item.get?.parameters?.some((p) => p.$ref === '#/components/parameters/Limit'));
+    assert.ok(paginated.length >= 8, `${paginated.length} paginated lists`);
+    for (const [path] of paginated.filter(([p]) => !p.includes('{'))) {
+      const res = await request(server.httpUrl, 'GET', `${path}?limit=1&offset=0`, { key });
+      assert.equal(res.status, 200, `${path}: ${show(res)}`);
+      // The legacy list keeps its flat shape.
+      assert.equal(res.body.pagination?.limit ?? res.body.limit, 1, `${path}: ${show(res)}`);
     }
   });
 

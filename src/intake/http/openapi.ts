@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.js';
 import type { Route } from './route.js';
 
 /**
@@ -60,6 +61,7 @@ function operation(route: Route): Json {
   const legacy = isLegacy(route.path);
   const parameters: Json[] = pathParams(route.path).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
   if (route.query) parameters.push(...queryParameters(route.query));
+  if (route.paginated) parameters.push(ref('parameters', 'Limit'), ref('parameters', 'Offset'));
   parameters.push(ref('parameters', 'WorkspaceId'));
   if (route.idempotent) parameters.push(ref('parameters', 'IdempotencyKey'));
 
@@ -67,7 +69,7 @@ function operation(route: Route): Json {
   const success: Json = {
     description: route.summary,
     headers: route.idempotent ? { ...rateLimitHeaders, 'Idempotent-Replayed': ref('headers', 'IdempotentReplayed') } : rateLimitHeaders,
-    content: { 'application/json': { schema: {} } },
+    content: route.responseType ? { [route.responseType]: { schema: { type: 'string' } } } : { 'application/json': { schema: {} } },
   };
   const op: Json = {
     operationId: `${route.method.toLowerCase()}${toOpenApiPath(route.path).replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
@@ -197,6 +199,8 @@ export function buildOpenApiDocument(routes: Route[]): Json {
         metricsToken: { type: 'http', scheme: 'bearer', description: 'The `metrics.token` configuration value.' },
       },
       parameters: {
+        Limit: { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }, description: `Items per page; a value outside 1..${MAX_LIMIT} falls back to ${DEFAULT_LIMIT}` },
+        Offset: { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 }, description: 'Items to skip' },
         WorkspaceId: { name: 'X-Workspace-Id', in: 'header', required: false, schema: { type: 'string', format: 'uuid' }, description: 'With a master key: the workspace the request acts on (also accepted as the `workspace_id` query parameter or body field).' },
         IdempotencyKey: { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 256 }, description: 'Repeating a request with the same key replays the first response; a different body with the same key is a 409.' },
       },

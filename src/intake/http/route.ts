@@ -42,6 +42,10 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   status?: number;
   /** Creating requests honour Idempotency-Key (SPEC Limits: Idempotency). */
   idempotent?: boolean;
+  /** An offset list: takes `limit` and `offset` (pagination.ts). */
+  paginated?: boolean;
+  /** Content type of a successful response that is not JSON. */
+  responseType?: string;
   handler(input: HandlerInput<z.infer<B>, z.infer<Q>>): Promise<unknown>;
 }
 
@@ -64,6 +68,7 @@ export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: R
     const result = await route.handler({ ctx, deps, workspace, principal, body, query, params, idempotency });
     ctx.status = route.status ?? 200;
     ctx.body = result;
+    if (route.responseType) ctx.type = route.responseType;
     // Handlers that commit their effects record the response in that same transaction; for
     // the others it is recorded now.
     if (idempotency && !idempotency.completed) await idempotency.complete(ctx.status, result);

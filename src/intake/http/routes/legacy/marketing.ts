@@ -23,6 +23,7 @@ export const legacyMarketingRoutes = [
     summary: 'List subscribers (limit, offset, external_id)',
     operation: 'subscribers.read',
     scope: 'subscribers:read',
+    paginated: true,
     query: z.object({ external_id: z.string().optional() }).passthrough(),
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query as Record<string, unknown>);

@@ -8,6 +8,7 @@ export const v1ApiKeyRoutes = [
     summary: "List the workspace's API keys (metadata only, never the key)",
     operation: 'api',
     scope: 'api_keys:read',
+    paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query as Record<string, unknown>);
       const filter = { workspaceId: workspace.id, oauth: false };

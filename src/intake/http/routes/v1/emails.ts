@@ -215,10 +215,7 @@ export const v1EmailContentRoutes = [
     summary: 'The message as queued (message/rfc822, before DKIM signing)',
     operation: 'api',
     scope: 'emails:read',
-    handler: async ({ ctx, deps, workspace, params }) => {
-      const raw = await deps.services.emails.raw(workspace.id, params.id!);
-      ctx.type = 'message/rfc822';
-      return raw;
-    },
+    responseType: 'message/rfc822',
+    handler: ({ deps, workspace, params }) => deps.services.emails.raw(workspace.id, params.id!),
   }),
 ];

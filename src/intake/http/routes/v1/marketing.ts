@@ -73,6 +73,7 @@ export const v1MarketingRoutes = [
     summary: 'List subscribers (offset pagination; filters status, tag, external_id, email)',
     operation: 'subscribers.read',
     scope: 'subscribers:read',
+    paginated: true,
     query: subscriberQuery,
     handler: async ({ deps, workspace, query }) => {
       const p = page(query);
@@ -125,6 +126,7 @@ export const v1MarketingRoutes = [
     summary: 'List audiences with their member counts',
     operation: 'api',
     scope: 'audiences:read',
+    paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const p = page(query);
       const { items, total } = await deps.services.audiences.list(workspace.id, p);
@@ -156,6 +158,7 @@ export const v1MarketingRoutes = [
     summary: "List an audience's subscribers",
     operation: 'api',
     scope: 'audiences:read',
+    paginated: true,
     handler: async ({ deps, workspace, params, query }) => {
       const p = page(query);
       const { items, total } = await deps.services.audiences.members(workspace.id, params.id!, p);
@@ -199,6 +202,7 @@ export const v1MarketingRoutes = [
     summary: 'List campaigns',
     operation: 'api',
     scope: 'campaigns:read',
+    paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const p = page(query);
       const { items, total } = await deps.services.campaigns.list(workspace.id, p);

@@ -18,6 +18,7 @@ export const v1SuppressionRoutes = [
     summary: 'List suppressed addresses and domains (offset pagination, newest first)',
     operation: 'api',
     scope: 'suppressions:read',
+    paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query as Record<string, unknown>);
       const { items, total } = await deps.services.suppressions.list(workspace.id, page);

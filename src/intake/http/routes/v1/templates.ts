@@ -28,6 +28,7 @@ export const v1TemplateRoutes = [
     summary: 'List templates (offset pagination)',
     operation: 'api',
     scope: 'templates:read',
+    paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query as Record<string, unknown>);
       const { items, total } = await deps.services.templates.list(workspace.id, page);

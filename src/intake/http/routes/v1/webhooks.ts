@@ -38,6 +38,7 @@ export const v1WebhookRoutes = [
     summary: 'List endpoints (secrets masked)',
     operation: 'api',
     scope: 'webhooks:read',
+    paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query as Record<string, unknown>);
       const { items, total } = await deps.services.webhooks.list(workspace.id, page);
@@ -89,6 +90,7 @@ export const v1WebhookRoutes = [
     summary: 'List deliveries, newest first, with their last attempt and next attempt',
     operation: 'api',
     scope: 'webhooks:read',
+    paginated: true,
     query: deliveriesQuery,
     handler: async ({ deps, workspace, params, query }) => {
       const page = parsePage(query as Record<string, unknown>);
