@@ -131,6 +131,18 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
+  it('documents query parameters from the schema that validates them', async () => {
+    const doc = JSON.parse(committed) as { paths: Record<string, Record<string, { parameters: Array<{ name?: string; schema?: { anyOf?: Array<{ enum?: string[] }> } }> }>> };
+    const status = doc.paths['/v1/emails']!.get!.parameters.find((p) => p.name === 'status')!;
+    assert.ok(status.schema!.anyOf![0]!.enum!.includes('delivered'));
+    const key = await server.key();
+    const bad = await request(server.httpUrl, 'GET', '/v1/emails?status=lost', { key });
+    assert.equal(bad.status, 400, show(bad));
+    assert.match(bad.body.error.message, /^status: must be one of scheduled, queued/);
+    const good = await request(server.httpUrl, 'GET', '/v1/emails?status=delivered&limit=5', { key });
+    assert.equal(good.status, 200, show(good));
+  });
+
   it('still needs a key for the rest of /v1', async () => {
     const res = await request(server.httpUrl, 'GET', '/v1/domains');
     assert.equal(res.status, 401, show(res));

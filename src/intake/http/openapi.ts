@@ -49,11 +49,12 @@ function errorResponses(route: Route): Json {
 
 function queryParameters(schema: z.ZodType): Json[] {
   const object = jsonSchema(schema) as { properties?: Record<string, Json>; required?: string[] };
-  return Object.entries(object.properties ?? {}).map(([name, s]) => ({
+  return Object.entries(object.properties ?? {}).map(([name, { description, ...schema }]) => ({
     name,
     in: 'query',
     required: object.required?.includes(name) ?? false,
-    schema: s,
+    ...(typeof description === 'string' ? { description } : {}),
+    schema,
   }));
 }
 

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { AppError, isAppError, validationError } from '../../../../shared/errors.js';
 import type { Db } from '../../../../store/db.js';
+import { EMAIL_STATUSES } from '../../../../store/tables.js';
+import { EMAIL_PAGE_DEFAULT, EMAIL_PAGE_MAX } from '../../../../services/emails.js';
 import { parseMailbox, parseMailboxes } from '../../../../services/send/addresses.js';
 import { MAX_BATCH, type SendInput, type SendOutcome, type SendResult } from '../../../../services/send/send-email.js';
 import type { Ctx } from '../../context.js';
@@ -67,6 +69,14 @@ export const sendEmailBody = z.object({
 export const batchEmailBody = z.array(z.object({ ...emailFields, to: addresses })).max(MAX_BATCH);
 
 type EmailBody = z.infer<typeof sendEmailBody>;
+
+/** Keyset pagination of the email log; the service parses the values (query strings). */
+const emailListQuery = z.looseObject({
+  limit: z.string().optional().describe(`Emails per page, 1 to ${EMAIL_PAGE_MAX} (default ${EMAIL_PAGE_DEFAULT})`),
+  after: z.string().optional().describe('An email id: the page of emails older than it (next_cursor of the previous page)'),
+  before: z.string().optional().describe('An email id: the page of emails newer than it'),
+  status: z.union([z.enum(EMAIL_STATUSES), z.literal('')], { error: `must be one of ${EMAIL_STATUSES.join(', ')}` }).optional(),
+});
 
 function parseScheduledAt(value: string | undefined): number | null {
   if (value === undefined) return null;
@@ -180,7 +190,8 @@ export const v1EmailRoutes = [
     summary: 'List emails, newest first, with keyset pagination (limit, after, before, status)',
     operation: 'api',
     scope: 'emails:read',
-    handler: ({ deps, workspace, query }) => deps.services.emails.list(workspace.id, query as Record<string, unknown>),
+    query: emailListQuery,
+    handler: ({ deps, workspace, query }) => deps.services.emails.list(workspace.id, query),
   }),
   defineRoute({
     method: 'GET',
