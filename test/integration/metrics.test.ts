@@ -93,6 +93,26 @@ describe('GET /metrics while mail flows', () => {
     // prom-client's default metrics, event loop lag among them.
     assert.match(text, /^mailsvc_nodejs_eventloop_lag_seconds \d/m);
   });
+
+  it('counts campaign messages as they are queued', async () => {
+    const before = await scrape(server);
+    for (const email of ['sub1@dest.test', 'sub2@gmail.com']) {
+      const res = await request(server.httpUrl, 'POST', '/v1/subscribers', { key, body: { email, tags: ['metrics'] } });
+      assert.equal(res.status, 201, show(res));
+    }
+    const sent = await request(server.httpUrl, 'POST', '/api/v1/campaigns/send', { key, body: { subject: 'News', from_name: 'Shop', from_email: `news@${SENDER}`, html: '<p>News</p>', tags: ['metrics'] } });
+    assert.equal(sent.status, 202, show(sent));
+    await eventually(async () => {
+      const res = await request(server.httpUrl, 'GET', `/v1/campaigns/${sent.body.campaignId}`, { key });
+      return res.body.status === 'sent';
+    }, 20_000, 'the campaign to be sent');
+    const after = await scrape(server);
+    const delta = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    assert.equal(delta('mailsvc_emails_accepted_total', { intake: 'campaign', type: 'marketing' }), 2);
+    assert.equal(delta('mailsvc_emails_accepted_total', { intake: 'http', type: 'marketing' }), 0);
+    assert.equal(delta('mailsvc_delivery_attempts_total', { outcome: 'delivered', domain_class: 'gmail' }), 1);
+    assert.equal(delta('mailsvc_delivery_attempts_total', { outcome: 'delivered', domain_class: 'other' }), 1);
+  });
 });
 
 describe('GET /metrics access', () => {
