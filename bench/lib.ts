@@ -74,11 +74,14 @@ export function serve(env: Record<string, string>): Promise<BenchServer> {
 
 export const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-/** Peak resident memory of a process, from /proc (Linux), in MB. */
-export function peakRssMb(pid: number): number | null {
+/** Peak and current resident memory of a process, from /proc (Linux), in MB. */
+export const peakRssMb = (pid: number): number | null => procStatusMb(pid, 'VmHWM');
+export const rssMb = (pid: number): number | null => procStatusMb(pid, 'VmRSS');
+
+function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
+    const kb = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1];
     return kb ? Number(kb) / 1024 : null;
   } catch {
     return null;
@@ -117,14 +120,6 @@ export const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-export const rssMb = (pid: number): number | null => {
-  try {
-    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb ? Number(kb) / 1024 : null;
-  } catch {
-    return null;
-  }
-};
 
 /** CPU seconds (user + system, all threads) a process has used, from /proc (Linux). */
 export const cpuSeconds = (pid: number): number | null => {
