@@ -17,7 +17,7 @@ header form{margin:0;display:flex;gap:.4rem;align-items:center}
 header select,header button{font-size:.85rem}
 header .ws-name{color:#cfd8e6;font-size:.85rem}
 main{max-width:72rem;margin:0 auto;padding:1rem}
-h1{font-size:1.4rem;margin:.2rem 0 1rem}
+h1{font-size:1.4rem;margin:.2rem 0 1rem;overflow-wrap:anywhere}
 h2{font-size:1.1rem;margin:1.5rem 0 .6rem}
 .card{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:1rem;margin-bottom:1rem}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
@@ -37,6 +37,11 @@ button.secondary{background:#fff;color:#1f5fbf}
 button.danger{background:#b42318;border-color:#b42318}
 .badge{display:inline-block;padding:.05rem .45rem;border-radius:999px;font-size:.78rem;background:#e8ebf0;white-space:nowrap}
 .badge.good{background:#d1fadf;color:#05603a}.badge.bad{background:#fee4e2;color:#912018}.badge.wait{background:#fef0c7;color:#93370d}
+.notice,.error,dl.facts dd{overflow-wrap:anywhere}
+.records{display:grid;gap:1rem}
+.record{display:grid;gap:.4rem;padding-bottom:.8rem;border-bottom:1px solid #e8ebf0}
+.record:last-child{border-bottom:0;padding-bottom:0}
+.record .badge{justify-self:start}
 .notice{background:#d1fadf;border:1px solid #a6f4c5;padding:.6rem .8rem;border-radius:6px;margin-bottom:1rem}
 .error{background:#fee4e2;border:1px solid #fecdca;padding:.6rem .8rem;border-radius:6px;margin-bottom:1rem}
 .secret{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center}
@@ -48,7 +53,7 @@ iframe.preview{width:100%;height:28rem;border:1px solid #dde1e7;border-radius:6p
 .login{max-width:24rem;margin:4rem auto}
 .login form{display:flex;flex-direction:column;gap:.8rem}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem .9rem;margin:0}
-dl.facts dt{color:#5b6475}dl.facts dd{margin:0;word-break:break-all}
+dl.facts dt{color:#5b6475}dl.facts dd{margin:0}
 @media (min-width:48rem){header nav{width:auto}}
 `;
 

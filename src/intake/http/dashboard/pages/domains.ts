@@ -5,10 +5,15 @@ import { html } from '../html.js';
 import { actionButton, badge, copyField, csrfField, page, table, when } from '../layout.js';
 import type { DashState } from '../session.js';
 
-const recordRows = (prefix: string, records: DnsRecord[]) =>
-  records.map(
-    (r, i) => html`<tr><td>${r.type}</td><td>${copyField(`${prefix}-name-${i}`, r.name)}</td><td>${copyField(`${prefix}-value-${i}`, r.value)}</td></tr>`,
-  );
+// One block per record rather than a table row: names and values are long, and on a phone
+// each needs the full width to be read and copied.
+const recordList = (prefix: string, records: DnsRecord[]) =>
+  records.length === 0
+    ? html`<p class="muted">No records.</p>`
+    : html`<div class="card records">${records.map(
+        (r, i) => html`<div class="record"><span class="badge">${r.type}</span>
+<label>Name${copyField(`${prefix}-name-${i}`, r.name)}</label><label>Value${copyField(`${prefix}-value-${i}`, r.value)}</label></div>`,
+      )}</div>`;
 
 export function registerDomainRoutes(router: Router<DashState>, deps: HttpDeps): void {
   router.get('/domains', async (ctx) => {
@@ -36,7 +41,6 @@ ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: ad
   router.get('/domains/:id', async (ctx) => {
     const view = ctx.state.dashboard;
     const { domain, customer, returnPath } = await deps.services.domains.recordsToPublish(view.workspace.id, ctx.params.id!);
-    const head = ['Type', 'Name', 'Value'];
     ctx.body = page(view, {
       title: domain.domain_name,
       section: 'domains',
@@ -46,16 +50,16 @@ ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: ad
 ${domain.last_check_error ? html`<dt>Last check</dt><dd>${domain.last_check_error}</dd>` : ''}</dl>
 <p>${actionButton(view, `/dashboard/domains/${domain.id}/verify`, 'Verify now', '')}</p></div>
 <h2>DNS records to publish</h2><p class="muted">Publish these at your DNS provider, then press “Verify now”. DKIM signing needs the CNAMEs.</p>
-${table(head, recordRows('dkim', customer), 'No records.')}
+${recordList('dkim', customer)}
 <h2>Return path (bounces)</h2><p class="muted">Recommended: lets bounces come back to mailsvc and aligns SPF.</p>
-${table(head, recordRows('rp', returnPath), 'No records.')}`,
+${recordList('rp', returnPath)}`,
     });
   });
 
   router.post('/domains/:id/verify', async (ctx) => {
     const view = ctx.state.dashboard;
     const { domain } = await deps.services.domains.verify(view.workspace.id, ctx.params.id!);
-    const notice = domain.status === 'verified' ? `${domain.domain_name} is verified.` : `${domain.domain_name} is not verified yet: ${domain.last_check_error ?? 'records not found'}.`;
+    const notice = domain.status === 'verified' ? `${domain.domain_name} is verified.` : `${domain.domain_name} is not verified yet: see “Last check” for what is missing.`;
     ctx.status = 303;
     ctx.redirect(`/dashboard/domains/${domain.id}?notice=${encodeURIComponent(notice)}`);
   });
