@@ -95,7 +95,8 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
   // timing difference in the comparison says nothing about it.
   const salt = randomBytes(16);
   const configured = config.dashboard.password;
-  const passwordHash = configured ? scrypt(configured, salt, 32) : null;
+  let passwordHash: Promise<Buffer> | undefined;
+  const hashOfConfigured = (password: string) => (passwordHash ??= scrypt(password, salt, 32));
 
   const newSession = async (): Promise<SignedIn> => {
     const secret = randomBytes(32).toString('base64url');
@@ -114,7 +115,7 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
   const mac = (binding: string): string => createHmac('sha256', secretKey).update(`dashboard-csrf:${binding}`).digest('base64url');
 
   return {
-    passwordEnabled: passwordHash !== null,
+    passwordEnabled: Boolean(configured),
 
     async createLoginLink() {
       const token = randomBytes(32).toString('base64url');
@@ -125,9 +126,9 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
 
     async signInWithPassword(password, client) {
       throttle.check(client);
-      if (!passwordHash) throw new AppError('forbidden', 'Password sign-in is off (dashboard.password is not set); run `mailsvc dashboard login` for a link');
+      if (!configured) throw new AppError('forbidden', 'Password sign-in is off (dashboard.password is not set); run `mailsvc dashboard login` for a link');
       const given = await scrypt(password.slice(0, 1024), salt, 32);
-      if (!timingSafeEqual(given, await passwordHash)) throw refused(client, 'Wrong password');
+      if (!timingSafeEqual(given, await hashOfConfigured(configured))) throw refused(client, 'Wrong password');
       throttle.succeed(client);
       return newSession();
     },

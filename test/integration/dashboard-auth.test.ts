@@ -74,7 +74,7 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     assert.notEqual(othersToken, ownToken, 'tokens are per session');
 
     const before = await keyCount();
-    for (const fields of [{ name: 'no-token' }, { name: 'empty', _csrf: '' }, { name: 'forged', _csrf: 'A'.repeat(43) }, { name: 'other-session', _csrf: othersToken }]) {
+    for (const fields of [{ name: 'no-token' } as Record<string, string>, { name: 'empty', _csrf: '' }, { name: 'forged', _csrf: 'A'.repeat(43) }, { name: 'other-session', _csrf: othersToken }]) {
       const res = await client.post('/dashboard/keys', fields);
       assert.equal(res.status, 403, `${fields.name}: ${res.text.slice(0, 200)}`);
       assert.match(res.text, /security token/);
@@ -193,7 +193,7 @@ describe('dashboard lockout and one-time links', () => {
     assert.equal(res.code, 0, res.stderr);
     const url = /^(http\S+)$/m.exec(res.stdout)?.[1];
     assert.ok(url?.startsWith(`${server.httpUrl}/dashboard/login/`), res.stdout);
-    const path = new URL(url).pathname;
+    const path = new URL(url!).pathname;
     const token = path.split('/').at(-1)!;
     const rows = await server.runtime.store.db.selectFrom('dashboard_login_tokens').selectAll().execute();
     assert.ok(rows.some((r) => r.token_hash === sha256Hex(token)) && !rows.some((r) => r.token_hash === token), 'stored hashed');
