@@ -138,7 +138,7 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
         }
         status = query.status;
       }
-      if (query.to !== undefined && (typeof query.to !== 'string' || query.to.length > 320)) throw validationError('to', 'must be at most 320 characters');
+      if (query.to !== undefined && (typeof query.to !== 'string' || query.to.length > 320)) throw validationError('to', 'must be one text of at most 320 characters');
       const to = typeof query.to === 'string' && query.to.trim() !== '' ? query.to.trim() : undefined;
       const { rows, more } = await listEmails(db, { workspaceId, limit, after, before, status, to });
       return { object: 'list', has_more: more, next_cursor: rows.at(-1)?.id ?? null, data: rows.map(emailSummary) };

@@ -19,6 +19,7 @@ header .ws-name{color:#cfd8e6;font-size:.85rem}
 main{max-width:72rem;margin:0 auto;padding:1rem}
 h1{font-size:1.4rem;margin:.2rem 0 1rem;overflow-wrap:anywhere}
 h2{font-size:1.1rem;margin:1.5rem 0 .6rem}
+.card h2:first-child{margin-top:0}
 .card{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:1rem;margin-bottom:1rem}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;width:100%;background:#fff}
