@@ -112,6 +112,38 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     assert.match(await res.text(), /application\/x-www-form-urlencoded/);
   });
 
+  it('refuses an oversized form with 413, not 500', async () => {
+    const client = new DashboardClient(server.httpUrl);
+    await client.signIn(PASSWORD);
+    const page = await client.get('/dashboard/keys');
+    const res = await client.post('/dashboard/keys', { _csrf: page.csrf!, name: 'x'.repeat(300 * 1024) });
+    assert.equal(res.status, 413);
+    assert.match(res.headers.get('content-type') ?? '', /text\/html/);
+  });
+
+  it('answers bad input on forms with a 4xx page in the dashboard', async () => {
+    const client = new DashboardClient(server.httpUrl);
+    await client.signIn(PASSWORD);
+    const { csrf } = await client.get('/dashboard/keys');
+    const cases: Array<[string, Record<string, string>, number]> = [
+      ['/dashboard/keys', { name: '   ' }, 400],
+      ['/dashboard/domains', { domain: 'not a domain' }, 400],
+      ['/dashboard/suppressions', { email: 'nope' }, 400],
+      ['/dashboard/suppressions/remove', { email: 'never@listed.test' }, 404],
+      ['/dashboard/keys/not-an-id/revoke', {}, 404],
+      ['/dashboard/webhooks/not-an-id/rotate', {}, 404],
+    ];
+    for (const [path, fields, status] of cases) {
+      const res = await client.post(path, { _csrf: csrf!, ...fields });
+      assert.equal(res.status, status, `${path}: ${res.text.slice(0, 300)}`);
+      assert.match(res.text, /role="alert"/);
+    }
+    for (const path of ['/dashboard/emails/not-an-id', '/dashboard/domains/nope.test', '/dashboard/webhooks/nope', '/dashboard/nothing-here']) {
+      assert.equal((await client.get(path)).status, 404, path);
+    }
+    assert.equal((await client.get('/dashboard/emails?status=bogus')).status, 400);
+  });
+
   it('signs out: the session stops working at once', async () => {
     const client = new DashboardClient(server.httpUrl);
     await client.signIn(PASSWORD);

@@ -1,8 +1,9 @@
 import Router from '@koa/router';
 import type { Next } from 'koa';
 import compose from 'koa-compose';
-import { AppError, toAppError } from '../../../shared/errors.js';
+import { AppError } from '../../../shared/errors.js';
 import type { Ctx, HttpDeps, State } from '../context.js';
+import { normalize } from '../middleware/render-errors.js';
 import { assets } from './assets.js';
 import { html } from './html.js';
 import { page, plainPage } from './layout.js';
@@ -69,7 +70,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
 
 /** Errors as pages, in the dashboard's layout when signed in; the API's JSON envelope is not for people. */
 function renderError(ctx: Ctx, deps: HttpDeps, thrown: unknown): void {
-  const err = thrown instanceof AppError ? thrown : toAppError(thrown);
+  const err = normalize(thrown);
   if (err.code === 'internal_error') deps.logger.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, path: ctx.path }, 'dashboard request failed');
   ctx.status = err.status;
   if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));
