@@ -25,7 +25,8 @@ h2{font-size:1.1rem;margin:1.5rem 0 .6rem}
 table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:.45rem .6rem;border-bottom:1px solid #e8ebf0;vertical-align:top}
 th{font-size:.8rem;text-transform:uppercase;letter-spacing:.03em;color:#5b6475;white-space:nowrap}
-td.wrap,pre{word-break:break-all;white-space:pre-wrap}
+td.wrap{overflow-wrap:anywhere;min-width:10rem}
+pre{white-space:pre-wrap;overflow-wrap:anywhere}
 code,pre{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 pre{background:#f0f2f5;padding:.6rem;border-radius:6px;margin:0;max-height:24rem;overflow:auto}
 form.inline{display:inline}
