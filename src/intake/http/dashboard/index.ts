@@ -71,7 +71,8 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
 /** Errors as pages, in the dashboard's layout when signed in; the API's JSON envelope is not for people. */
 function renderError(ctx: Ctx, deps: HttpDeps, thrown: unknown): void {
   const err = normalize(thrown);
-  if (err.code === 'internal_error') deps.logger.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, path: ctx.path }, 'dashboard request failed');
+  // A login link's token is a credential: it never reaches the log.
+  if (err.code === 'internal_error') deps.logger.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, path: ctx.path.replace(/\/login\/.+$/, '/login/<token>') }, 'dashboard request failed');
   ctx.status = err.status;
   if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));
   ctx.type = 'html';

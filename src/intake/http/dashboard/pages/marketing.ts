@@ -28,7 +28,7 @@ export function registerMarketingRoutes(router: Router<DashState>, deps: HttpDep
     ctx.body = page(view, {
       title: 'Subscribers & campaigns',
       section: 'marketing',
-      body: html`<div class="card"><dl class="facts"><dt>Subscribers</dt><dd>${subscribers.total}</dd>${counts.map(([status, n]) => html`<dt>${status}</dt><dd>${n}</dd>`)}
+      body: html`<div class="card"><dl class="facts"><dt>Subscribers</dt><dd>${subscribers.total}</dd>${counts.map(([status, n]) => html`<dt>${status[0]!.toUpperCase() + status.slice(1)}</dt><dd>${n}</dd>`)}
 <dt>Audiences</dt><dd>${audiences.total}</dd><dt>Campaigns</dt><dd>${campaigns.total}</dd></dl></div>
 <h2>Campaigns</h2>${table(['Name', 'Subject', 'Status', 'Recipients', 'Counts', 'When'], campaignRows, 'No campaigns. Create them with POST /v1/campaigns.')}
 <h2>Audiences</h2>${table(['Name', 'Members', 'Created'], audienceRows, 'No audiences.')}
