@@ -19,6 +19,7 @@ import { createSubscriberService, type SubscriberService } from './subscribers.j
 import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
 import { createTrackingService, type TrackingService } from './tracking.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
+import { createDashboardAuthService, type DashboardAuthService } from './dashboard-auth.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -38,6 +39,7 @@ export interface Services {
   webhooks: WebhookService;
   tracking: TrackingService;
   reports: ReportService;
+  dashboardAuth: DashboardAuthService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
   /** The process's group commit: intakes and the delivery workers share its transactions. */
@@ -78,6 +80,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     webhooks: createWebhookService(deps),
     tracking,
     reports: createReportService(deps),
+    dashboardAuth: createDashboardAuthService(deps),
     rateLimiter,
     limitFor,
     batcher,

@@ -13,6 +13,7 @@ import { apiRoutes } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
 import { trackingRoutes } from './routes/tracking.js';
+import { dashboardRoutes } from './dashboard/index.js';
 
 function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
   const router = new Router<State>();
@@ -55,6 +56,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(healthRoutes(deps));
   app.use(unsubscribeRoutes(deps));
   app.use(trackingRoutes(deps));
+  app.use(dashboardRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {
     if (isApiPath(ctx.path)) return api(ctx, next);
     await next();
