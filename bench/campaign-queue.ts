@@ -2,7 +2,7 @@ import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { newId } from '../src/shared/ids.js';
 import { migrateToLatest, openStore } from '../src/store/db.js';
-import { benchEnv, cli, fmt, peakRssMb, serve } from './lib.js';
+import { benchEnv, cli, fmt, peakRssMb, rssMb, serve } from './lib.js';
 
 /**
  * Issue 6 target: queueing a campaign to 100,000 subscribers in under 10 s with the server
@@ -38,6 +38,7 @@ export async function campaignQueue(options: { subscribers: number }): Promise<v
 
   const server = await serve(env);
   try {
+    const idleRss = rssMb(server.process.pid!);
     const t0 = performance.now();
     const res = await fetch(`${server.url}/api/v1/campaigns/send`, {
       method: 'POST',
@@ -57,7 +58,7 @@ export async function campaignQueue(options: { subscribers: number }): Promise<v
     console.log(`campaign queueing (${fmt(options.subscribers)} subscribers, SQLite, separate server process)`);
     console.log(`  202 answered in ${fmt(accepted)} ms: "${body.message}"`);
     console.log(`  all queued in ${fmt(queued / 1000, 1)} s (${fmt(campaign!.counts.queued)} messages, ${fmt(campaign!.counts.queued / (queued / 1000))} msg/s; target < 10 s)`);
-    console.log(`  server peak RSS ${fmt(peakRssMb(server.process.pid!) ?? 0)} MB (target < 200 MB)`);
+    console.log(`  server peak RSS ${fmt(peakRssMb(server.process.pid!) ?? 0)} MB (target < 200 MB); ${fmt(idleRss ?? 0)} MB idle before the campaign`);
   } finally {
     await server.stop();
     await dns.close();

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, cpuSeconds, fmt, median, peakRssMb, root, rssMb, serve } from './lib.js';
+import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, root, rssMb, serve } from './lib.js';
 import { postfixWithOpendkim } from './postfix.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
@@ -13,21 +13,8 @@ import { startSink, type Sink } from './smtp-sink.js';
  * (default 5,000; 50000 for the memory target).
  */
 
-/** A fixed number of requests from a separate process (autocannon -a). */
-function postMany(url: string, key: string, body: string, amount: number, connections: number): Promise<{ non2xx: number; errors: number }> {
-  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(connections), '-a', String(amount), '-m', 'POST', '-b', body];
-  args.push('-H', `authorization=Bearer ${key}`, '-H', 'content-type=application/json', `${url}/v1/emails`);
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`autocannon exited ${code}`));
-      const r = JSON.parse(out);
-      resolve({ non2xx: r.non2xx, errors: r.errors });
-    });
-  });
-}
+const postMany = (url: string, key: string, body: string, amount: number, connections: number) =>
+  httpLoad({ url: `${url}/v1/emails`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, amount, connections });
 
 interface RunResult {
   /** Server CPU time per message (all threads): independent of what else the machine runs. */

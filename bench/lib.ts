@@ -74,11 +74,14 @@ export function serve(env: Record<string, string>): Promise<BenchServer> {
 
 export const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-/** Peak resident memory of a process, from /proc (Linux), in MB. */
-export function peakRssMb(pid: number): number | null {
+/** Peak and current resident memory of a process, from /proc (Linux), in MB. */
+export const peakRssMb = (pid: number): number | null => procStatusMb(pid, 'VmHWM');
+export const rssMb = (pid: number): number | null => procStatusMb(pid, 'VmRSS');
+
+function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
+    const kb = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1];
     return kb ? Number(kb) / 1024 : null;
   } catch {
     return null;
@@ -94,9 +97,10 @@ export interface LoadResult {
   errors: number;
 }
 
-/** HTTP load from a separate process (autocannon), so the generator does not share our event loop. */
-export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number; seconds: number }): Promise<LoadResult> {
-  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), '-d', String(options.seconds), '-m', options.method, '-b', options.body];
+/** HTTP load from a separate process (autocannon), so the generator does not share our event loop: for a duration or a number of requests. */
+export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number } & ({ seconds: number } | { amount: number })): Promise<LoadResult> {
+  const span = 'seconds' in options ? ['-d', String(options.seconds)] : ['-a', String(options.amount)];
+  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), ...span, '-m', options.method, '-b', options.body];
   for (const [k, v] of Object.entries(options.headers)) args.push('-H', `${k}=${v}`);
   args.push(options.url);
   return new Promise((resolve, reject) => {
@@ -117,14 +121,6 @@ export const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-export const rssMb = (pid: number): number | null => {
-  try {
-    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb ? Number(kb) / 1024 : null;
-  } catch {
-    return null;
-  }
-};
 
 /** CPU seconds (user + system, all threads) a process has used, from /proc (Linux). */
 export const cpuSeconds = (pid: number): number | null => {

@@ -1,3 +1,4 @@
+import SQLite from 'better-sqlite3';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, serve } from './lib.js';
 
@@ -17,15 +18,18 @@ export async function sendAcceptance(options: { seconds: number; runs: number })
   await cli(['domains', 'verify', 'bench.example'], env);
 
   const server = await serve(env);
+  let accepted = 0;
   try {
     const body = JSON.stringify({ from: 'Bench <hello@bench.example>', to: 'someone@example.org', subject: 'Your receipt', html: '<p>Thank you for your order.</p>' });
     const load = (seconds: number) =>
       httpLoad({ url: `${server.url}/v1/emails`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, connections: 50, seconds });
-    await load(2); // warm-up
+    const warm = await load(2);
+    accepted += warm.requests - warm.non2xx;
     const results = [];
     for (let i = 0; i < options.runs; i++) {
       const cpu0 = cpuSeconds(server.process.pid!);
       const r = await load(options.seconds);
+      accepted += r.requests - r.non2xx;
       const cpu1 = cpuSeconds(server.process.pid!);
       // CPU per request does not depend on how busy the machine is; it bounds one core's rate.
       results.push({ ...r, cpuMs: cpu0 !== null && cpu1 !== null ? ((cpu1 - cpu0) * 1000) / r.requests : null });
@@ -42,4 +46,9 @@ export async function sendAcceptance(options: { seconds: number; runs: number })
     await server.stop();
     await dns.close();
   }
+  // Every 2xx must be a row on disk: read the database the stopped server left behind.
+  const db = new SQLite(env.MAILSVC_DATABASE!.slice('sqlite:'.length), { readonly: true });
+  const { n } = db.prepare('SELECT count(*) AS n FROM emails').get() as { n: number };
+  db.close();
+  console.log(`  durable: ${fmt(n)} emails in the database for ${fmt(accepted)} 2xx answers${n >= accepted ? '' : ' (MISSING MESSAGES)'}`);
 }

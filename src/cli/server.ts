@@ -13,6 +13,8 @@ export function registerServerCommands(program: Command, io: CliIo): void {
       const logger = createLogger(config.log.level);
       const server = await startServer(config, { logger });
       io.stderr(`mailsvc: HTTP API on ${server.httpUrl} (database ${server.runtime.store.location})\n`);
+      const signIn = config.dashboard.password ? 'with dashboard.password or `mailsvc dashboard login`' : 'run `mailsvc dashboard login` for a link';
+      io.stderr(`mailsvc: dashboard on ${server.httpUrl}/dashboard (sign in: ${signIn})\n`);
       if (server.smtp) {
         const implicit = server.smtp.implicitTls === null ? '' : `, implicit TLS on ${config.smtp.submission.host}:${server.smtp.implicitTls}`;
         io.stderr(`mailsvc: SMTP submission with STARTTLS on ${config.smtp.submission.host}:${server.smtp.starttls}${implicit}\n`);

@@ -55,7 +55,7 @@ export const EMAIL_PAGE_MAX = 100;
 
 export interface EmailService {
   get(workspaceId: string, id: string): Promise<EmailDetail>;
-  list(workspaceId: string, query: { limit?: unknown; after?: unknown; before?: unknown; status?: unknown }): Promise<EmailPage>;
+  list(workspaceId: string, query: { limit?: unknown; after?: unknown; before?: unknown; status?: unknown; to?: unknown }): Promise<EmailPage>;
   events(workspaceId: string, id: string): Promise<Array<{ id: string; type: string; created_at: string; data: unknown }>>;
   /** The composed message as queued. */
   raw(workspaceId: string, id: string): Promise<Buffer>;
@@ -138,7 +138,9 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
         }
         status = query.status;
       }
-      const { rows, more } = await listEmails(db, { workspaceId, limit, after, before, status });
+      if (query.to !== undefined && (typeof query.to !== 'string' || query.to.length > 320)) throw validationError('to', 'must be one text of at most 320 characters');
+      const to = typeof query.to === 'string' && query.to.trim() !== '' ? query.to.trim() : undefined;
+      const { rows, more } = await listEmails(db, { workspaceId, limit, after, before, status, to });
       return { object: 'list', has_more: more, next_cursor: rows.at(-1)?.id ?? null, data: rows.map(emailSummary) };
     },
 

@@ -20,6 +20,7 @@ import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe
 import { createTrackingService, type TrackingService } from './tracking.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
 import { noMetrics, type Metrics } from '../observability/metrics.js';
+import { createDashboardAuthService, type DashboardAuthService } from './dashboard-auth.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -39,6 +40,7 @@ export interface Services {
   webhooks: WebhookService;
   tracking: TrackingService;
   reports: ReportService;
+  dashboardAuth: DashboardAuthService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
   /** The process's group commit: intakes and the delivery workers share its transactions. */
@@ -81,6 +83,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     webhooks: createWebhookService(deps),
     tracking,
     reports: createReportService(deps),
+    dashboardAuth: createDashboardAuthService(deps),
     rateLimiter,
     limitFor,
     batcher,

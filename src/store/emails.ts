@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from './db.js';
 import { aggregateStatus } from './email-status.js';
 import type { DeliveryAttempt, Email, QueueItem } from './tables.js';
@@ -55,6 +56,8 @@ export interface EmailListQuery {
   /** Newer than this id. */
   before?: string | undefined;
   status?: string | undefined;
+  /** Part of a To address, matched without regard to case. */
+  to?: string | undefined;
 }
 
 /**
@@ -65,6 +68,10 @@ export interface EmailListQuery {
 export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Email[]; more: boolean }> {
   let query = db.selectFrom('emails').selectAll().where('workspace_id', '=', q.workspaceId);
   if (q.status) query = query.where('status', '=', q.status as Email['status']);
+  if (q.to) {
+    const pattern = `%${q.to.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    query = query.where(sql<boolean>`lower(to_addresses) like ${pattern} escape '\\'`);
+  }
   if (q.before !== undefined) {
     const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
     return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };

@@ -372,6 +372,23 @@ export interface CampaignsTable {
   sent_at: number | null;
 }
 
+/** A signed-in dashboard browser; the cookie holds the secret, the row its SHA-256. */
+export interface DashboardSessionsTable {
+  id_hash: string;
+  /** The workspace the dashboard shows (null: the default one). */
+  workspace_id: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+/** A one-time login link printed by `mailsvc dashboard login`. */
+export interface DashboardLoginTokensTable {
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   credentials: CredentialsTable;
@@ -393,6 +410,8 @@ export interface Database {
   audiences: AudiencesTable;
   audience_members: AudienceMembersTable;
   campaigns: CampaignsTable;
+  dashboard_sessions: DashboardSessionsTable;
+  dashboard_login_tokens: DashboardLoginTokensTable;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;
@@ -415,3 +434,4 @@ export type Subscriber = Selectable<SubscribersTable>;
 export type Audience = Selectable<AudiencesTable>;
 export type Campaign = Selectable<CampaignsTable>;
 export type { Generated };
+export type DashboardSession = Selectable<DashboardSessionsTable>;

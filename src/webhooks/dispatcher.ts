@@ -3,14 +3,10 @@ import { setMaxListeners } from 'node:events';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { hostname } from 'node:os';
-import type { Config } from '../config/schema.js';
-import type { Clock } from '../shared/clock.js';
 import { decryptSecret } from '../shared/crypto.js';
-import type { DnsResolver } from '../shared/dns.js';
-import type { Logger } from '../shared/logger.js';
 import { newPrefixedId } from '../shared/ids.js';
 import { BatchWriter } from '../store/batch-writer.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import { listEventsByIds } from '../store/events.js';
 import type { EventRow, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../store/tables.js';
 import {
@@ -28,18 +24,9 @@ import {
 } from '../store/webhooks.js';
 import { endpointHealthAfter, nextAttemptAt, type EndpointHealth, type RetryPolicy } from './retry-policy.js';
 import { sendWebhook, type AttemptResult } from './send-webhook.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { ServiceDeps } from '../services/deps.js';
 
-export interface DispatcherDeps {
-  db: Db;
-  dialect: Dialect;
-  config: Config;
-  clock: Clock;
-  logger: Logger;
-  resolver: DnsResolver;
-  secretKey: Buffer;
-  metrics?: Metrics;
-}
+export type DispatcherDeps = ServiceDeps;
 
 export interface WebhookDispatcher {
   start(): void;

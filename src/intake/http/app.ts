@@ -15,6 +15,7 @@ import { openApiRoute } from './routes/openapi.js';
 import { metricsRoute } from './routes/metrics.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
 import { trackingRoutes } from './routes/tracking.js';
+import { dashboardRoutes } from './dashboard/index.js';
 
 export function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
   const router = new Router<State>();
@@ -59,6 +60,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(metricsRoute(deps));
   app.use(unsubscribeRoutes(deps));
   app.use(trackingRoutes(deps));
+  app.use(dashboardRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {
     if (isApiPath(ctx.path)) return api(ctx, next);
     await next();

@@ -181,7 +181,7 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       title: 'mailsvc API',
       version: '1.0.0',
       description:
-        'Two surfaces over one service. `/v1/...` (versioned, Resend-like) answers errors as `{request_id, error: {code, message, retryable}}` and accepts API keys and OAuth access tokens. `/api/v1/...` (legacy) answers errors as `{success: false, error, code}` and accepts API keys only. Generated from the route definitions by `npm run docs`; do not edit by hand.',
+        'Two surfaces over one service. `/v1/...` (versioned, Resend-like) answers errors as `{request_id, error: {code, message, retryable}}` and accepts API keys and OAuth access tokens. `/api/v1/...` (legacy) answers errors as `{success: false, error, code}` and accepts API keys only. Not described: the dashboard (`/dashboard/...`, HTML pages for people, with a session cookie and CSRF tokens, not an API). Generated from the route definitions by `npm run docs`; do not edit by hand.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: 'http://localhost:3000', description: 'Default http.publicUrl' }],

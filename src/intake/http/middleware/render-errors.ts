@@ -16,7 +16,7 @@ const byStatus: Record<number, ErrorCode> = {
   429: 'rate_limited',
 };
 
-function normalize(err: unknown): AppError {
+export function normalize(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const status = (err as { status?: unknown; expose?: unknown })?.status;
   if (typeof status === 'number' && byStatus[status] && (err as { expose?: unknown }).expose) {

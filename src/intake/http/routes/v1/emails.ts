@@ -76,6 +76,7 @@ const emailListQuery = z.looseObject({
   after: z.string().optional().describe('An email id: the page of emails older than it (next_cursor of the previous page)'),
   before: z.string().optional().describe('An email id: the page of emails newer than it'),
   status: z.union([z.enum(EMAIL_STATUSES), z.literal('')], { error: `must be one of ${EMAIL_STATUSES.join(', ')}` }).optional(),
+  to: z.string().optional().describe('Part of a recipient address, matched without regard to case (at most 320 characters)'),
 });
 
 function parseScheduledAt(value: string | undefined): number | null {
@@ -187,7 +188,7 @@ export const v1EmailRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/emails',
-    summary: 'List emails, newest first, with keyset pagination (limit, after, before, status)',
+    summary: 'List emails, newest first, with keyset pagination (limit, after, before), by status or recipient (to)',
     operation: 'api',
     scope: 'emails:read',
     query: emailListQuery,

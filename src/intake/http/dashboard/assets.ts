@@ -1,0 +1,77 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The dashboard's only assets, kept in the module so that they ship with the package and
+ * the build needs no copy step. Mobile first: one column, tables scroll sideways.
+ */
+const CSS = `
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1d2330;background:#f5f6f8}
+a{color:#1f5fbf}
+header{background:#1d2330;color:#fff;padding:.6rem 1rem;display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:center}
+header .brand{font-weight:700;color:#fff;text-decoration:none;margin-right:auto}
+header nav{display:flex;flex-wrap:wrap;gap:.25rem .9rem;width:100%}
+header nav a{color:#cfd8e6;text-decoration:none;padding:.2rem 0}
+header nav a[aria-current=page]{color:#fff;border-bottom:2px solid #6ea8fe}
+header form{margin:0;display:flex;gap:.4rem;align-items:center}
+header select,header button{font-size:.85rem}
+header .ws-name{color:#cfd8e6;font-size:.85rem}
+main{max-width:72rem;margin:0 auto;padding:1rem}
+h1{font-size:1.4rem;margin:.2rem 0 1rem;overflow-wrap:anywhere}
+h2{font-size:1.1rem;margin:1.5rem 0 .6rem}
+.card h2:first-child{margin-top:0}
+.card{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:1rem;margin-bottom:1rem}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{text-align:left;padding:.45rem .6rem;border-bottom:1px solid #e8ebf0;vertical-align:top}
+th{font-size:.8rem;text-transform:uppercase;letter-spacing:.03em;color:#5b6475;white-space:nowrap}
+td.wrap{overflow-wrap:anywhere;min-width:10rem}
+pre{white-space:pre-wrap;overflow-wrap:anywhere}
+code,pre{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{background:#f0f2f5;padding:.6rem;border-radius:6px;margin:0;max-height:24rem;overflow:auto}
+form.inline{display:inline}
+form.row{display:flex;flex-wrap:wrap;gap:.5rem;align-items:flex-end}
+label{display:flex;flex-direction:column;gap:.2rem;font-size:.85rem;color:#444}
+label.check{flex-direction:row;align-items:center}
+input,select,button{font:inherit;padding:.45rem .6rem;border:1px solid #b9c0cc;border-radius:6px;background:#fff;max-width:100%}
+button{background:#1f5fbf;color:#fff;border-color:#1f5fbf;cursor:pointer}
+button.secondary{background:#fff;color:#1f5fbf}
+button.danger{background:#b42318;border-color:#b42318}
+.badge{display:inline-block;padding:.05rem .45rem;border-radius:999px;font-size:.78rem;background:#e8ebf0;white-space:nowrap}
+.badge.good{background:#d1fadf;color:#05603a}.badge.bad{background:#fee4e2;color:#912018}.badge.wait{background:#fef0c7;color:#93370d}
+.notice,.error,dl.facts dd{overflow-wrap:anywhere}
+.records{display:grid;gap:1rem}
+.record{display:grid;gap:.4rem;padding-bottom:.8rem;border-bottom:1px solid #e8ebf0}
+.record:last-child{border-bottom:0;padding-bottom:0}
+.record .badge{justify-self:start}
+.notice{background:#d1fadf;border:1px solid #a6f4c5;padding:.6rem .8rem;border-radius:6px;margin-bottom:1rem}
+.error{background:#fee4e2;border:1px solid #fecdca;padding:.6rem .8rem;border-radius:6px;margin-bottom:1rem}
+.secret{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center}
+.secret input{flex:1 1 16rem;font-family:ui-monospace,monospace}
+.muted{color:#5b6475;font-size:.85rem}
+.timeline{list-style:none;padding:0;margin:0}
+.timeline li{border-left:3px solid #6ea8fe;padding:.2rem .7rem;margin-bottom:.4rem}
+iframe.preview{width:100%;height:28rem;border:1px solid #dde1e7;border-radius:6px;background:#fff}
+.login{max-width:24rem;margin:4rem auto}
+.login form{display:flex;flex-direction:column;gap:.8rem}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem .9rem;margin:0}
+dl.facts dt{color:#5b6475}dl.facts dd{margin:0}
+@media (min-width:48rem){header nav{width:auto}}
+`;
+
+/** Copy buttons: `data-copy="<id of an input or element>"`. */
+const JS = `document.addEventListener('click',function(e){var b=e.target.closest&&e.target.closest('[data-copy]');if(!b)return;var el=document.getElementById(b.getAttribute('data-copy'));if(!el)return;var text='value' in el?el.value:el.textContent;function done(){var t=b.textContent;b.textContent='Copied';setTimeout(function(){b.textContent=t},1500)}if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(text).then(done)}else if(el.select){el.select();document.execCommand('copy');done()}});`;
+
+const version = (body: string) => createHash('sha256').update(body).digest('hex').slice(0, 12);
+
+export interface Asset {
+  path: string;
+  type: string;
+  body: string;
+}
+
+/** Paths carry a content hash, so browsers may cache them for good. */
+export const assets = {
+  css: { path: `/dashboard/assets/app-${version(CSS)}.css`, type: 'text/css; charset=utf-8', body: CSS },
+  js: { path: `/dashboard/assets/app-${version(JS)}.js`, type: 'text/javascript; charset=utf-8', body: JS },
+} satisfies Record<string, Asset>;

@@ -1,0 +1,82 @@
+import type { DashboardSessionInfo } from '../../../services/dashboard-auth.js';
+import type { Workspace } from '../../../store/tables.js';
+import { assets } from './assets.js';
+import { html, type SafeHtml } from './html.js';
+
+/** What every signed-in page knows: set by the session middleware. */
+export interface DashView {
+  session: DashboardSessionInfo;
+  workspace: Workspace;
+  workspaces: Workspace[];
+  csrf: string;
+}
+
+export const SECTIONS = [
+  ['emails', 'Emails'],
+  ['keys', 'API keys'],
+  ['domains', 'Domains'],
+  ['webhooks', 'Webhooks'],
+  ['marketing', 'Subscribers & campaigns'],
+  ['suppressions', 'Suppressions'],
+] as const;
+export type Section = (typeof SECTIONS)[number][0];
+
+/** The hidden input every form carries; the middleware refuses a POST without it. */
+export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
+
+/** A POST button in its own small form (revoke, verify, replay...). */
+export const actionButton = (view: DashView, action: string, label: string, className = 'secondary') =>
+  html`<form class="inline" method="post" action="${action}">${csrfField(view.csrf)}<button type="submit" class="${className}">${label}</button></form>`;
+
+/** A read-only field and a button that copies it. */
+export const copyField = (id: string, value: string, label = 'Copy') =>
+  html`<span class="secret"><input id="${id}" readonly value="${value}" aria-label="${label}"><button type="button" class="secondary" data-copy="${id}">${label}</button></span>`;
+
+const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked']);
+const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed']);
+export const badge = (status: string) =>
+  html`<span class="badge ${GOOD.has(status) ? 'good' : BAD.has(status) ? 'bad' : 'wait'}">${status}</span>`;
+
+/** ISO timestamps shown to the minute, in UTC (the API's zone): short enough for a phone. */
+export const when = (iso: string | null | undefined) =>
+  iso ? html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')}</time>` : html`<span class="muted">—</span>`;
+
+export const table = (head: string[], rows: SafeHtml[], empty: string) =>
+  rows.length === 0
+    ? html`<p class="muted">${empty}</p>`
+    : html`<div class="scroll"><table><thead><tr>${head.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div>`;
+
+const shell = (title: string, header: SafeHtml | string, body: SafeHtml) => html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>${title} · mailsvc</title>
+<link rel="stylesheet" href="${assets.css.path}"><script src="${assets.js.path}" defer></script>
+</head><body>${header}<main>${body}</main></body></html>`;
+
+export interface PageOptions {
+  title: string;
+  section: Section;
+  body: SafeHtml;
+  notice?: string | undefined;
+  error?: string | undefined;
+}
+
+export function page(view: DashView, options: PageOptions): string {
+  const switcher =
+    view.workspaces.length > 1
+      ? html`<form method="post" action="/dashboard/workspace">${csrfField(view.csrf)}<select name="workspace" aria-label="Workspace">${view.workspaces.map(
+          (w) => html`<option value="${w.id}" ${w.id === view.workspace.id ? html`selected` : ''}>${w.name}</option>`,
+        )}</select><button type="submit" class="secondary">Switch</button></form>`
+      : html`<span class="ws-name">${view.workspace.name}</span>`;
+  const header = html`<header><a class="brand" href="/dashboard">mailsvc</a>${switcher}
+<form method="post" action="/dashboard/logout">${csrfField(view.csrf)}<button type="submit" class="secondary">Sign out</button></form>
+<nav>${SECTIONS.map(([key, label]) => html`<a href="/dashboard/${key}" ${key === options.section ? html`aria-current="page"` : ''}>${label}</a>`)}</nav></header>`;
+  const body = html`<h1>${options.title}</h1>${options.notice ? html`<div class="notice" role="status">${options.notice}</div>` : ''}${
+    options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''
+  }${options.body}`;
+  return shell(options.title, header, body).value;
+}
+
+/** Pages shown before sign-in and error pages without a session. */
+export function plainPage(title: string, body: SafeHtml): string {
+  return shell(title, html`<header><a class="brand" href="/dashboard">mailsvc</a></header>`, html`<div class="login">${body}</div>`).value;
+}

@@ -1,0 +1,46 @@
+import type Router from '@koa/router';
+import type { HttpDeps } from '../../context.js';
+import { html } from '../html.js';
+import { actionButton, badge, copyField, csrfField, page, table, when, type DashView } from '../layout.js';
+import type { DashState } from '../session.js';
+
+const MAX_LISTED = 200;
+
+async function keysPage(deps: HttpDeps, view: DashView, extra: { created?: { name: string; secret: string }; notice?: string } = {}): Promise<string> {
+  const keys = await deps.services.credentials.list({ workspaceId: view.workspace.id, oauth: false, limit: MAX_LISTED, offset: 0 });
+  const created = extra.created
+    ? html`<div class="card" id="new-key"><h2>Key “${extra.created.name}” created</h2><p>Copy it now: it is shown only this once and cannot be seen again.</p>${copyField('new-key-value', extra.created.secret)}</div>`
+    : '';
+  const rows = keys.map(
+    (k) => html`<tr><td>${k.name}</td><td><code>${k.prefix}…</code></td><td>${k.kind === 'test' ? 'test' : 'live'}</td><td>${when(k.created_at)}</td><td>${when(k.last_used_at)}</td>
+<td>${k.revoked_at ? badge('revoked') : actionButton(view, `/dashboard/keys/${k.id}/revoke`, 'Revoke', 'danger')}</td></tr>`,
+  );
+  return page(view, {
+    title: 'API keys',
+    section: 'keys',
+    notice: extra.notice,
+    body: html`${created}<div class="card"><h2>Create a key</h2><form class="row" method="post" action="/dashboard/keys">${csrfField(view.csrf)}
+<label>Name<input name="name" required maxlength="200" placeholder="production"></label>
+<label class="check"><input type="checkbox" name="test" value="1"> Test key (sk_test_: simulated delivery)</label><button type="submit">Create key</button></form></div>
+${table(['Name', 'Key', 'Kind', 'Created', 'Last used', ''], rows, 'No keys yet.')}`,
+  });
+}
+
+export function registerKeyRoutes(router: Router<DashState>, deps: HttpDeps): void {
+  router.get('/keys', async (ctx) => {
+        ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: typeof ctx.query.notice === 'string' ? ctx.query.notice : undefined });
+  });
+
+  // Answered with the page itself, not a redirect: the secret exists only in this response.
+  router.post('/keys', async (ctx) => {
+        const { form, dashboard: view } = ctx.state;
+    const created = await deps.services.credentials.createKey({ name: form.name ?? '', workspaceId: view.workspace.id, test: form.test === '1' });
+    ctx.body = await keysPage(deps, view, { created: { name: created.credential.name, secret: created.secret } });
+  });
+
+  router.post('/keys/:id/revoke', async (ctx) => {
+        const revoked = await deps.services.credentials.revoke(ctx.params.id!, ctx.state.dashboard.workspace.id);
+    ctx.status = 303;
+    ctx.redirect(`/dashboard/keys?notice=${encodeURIComponent(`Key “${revoked.name}” (${revoked.prefix}…) is revoked.`)}`);
+  });
+}

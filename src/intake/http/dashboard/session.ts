@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import parse from 'co-body';
+import type { Next, ParameterizedContext } from 'koa';
+import type { SignedIn } from '../../../services/dashboard-auth.js';
+import { AppError } from '../../../shared/errors.js';
+import type { Ctx, HttpDeps, State } from '../context.js';
+import type { DashView } from './layout.js';
+
+export const SESSION_COOKIE = 'mailsvc_session';
+/** Binds the sign-in forms' CSRF token before a session exists (login CSRF). */
+const PRELOGIN_COOKIE = 'mailsvc_prelogin';
+const COOKIE_PATH = '/dashboard';
+
+/** The state of signed-in requests: set by requireSession before any page handler runs. */
+export type DashState = State & { dashboard: DashView; form: Record<string, string> };
+export type DashCtx = ParameterizedContext<DashState>;
+
+// HttpOnly keeps the session away from scripts; Lax stops other sites' POSTs from carrying it;
+// Secure whenever the request came over HTTPS (directly or, with http.trustProxy, via a proxy).
+const cookieOptions = (ctx: Ctx, expires?: Date) => ({ httpOnly: true, sameSite: 'lax' as const, secure: ctx.secure, path: COOKIE_PATH, overwrite: true, ...(expires ? { expires } : {}) });
+
+export function setSessionCookie(ctx: Ctx, signedIn: SignedIn): void {
+  ctx.cookies.set(SESSION_COOKIE, signedIn.secret, cookieOptions(ctx, new Date(signedIn.expiresAt)));
+  ctx.cookies.set(PRELOGIN_COOKIE, null, cookieOptions(ctx));
+}
+
+export function clearSessionCookie(ctx: Ctx): void {
+  ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(ctx));
+}
+
+/** Fields of an urlencoded form; repeated fields keep their last value. */
+export async function readForm(ctx: Ctx): Promise<Record<string, string>> {
+  if (!ctx.is('application/x-www-form-urlencoded')) throw new AppError('unsupported_media_type', 'Forms must be sent as application/x-www-form-urlencoded');
+  const body = (await parse.form(ctx.req, { limit: '256kb' })) as Record<string, unknown>;
+  const form: Record<string, string> = {};
+  for (const [key, value] of Object.entries(body)) {
+    const last = Array.isArray(value) ? value.at(-1) : value;
+    if (typeof last === 'string') form[key] = last;
+  }
+  return form;
+}
+
+const csrfRefused = () => new AppError('forbidden', 'The form was refused: its security token is missing or stale. Reload the page and try again.');
+
+/** The CSRF token for the sign-in forms, bound to a random cookie set here. */
+export function preLoginToken(ctx: Ctx, deps: HttpDeps): string {
+  let binding = ctx.cookies.get(PRELOGIN_COOKIE);
+  if (!binding || !/^[A-Za-z0-9_-]{43}$/.test(binding)) {
+    binding = randomBytes(32).toString('base64url');
+    ctx.cookies.set(PRELOGIN_COOKIE, binding, cookieOptions(ctx));
+  }
+  return deps.services.dashboardAuth.csrfToken(`prelogin:${binding}`);
+}
+
+export function checkPreLogin(ctx: Ctx, deps: HttpDeps, form: Record<string, string>): void {
+  const binding = ctx.cookies.get(PRELOGIN_COOKIE);
+  if (!binding || !deps.services.dashboardAuth.checkCsrf(`prelogin:${binding}`, form._csrf)) throw csrfRefused();
+}
+
+/**
+ * Everything below sign-in: a valid session or a redirect to the sign-in page (a 401 for
+ * POSTs, which must not be replayed after sign-in), then, for every POST, the form and its
+ * CSRF token checked before any handler runs.
+ */
+export function requireSession(deps: HttpDeps) {
+  return async function session(ctx: DashCtx, next: Next): Promise<void> {
+    const auth = deps.services.dashboardAuth;
+    const found = await auth.session(ctx.cookies.get(SESSION_COOKIE));
+    if (!found) {
+      if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+        ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.originalUrl)}`);
+        return;
+      }
+      throw new AppError('unauthorized', 'Your dashboard session has ended; sign in again.');
+    }
+    const workspaces = await deps.services.workspaces.list();
+    const workspace = workspaces.find((w) => w.id === found.workspaceId) ?? (await deps.services.workspaces.ensureDefault());
+    ctx.state.dashboard = { session: found, workspace, workspaces, csrf: auth.csrfToken(found.idHash) };
+    if (ctx.method === 'POST') {
+      ctx.state.form = await readForm(ctx);
+      if (!auth.checkCsrf(found.idHash, ctx.state.form._csrf)) throw csrfRefused();
+    }
+    await next();
+  };
+}

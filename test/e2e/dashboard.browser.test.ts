@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { eventually } from '../helpers/delivery.js';
+import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { request, show } from '../helpers/http.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+
+/**
+ * The dashboard in a real browser (Debian's Chromium driven by playwright-core), against the
+ * real server: what a newcomer does on a first visit. A screenshot of every page is kept in
+ * test-artifacts/dashboard/ (git-ignored) for people to look at.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/dashboard/', import.meta.url));
+const PASSWORD = 'dashboard-e2e-password';
+/** Added in the dashboard and never verified: test keys may send from it (the newcomer's path). */
+const SENDER = 'shop.example.test';
+const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` (.ci/run does when it runs as root)`;
+
+describe('dashboard in Chromium', { skip }, () => {
+  let dns: TestDns;
+  let receiver: WebhookReceiver;
+  let server: TestServer;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    dns = await startDnsServer();
+    receiver = await startWebhookReceiver();
+    server = await startTestServer({
+      dashboard: { password: PASSWORD },
+      delivery: { enabled: true, dnsServers: [dns.server], pollInterval: 50, signingThreads: 0 },
+      dkim: { host: 'dkim.mailsvc.test' },
+      // The endpoint is the loopback receiver of this test.
+      webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
+    });
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    // Phone width: every page must work at 375 px.
+    page = await browser.newPage({ viewport: { width: 375, height: 812 } });
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    await dns?.close();
+    await receiver?.close();
+  });
+
+  const url = (path: string) => server.httpUrl + path;
+  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+  /** Nothing wider than the phone's screen but the tables, which scroll inside their box. */
+  const assertFitsPhone = async () => {
+    // Runs in the page, where `document` exists; the test's own types have no DOM.
+    const width = await page.evaluate('document.documentElement.scrollWidth');
+    assert.ok(typeof width === 'number' && width <= 375, `${page.url()} is ${width}px wide at a 375px viewport`);
+  };
+
+  it('signs in with the password', async () => {
+    await page.goto(url('/dashboard'));
+    assert.match(page.url(), /\/dashboard\/login/);
+    await shot('login');
+    await page.fill('input[name=password]', PASSWORD);
+    await page.click('button[type=submit]');
+    await page.waitForURL(/\/dashboard\/emails$/);
+    assert.equal(await page.textContent('h1'), 'Emails');
+    await assertFitsPhone();
+  });
+
+  it('creates a key, shows it once, and a revoked key is refused by the API', async () => {
+    await page.goto(url('/dashboard/keys'));
+    await page.fill('input[name=name]', 'browser key');
+    await page.click('form[action="/dashboard/keys"] button[type=submit]');
+    const secret = await page.inputValue('#new-key-value');
+    assert.match(secret, /^sk_live_[A-Za-z0-9]{43}$/);
+    assert.ok(await page.isVisible('button[data-copy="new-key-value"]'), 'with a copy button');
+    await shot('keys-created');
+    await assertFitsPhone();
+    const ok = await request(server.httpUrl, 'GET', '/v1/domains', { key: secret });
+    assert.equal(ok.status, 200, show(ok));
+
+    await page.goto(url('/dashboard/keys'));
+    assert.equal((await page.content()).includes(secret), false, 'the key is not shown again');
+    const row = page.locator('tr', { hasText: 'browser key' });
+    await row.locator('button', { hasText: 'Revoke' }).click();
+    await page.waitForURL(/notice=/);
+    assert.match((await page.textContent('[role=status]')) ?? '', /revoked/);
+    assert.match((await row.textContent()) ?? '', /revoked/);
+    await shot('keys-revoked');
+    const refused = await request(server.httpUrl, 'GET', '/v1/domains', { key: secret });
+    assert.equal(refused.status, 401, show(refused));
+  });
+
+  it('adds a domain and shows the DNS records to publish, with copy buttons', async () => {
+    await page.goto(url('/dashboard/domains'));
+    await page.fill('input[name=domain]', SENDER);
+    await page.click('form[action="/dashboard/domains"] button[type=submit]');
+    await page.waitForURL(/\/dashboard\/domains\/[0-9a-f-]{36}$/);
+    assert.equal(await page.textContent('h1'), SENDER);
+    const { customer } = await server.runtime.services.domains.recordsToPublish(server.workspaceId, SENDER);
+    assert.ok(customer.length > 0);
+    for (const record of customer) {
+      assert.ok(await page.locator(`input[value="${record.name}"]`).count(), `shows ${record.name}`);
+      assert.ok(await page.locator(`input[value="${record.value}"]`).count(), `shows ${record.value}`);
+    }
+    assert.ok((await page.locator('button[data-copy]').count()) >= customer.length * 2);
+    // Verify asks the test DNS server, which has no records for this domain yet.
+    await page.click('button:has-text("Verify now")');
+    await page.waitForURL(/notice=/);
+    assert.match((await page.textContent('[role=status]')) ?? '', /not verified yet/);
+    await shot('domain');
+    await assertFitsPhone();
+  });
+
+  it('shows an email sent with a test key, with its events, attempts and a sandboxed preview', async () => {
+    await page.goto(url('/dashboard/keys'));
+    await page.fill('input[name=name]', 'trying it out');
+    await page.check('input[name=test]');
+    await page.click('form[action="/dashboard/keys"] button[type=submit]');
+    const key = await page.inputValue('#new-key-value');
+    assert.match(key, /^sk_test_/);
+    const sent = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: { from: `Shop <hello@${SENDER}>`, to: 'customer@dest.test', subject: 'Your <receipt>', html: '<h1>Thanks</h1><script>parent.document.title="pwned"</script>' },
+    });
+    assert.equal(sent.status, 200, show(sent));
+    const id = sent.body.id as string;
+    await eventually(async () => (await server.runtime.services.emails.get(server.workspaceId, id)).status === 'delivered', 15_000, 'simulated delivery');
+
+    await page.goto(url('/dashboard/emails?to=customer%40dest'));
+    await page.click('a:has-text("Your <receipt>")');
+    await page.waitForURL(new RegExp(`/dashboard/emails/${id}$`));
+    assert.equal(await page.textContent('h1'), 'Your <receipt>');
+    const events = (await page.textContent('#events')) ?? '';
+    for (const type of ['email.sent', 'email.delivered']) assert.ok(events.includes(type), `timeline has ${type}: ${events}`);
+    assert.match((await page.textContent('body')) ?? '', /250 2\.0\.0 OK \(simulated\)/, 'the remote reply of the attempt');
+    assert.match((await page.textContent('pre')) ?? '', /Subject: Your <receipt>/, 'headers');
+    assert.equal(await page.getAttribute('iframe.preview', 'sandbox'), '');
+    const frame = page.frameLocator('iframe.preview');
+    assert.equal(await frame.locator('h1').textContent(), 'Thanks');
+    assert.notEqual(await page.title(), 'pwned', 'scripts in the preview do not run');
+    await page.locator('iframe.preview').screenshot({ path: `${ARTIFACTS}email-preview.png` });
+    await shot('email');
+    await assertFitsPhone();
+
+    await page.goto(url('/dashboard/emails?status=bounced'));
+    assert.equal(await page.locator('a:has-text("Your <receipt>")').count(), 0, 'the status filter hides it');
+    await page.goto(url('/dashboard/emails'));
+    await shot('emails');
+  });
+
+  it('lists, adds and removes suppressions', async () => {
+    await page.goto(url('/dashboard/suppressions'));
+    await page.fill('input[name=email]', 'nomore@dest.test');
+    await page.click('form[action="/dashboard/suppressions"] button[type=submit]');
+    await page.waitForURL(/notice=/);
+    const row = page.locator('tr', { hasText: 'nomore@dest.test' });
+    assert.equal(await row.count(), 1);
+    await shot('suppressions');
+    await assertFitsPhone();
+    await row.locator('button', { hasText: 'Remove' }).click();
+    await page.waitForURL(/no%20longer|no\+longer|no longer/);
+    assert.equal(await page.locator('tr', { hasText: 'nomore@dest.test' }).count(), 0);
+  });
+
+  it('adds a webhook endpoint, shows its deliveries with the response, replays one and rotates the secret', async () => {
+    receiver.reply(() => ({ status: 200, body: 'thanks from the receiver' }));
+    await page.goto(url('/dashboard/webhooks'));
+    await page.fill('input[name=url]', `${receiver.url}/hooks`);
+    await page.fill('input[name=events]', 'email.delivered');
+    await page.click('form[action="/dashboard/webhooks"] button[type=submit]');
+    const first = await page.inputValue('#new-secret');
+    assert.match(first, /^whsec_/);
+    const hookPath = await page.getAttribute('form[action$="/rotate"]', 'action');
+    assert.match(hookPath ?? '', /^\/dashboard\/webhooks\/[0-9a-f-]{36}\/rotate$/);
+
+    const key = await server.key({ test: true });
+    const sent = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: `hello@${SENDER}`, to: 'hooked@dest.test', subject: 'Hooked', text: 'hi' } });
+    assert.equal(sent.status, 200, show(sent));
+    await receiver.waitFor(1);
+    const detail = url(hookPath!.replace(/\/rotate$/, ''));
+    await eventually(async () => {
+      await page.goto(detail);
+      return (await page.locator('tr', { hasText: 'succeeded' }).count()) === 1;
+    }, 15_000, 'the delivery shown as succeeded');
+    assert.match((await page.textContent('tbody')) ?? '', /thanks from the receiver/);
+    await page.click('button:has-text("Replay")');
+    await page.waitForURL(/notice=/);
+    await receiver.waitFor(2);
+
+    await page.click('button:has-text("Rotate secret")');
+    const rotated = await page.inputValue('#new-secret');
+    assert.match(rotated, /^whsec_/);
+    assert.notEqual(rotated, first);
+    await shot('webhook');
+    await assertFitsPhone();
+    await page.goto(url('/dashboard/webhooks'));
+    await shot('webhooks');
+  });
+
+  it('shows subscribers, audiences and campaigns with counts', async () => {
+    await server.runtime.services.subscribers.upsert(server.workspaceId, { email: 'fan@dest.test' });
+    await page.goto(url('/dashboard/marketing'));
+    assert.match((await page.textContent('dl.facts')) ?? '', /Subscribers\s*1/);
+    assert.equal(await page.locator('td', { hasText: 'fan@dest.test' }).count(), 1);
+    await shot('marketing');
+    await assertFitsPhone();
+  });
+
+  it('signs out', async () => {
+    await page.click('button:has-text("Sign out")');
+    await page.waitForURL(/\/dashboard\/login$/);
+    await page.goto(url('/dashboard/keys'));
+    assert.match(page.url(), /\/dashboard\/login/);
+  });
+});
