@@ -19,7 +19,12 @@ import { dashboardRoutes } from './dashboard/index.js';
 
 export function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
   const router = new Router<State>();
+  const seen = new Set<string>();
   for (const route of routes) {
+    // A route listed twice would run only its first copy and hide the mistake.
+    const key = `${route.method} ${route.path}`;
+    if (seen.has(key)) throw new Error(`route ${key} is defined twice`);
+    seen.add(key);
     router.register(route.path, [route.method], async (ctx: Ctx) => runRoute(route, ctx, deps, ctx.params as Record<string, string>));
   }
   return router;

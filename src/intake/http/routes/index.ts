@@ -20,7 +20,6 @@ export const apiRoutes: Route[] = [
   ...v1SuppressionRoutes,
   ...v1MarketingRoutes,
   ...v1ApiKeyRoutes,
-  ...v1SuppressionRoutes,
   ...v1WebhookRoutes,
   ...legacySendRoutes,
   ...legacyMarketingRoutes,
