@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * PostgreSQL for tests: MAILSVC_TEST_POSTGRES names a server (e.g.
+ * postgres://postgres@127.0.0.1:5432/test); each caller gets a database of its own so tests
+ * stay independent, and drops it afterwards.
+ */
+export const testPostgresUrl = (): string | undefined => process.env.MAILSVC_TEST_POSTGRES || undefined;
+
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+async function admin(server: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: server });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates `mailsvc_t_<random>` on the server named by MAILSVC_TEST_POSTGRES (or `server`). */
+export async function createTestDatabase(server = testPostgresUrl()): Promise<TestDatabase> {
+  if (!server) throw new Error('MAILSVC_TEST_POSTGRES is not set');
+  const name = `mailsvc_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await admin(server, `CREATE DATABASE "${name}"`);
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  let dropped: Promise<void> | undefined;
+  return {
+    url: url.toString(),
+    // FORCE: a pool left open by a failed test must not keep the database alive.
+    drop: () => (dropped ??= admin(server, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)),
+  };
+}
