@@ -20,6 +20,10 @@ import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { migrateToLatest, openStore, type Store } from './store/db.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
+import { runRetention } from './services/retention.js';
+import { runAsLeader } from './store/leader-lock.js';
+
+const RETENTION_INTERVAL_MS = 3600_000;
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -188,10 +192,16 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     );
     stops.push(every(2000, logger, 'campaign-finish', () => runtime.services.campaigns.finishSent()));
 
+    // Leader-only jobs: on PostgreSQL one node at a time runs each (advisory lock).
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
-      stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
+      stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runAsLeader(runtime.store, 'domain-recheck', () => runtime.services.domains.recheckPending(interval))));
     }
+    stops.push(
+      every(RETENTION_INTERVAL_MS, logger, 'retention', () =>
+        runAsLeader(runtime.store, 'retention', async () => logger.info({ job: 'retention', deleted: await runRetention(runtime.deps) }, 'retention clean-up done')),
+      ),
+    );
 
     if (config.webhooks.enabled) {
       const dispatcher = createWebhookDispatcher(runtime.deps);

@@ -4,6 +4,7 @@ import { createDomainService, type DomainService } from './domains.js';
 import { createQueueService, type QueueService } from './queue.js';
 import { createReportService, type ReportService } from './reports.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
+import { DatabaseRateLimiter } from './db-rate-limiter.js';
 import { createSuppressionService, type SuppressionService } from './suppressions.js';
 import { createWebhookService, type WebhookService } from './webhooks.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
@@ -52,7 +53,8 @@ export interface ServiceOptions {
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
-  const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
+  // Nodes sharing PostgreSQL must count against the same windows; one SQLite node counts in memory.
+  const rateLimiter = options.rateLimiter ?? (deps.dialect === 'postgres' ? new DatabaseRateLimiter(deps.db) : new MemoryRateLimiter());
   const templates = createTemplateService(deps);
   const tracking = createTrackingService(deps);
   // One batcher for the process: concurrent intakes share its commits.

@@ -372,6 +372,16 @@ export interface CampaignsTable {
   sent_at: number | null;
 }
 
+/** One fixed window of one rate-limit key, shared by every node. */
+export interface RateLimitWindowsTable {
+  /** The limiter's key, including the window length. */
+  key: string;
+  window_start: number;
+  count: number;
+  /** When the window is over and the row may be deleted. */
+  expires_at: number;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   credentials: CredentialsTable;
@@ -393,6 +403,7 @@ export interface Database {
   audiences: AudiencesTable;
   audience_members: AudienceMembersTable;
   campaigns: CampaignsTable;
+  rate_limit_windows: RateLimitWindowsTable;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;
