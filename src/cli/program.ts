@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/load-config.js';
 import { isAppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
+import { registerDbCommands } from './db.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
@@ -24,6 +25,7 @@ export function buildProgram(io: CliIo): Command {
   registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);
   registerQueueCommands(program, io);
+  registerDbCommands(program, io);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();
