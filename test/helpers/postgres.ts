@@ -37,3 +37,11 @@ export async function createTestDatabase(server = testPostgresUrl()): Promise<Te
     drop: () => (dropped ??= admin(server, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)),
   };
 }
+
+/**
+ * The database a test that configures mailsvc itself (CLI, child processes) should use: a
+ * fresh PostgreSQL database when MAILSVC_TEST_POSTGRES is set, else `file` in SQLite.
+ */
+export async function testDatabase(file: string): Promise<TestDatabase> {
+  return testPostgresUrl() ? createTestDatabase() : { url: `sqlite:${file}`, drop: async () => {} };
+}
