@@ -14,7 +14,7 @@ import { startSink, type Sink } from './smtp-sink.js';
  */
 
 /** A fixed number of requests from a separate process (autocannon -a). */
-function postMany(url: string, key: string, body: string, amount: number, connections: number): Promise<{ non2xx: number; errors: number }> {
+export function postMany(url: string, key: string, body: string, amount: number, connections: number): Promise<{ non2xx: number; errors: number }> {
   const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(connections), '-a', String(amount), '-m', 'POST', '-b', body];
   args.push('-H', `authorization=Bearer ${key}`, '-H', 'content-type=application/json', `${url}/v1/emails`);
   return new Promise((resolve, reject) => {
