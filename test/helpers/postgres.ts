@@ -23,10 +23,41 @@ async function admin(server: string, statement: string): Promise<void> {
   }
 }
 
-/** Creates `mailsvc_t_<random>` on the server named by MAILSVC_TEST_POSTGRES (or `server`). */
+const PREFIX = 'mailsvc_t_';
+let swept: Promise<void> | undefined;
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Drops the databases of test processes that are gone (killed, crashed before close()): the
+ * name carries the pid of the process that made it.
+ */
+async function sweepOrphans(server: string): Promise<void> {
+  const client = new pg.Client({ connectionString: server });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>(`select datname from pg_database where datname like '${PREFIX}%'`);
+    for (const { datname } of rows) {
+      const pid = Number(datname.slice(PREFIX.length).split('_')[0]);
+      if (Number.isInteger(pid) && pid > 0 && !alive(pid)) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates `mailsvc_t_<pid>_<random>` on the server named by MAILSVC_TEST_POSTGRES (or `server`). */
 export async function createTestDatabase(server = testPostgresUrl()): Promise<TestDatabase> {
   if (!server) throw new Error('MAILSVC_TEST_POSTGRES is not set');
-  const name = `mailsvc_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await (swept ??= sweepOrphans(server));
+  const name = `${PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
   await admin(server, `CREATE DATABASE "${name}"`);
   const url = new URL(server);
   url.pathname = `/${name}`;

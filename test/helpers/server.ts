@@ -66,9 +66,12 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
       return created.secret;
     },
     async close() {
-      await server.stop();
-      await pgDatabase?.drop();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        await server.stop();
+      } finally {
+        await pgDatabase?.drop();
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }
