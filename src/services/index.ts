@@ -19,7 +19,7 @@ import { createCampaignService, type CampaignService } from './campaigns.js';
 import { createSubscriberService, type SubscriberService } from './subscribers.js';
 import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
 import { createTrackingService, type TrackingService } from './tracking.js';
-import { CommitBatcher } from '../store/commit-batcher.js';
+import { createCommitBatcher, type CommitBatcher } from '../store/commit-batcher.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -58,7 +58,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
   const templates = createTemplateService(deps);
   const tracking = createTrackingService(deps);
   // One batcher for the process: concurrent intakes share its commits.
-  const batcher = new CommitBatcher(deps.db);
+  const batcher = createCommitBatcher(deps.db, deps.dialect, deps.config.databasePoolSize);
   const subscribers = createSubscriberService(deps);
   const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
   const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment === undefined ? createAttachmentFetcher(deps.config, deps.resolver) : options.fetchAttachment, unsubscribeLink: unsubscribe.link, onQueued: options.onQueued });
