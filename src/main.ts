@@ -23,7 +23,8 @@ import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { runRetention } from './services/retention.js';
 import { runAsLeader } from './store/leader-lock.js';
 
-const RETENTION_INTERVAL_MS = 3600_000;
+// Short enough that nodes restarted often (deploys) still clean up; each run is cheap when little is due.
+const RETENTION_INTERVAL_MS = 10 * 60_000;
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
