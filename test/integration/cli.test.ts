@@ -159,7 +159,7 @@ describe('mailsvc CLI', () => {
     try {
       const first = await runCliProcess(['migrate', '--json'], { ...env, MAILSVC_DATABASE: fresh.url });
       assert.equal(first.code, 0, first.stderr);
-      assert.ok(JSON.parse(first.stdout).applied.includes('0008-cluster'));
+      assert.ok(JSON.parse(first.stdout).applied.includes('0010-cluster'));
       const second = await runCliProcess(['migrate'], { ...env, MAILSVC_DATABASE: fresh.url });
       assert.match(second.stdout, /^postgres:\/\/.*: up to date\.$/m);
     } finally {

@@ -4,7 +4,7 @@ import { foundation } from './0001-foundation.js';
 import { sending } from './0002-sending.js';
 import { webhooks } from './0004-webhooks.js';
 import { marketing } from './0006-marketing.js';
-import { cluster } from './0008-cluster.js';
+import { cluster } from './0010-cluster.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -16,6 +16,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0002-sending': sending(dialect),
     '0004-webhooks': webhooks(),
     '0006-marketing': marketing(dialect),
-    '0008-cluster': cluster(),
+    '0010-cluster': cluster(),
   };
 }
