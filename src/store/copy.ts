@@ -1,36 +1,8 @@
+import { sql } from 'kysely';
 import type { Store } from './db.js';
 import type { Database } from './tables.js';
 
 type TableName = keyof Database;
-
-/**
- * Every table in foreign-key order: a row's parents are copied before it. A table the
- * migrations create but this list lacks stops the copy (see tablesToCopy) instead of being
- * left behind.
- */
-export const COPY_ORDER: readonly TableName[] = [
-  'workspaces',
-  'credentials',
-  'domains',
-  'dkim_keys',
-  'emails',
-  'email_contents',
-  'queue_items',
-  'delivery_attempts',
-  'events',
-  'idempotency_keys',
-  'templates',
-  'suppressions',
-  'webhook_endpoints',
-  'webhook_deliveries',
-  'webhook_attempts',
-  'subscribers',
-  'subscriber_tags',
-  'audiences',
-  'audience_members',
-  'campaigns',
-  'rate_limit_windows',
-];
 
 // PostgreSQL takes at most 65,535 parameters per statement; 500 rows of our widest table
 // stay far below that.
@@ -59,11 +31,30 @@ async function countRows(db: Store['db'], table: TableName): Promise<number> {
   return Number(row.n);
 }
 
-/** Refuses tables this code does not know: copying a newer schema would lose them. */
+/**
+ * Every table of the SQLite source in foreign-key order (parents before children), read from
+ * the schema itself, so tables added by later migrations are copied with no list to keep.
+ */
 export async function tablesToCopy(source: Store): Promise<TableName[]> {
-  const unknown = (await tableNames(source)).filter((n) => !COPY_ORDER.includes(n as TableName));
-  if (unknown.length > 0) throw new CopyRefused(`source has tables this version cannot copy: ${unknown.join(', ')}`);
-  return [...COPY_ORDER];
+  if (source.dialect !== 'sqlite') throw new CopyRefused('db copy reads from a SQLite database');
+  const names = await tableNames(source);
+  const parents = new Map<string, string[]>();
+  for (const name of names) {
+    const { rows } = await sql<{ table: string }>`select "table" from pragma_foreign_key_list(${name})`.execute(source.db);
+    parents.set(name, rows.map((r) => r.table).filter((t) => t !== name));
+  }
+  const ordered: string[] = [];
+  const visiting = new Set<string>();
+  const visit = (name: string) => {
+    if (ordered.includes(name)) return;
+    if (visiting.has(name)) throw new CopyRefused(`foreign keys form a cycle through ${name}`);
+    visiting.add(name);
+    for (const parent of parents.get(name) ?? []) visit(parent);
+    visiting.delete(name);
+    ordered.push(name);
+  };
+  for (const name of [...names].sort()) visit(name);
+  return ordered as TableName[];
 }
 
 /** Refuses a target holding any row: the copy is for moving into a fresh database. */

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/program.js';
 import { openStore } from '../../src/store/db.js';
-import { COPY_ORDER } from '../../src/store/copy.js';
 import { queueEmail } from '../helpers/mail.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
 import { startTestServer } from '../helpers/server.js';
@@ -21,8 +20,9 @@ async function counts(url: string): Promise<Record<string, number>> {
   const store = openStore(url);
   try {
     const out: Record<string, number> = {};
-    for (const table of COPY_ORDER) {
-      const row = await store.db.selectFrom(table).select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+    const tables = (await store.db.introspection.getTables()).map((t) => t.name).filter((n) => !n.startsWith('kysely_'));
+    for (const table of tables.sort()) {
+      const row = await store.db.selectFrom(table as 'emails').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
       out[table] = Number(row.n);
     }
     return out;
@@ -64,6 +64,10 @@ describe('mailsvc db copy', () => {
     assert.match(result.stdout, /^queue_items: 600 rows$/m);
     assert.match(result.stdout, /^queue_items: 500\/600$/m, 'progress per batch');
     assert.match(result.stdout, /counts match/);
+    const order = [...result.stdout.matchAll(/^(\w+): \d+ rows$/gm)].map((m) => m[1]!);
+    for (const [parent, child] of <Array<[string, string]>>[['workspaces', 'emails'], ['emails', 'queue_items'], ['queue_items', 'delivery_attempts'], ['events', 'webhook_deliveries'], ['subscribers', 'audience_members']]) {
+      assert.ok(order.indexOf(parent) >= 0 && order.indexOf(parent) < order.indexOf(child), `${parent} is copied before ${child}`);
+    }
     const source = await counts(from);
     assert.equal(source.emails, 300);
     assert.equal(source.queue_items, 600);
