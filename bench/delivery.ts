@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, root, rssMb, serve } from './lib.js';
+import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, rssMb, serve } from './lib.js';
 import { postfixWithOpendkim } from './postfix.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
@@ -13,7 +11,7 @@ import { startSink, type Sink } from './smtp-sink.js';
  * (default 5,000; 50000 for the memory target).
  */
 
-const postMany = (url: string, key: string, body: string, amount: number, connections: number) =>
+export const postMany = (url: string, key: string, body: string, amount: number, connections: number) =>
   httpLoad({ url: `${url}/v1/emails`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, amount, connections });
 
 interface RunResult {

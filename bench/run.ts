@@ -5,6 +5,7 @@
  */
 import { deliveryEndToEnd } from './delivery.js';
 import { campaignQueue } from './campaign-queue.js';
+import { clusterDelivery } from './cluster-delivery.js';
 import { sendAcceptance } from './send-acceptance.js';
 import { smtpSubmission } from './smtp-submission.js';
 import { webhookFanout } from './webhooks.js';
@@ -19,6 +20,7 @@ const benches: Record<string, () => Promise<void>> = {
   webhooks: () => webhookFanout(),
   'smtp-submission': () => smtpSubmission({ messages: Number(process.env.BENCH_MESSAGES ?? 20_000), runs }),
   'campaign-queue': () => campaignQueue({ subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000) }),
+  'cluster-delivery': () => clusterDelivery({ messages }),
 };
 
 const wanted = process.argv.slice(2);

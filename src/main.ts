@@ -22,6 +22,11 @@ import { migrateToLatest, openStore, type Store } from './store/db.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { createMetrics, type ServerMetrics } from './observability/metrics.js';
 import { countActiveQueueItems } from './store/queue.js';
+import { runRetention } from './services/retention.js';
+import { runAsLeader } from './store/leader-lock.js';
+
+// Short enough that nodes restarted often (deploys) still clean up; each run is cheap when little is due.
+const RETENTION_INTERVAL_MS = 10 * 60_000;
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -198,10 +203,16 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     );
     stops.push(every(2000, logger, 'campaign-finish', () => runtime.services.campaigns.finishSent()));
 
+    // Leader-only jobs: on PostgreSQL one node at a time runs each (advisory lock).
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
-      stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runtime.services.domains.recheckPending(interval)));
+      stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runAsLeader(runtime.store, 'domain-recheck', () => runtime.services.domains.recheckPending(interval))));
     }
+    stops.push(
+      every(RETENTION_INTERVAL_MS, logger, 'retention', () =>
+        runAsLeader(runtime.store, 'retention', async () => logger.info({ job: 'retention', deleted: await runRetention(runtime.deps) }, 'retention clean-up done')),
+      ),
+    );
 
     if (config.webhooks.enabled) {
       const dispatcher = createWebhookDispatcher(runtime.deps);

@@ -3,6 +3,7 @@ import { ConfigError } from '../config/load-config.js';
 import { isAppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
 import { registerDashboardCommands } from './dashboard.js';
+import { registerDbCommands } from './db.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
@@ -26,6 +27,7 @@ export function buildProgram(io: CliIo): Command {
   registerSuppressionCommands(program, io);
   registerQueueCommands(program, io);
   registerDashboardCommands(program, io);
+  registerDbCommands(program, io);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

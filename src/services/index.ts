@@ -4,6 +4,7 @@ import { createDomainService, type DomainService } from './domains.js';
 import { createQueueService, type QueueService } from './queue.js';
 import { createReportService, type ReportService } from './reports.js';
 import { limitFor, MemoryRateLimiter, type RateLimiter } from './rate-limits.js';
+import { DatabaseRateLimiter } from './db-rate-limiter.js';
 import { createSuppressionService, type SuppressionService } from './suppressions.js';
 import { createWebhookService, type WebhookService } from './webhooks.js';
 import { createWorkspaceService, type WorkspaceService } from './workspaces.js';
@@ -18,7 +19,7 @@ import { createCampaignService, type CampaignService } from './campaigns.js';
 import { createSubscriberService, type SubscriberService } from './subscribers.js';
 import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
 import { createTrackingService, type TrackingService } from './tracking.js';
-import { CommitBatcher } from '../store/commit-batcher.js';
+import { createCommitBatcher, type CommitBatcher } from '../store/commit-batcher.js';
 import { noMetrics, type Metrics } from '../observability/metrics.js';
 import { createDashboardAuthService, type DashboardAuthService } from './dashboard-auth.js';
 
@@ -57,11 +58,12 @@ export interface ServiceOptions {
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
-  const rateLimiter = options.rateLimiter ?? new MemoryRateLimiter();
+  // Nodes sharing PostgreSQL must count against the same windows; one SQLite node counts in memory.
+  const rateLimiter = options.rateLimiter ?? (deps.dialect === 'postgres' ? new DatabaseRateLimiter(deps.db) : new MemoryRateLimiter());
   const templates = createTemplateService(deps);
   const tracking = createTrackingService(deps);
   // One batcher for the process: concurrent intakes share its commits.
-  const batcher = new CommitBatcher(deps.db);
+  const batcher = createCommitBatcher(deps.db, deps.dialect, deps.config.databasePoolSize);
   const subscribers = createSubscriberService(deps);
   const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
   const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment === undefined ? createAttachmentFetcher(deps.config, deps.resolver) : options.fetchAttachment, unsubscribeLink: unsubscribe.link, onQueued: options.onQueued });

@@ -76,6 +76,9 @@ const pgTypes = {
 
 function openPostgres(url: string, poolSize: number): Store {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, types: pgTypes });
+  // An idle connection the server closes (restart, failover, admin) is dropped by the pool and
+  // replaced on the next query; without a listener the 'error' event would end the process.
+  pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
   return { db, dialect: 'postgres', location, close: () => db.destroy() };

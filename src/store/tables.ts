@@ -389,6 +389,16 @@ export interface DashboardLoginTokensTable {
   used_at: number | null;
 }
 
+/** One fixed window of one rate-limit key, shared by every node. */
+export interface RateLimitWindowsTable {
+  /** The limiter's key, including the window length. */
+  key: string;
+  window_start: number;
+  count: number;
+  /** When the window is over and the row may be deleted. */
+  expires_at: number;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   credentials: CredentialsTable;
@@ -412,6 +422,7 @@ export interface Database {
   campaigns: CampaignsTable;
   dashboard_sessions: DashboardSessionsTable;
   dashboard_login_tokens: DashboardLoginTokensTable;
+  rate_limit_windows: RateLimitWindowsTable;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;

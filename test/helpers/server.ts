@@ -7,6 +7,7 @@ import { startServer, type RunningServer } from '../../src/main.js';
 import type { PolicyFetcher } from '../../src/delivery/mta-sts.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { createTestDatabase, testPostgresUrl } from './postgres.js';
 
 export interface TestServer extends RunningServer {
   config: Config;
@@ -19,12 +20,13 @@ export interface TestServer extends RunningServer {
 
 /**
  * The real server, in this process, on free loopback ports with a fresh SQLite file in a
- * temp directory. `overrides` has the shape of the config file.
+ * temp directory, or a fresh PostgreSQL database when MAILSVC_TEST_POSTGRES is set. `overrides` has the shape of the config file.
  */
 export async function startTestServer(overrides: Record<string, unknown> = {}, options: { clock?: Clock; mtaStsFetcher?: PolicyFetcher } = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-test-'));
+  const pgDatabase = testPostgresUrl() && !('database' in overrides) ? await createTestDatabase() : null;
   const base = {
-    database: `sqlite:${join(dir, 'mailsvc.db')}`,
+    database: pgDatabase?.url ?? `sqlite:${join(dir, 'mailsvc.db')}`,
     dataDir: dir,
     log: { level: process.env.MAILSVC_TEST_LOG ?? 'silent' },
     http: { port: 0 },
@@ -37,11 +39,17 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
   if (config.delivery.enabled && config.delivery.dnsServers.length === 0 && !config.delivery.relay) {
     throw new Error('a test that delivers must set delivery.dnsServers to its loopback DNS server (never the real network)');
   }
-  const server = await startServer(config, {
-    logger: createLogger(config.log.level),
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.mtaStsFetcher ? { mtaStsFetcher: options.mtaStsFetcher } : {}),
-  });
+  let server: RunningServer;
+  try {
+    server = await startServer(config, {
+      logger: createLogger(config.log.level),
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.mtaStsFetcher ? { mtaStsFetcher: options.mtaStsFetcher } : {}),
+    });
+  } catch (err) {
+    await pgDatabase?.drop();
+    throw err;
+  }
   const workspaceId = (await server.runtime.services.workspaces.ensureDefault()).id;
   return {
     ...server,
@@ -58,8 +66,12 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
       return created.secret;
     },
     async close() {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        await server.stop();
+      } finally {
+        await pgDatabase?.drop();
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }

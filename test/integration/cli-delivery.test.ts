@@ -9,16 +9,19 @@ import { createLogger } from '../../src/shared/logger.js';
 import { runCli } from '../../src/cli/program.js';
 import { runCliProcess, type CliResult } from '../helpers/cli.js';
 import { queueEmail } from '../helpers/mail.js';
+import { testDatabase, type TestDatabase } from '../helpers/postgres.js';
 
 describe('CLI: suppressions and queue', () => {
   let dir: string;
   let env: Record<string, string>;
   let runtime: Runtime;
   let workspaceId: string;
+  let database: TestDatabase;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mailsvc-cli-delivery-'));
+    database = await testDatabase(join(dir, 'db.sqlite'));
     env = {
-      MAILSVC_DATABASE: `sqlite:${join(dir, 'db.sqlite')}`,
+      MAILSVC_DATABASE: database.url,
       MAILSVC_DATA_DIR: dir,
       MAILSVC_LOG_LEVEL: 'warn',
       MAILSVC_DELIVERY_HOSTNAME: 'mta.example.net',
@@ -28,6 +31,7 @@ describe('CLI: suppressions and queue', () => {
   });
   after(async () => {
     await runtime.close();
+    await database?.drop();
     rmSync(dir, { recursive: true, force: true });
   });
   /** The real CLI program in this process (a spawned process per command is slow on a busy machine). */

@@ -5,15 +5,21 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCliProcess, spawnCli } from '../helpers/cli.js';
 import { request, show } from '../helpers/http.js';
+import { createTestDatabase, testDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
 
 describe('mailsvc CLI', () => {
   let dir: string;
   let env: Record<string, string>;
-  before(() => {
+  let database: TestDatabase;
+  before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mailsvc-cli-'));
-    env = { MAILSVC_DATABASE: `sqlite:${join(dir, 'db.sqlite')}`, MAILSVC_DATA_DIR: dir, MAILSVC_HTTP_PORT: '0', MAILSVC_SMTP_SUBMISSION_PORT: '0', MAILSVC_SMTP_SUBMISSION_TLS_PORT: '0', MAILSVC_LOG_LEVEL: 'warn' };
+    database = await testDatabase(join(dir, 'db.sqlite'));
+    env = { MAILSVC_DATABASE: database.url, MAILSVC_DATA_DIR: dir, MAILSVC_HTTP_PORT: '0', MAILSVC_SMTP_SUBMISSION_PORT: '0', MAILSVC_SMTP_SUBMISSION_TLS_PORT: '0', MAILSVC_LOG_LEVEL: 'warn' };
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  after(async () => {
+    await database?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   const cli = async (...args: string[]) => {
     const res = await runCliProcess(args, env);
@@ -146,5 +152,18 @@ describe('mailsvc CLI', () => {
     assert.ok(JSON.parse(first.stdout).applied.length >= 1);
     const second = await runCliProcess(['migrate'], { ...env, MAILSVC_DATABASE: `sqlite:${fresh}` });
     assert.match(second.stdout, /up to date/);
+  });
+
+  it('applies migrations with `mailsvc migrate` on PostgreSQL', { skip: testPostgresUrl() ? false : 'set MAILSVC_TEST_POSTGRES to run' }, async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const first = await runCliProcess(['migrate', '--json'], { ...env, MAILSVC_DATABASE: fresh.url });
+      assert.equal(first.code, 0, first.stderr);
+      assert.ok(JSON.parse(first.stdout).applied.includes('0010-cluster'));
+      const second = await runCliProcess(['migrate'], { ...env, MAILSVC_DATABASE: fresh.url });
+      assert.match(second.stdout, /^postgres:\/\/.*: up to date\.$/m);
+    } finally {
+      await fresh.drop();
+    }
   });
 });

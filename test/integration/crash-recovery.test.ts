@@ -12,6 +12,7 @@ import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import { testDatabase, type TestDatabase } from '../helpers/postgres.js';
 
 /**
  * kill -9 of `mailsvc serve` with messages in flight: after a restart every accepted message
@@ -24,15 +25,17 @@ describe('crash recovery of delivery', () => {
   let env: Record<string, string>;
   let runtime: Runtime;
   let key: string;
+  let database: TestDatabase;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mailsvc-crash-'));
+    database = await testDatabase(join(dir, 'mailsvc.db'));
     dns = await startDnsServer();
     // A slow MX keeps messages in flight: each DATA is answered after 50 ms.
     mx = await startMxServer({ hooks: { onData: () => new Promise((r) => setTimeout(() => r(undefined), 50)) } });
     routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
     env = {
-      MAILSVC_DATABASE: `sqlite:${join(dir, 'mailsvc.db')}`,
+      MAILSVC_DATABASE: database.url,
       MAILSVC_DATA_DIR: dir,
       MAILSVC_LOG_LEVEL: 'warn',
       MAILSVC_HTTP_PORT: '0',
@@ -61,6 +64,7 @@ describe('crash recovery of delivery', () => {
     await runtime.close();
     await mx.close();
     await dns.close();
+    await database?.drop();
     rmSync(dir, { recursive: true, force: true });
   });
 

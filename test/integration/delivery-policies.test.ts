@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
 import type { MTASTSPolicy } from 'mailauth';
@@ -200,10 +198,10 @@ describe('graceful shutdown of delivery', () => {
     quick.delivery!.wake();
     await seen;
     await quick.stop();
-    const store1 = openStore(`sqlite:${join(quick.dir, 'mailsvc.db')}`);
+    const store1 = openStore(quick.config.database);
     const state1 = await emailState(store1.db, finished.id);
     await store1.close();
-    rmSync(quick.dir, { recursive: true, force: true });
+    await quick.close();
     assert.equal(state1.email.status, 'delivered', 'the transaction in flight finished before stop returned');
     assert.equal(mx.messages.length, 1);
 
@@ -222,10 +220,10 @@ describe('graceful shutdown of delivery', () => {
     await startedData;
     await stuck.stop();
     release();
-    const store2 = openStore(`sqlite:${join(stuck.dir, 'mailsvc.db')}`);
+    const store2 = openStore(stuck.config.database);
     const state2 = await emailState(store2.db, abandoned.id);
     await store2.close();
-    rmSync(stuck.dir, { recursive: true, force: true });
+    await stuck.close();
     assert.equal(state2.items[0]!.status, 'queued', 'given back to the queue');
     assert.equal(state2.items[0]!.lease_owner, null);
     assert.equal(state2.items[0]!.attempts, 0, 'not counted as an attempt');

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime, type Runtime } from '../../src/main.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -12,6 +10,7 @@ import { openStore, type Store } from '../../src/store/db.js';
 import type { Db } from '../../src/store/db.js';
 import { claimDueQueueItems as claimIn, finishQueueItem, type ClaimOptions } from '../../src/store/queue.js';
 import { queueEmail } from '../helpers/mail.js';
+import { createTestDatabase, testPostgresUrl } from '../helpers/postgres.js';
 
 /**
  * The queue claim on every database: SQLite always, and PostgreSQL (FOR UPDATE SKIP LOCKED)
@@ -26,28 +25,7 @@ const targets: Array<{ name: string; url: () => Promise<{ url: string; drop(): P
     },
   },
 ];
-const pgServer = process.env.MAILSVC_TEST_POSTGRES;
-if (pgServer) {
-  targets.push({
-    name: 'postgres',
-    url: async () => {
-      const name = `mailsvc_claim_${process.pid}_${randomBytes(4).toString('hex')}`;
-      const admin = async (sql: string) => {
-        const c = new pg.Client({ connectionString: pgServer });
-        await c.connect();
-        try {
-          await c.query(sql);
-        } finally {
-          await c.end();
-        }
-      };
-      await admin(`CREATE DATABASE "${name}"`);
-      const u = new URL(pgServer);
-      u.pathname = `/${name}`;
-      return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
-    },
-  });
-}
+if (testPostgresUrl()) targets.push({ name: 'postgres', url: () => createTestDatabase() });
 
 const claimDueQueueItems = (db: Db, dialect: 'sqlite' | 'postgres', options: ClaimOptions) => db.transaction().execute((trx) => claimIn(trx, dialect, options));
 

@@ -81,7 +81,9 @@ describe('open and click tracking', () => {
     assert.equal(opened[0]!.data.user_agent, 'Mail/1.0 (Test)');
     assert.deepEqual(opened[0]!.data.to, ['reader@dest.test']);
 
-    const [hook] = await receiver.waitFor(1, (r) => r.json?.type === 'email.opened' && r.json.data.email_id === id);
+    // The two opens are dispatched independently, so their webhooks may arrive in either order.
+    const hooks = await receiver.waitFor(2, (r) => r.json?.type === 'email.opened' && r.json.data.email_id === id);
+    const hook = hooks.find((r) => r.json.data.first === true);
     const payload = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { data: Record<string, unknown> };
     assert.deepEqual(payload.data, { email_id: id, to: ['reader@dest.test'], subject: 'Your order', user_agent: 'Mail/1.0 (Test)', first: true });
   });

@@ -5,6 +5,7 @@ import { sending } from './0002-sending.js';
 import { webhooks } from './0004-webhooks.js';
 import { marketing } from './0006-marketing.js';
 import { dashboard } from './0009-dashboard.js';
+import { cluster } from './0010-cluster.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -17,5 +18,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0004-webhooks': webhooks(),
     '0006-marketing': marketing(dialect),
     '0009-dashboard': dashboard(),
+    '0010-cluster': cluster(),
   };
 }

@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { startDnsServer, type TestDns } from '../test/helpers/dns-server.js';
+import { createTestDatabase } from '../test/helpers/postgres.js';
+import { postMany } from './delivery.js';
+import { benchEnv, cli, fmt, serve, type BenchServer } from './lib.js';
+import { startSink, type Sink } from './smtp-sink.js';
+
+/**
+ * Issue 8: end-to-end delivery (POST /v1/emails -> queue -> DKIM -> loopback sink MX) with
+ * 1 node on SQLite, 1 node on PostgreSQL and 2 nodes on one PostgreSQL database, in the
+ * same run on the same machine. The PostgreSQL server is BENCH_POSTGRES (default: the one
+ * the tests use, postgres://postgres@127.0.0.1:5432/test); each setup gets a fresh database.
+ */
+
+interface Setup {
+  name: string;
+  nodes: number;
+  postgres: boolean;
+}
+
+const SETUPS: Setup[] = [
+  { name: '1 node, SQLite', nodes: 1, postgres: false },
+  { name: '1 node, PostgreSQL', nodes: 1, postgres: true },
+  { name: '2 nodes, PostgreSQL', nodes: 2, postgres: true },
+];
+
+const pgServer = () => process.env.BENCH_POSTGRES ?? process.env.MAILSVC_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function waitForCount(sink: Sink, target: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while (sink.count() < target) {
+    if (Date.now() > deadline) throw new Error(`sink got ${sink.count()} of ${target} messages in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return performance.now();
+}
+
+async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number): Promise<{ perSecond: number; non2xx: number }> {
+  const database = setup.postgres ? await createTestDatabase(pgServer()) : null;
+  // Every node shares the secret key (it unseals the DKIM keys) and has its own hostname.
+  const secretKey = randomBytes(32).toString('base64');
+  const envFor = (i: number) =>
+    benchEnv({
+      ...(database ? { MAILSVC_DATABASE: database.url } : {}),
+      MAILSVC_SECRET_KEY: secretKey,
+      MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
+      MAILSVC_DELIVERY_PORT: String(sink.port),
+      MAILSVC_DELIVERY_HOSTNAME: `mailsvc-bench-${i}.localhost`,
+      MAILSVC_DELIVERY_CONCURRENCY: '64',
+      MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: JSON.stringify({ concurrency: 64, perMinute: 10_000_000 }),
+      MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
+      MAILSVC_SMTP_SUBMISSION_ENABLED: 'false',
+    });
+  const envs = Array.from({ length: setup.nodes }, (_, i) => envFor(i));
+  const env = envs[0]!;
+  const servers: BenchServer[] = [];
+  try {
+    const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
+    const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
+    await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+    await cli(['domains', 'add', 'bench.example'], env);
+    const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
+    for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
+    for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
+    await cli(['domains', 'verify', 'bench.example'], env);
+    for (const e of envs) servers.push(await serve(e));
+
+    const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
+    const body = JSON.stringify({ from: 'Shop <orders@bench.example>', to: 'customer@sink.bench', subject: 'Your order has shipped', html: paragraph.repeat(6) });
+    // Warm-up on every node: JIT, pools, connections to the sink.
+    let base = sink.count();
+    await Promise.all(servers.map((s) => postMany(s.url, key, body, 200, 20)));
+    await waitForCount(sink, base + 200 * servers.length, 120_000);
+
+    base = sink.count();
+    const perNode = Math.ceil(messages / servers.length);
+    const t0 = performance.now();
+    // The load balancer's share: the same number of requests to each node at once.
+    const sent = Promise.all(servers.map((s) => postMany(s.url, key, body, perNode, Math.ceil(50 / servers.length))));
+    const doneAt = await waitForCount(sink, base + perNode * servers.length, 30 * 60_000);
+    const results = await sent;
+    return { perSecond: (perNode * servers.length) / ((doneAt - t0) / 1000), non2xx: results.reduce((n, r) => n + r.non2xx + r.errors, 0) };
+  } finally {
+    for (const s of servers) await s.stop();
+    await database?.drop();
+  }
+}
+
+export async function clusterDelivery(options: { messages: number }): Promise<void> {
+  const dns = await startDnsServer();
+  const sink = await startSink();
+  dns.set('sink.bench', 'MX', [{ preference: 10, exchange: 'mx.sink.bench' }]);
+  dns.set('mx.sink.bench', 'A', ['127.0.0.1']);
+  try {
+    console.log(`cluster delivery end to end (POST /v1/emails -> queue -> DKIM RSA-2048 -> loopback ${sink.kind}), ${fmt(options.messages)} messages per setup, 50 HTTP connections split over the nodes`);
+    for (const setup of SETUPS) {
+      const r = await runSetup(setup, dns, sink, options.messages);
+      console.log(`  ${setup.name.padEnd(22)} ${fmt(r.perSecond).padStart(6)} msg/s end to end, non-2xx ${r.non2xx}`);
+    }
+  } finally {
+    await sink.stop();
+    await dns.close();
+  }
+}

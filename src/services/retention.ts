@@ -1,0 +1,29 @@
+import { deleteExpiredWindows } from '../store/rate-limits.js';
+import { deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore } from '../store/retention.js';
+import type { ServiceDeps } from './deps.js';
+import { IDEMPOTENCY_TTL_MS } from './idempotency.js';
+
+const DAY = 24 * 3600 * 1000;
+
+export interface RetentionReport {
+  idempotencyKeys: number;
+  deliveryAttempts: number;
+  events: number;
+  rateLimitWindows: number;
+}
+
+/**
+ * Deletes what is past its keep-by date: idempotency keys after 24 h (the SPEC's replay
+ * window), delivery attempts and events (with their webhook deliveries) after
+ * `retention.days`, and finished rate-limit windows. Emails and their status stay.
+ */
+export async function runRetention(deps: Pick<ServiceDeps, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
+  const now = deps.clock.now();
+  const cutoff = now - deps.config.retention.days * DAY;
+  return {
+    idempotencyKeys: await deleteIdempotencyKeysBefore(deps.db, now - IDEMPOTENCY_TTL_MS, now),
+    deliveryAttempts: await deleteAttemptsBefore(deps.db, cutoff),
+    events: await deleteEventsBefore(deps.db, cutoff),
+    rateLimitWindows: await deleteExpiredWindows(deps.db, now),
+  };
+}

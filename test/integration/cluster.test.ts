@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config/load-config.js';
+import { openRuntime, type Runtime } from '../../src/main.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { spawnCli } from '../helpers/cli.js';
+import { routeDomain } from '../helpers/delivery.js';
+import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { request, show } from '../helpers/http.js';
+import { startMxServer, type ReceivedMessage, type TestMx } from '../helpers/mx-server.js';
+import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
+
+/**
+ * Two `mailsvc serve` processes on one PostgreSQL database, as behind a load balancer: they
+ * share the queue (each message reaches the MX once), the idempotency keys (409 across nodes)
+ * and, after kill -9 of one, the survivor delivers what the dead one held.
+ */
+describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? false : 'set MAILSVC_TEST_POSTGRES to run' }, () => {
+  let database: TestDatabase;
+  let dns: TestDns;
+  let mx: TestMx;
+  let files: Server;
+  let releaseFile: () => void = () => {};
+  let fileRequested: () => void = () => {};
+  let runtime: Runtime;
+  let key: string;
+  const dirs: string[] = [];
+  const nodes: ChildProcess[] = [];
+  // Every node has the same secret key (it unseals the DKIM keys) and its own hostname.
+  const secretKey = randomBytes(32).toString('base64');
+
+  const envFor = (name: string): Record<string, string> => {
+    const dir = mkdtempSync(join(tmpdir(), `mailsvc-node-${name}-`));
+    dirs.push(dir);
+    return {
+      MAILSVC_DATABASE: database.url,
+      MAILSVC_SECRET_KEY: secretKey,
+      MAILSVC_DATA_DIR: dir,
+      MAILSVC_LOG_LEVEL: 'warn',
+      MAILSVC_HTTP_PORT: '0',
+      MAILSVC_SMTP_SUBMISSION_ENABLED: 'false',
+      MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
+      MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
+      MAILSVC_DELIVERY_PORT: String(mx.port),
+      MAILSVC_DELIVERY_HOSTNAME: `mta-${name}.mailsvc.test`,
+      MAILSVC_DELIVERY_LEASE_SECONDS: '5',
+      MAILSVC_DELIVERY_RETRY_SCHEDULE: '[1]',
+      MAILSVC_DELIVERY_POLL_INTERVAL: '100',
+      MAILSVC_DELIVERY_CONCURRENCY: '8',
+      MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: '{"concurrency":16,"perMinute":100000}',
+      MAILSVC_DELIVERY_MTA_STS: 'false',
+      MAILSVC_DELIVERY_SIGNING_THREADS: '0',
+      MAILSVC_ATTACHMENTS_ALLOW_PRIVATE_NETWORKS: 'true',
+    };
+  };
+
+  const serve = async (name: string): Promise<{ child: ChildProcess; url: string }> => {
+    const child = spawnCli(['serve'], envFor(name));
+    nodes.push(child);
+    const url = await new Promise<string>((resolve, reject) => {
+      let err = '';
+      child.stderr!.on('data', (d) => {
+        err += d;
+        const m = /HTTP API on (http:\/\/\S+)/.exec(err);
+        if (m) resolve(m[1]!);
+      });
+      child.on('exit', (code) => reject(new Error(`node ${name} exited ${code}: ${err}`)));
+    });
+    return { child, url };
+  };
+
+  const send = (url: string, to: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+    request(url, 'POST', '/v1/emails', { key, headers, body: { from: 'Shop <hello@sender.test>', to, subject: 'Order confirmation', html: '<p>Thanks!</p>', ...extra } });
+
+  /** Waits until the MX holds every id in `expected`; returns how often each arrived. */
+  const arrivals = async (expected: Set<string>, timeoutMs: number): Promise<Map<string, number>> => {
+    const deadline = Date.now() + timeoutMs;
+    const arrived = () => new Set(mx.messages.map((m) => m.messageId));
+    while ([...expected].some((id) => !arrived().has(id))) {
+      assert.ok(Date.now() < deadline, `missing at the MX: ${[...expected].filter((id) => !arrived().has(id)).length} of ${expected.size}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const counts = new Map<string, number>();
+    for (const m of mx.messages) if (expected.has(m.messageId!)) counts.set(m.messageId!, (counts.get(m.messageId!) ?? 0) + 1);
+    return counts;
+  };
+
+  before(async () => {
+    database = await createTestDatabase();
+    dns = await startDnsServer();
+    mx = await startMxServer();
+    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    // An attachment server that answers only when told: it holds a request in flight.
+    files = createServer((_req, res) => {
+      fileRequested();
+      releaseFile = () => res.end('%PDF-1.4 held');
+    });
+    await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+    dns.set('files.sender.test', 'A', ['127.0.0.1']);
+
+    const env = envFor('setup');
+    runtime = await openRuntime(loadConfig({ env }), { logger: createLogger('silent') });
+    const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
+    key = (await runtime.services.credentials.createKey({ name: 'cluster', workspaceId })).secret;
+    await runtime.services.domains.add(workspaceId, { domain: 'sender.test' });
+    const records = await runtime.services.domains.recordsToPublish(workspaceId, 'sender.test');
+    for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
+    for (const r of records.dkimHost) dns.set(r.name, 'TXT', [r.value]);
+    assert.equal((await runtime.services.domains.verify(workspaceId, 'sender.test')).domain.status, 'verified');
+  });
+  after(async () => {
+    for (const child of nodes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await runtime?.close();
+    await mx?.close();
+    await dns?.close();
+    files?.closeAllConnections();
+    await new Promise((r) => files?.close(r));
+    await database?.drop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('delivers 2,000 emails sent through both nodes, each exactly once; holds the idempotency 409 across nodes; survives kill -9 of one node', async (t) => {
+    const a = await serve('a');
+    const b = await serve('b');
+
+    // 2,000 emails, alternating between the nodes, 20 requests at a time.
+    const total = 2000;
+    const ids = new Set<string>();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (next < total) {
+          const i = next++;
+          const res = await send(i % 2 === 0 ? a.url : b.url, `r${i}@dest.test`);
+          assert.equal(res.status, 200, show(res));
+          ids.add(`<${res.body.id}@sender.test>`);
+        }
+      }),
+    );
+    assert.equal(ids.size, total);
+    const counts = await arrivals(ids, 120_000);
+    assert.equal(counts.size, total);
+    assert.deepEqual([...counts.values()].filter((c) => c !== 1), [], 'no message arrived twice');
+    const byNode = (name: string) => mx.messages.filter((m) => ids.has(m.messageId!) && m.ehlo === `mta-${name}.mailsvc.test`).length;
+    t.diagnostic(`delivered by node a: ${byNode('a')}, by node b: ${byNode('b')}`);
+    assert.ok(byNode('a') > 0 && byNode('b') > 0, 'both nodes delivered');
+
+    // Idempotency across nodes: the first request holds its key while its attachment is fetched.
+    const requested = new Promise<void>((r) => (fileRequested = r));
+    const body = { attachments: [{ filename: 'r.pdf', path: `http://files.sender.test:${(files.address() as AddressInfo).port}/r.pdf`, content_type: 'application/pdf' }] };
+    const first = send(a.url, 'idem@dest.test', body, { 'Idempotency-Key': 'cluster-1' });
+    await requested;
+    const concurrent = await send(b.url, 'idem@dest.test', body, { 'Idempotency-Key': 'cluster-1' });
+    assert.equal(concurrent.status, 409, show(concurrent));
+    assert.equal(concurrent.body.error.code, 'concurrent_idempotent_requests');
+    releaseFile();
+    const done = await first;
+    assert.equal(done.status, 200, show(done));
+    const replay = await send(b.url, 'idem@dest.test', body, { 'Idempotency-Key': 'cluster-1' });
+    assert.equal(replay.status, 200, show(replay));
+    assert.equal(replay.body.id, done.body.id, 'the other node replays the stored response');
+
+    // kill -9: node a's messages are held at DATA (never answered), so a is mid-delivery with
+    // leases it will never finish; node b's are accepted.
+    const held: Array<() => void> = [];
+    let holding: () => void = () => {};
+    const aHolds = new Promise<void>((r) => (holding = r));
+    mx.hooks = {
+      onData: (m: ReceivedMessage) =>
+        m.ehlo === 'mta-a.mailsvc.test'
+          ? new Promise((resolve) => {
+              held.push(() => resolve({ code: 451, text: '4.3.0 released after the test' }));
+              holding();
+            })
+          : undefined,
+    };
+    const second = new Set<string>();
+    for (let i = 0; i < 100; i++) {
+      const res = await send(i % 2 === 0 ? a.url : b.url, `k${i}@dest.test`);
+      assert.equal(res.status, 200, show(res));
+      second.add(`<${res.body.id}@sender.test>`);
+    }
+    await aHolds;
+    const exited = new Promise((r) => a.child.once('exit', r));
+    a.child.kill('SIGKILL');
+    await exited;
+    const heldByDead = await runtime.store.db.selectFrom('queue_items').select('id').where('status', '=', 'sending').where('lease_owner', 'is not', null).execute();
+    const afterKill = await arrivals(second, 60_000);
+    assert.equal(afterKill.size, second.size);
+    assert.deepEqual([...afterKill.values()].filter((c) => c !== 1), [], 'no message arrived twice');
+    t.diagnostic(`kill -9: ${held.length} message(s) held at DATA by node a, ${heldByDead.length} row(s) leased when it died, all delivered by node b`);
+    for (const release of held) release();
+
+    const stopped = new Promise<number | null>((r) => b.child.once('exit', (code) => r(code)));
+    b.child.kill('SIGTERM');
+    assert.equal(await stopped, 0);
+  });
+});

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runCli } from '../../src/cli/program.js';
+import { openStore } from '../../src/store/db.js';
+import { queueEmail } from '../helpers/mail.js';
+import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
+import { startTestServer } from '../helpers/server.js';
+
+async function cli(args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s), env: { MAILSVC_LOG_LEVEL: 'silent' } });
+  return { code, stdout, stderr };
+}
+
+async function counts(url: string): Promise<Record<string, number>> {
+  const store = openStore(url);
+  try {
+    const out: Record<string, number> = {};
+    const tables = (await store.db.introspection.getTables()).map((t) => t.name).filter((n) => !n.startsWith('kysely_'));
+    for (const table of tables.sort()) {
+      const row = await store.db.selectFrom(table as 'emails').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+      out[table] = Number(row.n);
+    }
+    return out;
+  } finally {
+    await store.close();
+  }
+}
+
+/** `mailsvc db copy` from a populated SQLite installation into a fresh database (PostgreSQL when MAILSVC_TEST_POSTGRES is set). */
+describe('mailsvc db copy', () => {
+  let dir: string;
+  let from: string;
+  let target: TestDatabase;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mailsvc-copy-'));
+    from = `sqlite:${join(dir, 'source.sqlite')}`;
+    const server = await startTestServer({ database: from });
+    try {
+      const ws = server.workspaceId;
+      await server.key();
+      await server.runtime.services.domains.add(ws, { domain: 'copy.test' });
+      // More queue rows than one batch (500), so the copy pages.
+      for (let i = 0; i < 300; i++) await queueEmail(server.runtime.store.db, { workspaceId: ws, domain: 'copy.test', to: [`a${i}@example.test`, `b${i}@example.test`], text: `message ${i}\n` });
+      await server.runtime.services.suppressions.add(ws, { email: 'gone@example.test' });
+    } finally {
+      await server.close().catch(() => {});
+    }
+    target = testPostgresUrl() ? await createTestDatabase() : { url: `sqlite:${join(dir, 'target.sqlite')}`, drop: async () => {} };
+  });
+  after(async () => {
+    await target?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('copies every table, and the counts match the source', async () => {
+    const result = await cli(['db', 'copy', '--from', from, '--to', target.url]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^queue_items: 600 rows$/m);
+    assert.match(result.stdout, /^queue_items: 500\/600$/m, 'progress per batch');
+    assert.match(result.stdout, /counts match/);
+    const order = [...result.stdout.matchAll(/^(\w+): \d+ rows$/gm)].map((m) => m[1]!);
+    for (const [parent, child] of <Array<[string, string]>>[['workspaces', 'emails'], ['emails', 'queue_items'], ['queue_items', 'delivery_attempts'], ['events', 'webhook_deliveries'], ['subscribers', 'audience_members']]) {
+      assert.ok(order.indexOf(parent) >= 0 && order.indexOf(parent) < order.indexOf(child), `${parent} is copied before ${child}`);
+    }
+    const source = await counts(from);
+    assert.equal(source.emails, 300);
+    assert.equal(source.queue_items, 600);
+    assert.equal(source.suppressions, 1);
+    assert.deepEqual(await counts(target.url), source);
+
+    // The copied content reads back the same (blobs, numbers).
+    const a = openStore(from);
+    const b = openStore(target.url);
+    try {
+      const one = await a.db.selectFrom('email_contents').selectAll().orderBy('email_id').limit(1).executeTakeFirstOrThrow();
+      const two = await b.db.selectFrom('email_contents').selectAll().where('email_id', '=', one.email_id).executeTakeFirstOrThrow();
+      assert.deepEqual(Buffer.from(two.raw), Buffer.from(one.raw));
+      const email = await a.db.selectFrom('emails').selectAll().orderBy('id').limit(1).executeTakeFirstOrThrow();
+      assert.deepEqual(await b.db.selectFrom('emails').selectAll().where('id', '=', email.id).executeTakeFirstOrThrow(), email);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('refuses a target that already has rows', async () => {
+    const result = await cli(['db', 'copy', '--from', from, '--to', target.url]);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^mailsvc: target is not empty: table workspaces has rows/m);
+  });
+
+  it('refuses a source that is not SQLite', async () => {
+    const result = await cli(['db', 'copy', '--from', 'postgres://127.0.0.1/x', '--to', target.url]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--from sqlite:PATH/);
+  });
+});
