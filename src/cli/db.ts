@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { migrateToLatest, openStore, type Store } from '../store/db.js';
 import { copyDatabase, CopyRefused } from '../store/copy.js';
-import { CliExit, globals, output, type CliIo } from './io.js';
+import { CliExit, output, progressOn, type CliIo } from './io.js';
+import type { Progress } from './progress.js';
 
 /** `mailsvc db copy`: moves an installation to another database (SQLite → PostgreSQL). */
 export function registerDbCommands(program: Command, io: CliIo): void {
@@ -19,16 +20,23 @@ export function registerDbCommands(program: Command, io: CliIo): void {
       let target: Store | undefined;
       try {
         target = openStore(opts.to);
-        const progress = (line: string) => (globals(cmd).json ? io.stderr(line) : io.stdout(line));
         for (const [name, store] of [['source', source], ['target', target]] as const) {
           const { error, applied } = await migrateToLatest(store);
           if (error) throw error;
-          if (applied.length > 0) progress(`${name} ${store.location}: applied ${applied.join(', ')}\n`);
+          if (applied.length > 0) io.stderr(`${name} ${store.location}: applied ${applied.join(', ')}\n`);
         }
+        // One progress line per table, on stderr: stdout keeps only the result.
+        let bar: Progress | undefined;
         const copied = await copyDatabase(source, target, (p) => {
-          if (p.kind === 'table') progress(`${p.table}: ${p.rows} rows\n`);
-          else if (p.copied < p.rows) progress(`${p.table}: ${p.copied}/${p.rows}\n`);
+          if (p.kind === 'table') {
+            bar?.finish();
+            bar = progressOn(io, `db copy ${p.table}`, p.rows, 'rows');
+          } else bar?.update(p.copied);
+        }).catch((err: unknown) => {
+          bar?.fail();
+          throw err;
         });
+        bar?.finish();
         const total = copied.reduce((n, t) => n + t.target, 0);
         output(cmd, io, { from: source.location, to: target.location, tables: copied, rows: total }, () => `Copied ${total} rows in ${copied.length} tables from ${source.location} to ${target!.location}; counts match.`);
       } catch (err) {

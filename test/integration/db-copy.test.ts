@@ -61,10 +61,11 @@ describe('mailsvc db copy', () => {
   it('copies every table, and the counts match the source', async () => {
     const result = await cli(['db', 'copy', '--from', from, '--to', target.url]);
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /^queue_items: 600 rows$/m);
-    assert.match(result.stdout, /^queue_items: 500\/600$/m, 'progress per batch');
+    assert.match(result.stderr, /^db copy queue_items: 500 of 600 rows \(83%\)/m, 'progress after the first batch');
+    assert.match(result.stderr, /^db copy queue_items: 600 of 600 rows \(100%\), [\d,]+\/s, done in \d+s$/m);
     assert.match(result.stdout, /counts match/);
-    const order = [...result.stdout.matchAll(/^(\w+): \d+ rows$/gm)].map((m) => m[1]!);
+    assert.doesNotMatch(result.stdout, /db copy/, 'progress stays off stdout');
+    const order = [...result.stderr.matchAll(/^db copy (\w+): [\d,]+ of [\d,]+ rows .*done in/gm)].map((m) => m[1]!);
     for (const [parent, child] of <Array<[string, string]>>[['workspaces', 'emails'], ['emails', 'queue_items'], ['queue_items', 'delivery_attempts'], ['events', 'webhook_deliveries'], ['subscribers', 'audience_members']]) {
       assert.ok(order.indexOf(parent) >= 0 && order.indexOf(parent) < order.indexOf(child), `${parent} is copied before ${child}`);
     }
