@@ -2,7 +2,7 @@ import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { newId } from '../src/shared/ids.js';
 import { migrateToLatest, openStore } from '../src/store/db.js';
-import { benchEnv, cli, fmt, peakRssMb, rssMb, serve } from './lib.js';
+import { benchEnv, cli, fmt, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
 
 /**
  * Issue 6 target: queueing a campaign to 100,000 subscribers in under 10 s with the server
@@ -14,11 +14,7 @@ export async function campaignQueue(options: { subscribers: number }): Promise<v
   const dns = await startDnsServer();
   const env = benchEnv({ MAILSVC_DELIVERY_DNS_SERVERS: dns.server, MAILSVC_DELIVERY_ENABLED: 'false', MAILSVC_DOMAINS_RECHECK_INTERVAL: '0', MAILSVC_WEBHOOKS_ENABLED: 'false', ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}) });
   const { key, workspace_id: workspaceId } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
-  await cli(['domains', 'add', 'bench.example'], env);
-  const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
-  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-  for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
-  await cli(['domains', 'verify', 'bench.example'], env);
+  await verifiedBenchDomain(env, dns);
 
   const store = openStore(loadConfig({ env }).database);
   await migrateToLatest(store);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { startDnsServer, type TestDns } from '../test/helpers/dns-server.js';
 import { createTestDatabase } from '../test/helpers/postgres.js';
 import { postMany } from './delivery.js';
-import { benchEnv, cli, fmt, serve, type BenchServer } from './lib.js';
+import { benchEnv, cli, fmt, serve, type BenchServer, verifiedBenchDomain } from './lib.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
 /**
@@ -58,11 +58,7 @@ async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number
     const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
     const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
     await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
-    await cli(['domains', 'add', 'bench.example'], env);
-    const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
-    for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-    for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
-    await cli(['domains', 'verify', 'bench.example'], env);
+    await verifiedBenchDomain(env, dns);
     for (const e of envs) servers.push(await serve(e));
 
     const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';

@@ -1,5 +1,5 @@
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, rssMb, serve } from './lib.js';
+import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
 import { postfixWithOpendkim } from './postfix.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
@@ -51,11 +51,7 @@ export async function deliveryEndToEnd(options: { runs: number; messages: number
   const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
   const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
   await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
-  await cli(['domains', 'add', 'bench.example'], env);
-  const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
-  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-  for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
-  await cli(['domains', 'verify', 'bench.example'], env);
+  await verifiedBenchDomain(env, dns);
 
   // About 2 KB on the wire, as Postfix's smtp-source -l 2000 below.
   const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';

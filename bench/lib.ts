@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TestDns } from '../test/helpers/dns-server.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'dist/src/cli/bin.js');
@@ -143,4 +144,13 @@ export function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
+}
+
+/** Adds bench.example through the CLI, publishes its records in the bench's DNS server and verifies it. */
+export async function verifiedBenchDomain(env: Record<string, string>, dns: TestDns): Promise<void> {
+  await cli(['domains', 'add', 'bench.example'], env);
+  const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
+  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
+  for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
+  await cli(['domains', 'verify', 'bench.example'], env);
 }

@@ -1,6 +1,6 @@
 import SQLite from 'better-sqlite3';
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, serve } from './lib.js';
+import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, serve, verifiedBenchDomain } from './lib.js';
 
 /**
  * Issue 3 target: POST /v1/emails (small html, durable on SQLite) at >= 1,000 requests/s with
@@ -11,11 +11,7 @@ export async function sendAcceptance(options: { seconds: number; runs: number })
   const dns = await startDnsServer();
   const env = benchEnv({ MAILSVC_DELIVERY_DNS_SERVERS: dns.server, MAILSVC_DELIVERY_ENABLED: 'false', MAILSVC_DOMAINS_RECHECK_INTERVAL: '0' });
   const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
-  await cli(['domains', 'add', 'bench.example'], env);
-  const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
-  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-  for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
-  await cli(['domains', 'verify', 'bench.example'], env);
+  await verifiedBenchDomain(env, dns);
 
   const server = await serve(env);
   let accepted = 0;

@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, cpuSeconds, fmt, freePort, median, root, serve } from './lib.js';
+import { benchEnv, cli, cpuSeconds, fmt, freePort, median, root, serve, verifiedBenchDomain } from './lib.js';
 import { postfixTool } from './smtp-sink.js';
 
 /**
@@ -27,11 +27,7 @@ export async function smtpSubmission(options: { messages: number; runs: number }
     MAILSVC_SMTP_SUBMISSION_IMPLICIT_TLS: 'false',
     MAILSVC_SMTP_SUBMISSION_PORT: String(await freePort()),
   });
-  await cli(['domains', 'add', 'bench.example'], env);
-  const records = JSON.parse(await cli(['domains', 'dns', 'bench.example', '--json'], env));
-  for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-  for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
-  await cli(['domains', 'verify', 'bench.example'], env);
+  await verifiedBenchDomain(env, dns);
 
   const run = (port: number, messages: number, reuse: boolean) => {
     const args = ['-s', '20', '-m', String(messages), '-l', '2048', '-f', 'app@bench.example', '-t', 'someone@example.org', ...(reuse ? ['-d'] : []), `127.0.0.1:${port}`];

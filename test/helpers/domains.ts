@@ -1,3 +1,4 @@
+import type { Services } from '../../src/services/index.js';
 import type { TestDns } from './dns-server.js';
 import type { TestServer } from './server.js';
 
@@ -6,7 +7,11 @@ import type { TestServer } from './server.js';
  * the test DNS server (which the server under test must use) and `verify` is run.
  */
 export async function addVerifiedDomain(server: TestServer, dns: TestDns, name: string, workspaceId = server.workspaceId) {
-  const { domains } = server.runtime.services;
+  return verifyDomainWith(server.runtime.services.domains, dns, name, workspaceId);
+}
+
+/** The same through the domains service of a runtime the test opened itself (servers in child processes). */
+export async function verifyDomainWith(domains: Services['domains'], dns: TestDns, name: string, workspaceId: string) {
   await domains.add(workspaceId, { domain: name });
   const records = await domains.recordsToPublish(workspaceId, name);
   for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);

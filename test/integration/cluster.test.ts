@@ -13,6 +13,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { spawnCli } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { verifyDomainWith } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type ReceivedMessage, type TestMx } from '../helpers/mx-server.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
@@ -109,11 +110,7 @@ describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? fal
     runtime = await openRuntime(loadConfig({ env }), { logger: createLogger('silent') });
     const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
     key = (await runtime.services.credentials.createKey({ name: 'cluster', workspaceId })).secret;
-    await runtime.services.domains.add(workspaceId, { domain: 'sender.test' });
-    const records = await runtime.services.domains.recordsToPublish(workspaceId, 'sender.test');
-    for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-    for (const r of records.dkimHost) dns.set(r.name, 'TXT', [r.value]);
-    assert.equal((await runtime.services.domains.verify(workspaceId, 'sender.test')).domain.status, 'verified');
+    await verifyDomainWith(runtime.services.domains, dns, 'sender.test', workspaceId);
   });
   after(async () => {
     for (const child of nodes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

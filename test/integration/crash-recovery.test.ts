@@ -10,6 +10,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { spawnCli } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { verifyDomainWith } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 import { testDatabase, type TestDatabase } from '../helpers/postgres.js';
@@ -54,11 +55,7 @@ describe('crash recovery of delivery', () => {
     runtime = await openRuntime(loadConfig({ env }), { logger: createLogger('silent') });
     const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
     key = (await runtime.services.credentials.createKey({ name: 'crash', workspaceId })).secret;
-    await runtime.services.domains.add(workspaceId, { domain: 'sender.test' });
-    const records = await runtime.services.domains.recordsToPublish(workspaceId, 'sender.test');
-    for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
-    for (const r of records.dkimHost) dns.set(r.name, 'TXT', [r.value]);
-    assert.equal((await runtime.services.domains.verify(workspaceId, 'sender.test')).domain.status, 'verified');
+    await verifyDomainWith(runtime.services.domains, dns, 'sender.test', workspaceId);
   });
   after(async () => {
     await runtime.close();
