@@ -1,4 +1,4 @@
-import { simpleParser } from 'mailparser';
+import { parseMail } from '../shared/parse-mail.js';
 import { classifyResponse } from '../delivery/classify-response.js';
 import { recipientEventData } from '../delivery/event-data.js';
 import { parseReturnPath } from '../delivery/return-path.js';
@@ -146,7 +146,7 @@ export function createReportService(deps: ServiceDeps): ReportService {
     acceptsRecipient: (address) => emailIdOf(address) !== null || feedbackAddresses.has(address.toLowerCase()),
 
     async receive({ recipients, raw }) {
-      const parsed = await simpleParser(raw, { keepDeliveryStatus: true, skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
+      const parsed = await parseMail(raw, { keepDeliveryStatus: true, skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
       const contentType = parsed.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
       const report =
         contentType?.value?.toLowerCase() === 'multipart/report'

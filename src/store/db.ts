@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationResult } from 'kysely';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type PG from 'pg';
 import { migrations } from './migrations/index.js';
 import type { Database } from './tables.js';
 
@@ -67,15 +68,20 @@ function withStatementCache(sqlite: SQLite.Database) {
   };
 }
 
+// The PostgreSQL driver (~13 MB resident) loads only for postgres:// URLs: the default SQLite
+// node never needs it.
+const loadPg = (): typeof PG => createRequire(import.meta.url)('pg') as typeof PG;
+
 // int8 (bigint) columns hold epoch milliseconds and counts: well inside Number's exact range.
 const INT8_OID = 20;
-const pgTypes = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-};
 
 function openPostgres(url: string, poolSize: number): Store {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types: pgTypes });
+  const pg = loadPg();
+  const types = {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+      oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  };
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types });
   // An idle connection the server closes (restart, failover, admin) is dropped by the pool and
   // replaced on the next query; without a listener the 'error' event would end the process.
   pool.on('error', () => {});

@@ -10,7 +10,8 @@ import { MAX_METADATA_BYTES } from '../domains.js';
 import { limitFor, retryAfterSeconds, type Decision, type RateLimiter } from '../rate-limits.js';
 import type { TemplateService } from '../templates.js';
 import libmime from 'libmime';
-import { simpleParser, type AddressObject } from 'mailparser';
+import type { AddressObject } from 'mailparser';
+import { parseMail } from '../../shared/parse-mail.js';
 import { domainOf, hasLineBreak, requireAddress, singleLine, type Address } from './addresses.js';
 import { editRootHeaders } from './raw-message.js';
 import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
@@ -352,7 +353,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
 
   async function prepareRaw(workspace: Workspace, input: RawSendInput): Promise<Prepared> {
     const now = clock.now();
-    const parsed = await simpleParser(input.raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
+    const parsed = await parseMail(input.raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
     const options = mailsvcHeaders(parsed.headers);
     const author = parsed.from?.value[0];
     if (!author?.address) throw validationError('From', 'the message has no From header');

@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
-import { simpleParser, type ParsedMail } from 'mailparser';
+import type { ParsedMail } from 'mailparser';
+import { parseMail } from '../../../../shared/parse-mail.js';
 import { isAppError } from '../../../../shared/errors.js';
 import { EMAIL_STATUSES } from '../../../../store/tables.js';
 import type { HttpDeps } from '../../context.js';
@@ -10,7 +11,7 @@ import type { DashState } from '../session.js';
 /** The stored message, parsed; undefined when there is none yet (a campaign message not composed). */
 async function parsedMessage(deps: HttpDeps, view: DashView, id: string): Promise<ParsedMail | undefined> {
   try {
-    return await simpleParser(await deps.services.emails.raw(view.workspace.id, id), { skipImageLinks: true, skipTextToHtml: true });
+    return await parseMail(await deps.services.emails.raw(view.workspace.id, id), { skipImageLinks: true, skipTextToHtml: true });
   } catch (err) {
     if (isAppError(err) && err.code === 'not_found') return undefined;
     throw err;
