@@ -28,18 +28,18 @@ ${table(['Name', 'Key', 'Kind', 'Created', 'Last used', ''], rows, 'No keys yet.
 
 export function registerKeyRoutes(router: Router<DashState>, deps: HttpDeps): void {
   router.get('/keys', async (ctx) => {
-        ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: typeof ctx.query.notice === 'string' ? ctx.query.notice : undefined });
+    ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: typeof ctx.query.notice === 'string' ? ctx.query.notice : undefined });
   });
 
   // Answered with the page itself, not a redirect: the secret exists only in this response.
   router.post('/keys', async (ctx) => {
-        const { form, dashboard: view } = ctx.state;
+    const { form, dashboard: view } = ctx.state;
     const created = await deps.services.credentials.createKey({ name: form.name ?? '', workspaceId: view.workspace.id, test: form.test === '1' });
     ctx.body = await keysPage(deps, view, { created: { name: created.credential.name, secret: created.secret } });
   });
 
   router.post('/keys/:id/revoke', async (ctx) => {
-        const revoked = await deps.services.credentials.revoke(ctx.params.id!, ctx.state.dashboard.workspace.id);
+    const revoked = await deps.services.credentials.revoke(ctx.params.id!, ctx.state.dashboard.workspace.id);
     ctx.status = 303;
     ctx.redirect(`/dashboard/keys?notice=${encodeURIComponent(`Key “${revoked.name}” (${revoked.prefix}…) is revoked.`)}`);
   });
