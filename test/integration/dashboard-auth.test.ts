@@ -144,6 +144,20 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     assert.equal((await client.get('/dashboard/emails?status=bogus')).status, 400);
   });
 
+  it('shows the notice of an action once, from a cookie; a notice in the URL is ignored', async () => {
+    const client = new DashboardClient(server.httpUrl);
+    await client.signIn(PASSWORD);
+    const crafted = await client.get('/dashboard/suppressions?notice=Your%20account%20is%20closed');
+    assert.doesNotMatch(crafted.text, /account is closed/);
+    const added = await client.post('/dashboard/suppressions', { _csrf: crafted.csrf!, email: 'gone@dest.test' });
+    assert.equal(added.status, 303);
+    assert.equal(added.headers.get('location'), '/dashboard/suppressions');
+    const next = await client.get('/dashboard/suppressions');
+    assert.match(next.text, /role="status">gone@dest\.test is suppressed\./);
+    const again = await client.get('/dashboard/suppressions');
+    assert.doesNotMatch(again.text, /role="status"/, 'shown once');
+  });
+
   it('signs out: the session stops working at once', async () => {
     const client = new DashboardClient(server.httpUrl);
     await client.signIn(PASSWORD);

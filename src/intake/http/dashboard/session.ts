@@ -10,6 +10,8 @@ export const SESSION_COOKIE = 'mailsvc_session';
 /** Binds the sign-in forms' CSRF token before a session exists (login CSRF). */
 const PRELOGIN_COOKIE = 'mailsvc_prelogin';
 const COOKIE_PATH = '/dashboard';
+/** A message for the page a form action redirects to. */
+const NOTICE_COOKIE = 'mailsvc_notice';
 
 /** The state of signed-in requests: set by requireSession before any page handler runs. */
 export type DashState = State & { dashboard: DashView; form: Record<string, string> };
@@ -26,6 +28,24 @@ export function setSessionCookie(ctx: Ctx, signedIn: SignedIn): void {
 
 export function clearSessionCookie(ctx: Ctx): void {
   ctx.cookies.set(SESSION_COOKIE, null, cookieOptions(ctx));
+}
+
+/**
+ * Post/redirect/get with a message for the next page. The message travels in a short-lived
+ * cookie, not the URL, so a crafted link cannot make the dashboard show made-up text.
+ */
+export function redirectWithNotice(ctx: Ctx, url: string, notice: string): void {
+  ctx.cookies.set(NOTICE_COOKIE, Buffer.from(notice).toString('base64url'), { ...cookieOptions(ctx), maxAge: 60_000 });
+  ctx.status = 303;
+  ctx.redirect(url);
+}
+
+/** The message left by redirectWithNotice, shown once. */
+export function takeNotice(ctx: Ctx): string | undefined {
+  const value = ctx.cookies.get(NOTICE_COOKIE);
+  if (!value) return undefined;
+  ctx.cookies.set(NOTICE_COOKIE, null, cookieOptions(ctx));
+  return Buffer.from(value, 'base64url').toString('utf8').slice(0, 500);
 }
 
 /** Fields of an urlencoded form; repeated fields keep their last value. */

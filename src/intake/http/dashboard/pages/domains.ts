@@ -4,6 +4,7 @@ import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, copyField, csrfField, page, table, when } from '../layout.js';
 import type { DashState } from '../session.js';
+import { redirectWithNotice, takeNotice } from '../session.js';
 
 // One block per record rather than a table row: names and values are long, and on a phone
 // each needs the full width to be read and copied.
@@ -44,7 +45,7 @@ ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: ad
     ctx.body = page(view, {
       title: domain.domain_name,
       section: 'domains',
-      notice: typeof ctx.query.notice === 'string' ? ctx.query.notice : undefined,
+      notice: takeNotice(ctx),
       body: html`<div class="card"><dl class="facts"><dt>Status</dt><dd>${badge(domain.status)}</dd><dt>Added</dt><dd>${when(domain.created_at)}</dd>
 <dt>Verified</dt><dd>${when(domain.verified_at)}</dd><dt>Last checked</dt><dd>${when(domain.last_checked_at)}</dd>
 ${domain.last_check_error ? html`<dt>Last check</dt><dd>${domain.last_check_error}</dd>` : ''}</dl>
@@ -60,7 +61,6 @@ ${recordList('rp', returnPath)}`,
     const view = ctx.state.dashboard;
     const { domain } = await deps.services.domains.verify(view.workspace.id, ctx.params.id!);
     const notice = domain.status === 'verified' ? `${domain.domain_name} is verified.` : `${domain.domain_name} is not verified yet: see “Last check” for what is missing.`;
-    ctx.status = 303;
-    ctx.redirect(`/dashboard/domains/${domain.id}?notice=${encodeURIComponent(notice)}`);
+    redirectWithNotice(ctx, `/dashboard/domains/${domain.id}`, notice);
   });
 }

@@ -3,6 +3,7 @@ import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, copyField, csrfField, page, table, when, type DashView } from '../layout.js';
 import type { DashState } from '../session.js';
+import { redirectWithNotice, takeNotice } from '../session.js';
 
 const MAX_LISTED = 200;
 
@@ -28,7 +29,7 @@ ${table(['Name', 'Key', 'Kind', 'Created', 'Last used', ''], rows, 'No keys yet.
 
 export function registerKeyRoutes(router: Router<DashState>, deps: HttpDeps): void {
   router.get('/keys', async (ctx) => {
-    ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: typeof ctx.query.notice === 'string' ? ctx.query.notice : undefined });
+    ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: takeNotice(ctx) });
   });
 
   // Answered with the page itself, not a redirect: the secret exists only in this response.
@@ -40,7 +41,6 @@ export function registerKeyRoutes(router: Router<DashState>, deps: HttpDeps): vo
 
   router.post('/keys/:id/revoke', async (ctx) => {
     const revoked = await deps.services.credentials.revoke(ctx.params.id!, ctx.state.dashboard.workspace.id);
-    ctx.status = 303;
-    ctx.redirect(`/dashboard/keys?notice=${encodeURIComponent(`Key “${revoked.name}” (${revoked.prefix}…) is revoked.`)}`);
+    redirectWithNotice(ctx, '/dashboard/keys', `Key “${revoked.name}” (${revoked.prefix}…) is revoked.`);
   });
 }

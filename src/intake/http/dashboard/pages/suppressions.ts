@@ -3,6 +3,7 @@ import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, csrfField, page, table, when } from '../layout.js';
 import type { DashState } from '../session.js';
+import { redirectWithNotice, takeNotice } from '../session.js';
 
 const PAGE = { limit: 200, offset: 0 };
 
@@ -17,7 +18,7 @@ export function registerSuppressionRoutes(router: Router<DashState>, deps: HttpD
     ctx.body = page(view, {
       title: 'Suppressions',
       section: 'suppressions',
-      notice: typeof ctx.query.notice === 'string' ? ctx.query.notice : undefined,
+      notice: takeNotice(ctx),
       body: html`<div class="card"><h2>Suppress an address or domain</h2><form class="row" method="post" action="/dashboard/suppressions">${csrfField(view.csrf)}
 <label>Address or @domain<input name="email" required placeholder="someone@example.com or @example.com"></label>
 <label>Scope<select name="scope"><option value="all">all mail</option><option value="marketing">marketing only</option></select></label>
@@ -32,14 +33,12 @@ ${table(['Address', 'Reason', 'Scope', 'Detail', 'Added', ''], rows, 'Nothing is
     const entry = (form.email ?? '').trim();
     const scope = form.scope === 'marketing' ? 'marketing' : 'all';
     const added = await deps.services.suppressions.add(view.workspace.id, entry.startsWith('@') ? { domain: entry.slice(1), scope } : { email: entry, scope });
-    ctx.status = 303;
-    ctx.redirect(`/dashboard/suppressions?notice=${encodeURIComponent(`${added.email} is suppressed.`)}`);
+    redirectWithNotice(ctx, '/dashboard/suppressions', `${added.email} is suppressed.`);
   });
 
   router.post('/suppressions/remove', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const removed = await deps.services.suppressions.remove(view.workspace.id, form.email ?? '');
-    ctx.status = 303;
-    ctx.redirect(`/dashboard/suppressions?notice=${encodeURIComponent(`${removed.email} is no longer suppressed.`)}`);
+    redirectWithNotice(ctx, '/dashboard/suppressions', `${removed.email} is no longer suppressed.`);
   });
 }

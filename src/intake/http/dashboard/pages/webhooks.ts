@@ -3,6 +3,7 @@ import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, copyField, csrfField, page, table, when, type DashView } from '../layout.js';
 import type { DashState } from '../session.js';
+import { redirectWithNotice, takeNotice } from '../session.js';
 
 const PAGE = { limit: 100, offset: 0 };
 
@@ -58,7 +59,7 @@ ${table(['URL', 'Events', 'Status', 'Last success', 'Last failure'], rows, 'No w
 
   router.get('/webhooks/:id', async (ctx) => {
     const view = ctx.state.dashboard;
-    ctx.body = await endpointPage(deps, view, ctx.params.id!, { notice: typeof ctx.query.notice === 'string' ? ctx.query.notice : undefined });
+    ctx.body = await endpointPage(deps, view, ctx.params.id!, { notice: takeNotice(ctx) });
   });
 
   router.post('/webhooks/:id/rotate', async (ctx) => {
@@ -70,7 +71,6 @@ ${table(['URL', 'Events', 'Status', 'Last success', 'Last failure'], rows, 'No w
   router.post('/webhooks/:id/deliveries/:deliveryId/replay', async (ctx) => {
     const view = ctx.state.dashboard;
     await deps.services.webhooks.replay(view.workspace.id, ctx.params.id!, ctx.params.deliveryId!);
-    ctx.status = 303;
-    ctx.redirect(`/dashboard/webhooks/${ctx.params.id!}?notice=${encodeURIComponent('Delivery queued again.')}`);
+    redirectWithNotice(ctx, `/dashboard/webhooks/${ctx.params.id!}`, 'Delivery queued again.');
   });
 }
