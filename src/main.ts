@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, hostname } from 'node:os';
 import { sql } from 'kysely';
+import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/schema.js';
 import { loadSecretKey } from './config/secret-key.js';
 import { createDeliveryEngine, type DeliveryEngine } from './delivery/delivery-engine.js';
@@ -104,13 +106,26 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     logger: deps.logger,
     resolver: deps.resolver,
     secretKey: deps.secretKey,
-    smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: deps.logger }),
+    smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: deps.logger, extraCa: readCaFile(d.tlsCaFile) }),
     signer: createDkimSigner({ threads }),
     mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
     batcher: runtime.services.batcher,
     loadContent: (email) => runtime.services.campaigns.contentFor(email),
     metrics: deps.metrics,
   });
+}
+
+/** `delivery.tlsCaFile`, read at start-up so that a wrong path stops the server rather than every verified delivery. */
+function readCaFile(file: string | null): string | null {
+  if (!file) return null;
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`config: delivery.tlsCaFile: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`config: delivery.tlsCaFile: ${file} holds no PEM certificate`);
+  return pem;
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {

@@ -207,6 +207,9 @@ export const schema = {
     timeoutSeconds: int(60, 'Timeout for each SMTP step (connect, greeting, each command, data).', 1),
     requireTls: bool(false, 'Refuse to deliver without STARTTLS (certificate not verified). MTA-STS enforce policies require verified TLS regardless.'),
     mtaSts: bool(true, 'Honour MTA-STS (RFC 8461): to a domain with an enforce policy, deliver only over verified TLS to the MX hosts it names.'),
+    tlsCaFile: optionalStr(
+      'PEM file of CA certificates trusted, besides the public roots bundled with Node, when verifying an MX certificate (MTA-STS enforce) or the relay certificate: for a private CA.',
+    ),
     signingThreads: threadCount,
     returnPathSubdomain: str('bounces', 'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (README).'),
     shutdownTimeout: int(20, 'Seconds a stopping server lets SMTP transactions in flight finish before it abandons them (they are released to the queue).', 0),

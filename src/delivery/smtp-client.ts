@@ -1,3 +1,4 @@
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Logger } from '../shared/logger.js';
 
@@ -68,6 +69,8 @@ export interface SmtpClientOptions {
   idleMs?: number;
   /** A connection is retired after this many messages. */
   maxMessagesPerConnection?: number;
+  /** Extra CA certificates (PEM) trusted when a certificate is verified (`delivery.tlsCaFile`). */
+  extraCa?: string | null;
 }
 
 interface NodemailerError extends Error {
@@ -102,6 +105,11 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
   /** Settles every connect and send in progress with an error (nodemailer's close() forgets them). */
   const aborts = new Set<() => void>();
   const aborted = (): NodemailerError => Object.assign(new Error('aborted: mailsvc is stopping'), { code: 'EABORTED' });
+
+  // Node trusts only the given `ca` when there is one, so the bundled public roots go along
+  // with the extra CAs; and one context serves every verified connection, because building
+  // it from ~150 roots takes some 25 ms, too much for each connection.
+  const verifyingContext: SecureContext | null = options.extraCa ? createSecureContext({ ca: [...rootCertificates, options.extraCa] }) : null;
 
   const keyOf = (t: SmtpTarget) => [t.address, t.port, t.host, t.tls, t.secure ? 'secure' : '', t.auth?.user ?? ''].join('|');
 
@@ -146,6 +154,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
         outer(v);
       };
       aborts.add(abort);
+      const verify = target.tls === 'verified' || target.verifyCertificate === true;
       const conn = new SMTPConnection({
         host: target.address,
         port: target.port,
@@ -161,9 +170,12 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
           : target.tls === 'opportunistic'
             ? { opportunisticTLS: true }
             : { requireTLS: true }),
+        // `servername` is also the name Node checks the certificate against: the MX (or relay)
+        // host name, never the address connected to.
         tls: {
           servername: target.host,
-          rejectUnauthorized: target.tls === 'verified' || target.verifyCertificate === true,
+          rejectUnauthorized: verify,
+          ...(verify && verifyingContext ? { secureContext: verifyingContext } : {}),
         },
       });
       const pooled: Pooled = { key: keyOf(target), conn, uses: 0, broken: false, idleTimer: null };

@@ -13,6 +13,8 @@ export interface ReceivedMessage {
   raw: Buffer;
   /** Whether the session had been upgraded with STARTTLS. */
   secure: boolean;
+  /** The server name the client asked for in the TLS handshake (SNI), if any. */
+  servername: string | null;
   /** The EHLO name the client gave. */
   ehlo: string;
   /** The user the client authenticated as (smarthost mode). */
@@ -53,9 +55,12 @@ const headerValue = (raw: Buffer, name: string): string | null => {
 
 /**
  * A real SMTP server (smtp-server) on loopback playing a recipient's MX: STARTTLS with
- * smtp-server's built-in self-signed certificate, PIPELINING, and hooks to answer 4xx/5xx.
+ * smtp-server's built-in self-signed certificate (or `tls`, PEM key and certificate, for
+ * one a test makes verifiable), PIPELINING, and hooks to answer 4xx/5xx.
  */
-export async function startMxServer(options: { host?: string; port?: number; hooks?: MxHooks; auth?: { user: string; pass: string } } = {}): Promise<TestMx> {
+export async function startMxServer(
+  options: { host?: string; port?: number; hooks?: MxHooks; auth?: { user: string; pass: string }; tls?: { key: string; cert: string } } = {},
+): Promise<TestMx> {
   const messages: ReceivedMessage[] = [];
   const sessions = new Map<string, number>();
   // Hooks are read from the returned object on every call, so a test may swap them.
@@ -73,6 +78,7 @@ export async function startMxServer(options: { host?: string; port?: number; hoo
         }
       : { authOptional: true, disabledCommands: ['AUTH'] }),
     logger: false,
+    ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
     size: 50 * 1024 * 1024,
     onConnect(session, cb) {
       sessions.set(session.id, 0);
@@ -97,6 +103,7 @@ export async function startMxServer(options: { host?: string; port?: number; hoo
           to: session.envelope.rcptTo.map((r) => r.address),
           raw,
           secure: session.secure,
+          servername: session.servername || null,
           ehlo: session.hostNameAppearsAs,
           user: (session.user as string | undefined) ?? null,
           localAddress: session.localAddress,

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { generate } from 'selfsigned';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
 import type { MTASTSPolicy } from 'mailauth';
 import { openStore } from '../../src/store/db.js';
@@ -103,6 +107,99 @@ describe('delivery policies: MTA-STS, throttling, smarthost', () => {
     } finally {
       mx.hooks = {};
     }
+  });
+});
+
+describe('MTA-STS enforce: delivery over verified TLS', () => {
+  const MX_HOST = 'mx.sts-ok.test';
+  let dns: TestDns;
+  let mx: TestMx;
+  let server: TestServer;
+  let caDir: string;
+  const policies = new Map<string, string>();
+
+  before(async () => {
+    // A private CA and an MX certificate it signs, valid for the MX host name only (no IP
+    // address): it verifies only if mailsvc trusts the CA (delivery.tlsCaFile) and checks the
+    // MX host name, not the loopback address it connects to. (RSA: selfsigned 5.5 fails to
+    // encode EC certificates, "Cannot get schema for 'AlgorithmIdentifier'".)
+    const ca = await generate([{ name: 'commonName', value: 'mailsvc test CA' }], {
+      algorithm: 'sha256',
+      extensions: [
+        { name: 'basicConstraints', cA: true, critical: true },
+        { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+      ],
+    });
+    const leaf = await generate([{ name: 'commonName', value: MX_HOST }], {
+      algorithm: 'sha256',
+      ca: { key: ca.private, cert: ca.cert },
+      extensions: [
+        { name: 'basicConstraints', cA: false },
+        { name: 'keyUsage', digitalSignature: true, critical: true },
+        { name: 'extKeyUsage', serverAuth: true },
+        { name: 'subjectAltName', altNames: [{ type: 2, value: MX_HOST }] },
+      ],
+    });
+    dns = await startDnsServer();
+    mx = await startMxServer({ tls: { key: leaf.private, cert: leaf.cert } });
+    // The server reads the file at start, before its own temp directory exists.
+    caDir = mkdtempSync(join(tmpdir(), 'mailsvc-ca-'));
+    const caFile = join(caDir, 'ca.pem');
+    writeFileSync(caFile, ca.cert);
+    server = await startTestServer(baseConfig(dns, mx.port, { tlsCaFile: caFile }), {
+      mtaStsFetcher: async (domain) => {
+        const text = policies.get(domain);
+        return text ? ({ id: 'test', ...parsePolicy(text) } as MTASTSPolicy) : { id: false, mode: 'none' };
+      },
+    });
+    await addVerifiedDomain(server, dns, SENDER);
+  });
+  after(async () => {
+    await server.close();
+    await mx.close();
+    await dns.close();
+    rmSync(caDir, { recursive: true, force: true });
+  });
+
+  const db = () => server.runtime.store.db;
+
+  it('delivers to the MX the policy names, over TLS with its certificate verified', async () => {
+    routeDomain(dns, 'sts-ok.test', [{ name: MX_HOST, preference: 10, a: ['127.0.0.1'] }]);
+    policies.set('sts-ok.test', `version: STSv1\nmode: enforce\nmx: ${MX_HOST}\nmax_age: 86400\n`);
+    const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['a@sts-ok.test'] });
+    server.delivery!.wake();
+    const state = await eventually(async () => {
+      const s = await emailState(db(), email.id);
+      return s.attempts.length > 0 ? s : undefined;
+    }, 15_000, 'an attempt');
+    const attempt = state.attempts[0]!;
+    assert.equal(attempt.outcome, 'delivered', String(attempt.response));
+    assert.equal(attempt.mx_host, MX_HOST);
+    assert.equal(attempt.tls, 1);
+    assert.equal(state.email.status, 'delivered');
+    const received = mx.messages.find((m) => m.to.includes('a@sts-ok.test'));
+    assert.ok(received, 'the MX got the message');
+    assert.equal(received.secure, true, 'over STARTTLS');
+    assert.equal(received.servername, MX_HOST, 'SNI names the MX host');
+    const delivered = state.events.find((e) => e.type === 'email.delivered');
+    assert.equal(delivered?.data.tls, true);
+  });
+
+  it('still defers when the trusted certificate is for another host name', async () => {
+    routeDomain(dns, 'sts-othername.test', [{ name: 'mx.sts-othername.test', preference: 10, a: ['127.0.0.1'] }]);
+    policies.set('sts-othername.test', 'version: STSv1\nmode: enforce\nmx: mx.sts-othername.test\nmax_age: 86400\n');
+    const delivered = mx.messages.length;
+    const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['a@sts-othername.test'] });
+    server.delivery!.wake();
+    const state = await eventually(async () => {
+      const s = await emailState(db(), email.id);
+      return s.attempts.length > 0 ? s : undefined;
+    }, 15_000, 'an attempt');
+    assert.equal(state.attempts[0]!.outcome, 'deferred');
+    assert.equal(state.attempts[0]!.category, 'tls', String(state.attempts[0]!.response));
+    // The CA is trusted, so what fails is the host name check.
+    assert.match(state.attempts[0]!.response!, /does not match certificate's altnames/);
+    assert.equal(mx.messages.length, delivered, 'nothing delivered');
   });
 });
 
