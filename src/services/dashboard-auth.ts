@@ -91,8 +91,9 @@ class LoginThrottle {
 export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthService {
   const { db, clock, config, secretKey } = deps;
   const throttle = new LoginThrottle(() => clock.now());
-  // The configured password is kept only as a salted scrypt hash, so a heap dump or a
-  // timing difference in the comparison says nothing about it.
+  // Both sides are compared as salted scrypt hashes of equal length: neither the length nor
+  // the content of the configured password shows in the comparison's timing, and each guess
+  // costs a scrypt.
   const salt = randomBytes(16);
   const configured = config.dashboard.password;
   let passwordHash: Promise<Buffer> | undefined;
