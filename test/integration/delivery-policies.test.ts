@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { generate } from 'selfsigned';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
 import type { MTASTSPolicy } from 'mailauth';
+import type { PolicyFetcher } from '../../src/delivery/mta-sts.js';
 import { openStore } from '../../src/store/db.js';
 import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
@@ -21,6 +22,14 @@ const baseConfig = (dns: TestDns, port: number, extra: Record<string, unknown> =
   dkim: { host: 'dkim.mailsvc.test' },
 });
 
+/** Serves the policies of a map to mailsvc in place of https://mta-sts.<domain>/.well-known/mta-sts.txt. */
+const servePolicies =
+  (policies: Map<string, string>): PolicyFetcher =>
+  async (domain) => {
+    const text = policies.get(domain);
+    return text ? ({ id: 'test', ...parsePolicy(text) } as MTASTSPolicy) : { id: false, mode: 'none' };
+  };
+
 describe('delivery policies: MTA-STS, throttling, smarthost', () => {
   let dns: TestDns;
   let mx: TestMx;
@@ -32,10 +41,7 @@ describe('delivery policies: MTA-STS, throttling, smarthost', () => {
     dns = await startDnsServer();
     mx = await startMxServer();
     server = await startTestServer(baseConfig(dns, mx.port), {
-      mtaStsFetcher: async (domain) => {
-        const text = policies.get(domain);
-        return text ? ({ id: 'test', ...parsePolicy(text) } as MTASTSPolicy) : { id: false, mode: 'none' };
-      },
+      mtaStsFetcher: servePolicies(policies),
     });
     await addVerifiedDomain(server, dns, SENDER);
   });
@@ -147,10 +153,7 @@ describe('MTA-STS enforce: delivery over verified TLS', () => {
     const caFile = join(caDir, 'ca.pem');
     writeFileSync(caFile, ca.cert);
     server = await startTestServer(baseConfig(dns, mx.port, { tlsCaFile: caFile }), {
-      mtaStsFetcher: async (domain) => {
-        const text = policies.get(domain);
-        return text ? ({ id: 'test', ...parsePolicy(text) } as MTASTSPolicy) : { id: false, mode: 'none' };
-      },
+      mtaStsFetcher: servePolicies(policies),
     });
     await addVerifiedDomain(server, dns, SENDER);
   });
