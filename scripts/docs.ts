@@ -1,4 +1,4 @@
-// Regenerates the generated docs: the README's configuration table and docs/openapi.json (`npm run docs`).
+// Regenerates the generated docs: the configuration table in docs/configuration.md and docs/openapi.json (`npm run docs`).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { configTable } from '../src/config/describe-config.js';
 import { renderOpenApi } from '../src/intake/http/openapi.js';
@@ -6,10 +6,10 @@ import { apiRoutes } from '../src/intake/http/routes/index.js';
 
 const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';
-const readme = readFileSync('README.md', 'utf8');
+const readme = readFileSync('docs/configuration.md', 'utf8');
 const before = readme.slice(0, readme.indexOf(START) + START.length);
 const after = readme.slice(readme.indexOf(END));
-writeFileSync('README.md', `${before}\n${configTable()}\n${after}`);
+writeFileSync('docs/configuration.md', `${before}\n${configTable()}\n${after}`);
 
 mkdirSync('docs', { recursive: true });
 writeFileSync('docs/openapi.json', renderOpenApi(apiRoutes));

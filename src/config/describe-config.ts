@@ -2,7 +2,7 @@ import { envName, listSettings } from './load-config.js';
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
-/** The README's configuration table, generated from the schema so the two cannot drift. */
+/** The configuration table of docs/configuration.md, generated from the schema so the two cannot drift. */
 export function configTable(): string {
   const rows = listSettings().map(({ path, setting }) => {
     const def = path === 'delivery.hostname' ? 'os.hostname()' : JSON.stringify(setting.default);

@@ -17,7 +17,7 @@ import {
 
 /**
  * Every configuration key of mailsvc, with its default and what it does. The loader, the
- * environment variable names (MAILSVC_ + path in SNAKE_CASE) and the README's configuration
+ * environment variable names (MAILSVC_ + path in SNAKE_CASE) and the configuration table (docs/configuration.md)
  * table all come from this one declaration.
  */
 
@@ -211,7 +211,7 @@ export const schema = {
       'PEM file of CA certificates trusted, besides the public roots bundled with Node, when verifying an MX certificate (MTA-STS enforce) or the relay certificate: for a private CA.',
     ),
     signingThreads: threadCount,
-    returnPathSubdomain: str('bounces', 'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (README).'),
+    returnPathSubdomain: str('bounces', 'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (docs/api.md, Domains).'),
     shutdownTimeout: int(20, 'Seconds a stopping server lets SMTP transactions in flight finish before it abandons them (they are released to the queue).', 0),
   },
   dkim: {

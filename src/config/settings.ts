@@ -1,5 +1,5 @@
 /**
- * Typed setting declarations: each carries its default, a description for the README's
+ * Typed setting declarations: each carries its default, a description for the configuration table (docs/configuration.md)
  * configuration table, and a parser that turns a file or environment value into the type,
  * or explains in one line why it cannot.
  */

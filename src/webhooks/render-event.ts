@@ -5,7 +5,7 @@ import type { WebhookSurface } from '../store/tables.js';
  * The webhook envelope `{id, type, created_at, data}` and each surface's `data` for each
  * event type, picked from the event's stored data (which holds every field any surface
  * needs). Fields an event did not record are rendered as null, so a payload's keys depend
- * only on its surface and type. The README's event catalog documents the same fields.
+ * only on its surface and type. The event catalog in docs/api.md documents the same fields.
  */
 
 export interface EventToRender {

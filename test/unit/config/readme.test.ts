@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { configTable } from '../../../src/config/describe-config.js';
 
-describe('README', () => {
+describe('docs/configuration.md', () => {
   it('documents the configuration exactly as the schema declares it (npm run docs)', () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
     assert.ok(readme.includes(`<!-- config-table:start -->\n${configTable()}\n<!-- config-table:end -->`));
   });
 });
