@@ -115,3 +115,9 @@ export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]
 /** The email that went out with this Message-ID (with angle brackets), if it was ours. */
 export const findEmailByMessageId = (db: Db, messageId: string): Promise<Email | undefined> =>
   db.selectFrom('emails').selectAll().where('message_id', '=', messageId).orderBy('created_at', 'desc').executeTakeFirst();
+
+/** A workspace's emails sent with any of these Message-IDs (the index on message_id serves it). */
+export const listEmailsByMessageIds = (db: Db, workspaceId: string, messageIds: readonly string[]): Promise<Email[]> =>
+  messageIds.length === 0
+    ? Promise.resolve([])
+    : db.selectFrom('emails').selectAll().where('message_id', 'in', [...messageIds]).where('workspace_id', '=', workspaceId).execute();
