@@ -6,6 +6,7 @@ import {
   findRoute,
   findRouteByAddress,
   listRoutes,
+  listRoutesAfter,
   listRoutesOfDomainName,
   removeRoute,
   saveRoute,
@@ -64,6 +65,8 @@ export interface RouteChanges {
 export interface RouteService {
   add(workspaceId: string, input: NewRoute): Promise<RouteView>;
   list(workspaceId: string, page: { limit: number; offset: number; kind?: RouteKind | undefined }): Promise<{ items: RouteView[]; total: number }>;
+  /** Keyset page of one kind (oldest first), for Resend's inbox list. */
+  page(workspaceId: string, kind: RouteKind, query: { limit?: unknown; after?: unknown; before?: unknown }): Promise<{ items: RouteView[]; more: boolean }>;
   /** By id, or by the route's address (`support@example.com`). */
   get(workspaceId: string, idOrAddress: string): Promise<RouteView>;
   update(workspaceId: string, idOrAddress: string, changes: RouteChanges): Promise<RouteView>;
@@ -73,6 +76,8 @@ export interface RouteService {
 }
 
 const MAX_NAME = 200;
+const PAGE_DEFAULT = 20;
+const PAGE_MAX = 100;
 
 const label = (field: string, value: string | null | undefined): string | null | undefined => {
   if (value === undefined || value === null) return value;
@@ -139,6 +144,21 @@ export function createRouteService(deps: ServiceDeps): RouteService {
     async list(workspaceId, page) {
       const { rows, total } = await listRoutes(db, { workspaceId, ...page });
       return { items: rows.map(routeView), total };
+    },
+
+    async page(workspaceId, kind, query) {
+      const requested = typeof query.limit === 'string' && /^\d+$/.test(query.limit) ? Number(query.limit) : null;
+      const limit = requested === null || requested < 1 || requested > PAGE_MAX ? PAGE_DEFAULT : requested;
+      const cursor = (field: string, value: unknown): string | undefined => {
+        if (value === undefined || value === '') return undefined;
+        if (typeof value !== 'string' || !isUuid(value)) throw validationError(field, 'must be an id from a previous page');
+        return value.toLowerCase();
+      };
+      const after = cursor('after', query.after);
+      const before = cursor('before', query.before);
+      if (after && before) throw validationError('before', 'cannot be combined with after');
+      const { rows, more } = await listRoutesAfter(db, { workspaceId, kind, limit, after, before });
+      return { items: rows.map(routeView), more };
     },
 
     get: async (workspaceId, idOrAddress) => routeView(await find(workspaceId, idOrAddress)),
