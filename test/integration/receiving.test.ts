@@ -10,12 +10,14 @@ import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { Resend } from 'resend';
 import { Webhook } from 'standardwebhooks';
+import { runRetention } from '../../src/services/retention.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import { openSmtpSession, type SmtpSession } from '../helpers/smtp-session.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const MAX_SIZE = 200 * 1024;
@@ -25,6 +27,8 @@ interface SmtpError {
   responseCode?: number;
   response?: string;
 }
+
+const idOf = (response: string) => /received as ([0-9a-f-]{36})/.exec(response)?.[1] ?? assert.fail(`no id in ${response}`);
 
 /** A message as a sender's mail program would compose it. */
 const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
@@ -45,7 +49,6 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     const [hook] = await receiver.waitFor(1, (r) => r.json?.type === 'email.received' && r.json.data.subject === subject);
     return new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { type: string; data: Record<string, any> };
   };
-  const idOf = (response: string) => /received as ([0-9a-f-]{36})/.exec(response)?.[1] ?? assert.fail(`no id in ${response}`);
 
   before(async () => {
     dns = await startDnsServer();
@@ -399,5 +402,134 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     const list = await api('GET', '/v1/receiving/routes?kind=pattern');
     assert.deepEqual(list.body.routes.map((r: { address: string }) => r.address), ['reply+*@acme.test']);
     assert.equal(list.body.pagination.total, 1);
+  });
+
+  it('forgets received messages after retention.days, with their content', async () => {
+    const page = await api('GET', '/v1/emails/receiving?limit=100');
+    assert.ok(page.body.data.length > 5);
+    const db = server.runtime.store.db;
+    const later = { now: () => Date.now() + (server.config.retention.days + 1) * 24 * 3600 * 1000 };
+    const report = await runRetention({ db, clock: later, config: server.config });
+    assert.equal(report.receivedEmails, page.body.data.length);
+    assert.equal((await api('GET', `/v1/emails/receiving/${page.body.data[0].id}`)).status, 404);
+    assert.deepEqual(await db.selectFrom('received_email_contents').select('email_id').execute(), []);
+  });
+});
+
+describe('receiving: limits of the inbound listener, DMARC enforcement, a large message', () => {
+  const LARGE = 18 * 1024 * 1024;
+  const clock = manualClock();
+  let dns: TestDns;
+  let server: TestServer;
+  let key: string;
+
+  before(async () => {
+    dns = await startDnsServer();
+    server = await startTestServer(
+      {
+        delivery: { dnsServers: [dns.server] },
+        smtp: { inbound: { enabled: true, port: 0, maxConnectionsPerIp: 3, commandsPerMinutePerIp: 20, rejectDmarcFailures: true } },
+      },
+      { clock },
+    );
+    await addVerifiedDomain(server, dns, 'acme.test');
+    key = await server.key();
+    assert.equal((await server.runtime.services.routes.add(server.workspaceId, { address: 'support@acme.test' })).action, 'webhook');
+    dns.set('sender.test', 'TXT', ['v=spf1 ip4:127.0.0.1 -all']);
+    dns.set('_dmarc.sender.test', 'TXT', ['v=DMARC1; p=reject']);
+    dns.set('forger.test', 'TXT', ['v=spf1 ip4:192.0.2.1 -all']);
+    dns.set('_dmarc.forger.test', 'TXT', ['v=DMARC1; p=reject']);
+  });
+  after(async () => {
+    await server.close();
+    await dns.close();
+  });
+
+  const transport = () => nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } });
+
+  it('holds smtp.inbound.maxConnectionsPerIp connections from one address; the next gets 421 until one closes', async () => {
+    const sessions: SmtpSession[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const s = await openSmtpSession(server.inboundPort!);
+        sessions.push(s);
+        assert.match(s.greeting, /^220 /, `connection ${i + 1}`);
+      }
+      const fourth = await openSmtpSession(server.inboundPort!);
+      assert.match(fourth.greeting, /^421 4\.7\.0 Too many connections from /);
+      await fourth.closed;
+      sessions.shift()!.close();
+      // The count drops once the server has seen the close.
+      const again = await eventually(
+        async () => {
+          const s = await openSmtpSession(server.inboundPort!);
+          if (s.greeting.startsWith('220')) return s;
+          await s.closed;
+          return undefined;
+        },
+        10_000,
+        'a connection after one closed',
+      );
+      sessions.push(again);
+    } finally {
+      for (const s of sessions) s.close();
+    }
+  });
+
+  it('counts MAIL FROM and RCPT TO per client address and minute: the limit passes, one more gets 421', async () => {
+    clock.advance(60_000); // a fresh window
+    const s = await eventually(
+      async () => {
+        const session = await openSmtpSession(server.inboundPort!);
+        if (session.greeting.startsWith('220')) return session;
+        await session.closed;
+        return undefined;
+      },
+      10_000,
+      'a free connection slot',
+    );
+    try {
+      assert.match(await s.command('EHLO client.sender.test'), /^250 /);
+      for (let i = 0; i < 10; i++) {
+        assert.match(await s.command('MAIL FROM:<ann@sender.test>'), /^250 /, `MAIL ${i + 1}`);
+        assert.match(await s.command('RCPT TO:<support@acme.test>'), /^250 /, `RCPT ${i + 1}`);
+        assert.match(await s.command('RSET'), /^250 /);
+      }
+      assert.match(await s.command('MAIL FROM:<ann@sender.test>'), /^421 4\.7\.0 Too many commands from /);
+      await s.closed;
+    } finally {
+      s.close();
+    }
+    clock.advance(60_000);
+    const info = await transport().sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw: 'Subject: next minute\r\n\r\nok\r\n' });
+    assert.match(info.response, /^250 /, 'the next minute is a new window');
+  });
+
+  it('refuses mail failing DMARC under p=reject with 550 5.7.1 when smtp.inbound.rejectDmarcFailures is on', async () => {
+    clock.advance(60_000);
+    await assert.rejects(
+      transport().sendMail({ envelope: { from: 'ceo@forger.test', to: ['support@acme.test'] }, raw: 'From: ceo@forger.test\r\nSubject: pay\r\n\r\nnow\r\n' }),
+      (err: SmtpError) => {
+        assert.equal(err.responseCode, 550, err.response);
+        assert.match(err.response ?? '', /5\.7\.1 Rejected by the DMARC policy of forger\.test/);
+        return true;
+      },
+    );
+    const passing = await transport().sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw: 'From: ann@sender.test\r\nSubject: fine\r\n\r\nok\r\n' });
+    assert.match(passing.response, /^250 /, 'aligned SPF passes DMARC');
+  });
+
+  it('takes a large message (18 MB attachment) under the default size limit, bytes intact', async () => {
+    clock.advance(60_000);
+    assert.equal(server.config.smtp.inbound.maxMessageSize, 25 * 1024 * 1024);
+    const file = randomBytes(LARGE);
+    const raw = await compose({ from: 'ann@sender.test', to: 'support@acme.test', subject: 'Big', text: 'see attached', attachments: [{ filename: 'big.bin', content: file }] });
+    const info = await transport().sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw });
+    const id = idOf(info.response);
+    const read = await request(server.httpUrl, 'GET', `/v1/emails/receiving/${id}`, { key });
+    const att = read.body.attachments[0];
+    assert.equal(att.size, LARGE);
+    const bytes = await fetch(`${server.httpUrl}/v1/emails/receiving/${id}/attachments/${att.id}/content`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(sha256(Buffer.from(await bytes.arrayBuffer())), sha256(file));
   });
 });
