@@ -81,10 +81,11 @@ export async function saveReceivedEmail(trx: Db, email: ReceivedEmail, content: 
 export const findReceivedEmail = (db: Db, workspaceId: string, id: string): Promise<ReceivedEmail | undefined> =>
   db.selectFrom('received_emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
 
-export async function findReceivedEmailContent(db: Db, emailId: string): Promise<ReceivedEmailContent | undefined> {
-  const row = await db.selectFrom('received_email_contents').selectAll().where('email_id', '=', emailId).executeTakeFirst();
-  return row ? { ...row, raw: Buffer.from(row.raw) } : undefined;
-}
+/** The parsed bodies and headers, without the raw source. */
+export type ReceivedEmailBody = Omit<ReceivedEmailContent, 'raw'>;
+
+export const findReceivedEmailBody = (db: Db, emailId: string): Promise<ReceivedEmailBody | undefined> =>
+  db.selectFrom('received_email_contents').select(['email_id', 'text', 'html', 'headers']).where('email_id', '=', emailId).executeTakeFirst();
 
 export async function findReceivedRaw(db: Db, emailId: string): Promise<Buffer | undefined> {
   const row = await db.selectFrom('received_email_contents').select('raw').where('email_id', '=', emailId).executeTakeFirst();

@@ -1,7 +1,7 @@
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { findEmailById, listEmailsByIds } from '../../store/emails.js';
-import { findReceivedEmail, findReceivedEmailContent, findReceivedRaw, listReceivedEmails } from '../../store/receiving.js';
+import { findReceivedEmail, findReceivedEmailBody, findReceivedRaw, listReceivedEmails } from '../../store/receiving.js';
 import type { ReceivedEmail } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import { EMAIL_PAGE_DEFAULT, EMAIL_PAGE_MAX } from '../emails.js';
@@ -78,7 +78,7 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
 
     async get(workspaceId, id) {
       const email = await find(workspaceId, id);
-      const [content, replied] = await Promise.all([findReceivedEmailContent(db, email.id), email.in_reply_to_email_id ? findEmailById(db, email.in_reply_to_email_id) : undefined]);
+      const [content, replied] = await Promise.all([findReceivedEmailBody(db, email.id), email.in_reply_to_email_id ? findEmailById(db, email.in_reply_to_email_id) : undefined]);
       return receivedDetail(view, email, content, replied);
     },
 

@@ -1,5 +1,6 @@
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
-import type { Email, ReceivedEmail, ReceivedEmailContent } from '../../store/tables.js';
+import type { ReceivedEmailBody } from '../../store/receiving.js';
+import type { Email, ReceivedEmail } from '../../store/tables.js';
 import type { AuthenticationResults } from './authenticate-message.js';
 
 /**
@@ -113,7 +114,7 @@ export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Ema
 
 export type ReceivedSummary = ReturnType<typeof receivedSummary>;
 
-export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailContent | undefined, replied: Email | undefined) {
+export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailBody | undefined, replied: Email | undefined) {
   return {
     object: 'email' as const,
     ...receivedSummary(ctx, e, replied),
@@ -125,7 +126,7 @@ export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: Rece
 }
 
 /** The `email.received` event's data: every field of the detail, named as Resend's event names the id. */
-export function receivedEventData(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailContent, replied: Email | undefined): Record<string, unknown> {
+export function receivedEventData(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailBody, replied: Email | undefined): Record<string, unknown> {
   const { object: _object, id, ...rest } = receivedDetail(ctx, e, content, replied);
   return { email_id: id, ...rest };
 }
