@@ -5,6 +5,7 @@ import {
   countAudiences,
   countMembers,
   findAudience,
+  findMember,
   listAudiences,
   countAudiencesOf,
   listAudiencesOf,
@@ -43,6 +44,7 @@ export interface AudienceService {
   /** Adds subscribers by id or by address (addresses must be subscribers already). */
   addMembers(workspaceId: string, id: string, members: { subscriberIds?: string[] | undefined; emails?: string[] | undefined }): Promise<{ added: number; audience: AudienceView }>;
   removeMember(workspaceId: string, id: string, subscriberId: string): Promise<void>;
+  hasMember(workspaceId: string, id: string, subscriberId: string): Promise<boolean>;
   members(workspaceId: string, id: string, page: ListPage): Promise<Listed<SubscriberView>>;
 }
 
@@ -105,6 +107,9 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
       }
       const added = await saveMembers(db, audience.id, resolved, clock.now());
       return { added, audience: await get(workspaceId, id) };
+    },
+    async hasMember(workspaceId, id, subscriberId) {
+      return findMember(db, (await find(workspaceId, id)).id, subscriberId);
     },
     async removeMember(workspaceId, id, subscriberId) {
       const audience = await find(workspaceId, id);

@@ -1,10 +1,10 @@
 import { toIso } from '../shared/clock.js';
-import { notFound, validationError } from '../shared/errors.js';
+import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import { findSubscriber } from '../store/subscribers.js';
 import type { Topic, TopicSubscription } from '../store/tables.js';
-import { findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic } from '../store/topics.js';
+import { countOpenCampaignsOf, findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic } from '../store/topics.js';
 import type { ServiceDeps } from './deps.js';
 import { hasLineBreak } from './send/addresses.js';
 
@@ -102,6 +102,8 @@ export function createTopicService(deps: ServiceDeps): TopicService {
     },
     async remove(workspaceId, id) {
       const topic = await find(workspaceId, id);
+      const open = await countOpenCampaignsOf(db, topic.id);
+      if (open > 0) throw new AppError('invalid_state', `Topic ${topic.id} is named by ${open} broadcast${open === 1 ? '' : 's'} not yet sent; delete or change ${open === 1 ? 'it' : 'them'} first`);
       await removeTopic(db, workspaceId, topic.id);
       return topicView(topic);
     },

@@ -58,6 +58,9 @@ export async function saveMembers(db: Db, audienceId: string, subscriberIds: rea
   return Number(result.numInsertedOrUpdatedRows ?? 0);
 }
 
+export const findMember = async (db: Db, audienceId: string, subscriberId: string): Promise<boolean> =>
+  (await db.selectFrom('audience_members').select('subscriber_id').where('audience_id', '=', audienceId).where('subscriber_id', '=', subscriberId).executeTakeFirst()) !== undefined;
+
 export const removeMember = async (db: Db, audienceId: string, subscriberId: string): Promise<boolean> =>
   Number((await db.deleteFrom('audience_members').where('audience_id', '=', audienceId).where('subscriber_id', '=', subscriberId).executeTakeFirst()).numDeletedRows) > 0;
 

@@ -19,6 +19,19 @@ export const updateTopic = async (db: Db, id: string, changes: Updateable<Topics
 export const removeTopic = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
   Number((await db.deleteFrom('topics').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
 
+/** Campaigns not finished (drafts, scheduled, being sent) that go to a topic's subscribers. */
+export const countOpenCampaignsOf = async (db: Db, topicId: string): Promise<number> =>
+  Number(
+    (
+      await db
+        .selectFrom('campaigns')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('topic_id', '=', topicId)
+        .where('status', 'in', ['draft', 'queuing', 'sending'])
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
 /** A subscriber's own choices (topics it never chose are absent). */
 export const listSubscriptionsOf = (db: Db, subscriberId: string): Promise<Array<{ topic_id: string; subscription: TopicSubscription }>> =>
   db.selectFrom('subscriber_topics').select(['topic_id', 'subscription']).where('subscriber_id', '=', subscriberId).execute();

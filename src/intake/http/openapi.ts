@@ -152,6 +152,10 @@ function publicPaths(): Json {
       get: { operationId: 'unsubscribePage', summary: 'Unsubscribe confirmation page', tags: ['public'], security: [], responses: { '200': plain('Confirmation page', 'text/html', { type: 'string' }), '400': plain('The link is not valid', 'text/html', { type: 'string' }) } },
       post: { operationId: 'unsubscribeOneClick', summary: 'One-click unsubscribe (RFC 8058)', tags: ['public'], security: [], responses: { '200': plain('Unsubscribed', 'text/html', { type: 'string' }), '400': plain('The link is not valid', 'text/html', { type: 'string' }) } },
     },
+    '/a/{token}': {
+      parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' }, description: 'Signed token from an attachment download_url' }],
+      get: { operationId: 'downloadAttachment', summary: "Download an email's attachment (the link expires after an hour)", tags: ['public'], security: [], responses: { '200': plain('The file, as an attachment', 'application/octet-stream', { type: 'string' }), '404': plain('The link is not valid or has expired', 'text/plain', { type: 'string' }) } },
+    },
     '/t/o/{token}': {
       parameters: [tokenParam],
       get: { operationId: 'trackOpen', summary: 'Open-tracking pixel (always a 1x1 GIF)', tags: ['public'], security: [], responses: { '200': plain('Transparent GIF', 'image/gif', { type: 'string', contentMediaType: 'image/gif' }) } },

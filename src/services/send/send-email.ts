@@ -83,11 +83,18 @@ export interface SendOutcome {
   results: SendResult[];
   /** The rate-limit decision to show in X-RateLimit-* headers. */
   limit: Decision;
+  /** With `permissive`: the messages refused, by position in the request (the others were queued). */
+  errors?: Array<{ index: number; message: string }>;
 }
 
 export interface SendOptions {
+  /**
+   * A batch in which invalid messages are reported and the valid ones queued (Resend's
+   * permissive batch validation); by default a batch is all or nothing.
+   */
+  permissive?: boolean;
   /** Runs in the transaction that queues the mail (idempotency records its response there). */
-  inTransaction?: (trx: Db, results: SendResult[]) => Promise<void>;
+  inTransaction?: (trx: Db, results: SendResult[], errors?: SendOutcome['errors']) => Promise<void>;
 }
 
 export interface SendService {
@@ -298,21 +305,25 @@ export function createSendService(deps: SendServiceDeps): SendService {
   async function sendMany(workspace: Workspace, inputs: SendInput[], options: SendOptions = {}, indexed = true): Promise<SendOutcome> {
     if (inputs.length === 0) throw validationError('body', 'at least one message is required');
     const prepared: Prepared[] = [];
+    const errors: Array<{ index: number; message: string; error: AppError }> = [];
     for (const [i, input] of inputs.entries()) {
       try {
         prepared.push(await prepare(workspace, input));
       } catch (err) {
-        if (indexed && isAppError(err) && err.field !== undefined) {
-          throw new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` });
-        }
-        throw err;
+        const indexedError = indexed && isAppError(err) && err.field !== undefined ? new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` }) : err;
+        if (!options.permissive || !isAppError(err) || err.code === 'internal_error') throw indexedError;
+        errors.push({ index: i, message: err.message, error: indexedError as AppError });
       }
     }
-    return commit(workspace, prepared, options);
+    // Nothing valid to queue: the answer is the first message's error, as without permissive.
+    if (prepared.length === 0) throw errors[0]!.error;
+    const refused = options.permissive ? errors.map(({ index, message }) => ({ index, message })) : undefined;
+    const outcome = await commit(workspace, prepared, options, refused);
+    return refused ? { ...outcome, errors: refused } : outcome;
   }
 
   /** Applies the sending limits, then queues every message in one (group-committed) transaction. */
-  async function commit(workspace: Workspace, prepared: Prepared[], options: SendOptions): Promise<SendOutcome> {
+  async function commit(workspace: Workspace, prepared: Prepared[], options: SendOptions, refused?: SendOutcome['errors']): Promise<SendOutcome> {
     const { decision, demoted } = await applyLimits(workspace, prepared);
     const results: SendResult[] = prepared.map((p) => {
       const demote = demoted && p.type === 'transactional';
@@ -324,7 +335,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     });
     await batcher.run(async (trx) => {
       for (const p of prepared) await saveEmail(trx, p);
-      await options.inTransaction?.(trx, results);
+      await options.inTransaction?.(trx, results, refused);
     });
     deps.onQueued?.();
     for (const p of prepared) deps.metrics?.emailsAccepted(p.email.intake === 'smtp' || p.email.intake === 'campaign' ? p.email.intake : 'http', p.type);
