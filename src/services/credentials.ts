@@ -197,6 +197,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
     async createKey(input) {
       const name = validName(input.name);
       if (input.master && input.test) throw validationError('master', 'a master key is a live key; it cannot also be a test key');
+      if (input.master && (input.permission === 'sending_access' || input.domain !== undefined)) throw validationError('master', 'a master key has full access; it cannot be restricted to sending');
       if (input.master) return insert('live', { name, workspaceId: null, master: true, scopes: null, expiresInSeconds: null });
       if (!input.workspaceId) throw validationError('workspace', 'is required for a workspace key');
       await requireWorkspace(input.workspaceId);

@@ -68,7 +68,7 @@ export const v1DomainRoutes = [
     handler: async ({ deps, workspace, body }) => {
       if (body.domain !== undefined && body.name !== undefined && body.domain !== body.name) throw validationError('name', 'give domain or name, not both');
       const domain = body.domain ?? body.name;
-      if (domain === undefined) throw validationError('domain', 'is required (or name)');
+      if (domain === undefined) throw validationError('domain', 'is required');
       const added = await deps.services.domains.add(workspace.id, { domain, external_id: body.external_id, metadata: body.metadata });
       return render(deps, workspace.id, added, true);
     },
