@@ -348,6 +348,8 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
     for (const r of received) {
       const payload = wh.verify(r.body, { 'svix-id': String(r.headers['webhook-id']), 'svix-timestamp': String(r.headers['webhook-timestamp']), 'svix-signature': String(r.headers['webhook-signature']) }) as { type: string; data: Record<string, unknown> };
       assert.ok(['email.sent', 'email.delivered'].includes(payload.type));
+      // Handler code that passes the request's headers as they come verifies too: svix reads webhook-* when svix-* are absent.
+      assert.deepEqual(wh.verify(r.body, r.headers as Record<string, string>), payload);
       hasFields(payload.data, { email_id: 'string', created_at: 'string', from: 'string', to: 'array', subject: 'string', message_id: 'string' }, 'BaseEmailEventData');
       // The SDK's own verifier agrees.
       resend.webhooks.verify({ payload: r.body, headers: { id: String(r.headers['webhook-id']), timestamp: String(r.headers['webhook-timestamp']), signature: String(r.headers['webhook-signature']) }, webhookSecret: created.signing_secret });
