@@ -450,7 +450,9 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       if (changes.templateId !== undefined) merged.html = undefined;
       if (changes.html !== undefined) merged.templateId = undefined;
       const fields = await fieldsOf(workspace, merged, test);
-      if (!(await updateDraftCampaign(db, campaign.id, { ...fields, updated_at: clock.now() }))) requireDraft((await find(workspace.id, id)), 'changed');
+      // The content copied from a template still names it, unless new content replaced it.
+      if (changes.templateId === undefined && changes.html === undefined) fields.template_id = campaign.template_id;
+      if (!(await updateDraftCampaign(db, campaign.id, { ...fields, updated_at: clock.now() }))) requireDraft(await find(workspace.id, id), 'changed');
       return view(await find(workspace.id, id));
     },
 
@@ -460,7 +462,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       await checkedSender(workspace, campaign.from_email, test);
       const at = checkSchedule(scheduledAt);
       const recipients = await countSelection(db, selectionOf(campaign));
-      if (!(await startDraftCampaign(db, campaign.id, { scheduled_at: at, recipients, test: test ? 1 : 0, updated_at: clock.now() }))) requireDraft((await find(workspace.id, id)), 'sent');
+      if (!(await startDraftCampaign(db, campaign.id, { scheduled_at: at, recipients, test: test ? 1 : 0, updated_at: clock.now() }))) requireDraft(await find(workspace.id, id), 'sent');
       return view(await find(workspace.id, id));
     },
 

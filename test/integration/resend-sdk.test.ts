@@ -261,6 +261,7 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
         subject: 'Welcome {{{NAME}}}',
         html: '<p>Hi {{{NAME}}}, your plan is {{{PLAN}}}</p>',
         from: 'Acme <hello@acme.example>',
+        replyTo: 'help@acme.example',
         variables: [
           { key: 'NAME', type: 'string' },
           { key: 'PLAN', type: 'string', fallbackValue: 'free' },
@@ -293,6 +294,7 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
     assert.equal(parsed.subject, 'Welcome Ann');
     assert.match(parsed.html || '', /Hi Ann, your plan is free/, 'the published version, with the fallback value');
     assert.deepEqual(parsed.from?.value.map((a) => [a.name, a.address]), [['Acme', 'hello@acme.example']]);
+    assert.equal(parsed.replyTo?.value[0]?.address, 'help@acme.example', "the template's reply-to");
     assert.ok(sent.id);
 
     const copy = ok(await resend.templates.duplicate(created.id), 'templates.duplicate');

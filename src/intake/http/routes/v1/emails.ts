@@ -152,7 +152,7 @@ export function toSendInput(body: EmailBody, to: string | string[], caller: Call
     to: parseMailboxes('to', to),
     cc: parseMailboxes('cc', body.cc),
     bcc: parseMailboxes('bcc', body.bcc),
-    replyTo: parseMailboxes('reply_to', body.reply_to),
+    replyTo: body.reply_to === undefined ? undefined : parseMailboxes('reply_to', body.reply_to),
     subject: body.subject,
     html: body.html,
     text: body.text,
