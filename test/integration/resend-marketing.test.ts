@@ -205,6 +205,9 @@ describe('the Resend SDK against mailsvc: contacts, segments, topics, broadcasts
     const unsubscribe = headerOf(annRaw, 'List-Unsubscribe').replace(/^<|>$/g, '');
     assert.match(unsubscribe, /^http:\/\/127\.0\.0\.1:1\/u\//);
     assert.ok((ann.html || '').includes(unsubscribe.replace(/&/g, '&amp;')), 'RESEND_UNSUBSCRIBE_URL is the one-click link');
+    assert.match(ann.html || '', /<img src="http:\/\/127\.0\.0\.1:1\/t\/o\/[^"]+"/, 'opens are tracked, as for every campaign');
+    const sentEvents = await server.runtime.store.db.selectFrom('events').innerJoin('emails', 'emails.id', 'events.email_id').select(['events.type']).where('emails.campaign_id', '=', draft.id).where('events.type', '=', 'email.sent').execute();
+    assert.equal(sentEvents.length, 2, 'each message has its events');
     const dkim = await verifyDkim(annRaw, dns);
     assert.ok(dkim.some((r: { status: { result: string } }) => r.status.result === 'pass'));
 
