@@ -14,6 +14,7 @@ import { healthRoutes } from './routes/health.js';
 import { openApiRoute } from './routes/openapi.js';
 import { metricsRoute } from './routes/metrics.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
+import { attachmentDownloadRoutes } from './routes/public/attachment-download.js';
 import { trackingRoutes } from './routes/tracking.js';
 import { dashboardRoutes } from './dashboard/index.js';
 
@@ -64,6 +65,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(openApiRoute(routes));
   app.use(metricsRoute(deps));
   app.use(unsubscribeRoutes(deps));
+  app.use(attachmentDownloadRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(dashboardRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {

@@ -58,7 +58,7 @@ export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: R
   const workspace = ctx.state.workspace!;
   if (route.operation) await limitWorkspace(ctx, deps, route.operation);
   if (!hasScope(principal, route.scope)) {
-    throw new AppError('forbidden', `This access token lacks the scope ${route.scope}`);
+    throw new AppError('forbidden', `This ${principal.kind === 'oauth' ? 'access token' : 'API key'} lacks the scope ${route.scope}${principal.kind !== 'oauth' ? ' (it has sending access only)' : ''}`);
   }
   const idempotency = route.idempotent ? await claimIdempotencyKey(route, ctx, deps) : undefined;
   if (idempotency === 'replayed') return;

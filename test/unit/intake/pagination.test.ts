@@ -12,7 +12,19 @@ describe('offset pagination', () => {
     assert.equal(parsePage({ limit: ['5', '6'] }).limit, 20);
   });
   it('tells whether more follow', () => {
-    assert.deepEqual(offsetList('items', [1, 2], 5, { limit: 2, offset: 0 }), { items: [1, 2], pagination: { total: 5, limit: 2, offset: 0, has_more: true } });
-    assert.equal(offsetList('items', [5], 5, { limit: 2, offset: 4 }).pagination.has_more, false);
+    assert.deepEqual(offsetList('items', [1, 2], 5, { limit: 2, offset: 0 }, true), {
+      items: [1, 2],
+      pagination: { total: 5, limit: 2, offset: 0, has_more: true },
+      object: 'list',
+      has_more: true,
+      data: [1, 2],
+    });
+    assert.equal(offsetList('items', [5], 5, { limit: 2, offset: 4 }, false).pagination.has_more, false);
+  });
+  it("takes the Resend SDK's cursors, one at a time", () => {
+    assert.deepEqual(parsePage({ limit: '5', after: 'abc' }), { limit: 5, offset: 0, after: 'abc' });
+    assert.deepEqual(parsePage({ before: 'xyz' }), { limit: 20, offset: 0, before: 'xyz' });
+    assert.throws(() => parsePage({ after: 'a', before: 'b' }), /before: cannot be combined with after/);
+    assert.throws(() => parsePage({ after: 'x'.repeat(321) }), /after:/);
   });
 });
