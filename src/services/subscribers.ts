@@ -19,7 +19,7 @@ import {
 import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../store/suppressions.js';
 import type { Subscriber, SubscriberStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import { MAX_METADATA_BYTES } from './domains.js';
+import { checkMetadata } from './metadata.js';
 import { hasLineBreak, requireAddress } from './send/addresses.js';
 
 export const MAX_SUBSCRIBER_TAGS = 50;
@@ -109,7 +109,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     checkName('first_name', input.first_name);
     checkName('last_name', input.last_name);
     if (input.external_id != null && (input.external_id.length > 255 || hasLineBreak(input.external_id))) throw validationError('external_id', 'must be one line of at most 255 characters');
-    if (input.metadata != null && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    if (input.metadata != null) checkMetadata('metadata', input.metadata);
     if (input.domain_id != null && !(isUuid(input.domain_id) && (await findDomain(db, workspaceId, input.domain_id)))) {
       throw validationError('domain_id', `no domain ${input.domain_id} in this workspace`);
     }
