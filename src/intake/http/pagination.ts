@@ -1,9 +1,11 @@
 /**
  * Offset pagination shared by every offset list (SPEC Pagination): a limit outside 1..100
- * falls back to the default 20 rather than being clamped; a bad offset is 0.
+ * falls back to the default 20 rather than being clamped; a bad offset is 0, and one past
+ * MAX_OFFSET is MAX_OFFSET (an empty page: no database takes an offset of 1e400).
  */
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
+export const MAX_OFFSET = 2 ** 31 - 1;
 
 export interface Page {
   limit: number;
@@ -20,7 +22,7 @@ export function parsePage(query: Record<string, unknown>): Page {
   const offset = toInt(query.offset);
   return {
     limit: limit !== null && limit >= 1 && limit <= MAX_LIMIT ? limit : DEFAULT_LIMIT,
-    offset: offset !== null && offset >= 0 ? offset : 0,
+    offset: offset !== null && offset >= 0 ? Math.min(offset, MAX_OFFSET) : 0,
   };
 }
 
