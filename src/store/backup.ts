@@ -57,6 +57,17 @@ function quickCheck(db: SQLite.Database, what: string): void {
   if (result !== 'ok') throw new BackupRefused(`${what} failed its integrity check: ${String(result)}`);
 }
 
+/** Opens a file just written, sets it in order (`pragma`), then checks it. */
+function settle(file: string, pragma: string, what: string): void {
+  const db = new SQLite(file, { fileMustExist: true });
+  try {
+    db.pragma(pragma);
+    quickCheck(db, what);
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * Writes a consistent copy of the live database `databaseFile` to `destination`: copied next
  * to it under a temporary name, turned into a self-contained file (rollback journal, no
@@ -71,13 +82,7 @@ export async function backupDatabase(databaseFile: string, destination: string, 
   const source = new SQLite(databaseFile, { fileMustExist: true, timeout: 5000 });
   try {
     const pages = await copyPages(source, partial, onProgress);
-    const copy = new SQLite(partial, { fileMustExist: true });
-    try {
-      copy.pragma('journal_mode = DELETE');
-      quickCheck(copy, 'the backup');
-    } finally {
-      copy.close();
-    }
+    settle(partial, 'journal_mode = DELETE', 'the backup');
     renameSync(partial, destination);
     return { file: destination, pages, bytes: statSync(destination).size };
   } catch (err) {
@@ -110,13 +115,7 @@ export async function restoreDatabase(backupFile: string, databaseFile: string, 
     const lock = takeRestoreLock(databaseFile);
     try {
       const pages = await copyPages(source, databaseFile, onProgress);
-      const restored = new SQLite(databaseFile, { fileMustExist: true });
-      try {
-        restored.pragma('wal_checkpoint(TRUNCATE)');
-        quickCheck(restored, 'the restored database');
-      } finally {
-        restored.close();
-      }
+      settle(databaseFile, 'wal_checkpoint(TRUNCATE)', 'the restored database');
       return { file: databaseFile, pages, bytes: statSync(databaseFile).size };
     } finally {
       lock.release();

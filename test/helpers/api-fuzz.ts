@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { z } from 'zod';
 import type { Route } from '../../src/intake/http/route.js';
 import { apiRoutes } from '../../src/intake/http/routes/index.js';
+import { request, type ApiResponse } from './http.js';
 import type { TestServer } from './server.js';
 
 /**
@@ -223,22 +224,11 @@ function requestFor(route: Route, f: Fixtures): fc.Arbitrary<FuzzRequest> {
   });
 }
 
-async function send(baseUrl: string, req: FuzzRequest) {
-  const headers: Record<string, string> = { ...req.headers };
-  if (req.key) headers.authorization = `Bearer ${req.key}`;
-  const res = await fetch(baseUrl + req.path, { method: req.method, headers, body: req.body });
-  const text = await res.text();
-  let body: any;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, body };
-}
+const send = (baseUrl: string, req: FuzzRequest): Promise<ApiResponse> =>
+  request(baseUrl, req.method, req.path, { key: req.key, headers: req.headers, ...(req.body === undefined ? {} : { raw: req.body }) });
 
 /** The invariants every response holds. */
-function check(req: FuzzRequest, res: Awaited<ReturnType<typeof send>>): void {
+function check(req: FuzzRequest, res: ApiResponse): void {
   const what = `${req.method} ${req.path.slice(0, 200)} (${(req.body ?? '').slice(0, 200)}) -> ${res.status} ${res.text.slice(0, 300)}`;
   assert.ok(res.status < 500, `no 5xx: ${what}`);
   for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) assert.match(res.headers.get(h) ?? '', /^\d+$/, `${h}: ${what}`);

@@ -9,7 +9,7 @@ import { redirectWithNotice, takeNotice } from '../session.js';
 const PAGE = { limit: 100, offset: 0 };
 
 const attemptRow = (a: AttemptView) =>
-  html`<tr><td>${a.attempt}</td><td>${when(a.started_at)}</td><td>${badge(a.outcome)}</td><td>${a.status_code ?? ''}</td><td>${a.duration_ms} ms</td>
+  html`<tr class="attempt"><td>${a.attempt}</td><td>${when(a.started_at)}</td><td>${badge(a.outcome)}</td><td>${a.status_code ?? ''}</td><td>${a.duration_ms} ms</td>
 <td class="wrap">${a.error ?? ''}${a.response ? html`<pre>${a.response.slice(0, 500)}</pre>` : ''}</td></tr>`;
 
 async function endpointPage(deps: HttpDeps, view: DashView, id: string, extra: { secret?: string; notice?: string | undefined } = {}): Promise<string> {
@@ -19,7 +19,7 @@ async function endpointPage(deps: HttpDeps, view: DashView, id: string, extra: {
   ]);
   // Each delivery, then every attempt it took: a 500 followed by a successful retry stays visible.
   const rows = deliveries.items.map(
-    (d) => html`<tr><td>${when(d.created_at)}</td><td>${d.event_type}</td><td>${badge(d.status)}</td><td>${d.attempt_count}</td>
+    (d) => html`<tr class="delivery"><td>${when(d.created_at)}</td><td>${d.event_type}</td><td>${badge(d.status)}</td><td>${d.attempt_count}</td>
 <td>${d.next_attempt_at ? when(d.next_attempt_at) : ''}</td>
 <td>${actionButton(view, `/dashboard/webhooks/${hook.id}/deliveries/${d.id}/replay`, 'Replay')}</td></tr>
 ${d.attempts.length > 0 ? html`<tr class="attempts"><td></td><td colspan="5">${table(['Attempt', 'Started', 'Outcome', 'HTTP', 'Duration', 'Response or error'], d.attempts.map(attemptRow), '')}</td></tr>` : ''}`,
