@@ -87,7 +87,7 @@ export interface RunningServer {
   httpUrl: string;
   /** Bound submission ports, when the listeners run. */
   smtp: SubmissionListeners['ports'] | null;
-  /** Bound port of the inbound listener (bounces, complaints), when it runs. */
+  /** Bound port of the inbound listener (bounces, complaints, receiving routes), when it runs. */
   inboundPort: number | null;
   /** The delivery workers (null when delivery.enabled is false). */
   delivery: DeliveryEngine | null;
@@ -213,7 +213,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     }
     let inboundPort: number | null = null;
     if (config.smtp.inbound.enabled) {
-      const inbound = await startInbound({ services: runtime.services, config, logger, tls: await loadSubmissionTls(config) });
+      const inbound = await startInbound({ services: runtime.services, config, logger, clock: runtime.deps.clock, tls: await loadSubmissionTls(config) });
       stops.push(() => inbound.close());
       inboundPort = inbound.port;
     }

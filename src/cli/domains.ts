@@ -25,10 +25,10 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
     );
   });
 
-  ws(domains.command('dns <domain>').description('every DNS record to publish: the customer CNAMEs and the TXT keys under dkim.host'))
+  ws(domains.command('dns <domain>').description('every DNS record to publish: the customer CNAMEs, the TXT keys under dkim.host, the bounce domain and the MX for receiving'))
     .action(async (name: string, opts: { workspace?: string }, cmd: Command) => {
       const records = await withRuntime(cmd, io, async (rt) => rt.services.domains.recordsToPublish(await workspaceOf(rt, opts.workspace), name));
-      output(cmd, io, { domain: records.domain.domain_name, customer: records.customer, dkim_host: records.dkimHost, return_path: records.returnPath }, () =>
+      output(cmd, io, { domain: records.domain.domain_name, customer: records.customer, dkim_host: records.dkimHost, return_path: records.returnPath, receiving: records.receiving }, () =>
         [
           `In the zone of ${records.domain.domain_name} (the domain owner publishes):`,
           table(recordRows(records.customer)),
@@ -38,6 +38,9 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
           '',
           'Recommended for the bounce (Return-Path) domain, in the zone of the domain (not checked by verify):',
           table(recordRows(records.returnPath)),
+          '',
+          'To receive mail at the domain (receiving routes; the inbound listener on port 25 of this host):',
+          table(recordRows(records.receiving)),
         ].join('\n'),
       );
     });

@@ -7,6 +7,7 @@ import { registerDbCommands } from './db.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
+import { registerRouteCommands } from './routes.js';
 import { registerServerCommands } from './server.js';
 import { registerTemplateCommands } from './templates.js';
 import { registerSuppressionCommands } from './suppressions.js';
@@ -25,6 +26,7 @@ export function buildProgram(io: CliIo): Command {
   registerDomainCommands(program, io);
   registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);
+  registerRouteCommands(program, io);
   registerQueueCommands(program, io);
   registerDashboardCommands(program, io);
   registerDbCommands(program, io);

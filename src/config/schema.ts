@@ -179,11 +179,16 @@ export const schema = {
       trustedWorkspace: optionalStr('Workspace id that mail from trustedNetworks is sent as (null: the default workspace). Such mail is live, never test mail.'),
     },
     inbound: {
-      enabled: bool(false, 'Run the inbound listener for bounces (DSN) and complaints (ARF).'),
+      enabled: bool(false, 'Run the inbound listener: the MX for receiving routes, bounces (DSN) and complaints (ARF).'),
       host: str('127.0.0.1', 'Address the inbound listener listens on.'),
       port: port(2525, 'Inbound port (25 in production).'),
       feedbackAddresses: stringList([], 'Addresses (besides the VERP return paths) that take feedback-loop complaint reports (ARF), e.g. ["fbl@bounces.example.com"]: the address registered with each mailbox provider.'),
-      maxMessageSize: int(10 * 1024 * 1024, 'Largest report accepted by the inbound listener, in bytes.', 1024),
+      maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted by the inbound listener, in bytes (advertised with SIZE; 552 above it).', 1024),
+      maxRecipients: int(100, 'Most recipients per inbound SMTP transaction (452 for the next one).', 1),
+      maxConnections: int(500, 'Inbound SMTP connections open at once (421 above it).', 1),
+      maxConnectionsPerIp: int(10, 'Inbound SMTP connections open at once from one client address (421 above it).', 1),
+      commandsPerMinutePerIp: int(1200, 'MAIL FROM and RCPT TO commands per minute from one client address (421 above it).', 1),
+      rejectDmarcFailures: bool(false, 'Refuse (550 5.7.1) received mail that fails DMARC when the sender domain publishes p=reject. Off: such mail is taken and its DMARC result recorded.'),
     },
   },
   delivery: {
@@ -240,7 +245,7 @@ export const schema = {
     clicks: bool(true, 'Default click tracking for marketing mail (transactional is off unless asked).'),
   },
   retention: {
-    days: int(30, 'Days to keep delivery attempts, events and webhook deliveries.', 1),
+    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries and received messages.', 1),
   },
   metrics: {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),

@@ -1,6 +1,7 @@
 import { getPolicy, validateMx } from 'mailauth/lib/mta-sts.js';
 import type { MTASTSPolicy } from 'mailauth';
 import type { DnsResolver } from '../shared/dns.js';
+import { mailauthResolver } from '../shared/mailauth-resolver.js';
 import type { Logger } from '../shared/logger.js';
 import type { MxHost } from './resolve-route.js';
 
@@ -24,26 +25,6 @@ export interface MtaStsPolicy {
 export type PolicyFetcher = (domain: string, known: MTASTSPolicy | undefined) => Promise<MTASTSPolicy>;
 
 const NO_POLICY_TTL_MS = 3600_000;
-
-/** mailauth's resolver signature over our resolver, so its look-ups use delivery.dnsServers too. */
-export function mailauthResolver(resolver: DnsResolver) {
-  return async (name: string, rrtype: string): Promise<any> => {
-    switch (rrtype.toUpperCase()) {
-      case 'TXT':
-        return resolver.resolveTxt(name);
-      case 'A':
-        return resolver.resolve4(name);
-      case 'AAAA':
-        return resolver.resolve6(name);
-      case 'MX':
-        return resolver.resolveMx(name);
-      case 'CNAME':
-        return resolver.resolveCname(name);
-      default:
-        throw Object.assign(new Error(`unsupported record type ${rrtype}`), { code: 'ENOTIMP' });
-    }
-  };
-}
 
 /** The default fetcher: DNS TXT `_mta-sts.<domain>`, then HTTPS `mta-sts.<domain>/.well-known/mta-sts.txt`. */
 export const fetchWithMailauth =

@@ -1,8 +1,8 @@
 /**
  * The event catalog (SPEC Events). `email.delivery_delayed` is ours: a temporary failure that
  * will be retried; so is `email.failed`: mailsvc could not attempt the message at all (no
- * DKIM key for the sending domain, content missing). `workflow.*` events are not emitted:
- * mailsvc has no workflows.
+ * DKIM key for the sending domain, content missing); `email.received` is a message taken by
+ * a receiving route. `workflow.*` events are not emitted: mailsvc has no workflows.
  */
 export const EVENT_TYPES = [
   'email.sent',
@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'email.bounced',
   'email.complained',
   'email.suppressed',
+  'email.received',
   'subscriber.created',
   'subscriber.updated',
   'subscriber.unsubscribed',

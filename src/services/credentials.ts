@@ -30,6 +30,7 @@ export const RESOURCES = [
   'webhooks',
   'suppressions',
   'api_keys',
+  'receiving',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 export type Scope = `${Resource}:${'read' | 'write'}` | 'full_access';

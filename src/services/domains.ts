@@ -73,7 +73,7 @@ export interface DomainService {
   recordsToPublish(
     workspaceId: string,
     idOrName: string,
-  ): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[]; returnPath: DnsRecord[] }>;
+  ): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[]; returnPath: DnsRecord[]; receiving: DnsRecord[] }>;
   verify(workspaceId: string, idOrName: string): Promise<VerificationResult>;
   /** Checks pending domains not checked for `intervalSeconds`; returns how many became verified. */
   recheckPending(intervalSeconds: number, limit?: number): Promise<number>;
@@ -123,6 +123,9 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       { type: 'TXT', name: `${sub}.${domainName}`, value: `v=spf1 a:${host} -all` },
     ];
   };
+
+  /** To receive mail at the domain (receiving routes): its MX points at this server's inbound listener. */
+  const receivingRecords = (domainName: string): DnsRecord[] => [{ type: 'MX', name: domainName, value: `10 ${config.delivery.hostname.replace(/\.$/, '').toLowerCase()}` }];
 
   const view = (d: Domain, keys: DkimKey[]): DomainView => {
     const tokens = keys.filter((k) => k.domain_id === d.id).sort((a, b) => a.position - b.position).map((k) => k.selector);
@@ -266,6 +269,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         customer: v.dns_records,
         dkimHost: keys.map((k) => ({ type: 'TXT' as const, name: `${k.selector}.${dkimHost}`, value: dkimTxtValue(k.public_key) })),
         returnPath: returnPathRecords(domain.name),
+        receiving: receivingRecords(domain.name),
       };
     },
 

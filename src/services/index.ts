@@ -22,6 +22,9 @@ import { createTrackingService, type TrackingService } from './tracking.js';
 import { createCommitBatcher, type CommitBatcher } from '../store/commit-batcher.js';
 import { noMetrics, type Metrics } from '../observability/metrics.js';
 import { createDashboardAuthService, type DashboardAuthService } from './dashboard-auth.js';
+import { createMessageReceiver, type MessageReceiver } from './receiving/receive-message.js';
+import { createReceivedEmailService, type ReceivedEmailService } from './receiving/received-emails.js';
+import { createRouteService, type RouteService } from './receiving/routes.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -41,6 +44,10 @@ export interface Services {
   webhooks: WebhookService;
   tracking: TrackingService;
   reports: ReportService;
+  /** Receiving: which addresses take mail, taking it, and reading what was taken. */
+  routes: RouteService;
+  receiving: MessageReceiver;
+  receivedEmails: ReceivedEmailService;
   dashboardAuth: DashboardAuthService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
@@ -85,6 +92,9 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     webhooks: createWebhookService(deps),
     tracking,
     reports: createReportService(deps),
+    routes: createRouteService(deps),
+    receiving: createMessageReceiver({ ...deps, batcher }),
+    receivedEmails: createReceivedEmailService(deps),
     dashboardAuth: createDashboardAuthService(deps),
     rateLimiter,
     limitFor,

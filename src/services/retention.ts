@@ -1,5 +1,5 @@
 import { deleteExpiredWindows } from '../store/rate-limits.js';
-import { deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore } from '../store/retention.js';
+import { deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore } from '../store/retention.js';
 import type { ServiceDeps } from './deps.js';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.js';
 
@@ -9,13 +9,15 @@ export interface RetentionReport {
   idempotencyKeys: number;
   deliveryAttempts: number;
   events: number;
+  receivedEmails: number;
   rateLimitWindows: number;
 }
 
 /**
  * Deletes what is past its keep-by date: idempotency keys after 24 h (the SPEC's replay
  * window), delivery attempts and events (with their webhook deliveries) after
- * `retention.days`, and finished rate-limit windows. Emails and their status stay.
+ * `retention.days`, received messages after `retention.days` too, and finished rate-limit
+ * windows. Emails and their status stay.
  */
 export async function runRetention(deps: Pick<ServiceDeps, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
   const now = deps.clock.now();
@@ -24,6 +26,7 @@ export async function runRetention(deps: Pick<ServiceDeps, 'db' | 'clock' | 'con
     idempotencyKeys: await deleteIdempotencyKeysBefore(deps.db, now - IDEMPOTENCY_TTL_MS, now),
     deliveryAttempts: await deleteAttemptsBefore(deps.db, cutoff),
     events: await deleteEventsBefore(deps.db, cutoff),
+    receivedEmails: await deleteReceivedEmailsBefore(deps.db, cutoff),
     rateLimitWindows: await deleteExpiredWindows(deps.db, now),
   };
 }

@@ -115,3 +115,14 @@ export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]
 /** The email that went out with this Message-ID (with angle brackets), if it was ours. */
 export const findEmailByMessageId = (db: Db, messageId: string): Promise<Email | undefined> =>
   db.selectFrom('emails').selectAll().where('message_id', '=', messageId).orderBy('created_at', 'desc').executeTakeFirst();
+
+/**
+ * A workspace's emails sent with any of these Message-IDs. The workspace is checked here, not
+ * in SQL: with it in the WHERE clause, SQLite and PostgreSQL may pick the workspace index and
+ * scan every email of a big workspace; the message_id index finds the few rows directly.
+ */
+export async function listEmailsByMessageIds(db: Db, workspaceId: string, messageIds: readonly string[]): Promise<Email[]> {
+  if (messageIds.length === 0) return [];
+  const rows = await db.selectFrom('emails').selectAll().where('message_id', 'in', [...messageIds]).execute();
+  return rows.filter((e) => e.workspace_id === workspaceId);
+}

@@ -32,6 +32,16 @@ export const deleteEventsBefore = (db: Db, cutoff: number): Promise<number> =>
     return Number(r.numDeletedRows);
   });
 
+/** Received messages with their content (ON DELETE CASCADE). */
+export const deleteReceivedEmailsBefore = (db: Db, cutoff: number): Promise<number> =>
+  deleteInBatches(async () => {
+    const r = await db
+      .deleteFrom('received_emails')
+      .where('id', 'in', (eb) => eb.selectFrom('received_emails').select('id').where('created_at', '<', cutoff).limit(BATCH))
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  });
+
 /** Keys created before `cutoff`, except a claim still in flight (its request is running). */
 export async function deleteIdempotencyKeysBefore(db: Db, cutoff: number, now: number): Promise<number> {
   const r = await db

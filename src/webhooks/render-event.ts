@@ -41,6 +41,33 @@ const OTHER_FIELDS: Record<string, readonly string[]> = {
   'subscriber.updated': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata'],
   'subscriber.unsubscribed': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata'],
   'campaign.sent': ['campaign_id', 'name', 'recipients'],
+  // Resend's fields first (email_id … attachments), then the parsed message and what we know of it.
+  'email.received': [
+    'email_id',
+    'created_at',
+    'from',
+    'to',
+    'cc',
+    'bcc',
+    'reply_to',
+    'received_for',
+    'subject',
+    'message_id',
+    'attachments',
+    'date',
+    'in_reply_to',
+    'references',
+    'text',
+    'html',
+    'headers',
+    'raw',
+    'size',
+    'envelope',
+    'authentication',
+    'route_ids',
+    'in_reply_to_email_id',
+    'in_reply_to_email',
+  ],
 };
 
 const pick = (data: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> =>

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import nodemailer from 'nodemailer';
 import type { Browser, Page } from 'playwright-core';
 import { eventually } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -39,6 +41,7 @@ describe('dashboard in Chromium', { skip }, () => {
       dkim: { host: 'dkim.mailsvc.test' },
       // The endpoint is the loopback receiver of this test.
       webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
+      smtp: { inbound: { enabled: true, port: 0 } },
     });
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
@@ -214,6 +217,36 @@ describe('dashboard in Chromium', { skip }, () => {
     assert.equal(await page.locator('td', { hasText: 'fan@dest.test' }).count(), 1);
     await shot('marketing');
     await assertFitsPhone();
+  });
+
+  it('adds a receiving route and shows received mail with its authentication and a sandboxed preview', async () => {
+    await addVerifiedDomain(server, dns, 'inbox.example.test');
+    await page.goto(url('/dashboard/receiving'));
+    await page.fill('input[name=address]', 'help@inbox.example.test');
+    await page.selectOption('select[name=action]', 'store');
+    await page.click('form[action="/dashboard/receiving/routes"] button[type=submit]');
+    await page.waitForSelector('[role=status]:has-text("Added help@inbox.example.test")');
+    assert.equal(await page.locator('tr', { hasText: 'help@inbox.example.test' }).count(), 1);
+
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } });
+    await transport.sendMail({ from: 'someone@elsewhere.test', to: 'help@inbox.example.test', subject: 'Need <help>', html: '<h1>Please help</h1><script>parent.document.title="pwned"</script>' });
+    await page.goto(url('/dashboard/receiving'));
+    await page.click('a:has-text("Need <help>")');
+    await page.waitForURL(/\/dashboard\/receiving\/[0-9a-f-]{36}$/);
+    assert.equal(await page.textContent('h1'), 'Need <help>');
+    assert.match((await page.textContent('dl.facts')) ?? '', /SPF none/, 'authentication results shown');
+    assert.equal(await page.getAttribute('iframe.preview', 'sandbox'), '');
+    assert.equal(await page.frameLocator('iframe.preview').locator('h1').textContent(), 'Please help');
+    assert.notEqual(await page.title(), 'pwned', 'scripts in received HTML do not run');
+    await shot('received');
+    await assertFitsPhone();
+
+    await page.goto(url('/dashboard/receiving'));
+    await shot('receiving');
+    await assertFitsPhone();
+    await page.locator('tr', { hasText: 'help@inbox.example.test' }).locator('button', { hasText: 'Remove' }).click();
+    await page.waitForSelector('[role=status]:has-text("Removed help@inbox.example.test")');
+    await assert.rejects(transport.sendMail({ from: 'someone@elsewhere.test', to: 'help@inbox.example.test', subject: 'again', text: 'x' }), (err: { responseCode?: number }) => err.responseCode === 550);
   });
 
   it('signs out', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCliProcess, spawnCli } from '../helpers/cli.js';
+import { startDnsServer } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { createTestDatabase, testDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
 
@@ -100,6 +101,43 @@ describe('mailsvc CLI', () => {
     const dup = await cli('domains', 'add', 'cli.example');
     assert.equal(dup.code, 1);
     assert.equal(dup.stderr, 'mailsvc: Domain cli.example already exists\n');
+  });
+
+  it('prints the MX for receiving and manages receiving routes on a verified domain', async () => {
+    const dns = await startDnsServer();
+    try {
+      const withDns = (...args: string[]) => runCliProcess(args, { ...env, MAILSVC_DELIVERY_DNS_SERVERS: JSON.stringify([dns.server]), MAILSVC_DELIVERY_HOSTNAME: 'mx.mailsvc.test' });
+      assert.equal((await withDns('domains', 'add', 'inbox.example')).code, 0);
+      const text = await withDns('domains', 'dns', 'inbox.example');
+      assert.match(text.stdout, /To receive mail at the domain[^\n]*\n\s+MX\s+inbox\.example\s+10 mx\.mailsvc\.test/);
+      const records = JSON.parse((await withDns('domains', 'dns', 'inbox.example', '--json')).stdout);
+      assert.deepEqual(records.receiving, [{ type: 'MX', name: 'inbox.example', value: '10 mx.mailsvc.test' }]);
+
+      const early = await withDns('routes', 'add', 'help@inbox.example');
+      assert.equal(early.code, 1);
+      assert.equal(early.stderr, 'mailsvc: inbox.example is not verified: mail is received only for verified domains\n');
+      for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
+      for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
+      assert.equal((await withDns('domains', 'verify', 'inbox.example')).code, 0);
+
+      const added = await withDns('routes', 'add', 'help@inbox.example', '--action', 'store', '--name', 'Help desk', '--json');
+      assert.equal(added.code, 0, added.stderr);
+      assert.equal(JSON.parse(added.stdout).action, 'store');
+      assert.equal((await withDns('routes', 'add', 'reply+*@inbox.example')).code, 0);
+      const badAction = await withDns('routes', 'add', 'x@inbox.example', '--action', 'forward');
+      assert.equal(badAction.code, 1);
+      assert.match(badAction.stderr, /^mailsvc: action: "forward" is not one of webhook, store, reject\n$/);
+      assert.equal((await withDns('routes', 'update', 'help@inbox.example', '--action', 'reject')).code, 0);
+      const list = await withDns('routes', 'list');
+      assert.match(list.stdout, /help@inbox\.example\s+reject\s+Help desk\s+never/);
+      assert.match(list.stdout, /reply\+\*@inbox\.example\s+webhook/);
+      assert.equal((await withDns('routes', 'remove', 'help@inbox.example')).code, 0);
+      const after = JSON.parse((await withDns('routes', 'list', '--json')).stdout);
+      assert.deepEqual(after.routes.map((r: { address: string }) => r.address), ['reply+*@inbox.example']);
+      assert.equal((await withDns('routes', 'remove', 'help@inbox.example')).code, 1, 'gone already');
+    } finally {
+      await dns.close();
+    }
   });
 
   it('manages workspaces and plans', async () => {

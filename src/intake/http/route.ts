@@ -71,8 +71,9 @@ export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: R
     const query = route.query ? parseWith(route.query, ctx.query, 'query') : ctx.query;
     const result = await route.handler({ ctx, deps, workspace, principal, body, query, params, idempotency });
     ctx.status = route.status ?? 200;
+    // A handler may name a more precise type (a file's own); the route's is the default.
+    if (route.responseType && !ctx.response.get('Content-Type')) ctx.type = route.responseType;
     ctx.body = result;
-    if (route.responseType) ctx.type = route.responseType;
     // Handlers that commit their effects record the response in that same transaction; for
     // the others it is recorded now.
     if (idempotency && !idempotency.completed) await idempotency.complete(ctx.status, result);

@@ -2,6 +2,9 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../../config/schema.js';
 import type { Services } from '../../services/index.js';
+import { MemoryRateLimiter, retryAfterSeconds } from '../../services/rate-limits.js';
+import type { RoutedRecipient } from '../../services/receiving/receive-message.js';
+import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { TlsPair } from './tls-files.js';
 
@@ -9,6 +12,7 @@ export interface InboundDeps {
   services: Services;
   config: Config;
   logger: Logger;
+  clock: Clock;
   tls: TlsPair;
 }
 
@@ -17,67 +21,199 @@ export interface InboundListener {
   close(): Promise<void>;
 }
 
-const reply = (code: number, text: string): Error & { responseCode: number } => Object.assign(new Error(text), { responseCode: code });
+type Reply = Error & { responseCode: number };
+const reply = (code: number, text: string): Reply => Object.assign(new Error(text), { responseCode: code });
+
+interface Message {
+  raw: Buffer;
+  session: SMTPServerSession;
+}
 
 /**
- * The inbound listener (`smtp.inbound.*`, port 25 in production, as the MX of the bounce
- * domains): takes asynchronous bounces at the VERP return paths and complaint reports at
- * those or at `smtp.inbound.feedbackAddresses`. Every other recipient is refused at RCPT, and
- * any message that is not a delivery status notification or a feedback report at DATA,
- * with 550. No authentication: reports come from other mail servers.
+ * A kind of recipient the listener takes mail for. At RCPT TO the kinds are asked in order
+ * and the first that claims the address takes it; at DATA that kind receives the message.
+ * Reports come before routes, so a VERP return path is never taken by a catch-all route.
+ */
+interface RecipientKind<C> {
+  name: string;
+  /** What the kind needs at DATA for this address, or null when the address is not of this kind. Throws a reply to refuse it. */
+  claim(address: string): Promise<C | null>;
+  /** The text of the 250 reply; throws a reply to refuse the message. */
+  receive(message: Message, claims: C[]): Promise<string>;
+}
+
+/** The recipients of one transaction: all of one kind. */
+interface Transaction {
+  kind: RecipientKind<unknown>;
+  claims: Map<string, unknown>;
+}
+
+/**
+ * The inbound listener (`smtp.inbound.*`, port 25 in production): the MX of the bounce
+ * domains (asynchronous bounces at the VERP return paths, complaint reports there or at
+ * `smtp.inbound.feedbackAddresses`) and of the domains with receiving routes. An address
+ * nothing claims is refused at RCPT TO, so nothing is accepted that would have to bounce
+ * later. No authentication: mail comes from other mail servers. STARTTLS is offered with the
+ * submission certificate.
  */
 export async function startInbound(deps: InboundDeps): Promise<InboundListener> {
-  const { services, config, logger, tls } = deps;
+  const { services, config, logger, clock, tls } = deps;
   const cfg = config.smtp.inbound;
   const log = logger.child({ component: 'smtp-inbound' });
+
+  const reports: RecipientKind<true> = {
+    name: 'report',
+    claim: async (address) => (services.reports.acceptsRecipient(address) ? true : null),
+    async receive({ raw, session }) {
+      let outcome;
+      try {
+        outcome = await services.reports.receive({ recipients: session.envelope.rcptTo.map((r) => r.address), raw });
+      } catch (err) {
+        log.error({ err, sessionId: session.id }, 'could not process a report');
+        throw reply(451, '4.3.0 Temporary failure, try again later');
+      }
+      log.info({ sessionId: session.id, remoteAddress: session.remoteAddress, outcome: outcome.kind }, 'report received');
+      switch (outcome.kind) {
+        case 'refused':
+          throw reply(550, `5.6.0 ${outcome.reason}`);
+        case 'ignored':
+          return `2.0.0 Ok: nothing to do (${outcome.reason})`;
+        case 'bounce':
+          return `2.0.0 Ok: bounce recorded for ${outcome.recipients.length} recipient(s)`;
+        case 'complaint':
+          return '2.0.0 Ok: complaint recorded';
+      }
+    },
+  };
+
+  const routes: RecipientKind<RoutedRecipient> = {
+    name: 'route',
+    async claim(address) {
+      const route = await services.routes.resolve(address);
+      if (!route) return null;
+      if (route.action === 'reject') throw reply(550, `5.7.1 <${address}>: this address does not accept mail`);
+      return { address, route };
+    },
+    async receive({ raw, session }, claims) {
+      let outcome;
+      try {
+        outcome = await services.receiving.receive({
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          recipients: claims,
+          raw,
+          remoteAddress: session.remoteAddress,
+          helo: session.hostNameAppearsAs || null,
+          tls: session.secure,
+        });
+      } catch (err) {
+        log.error({ err, sessionId: session.id }, 'could not store a received message');
+        throw reply(451, '4.3.0 Temporary failure, try again later');
+      }
+      if (outcome.kind === 'refused') {
+        log.info({ sessionId: session.id, remoteAddress: session.remoteAddress, reason: outcome.reason }, 'received message refused');
+        throw reply(outcome.code, outcome.reason);
+      }
+      return `2.0.0 Ok: received as ${outcome.ids.join(', ')}`;
+    },
+  };
+
+  const kinds = [reports, routes] as Array<RecipientKind<unknown>>;
+  const transactions = new WeakMap<object, Transaction>();
+
+  // Per client address: connections open now, and MAIL/RCPT commands per minute.
+  const open = new Map<string, number>();
+  const counted = new Set<string>();
+  const commands = new MemoryRateLimiter();
+  const commandLimit = { limit: cfg.commandsPerMinutePerIp, windowMs: 60_000, soft: false };
+
+  function onConnect(session: SMTPServerSession): void {
+    const n = open.get(session.remoteAddress) ?? 0;
+    if (n >= cfg.maxConnectionsPerIp) throw reply(421, `4.7.0 Too many connections from ${session.remoteAddress}; try again later`);
+    open.set(session.remoteAddress, n + 1);
+    counted.add(session.id);
+    services.metrics.smtpSession('inbound');
+  }
+
+  function onClose(session: SMTPServerSession): void {
+    if (!counted.delete(session.id)) return;
+    const n = (open.get(session.remoteAddress) ?? 1) - 1;
+    if (n > 0) open.set(session.remoteAddress, n);
+    else open.delete(session.remoteAddress);
+  }
+
+  async function countCommand(session: SMTPServerSession): Promise<void> {
+    const now = clock.now();
+    const decision = await commands.hit(`ip:${session.remoteAddress}`, commandLimit, now);
+    if (!decision.allowed) throw reply(421, `4.7.0 Too many commands from ${session.remoteAddress}; try again in ${retryAfterSeconds(decision, now)} s`);
+  }
+
+  async function onRcptTo(address: string, session: SMTPServerSession): Promise<void> {
+    await countCommand(session);
+    const key = address.toLowerCase();
+    for (const kind of kinds) {
+      const claim = await kind.claim(address);
+      if (claim === null) continue;
+      const current = transactions.get(session.envelope);
+      if (current && current.kind !== kind) {
+        // One kind per transaction keeps the reply to DATA one answer for every recipient;
+        // 452 makes the client send this recipient again in a transaction of its own.
+        throw reply(452, `4.5.3 <${address}>: send this recipient in a separate transaction`);
+      }
+      const transaction = current ?? { kind, claims: new Map() };
+      transaction.claims.set(key, claim);
+      transactions.set(session.envelope, transaction);
+      return;
+    }
+    throw reply(550, `5.1.1 <${address}>: no such mailbox here`);
+  }
 
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
     const chunks: Buffer[] = [];
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     if (stream.sizeExceeded) throw reply(552, `5.3.4 Message too big: at most ${cfg.maxMessageSize} bytes`);
-    let outcome;
-    try {
-      outcome = await services.reports.receive({ recipients: session.envelope.rcptTo.map((r) => r.address), raw: Buffer.concat(chunks) });
-    } catch (err) {
-      log.error({ err, sessionId: session.id }, 'could not process a report');
-      throw reply(451, '4.3.0 Temporary failure, try again later');
-    }
-    log.info({ sessionId: session.id, remoteAddress: session.remoteAddress, outcome: outcome.kind }, 'report received');
-    switch (outcome.kind) {
-      case 'refused':
-        throw reply(550, `5.6.0 ${outcome.reason}`);
-      case 'ignored':
-        return `2.0.0 Ok: nothing to do (${outcome.reason})`;
-      case 'bounce':
-        return `2.0.0 Ok: bounce recorded for ${outcome.recipients.length} recipient(s)`;
-      case 'complaint':
-        return '2.0.0 Ok: complaint recorded';
-    }
+    const transaction = transactions.get(session.envelope);
+    const claims = transaction ? session.envelope.rcptTo.map((r) => transaction.claims.get(r.address.toLowerCase())).filter((c) => c !== undefined) : [];
+    if (!transaction || claims.length === 0) throw reply(503, '5.5.1 No valid recipients');
+    return transaction.kind.receive({ raw: Buffer.concat(chunks), session }, claims);
   }
+
+  /** Runs a handler for smtp-server; a failure that is not an SMTP reply (the database is down) is a temporary one. */
+  const callbackOf =
+    <T>(session: SMTPServerSession, run: () => Promise<T>) =>
+    (callback: (err?: Error | null, value?: T) => void) =>
+      void run().then(
+        (value) => callback(null, value),
+        (err: Error & { responseCode?: number }) => {
+          if (err.responseCode) return callback(err);
+          log.error({ err, sessionId: session.id }, 'inbound command failed');
+          callback(reply(451, '4.3.0 Temporary failure, try again later'));
+        },
+      );
 
   const server = new SMTPServer({
     key: tls.key,
     cert: tls.cert,
     name: config.delivery.hostname,
-    banner: 'mailsvc inbound (bounces and feedback reports only)',
+    banner: 'mailsvc',
     disabledCommands: ['AUTH'],
     authOptional: true,
     size: cfg.maxMessageSize,
+    maxClients: cfg.maxConnections,
+    maxRecipients: cfg.maxRecipients,
     disableReverseLookup: true,
     logger: false,
-    onConnect: (_session, callback) => {
-      services.metrics.smtpSession('inbound');
-      callback();
+    onConnect: (session, callback) => {
+      try {
+        onConnect(session);
+        callback();
+      } catch (err) {
+        callback(err as Error);
+      }
     },
-    onRcptTo: (address, _session, callback) => {
-      if (services.reports.acceptsRecipient(address.address)) return callback();
-      callback(reply(550, `5.1.1 <${address.address}>: no such mailbox here (this server takes bounces and feedback reports only)`));
-    },
-    onData: (stream, session, callback) =>
-      void onData(stream, session).then(
-        (message) => callback(null, message),
-        (err: Error) => callback(err),
-      ),
+    onClose: (session) => onClose(session),
+    onMailFrom: (_address, session, callback) => callbackOf(session, () => countCommand(session))(callback),
+    onRcptTo: (address, session, callback) => callbackOf(session, () => onRcptTo(address.address, session))(callback),
+    onData: (stream, session, callback) => callbackOf(session, () => onData(stream, session))(callback),
   });
 
   const port = await new Promise<number>((resolve, reject) => {

@@ -6,6 +6,7 @@ import { webhooks } from './0004-webhooks.js';
 import { marketing } from './0006-marketing.js';
 import { dashboard } from './0009-dashboard.js';
 import { cluster } from './0010-cluster.js';
+import { receiving } from './0014-receiving.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -19,5 +20,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0006-marketing': marketing(dialect),
     '0009-dashboard': dashboard(),
     '0010-cluster': cluster(),
+    '0014-receiving': receiving(dialect),
   };
 }

@@ -80,4 +80,15 @@ describe('webhook payloads', () => {
     assert.deepEqual(renderData('v1', { ...delivered, type: 'campaign.sent', data: { campaign_id: 'c', name: 'N', recipients: 3 } }), { campaign_id: 'c', name: 'N', recipients: 3 });
     assert.deepEqual(renderData('v1', { ...delivered, type: 'future.thing', data: { a: 1 } }), { a: 1 });
   });
+
+  it("email.received carries the same fields on both surfaces, Resend's first, not the email common fields", () => {
+    const received = { ...delivered, type: 'email.received', data: { email_id: 'r1', from: 'a@x.org', to: ['support@acme.test'], subject: 'Hi', text: 'hello', in_reply_to_email_id: 'e1' } };
+    const v1 = renderData('v1', received);
+    assert.deepEqual(renderData('legacy', received), v1);
+    assert.deepEqual(Object.keys(v1).slice(0, 11), ['email_id', 'created_at', 'from', 'to', 'cc', 'bcc', 'reply_to', 'received_for', 'subject', 'message_id', 'attachments']);
+    assert.equal(v1.text, 'hello');
+    assert.equal(v1.in_reply_to_email_id, 'e1');
+    assert.equal(v1.cc, null, 'a field the event did not record is null');
+    assert.equal('recipient' in v1, false);
+  });
 });

@@ -12,6 +12,7 @@ import { registerEmailRoutes } from './pages/emails.js';
 import { registerKeyRoutes } from './pages/keys.js';
 import { registerLoginRoutes } from './pages/login.js';
 import { registerMarketingRoutes } from './pages/marketing.js';
+import { registerReceivingRoutes } from './pages/receiving.js';
 import { registerSuppressionRoutes } from './pages/suppressions.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
 import { clearSessionCookie, requireSession, SESSION_COOKIE, type DashCtx, type DashState } from './session.js';
@@ -65,6 +66,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerWebhookRoutes(router, deps);
   registerMarketingRoutes(router, deps);
   registerSuppressionRoutes(router, deps);
+  registerReceivingRoutes(router, deps);
   return router;
 }
 

@@ -18,6 +18,7 @@ export const SECTIONS = [
   ['webhooks', 'Webhooks'],
   ['marketing', 'Subscribers & campaigns'],
   ['suppressions', 'Suppressions'],
+  ['receiving', 'Receiving'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
 
@@ -32,8 +33,8 @@ export const actionButton = (view: DashView, action: string, label: string, clas
 export const copyField = (id: string, value: string, label = 'Copy') =>
   html`<span class="secret"><input id="${id}" readonly value="${value}" aria-label="${label}"><button type="button" class="secondary" data-copy="${id}">${label}</button></span>`;
 
-const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked']);
-const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed']);
+const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook']);
+const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed', 'reject']);
 export const badge = (status: string) =>
   html`<span class="badge ${GOOD.has(status) ? 'good' : BAD.has(status) ? 'bad' : 'wait'}">${status}</span>`;
 

@@ -6,6 +6,8 @@ import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1DomainRoutes } from './v1/domains.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
+import { v1InboxRoutes } from './v1/inboxes.js';
+import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
 import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
 import { v1TemplateRoutes } from './v1/templates.js';
@@ -13,6 +15,8 @@ import { v1WebhookRoutes } from './v1/webhooks.js';
 
 /** Every authenticated API route of both surfaces. */
 export const apiRoutes: Route[] = [
+  // Before the email routes: /v1/emails/:id would match /v1/emails/receiving.
+  ...v1ReceivedEmailRoutes,
   ...v1EmailRoutes,
   ...v1EmailContentRoutes,
   ...v1TemplateRoutes,
@@ -21,6 +25,8 @@ export const apiRoutes: Route[] = [
   ...v1MarketingRoutes,
   ...v1ApiKeyRoutes,
   ...v1WebhookRoutes,
+  ...v1RouteRoutes,
+  ...v1InboxRoutes,
   ...legacySendRoutes,
   ...legacyMarketingRoutes,
   ...legacyDomainRoutes,

@@ -41,7 +41,7 @@ ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: ad
 
   router.get('/domains/:id', async (ctx) => {
     const view = ctx.state.dashboard;
-    const { domain, customer, returnPath } = await deps.services.domains.recordsToPublish(view.workspace.id, ctx.params.id!);
+    const { domain, customer, returnPath, receiving } = await deps.services.domains.recordsToPublish(view.workspace.id, ctx.params.id!);
     ctx.body = page(view, {
       title: domain.domain_name,
       section: 'domains',
@@ -53,7 +53,9 @@ ${domain.last_check_error ? html`<dt>Last check</dt><dd>${domain.last_check_erro
 <h2>DNS records to publish</h2><p class="muted">Publish these at your DNS provider, then press “Verify now”. DKIM signing needs the CNAMEs.</p>
 ${recordList('dkim', customer)}
 <h2>Return path (bounces)</h2><p class="muted">Recommended: lets bounces come back to mailsvc and aligns SPF.</p>
-${recordList('rp', returnPath)}`,
+${recordList('rp', returnPath)}
+<h2>Receiving (MX)</h2><p class="muted">To receive mail at this domain: publish this MX, then add routes under <a href="/dashboard/receiving">Receiving</a>. It replaces the domain's current mail servers.</p>
+${recordList('mx', receiving)}`,
     });
   });
 

@@ -79,14 +79,21 @@ ${table(['Subject', 'To', 'Status', 'Created'], rows, 'No emails match. Send one
     });
   });
 
-  // Framed by the detail page only; the CSP sandbox keeps scripts, forms and remote loads
-  // (tracking pixels included) from running even if the page is opened directly.
   router.get('/emails/:id/preview', async (ctx) => {
     const view = ctx.state.dashboard;
     const message = await parsedMessage(deps, view, ctx.params.id!);
-    ctx.set('Content-Security-Policy', "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'");
-    ctx.set('X-Frame-Options', 'SAMEORIGIN');
-    ctx.type = 'html';
-    ctx.body = message?.html || '<p>No HTML part.</p>';
+    sandboxedPreview(ctx, message?.html || null);
   });
+}
+
+/**
+ * A message's HTML as the detail pages frame it (`<iframe sandbox="">`): the CSP sandbox keeps
+ * scripts, forms and remote loads (tracking pixels included) from running even if the page is
+ * opened directly. Never rendered or cleaned on the server.
+ */
+export function sandboxedPreview(ctx: { set(name: string, value: string): void; type: string; body: unknown }, markup: string | null): void {
+  ctx.set('Content-Security-Policy', "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'");
+  ctx.set('X-Frame-Options', 'SAMEORIGIN');
+  ctx.type = 'html';
+  ctx.body = markup || '<p>No HTML part.</p>';
 }

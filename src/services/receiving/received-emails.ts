@@ -1,0 +1,110 @@
+import { notFound, validationError } from '../../shared/errors.js';
+import { isUuid } from '../../shared/ids.js';
+import { findEmailById, listEmailsByIds } from '../../store/emails.js';
+import { findReceivedEmail, findReceivedEmailBody, findReceivedRaw, listReceivedEmails } from '../../store/receiving.js';
+import type { ReceivedEmail } from '../../store/tables.js';
+import type { ServiceDeps } from '../deps.js';
+import { EMAIL_PAGE_DEFAULT, EMAIL_PAGE_MAX } from '../emails.js';
+import { readAttachment } from './parse-inbound.js';
+import { attachmentView, receivedDetail, receivedSummary, type StoredAttachment, type ViewContext } from './received-view.js';
+
+export type ReceivedDetail = ReturnType<typeof receivedDetail>;
+export type ReceivedAttachment = ReturnType<typeof attachmentView>;
+
+export interface ReceivedPage {
+  object: 'list';
+  has_more: boolean;
+  next_cursor: string | null;
+  data: Array<ReturnType<typeof receivedSummary>>;
+}
+
+export interface AttachmentContent {
+  filename: string | null;
+  contentType: string;
+  content: Buffer;
+}
+
+/** Reading received messages: the list, one message, its raw source and its attachments. */
+export interface ReceivedEmailService {
+  list(workspaceId: string, query: { limit?: unknown; after?: unknown; before?: unknown }): Promise<ReceivedPage>;
+  get(workspaceId: string, id: string): Promise<ReceivedDetail>;
+  raw(workspaceId: string, id: string): Promise<Buffer>;
+  attachments(workspaceId: string, id: string): Promise<ReceivedAttachment[]>;
+  attachment(workspaceId: string, id: string, attachmentId: string): Promise<ReceivedAttachment>;
+  attachmentContent(workspaceId: string, id: string, attachmentId: string): Promise<AttachmentContent>;
+}
+
+const intParam = (value: unknown): number | null => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : null);
+
+export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailService {
+  const { db, config } = deps;
+  const view: ViewContext = { publicUrl: config.http.publicUrl, retentionDays: config.retention.days };
+
+  const find = async (workspaceId: string, id: string): Promise<ReceivedEmail> => {
+    const email = isUuid(id) ? await findReceivedEmail(db, workspaceId, id.toLowerCase()) : undefined;
+    if (!email) throw notFound(`Received email ${id}`);
+    return email;
+  };
+
+  const cursor = (field: string, value: unknown): string | undefined => {
+    if (value === undefined || value === '') return undefined;
+    if (typeof value !== 'string' || !isUuid(value)) throw validationError(field, 'must be a received email id');
+    return value.toLowerCase();
+  };
+
+  const findAttachment = async (workspaceId: string, id: string, attachmentId: string) => {
+    const email = await find(workspaceId, id);
+    const stored = (JSON.parse(email.attachments) as StoredAttachment[]).find((a) => a.id === attachmentId.toLowerCase());
+    if (!stored) throw notFound(`Attachment ${attachmentId} of received email ${id}`);
+    return { email, stored };
+  };
+
+  return {
+    async list(workspaceId, query) {
+      const requested = intParam(query.limit);
+      const limit = requested === null || requested < 1 ? EMAIL_PAGE_DEFAULT : Math.min(requested, EMAIL_PAGE_MAX);
+      const after = cursor('after', query.after);
+      const before = cursor('before', query.before);
+      if (after && before) throw validationError('before', 'cannot be combined with after');
+      const { rows, more } = await listReceivedEmails(db, { workspaceId, limit, after, before });
+      const replied = new Map((await listEmailsByIds(db, [...new Set(rows.flatMap((r) => (r.in_reply_to_email_id ? [r.in_reply_to_email_id] : [])))])).map((e) => [e.id, e]));
+      return {
+        object: 'list',
+        has_more: more,
+        next_cursor: rows.at(-1)?.id ?? null,
+        data: rows.map((r) => receivedSummary(view, r, r.in_reply_to_email_id ? replied.get(r.in_reply_to_email_id) : undefined)),
+      };
+    },
+
+    async get(workspaceId, id) {
+      const email = await find(workspaceId, id);
+      const [content, replied] = await Promise.all([findReceivedEmailBody(db, email.id), email.in_reply_to_email_id ? findEmailById(db, email.in_reply_to_email_id) : undefined]);
+      return receivedDetail(view, email, content, replied);
+    },
+
+    async raw(workspaceId, id) {
+      const email = await find(workspaceId, id);
+      const raw = await findReceivedRaw(db, email.id);
+      if (!raw) throw notFound(`Raw source of received email ${id}`);
+      return raw;
+    },
+
+    async attachments(workspaceId, id) {
+      const email = await find(workspaceId, id);
+      return (JSON.parse(email.attachments) as StoredAttachment[]).map((a) => attachmentView(view, email, a));
+    },
+
+    async attachment(workspaceId, id, attachmentId) {
+      const { email, stored } = await findAttachment(workspaceId, id, attachmentId);
+      return attachmentView(view, email, stored);
+    },
+
+    async attachmentContent(workspaceId, id, attachmentId) {
+      const { email, stored } = await findAttachment(workspaceId, id, attachmentId);
+      const raw = await findReceivedRaw(db, email.id);
+      const content = raw ? await readAttachment(raw, stored.position) : undefined;
+      if (!content) throw notFound(`Content of attachment ${attachmentId}`);
+      return { filename: stored.filename, contentType: stored.content_type, content };
+    },
+  };
+}

@@ -1,0 +1,132 @@
+import { toIso, toIsoOrNull } from '../../shared/clock.js';
+import type { ReceivedEmailBody } from '../../store/receiving.js';
+import type { Email, ReceivedEmail } from '../../store/tables.js';
+import type { AuthenticationResults } from './authenticate-message.js';
+
+/**
+ * How a received message is shown: by `GET /v1/emails/receiving/{id}` (Resend's shape, with
+ * our fields beside it) and, the same fields, in the `email.received` event. Pure.
+ */
+
+/** One attachment as stored with the message: its description; the bytes stay in the raw message. */
+export interface StoredAttachment {
+  id: string;
+  position: number;
+  filename: string | null;
+  content_type: string;
+  content_disposition: 'attachment' | 'inline';
+  content_id: string | null;
+  size: number;
+  sha256: string;
+}
+
+/** What the sent email a reply answers belonged to. */
+export interface RepliedEmailView {
+  id: string;
+  subject: string;
+  to: string[];
+  campaign_id: string | null;
+  subscriber_id: string | null;
+  tags: string[];
+  metadata: Record<string, unknown> | null;
+  external_id: string | null;
+  created_at: string;
+}
+
+export interface ViewContext {
+  /** http.publicUrl, for download links. */
+  publicUrl: string;
+  /** retention.days: when the message, and so its links, go away. */
+  retentionDays: number;
+}
+
+const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+const DAY = 24 * 3600 * 1000;
+
+export const repliedEmailView = (e: Email): RepliedEmailView => ({
+  id: e.id,
+  subject: e.subject,
+  to: JSON.parse(e.to_addresses) as string[],
+  campaign_id: e.campaign_id,
+  subscriber_id: e.subscriber_id,
+  tags: json<string[]>(e.tags) ?? [],
+  metadata: json<Record<string, unknown>>(e.metadata),
+  external_id: e.external_id,
+  created_at: toIso(e.created_at),
+});
+
+/** Headers as one object, names lower-cased; a repeated header keeps its first (most recent) value. */
+export function headerObject(headers: Array<[string, string]>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of headers) {
+    const key = name.toLowerCase();
+    if (!(key in out)) out[key] = value;
+  }
+  return out;
+}
+
+export const attachmentUrl = (ctx: ViewContext, emailId: string, attachmentId: string): string =>
+  `${ctx.publicUrl}/v1/emails/receiving/${emailId}/attachments/${attachmentId}/content`;
+
+export const expiresAt = (ctx: ViewContext, e: ReceivedEmail): string => toIso(e.created_at + ctx.retentionDays * DAY);
+
+/** Resend's AttachmentData: the description and where to download the bytes (with an API key). */
+export const attachmentView = (ctx: ViewContext, e: ReceivedEmail, a: StoredAttachment) => ({
+  id: a.id,
+  filename: a.filename,
+  size: a.size,
+  content_type: a.content_type,
+  content_disposition: a.content_disposition,
+  content_id: a.content_id,
+  download_url: attachmentUrl(ctx, e.id, a.id),
+  expires_at: expiresAt(ctx, e),
+});
+
+export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Email | undefined) {
+  const to = JSON.parse(e.to_addresses) as string[];
+  const cc = JSON.parse(e.cc_addresses) as string[];
+  const receivedFor = JSON.parse(e.recipients) as string[];
+  const visible = new Set([...to, ...cc].map((a) => a.toLowerCase()));
+  return {
+    id: e.id,
+    created_at: toIso(e.created_at),
+    from: e.from_header,
+    to,
+    cc,
+    // Recipients of ours the headers do not name were blind-copied.
+    bcc: receivedFor.filter((a) => !visible.has(a.toLowerCase())),
+    reply_to: JSON.parse(e.reply_to) as string[],
+    received_for: receivedFor,
+    subject: e.subject,
+    date: toIsoOrNull(e.sent_at),
+    message_id: e.message_id,
+    in_reply_to: e.in_reply_to,
+    references: JSON.parse(e.message_references) as string[],
+    size: e.size,
+    attachments: (JSON.parse(e.attachments) as StoredAttachment[]).map((a) => attachmentView(ctx, e, a)),
+    envelope: { mail_from: e.envelope_from, rcpt_to: receivedFor, remote_address: e.remote_address, helo: e.helo, tls: e.tls === 1 },
+    authentication: JSON.parse(e.authentication) as AuthenticationResults,
+    route_ids: JSON.parse(e.route_ids) as string[],
+    in_reply_to_email_id: e.in_reply_to_email_id,
+    in_reply_to_email: replied ? repliedEmailView(replied) : null,
+  };
+}
+
+export type ReceivedSummary = ReturnType<typeof receivedSummary>;
+
+export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailBody | undefined, replied: Email | undefined) {
+  return {
+    object: 'email' as const,
+    ...receivedSummary(ctx, e, replied),
+    html: content?.html ?? null,
+    text: content?.text ?? null,
+    headers: content ? headerObject(JSON.parse(content.headers) as Array<[string, string]>) : null,
+    raw: content ? { download_url: `${ctx.publicUrl}/v1/emails/receiving/${e.id}/raw`, expires_at: expiresAt(ctx, e), size: e.size } : null,
+  };
+}
+
+/** The `email.received` event's data: every field of the detail, named as Resend's event names the id. */
+export function receivedEventData(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailBody, replied: Email | undefined): Record<string, unknown> {
+  const { object: _object, id, ...rest } = receivedDetail(ctx, e, content, replied);
+  return { email_id: id, ...rest };
+}

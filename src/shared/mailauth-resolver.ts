@@ -1,0 +1,21 @@
+import type { DnsResolver } from './dns.js';
+
+/** mailauth's resolver signature over ours, so its look-ups (DKIM, SPF, DMARC, MTA-STS) use delivery.dnsServers too. */
+export function mailauthResolver(resolver: DnsResolver) {
+  return async (name: string, rrtype: string): Promise<any> => {
+    switch (rrtype.toUpperCase()) {
+      case 'TXT':
+        return resolver.resolveTxt(name);
+      case 'A':
+        return resolver.resolve4(name);
+      case 'AAAA':
+        return resolver.resolve6(name);
+      case 'MX':
+        return resolver.resolveMx(name);
+      case 'CNAME':
+        return resolver.resolveCname(name);
+      default:
+        throw Object.assign(new Error(`unsupported record type ${rrtype}`), { code: 'ENOTIMP' });
+    }
+  };
+}
