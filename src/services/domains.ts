@@ -25,7 +25,6 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 export const DKIM_TOKENS_PER_DOMAIN = 3;
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const TOKEN_LENGTH = 32;
-/** Caps what a caller can attach to a domain, so a record cannot grow without bound. */
 
 export interface DnsRecord {
   type: 'CNAME' | 'TXT' | 'MX';
