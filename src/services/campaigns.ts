@@ -30,7 +30,7 @@ import { listDomainSuppressions } from '../store/suppressions.js';
 import type { Campaign, Email, Subscriber, Workspace } from '../store/tables.js';
 import type { Db } from '../store/db.js';
 import type { ServiceDeps } from './deps.js';
-import { MAX_METADATA_BYTES } from './domains.js';
+import { checkMetadata } from './metadata.js';
 import { domainOf, hasLineBreak, parseMailbox, parseMailboxes, requireAddress, singleLine } from './send/addresses.js';
 import { composeMessage } from './send/compose.js';
 import { emailRecords, type Prepared } from './send/email-records.js';
@@ -336,7 +336,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     if (input.text !== undefined && input.text.trim() === '') throw validationError('text', 'must not be empty');
     if (input.previewText !== undefined && (input.previewText.length > MAX_PREVIEW_TEXT || hasLineBreak(input.previewText))) throw validationError('preview_text', `must be one line of at most ${MAX_PREVIEW_TEXT} characters`);
     const replyTo = parseMailboxes('reply_to', input.replyTo);
-    if (input.metadata !== undefined && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    if (input.metadata !== undefined) checkMetadata('metadata', input.metadata);
     if (input.externalId !== undefined && (input.externalId.length > 255 || hasLineBreak(input.externalId))) throw validationError('external_id', 'must be one line of at most 255 characters');
     const name = input.name?.trim() || `${input.subject.slice(0, 60)} (${toIso(clock.now()).slice(0, 16).replace('T', ' ')})`;
     if (name.length > 200) throw validationError('name', 'must be at most 200 characters');

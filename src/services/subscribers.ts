@@ -20,7 +20,7 @@ import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../
 import type { ListPage, Listed } from '../store/list-page.js';
 import type { Subscriber, SubscriberStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import { MAX_METADATA_BYTES } from './domains.js';
+import { checkMetadata } from './metadata.js';
 import { hasLineBreak, requireAddress } from './send/addresses.js';
 
 export const MAX_SUBSCRIBER_TAGS = 50;
@@ -117,7 +117,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     checkName('first_name', input.first_name);
     checkName('last_name', input.last_name);
     if (input.external_id != null && (input.external_id.length > 255 || hasLineBreak(input.external_id))) throw validationError('external_id', 'must be one line of at most 255 characters');
-    if (input.metadata != null && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    if (input.metadata != null) checkMetadata('metadata', input.metadata);
     if (input.domain_id != null && !(isUuid(input.domain_id) && (await findDomain(db, workspaceId, input.domain_id)))) {
       throw validationError('domain_id', `no domain ${input.domain_id} in this workspace`);
     }
@@ -163,9 +163,9 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       if (value === null) delete merged[key];
       else merged[key] = value;
     }
-    const text = JSON.stringify(merged);
-    if (text.length > MAX_METADATA_BYTES) throw validationError('properties', `together with the other properties, must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
-    return Object.keys(merged).length === 0 ? null : text;
+    // The limit applies to the merged result: the contact's properties together.
+    checkMetadata('properties', merged);
+    return Object.keys(merged).length === 0 ? null : JSON.stringify(merged);
   }
 
   /** Applies a status change (and the opt-out suppression it brings) in the caller's transaction. */

@@ -16,6 +16,7 @@ import type {
   WebhookSurface,
 } from '../store/tables.js';
 import {
+  countWebhookAttempts,
   countWebhookDeliveries,
   countWebhookEndpoints,
   failPendingWebhookDeliveries,
@@ -24,6 +25,7 @@ import {
   findWebhookEndpoint,
   findWebhookEndpointByUrl,
   listWebhookAttempts,
+  listWebhookAttemptsOfDelivery,
   listWebhookDeliveries,
   listWebhookEndpoints,
   removeWebhookEndpoint,
@@ -77,6 +79,9 @@ export interface AttemptView {
   next_attempt_at: string | null;
 }
 
+/** A delivery with every attempt made so far, oldest first. */
+export type DeliveryWithAttempts = DeliveryView & { attempts: AttemptView[] };
+
 export interface DeliveryView {
   id: string;
   event_id: string;
@@ -126,8 +131,10 @@ export interface WebhookService {
     id: string,
     filter: { status?: WebhookDeliveryStatus | undefined },
     page: ListPage,
-  ): Promise<Listed<DeliveryView>>;
-  getDelivery(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView & { attempts: AttemptView[] }>;
+  ): Promise<Listed<DeliveryWithAttempts>>;
+  getDelivery(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryWithAttempts>;
+  /** One delivery's attempts, oldest first. */
+  listAttempts(workspaceId: string, id: string, deliveryId: string, page: { limit: number; offset: number }): Promise<{ items: AttemptView[]; total: number }>;
   replay(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView>;
   /** A delivery with the body it carries (null once the event is past retention). */
   deliveryPayload(workspaceId: string, id: string, deliveryId: string): Promise<{ delivery: DeliveryView; payload: Envelope | null }>;
@@ -358,7 +365,11 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
       const endpoint = await requireEndpoint(workspaceId, id);
       const query = { endpointId: endpoint.id, status: filter.status };
       const [{ rows, more }, total] = await Promise.all([listWebhookDeliveries(db, query, page), countWebhookDeliveries(db, query)]);
-      return { items: rows.map(deliveryView), total, more };
+      // Every attempt of the page's deliveries, in one query: a failure answered before a
+      // successful retry stays visible in the list.
+      const attempts = new Map<string, AttemptView[]>(rows.map((r) => [r.id, []]));
+      for (const a of await listWebhookAttempts(db, rows.map((r) => r.id))) attempts.get(a.delivery_id)?.push(attemptView(a));
+      return { items: rows.map((d) => ({ ...deliveryView(d), attempts: attempts.get(d.id)! })), total, more };
     },
 
     async getDelivery(workspaceId, id, deliveryId) {
@@ -374,6 +385,13 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
       const [event] = await listEventsByIds(db, [delivery.event_id]);
       const payload = event ? renderEnvelope(endpoint.surface, { ...event, data: JSON.parse(event.data) as Record<string, unknown> }) : null;
       return { delivery: deliveryView(delivery), payload };
+    },
+
+    async listAttempts(workspaceId, id, deliveryId, page) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const delivery = await requireDelivery(endpoint.id, deliveryId);
+      const [rows, total] = await Promise.all([listWebhookAttemptsOfDelivery(db, delivery.id, page), countWebhookAttempts(db, delivery.id)]);
+      return { items: rows.map(attemptView), total };
     },
 
     async replay(workspaceId, id, deliveryId) {

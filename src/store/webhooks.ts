@@ -94,6 +94,27 @@ export const listWebhookAttempts = (db: Db, deliveryIds: string[]): Promise<Webh
     ? Promise.resolve([])
     : db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('started_at').orderBy('attempt').execute();
 
+/** One delivery's attempts, oldest first, a page at a time. */
+export const listWebhookAttemptsOfDelivery = (db: Db, deliveryId: string, page: { limit: number; offset: number }): Promise<WebhookAttempt[]> =>
+  db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('started_at')
+    .orderBy('attempt')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+
+export const countWebhookAttempts = async (db: Db, deliveryId: string): Promise<number> => {
+  const row = await db
+    .selectFrom('webhook_attempts')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('delivery_id', '=', deliveryId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+};
+
 /** Inserts attempts, many rows per statement. */
 export const saveWebhookAttempts = async (db: Db, rows: WebhookAttempt[]): Promise<void> => {
   for (let i = 0; i < rows.length; i += 100) await db.insertInto('webhook_attempts').values(rows.slice(i, i + 100)).execute();

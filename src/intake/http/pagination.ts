@@ -3,11 +3,13 @@ import type { ListPage } from '../../store/list-page.js';
 
 /**
  * Offset pagination shared by every offset list (SPEC Pagination): a limit outside 1..100
- * falls back to the default 20 rather than being clamped; a bad offset is 0. The Resend
+ * falls back to the default 20 rather than being clamped; a bad offset is 0, and one past
+ * MAX_OFFSET is MAX_OFFSET (an empty page: no database takes an offset of 1e400). The Resend
  * SDK's cursors are accepted as well: `after` or `before` an item's id.
  */
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
+export const MAX_OFFSET = 2 ** 31 - 1;
 const MAX_CURSOR = 320;
 
 export type Page = ListPage;
@@ -32,7 +34,7 @@ export function parsePage(query: Record<string, unknown>): Page {
   if (after !== undefined && before !== undefined) throw validationError('before', 'cannot be combined with after');
   return {
     limit: limit !== null && limit >= 1 && limit <= MAX_LIMIT ? limit : DEFAULT_LIMIT,
-    offset: offset !== null && offset >= 0 ? offset : 0,
+    offset: offset !== null && offset >= 0 ? Math.min(offset, MAX_OFFSET) : 0,
     ...(after !== undefined ? { after } : {}),
     ...(before !== undefined ? { before } : {}),
   };

@@ -32,7 +32,11 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   method: Method;
   path: string;
   summary: string;
-  /** Rate-limit bucket; `null` when the handler applies limits itself (sending). */
+  /**
+   * Rate-limit bucket; `null` when the handler applies limits itself (sending: the send
+   * service counts each message in its type's window, and a request refused before that
+   * shows the window of its type, see `showRateLimit`).
+   */
   operation: Operation | null;
   /** OAuth scope required on /v1 (API keys have every scope). */
   scope: Scope;

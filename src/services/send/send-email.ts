@@ -6,7 +6,7 @@ import { listDomains } from '../../store/domains.js';
 import { saveEmail } from '../../store/emails.js';
 import { PRIORITY, type Domain, type EmailType, type Intake, type Workspace } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
-import { MAX_METADATA_BYTES } from '../domains.js';
+import { checkMetadata } from '../metadata.js';
 import { limitFor, retryAfterSeconds, type Decision, type RateLimiter } from '../rate-limits.js';
 import type { TemplateService } from '../templates.js';
 import libmime from 'libmime';
@@ -222,9 +222,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const text = textSource !== undefined && interpolate ? renderTemplate(textSource, variables, 'text') : textSource;
 
     const tags = checkTags(input.tags);
-    if (input.metadata !== undefined && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) {
-      throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
-    }
+    if (input.metadata !== undefined) checkMetadata('metadata', input.metadata);
     if (input.externalId !== undefined && (input.externalId.length > 255 || hasLineBreak(input.externalId))) {
       throw validationError('external_id', 'must be one line of at most 255 characters');
     }
@@ -397,7 +395,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     });
     const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };
     const tags = checkTags(options.tags);
-    if (options.metadata !== undefined && JSON.stringify(options.metadata).length > MAX_METADATA_BYTES) throw validationError('X-Mailsvc-Metadata', `must be at most ${MAX_METADATA_BYTES} bytes`);
+    if (options.metadata !== undefined) checkMetadata('X-Mailsvc-Metadata', options.metadata);
     return emailRecords(workspace.id, {
       id,
       now,

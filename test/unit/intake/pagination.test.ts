@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { offsetList, parsePage } from '../../../src/intake/http/pagination.js';
+import { MAX_OFFSET, offsetList, parsePage } from '../../../src/intake/http/pagination.js';
 
 describe('offset pagination', () => {
   it('falls back to 20 for a limit outside 1..100 rather than clamping', () => {
@@ -10,6 +10,11 @@ describe('offset pagination', () => {
     for (const limit of ['0', '101', '-5', 'abc', '2.5', '']) assert.equal(parsePage({ limit }).limit, 20, limit);
     assert.equal(parsePage({ offset: '-1' }).offset, 0);
     assert.equal(parsePage({ limit: ['5', '6'] }).limit, 20);
+  });
+  it('caps a huge offset at 2^31 - 1 (an empty page) instead of handing the database 1e400', () => {
+    assert.equal(parsePage({ offset: String(MAX_OFFSET) }).offset, MAX_OFFSET);
+    assert.equal(parsePage({ offset: '9'.repeat(400) }).offset, MAX_OFFSET);
+    assert.equal(parsePage({ offset: String(2 ** 63) }).offset, MAX_OFFSET);
   });
   it('tells whether more follow', () => {
     assert.deepEqual(offsetList('items', [1, 2], 5, { limit: 2, offset: 0 }, true), {

@@ -118,7 +118,7 @@ export const v1WebhookRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/webhooks/:id/deliveries',
-    summary: 'List deliveries, newest first, with their last attempt and next attempt',
+    summary: 'List deliveries, newest first, each with every attempt made (oldest first) and the next attempt',
     operation: 'api',
     scope: 'webhooks:read',
     paginated: true,
@@ -136,6 +136,19 @@ export const v1WebhookRoutes = [
     operation: 'api',
     scope: 'webhooks:read',
     handler: ({ deps, workspace, params }) => deps.services.webhooks.getDelivery(workspace.id, params.id!, params.delivery_id!),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/webhooks/:id/deliveries/:delivery_id/attempts',
+    summary: "A delivery's attempts, oldest first: time, status code, response excerpt, duration, network error",
+    operation: 'api',
+    scope: 'webhooks:read',
+    paginated: true,
+    handler: async ({ deps, workspace, params, query }) => {
+      const page = parsePage(query as Record<string, unknown>);
+      const { items, total } = await deps.services.webhooks.listAttempts(workspace.id, params.id!, params.delivery_id!, page);
+      return offsetList('attempts', items, total, page, page.offset + items.length < total);
+    },
   }),
   defineRoute({
     method: 'POST',
