@@ -161,6 +161,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
   const metrics = config.metrics.enabled ? createMetrics() : undefined;
   const runtime = await openRuntime(config, { ...options, metrics, onQueued: () => wakeDelivery() });
   metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
+  metrics?.databaseStatementsFrom(() => runtime.store.statements());
   const stops: Array<() => Promise<void> | void> = [];
   try {
     // Stopped after the listeners (stops run in reverse): no new mail comes in while the

@@ -1,6 +1,13 @@
 import type { Db, Dialect } from './db.js';
 
 type Work<T> = (trx: Db) => Promise<T>;
+
+/**
+ * `foreground`: a caller is waiting for its answer (an API request, an SMTP DATA), so it goes
+ * first. `background`: delivery's claims and results, campaign pages; they commit in their
+ * own, smaller transactions, so that an intake write never waits behind a large one.
+ */
+export type Lane = 'foreground' | 'background';
 interface Pending {
   work: Work<unknown>;
   resolve(value: unknown): void;
@@ -17,7 +24,7 @@ interface Pending {
  * and updates are).
  */
 export class CommitBatcher {
-  private queue: Pending[] = [];
+  private readonly queues: Record<Lane, Pending[]> = { foreground: [], background: [] };
   /** Batches being committed now. */
   private active = 0;
   private scheduled = false;
@@ -36,13 +43,25 @@ export class CommitBatcher {
     private readonly windowMs = 2,
     private readonly maxBatch = 256,
     private readonly concurrency = 1,
+    /** Background writes per transaction: each can be large (a delivery batch's results). */
+    private readonly maxBackgroundBatch = 4,
   ) {}
 
-  run<T>(work: Work<T>): Promise<T> {
+  run<T>(work: Work<T>, lane: Lane = 'foreground'): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      this.queues[lane].push({ work, resolve: resolve as (v: unknown) => void, reject });
       this.schedule();
     });
+  }
+
+  private pending(): number {
+    return this.queues.foreground.length + this.queues.background.length;
+  }
+
+  /** The next transaction's writes: every waiting intake write first, else a few background ones. */
+  private nextBatch(): Pending[] {
+    const { foreground, background } = this.queues;
+    return foreground.length > 0 ? foreground.splice(0, this.maxBatch) : background.splice(0, this.maxBackgroundBatch);
   }
 
   /** Starts a flusher after the window, unless one is starting or all are busy (they drain the queue). */
@@ -59,8 +78,8 @@ export class CommitBatcher {
   }
 
   private async flush(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
+    while (this.pending() > 0) {
+      const batch = this.nextBatch();
       // Writes arriving while this batch commits start another batch beside it (PostgreSQL).
       this.schedule();
       let results: unknown[];

@@ -15,6 +15,11 @@ export interface Store {
   dialect: Dialect;
   /** A readable name of the database, with no password. */
   location: string;
+  /**
+   * Statements sent to the database so far (BEGIN and COMMIT included): on PostgreSQL each is
+   * a network round trip, so this over messages delivered is the cost a node pays per message.
+   */
+  statements(): number;
   close(): Promise<void>;
 }
 
@@ -39,8 +44,9 @@ function openSqlite(path: string): Store {
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, dialect: 'sqlite', location: `sqlite:${file}`, close: () => db.destroy() };
+  const counted = { statements: 0 };
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, counted) }) });
+  return { db, dialect: 'sqlite', location: `sqlite:${file}`, statements: () => counted.statements, close: () => db.destroy() };
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -50,11 +56,13 @@ const STATEMENT_CACHE_SIZE = 500;
  * costs as much as running a small query. Queries are built from a fixed set of shapes, so a
  * bounded cache keyed by SQL text keeps nearly all of them prepared.
  */
-function withStatementCache(sqlite: SQLite.Database) {
+function withStatementCache(sqlite: SQLite.Database, counted: { statements: number }) {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => sqlite.close(),
+    // kysely prepares once per statement it runs, transactions' BEGIN and COMMIT included.
     prepare(sqlText: string) {
+      counted.statements++;
       let statement = cache.get(sqlText);
       // A statement still iterating (a streamed query) cannot run twice at once.
       if (statement?.busy) return sqlite.prepare(sqlText);
@@ -85,9 +93,18 @@ function openPostgres(url: string, poolSize: number): Store {
   // An idle connection the server closes (restart, failover, admin) is dropped by the pool and
   // replaced on the next query; without a listener the 'error' event would end the process.
   pool.on('error', () => {});
+  // Every statement of every connection, BEGIN and COMMIT included: one round trip each.
+  let statements = 0;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      statements++;
+      return query(...args);
+    };
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-  return { db, dialect: 'postgres', location, close: () => db.destroy() };
+  return { db, dialect: 'postgres', location, statements: () => statements, close: () => db.destroy() };
 }
 
 export interface MigrateOutcome {
