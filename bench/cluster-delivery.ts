@@ -82,7 +82,7 @@ async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number
   }
 }
 
-export async function clusterDelivery(options: { messages: number }): Promise<void> {
+export async function clusterDelivery(options: { messages: number; runs: number }): Promise<void> {
   const dns = await startDnsServer();
   const sink = await startSink();
   dns.set('sink.bench', 'MX', [{ preference: 10, exchange: 'mx.sink.bench' }]);

@@ -8,7 +8,7 @@ import type { Logger } from '../shared/logger.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
 import type { Db, Dialect } from '../store/db.js';
 import { findDomain, listDkimKeys } from '../store/domains.js';
-import { findEmailContent, listEmailsByIds, refreshEmailStatus } from '../store/emails.js';
+import { findEmailContent, listEmailContents, listEmailsByIds, refreshEmailStatuses } from '../store/emails.js';
 import { claimDueQueueItems, extendLeases, releaseQueueItems } from '../store/queue.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
 import type { Email, QueueItem, Suppression } from '../store/tables.js';
@@ -199,15 +199,16 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     return key;
   };
 
-  const prepare = async (email: Email): Promise<Prepared> => {
-    const [content, key] = await Promise.all([deps.loadContent ? deps.loadContent(email) : findEmailContent(db, email.id), dkimKeyFor(email)]);
+  const prepare = async (email: Email, stored: Buffer | undefined): Promise<Prepared> => {
+    const load = () => (deps.loadContent ? deps.loadContent(email) : findEmailContent(db, email.id));
+    const [content, key] = await Promise.all([stored ?? load(), dkimKeyFor(email)]);
     if (!content) return { kind: 'failed', category: 'message', reason: 'the message content is missing' };
     if (!key) return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
     const message = await signer.sign(content, key, clock.now());
     return { kind: 'message', message, returnPath: returnPathFor(email.id, bounceDomainOf(key.domain, config.returnPathSubdomain), secretKey) };
   };
 
-  const jobContext = (prepared: Map<string, Promise<Prepared>>): JobContext => ({
+  const jobContext = (prepared: Map<string, Promise<Prepared>>, contents: Map<string, Buffer>): JobContext => ({
     config,
     resolver,
     smtp,
@@ -217,7 +218,8 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     prepare: (email) => {
       let p = prepared.get(email.id);
       if (!p) {
-        p = prepare(email);
+        p = prepare(email, contents.get(email.id));
+        contents.delete(email.id);
         prepared.set(email.id, p);
       }
       return p;
@@ -296,8 +298,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     try {
       await batcher.run(async (trx) => {
         const now = clock.now();
-        const emailIds = await releaseQueueItems(trx, owner, items.map((i) => i.id), dueAt, now);
-        for (const id of emailIds) await refreshEmailStatus(trx, id, now);
+        await refreshEmailStatuses(trx, await releaseQueueItems(trx, owner, items.map((i) => i.id), dueAt, now), now);
       }, 'background');
     } catch (err) {
       logger.error({ err }, 'could not release queue items (their leases will expire)');
@@ -316,7 +317,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     );
   };
 
-  const runJob = async (job: Job, suppressions: Suppression[], prepared: Map<string, Promise<Prepared>>) => {
+  const runJob = async (job: Job, suppressions: Suppression[], prepared: Map<string, Promise<Prepared>>, contents: Map<string, Buffer>) => {
     const startedAt = clock.now();
     const results: RecipientResult[] = [];
     const result = (item: QueueItem, outcome: Outcome, start = startedAt) =>
@@ -350,7 +351,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     const sendStart = clock.now();
     let outcomes: Outcome[];
     try {
-      outcomes = await deliverJob({ ...job, items: toSend }, jobContext(prepared));
+      outcomes = await deliverJob({ ...job, items: toSend }, jobContext(prepared, contents));
     } catch (err) {
       logger.error({ err, emailId: job.email.id }, 'delivery step failed');
       outcomes = toSend.map(() => ({ kind: 'deferred', code: null, response: `internal error: ${(err as Error).message}`, category: 'other', mxHost: null, tls: false }));
@@ -414,14 +415,17 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     if (items.length === 0) return 0;
     for (const item of items) inMemory.set(item.id, item);
     try {
-      const [emails, suppressions] = await Promise.all([
-        listEmailsByIds(db, [...new Set(items.map((i) => i.email_id))]),
+      const emailIds = [...new Set(items.map((i) => i.email_id))];
+      // One read each for the batch: emails, suppressions, stored messages (not one per message).
+      const [emails, suppressions, contents] = await Promise.all([
+        listEmailsByIds(db, emailIds),
         listSuppressionsCovering(db, [...new Set(items.map((i) => i.workspace_id))], items.map((i) => i.recipient)),
+        listEmailContents(db, emailIds),
       ]);
       const { jobs, orphans } = toJobs(items, new Map(emails.map((e) => [e.id, e])));
       if (orphans.length > 0) track(release(orphans, now));
       const prepared = new Map<string, Promise<Prepared>>();
-      for (const job of jobs) track(runJob(job, suppressions, prepared));
+      for (const job of jobs) track(runJob(job, suppressions, prepared, contents));
     } catch (err) {
       logger.error({ err }, 'could not start claimed jobs; releasing them');
       track(release(items, now));

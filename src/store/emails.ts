@@ -99,6 +99,38 @@ export async function refreshEmailStatus(trx: Db, emailId: string, now: number):
   return status;
 }
 
+/**
+ * `refreshEmailStatus` for many emails: two reads and one update per status reached, whatever
+ * the number of emails (delivery writes a batch of results at once).
+ */
+export async function refreshEmailStatuses(trx: Db, emailIds: readonly string[], now: number): Promise<void> {
+  const ids = [...new Set(emailIds)];
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const [items, emails] = await Promise.all([
+      trx.selectFrom('queue_items').select(['email_id', 'status']).where('email_id', 'in', chunk).execute(),
+      trx.selectFrom('emails').select(['id', 'scheduled_at']).where('id', 'in', chunk).execute(),
+    ]);
+    const states = new Map<string, QueueItem['status'][]>();
+    for (const item of items) states.set(item.email_id, [...(states.get(item.email_id) ?? []), item.status]);
+    const byStatus = new Map<Email['status'], string[]>();
+    for (const email of emails) {
+      const status = aggregateStatus(states.get(email.id) ?? [], email.scheduled_at != null && email.scheduled_at > now);
+      byStatus.set(status, [...(byStatus.get(status) ?? []), email.id]);
+    }
+    for (const [status, group] of byStatus) await trx.updateTable('emails').set({ status, updated_at: now }).where('id', 'in', group).execute();
+  }
+}
+
+/** The stored messages of several emails (campaign messages not composed yet have none). */
+export async function listEmailContents(db: Db, emailIds: readonly string[]): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  if (emailIds.length === 0) return out;
+  const rows = await db.selectFrom('email_contents').select(['email_id', 'raw']).where('email_id', 'in', [...emailIds]).execute();
+  for (const row of rows) out.set(row.email_id, Buffer.from(row.raw));
+  return out;
+}
+
 /** Cancels recipients no worker holds (queued or deferred); returns how many. */
 export async function cancelQueuedItems(trx: Db, emailId: string, now: number): Promise<number> {
   const result = await trx

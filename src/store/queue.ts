@@ -114,34 +114,51 @@ export interface QueueItemOutcome {
   finished: boolean;
 }
 
+/** Rows per multi-row statement: well under SQLite's and PostgreSQL's limits on bound parameters. */
+const CHUNK = 200;
+
+export interface FinishedQueueItem extends QueueItemOutcome {
+  id: string;
+}
+
 /**
- * Writes the result of an attempt to a row this worker holds. Returns false when the row is
- * no longer ours (the lease expired and another worker took it): the caller then records
- * nothing, the other worker will.
+ * Writes the results of attempts to rows this worker holds, in one statement per 200 rows
+ * (`UPDATE … FROM (VALUES …)`, which SQLite and PostgreSQL both take): one round trip for a
+ * batch of results instead of one per recipient. Returns the ids still held by `owner`, the
+ * only rows written: a row whose lease expired and that another worker took is that worker's
+ * to record.
  */
-export async function finishQueueItem(trx: Db, owner: string, id: string, outcome: QueueItemOutcome, now: number): Promise<boolean> {
-  const result = await trx
-    .updateTable('queue_items')
-    .set((eb) => ({
-      status: outcome.status,
-      attempts: outcome.attempted ? eb('attempts', '+', 1) : eb.ref('attempts'),
-      lease_owner: null,
-      lease_until: null,
-      last_code: outcome.code,
-      last_response: outcome.response,
-      updated_at: now,
-      ...(outcome.nextAttemptAt !== undefined ? { next_attempt_at: outcome.nextAttemptAt } : {}),
-      ...(outcome.finished ? { finished_at: now } : {}),
-    }))
-    .where('id', '=', id)
-    .where('lease_owner', '=', owner)
-    .where('status', '=', 'sending')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+export async function finishQueueItems(trx: Db, owner: string, rows: readonly FinishedQueueItem[], now: number): Promise<Set<string>> {
+  const mine = new Set<string>();
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    // VALUES columns are column1…column7 on both engines; parameters are typed by CAST for PostgreSQL.
+    const values = sql.join(
+      rows.slice(i, i + CHUNK).map(
+        (r) =>
+          sql`(${r.id}, ${r.status}, cast(${r.attempted ? 1 : 0} as integer), cast(${r.code} as integer), ${r.response}, cast(${r.nextAttemptAt ?? null} as bigint), cast(${r.finished ? now : null} as bigint))`,
+      ),
+    );
+    const result = await sql<{ id: string }>`
+      update queue_items set
+        status = v.column2,
+        attempts = attempts + v.column3,
+        lease_owner = null,
+        lease_until = null,
+        last_code = v.column4,
+        last_response = v.column5,
+        updated_at = ${now},
+        next_attempt_at = coalesce(v.column6, queue_items.next_attempt_at),
+        finished_at = coalesce(v.column7, queue_items.finished_at)
+      from (values ${values}) as v
+      where queue_items.id = v.column1 and queue_items.lease_owner = ${owner} and queue_items.status = 'sending'
+      returning queue_items.id`.execute(trx);
+    for (const row of result.rows) mine.add(row.id);
+  }
+  return mine;
 }
 
 export const saveDeliveryAttempts = async (trx: Db, attempts: DeliveryAttempt[]): Promise<void> => {
-  if (attempts.length > 0) await trx.insertInto('delivery_attempts').values(attempts).execute();
+  for (let i = 0; i < attempts.length; i += CHUNK) await trx.insertInto('delivery_attempts').values(attempts.slice(i, i + CHUNK)).execute();
 };
 
 export interface QueueListQuery {
