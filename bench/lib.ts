@@ -180,11 +180,15 @@ export function openLoopLoad(options: { url: string; method: string; headers: Re
   });
 }
 
-/** A counter of the server's /metrics (summed over its label sets). */
-export async function metricOf(url: string, name: string): Promise<number> {
+/** A metric of the server's /metrics, summed over the label sets that have every label of `labels`. */
+export async function metricOf(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)$`, 'gm'))) sum += Number(m[1]);
+  for (const m of text.matchAll(/^([a-z_]+)(?:\{([^}]*)\})? ([0-9.e+-]+)$/gm)) {
+    if (m[1] !== name) continue;
+    const have = m[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => have.split(',').includes(`${k}="${v}"`))) sum += Number(m[3]);
+  }
   return sum;
 }
 

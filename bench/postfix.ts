@@ -89,7 +89,9 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
       service('pickup', 'unix', 'n', '1', 'pickup'),
       service('cleanup', 'unix', 'n', '0', 'cleanup'),
       service('qmgr', 'unix', 'n', '1', 'qmgr'),
-      ...['rewrite:trivial-rewrite', 'bounce:bounce', 'defer:bounce', 'trace:bounce', 'verify:verify', 'proxymap:proxymap', 'smtp:smtp', 'relay:smtp', 'error:error', 'retry:error', 'discard:discard', 'anvil:anvil', 'scache:scache', 'flush:flush', 'showq:showq'].map((s) => {
+      // The bounce daemon's services must have no process limit (Postfix refuses to start them otherwise).
+      ...['bounce', 'defer', 'trace'].map((name) => service(name, 'unix', '-', '0', 'bounce')),
+      ...['rewrite:trivial-rewrite', 'verify:verify', 'proxymap:proxymap', 'smtp:smtp', 'relay:smtp', 'error:error', 'retry:error', 'discard:discard', 'anvil:anvil', 'scache:scache', 'flush:flush', 'showq:showq'].map((s) => {
         const [name, command] = s.split(':');
         return service(name!, 'unix', '-', '-', command!);
       }),

@@ -65,6 +65,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     const deps: ServiceDeps = {
       db: store.db,
       dialect: store.dialect,
+      durable: () => store.durable(),
       config,
       clock: options.clock ?? systemClock,
       logger: options.logger,

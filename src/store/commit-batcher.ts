@@ -1,4 +1,5 @@
 import type { Db, Dialect } from './db.js';
+import { writeScope } from './wal-sync.js';
 
 type Work<T> = (trx: Db) => Promise<T>;
 
@@ -29,23 +30,40 @@ export class CommitBatcher {
   private active = 0;
   private scheduled = false;
 
-  /**
-   * @param windowMs how long the first write of a batch waits for others to join. SQLite
-   *   commits block the event loop, so without a window a batch holds only what arrived
-   *   during one turn; 2 ms took batches from ~6 to ~19 writes and throughput up by half in
-   *   the send bench, for 2 ms of latency.
-   * @param concurrency batches committed at once. SQLite has one writer, so 1. On PostgreSQL
-   *   every statement is a network round trip: with one batch at a time, all writes of the
-   *   node would queue behind one connection, so several batches commit side by side.
-   */
+  private readonly windowMs: number;
+  private readonly maxBatch: number;
+  private readonly concurrency: number;
+  private readonly maxBackgroundBatch: number;
+  private readonly durable: () => Promise<void>;
+
   constructor(
     private readonly db: Db,
-    private readonly windowMs = 2,
-    private readonly maxBatch = 256,
-    private readonly concurrency = 1,
-    /** Background writes per transaction: each can be large (a delivery batch's results). */
-    private readonly maxBackgroundBatch = 4,
-  ) {}
+    options: {
+      /**
+       * How long the first write of a batch waits for others to join. SQLite commits block
+       * the event loop, so without a window a batch holds only what arrived during one turn;
+       * 2 ms took batches from ~6 to ~19 writes and throughput up by half in the send bench.
+       */
+      windowMs?: number;
+      maxBatch?: number;
+      /**
+       * Batches committed at once. SQLite has one writer, so 1. On PostgreSQL every statement
+       * is a network round trip: with one batch at a time, all writes of the node would queue
+       * behind one connection, so several batches commit side by side.
+       */
+      concurrency?: number;
+      /** Background writes per transaction: each can be large (a delivery batch's results). */
+      maxBackgroundBatch?: number;
+      /** Resolves once what was committed is on disk (Store.durable): callers settle after it. */
+      durable?: () => Promise<void>;
+    } = {},
+  ) {
+    this.windowMs = options.windowMs ?? 2;
+    this.maxBatch = options.maxBatch ?? 256;
+    this.concurrency = options.concurrency ?? 1;
+    this.maxBackgroundBatch = options.maxBackgroundBatch ?? 4;
+    this.durable = options.durable ?? (() => Promise.resolve());
+  }
 
   run<T>(work: Work<T>, lane: Lane = 'foreground'): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -73,8 +91,12 @@ export class CommitBatcher {
       this.scheduled = false;
       void this.flush();
     };
-    if (this.windowMs > 0) setTimeout(start, this.windowMs);
-    else setImmediate(start);
+    // The flusher runs outside the scope of the request that woke it: its writes are the
+    // batch's, made durable for every caller below, not that request's own (writeScope).
+    writeScope.exit(() => {
+      if (this.windowMs > 0) setTimeout(start, this.windowMs);
+      else setImmediate(start);
+    });
   }
 
   private async flush(): Promise<void> {
@@ -93,15 +115,24 @@ export class CommitBatcher {
         await this.runOneByOne(batch);
         continue;
       }
-      batch.forEach((item, i) => item.resolve(results[i]));
+      // The next batch commits while this one's sync runs (SQLite: in the thread pool).
+      this.settleWhenDurable(batch, results);
     }
     this.active--;
+  }
+
+  private settleWhenDurable(batch: Pending[], results: unknown[]): void {
+    this.durable().then(
+      () => batch.forEach((item, i) => item.resolve(results[i])),
+      (err: unknown) => batch.forEach((item) => item.reject(err)),
+    );
   }
 
   private async runOneByOne(batch: Pending[]): Promise<void> {
     for (const item of batch) {
       try {
-        item.resolve(await this.db.transaction().execute((trx) => item.work(trx)));
+        const result = await this.db.transaction().execute((trx) => item.work(trx));
+        this.settleWhenDurable([item], [result]);
       } catch (err) {
         item.reject(err);
       }
@@ -110,5 +141,5 @@ export class CommitBatcher {
 }
 
 /** The process's batcher: on PostgreSQL, half the pool commits batches side by side; the rest serves reads, claims and jobs. */
-export const createCommitBatcher = (db: Db, dialect: Dialect, poolSize: number): CommitBatcher =>
-  new CommitBatcher(db, undefined, undefined, dialect === 'postgres' ? Math.max(1, Math.floor(poolSize / 2)) : 1);
+export const createCommitBatcher = (db: Db, dialect: Dialect, poolSize: number, durable?: () => Promise<void>): CommitBatcher =>
+  new CommitBatcher(db, { concurrency: dialect === 'postgres' ? Math.max(1, Math.floor(poolSize / 2)) : 1, ...(durable ? { durable } : {}) });
