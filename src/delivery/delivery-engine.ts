@@ -293,12 +293,12 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     });
   };
 
-  const release = async (items: QueueItem[], dueAt: number) => {
+  const release = async (items: QueueItem[], dueAt: number, note?: string) => {
     if (items.length === 0) return;
     try {
       await batcher.run(async (trx) => {
         const now = clock.now();
-        await refreshEmailStatuses(trx, await releaseQueueItems(trx, owner, items.map((i) => i.id), dueAt, now), now);
+        await refreshEmailStatuses(trx, await releaseQueueItems(trx, owner, items.map((i) => i.id), dueAt, now, note), now);
       }, 'background');
     } catch (err) {
       logger.error({ err }, 'could not release queue items (their leases will expire)');
@@ -345,7 +345,9 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     const slot = await acquireSlot(job.domain);
     if (slot !== 'go') {
       await record(results);
-      return release(toSend, slot === 'paused' ? limiter.pausedUntil(job.domain) || clock.now() : clock.now());
+      if (slot !== 'paused') return release(toSend, clock.now());
+      const until = limiter.pausedUntil(job.domain) || clock.now();
+      return release(toSend, until, `${job.domain} asked us to slow down: its mail waits until ${new Date(until).toISOString()}`);
     }
 
     const sendStart = clock.now();

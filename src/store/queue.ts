@@ -85,7 +85,7 @@ export async function extendLeases(db: Db, owner: string, ids: readonly string[]
  * Gives claimed rows back without an attempt (shutdown, a destination that must wait): they
  * become due at `dueAt` for any worker. Returns the ids of the emails touched.
  */
-export async function releaseQueueItems(trx: Db, owner: string, ids: readonly string[], dueAt: number, now: number): Promise<string[]> {
+export async function releaseQueueItems(trx: Db, owner: string, ids: readonly string[], dueAt: number, now: number, note?: string): Promise<string[]> {
   if (ids.length === 0) return [];
   const rows = await trx
     .updateTable('queue_items')
@@ -95,6 +95,8 @@ export async function releaseQueueItems(trx: Db, owner: string, ids: readonly st
       lease_until: null,
       next_attempt_at: dueAt,
       updated_at: now,
+      // Why it waits, for `mailsvc queue list` (a row never attempted has no reply of its own).
+      ...(note ? { last_response: sql<string>`case when attempts > 0 then last_response else ${note} end` } : {}),
     })
     .where('lease_owner', '=', owner)
     .where('status', '=', 'sending')
@@ -184,6 +186,20 @@ export const listQueueItems = (db: Db, q: QueueListQuery): Promise<QueueItem[]> 
 export async function countQueueItems(db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>): Promise<number> {
   const row = await filtered(db, q).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** Rows due now (queued or deferred, their time come), per destination domain. */
+export async function countDueQueueItemsByDomain(db: Db, domains: readonly string[], now: number): Promise<Map<string, number>> {
+  if (domains.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('queue_items')
+    .select((eb) => ['recipient_domain', eb.fn.countAll<number>().as('n')])
+    .where('status', 'in', ['queued', 'deferred'])
+    .where('next_attempt_at', '<=', now)
+    .where('recipient_domain', 'in', [...domains])
+    .groupBy('recipient_domain')
+    .execute();
+  return new Map(rows.map((r) => [r.recipient_domain, Number(r.n)]));
 }
 
 /** Rows named by their own id or by their email's id. */
