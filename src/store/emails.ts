@@ -31,10 +31,15 @@ export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<
   }
 }
 
-/** Stores content composed after queueing (at delivery); the first writer wins. */
-export async function saveEmailContent(db: Db, emailId: string, raw: Buffer): Promise<void> {
-  await db.insertInto('email_contents').values({ email_id: emailId, raw }).onConflict((oc) => oc.column('email_id').doNothing()).execute();
+/**
+ * Stores content composed after queueing (at delivery); the first writer wins. Returns what
+ * is stored: `raw`, or what another node stored first.
+ */
+export async function saveEmailContent(db: Db, emailId: string, raw: Buffer): Promise<Buffer> {
+  const inserted = await db.insertInto('email_contents').values({ email_id: emailId, raw }).onConflict((oc) => oc.column('email_id').doNothing()).returning('email_id').execute();
+  if (inserted.length === 0) return (await findEmailContent(db, emailId)) ?? raw;
   await db.updateTable('emails').set({ size: raw.length }).where('id', '=', emailId).execute();
+  return raw;
 }
 
 export const findEmail = (db: Db, workspaceId: string, id: string): Promise<Email | undefined> =>
