@@ -66,7 +66,7 @@ function openSqlite(path: string, fileSync?: FileSync): Store {
     statements: () => counted.statements,
     durable,
     close: async () => {
-      await durable();
+      await wal?.close();
       await db.destroy();
     },
   };

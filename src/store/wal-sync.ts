@@ -8,24 +8,43 @@ import { promises as fs } from 'node:fs';
  */
 export const writeScope = new AsyncLocalStorage<{ wrote: boolean }>();
 
-export type FileSync = (path: string) => Promise<void>;
+export interface FileSync {
+  /** Makes what was written to the file durable. */
+  (path: string): Promise<void>;
+}
 
-/** fdatasync of a file through the libuv thread pool: the event loop keeps running meanwhile. */
-export const fdatasyncFile: FileSync = async (path) => {
-  let handle: fs.FileHandle;
-  try {
-    handle = await fs.open(path, 'r');
-  } catch (err) {
-    // No WAL file yet: nothing was ever written, so nothing waits to be made durable.
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  try {
+/**
+ * fdatasync of a file through the libuv thread pool: the event loop keeps running meanwhile.
+ * The file stays open (opening it for each sync cost main-thread time under load): SQLite
+ * keeps the WAL file while the database is open, truncating or rewriting it in place.
+ */
+export function fileSyncer(): FileSync & { close(): Promise<void> } {
+  const handles = new Map<string, Promise<fs.FileHandle>>();
+  const sync = async (path: string) => {
+    let opening = handles.get(path);
+    if (!opening) {
+      opening = fs.open(path, 'r');
+      handles.set(path, opening);
+      opening.catch(() => handles.delete(path));
+    }
+    let handle: fs.FileHandle;
+    try {
+      handle = await opening;
+    } catch (err) {
+      // No WAL file yet: nothing was ever written, so nothing waits to be made durable.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw err;
+    }
     await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-};
+  };
+  return Object.assign(sync, {
+    close: async () => {
+      const all = [...handles.values()];
+      handles.clear();
+      await Promise.all(all.map((h) => h.then((f) => f.close()).catch(() => {})));
+    },
+  });
+}
 
 /**
  * Group commit's second half for SQLite: commits run with `synchronous = NORMAL` (appended to
@@ -49,10 +68,23 @@ export class WalSync {
   private inFlight: Promise<void> | null = null;
   private next: { promise: Promise<void>; upTo: number } | null = null;
 
+  /** The syncer this instance opened (and closes); none when the caller brought its own. */
+  private readonly owned: ReturnType<typeof fileSyncer> | null;
+  private readonly sync: FileSync;
+
   constructor(
     private readonly walPath: string,
-    private readonly sync: FileSync = fdatasyncFile,
-  ) {}
+    sync?: FileSync,
+  ) {
+    this.owned = sync ? null : fileSyncer();
+    this.sync = sync ?? this.owned!;
+  }
+
+  /** Waits for the last writes to be durable, then lets the file go. */
+  async close(): Promise<void> {
+    await this.durable();
+    await this.owned?.close();
+  }
 
   /** Called for each statement SQLite runs. */
   noteStatement(sqlText: string): void {

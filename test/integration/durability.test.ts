@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { CommitBatcher } from '../../src/store/commit-batcher.js';
 import { migrateToLatest, openStore, type Store } from '../../src/store/db.js';
-import { fdatasyncFile, writeScope } from '../../src/store/wal-sync.js';
+import { fileSyncer, writeScope } from '../../src/store/wal-sync.js';
 
 /**
  * SQLite commits do not fsync on the event loop; a caller that answers a client waits until
@@ -18,6 +18,8 @@ describe('SQLite: committed writes are on disk before their callers settle', () 
   let store: Store;
   const syncs: Array<{ path: string; release: () => void }> = [];
   let hold = false;
+
+  const fdatasyncFile = fileSyncer();
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'mailsvc-durable-'));
@@ -33,6 +35,7 @@ describe('SQLite: committed writes are on disk before their callers settle', () 
     hold = false;
     for (const s of syncs.splice(0)) s.release();
     await store.close();
+    await fdatasyncFile.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
