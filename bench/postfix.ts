@@ -91,7 +91,9 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
       service('qmgr', 'unix', 'n', '1', 'qmgr'),
       // The bounce daemon's services must have no process limit (Postfix refuses to start them otherwise).
       ...['bounce', 'defer', 'trace'].map((name) => service(name, 'unix', '-', '0', 'bounce')),
-      ...['rewrite:trivial-rewrite', 'verify:verify', 'proxymap:proxymap', 'smtp:smtp', 'relay:smtp', 'error:error', 'retry:error', 'discard:discard', 'anvil:anvil', 'scache:scache', 'flush:flush', 'showq:showq'].map((s) => {
+      // The connection cache and anvil must run as one process each (otherwise smtp disables connection reuse).
+      ...['scache', 'anvil'].map((name) => service(name, 'unix', '-', '1', name)),
+      ...['rewrite:trivial-rewrite', 'verify:verify', 'proxymap:proxymap', 'smtp:smtp', 'relay:smtp', 'error:error', 'retry:error', 'discard:discard', 'flush:flush', 'showq:showq'].map((s) => {
         const [name, command] = s.split(':');
         return service(name!, 'unix', '-', '-', command!);
       }),
