@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { startDnsServer, type TestDns } from '../test/helpers/dns-server.js';
 import { createTestDatabase } from '../test/helpers/postgres.js';
 import { postMany } from './delivery.js';
-import { benchEnv, cli, fmt, serve, type BenchServer, verifiedBenchDomain } from './lib.js';
+import { benchEnv, cli, fmt, median, serve, statementsOf, type BenchServer, verifiedBenchDomain } from './lib.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
 /**
@@ -35,7 +35,15 @@ async function waitForCount(sink: Sink, target: number, timeoutMs: number): Prom
   return performance.now();
 }
 
-async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number): Promise<{ perSecond: number; non2xx: number }> {
+interface SetupResult {
+  runs: number[];
+  perSecond: number;
+  /** Database statements (round trips on PostgreSQL) per message, every node together, intake and delivery. */
+  statementsPerMessage: number;
+  non2xx: number;
+}
+
+async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number, runs: number): Promise<SetupResult> {
   const database = setup.postgres ? await createTestDatabase(pgServer()) : null;
   // Every node shares the secret key (it unseals the DKIM keys) and has its own hostname.
   const secretKey = randomBytes(32).toString('base64');
@@ -46,8 +54,7 @@ async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number
       MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
       MAILSVC_DELIVERY_PORT: String(sink.port),
       MAILSVC_DELIVERY_HOSTNAME: `mailsvc-bench-${i}.localhost`,
-      MAILSVC_DELIVERY_CONCURRENCY: '64',
-      MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: JSON.stringify({ concurrency: 64, perMinute: 10_000_000 }),
+      MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: JSON.stringify({ concurrency: 20, perMinute: 10_000_000 }),
       MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
       MAILSVC_SMTP_SUBMISSION_ENABLED: 'false',
     });
@@ -68,31 +75,51 @@ async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number
     await Promise.all(servers.map((s) => postMany(s.url, key, body, 200, 20)));
     await waitForCount(sink, base + 200 * servers.length, 120_000);
 
-    base = sink.count();
     const perNode = Math.ceil(messages / servers.length);
-    const t0 = performance.now();
-    // The load balancer's share: the same number of requests to each node at once.
-    const sent = Promise.all(servers.map((s) => postMany(s.url, key, body, perNode, Math.ceil(50 / servers.length))));
-    const doneAt = await waitForCount(sink, base + perNode * servers.length, 30 * 60_000);
-    const results = await sent;
-    return { perSecond: (perNode * servers.length) / ((doneAt - t0) / 1000), non2xx: results.reduce((n, r) => n + r.non2xx + r.errors, 0) };
+    const rates: number[] = [];
+    const statements: number[] = [];
+    let non2xx = 0;
+    const statementsNow = async () => (await Promise.all(servers.map((s) => statementsOf(s.url)))).reduce((a, b) => a + b, 0);
+    for (let run = 0; run < runs; run++) {
+      base = sink.count();
+      const s0 = await statementsNow();
+      const t0 = performance.now();
+      // The load balancer's share: the same number of requests to each node at once.
+      const sent = Promise.all(servers.map((s) => postMany(s.url, key, body, perNode, Math.ceil(50 / servers.length))));
+      const doneAt = await waitForCount(sink, base + perNode * servers.length, 30 * 60_000);
+      const results = await sent;
+      rates.push((perNode * servers.length) / ((doneAt - t0) / 1000));
+      statements.push(((await statementsNow()) - s0) / (perNode * servers.length));
+      non2xx += results.reduce((n, r) => n + r.non2xx + r.errors, 0);
+    }
+    return { runs: rates, perSecond: median(rates), statementsPerMessage: median(statements), non2xx };
   } finally {
     for (const s of servers) await s.stop();
     await database?.drop();
   }
 }
 
-export async function clusterDelivery(options: { messages: number }): Promise<void> {
+export async function clusterDelivery(options: { messages: number; runs: number }): Promise<void> {
   const dns = await startDnsServer();
   const sink = await startSink();
   dns.set('sink.bench', 'MX', [{ preference: 10, exchange: 'mx.sink.bench' }]);
   dns.set('mx.sink.bench', 'A', ['127.0.0.1']);
   try {
-    console.log(`cluster delivery end to end (POST /v1/emails -> queue -> DKIM RSA-2048 -> loopback ${sink.kind}), ${fmt(options.messages)} messages per setup, 50 HTTP connections split over the nodes`);
+    console.log(
+      `cluster delivery end to end (POST /v1/emails -> queue -> DKIM RSA-2048 -> loopback ${sink.kind}), ${options.runs} x ${fmt(options.messages)} messages per setup, 50 HTTP connections split over the nodes; medians`,
+    );
+    const results = new Map<string, SetupResult>();
     for (const setup of SETUPS) {
-      const r = await runSetup(setup, dns, sink, options.messages);
-      console.log(`  ${setup.name.padEnd(22)} ${fmt(r.perSecond).padStart(6)} msg/s end to end, non-2xx ${r.non2xx}`);
+      const r = await runSetup(setup, dns, sink, options.messages, options.runs);
+      results.set(setup.name, r);
+      console.log(
+        `  ${setup.name.padEnd(22)} ${fmt(r.perSecond).padStart(6)} msg/s end to end (runs ${r.runs.map((x) => fmt(x)).join(', ')}), ${fmt(r.statementsPerMessage, 1)} database statements per message, non-2xx ${r.non2xx}`,
+      );
     }
+    const sqlite = results.get(SETUPS[0]!.name)!.perSecond;
+    const pg1 = results.get(SETUPS[1]!.name)!.perSecond;
+    const pg2 = results.get(SETUPS[2]!.name)!.perSecond;
+    console.log(`  PostgreSQL 1 node / SQLite = ${fmt(pg1 / sqlite, 2)} (target >= 0.8); 2 nodes / 1 node on PostgreSQL = ${fmt(pg2 / pg1, 2)} (target > 1)`);
   } finally {
     await sink.stop();
     await dns.close();

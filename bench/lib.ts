@@ -154,3 +154,43 @@ export async function verifiedBenchDomain(env: Record<string, string>, dns: Test
   for (const r of records.dkim_host) dns.set(r.name, 'TXT', [r.value]);
   await cli(['domains', 'verify', 'bench.example'], env);
 }
+
+export interface OpenLoopResult {
+  due: number;
+  completed: number;
+  non2xx: number;
+  errors: number;
+  lost: number;
+  seconds: number;
+  /** Answered requests per second, from the first due to the last answer. */
+  achieved: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
+}
+
+/** Open-loop (fixed-rate) HTTP load from its own process (bench/open-loop-process.ts); latencies in ms from when each request was due. */
+export function openLoopLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; rate: number; seconds: number }): Promise<OpenLoopResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/open-loop-process.ts'), JSON.stringify(options)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as OpenLoopResult) : reject(new Error(`open-loop load exited ${code}`))));
+  });
+}
+
+/** A metric of the server's /metrics, summed over the label sets that have every label of `labels`. */
+export async function metricOf(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let sum = 0;
+  for (const m of text.matchAll(/^([a-z_]+)(?:\{([^}]*)\})? ([0-9.e+-]+)$/gm)) {
+    if (m[1] !== name) continue;
+    const have = m[2] ?? '';
+    if (Object.entries(labels).every(([k, v]) => have.split(',').includes(`${k}="${v}"`))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+/** Statements the server sent to its database so far (BEGIN and COMMIT included). */
+export const statementsOf = (url: string): Promise<number> => metricOf(url, 'mailsvc_db_statements_total');

@@ -3,7 +3,10 @@
  * program and prints their figures. Loopback only. BENCH_SECONDS and BENCH_RUNS shorten or
  * lengthen the measured runs.
  */
+import { apiLatency } from './api-latency.js';
+import { backlog } from './backlog.js';
 import { deliveryEndToEnd } from './delivery.js';
+import { campaignDelivery } from './campaign-delivery.js';
 import { campaignQueue } from './campaign-queue.js';
 import { clusterDelivery } from './cluster-delivery.js';
 import { sendAcceptance } from './send-acceptance.js';
@@ -20,7 +23,10 @@ const benches: Record<string, () => Promise<void>> = {
   webhooks: () => webhookFanout(),
   'smtp-submission': () => smtpSubmission({ messages: Number(process.env.BENCH_MESSAGES ?? 20_000), runs }),
   'campaign-queue': () => campaignQueue({ subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000) }),
-  'cluster-delivery': () => clusterDelivery({ messages }),
+  'cluster-delivery': () => clusterDelivery({ messages, runs }),
+  'campaign-delivery': () => campaignDelivery({ subscribers: Number(process.env.BENCH_CAMPAIGN ?? 10_000) }),
+  backlog: () => backlog({ messages: Number(process.env.BENCH_BACKLOG ?? 5000), runs }),
+  'api-latency': () => apiLatency({ seconds: Number(process.env.BENCH_SECONDS ?? 30), runs, rates: (process.env.BENCH_RATES ?? '300,500').split(',').map(Number) }),
 };
 
 const wanted = process.argv.slice(2);

@@ -53,10 +53,11 @@ export interface Sink {
 
 /**
  * The loopback sink MX: Postfix's smtp-sink (C, cheap on the shared cores) when installed,
- * else a node smtp-server in its own process. Both count received messages.
+ * else a node smtp-server in its own process. Both count received messages. `atPort` opens it
+ * on a port chosen before (a destination that comes back after an outage).
  */
-export async function startSink(): Promise<Sink> {
-  const port = await freePort();
+export async function startSink(atPort?: number): Promise<Sink> {
+  const port = atPort ?? (await freePort());
   const smtpSink = postfixTool('smtp-sink');
   let child: ChildProcess;
   if (smtpSink) {

@@ -66,6 +66,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     const deps: ServiceDeps = {
       db: store.db,
       dialect: store.dialect,
+      durable: () => store.durable(),
       config,
       clock: options.clock ?? systemClock,
       logger: options.logger,
@@ -171,6 +172,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     throw err;
   }
   metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
+  metrics?.databaseStatementsFrom(() => runtime.store.statements());
   const stops: Array<() => Promise<void> | void> = [];
   try {
     // Stopped after the listeners (stops run in reverse): no new mail comes in while the

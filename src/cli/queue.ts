@@ -10,8 +10,8 @@ const count = (name: string) => (value: string) => {
 
 const rows = (items: QueueItemView[]) =>
   table([
-    ['ID', 'EMAIL', 'RECIPIENT', 'STATUS', 'PRIORITY', 'ATTEMPTS', 'NEXT ATTEMPT', 'LAST REPLY'],
-    ...items.map((q) => [q.id, q.email_id, q.recipient, q.status, q.priority, String(q.attempts), q.next_attempt_at, (q.last_response ?? '').slice(0, 60)]),
+    ['ID', 'EMAIL', 'RECIPIENT', 'STATUS', 'PRIORITY', 'ATTEMPTS', 'NEXT ATTEMPT', 'WHY IT WAITS'],
+    ...items.map((q) => [q.id, q.email_id, q.recipient, q.status, q.priority, String(q.attempts), q.next_attempt_at, q.waiting ?? (q.last_response ?? '').slice(0, 60)]),
   ]);
 
 export function registerQueueCommands(program: Command, io: CliIo): void {

@@ -8,7 +8,7 @@ import type { Logger } from '../shared/logger.js';
 import { CommitBatcher } from '../store/commit-batcher.js';
 import type { Db, Dialect } from '../store/db.js';
 import { findDomain, listDkimKeys } from '../store/domains.js';
-import { findEmailContent, listEmailsByIds, refreshEmailStatus } from '../store/emails.js';
+import { findEmailContent, listEmailContents, listEmailsByIds, refreshEmailStatuses } from '../store/emails.js';
 import { claimDueQueueItems, extendLeases, releaseQueueItems } from '../store/queue.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
 import type { Email, QueueItem, Suppression } from '../store/tables.js';
@@ -69,6 +69,8 @@ const KEY_CACHE_MS = 60_000;
 /** How long finished results wait to share a commit, and how many jobs' results at most. */
 const RECORD_WINDOW_MS = 20;
 const RECORD_BATCH = 200;
+/** A destination that held mail back within this long is still in the same throttling episode (one log line). */
+const THROTTLE_EPISODE_GAP_MS = 60_000;
 
 type SlotResult = 'go' | 'paused' | 'stopping';
 
@@ -81,7 +83,10 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
   /** Claimed rows kept in memory at most: enough to keep every slot busy while the next claim runs. */
   const maxInMemory = Math.max(concurrency * 4, 50);
   const batcher = deps.batcher ?? new CommitBatcher(db);
-  const limiter = new DomainLimiter(domainLimitOf(config.domainLimits, config.defaultDomainLimit), () => clock.now());
+  const limitOf = domainLimitOf(config.domainLimits, config.defaultDomainLimit);
+  const limiter = new DomainLimiter(limitOf, () => clock.now());
+  /** Claims happen when at least this much room is free: a claim is a write, so rows come in batches. */
+  const refillBatch = Math.max(1, Math.floor(maxInMemory / 4));
 
   const inMemory = new Map<string, QueueItem>();
   const running = new Set<Promise<void>>();
@@ -93,7 +98,11 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
   let heartbeat: NodeJS.Timeout | null = null;
   let pumpTimer: NodeJS.Timeout | null = null;
   let wakeUp: (() => void) | null = null;
-  let waitingForRoom = false;
+  /** What the claim loop sleeps for, so that only the matching event wakes it. */
+  let sleepingFor: 'room' | 'domains' | 'work' | null = null;
+  /** Domains the last claim left out (paused, or with enough of their rows waiting in memory). */
+  let heldBack = new Set<string>();
+  const throttledAt = new Map<string, number>();
   const keyCache = new Map<string, { until: number; key: DkimKey | null }>();
   const resolver = cachedResolver(deps.resolver, () => clock.now());
 
@@ -109,8 +118,8 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
         for (const resolve of queue.splice(0)) resolve('paused');
       }
       while (queue.length > 0 && smtpActive < concurrency && limiter.tryStart(domain)) {
-        smtpActive++;
         queue.shift()!('go');
+        started(domain);
       }
       if (queue.length === 0) waiters.delete(domain);
       else nextWait = Math.min(nextWait, limiter.waitMs(domain));
@@ -121,12 +130,45 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     }
   };
 
+  /**
+   * A job that waits because of its destination's limit (not the node's own concurrency) is
+   * a throttled wait: counted by destination class, and logged once per domain and episode
+   * (an episode ends after THROTTLE_EPISODE_GAP_MS without such a wait).
+   */
+  const noteThrottled = (domain: string) => {
+    const hold = limiter.holdOf(domain);
+    if (hold === null) return;
+    deps.metrics?.throttledWait(domain, hold);
+    const now = clock.now();
+    const last = throttledAt.get(domain);
+    throttledAt.set(domain, now);
+    if (last !== undefined && now - last < THROTTLE_EPISODE_GAP_MS) return;
+    const limit = limitOf(domain);
+    logger.info(
+      {
+        domain,
+        hold,
+        concurrency: limiter.allowed(domain),
+        perMinute: limit.perMinute,
+        setting: domain in config.domainLimits ? `delivery.domainLimits["${domain}"]` : 'delivery.defaultDomainLimit',
+      },
+      hold === 'paused' ? 'destination asked us to slow down: its mail waits' : 'destination limit reached: mail to it waits its turn',
+    );
+  };
+
+  /** A slot was given to a job of `domain`: when the claim left the domain out and its waiting jobs run low, claim again. */
+  const started = (domain: string) => {
+    smtpActive++;
+    if (sleepingFor === 'domains' && heldBack.has(domain) && (waiters.get(domain)?.length ?? 0) <= limiter.allowed(domain) / 2) wake();
+  };
+
   const acquireSlot = (domain: string): Promise<SlotResult> => {
     if (stopping) return Promise.resolve('stopping');
     if (!waiters.has(domain) && smtpActive < concurrency && limiter.tryStart(domain)) {
-      smtpActive++;
+      started(domain);
       return Promise.resolve('go');
     }
+    noteThrottled(domain);
     return new Promise((resolve) => {
       const queue = waiters.get(domain) ?? [];
       queue.push(resolve);
@@ -157,15 +199,16 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     return key;
   };
 
-  const prepare = async (email: Email): Promise<Prepared> => {
-    const [content, key] = await Promise.all([deps.loadContent ? deps.loadContent(email) : findEmailContent(db, email.id), dkimKeyFor(email)]);
+  const prepare = async (email: Email, stored: Buffer | undefined): Promise<Prepared> => {
+    const load = () => (deps.loadContent ? deps.loadContent(email) : findEmailContent(db, email.id));
+    const [content, key] = await Promise.all([stored ?? load(), dkimKeyFor(email)]);
     if (!content) return { kind: 'failed', category: 'message', reason: 'the message content is missing' };
     if (!key) return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
     const message = await signer.sign(content, key, clock.now());
     return { kind: 'message', message, returnPath: returnPathFor(email.id, bounceDomainOf(key.domain, config.returnPathSubdomain), secretKey) };
   };
 
-  const jobContext = (prepared: Map<string, Promise<Prepared>>): JobContext => ({
+  const jobContext = (prepared: Map<string, Promise<Prepared>>, contents: Map<string, Buffer>): JobContext => ({
     config,
     resolver,
     smtp,
@@ -175,7 +218,8 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     prepare: (email) => {
       let p = prepared.get(email.id);
       if (!p) {
-        p = prepare(email);
+        p = prepare(email, contents.get(email.id));
+        contents.delete(email.id);
         prepared.set(email.id, p);
       }
       return p;
@@ -186,12 +230,12 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
 
   const forget = (items: QueueItem[]) => {
     for (const item of items) inMemory.delete(item.id);
-    if (waitingForRoom) wake();
+    if (sleepingFor === 'room' && maxInMemory - inMemory.size >= refillBatch) wake();
   };
 
   const writeResults = async (results: RecipientResult[]) => {
     const now = clock.now();
-    const written = await batcher.run((trx) => recordOutcomes(trx, results, { owner, now, retrySchedule: config.retrySchedule, maxQueueLifetime: config.maxQueueLifetime }));
+    const written = await batcher.run((trx) => recordOutcomes(trx, results, { owner, now, retrySchedule: config.retrySchedule, maxQueueLifetime: config.maxQueueLifetime }), 'background');
     // Counted once committed: a rolled-back batch is written again, one job at a time.
     if (deps.metrics) countOutcomes(deps.metrics, written, now);
   };
@@ -249,14 +293,13 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     });
   };
 
-  const release = async (items: QueueItem[], dueAt: number) => {
+  const release = async (items: QueueItem[], dueAt: number, note?: string) => {
     if (items.length === 0) return;
     try {
       await batcher.run(async (trx) => {
         const now = clock.now();
-        const emailIds = await releaseQueueItems(trx, owner, items.map((i) => i.id), dueAt, now);
-        for (const id of emailIds) await refreshEmailStatus(trx, id, now);
-      });
+        await refreshEmailStatuses(trx, await releaseQueueItems(trx, owner, items.map((i) => i.id), dueAt, now, note), now);
+      }, 'background');
     } catch (err) {
       logger.error({ err }, 'could not release queue items (their leases will expire)');
     } finally {
@@ -274,7 +317,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     );
   };
 
-  const runJob = async (job: Job, suppressions: Suppression[], prepared: Map<string, Promise<Prepared>>) => {
+  const runJob = async (job: Job, suppressions: Suppression[], prepared: Map<string, Promise<Prepared>>, contents: Map<string, Buffer>) => {
     const startedAt = clock.now();
     const results: RecipientResult[] = [];
     const result = (item: QueueItem, outcome: Outcome, start = startedAt) =>
@@ -302,13 +345,15 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     const slot = await acquireSlot(job.domain);
     if (slot !== 'go') {
       await record(results);
-      return release(toSend, slot === 'paused' ? limiter.pausedUntil(job.domain) || clock.now() : clock.now());
+      if (slot !== 'paused') return release(toSend, clock.now());
+      const until = limiter.pausedUntil(job.domain) || clock.now();
+      return release(toSend, until, `${job.domain} asked us to slow down: its mail waits until ${new Date(until).toISOString()}`);
     }
 
     const sendStart = clock.now();
     let outcomes: Outcome[];
     try {
-      outcomes = await deliverJob({ ...job, items: toSend }, jobContext(prepared));
+      outcomes = await deliverJob({ ...job, items: toSend }, jobContext(prepared, contents));
     } catch (err) {
       logger.error({ err, emailId: job.email.id }, 'delivery step failed');
       outcomes = toSend.map(() => ({ kind: 'deferred', code: null, response: `internal error: ${(err as Error).message}`, category: 'other', mxHost: null, tls: false }));
@@ -355,22 +400,34 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     return { jobs, orphans };
   };
 
-  const claimBatch = async (limit: number): Promise<number> => {
-    const now = clock.now();
+  /**
+   * Domains the claim leaves in the queue: paused ones, and those with a full refill (as many
+   * jobs as they may run at once) already waiting in memory, so that one busy destination
+   * cannot fill the memory and hold up the others.
+   */
+  const domainsToLeaveOut = (): string[] => {
     limiter.prune();
-    const excludeDomains = limiter.blockedDomains();
-    const items = await batcher.run((trx) => claimDueQueueItems(trx, dialect, { owner, now, leaseUntil: now + leaseMs, limit, excludeDomains }));
+    for (const [domain, at] of throttledAt) if (clock.now() - at >= THROTTLE_EPISODE_GAP_MS) throttledAt.delete(domain);
+    return limiter.domains().filter((d) => limiter.pausedUntil(d) > 0 || (waiters.get(d)?.length ?? 0) >= limiter.allowed(d));
+  };
+
+  const claimBatch = async (limit: number, excludeDomains: string[]): Promise<number> => {
+    const now = clock.now();
+    const items = await batcher.run((trx) => claimDueQueueItems(trx, dialect, { owner, now, leaseUntil: now + leaseMs, limit, excludeDomains }), 'background');
     if (items.length === 0) return 0;
     for (const item of items) inMemory.set(item.id, item);
     try {
-      const [emails, suppressions] = await Promise.all([
-        listEmailsByIds(db, [...new Set(items.map((i) => i.email_id))]),
+      const emailIds = [...new Set(items.map((i) => i.email_id))];
+      // One read each for the batch: emails, suppressions, stored messages (not one per message).
+      const [emails, suppressions, contents] = await Promise.all([
+        listEmailsByIds(db, emailIds),
         listSuppressionsCovering(db, [...new Set(items.map((i) => i.workspace_id))], items.map((i) => i.recipient)),
+        listEmailContents(db, emailIds),
       ]);
       const { jobs, orphans } = toJobs(items, new Map(emails.map((e) => [e.id, e])));
       if (orphans.length > 0) track(release(orphans, now));
       const prepared = new Map<string, Promise<Prepared>>();
-      for (const job of jobs) track(runJob(job, suppressions, prepared));
+      for (const job of jobs) track(runJob(job, suppressions, prepared, contents));
     } catch (err) {
       logger.error({ err }, 'could not start claimed jobs; releasing them');
       track(release(items, now));
@@ -378,46 +435,85 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
     return items.length;
   };
 
-  /** Sleeps `ms`; `wakeable` sleeps end early on wake() (new mail, free room, stop). */
-  const sleep = (ms: number, wakeable: boolean) =>
+  /** Sleeps up to `ms`, or until an event of the kind `reason` names (or wake()) ends it early. */
+  const sleep = (ms: number, reason: typeof sleepingFor) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
         wakeUp = null;
+        sleepingFor = null;
         resolve();
       }
-      if (wakeable) wakeUp = done;
+      if (reason !== null) {
+        wakeUp = done;
+        sleepingFor = reason;
+      }
     });
 
   function wake() {
     wakeUp?.();
   }
 
+  /**
+   * New mail was queued. An idle loop claims at once; a loop that left busy domains out claims
+   * within 50 ms (new mail comes by the hundred a second: one claim per request would be one
+   * write per request); a loop without room has nothing to claim into.
+   */
+  let soonTimer: NodeJS.Timeout | null = null;
+  function mailQueued() {
+    if (sleepingFor === 'work') wake();
+    else if (sleepingFor === 'domains' && !soonTimer) {
+      soonTimer = setTimeout(() => {
+        soonTimer = null;
+        if (sleepingFor === 'domains') wake();
+      }, 50);
+    }
+  }
+
+  /** How long a claim that left domains out may wait: until the first pause ends, at most a poll interval. */
+  const untilHeldBackFree = (): number => {
+    let ms = config.pollInterval;
+    for (const d of heldBack) {
+      const until = limiter.pausedUntil(d);
+      if (until > 0) ms = Math.min(ms, Math.max(5, until - clock.now()));
+    }
+    return ms;
+  };
+
+  /**
+   * The claim loop. It never sleeps the poll interval while due rows can be started: after a
+   * full claim it claims again at once; with little room it waits for jobs to finish; when the
+   * claim left domains out, it waits for their waiting jobs to run low. The poll interval only
+   * bounds how late rows that become due (retries, scheduled mail) are noticed when idle.
+   */
   const loop = async () => {
     while (!stopping) {
       const room = maxInMemory - inMemory.size;
+      if (room < refillBatch) {
+        await sleep(config.pollInterval, 'room');
+        continue;
+      }
+      const asked = Math.min(room, MAX_CLAIM);
+      const excluded = domainsToLeaveOut();
       let claimed = 0;
-      let asked = 0;
-      if (room > 0) {
-        asked = Math.min(room, MAX_CLAIM);
-        try {
-          claimed = await claimBatch(asked);
-        } catch (err) {
-          logger.error({ err }, 'queue claim failed');
-        }
+      try {
+        claimed = await claimBatch(asked, excluded);
+      } catch (err) {
+        logger.error({ err }, 'queue claim failed');
       }
       if (stopping) break;
-      if (room <= 0) {
-        waitingForRoom = true;
-        await sleep(config.pollInterval, true);
-        waitingForRoom = false;
-      } else if (claimed === 0) {
-        await sleep(config.pollInterval, true);
-      } else if (claimed < asked) {
+      heldBack = new Set(excluded);
+      if (claimed >= asked) continue;
+      if (excluded.length > 0) {
+        // The rows left may all be for domains left out: claim again when they need more.
+        await sleep(untilHeldBackFree(), 'domains');
+      } else if (claimed > 0) {
         // The queue is drained for now: let more arrive before the next claim, so that a
         // steady stream is claimed in batches rather than one write per message.
-        await sleep(Math.min(config.pollInterval, 50), false);
+        await sleep(Math.min(config.pollInterval, 50), null);
+      } else {
+        await sleep(config.pollInterval, 'work');
       }
     }
   };
@@ -455,7 +551,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
       heartbeat.unref();
       loopDone = loop();
     },
-    wake,
+    wake: mailQueued,
     async stop() {
       if (stopping) return;
       stopping = true;
@@ -473,6 +569,7 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
       }
       if (heartbeat) clearInterval(heartbeat);
       if (pumpTimer) clearTimeout(pumpTimer);
+      if (soonTimer) clearTimeout(soonTimer);
       await smtp.close();
       await signer.close();
       logger.info({ owner, leftInFlight: inMemory.size }, 'delivery workers stopped');

@@ -101,9 +101,23 @@ export class DomainLimiter {
     }
   }
 
-  /** Domains that cannot start a transaction now: the claim leaves their mail in the queue. */
-  blockedDomains(): string[] {
-    return [...this.states.keys()].filter((d) => !this.canStart(d));
+  /** Why a transaction to `domain` cannot start now, or null when it can. */
+  holdOf(domain: string): 'paused' | 'concurrency' | 'rate' | null {
+    const wait = this.waitMs(domain);
+    if (wait === 0) return null;
+    const s = this.state(domain);
+    if (s.pausedUntil > this.now()) return 'paused';
+    return wait === Infinity ? 'concurrency' : 'rate';
+  }
+
+  /** Transactions to `domain` allowed at once now: the configured concurrency, lowered while it throttles us. */
+  allowed(domain: string): number {
+    return this.states.get(domain)?.allowed ?? this.limitOf(domain).concurrency;
+  }
+
+  /** Domains with state (recently used, or throttling): the only ones that can be held back. */
+  domains(): string[] {
+    return [...this.states.keys()];
   }
 
   /** Forgets idle domains at full health, so the map does not grow without bound. */

@@ -1,9 +1,9 @@
-import { recordEvent } from '../events/record-event.js';
+import { recordEvents, type NewEvent } from '../events/record-event.js';
 import { toIso } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import { refreshEmailStatus } from '../store/emails.js';
-import { finishQueueItem, saveDeliveryAttempts } from '../store/queue.js';
+import { refreshEmailStatuses } from '../store/emails.js';
+import { finishQueueItems, saveDeliveryAttempts } from '../store/queue.js';
 import { saveSuppressionIfAbsent } from '../store/suppressions.js';
 import type { AttemptOutcome, DeliveryAttempt, QueueStatus } from '../store/tables.js';
 import { recipientEventData } from './event-data.js';
@@ -56,33 +56,40 @@ const STATUS: Record<Outcome['kind'], QueueStatus> = {
 };
 
 /**
- * Writes the results of an attempt in the caller's transaction: each row's new state, its
+ * Writes the results of attempts in the caller's transaction: each row's new state, its
  * attempt, its events (in the same transaction, for the webhook outbox), the suppression a
- * hard bounce adds, and the emails' statuses. Returns what was written (rows this worker
- * still held, with deferrals past their lifetime turned into bounces), for the metrics.
+ * hard bounce adds, and the emails' statuses. A batch costs a handful of multi-row
+ * statements, not a few per recipient: on PostgreSQL each statement is a round trip.
+ * Returns what was written (rows this worker still held, with deferrals past their lifetime
+ * turned into bounces), for the metrics.
  */
 export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: RecordContext): Promise<Array<{ result: RecipientResult; outcome: Outcome }>> {
+  const settled = results.map((result) => ({ result, ...settle(result, ctx) }));
+  const mine = await finishQueueItems(
+    trx,
+    ctx.owner,
+    settled.map(({ result, outcome, nextAttemptAt }) => ({
+      id: result.item.id,
+      status: STATUS[outcome.kind],
+      attempted: outcome.kind !== 'suppressed',
+      nextAttemptAt,
+      code: 'code' in outcome ? outcome.code : null,
+      response: responseOf(outcome),
+      finished: outcome.kind !== 'deferred',
+    })),
+    ctx.now,
+  );
+
   const written: Array<{ result: RecipientResult; outcome: Outcome }> = [];
   const attempts: DeliveryAttempt[] = [];
-  const touched = new Set<string>();
-  for (const result of results) {
+  const events: NewEvent[] = [];
+  for (const { result, outcome, nextAttemptAt } of settled) {
     const { email, item } = result;
-    const { outcome, nextAttemptAt } = settle(result, ctx);
-    const attempted = outcome.kind !== 'suppressed';
-    const code = 'code' in outcome ? outcome.code : null;
-    const response = outcome.kind === 'suppressed' ? `suppressed (${outcome.entry.reason})` : outcome.response;
-    const mine = await finishQueueItem(
-      trx,
-      ctx.owner,
-      item.id,
-      { status: STATUS[outcome.kind], attempted, nextAttemptAt, code, response, finished: outcome.kind !== 'deferred' },
-      ctx.now,
-    );
-    if (!mine) continue;
-    touched.add(email.id);
+    // No longer ours (the lease expired and another worker took it): that worker records it.
+    if (!mine.has(item.id)) continue;
     written.push({ result, outcome });
-
-    if (attempted) {
+    const code = 'code' in outcome ? outcome.code : null;
+    if (outcome.kind !== 'suppressed') {
       attempts.push({
         id: newId(),
         queue_item_id: item.id,
@@ -94,22 +101,22 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
         category: 'category' in outcome ? outcome.category : null,
         mx_host: 'mxHost' in outcome ? outcome.mxHost : null,
         code,
-        response,
+        response: responseOf(outcome),
         tls: 'tls' in outcome && outcome.tls ? 1 : 0,
       });
     }
 
-    const event = (type: Parameters<typeof recordEvent>[1]['type'], extra: Record<string, unknown>) =>
-      recordEvent(trx, { workspaceId: item.workspace_id, type, emailId: email.id, at: ctx.now, data: recipientEventData(email, item.recipient, ctx.now, extra) });
+    const event = (type: NewEvent['type'], extra: Record<string, unknown>) =>
+      events.push({ workspaceId: item.workspace_id, type, emailId: email.id, at: ctx.now, data: recipientEventData(email, item.recipient, ctx.now, extra) });
 
     switch (outcome.kind) {
       case 'delivered':
-        await event('email.sent', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
-        if (!outcome.relayed) await event('email.delivered', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
-        if (outcome.complained) await event('email.complained', { feedback_type: 'abuse' });
+        event('email.sent', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
+        if (!outcome.relayed) event('email.delivered', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
+        if (outcome.complained) event('email.complained', { feedback_type: 'abuse' });
         break;
       case 'deferred':
-        await event('email.delivery_delayed', {
+        event('email.delivery_delayed', {
           smtp: smtp(outcome),
           mx_host: outcome.mxHost,
           category: outcome.category,
@@ -118,7 +125,7 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
         });
         break;
       case 'bounced':
-        await event('email.bounced', {
+        event('email.bounced', {
           smtp: smtp(outcome),
           mx_host: outcome.mxHost,
           bounce: { type: outcome.bounceType, category: outcome.category, message: outcome.response },
@@ -138,10 +145,10 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
         }
         break;
       case 'failed':
-        await event('email.failed', { error: { category: outcome.category, message: outcome.response } });
+        event('email.failed', { error: { category: outcome.category, message: outcome.response } });
         break;
       case 'suppressed':
-        await event('email.suppressed', {
+        event('email.suppressed', {
           suppression: {
             email: outcome.entry.address,
             reason: outcome.entry.reason,
@@ -153,6 +160,9 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
     }
   }
   await saveDeliveryAttempts(trx, attempts);
-  for (const emailId of touched) await refreshEmailStatus(trx, emailId, ctx.now);
+  await recordEvents(trx, events);
+  await refreshEmailStatuses(trx, written.map((w) => w.result.email.id), ctx.now);
   return written;
 }
+
+const responseOf = (outcome: Outcome): string => (outcome.kind === 'suppressed' ? `suppressed (${outcome.entry.reason})` : outcome.response);

@@ -1,8 +1,8 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import { saveEvent } from '../store/events.js';
+import { saveEvents } from '../store/events.js';
 import type { EventRow, WebhookDelivery } from '../store/tables.js';
-import { listEnabledWebhookEndpoints, saveWebhookDeliveries } from '../store/webhooks.js';
+import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries } from '../store/webhooks.js';
 import type { EventType } from './event-types.js';
 import { subscribesTo } from './subscriptions.js';
 
@@ -22,40 +22,57 @@ export interface NewEvent {
  * not at all): an event is never lost between the database and the dispatcher.
  */
 export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
-  const row: EventRow = {
+  return (await recordEvents(trx, [event]))[0]!;
+}
+
+/**
+ * `recordEvent` for many events in one transaction: the endpoints of every workspace named are
+ * read once (no look-up per event, and never a stale copy), then events and deliveries are
+ * written with multi-row inserts.
+ */
+export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<EventRow[]> {
+  if (events.length === 0) return [];
+  const rows: EventRow[] = events.map((event) => ({
     id: newPrefixedId('evt_', 16),
     workspace_id: event.workspaceId,
     type: event.type,
     email_id: event.emailId ?? null,
     data: JSON.stringify(event.data),
     created_at: event.at,
-  };
-  await saveEvent(trx, row);
-  const endpoints = await listEnabledWebhookEndpoints(trx, event.workspaceId);
-  const deliveries: WebhookDelivery[] = endpoints
-    .filter((e) => subscribesTo(JSON.parse(e.events) as string[], event.type))
-    .map((e) => ({
-      id: newPrefixedId('msg_', 16),
-      endpoint_id: e.id,
-      workspace_id: event.workspaceId,
-      event_id: row.id,
-      event_type: event.type,
-      status: 'pending',
-      attempt_count: 0,
-      run_attempts: 0,
-      next_attempt_at: event.at,
-      run_started_at: event.at,
-      lease_owner: null,
-      lease_until: null,
-      last_attempt_at: null,
-      last_status_code: null,
-      last_duration_ms: null,
-      last_error: null,
-      last_response: null,
-      created_at: event.at,
-      updated_at: event.at,
-      completed_at: null,
-    }));
+  }));
+  await saveEvents(trx, rows);
+  const endpoints = await listEnabledWebhookEndpointsOf(trx, [...new Set(events.map((e) => e.workspaceId))]);
+  if (endpoints.length === 0) return rows;
+  const subscribed = endpoints.map((e) => ({ ...e, types: JSON.parse(e.events) as string[] }));
+  const deliveries: WebhookDelivery[] = [];
+  rows.forEach((row, i) => {
+    const at = events[i]!.at;
+    for (const e of subscribed) {
+      if (e.workspace_id !== row.workspace_id || !subscribesTo(e.types, row.type)) continue;
+      deliveries.push({
+        id: newPrefixedId('msg_', 16),
+        endpoint_id: e.id,
+        workspace_id: row.workspace_id,
+        event_id: row.id,
+        event_type: row.type,
+        status: 'pending',
+        attempt_count: 0,
+        run_attempts: 0,
+        next_attempt_at: at,
+        run_started_at: at,
+        lease_owner: null,
+        lease_until: null,
+        last_attempt_at: null,
+        last_status_code: null,
+        last_duration_ms: null,
+        last_error: null,
+        last_response: null,
+        created_at: at,
+        updated_at: at,
+        completed_at: null,
+      });
+    }
+  });
   await saveWebhookDeliveries(trx, deliveries);
-  return row;
+  return rows;
 }

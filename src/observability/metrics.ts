@@ -20,12 +20,16 @@ export interface Metrics {
   webhookAttempt(outcome: WebhookOutcomeLabel): void;
   smtpSession(listener: SmtpListenerLabel): void;
   rateLimited(surface: 'http' | 'smtp', operation: string): void;
+  /** A delivery waited for its destination's limit: `hold` says which (concurrency, rate, or a slow-down pause). */
+  throttledWait(domain: string, hold: 'concurrency' | 'rate' | 'paused'): void;
 }
 
 export interface ServerMetrics extends Metrics {
   readonly registry: Registry;
   /** Where the queue-depth gauge reads from at scrape time. */
   queueDepthFrom(read: () => Promise<Record<string, number>>): void;
+  /** Where the database statement counter reads from at scrape time. */
+  databaseStatementsFrom(read: () => number): void;
   /** The text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -38,6 +42,7 @@ export const noMetrics: Metrics = {
   webhookAttempt: () => {},
   smtpSession: () => {},
   rateLimited: () => {},
+  throttledWait: () => {},
 };
 
 /** Accept-to-delivery latency: from a local relay (sub-second) to retries over days. */
@@ -58,6 +63,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   const latency = new Histogram({ name: 'mailsvc_delivery_latency_seconds', help: 'Seconds from acceptance to delivery', buckets: LATENCY_BUCKETS, registers: [registry] });
   const webhooks = new Counter({ name: 'mailsvc_webhook_attempts_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'] as const, registers: [registry] });
   const sessions = new Counter({ name: 'mailsvc_smtp_sessions_total', help: 'SMTP connections accepted, by listener', labelNames: ['listener'] as const, registers: [registry] });
+  const throttled = new Counter({
+    name: 'mailsvc_delivery_throttled_waits_total',
+    help: 'Deliveries that waited for their destination limit (delivery.domainLimits / defaultDomainLimit), by destination class and hold (concurrency, rate, paused after a slow-down reply)',
+    labelNames: ['domain_class', 'hold'] as const,
+    registers: [registry],
+  });
   const limited = new Counter({ name: 'mailsvc_rate_limited_total', help: 'Requests refused by a rate limit, by surface and bucket', labelNames: ['surface', 'operation'] as const, registers: [registry] });
 
   let readQueue: (() => Promise<Record<string, number>>) | null = null;
@@ -73,6 +84,20 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     },
   });
 
+  let readStatements: (() => number) | null = null;
+  let statementsSeen = 0;
+  new Counter({
+    name: 'mailsvc_db_statements_total',
+    help: 'Statements sent to the database, BEGIN and COMMIT included (on PostgreSQL, one network round trip each)',
+    registers: [registry],
+    collect() {
+      if (!readStatements) return;
+      const n = readStatements();
+      this.inc(Math.max(0, n - statementsSeen));
+      statementsSeen = n;
+    },
+  });
+
   // Every label combination shows from the start, so rate() has a zero to start from.
   for (const intake of ['http', 'smtp', 'campaign'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
   for (const outcome of ['succeeded', 'http_error', 'no_response'] as const) webhooks.inc({ outcome }, 0);
@@ -84,11 +109,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     queueDepthFrom: (read) => {
       readQueue = read;
     },
+    databaseStatementsFrom: (read) => {
+      readStatements = read;
+    },
     emailsAccepted: (intake, type, count = 1) => accepted.inc({ intake, type }, count),
     deliveryAttempt: (outcome, recipient, mxHost) => attempts.inc({ outcome, domain_class: domainClass(recipient, mxHost) satisfies DomainClass }),
     delivered: (seconds) => latency.observe(Math.max(0, seconds)),
     webhookAttempt: (outcome) => webhooks.inc({ outcome }),
     smtpSession: (listener) => sessions.inc({ listener }),
     rateLimited: (surface, operation) => limited.inc({ surface, operation }),
+    throttledWait: (domain, hold) => throttled.inc({ domain_class: domainClass(`@${domain}`, null), hold }),
   };
 }

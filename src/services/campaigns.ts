@@ -182,6 +182,23 @@ function withPreheader(html: string, previewText: string | null): string {
 export function createCampaignService(deps: CampaignServiceDeps): CampaignService {
   const { db, clock, logger, send, templates, topics, unsubscribe } = deps;
 
+  /**
+   * Campaigns as their messages are composed at delivery: a sending campaign's content does
+   * not change, and reading it once per message was one statement per recipient. Kept a
+   * minute, for the few campaigns sending at once.
+   */
+  const campaigns = new Map<string, { until: number; campaign: Promise<Awaited<ReturnType<typeof findCampaignById>>> }>();
+  const campaignOf = (id: string) => {
+    const now = clock.now();
+    const hit = campaigns.get(id);
+    if (hit && hit.until > now) return hit.campaign;
+    if (campaigns.size >= 100) campaigns.delete(campaigns.keys().next().value!);
+    const campaign = findCampaignById(db, id);
+    campaigns.set(id, { until: now + 60_000, campaign });
+    void campaign.catch(() => campaigns.delete(id));
+    return campaign;
+  };
+
   const view = (c: Campaign): CampaignView => ({
     id: c.id,
     object: 'campaign',
@@ -552,7 +569,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     async contentFor(email) {
       const stored = await findEmailContent(db, email.id);
       if (stored || !email.campaign_id) return stored;
-      const campaign = await findCampaignById(db, email.campaign_id);
+      const campaign = await campaignOf(email.campaign_id);
       if (!campaign) return undefined;
       const to = parseMailbox('to', (JSON.parse(email.to_addresses) as string[])[0]!);
       const subscriber = (email.subscriber_id ? await findSubscriber(db, email.workspace_id, email.subscriber_id) : undefined) ?? {
@@ -579,8 +596,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         messageId: email.message_id,
         date: new Date(email.created_at),
       });
-      await saveEmailContent(db, email.id, raw);
-      return (await findEmailContent(db, email.id)) ?? raw;
+      return saveEmailContent(db, email.id, raw);
     },
   };
 }

@@ -15,6 +15,8 @@ export interface ServiceDeps {
   resolver: DnsResolver;
   /** 32 bytes that encrypt secrets at rest. */
   secretKey: Buffer;
+  /** Resolves once every committed write is on disk (Store.durable): before answering a client. */
+  durable: () => Promise<void>;
   /** Counters for GET /metrics; absent outside the server (CLI). */
   metrics?: Metrics;
 }

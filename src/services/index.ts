@@ -55,6 +55,8 @@ export interface Services {
   limitFor: typeof limitFor;
   /** The process's group commit: intakes and the delivery workers share its transactions. */
   batcher: CommitBatcher;
+  /** Resolves once every committed write is on disk: await it before answering a write. */
+  durable: () => Promise<void>;
   /** The server's metrics (a no-op in the CLI), for the intakes to count with. */
   metrics: Metrics;
 }
@@ -72,7 +74,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
   const templates = createTemplateService(deps);
   const tracking = createTrackingService(deps);
   // One batcher for the process: concurrent intakes share its commits.
-  const batcher = createCommitBatcher(deps.db, deps.dialect, deps.config.databasePoolSize);
+  const batcher = createCommitBatcher(deps.db, deps.dialect, deps.config.databasePoolSize, deps.durable);
   const subscribers = createSubscriberService(deps);
   const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
   const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment === undefined ? createAttachmentFetcher(deps.config, deps.resolver) : options.fetchAttachment, unsubscribeLink: unsubscribe.link, onQueued: options.onQueued });
@@ -103,6 +105,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     rateLimiter,
     limitFor,
     batcher,
+    durable: deps.durable,
     metrics: deps.metrics ?? noMetrics,
   };
 }

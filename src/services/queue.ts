@@ -3,6 +3,7 @@ import { validationError } from '../shared/errors.js';
 import { refreshEmailStatus } from '../store/emails.js';
 import {
   cancelQueueItems,
+  countDueQueueItemsByDomain,
   countQueueItems,
   listQueueItems,
   listQueueItemsByIds,
@@ -30,6 +31,8 @@ export interface QueueItemView {
   lease_until: string | null;
   created_at: string;
   finished_at: string | null;
+  /** Why a waiting or in-flight row has not gone yet, in words (null once finished). */
+  waiting: string | null;
 }
 
 export interface QueueListInput {
@@ -47,7 +50,7 @@ export interface QueueService {
   cancel(ids: string[]): Promise<QueueItemView[]>;
 }
 
-export const queueItemView = (q: QueueItem): QueueItemView => ({
+export const queueItemView = (q: QueueItem, waiting: string | null = null): QueueItemView => ({
   id: q.id,
   email_id: q.email_id,
   workspace_id: q.workspace_id,
@@ -63,7 +66,33 @@ export const queueItemView = (q: QueueItem): QueueItemView => ({
   lease_until: toIsoOrNull(q.lease_until),
   created_at: toIso(q.created_at),
   finished_at: toIsoOrNull(q.finished_at),
+  waiting,
 });
+
+const limitText = (config: ServiceDeps['config']['delivery'], domain: string): string => {
+  const own = config.domainLimits[domain];
+  const limit = own ?? config.defaultDomainLimit;
+  return `${domain} takes ${limit.concurrency} at once and ${limit.perMinute.toLocaleString('en-US')}/min (${own ? `delivery.domainLimits["${domain}"]` : 'delivery.defaultDomainLimit'})`;
+};
+
+/**
+ * Why a row waits, from what the database knows: its schedule, its last reply, and how many
+ * rows are due before it for the same destination under that destination's limit.
+ */
+function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, number>, config: ServiceDeps['config']['delivery']): string | null {
+  if (q.finished_at !== null || !['queued', 'deferred', 'sending'].includes(q.status)) return null;
+  if (q.status === 'sending') return `claimed by ${q.lease_owner ?? 'a worker'} until ${toIsoOrNull(q.lease_until) ?? '?'}: waiting for a slot of ${limitText(config, q.recipient_domain)}, or in an SMTP transaction`;
+  if (q.next_attempt_at > now) {
+    const at = toIso(q.next_attempt_at);
+    if (q.status === 'deferred') return `retry at ${at}${q.last_response ? ` after: ${q.last_response.slice(0, 120)}` : ''}`;
+    return q.last_response ? `held until ${at}: ${q.last_response.slice(0, 120)}` : `scheduled for ${at}`;
+  }
+  const due = dueByDomain.get(q.recipient_domain) ?? 1;
+  const limit = config.domainLimits[q.recipient_domain] ?? config.defaultDomainLimit;
+  const minutes = due / limit.perMinute;
+  const eta = minutes >= 1 ? `; at that rate about ${Math.ceil(minutes)} min for all of them` : '';
+  return `due: waiting its turn, ${due.toLocaleString('en-US')} due for ${limitText(config, q.recipient_domain)}${eta}`;
+}
 
 export function createQueueService(deps: ServiceDeps): QueueService {
   const { db, clock } = deps;
@@ -85,7 +114,10 @@ export function createQueueService(deps: ServiceDeps): QueueService {
     async list(input) {
       const filter = { workspaceId: input.workspaceId, statuses: statusesOf(input.statuses) };
       const [rows, total] = await Promise.all([listQueueItems(db, { ...filter, limit: input.limit, offset: input.offset }), countQueueItems(db, filter)]);
-      return { items: rows.map(queueItemView), total };
+      const now = clock.now();
+      const dueDomains = [...new Set(rows.filter((r) => (r.status === 'queued' || r.status === 'deferred') && r.next_attempt_at <= now).map((r) => r.recipient_domain))];
+      const dueByDomain = await countDueQueueItemsByDomain(db, dueDomains, now);
+      return { items: rows.map((r) => queueItemView(r, waitingReason(r, now, dueByDomain, deps.config.delivery))), total };
     },
 
     async retry(ids, workspaceId) {
@@ -95,7 +127,7 @@ export function createQueueService(deps: ServiceDeps): QueueService {
       for (let i = 0; i < targets.length; i += 500) {
         rows.push(...(await db.transaction().execute((trx) => makeQueueItemsDue(trx, targets.slice(i, i + 500), now))));
       }
-      return rows.map(queueItemView);
+      return rows.map((r) => queueItemView(r));
     },
 
     async cancel(ids) {
@@ -106,7 +138,7 @@ export function createQueueService(deps: ServiceDeps): QueueService {
         for (const emailId of new Set(cancelled.map((c) => c.email_id))) await refreshEmailStatus(trx, emailId, now);
         return cancelled;
       });
-      return rows.map(queueItemView);
+      return rows.map((r) => queueItemView(r));
     },
   };
 }

@@ -1,6 +1,14 @@
 import type { Db, Dialect } from './db.js';
+import { writeScope } from './wal-sync.js';
 
 type Work<T> = (trx: Db) => Promise<T>;
+
+/**
+ * `foreground`: a caller is waiting for its answer (an API request, an SMTP DATA), so it goes
+ * first. `background`: delivery's claims and results, campaign pages; they commit in their
+ * own, smaller transactions, so that an intake write never waits behind a large one.
+ */
+export type Lane = 'foreground' | 'background';
 interface Pending {
   work: Work<unknown>;
   resolve(value: unknown): void;
@@ -17,32 +25,61 @@ interface Pending {
  * and updates are).
  */
 export class CommitBatcher {
-  private queue: Pending[] = [];
+  private readonly queues: Record<Lane, Pending[]> = { foreground: [], background: [] };
   /** Batches being committed now. */
   private active = 0;
   private scheduled = false;
 
-  /**
-   * @param windowMs how long the first write of a batch waits for others to join. SQLite
-   *   commits block the event loop, so without a window a batch holds only what arrived
-   *   during one turn; 2 ms took batches from ~6 to ~19 writes and throughput up by half in
-   *   the send bench, for 2 ms of latency.
-   * @param concurrency batches committed at once. SQLite has one writer, so 1. On PostgreSQL
-   *   every statement is a network round trip: with one batch at a time, all writes of the
-   *   node would queue behind one connection, so several batches commit side by side.
-   */
+  private readonly windowMs: number;
+  private readonly maxBatch: number;
+  private readonly concurrency: number;
+  private readonly maxBackgroundBatch: number;
+  private readonly durable: () => Promise<void>;
+
   constructor(
     private readonly db: Db,
-    private readonly windowMs = 2,
-    private readonly maxBatch = 256,
-    private readonly concurrency = 1,
-  ) {}
+    options: {
+      /**
+       * How long the first write of a batch waits for others to join. SQLite commits block
+       * the event loop, so without a window a batch holds only what arrived during one turn;
+       * 2 ms took batches from ~6 to ~19 writes and throughput up by half in the send bench.
+       */
+      windowMs?: number;
+      maxBatch?: number;
+      /**
+       * Batches committed at once. SQLite has one writer, so 1. On PostgreSQL every statement
+       * is a network round trip: with one batch at a time, all writes of the node would queue
+       * behind one connection, so several batches commit side by side.
+       */
+      concurrency?: number;
+      /** Background writes per transaction: each can be large (a delivery batch's results). */
+      maxBackgroundBatch?: number;
+      /** Resolves once what was committed is on disk (Store.durable): callers settle after it. */
+      durable?: () => Promise<void>;
+    } = {},
+  ) {
+    this.windowMs = options.windowMs ?? 2;
+    this.maxBatch = options.maxBatch ?? 256;
+    this.concurrency = options.concurrency ?? 1;
+    this.maxBackgroundBatch = options.maxBackgroundBatch ?? 4;
+    this.durable = options.durable ?? (() => Promise.resolve());
+  }
 
-  run<T>(work: Work<T>): Promise<T> {
+  run<T>(work: Work<T>, lane: Lane = 'foreground'): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      this.queues[lane].push({ work, resolve: resolve as (v: unknown) => void, reject });
       this.schedule();
     });
+  }
+
+  private pending(): number {
+    return this.queues.foreground.length + this.queues.background.length;
+  }
+
+  /** The next transaction's writes: every waiting intake write first, else a few background ones. */
+  private nextBatch(): Pending[] {
+    const { foreground, background } = this.queues;
+    return foreground.length > 0 ? foreground.splice(0, this.maxBatch) : background.splice(0, this.maxBackgroundBatch);
   }
 
   /** Starts a flusher after the window, unless one is starting or all are busy (they drain the queue). */
@@ -54,13 +91,17 @@ export class CommitBatcher {
       this.scheduled = false;
       void this.flush();
     };
-    if (this.windowMs > 0) setTimeout(start, this.windowMs);
-    else setImmediate(start);
+    // The flusher runs outside the scope of the request that woke it: its writes are the
+    // batch's, made durable for every caller below, not that request's own (writeScope).
+    writeScope.exit(() => {
+      if (this.windowMs > 0) setTimeout(start, this.windowMs);
+      else setImmediate(start);
+    });
   }
 
   private async flush(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
+    while (this.pending() > 0) {
+      const batch = this.nextBatch();
       // Writes arriving while this batch commits start another batch beside it (PostgreSQL).
       this.schedule();
       let results: unknown[];
@@ -74,15 +115,24 @@ export class CommitBatcher {
         await this.runOneByOne(batch);
         continue;
       }
-      batch.forEach((item, i) => item.resolve(results[i]));
+      // The next batch commits while this one's sync runs (SQLite: in the thread pool).
+      this.settleWhenDurable(batch, results);
     }
     this.active--;
+  }
+
+  private settleWhenDurable(batch: Pending[], results: unknown[]): void {
+    this.durable().then(
+      () => batch.forEach((item, i) => item.resolve(results[i])),
+      (err: unknown) => batch.forEach((item) => item.reject(err)),
+    );
   }
 
   private async runOneByOne(batch: Pending[]): Promise<void> {
     for (const item of batch) {
       try {
-        item.resolve(await this.db.transaction().execute((trx) => item.work(trx)));
+        const result = await this.db.transaction().execute((trx) => item.work(trx));
+        this.settleWhenDurable([item], [result]);
       } catch (err) {
         item.reject(err);
       }
@@ -91,5 +141,5 @@ export class CommitBatcher {
 }
 
 /** The process's batcher: on PostgreSQL, half the pool commits batches side by side; the rest serves reads, claims and jobs. */
-export const createCommitBatcher = (db: Db, dialect: Dialect, poolSize: number): CommitBatcher =>
-  new CommitBatcher(db, undefined, undefined, dialect === 'postgres' ? Math.max(1, Math.floor(poolSize / 2)) : 1);
+export const createCommitBatcher = (db: Db, dialect: Dialect, poolSize: number, durable?: () => Promise<void>): CommitBatcher =>
+  new CommitBatcher(db, { concurrency: dialect === 'postgres' ? Math.max(1, Math.floor(poolSize / 2)) : 1, ...(durable ? { durable } : {}) });

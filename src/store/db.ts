@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationResult 
 import { createRequire } from 'node:module';
 import type PG from 'pg';
 import { migrations } from './migrations/index.js';
+import { WalSync, type FileSync } from './wal-sync.js';
 import type { Database } from './tables.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -15,16 +16,29 @@ export interface Store {
   dialect: Dialect;
   /** A readable name of the database, with no password. */
   location: string;
+  /**
+   * Statements sent to the database so far (BEGIN and COMMIT included): on PostgreSQL each is
+   * a network round trip, so this over messages delivered is the cost a node pays per message.
+   */
+  statements(): number;
+  /**
+   * Resolves once every write committed so far is on disk: wait for it before answering a
+   * client whose data was written (the commit batcher and the HTTP layer do). PostgreSQL
+   * commits durably: at once. SQLite: see WalSync.
+   */
+  durable(): Promise<void>;
   close(): Promise<void>;
 }
 
 export interface OpenOptions {
   poolSize?: number;
+  /** How SQLite's WAL file is made durable (tests observe it); fdatasync in the thread pool by default. */
+  fileSync?: FileSync;
 }
 
 /** Opens `sqlite:PATH` or `postgres://…`; the only place that knows which engine is underneath. */
 export function openStore(url: string, options: OpenOptions = {}): Store {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options.fileSync);
   if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.poolSize ?? 10);
   throw new Error(`unsupported database URL: ${url.split(':')[0]}:…`);
 }
@@ -36,18 +50,33 @@ export function sqliteFile(url: string): string | null {
   return path === ':memory:' ? null : resolve(path);
 }
 
-function openSqlite(path: string): Store {
+function openSqlite(path: string, fileSync?: FileSync): Store {
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
-  // WAL lets readers (CLI, dashboards) run beside the server; FULL makes every commit
-  // durable before we answer 2xx/250, the same bar as Postfix's fsync'd queue file.
+  // WAL lets readers (CLI, dashboards) run beside the server. Commits do not fsync on the
+  // event loop (NORMAL); whoever answers a client first waits for durable(), an fdatasync of
+  // the WAL in the thread pool shared by every commit before it (WalSync): the same bar as
+  // Postfix's fsync'd queue file before its 250, without stalling every other request.
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = FULL');
+  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, dialect: 'sqlite', location: `sqlite:${file}`, close: () => db.destroy() };
+  const counted = { statements: 0 };
+  const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`, fileSync);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, counted, wal) }) });
+  const durable = () => wal?.durable() ?? Promise.resolve();
+  return {
+    db,
+    dialect: 'sqlite',
+    location: `sqlite:${file}`,
+    statements: () => counted.statements,
+    durable,
+    close: async () => {
+      await wal?.close();
+      await db.destroy();
+    },
+  };
 }
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -57,11 +86,15 @@ const STATEMENT_CACHE_SIZE = 500;
  * costs as much as running a small query. Queries are built from a fixed set of shapes, so a
  * bounded cache keyed by SQL text keeps nearly all of them prepared.
  */
-function withStatementCache(sqlite: SQLite.Database) {
+function withStatementCache(sqlite: SQLite.Database, counted: { statements: number }, wal: WalSync | null) {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => sqlite.close(),
+    // kysely prepares once per statement it runs, transactions' BEGIN and COMMIT included,
+    // and runs it at once (better-sqlite3 is synchronous).
     prepare(sqlText: string) {
+      counted.statements++;
+      wal?.noteStatement(sqlText);
       let statement = cache.get(sqlText);
       // A statement still iterating (a streamed query) cannot run twice at once.
       if (statement?.busy) return sqlite.prepare(sqlText);
@@ -92,9 +125,18 @@ function openPostgres(url: string, poolSize: number): Store {
   // An idle connection the server closes (restart, failover, admin) is dropped by the pool and
   // replaced on the next query; without a listener the 'error' event would end the process.
   pool.on('error', () => {});
+  // Every statement of every connection, BEGIN and COMMIT included: one round trip each.
+  let statements = 0;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      statements++;
+      return query(...args);
+    };
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-  return { db, dialect: 'postgres', location, close: () => db.destroy() };
+  return { db, dialect: 'postgres', location, statements: () => statements, durable: () => Promise.resolve(), close: () => db.destroy() };
 }
 
 export interface MigrateOutcome {

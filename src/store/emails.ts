@@ -31,10 +31,15 @@ export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<
   }
 }
 
-/** Stores content composed after queueing (at delivery); the first writer wins. */
-export async function saveEmailContent(db: Db, emailId: string, raw: Buffer): Promise<void> {
-  await db.insertInto('email_contents').values({ email_id: emailId, raw }).onConflict((oc) => oc.column('email_id').doNothing()).execute();
+/**
+ * Stores content composed after queueing (at delivery); the first writer wins. Returns what
+ * is stored: `raw`, or what another node stored first.
+ */
+export async function saveEmailContent(db: Db, emailId: string, raw: Buffer): Promise<Buffer> {
+  const inserted = await db.insertInto('email_contents').values({ email_id: emailId, raw }).onConflict((oc) => oc.column('email_id').doNothing()).returning('email_id').execute();
+  if (inserted.length === 0) return (await findEmailContent(db, emailId)) ?? raw;
   await db.updateTable('emails').set({ size: raw.length }).where('id', '=', emailId).execute();
+  return raw;
 }
 
 export const findEmail = (db: Db, workspaceId: string, id: string): Promise<Email | undefined> =>
@@ -116,6 +121,38 @@ export async function rescheduleEmail(trx: Db, emailId: string, at: number | nul
   if (Number(items.numUpdatedRows) === 0) return false;
   await trx.updateTable('emails').set({ scheduled_at: at, status: at === null ? 'queued' : 'scheduled', updated_at: now }).where('id', '=', emailId).execute();
   return true;
+}
+
+/**
+ * `refreshEmailStatus` for many emails: two reads and one update per status reached, whatever
+ * the number of emails (delivery writes a batch of results at once).
+ */
+export async function refreshEmailStatuses(trx: Db, emailIds: readonly string[], now: number): Promise<void> {
+  const ids = [...new Set(emailIds)];
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const [items, emails] = await Promise.all([
+      trx.selectFrom('queue_items').select(['email_id', 'status']).where('email_id', 'in', chunk).execute(),
+      trx.selectFrom('emails').select(['id', 'scheduled_at']).where('id', 'in', chunk).execute(),
+    ]);
+    const states = new Map<string, QueueItem['status'][]>();
+    for (const item of items) states.set(item.email_id, [...(states.get(item.email_id) ?? []), item.status]);
+    const byStatus = new Map<Email['status'], string[]>();
+    for (const email of emails) {
+      const status = aggregateStatus(states.get(email.id) ?? [], email.scheduled_at != null && email.scheduled_at > now);
+      byStatus.set(status, [...(byStatus.get(status) ?? []), email.id]);
+    }
+    for (const [status, group] of byStatus) await trx.updateTable('emails').set({ status, updated_at: now }).where('id', 'in', group).execute();
+  }
+}
+
+/** The stored messages of several emails (campaign messages not composed yet have none). */
+export async function listEmailContents(db: Db, emailIds: readonly string[]): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  if (emailIds.length === 0) return out;
+  const rows = await db.selectFrom('email_contents').select(['email_id', 'raw']).where('email_id', 'in', [...emailIds]).execute();
+  for (const row of rows) out.set(row.email_id, Buffer.from(row.raw));
+  return out;
 }
 
 /** Cancels recipients no worker holds (queued or deferred); returns how many. */

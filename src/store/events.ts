@@ -1,8 +1,9 @@
 import type { Db } from './db.js';
 import type { EventRow } from './tables.js';
 
-export const saveEvent = async (db: Db, row: EventRow): Promise<void> => {
-  await db.insertInto('events').values(row).execute();
+/** Events, 200 rows per statement. */
+export const saveEvents = async (db: Db, rows: readonly EventRow[]): Promise<void> => {
+  for (let i = 0; i < rows.length; i += 200) await db.insertInto('events').values(rows.slice(i, i + 200)).execute();
 };
 
 export const listEmailEvents = (db: Db, workspaceId: string, emailId: string): Promise<EventRow[]> =>

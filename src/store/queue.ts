@@ -85,7 +85,7 @@ export async function extendLeases(db: Db, owner: string, ids: readonly string[]
  * Gives claimed rows back without an attempt (shutdown, a destination that must wait): they
  * become due at `dueAt` for any worker. Returns the ids of the emails touched.
  */
-export async function releaseQueueItems(trx: Db, owner: string, ids: readonly string[], dueAt: number, now: number): Promise<string[]> {
+export async function releaseQueueItems(trx: Db, owner: string, ids: readonly string[], dueAt: number, now: number, note?: string): Promise<string[]> {
   if (ids.length === 0) return [];
   const rows = await trx
     .updateTable('queue_items')
@@ -95,6 +95,8 @@ export async function releaseQueueItems(trx: Db, owner: string, ids: readonly st
       lease_until: null,
       next_attempt_at: dueAt,
       updated_at: now,
+      // Why it waits, for `mailsvc queue list` (a row never attempted has no reply of its own).
+      ...(note ? { last_response: sql<string>`case when attempts > 0 then last_response else ${note} end` } : {}),
     })
     .where('lease_owner', '=', owner)
     .where('status', '=', 'sending')
@@ -114,34 +116,51 @@ export interface QueueItemOutcome {
   finished: boolean;
 }
 
+/** Rows per multi-row statement: well under SQLite's and PostgreSQL's limits on bound parameters. */
+const CHUNK = 200;
+
+export interface FinishedQueueItem extends QueueItemOutcome {
+  id: string;
+}
+
 /**
- * Writes the result of an attempt to a row this worker holds. Returns false when the row is
- * no longer ours (the lease expired and another worker took it): the caller then records
- * nothing, the other worker will.
+ * Writes the results of attempts to rows this worker holds, in one statement per 200 rows
+ * (`UPDATE … FROM (VALUES …)`, which SQLite and PostgreSQL both take): one round trip for a
+ * batch of results instead of one per recipient. Returns the ids still held by `owner`, the
+ * only rows written: a row whose lease expired and that another worker took is that worker's
+ * to record.
  */
-export async function finishQueueItem(trx: Db, owner: string, id: string, outcome: QueueItemOutcome, now: number): Promise<boolean> {
-  const result = await trx
-    .updateTable('queue_items')
-    .set((eb) => ({
-      status: outcome.status,
-      attempts: outcome.attempted ? eb('attempts', '+', 1) : eb.ref('attempts'),
-      lease_owner: null,
-      lease_until: null,
-      last_code: outcome.code,
-      last_response: outcome.response,
-      updated_at: now,
-      ...(outcome.nextAttemptAt !== undefined ? { next_attempt_at: outcome.nextAttemptAt } : {}),
-      ...(outcome.finished ? { finished_at: now } : {}),
-    }))
-    .where('id', '=', id)
-    .where('lease_owner', '=', owner)
-    .where('status', '=', 'sending')
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+export async function finishQueueItems(trx: Db, owner: string, rows: readonly FinishedQueueItem[], now: number): Promise<Set<string>> {
+  const mine = new Set<string>();
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    // VALUES columns are column1…column7 on both engines; parameters are typed by CAST for PostgreSQL.
+    const values = sql.join(
+      rows.slice(i, i + CHUNK).map(
+        (r) =>
+          sql`(${r.id}, ${r.status}, cast(${r.attempted ? 1 : 0} as integer), cast(${r.code} as integer), ${r.response}, cast(${r.nextAttemptAt ?? null} as bigint), cast(${r.finished ? now : null} as bigint))`,
+      ),
+    );
+    const result = await sql<{ id: string }>`
+      update queue_items set
+        status = v.column2,
+        attempts = attempts + v.column3,
+        lease_owner = null,
+        lease_until = null,
+        last_code = v.column4,
+        last_response = v.column5,
+        updated_at = ${now},
+        next_attempt_at = coalesce(v.column6, queue_items.next_attempt_at),
+        finished_at = coalesce(v.column7, queue_items.finished_at)
+      from (values ${values}) as v
+      where queue_items.id = v.column1 and queue_items.lease_owner = ${owner} and queue_items.status = 'sending'
+      returning queue_items.id`.execute(trx);
+    for (const row of result.rows) mine.add(row.id);
+  }
+  return mine;
 }
 
 export const saveDeliveryAttempts = async (trx: Db, attempts: DeliveryAttempt[]): Promise<void> => {
-  if (attempts.length > 0) await trx.insertInto('delivery_attempts').values(attempts).execute();
+  for (let i = 0; i < attempts.length; i += CHUNK) await trx.insertInto('delivery_attempts').values(attempts.slice(i, i + CHUNK)).execute();
 };
 
 export interface QueueListQuery {
@@ -167,6 +186,20 @@ export const listQueueItems = (db: Db, q: QueueListQuery): Promise<QueueItem[]> 
 export async function countQueueItems(db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>): Promise<number> {
   const row = await filtered(db, q).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** Rows due now (queued or deferred, their time come), per destination domain. */
+export async function countDueQueueItemsByDomain(db: Db, domains: readonly string[], now: number): Promise<Map<string, number>> {
+  if (domains.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('queue_items')
+    .select((eb) => ['recipient_domain', eb.fn.countAll<number>().as('n')])
+    .where('status', 'in', ['queued', 'deferred'])
+    .where('next_attempt_at', '<=', now)
+    .where('recipient_domain', 'in', [...domains])
+    .groupBy('recipient_domain')
+    .execute();
+  return new Map(rows.map((r) => [r.recipient_domain, Number(r.n)]));
 }
 
 /** Rows named by their own id or by their email's id. */

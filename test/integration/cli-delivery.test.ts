@@ -89,9 +89,15 @@ describe('CLI: suppressions and queue', () => {
     const listed = JSON.parse(list.stdout);
     assert.equal(listed.total, 3);
     assert.deepEqual(listed.items.map((i: { recipient: string }) => i.recipient).sort(), ['one@dest.example', 'three@dest.example', 'two@dest.example']);
+    // Why each row waits: its turn under the destination's limit, or its retry.
+    const due = listed.items.find((i: { recipient: string }) => i.recipient === 'one@dest.example');
+    assert.match(due.waiting, /^due: waiting its turn, 2 due for dest\.example takes 10 at once and 1,200\/min \(delivery\.defaultDomainLimit\)$/);
     const deferredOnly = JSON.parse((await cli('queue', 'list', '--status', 'deferred', '--json')).stdout);
     assert.equal(deferredOnly.total, 1);
     assert.equal(deferredOnly.items[0].last_code, 451);
+    assert.match(deferredOnly.items[0].waiting, /^retry at .+ after: 451 try later$/);
+    const table = await cli('queue', 'list');
+    assert.match(table.stdout, /WHY IT WAITS/);
     const badStatus = await cli('queue', 'list', '--status', 'lost');
     assert.equal(badStatus.code, 1);
     assert.match(badStatus.stderr, /^mailsvc: status: "lost" is not one of/);

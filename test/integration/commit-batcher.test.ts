@@ -35,7 +35,7 @@ for (const target of targets) {
     });
 
     it('commits concurrent writes, and one failing write does not fail its neighbours', async () => {
-      const batcher = new CommitBatcher(store.db, 2, 256, target.name === 'postgres' ? 4 : 1);
+      const batcher = new CommitBatcher(store.db, { windowMs: 2, maxBatch: 256, concurrency: target.name === 'postgres' ? 4 : 1 });
       const ids = Array.from({ length: 50 }, (_, i) => `ws_${target.name}_${i}`);
       const results = await Promise.allSettled([
         ...ids.map((id) => batcher.run(async (trx) => (await trx.insertInto('workspaces').values(workspace(id)).execute(), id))),
@@ -49,7 +49,7 @@ for (const target of targets) {
     });
 
     it('commits batches side by side on PostgreSQL', { skip: target.name === 'postgres' ? false : 'SQLite has one writer', timeout: 10_000 }, async () => {
-      const batcher = new CommitBatcher(store.db, 0, 1, 2);
+      const batcher = new CommitBatcher(store.db, { windowMs: 0, maxBatch: 1, concurrency: 2 });
       // The first write waits inside its transaction until the second one runs: with one
       // batch at a time this would never finish.
       let secondStarted: () => void = () => {};

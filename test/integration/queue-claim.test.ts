@@ -8,7 +8,7 @@ import { openRuntime, type Runtime } from '../../src/main.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openStore, type Store } from '../../src/store/db.js';
 import type { Db } from '../../src/store/db.js';
-import { claimDueQueueItems as claimIn, finishQueueItem, type ClaimOptions } from '../../src/store/queue.js';
+import { claimDueQueueItems as claimIn, finishQueueItems, type ClaimOptions } from '../../src/store/queue.js';
 import { queueEmail } from '../helpers/mail.js';
 import { createTestDatabase, testPostgresUrl } from '../helpers/postgres.js';
 
@@ -82,16 +82,22 @@ for (const target of targets) {
       const later = Date.now() + 120_000;
       const taken = await claimDueQueueItems(other.db, dialect, { owner: 'e', now: later, leaseUntil: later + 60_000, limit: 1000 });
       assert.equal(taken.length, 201, 'expired leases are reclaimed');
-      const stale = await finishQueueItem(
-        runtime.store.db,
-        'a',
-        taken[0]!.id,
-        { status: 'delivered', attempted: true, code: 250, response: '250 ok', finished: true },
-        later,
-      );
-      assert.equal(stale, false, 'the first holder lost the row');
-      const fresh = await finishQueueItem(other.db, 'e', taken[0]!.id, { status: 'delivered', attempted: true, code: 250, response: '250 ok', finished: true }, later);
-      assert.equal(fresh, true);
+      const outcome = { status: 'delivered' as const, attempted: true, code: 250, response: '250 ok', finished: true };
+      const stale = await finishQueueItems(runtime.store.db, 'a', [{ id: taken[0]!.id, ...outcome }], later);
+      assert.equal(stale.size, 0, 'the first holder lost the row');
+      // One statement for several rows: only those the writer holds are written.
+      const fresh = await finishQueueItems(other.db, 'e', [{ id: taken[0]!.id, ...outcome }, { id: taken[1]!.id, ...outcome, status: 'deferred', nextAttemptAt: later + 60_000, code: 451, finished: false }, { id: 'not-a-row', ...outcome }], later);
+      assert.deepEqual([...fresh].sort(), [taken[0]!.id, taken[1]!.id].sort());
+      const rows = await other.db.selectFrom('queue_items').selectAll().where('id', 'in', [taken[0]!.id, taken[1]!.id]).execute();
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      assert.equal(byId.get(taken[0]!.id)!.status, 'delivered');
+      assert.equal(byId.get(taken[0]!.id)!.finished_at, later);
+      assert.equal(byId.get(taken[1]!.id)!.status, 'deferred');
+      assert.equal(byId.get(taken[1]!.id)!.next_attempt_at, later + 60_000);
+      assert.equal(byId.get(taken[1]!.id)!.last_code, 451);
+      assert.equal(byId.get(taken[1]!.id)!.finished_at, null);
+      assert.equal(byId.get(taken[1]!.id)!.lease_owner, null);
+      assert.equal(byId.get(taken[1]!.id)!.attempts, taken[1]!.attempts + 1);
     });
   });
 }

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import Koa, { type Next } from 'koa';
 import compose from 'koa-compose';
 import { AppError } from '../../shared/errors.js';
+import { writeScope } from '../../store/wal-sync.js';
 import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
 import { authenticate, selectWorkspace } from './middleware/authenticate.js';
 import { parseBody } from './middleware/parse-body.js';
@@ -74,6 +75,14 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
 
   app.use(requestId);
   app.use(renderErrors(deps.logger));
+  // What a request wrote is on disk before it is answered (SQLite commits do not fsync on the
+  // event loop: Store.durable). Writes through the commit batcher (sending) are not counted
+  // here: the batcher waited for them before the service returned.
+  app.use(async (ctx: Ctx, next: Next) => {
+    const scope = { wrote: false };
+    await writeScope.run(scope, next);
+    if (scope.wrote) await deps.services.durable();
+  });
   app.use(healthRoutes(deps));
   app.use(openApiRoute(routes));
   app.use(metricsRoute(deps));

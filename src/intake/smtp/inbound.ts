@@ -68,6 +68,8 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
       let outcome;
       try {
         outcome = await services.reports.receive({ recipients: session.envelope.rcptTo.map((r) => r.address), raw });
+        // What the report changed is on disk before the 250 (Store.durable).
+        await services.durable();
       } catch (err) {
         log.error({ err, sessionId: session.id }, 'could not process a report');
         throw reply(451, '4.3.0 Temporary failure, try again later');
@@ -105,6 +107,7 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
           helo: session.hostNameAppearsAs || null,
           tls: session.secure,
         });
+        await services.durable();
       } catch (err) {
         log.error({ err, sessionId: session.id }, 'could not store a received message');
         throw reply(451, '4.3.0 Temporary failure, try again later');

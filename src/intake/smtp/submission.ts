@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { SMTPServer, SMTPServerAuthentication, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { Config } from '../../config/schema.js';
 import type { Principal } from '../../services/credentials.js';
 import type { Services } from '../../services/index.js';
@@ -10,6 +10,7 @@ import type { Clock } from '../../shared/clock.js';
 import { isAppError, toAppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Workspace } from '../../store/tables.js';
+import { PromptGreetingServer } from './prompt-greeting-server.js';
 import type { TlsPair } from './tls-files.js';
 
 export interface SubmissionDeps {
@@ -151,8 +152,9 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     }
   }
 
-  const build = (secure: boolean) =>
-    new SMTPServer({
+  // Greeted at once: authenticated submission gains nothing from smtp-server's early-talker wait.
+  const build = (secure: boolean): SMTPServer =>
+    new PromptGreetingServer({
       secure,
       key: tls.key,
       cert: tls.cert,

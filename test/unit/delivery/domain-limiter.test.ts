@@ -15,7 +15,8 @@ describe('DomainLimiter', () => {
     assert.equal(limiter.tryStart('gmail.com'), true);
     assert.equal(limiter.tryStart('gmail.com'), false, 'gmail.com is at its limit');
     assert.equal(limiter.tryStart('other.example'), true, 'other domains are not affected');
-    assert.deepEqual(limiter.blockedDomains(), ['gmail.com']);
+    assert.equal(limiter.holdOf('gmail.com'), 'concurrency');
+    assert.equal(limiter.holdOf('other.example'), null);
     limiter.finish('gmail.com', 'ok');
     assert.equal(limiter.tryStart('gmail.com'), true);
   });
@@ -26,6 +27,7 @@ describe('DomainLimiter', () => {
     while (limiter.tryStart('slow.example')) started++;
     assert.equal(started, 5, 'five seconds worth at 60/min');
     assert.equal(limiter.waitMs('slow.example'), 1000);
+    assert.equal(limiter.holdOf('slow.example'), 'rate');
     advance(1000);
     assert.equal(limiter.tryStart('slow.example'), true);
     assert.equal(limiter.tryStart('slow.example'), false);
@@ -38,7 +40,8 @@ describe('DomainLimiter', () => {
     assert.equal(limiter.snapshot('busy.example').allowed, 4);
     assert.equal(limiter.canStart('busy.example'), false, 'paused');
     assert.equal(limiter.waitMs('busy.example'), 30_000);
-    assert.ok(limiter.blockedDomains().includes('busy.example'));
+    assert.equal(limiter.holdOf('busy.example'), 'paused');
+    assert.equal(limiter.allowed('busy.example'), 4);
     limiter.finish('busy.example', 'throttled');
     assert.equal(limiter.snapshot('busy.example').allowed, 2);
     assert.equal(limiter.waitMs('busy.example'), 60_000, 'the pause doubles');
@@ -64,7 +67,7 @@ describe('DomainLimiter', () => {
     limiter.finish('a.example', 'ok');
     advance(60_000);
     limiter.prune();
-    assert.deepEqual(limiter.blockedDomains(), []);
+    assert.deepEqual(limiter.domains(), []);
     assert.equal(limiter.snapshot('a.example').active, 0);
   });
 });
