@@ -33,9 +33,12 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
 
 /** The email's status, queue rows, attempts and events, straight from the database. */
 export async function emailState(db: Db, emailId: string) {
-  const email = await db.selectFrom('emails').selectAll().where('id', '=', emailId).executeTakeFirstOrThrow();
-  const items = await db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('recipient').execute();
+  // The email last: delivery writes its attempts, events, rows and status in one transaction,
+  // so a caller waiting for an attempt also sees the status that came with it (on PostgreSQL
+  // each statement reads the database as it is when the statement starts).
   const attempts = await db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute();
   const events = await db.selectFrom('events').selectAll().where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute();
+  const items = await db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('recipient').execute();
+  const email = await db.selectFrom('emails').selectAll().where('id', '=', emailId).executeTakeFirstOrThrow();
   return { email, items, attempts, events: events.map((e) => ({ ...e, data: JSON.parse(e.data) as Record<string, any> })) };
 }
