@@ -3,7 +3,8 @@ import type { Db } from '../store/db.js';
 import { saveEvent } from '../store/events.js';
 import type { EventRow, WebhookDelivery } from '../store/tables.js';
 import { listEnabledWebhookEndpoints, saveWebhookDeliveries } from '../store/webhooks.js';
-import type { EventType } from './event-types.js';
+import { isWorkflowTriggerEvent, type EventType } from './event-types.js';
+import { queueWorkflowTrigger } from './queue-workflow-trigger.js';
 import { subscribesTo } from './subscriptions.js';
 
 export interface NewEvent {
@@ -57,5 +58,6 @@ export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
       completed_at: null,
     }));
   await saveWebhookDeliveries(trx, deliveries);
+  if (isWorkflowTriggerEvent(event.type)) await queueWorkflowTrigger(trx, row, event.data);
   return row;
 }

@@ -31,6 +31,7 @@ export const RESOURCES = [
   'suppressions',
   'api_keys',
   'receiving',
+  'workflows',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 export type Scope = `${Resource}:${'read' | 'write'}` | 'full_access';

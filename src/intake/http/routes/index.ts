@@ -4,6 +4,7 @@ import { legacyMarketingRoutes } from './legacy/marketing.js';
 import { legacySendRoutes } from './legacy/send.js';
 import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
+import { v1AutomationRoutes, v1WorkflowEventRoutes } from './v1/automations.js';
 import { v1DomainRoutes } from './v1/domains.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
@@ -27,6 +28,8 @@ export const apiRoutes: Route[] = [
   ...v1WebhookRoutes,
   ...v1RouteRoutes,
   ...v1InboxRoutes,
+  ...v1AutomationRoutes,
+  ...v1WorkflowEventRoutes,
   ...legacySendRoutes,
   ...legacyMarketingRoutes,
   ...legacyDomainRoutes,
