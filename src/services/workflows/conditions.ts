@@ -59,7 +59,16 @@ function walk(value: unknown, path: string[]): unknown {
 export function resolveField(context: RunContext, field: string): unknown {
   const [namespace, ...path] = field.split('.');
   if (namespace === 'event') return walk(context.event, path);
-  if (namespace === 'wait_events') return walk(context.wait_events, path);
+  if (namespace === 'wait_events') {
+    // Event names may hold dots (`cart.paid`): the longest name the path starts with wins.
+    const joined = path.join('.');
+    const name = Object.keys(context.wait_events)
+      .filter((n) => joined === n || joined.startsWith(`${n}.`))
+      .sort((a, b) => b.length - a.length)[0];
+    if (name === undefined) return undefined;
+    const rest = joined.slice(name.length + 1);
+    return walk(context.wait_events[name], rest === '' ? [] : rest.split('.'));
+  }
   if (namespace !== 'contact' || !context.contact) return undefined;
   const contact = context.contact;
   const [first, ...rest] = path;
