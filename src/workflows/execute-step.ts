@@ -47,6 +47,8 @@ export interface StepInput {
   step: Step;
   contact: SubscriberView | null;
   context: RunContext;
+  /** When the step started (the injected clock). */
+  now: number;
   /** Writes a done outcome in `trx` (the send's transaction); returns the run if it goes on at once. */
   commit(trx: Db, done: Done): Promise<WorkflowRun | null>;
 }
@@ -144,7 +146,10 @@ async function sendEmail(input: StepInput, step: Step & { type: 'send_email' }):
   const key = `workflow-step:${run.step_id}`;
   let claim;
   try {
-    claim = await services.idempotency.claim(run.workspace_id, key, sha256Hex(key));
+    // Locked no longer than this node's lease on the run: a node that takes the run over after a
+    // crash takes the key over too. Whoever loses the lease cannot commit its email (the run's
+    // update in the same transaction checks the lease), so the key never hides a lost send.
+    claim = await services.idempotency.claim(run.workspace_id, key, sha256Hex(key), Math.max(1000, (run.lease_until ?? 0) - input.now));
   } catch (err) {
     return failure(err);
   }

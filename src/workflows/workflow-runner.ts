@@ -125,7 +125,7 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
         const commit = (trx: Db, done: Done) => record(trx, current, definition, step, done, startedAt);
         let result;
         try {
-          result = await executeStep({ db, services, workspace, run: current, step, contact, context: runContext(current, contact), commit });
+          result = await executeStep({ db, services, workspace, run: current, step, contact, context: runContext(current, contact), now: startedAt, commit });
         } catch (err) {
           if (err instanceof LeaseLost) throw err;
           log.error({ err, runId: current.id, step: step.key }, 'workflow step failed unexpectedly');
