@@ -252,7 +252,7 @@ export const schema = {
     clicks: bool(true, 'Default click tracking for marketing mail (transactional is off unless asked).'),
   },
   retention: {
-    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries and received messages.', 1),
+    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages and finished workflow runs.', 1),
   },
   metrics: {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),

@@ -86,16 +86,19 @@ export async function listWorkflowRunsPage(db: Db, q: RunPageQuery): Promise<{ r
   return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
 }
 
-/** Runs by status, for one workflow (the dashboard's counts). */
-export async function countWorkflowRunsByStatus(db: Db, workflowId: string): Promise<Record<WorkflowRunStatus, number>> {
+export type RunCounts = Record<WorkflowRunStatus, number>;
+
+/** Runs by status, for each of some workflows, in one query. */
+export async function countWorkflowRunsByStatus(db: Db, workflowIds: string[]): Promise<Map<string, RunCounts>> {
+  const out = new Map<string, RunCounts>(workflowIds.map((id) => [id, { running: 0, completed: 0, failed: 0, cancelled: 0 }]));
+  if (workflowIds.length === 0) return out;
   const rows = await db
     .selectFrom('workflow_runs')
-    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('workflow_id', '=', workflowId)
-    .groupBy('status')
+    .select(['workflow_id', 'status', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('workflow_id', 'in', workflowIds)
+    .groupBy(['workflow_id', 'status'])
     .execute();
-  const out: Record<WorkflowRunStatus, number> = { running: 0, completed: 0, failed: 0, cancelled: 0 };
-  for (const r of rows) out[r.status] = Number(r.n);
+  for (const r of rows) out.get(r.workflow_id)![r.status] = Number(r.n);
   return out;
 }
 
@@ -169,15 +172,6 @@ export async function cancelWorkflowRuns(db: Db, filter: { workflowId: string; r
       .execute();
   }
   return runs;
-}
-
-/** Finished runs (with their steps) that ended before `cutoff`, a batch at a time. */
-export async function removeFinishedWorkflowRunsBefore(db: Db, cutoff: number, batch: number): Promise<number> {
-  const r = await db
-    .deleteFrom('workflow_runs')
-    .where('id', 'in', (eb) => eb.selectFrom('workflow_runs').select('id').where('completed_at', '<', cutoff).limit(batch))
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
 }
 
 /** Running runs across the database: the gauge of work in progress. */

@@ -7,6 +7,7 @@ import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type ReceivedMessage, type TestMx } from '../helpers/mx-server.js';
+import { runRetention } from '../../src/services/retention.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -528,6 +529,33 @@ describe('workflows', () => {
     const removed = await resend.automations.remove(copy.data!.id);
     assert.deepEqual(removed.data, { object: 'automation', id: copy.data!.id, deleted: true });
     assert.notEqual((await resend.automations.get(copy.data!.id)).error, null);
+  });
+
+  it('retention removes finished runs with their steps after retention.days, never running ones', async () => {
+    const db = server.runtime.store.db;
+    const slow = await create({
+      name: 'Slow',
+      steps: [
+        { key: 'start', type: 'trigger', config: { event_name: 'slow.start' } },
+        { key: 'pause', type: 'delay', config: { duration: '30 days' } },
+      ],
+      connections: [{ from: 'start', to: 'pause' }],
+    });
+    await sendEvent('slow.start', 'patient@dest.test');
+    await eventually(async () => (await runsOf(slow.id))[0]?.current_step === 'pause', 10_000, 'a run waiting 30 days');
+    const quick = await create({ name: 'Quick', steps: [{ key: 'start', type: 'trigger', config: { event_name: 'quick.start' } }], connections: [] });
+    await sendEvent('quick.start', 'patient@dest.test');
+    await finished(quick.id, 1);
+    const finishedBefore = await db.selectFrom('workflow_runs').select('id').where('status', '!=', 'running').execute();
+    const running = await db.selectFrom('workflow_runs').select('id').where('status', '=', 'running').execute();
+    assert.ok(finishedBefore.length > 0 && running.length > 0);
+    const later = { now: () => Date.now() + (server.config.retention.days + 1) * 86_400_000 };
+    const report = await runRetention({ db, clock: later, config: server.config });
+    assert.equal(report.workflowRuns, finishedBefore.length);
+    const left = await db.selectFrom('workflow_runs').select('status').execute();
+    assert.ok(left.length === running.length && left.every((r) => r.status === 'running'));
+    const orphans = await db.selectFrom('workflow_run_steps').select('id').where('run_id', 'in', finishedBefore.map((r) => r.id)).execute();
+    assert.equal(orphans.length, 0, 'their steps went with them');
   });
 });
 

@@ -46,10 +46,14 @@ export interface WorkflowSummary {
   updated_at: string;
 }
 
-export interface WorkflowView extends WorkflowSummary {
+export interface WorkflowListItem extends WorkflowSummary {
+  /** How many runs are in each status. */
+  runs: Record<WorkflowRunStatus, number>;
+}
+
+export interface WorkflowView extends WorkflowListItem {
   steps: Definition['steps'];
   connections: Definition['connections'];
-  runs: Record<WorkflowRunStatus, number>;
 }
 
 export interface RunStepView {
@@ -104,7 +108,7 @@ export interface SendEventInput {
 export interface WorkflowService {
   create(workspaceId: string, input: WorkflowInput): Promise<WorkflowView>;
   get(workspaceId: string, id: string): Promise<WorkflowView>;
-  list(workspaceId: string, query: PageQuery & { status?: unknown }): Promise<{ items: WorkflowSummary[]; more: boolean }>;
+  list(workspaceId: string, query: PageQuery & { status?: unknown }): Promise<{ items: WorkflowListItem[]; more: boolean }>;
   update(workspaceId: string, id: string, input: WorkflowInput): Promise<WorkflowView>;
   /** A copy, as a draft, under "<name> (copy)". */
   duplicate(workspaceId: string, id: string): Promise<WorkflowView>;
@@ -219,7 +223,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
   async function view(w: Workflow): Promise<WorkflowView> {
     const parsed = JSON.parse((await findWorkflowVersion(db, w.version_id))!.definition) as Definition;
-    return { ...workflowSummary(w), steps: parsed.steps, connections: parsed.connections, runs: await countWorkflowRunsByStatus(db, w.id) };
+    return { ...workflowSummary(w), runs: (await countWorkflowRunsByStatus(db, [w.id])).get(w.id)!, steps: parsed.steps, connections: parsed.connections };
   }
 
   /** Everything a definition names must exist now: templates, segments, sending domains. */
@@ -301,7 +305,8 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     async list(workspaceId, query) {
       const { rows, more } = await listWorkflowsPage(db, { workspaceId, status: statusOf(query.status), ...pageOf(query) });
-      return { items: rows.map(workflowSummary), more };
+      const counts = await countWorkflowRunsByStatus(db, rows.map((w) => w.id));
+      return { items: rows.map((w) => ({ ...workflowSummary(w), runs: counts.get(w.id)! })), more };
     },
 
     async update(workspaceId, id, input) {
