@@ -114,6 +114,8 @@ describe('workflows', () => {
     const email = await ok('GET', `/v1/emails/${emailId}`, undefined, 200);
     assert.equal(email.metadata.workflow_id, workflow.id);
     assert.equal(email.metadata.workflow_run_id, run.id);
+    const metrics = (await request(server.httpUrl, 'GET', '/metrics')).text;
+    assert.match(metrics, /^mailsvc_emails_accepted_total\{intake="workflow",type="marketing"\} [1-9]/m, 'counted as workflow mail');
 
     const hooks = await receiver.waitFor(3, (r) => ['workflow.started', 'workflow.completed'].includes(r.json?.type) || (r.json?.type === 'email.delivered' && r.json.data.email_id === emailId));
     const verified = hooks.map((h) => new Webhook(secret).verify(h.body, h.headers as Record<string, string>) as { type: string; data: any });
