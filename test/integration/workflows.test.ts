@@ -51,7 +51,8 @@ describe('workflows', () => {
     server = await startTestServer({
       delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, mtaSts: false, signingThreads: 0 },
       webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
-      workflows: { pollInterval: 50 },
+      // Temporary failures are retried after a second here.
+      workflows: { pollInterval: 50, retrySchedule: [1, 1, 1, 1, 1] },
     });
     key = await server.key();
     await addVerifiedDomain(server, dns, 'shop.test');
@@ -531,6 +532,71 @@ describe('workflows', () => {
     const removed = await resend.automations.remove(copy.data!.id);
     assert.deepEqual(removed.data, { object: 'automation', id: copy.data!.id, deleted: true });
     assert.notEqual((await resend.automations.get(copy.data!.id)).error, null);
+  });
+
+  it('a send refused for a while (the marketing rate limit) is retried until it goes through', async () => {
+    // A workspace of its own whose marketing limit is one a second.
+    const ws = await server.runtime.services.workspaces.create('throttled');
+    await server.runtime.services.workspaces.setPlan(ws.id, 'enterprise', { marketingPerSecond: 1 });
+    const wsKey = await server.key({ workspaceId: ws.id });
+    await addVerifiedDomain(server, dns, 'slow.test', ws.id);
+    const call = async (method: string, path: string, body: unknown, status: number) => {
+      const res = await request(server.httpUrl, method, path, { key: wsKey, body });
+      assert.equal(res.status, status, show(res));
+      return res.body;
+    };
+    const tpl = await call('POST', '/v1/templates', { name: 'T', subject: 'Throttled', html: '<p>x</p>' }, 201);
+    const workflow = await call(
+      'POST',
+      '/v1/automations',
+      {
+        name: 'Burst',
+        status: 'enabled',
+        steps: [
+          { key: 'start', type: 'trigger', config: { event_name: 'burst' } },
+          { key: 'mail', type: 'send_email', config: { template: { id: tpl.id }, from: 'hi@slow.test' } },
+        ],
+        connections: [{ from: 'start', to: 'mail' }],
+      },
+      201,
+    );
+    for (let i = 0; i < 3; i++) await call('POST', '/v1/events/send', { event: 'burst', email: `burst${i}@dest.test` }, 202);
+    const runs = await eventually(async () => {
+      const list = (await call('GET', `/v1/automations/${workflow.id}/runs`, undefined, 200)).data as any[];
+      return list.length === 3 && list.every((r) => r.status === 'completed') ? list : undefined;
+    }, 30_000, 'every run completed');
+    const steps = await Promise.all(runs.map(async (r) => (await call('GET', `/v1/automations/${workflow.id}/runs/${r.id}`, undefined, 200)).steps[1]));
+    assert.ok(steps.every((s) => s.status === 'completed' && s.output.email_id));
+    const retried = steps.filter((s) => s.attempts > 1);
+    assert.ok(retried.length >= 1, 'at least one send waited for the limit');
+    assert.ok(retried.every((s) => s.error.code === 'rate_limited'), 'the failure it recovered from is kept');
+    assert.equal(new Set(steps.map((s) => s.output.email_id)).size, 3);
+  });
+
+  it('a step that fails for good fails its run, with workflow.failed', async () => {
+    const doomed = await template('Doomed', 'Soon gone', '<p>x</p>');
+    const workflow = await create({
+      name: 'Fragile',
+      steps: [
+        { key: 'start', type: 'trigger', config: { event_name: 'fragile' } },
+        { key: 'mail', type: 'send_email', config: { template: { id: doomed }, from: 'hello@shop.test' } },
+      ],
+      connections: [{ from: 'start', to: 'mail' }],
+    });
+    // Removed after the workflow was saved: the send cannot succeed, now or on a retry.
+    await ok('DELETE', `/v1/templates/${doomed}`, undefined, 200);
+    await sendEvent('fragile', 'fragile@dest.test');
+    const [run] = await finished(workflow.id, 1);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /step "mail" failed: .*not found/);
+    const detail = await runOf(workflow.id, run.id);
+    assert.equal(detail.steps[1].status, 'failed');
+    assert.equal(detail.steps[1].error.code, 'not_found');
+    const [hook] = await receiver.waitFor(1, (r) => r.json?.type === 'workflow.failed' && r.json.data.run_id === run.id);
+    const failed = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { data: any };
+    assert.equal(failed.data.status, 'failed');
+    assert.equal(failed.data.error, run.error);
+    assert.equal(failed.data.workflow_name, 'Fragile');
   });
 
   it('retention removes finished runs with their steps after retention.days, never running ones', async () => {
