@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime, type Runtime } from '../../src/main.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { spawnCli } from '../helpers/cli.js';
+import { serveCli } from '../helpers/cli.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { verifyDomainWith } from '../helpers/domains.js';
@@ -56,19 +56,10 @@ describe('workflow runs on two nodes sharing PostgreSQL', { skip: testPostgresUr
     };
   };
 
-  const serve = async (name: string): Promise<{ child: ChildProcess; url: string }> => {
-    const child = spawnCli(['serve'], envFor(name));
-    nodes.push(child);
-    const url = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr!.on('data', (d) => {
-        err += d;
-        const m = /HTTP API on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      child.on('exit', (code) => reject(new Error(`node ${name} exited ${code}: ${err}`)));
-    });
-    return { child, url };
+  const serve = async (name: string) => {
+    const node = await serveCli(envFor(name));
+    nodes.push(node.child);
+    return node;
   };
 
   before(async () => {

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime, type Runtime } from '../../src/main.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { spawnCli } from '../helpers/cli.js';
+import { serveCli } from '../helpers/cli.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { verifyDomainWith } from '../helpers/domains.js';
@@ -85,19 +85,7 @@ describe('crash recovery of workflow runs', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const serve = async (): Promise<{ child: ChildProcess; url: string }> => {
-    const child = spawnCli(['serve'], env);
-    const url = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr!.on('data', (d) => {
-        err += d;
-        const m = /HTTP API on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-    });
-    return { child, url };
-  };
+  const serve = () => serveCli(env);
 
   it('finishes every run after kill -9 and a restart, each send step having created one email', async (t) => {
     const total = 40;

@@ -9,6 +9,7 @@ import { cancelWorkflowRuns, countWorkflowRunsByStatus, findWorkflowRun, listWor
 import { findWorkflow, findWorkflowVersion, listWorkflowsPage, removeWorkflow, saveWorkflow, saveWorkflowVersion, updateWorkflow } from '../../store/workflows.js';
 import { findWorkspace } from '../../store/workspaces.js';
 import type { AudienceService } from '../audiences.js';
+import { keysetPage, type KeysetQuery } from '../keyset-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { parseMailbox, parseMailboxes, requireAddress, singleLine } from '../send/addresses.js';
 import type { SendService } from '../send/send-email.js';
@@ -24,8 +25,6 @@ import { eventNameSchema, parseDefinition, triggerOf, type Definition } from './
 export const MAX_NAME_LENGTH = 200;
 /** Largest event payload, as JSON. */
 export const MAX_EVENT_PAYLOAD_BYTES = 32 * 1024;
-export const PAGE_DEFAULT = 20;
-export const PAGE_MAX = 100;
 
 export interface WorkflowInput {
   name?: string | undefined;
@@ -91,11 +90,7 @@ export interface RunView extends RunSummary {
   steps: RunStepView[];
 }
 
-export interface PageQuery {
-  limit?: unknown;
-  after?: unknown;
-  before?: unknown;
-}
+export type PageQuery = KeysetQuery;
 
 export interface SendEventInput {
   event: string;
@@ -175,21 +170,6 @@ export const runStepView = (s: WorkflowRunStep): RunStepView => ({
   completed_at: toIsoOrNull(s.completed_at),
   created_at: toIso(s.created_at),
 });
-
-/** Keyset page parameters as the API takes them (query strings); a limit outside 1..100 is the default. */
-function pageOf(query: PageQuery) {
-  const requested = typeof query.limit === 'string' && /^\d+$/.test(query.limit) ? Number(query.limit) : typeof query.limit === 'number' ? query.limit : null;
-  const limit = requested === null || requested < 1 || requested > PAGE_MAX ? PAGE_DEFAULT : requested;
-  const cursor = (field: string, value: unknown): string | undefined => {
-    if (value === undefined || value === '') return undefined;
-    if (typeof value !== 'string' || !isUuid(value)) throw validationError(field, 'must be an id from a previous page');
-    return value.toLowerCase();
-  };
-  const after = cursor('after', query.after);
-  const before = cursor('before', query.before);
-  if (after && before) throw validationError('before', 'cannot be combined with after');
-  return { limit, after, before };
-}
 
 function statusOf(value: unknown): WorkflowStatus | undefined {
   if (value === undefined || value === '') return undefined;
@@ -304,7 +284,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
     get: async (workspaceId, id) => view(await find(workspaceId, id)),
 
     async list(workspaceId, query) {
-      const { rows, more } = await listWorkflowsPage(db, { workspaceId, status: statusOf(query.status), ...pageOf(query) });
+      const { rows, more } = await listWorkflowsPage(db, { workspaceId, status: statusOf(query.status), ...keysetPage(query) });
       const counts = await countWorkflowRunsByStatus(db, rows.map((w) => w.id));
       return { items: rows.map((w) => ({ ...workflowSummary(w), runs: counts.get(w.id)! })), more };
     },
@@ -361,7 +341,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     async runs(workspaceId, id, query) {
       const workflow = await find(workspaceId, id);
-      const { rows, more } = await listWorkflowRunsPage(db, { workflowId: workflow.id, statuses: runStatusesOf(query.status), ...pageOf(query) });
+      const { rows, more } = await listWorkflowRunsPage(db, { workflowId: workflow.id, statuses: runStatusesOf(query.status), ...keysetPage(query) });
       return { items: rows.map(runSummary), more };
     },
 
