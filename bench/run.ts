@@ -9,6 +9,7 @@ import { clusterDelivery } from './cluster-delivery.js';
 import { sendAcceptance } from './send-acceptance.js';
 import { smtpSubmission } from './smtp-submission.js';
 import { webhookFanout } from './webhooks.js';
+import { workflowRuns } from './workflows.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
@@ -21,6 +22,7 @@ const benches: Record<string, () => Promise<void>> = {
   'smtp-submission': () => smtpSubmission({ messages: Number(process.env.BENCH_MESSAGES ?? 20_000), runs }),
   'campaign-queue': () => campaignQueue({ subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000) }),
   'cluster-delivery': () => clusterDelivery({ messages }),
+  workflows: () => workflowRuns({ events: Number(process.env.BENCH_EVENTS ?? 2000), waiting: Number(process.env.BENCH_WAITING ?? 10_000), runs }),
 };
 
 const wanted = process.argv.slice(2);

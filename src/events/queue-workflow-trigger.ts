@@ -2,7 +2,7 @@ import { newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
 import type { EventRow } from '../store/tables.js';
-import { saveWorkflowTrigger } from '../store/workflow-triggers.js';
+import { saveWorkflowTrigger, triggerContactKey } from '../store/workflow-triggers.js';
 import { hasWorkflowListener } from '../store/workflows.js';
 
 /**
@@ -25,6 +25,7 @@ export async function queueWorkflowTrigger(trx: Db, event: EventRow, data: Recor
     event_id: event.id,
     subscriber_id: subscriber.id,
     email: subscriber.email,
+    contact_key: triggerContactKey(event.workspace_id, subscriber.email),
     payload: event.data,
     test: data.test === true ? 1 : 0,
     created_at: event.created_at,

@@ -579,6 +579,8 @@ export interface WorkflowTriggersTable {
   event_id: string | null;
   subscriber_id: string | null;
   email: string | null;
+  /** `<workspace>:<lower-cased address>`: a contact's triggers are acted on one at a time, in order. */
+  contact_key: string;
   /** JSON object. */
   payload: string;
   test: number;

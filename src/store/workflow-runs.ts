@@ -119,7 +119,12 @@ export async function wasInWorkflowRun(db: Db, workflowId: string, subscriberId:
   return row !== undefined;
 }
 
-/** Runs of a contact waiting for an event of this name, that began waiting no later than `at`. */
+/**
+ * Runs of a contact waiting for an event of this name and entered no later than `at` (the
+ * event's time). A contact's events are consumed in order, so an event that came while the
+ * run was still being moved to its wait (the runner's lag) counts, one from before the run
+ * does not, and one consumed while the run sat at an earlier step (a delay) was spent then.
+ */
 export const listRunsWaitingFor = (db: Db, workspaceId: string, subscriberId: string, eventName: string, at: number): Promise<WorkflowRun[]> =>
   db
     .selectFrom('workflow_runs')
@@ -129,7 +134,7 @@ export const listRunsWaitingFor = (db: Db, workspaceId: string, subscriberId: st
     .where('subscriber_id', '=', subscriberId)
     .where('status', '=', 'running')
     .where('step_state', '=', 'waiting')
-    .where('step_started_at', '<=', at)
+    .where('entered_at', '<=', at)
     .orderBy('id')
     .execute();
 

@@ -12,18 +12,26 @@ export const saveWorkflowTrigger = async (db: Db, row: WorkflowTrigger): Promise
   await db.insertInto('workflow_triggers').values(row).execute();
 };
 
-/** Leases up to `limit` triggers, oldest first; SKIP LOCKED on PostgreSQL, so nodes take disjoint rows. */
+export const triggerContactKey = (workspaceId: string, email: string): string => `${workspaceId}:${email.toLowerCase()}`;
+
+/**
+ * Leases up to `limit` triggers, oldest first, and only the oldest of each contact: a
+ * contact's events are acted on in the order they came, one at a time, whichever node takes
+ * them (an event a run waits for must not overtake the one that starts the run). SKIP LOCKED
+ * on PostgreSQL, so nodes take disjoint rows.
+ */
 export async function claimWorkflowTriggers(db: Db, dialect: Dialect, q: { owner: string; now: number; leaseUntil: number; limit: number }): Promise<WorkflowTrigger[]> {
   const due = db
-    .selectFrom('workflow_triggers')
-    .select('id')
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', q.now)]))
-    .orderBy('id')
+    .selectFrom('workflow_triggers as t')
+    .select('t.id')
+    .where((eb) => eb.or([eb('t.lease_until', 'is', null), eb('t.lease_until', '<', q.now)]))
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('workflow_triggers as older').select('older.id').whereRef('older.contact_key', '=', 't.contact_key').whereRef('older.id', '<', 't.id'))))
+    .orderBy('t.id')
     .limit(q.limit);
   const rows = await db
     .updateTable('workflow_triggers')
     .set({ lease_owner: q.owner, lease_until: q.leaseUntil })
-    .where('id', 'in', dialect === 'postgres' ? due.forUpdate().skipLocked() : due)
+    .where('id', 'in', dialect === 'postgres' ? due.forUpdate('t').skipLocked() : due)
     .returningAll()
     .execute();
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

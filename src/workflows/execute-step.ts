@@ -111,7 +111,9 @@ async function updateContact(input: StepInput, step: Step & { type: 'contact_upd
   const changes: Parameters<SubscriberService['update']>[2] = {};
   if ('first_name' in c) changes.first_name = text(c.first_name);
   if ('last_name' in c) changes.last_name = text(c.last_name);
-  if ('unsubscribed' in c) changes.status = c.unsubscribed === true || c.unsubscribed === 'true' ? 'unsubscribed' : 'subscribed';
+  // A variable that names nothing (null) changes nothing: it must never re-subscribe anyone.
+  if (c.unsubscribed === true || c.unsubscribed === 'true') changes.status = 'unsubscribed';
+  else if (c.unsubscribed === false || c.unsubscribed === 'false') changes.status = 'subscribed';
   if (c.properties && typeof c.properties === 'object') {
     // Properties are the contact's metadata: set keys are replaced, null removes one, others stay.
     const merged: Record<string, unknown> = { ...(contact.metadata ?? {}) };

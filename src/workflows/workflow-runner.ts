@@ -4,13 +4,13 @@ import type { ServiceDeps } from '../services/deps.js';
 import { isAppError } from '../shared/errors.js';
 import type { CommitBatcher } from '../store/commit-batcher.js';
 import type { Db } from '../store/db.js';
-import type { Workspace, WorkflowRun } from '../store/tables.js';
+import type { Workspace, WorkflowRun, WorkflowTrigger } from '../store/tables.js';
 import { claimWorkflowTriggers, releaseWorkflowTriggers } from '../store/workflow-triggers.js';
 import { claimDueWorkflowRuns, releaseWorkflowRuns, updateLeasedWorkflowRun, updateWorkflowRunStep, type RunChanges } from '../store/workflow-runs.js';
 import { findWorkspace } from '../store/workspaces.js';
 import { failRun, moveRun } from '../services/workflows/advance-run.js';
 import { DefinitionCache } from '../services/workflows/definition-cache.js';
-import { findStep, type Definition, type Step } from '../services/workflows/definition.js';
+import { findStep, type Definition } from '../services/workflows/definition.js';
 import { runContext } from '../services/workflows/run-context.js';
 import { createRunStarter, LeaseLost } from '../services/workflows/start-runs.js';
 import type { SubscriberView } from '../services/subscribers.js';
@@ -46,7 +46,7 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const leaseMs = settings.leaseSeconds * 1000;
   const definitions = new DefinitionCache();
-  const starter = createRunStarter({ ...deps, subscribers: services.subscribers, definitions });
+  const starter = createRunStarter({ ...deps, subscribers: services.subscribers, definitions, batcher: services.batcher });
 
   const running = new Set<Promise<void>>();
   let started = false;
@@ -56,12 +56,12 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
   let again = false;
 
   /** Writes a step's outcome and the run's next state; returns the run when it goes on at once. */
-  async function record(trx: Db, run: WorkflowRun, definition: Definition, step: Step, outcome: Done | { kind: 'retry' | 'fail'; error: StepError }, startedAt: number): Promise<WorkflowRun | null> {
+  async function record(trx: Db, run: WorkflowRun, definition: Definition, stepKey: string, outcome: Done | { kind: 'retry' | 'fail'; error: StepError }, startedAt: number): Promise<WorkflowRun | null> {
     const now = clock.now();
     let changes: RunChanges;
     let goesOn = false;
     if (outcome.kind === 'done') {
-      const moved = await moveRun(trx, run, definition, step.key, outcome.connection, now);
+      const moved = await moveRun(trx, run, definition, stepKey, outcome.connection, now);
       goesOn = moved.due && !stopping;
       changes = { ...moved.changes, ...(moved.finished ? {} : goesOn ? { lease_until: now + leaseMs } : { lease_owner: null, lease_until: null }) };
       await updateWorkflowRunStep(trx, run.step_id!, {
@@ -82,8 +82,9 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
         attempts,
         ...(final ? { completed_at: now } : {}),
       });
+      if (final) log.info({ runId: run.id, workflowId: run.workflow_id, step: stepKey, code: outcome.error.code }, 'workflow run failed');
       changes = final
-        ? await failRun(trx, run, `step "${step.key}" failed: ${outcome.error.message}`, now)
+        ? await failRun(trx, run, `step "${stepKey}" failed: ${outcome.error.message}`, now)
         : { attempts, next_at: now + schedule[attempts - 1]! * 1000, lease_owner: null, lease_until: null, updated_at: now };
     }
     // Lost the lease (another node took the run) or the run was cancelled: nothing of this commits.
@@ -116,13 +117,14 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
         const step = findStep(definition, current.step_key ?? '');
         const startedAt = clock.now();
         if (!step) {
-          run = await services.batcher.run((trx) => record(trx, current, definition, { key: current.step_key ?? '?', type: 'contact_delete', config: {} }, { kind: 'fail', error: { code: 'internal_error', message: 'the step is not in the workflow version' } }, startedAt));
+          const missing = { kind: 'fail' as const, error: { code: 'internal_error', message: 'the step is not in the workflow version' } };
+          run = await services.batcher.run((trx) => record(trx, current, definition, current.step_key ?? '?', missing, startedAt));
           continue;
         }
         workspace ??= await findWorkspace(db, current.workspace_id);
         if (!workspace) return; // being deleted with its runs
         const contact = await contactOf(current);
-        const commit = (trx: Db, done: Done) => record(trx, current, definition, step, done, startedAt);
+        const commit = (trx: Db, done: Done) => record(trx, current, definition, step.key, done, startedAt);
         let result;
         try {
           result = await executeStep({ db, services, workspace, run: current, step, contact, context: runContext(current, contact), now: startedAt, commit });
@@ -134,9 +136,8 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
         if (result.kind === 'recorded') run = result.next;
         else {
           const outcome = result;
-          run = await services.batcher.run((trx) => record(trx, current, definition, step, outcome, startedAt));
+          run = await services.batcher.run((trx) => record(trx, current, definition, step.key, outcome, startedAt));
         }
-        if (result.kind === 'fail') log.info({ runId: current.id, workflowId: current.workflow_id, step: step.key, code: result.error.code }, 'workflow run failed');
       }
     } catch (err) {
       if (err instanceof LeaseLost) {
@@ -148,27 +149,32 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
     }
   }
 
-  async function poll(): Promise<void> {
-    // Triggers first: they start the runs claimed below.
-    for (;;) {
-      if (stopping) return;
-      const now = clock.now();
-      const triggers = await claimWorkflowTriggers(db, dialect, { owner, now, leaseUntil: now + leaseMs, limit: TRIGGER_BATCH });
-      for (const [i, trigger] of triggers.entries()) {
-        if (stopping) {
-          await releaseWorkflowTriggers(db, owner, triggers.slice(i).map((t) => t.id));
-          return;
-        }
-        try {
-          const result = await starter.consume(trigger, owner);
-          if (result && result.started + result.resumed > 0) log.debug({ triggerId: trigger.id, event: trigger.event_name, ...result }, 'workflow trigger consumed');
-        } catch (err) {
-          // Left leased: tried again when the lease ends.
-          log.error({ err, triggerId: trigger.id, event: trigger.event_name }, 'workflow trigger could not be consumed');
-        }
-      }
-      if (triggers.length < TRIGGER_BATCH) break;
+  async function consume(trigger: WorkflowTrigger): Promise<void> {
+    try {
+      const result = await starter.consume(trigger, owner);
+      if (result && result.started + result.resumed > 0) log.debug({ triggerId: trigger.id, event: trigger.event_name, ...result }, 'workflow trigger consumed');
+    } catch (err) {
+      // Left leased: tried again when the lease ends.
+      log.error({ err, triggerId: trigger.id, event: trigger.event_name }, 'workflow trigger could not be consumed');
     }
+  }
+
+  /** Claims a batch of triggers and consumes them, side by side: a claim holds at most one trigger per contact. Returns how many it claimed. */
+  async function consumeTriggers(): Promise<number> {
+    const now = clock.now();
+    const triggers = await claimWorkflowTriggers(db, dialect, { owner, now, leaseUntil: now + leaseMs, limit: TRIGGER_BATCH });
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(settings.concurrency, triggers.length) }, async () => {
+        while (next < triggers.length && !stopping) await consume(triggers[next++]!);
+      }),
+    );
+    if (next < triggers.length) await releaseWorkflowTriggers(db, owner, triggers.slice(next).map((t) => t.id));
+    return triggers.length;
+  }
+
+  /** Claims due runs while this node has room; they execute in the background. */
+  async function claimRuns(): Promise<void> {
     for (;;) {
       const room = settings.concurrency - running.size;
       if (stopping || room <= 0) return;
@@ -183,6 +189,16 @@ export function createWorkflowRunner(deps: RunnerDeps): WorkflowRunner {
         running.add(p);
       }
       if (runs.length < room) return;
+    }
+  }
+
+  /** Triggers (they start runs), then due runs; again while triggers keep coming in full batches. */
+  async function poll(): Promise<void> {
+    for (;;) {
+      if (stopping) return;
+      const claimed = await consumeTriggers();
+      await claimRuns();
+      if (claimed < TRIGGER_BATCH) return;
     }
   }
 

@@ -8,6 +8,8 @@ import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type ReceivedMessage, type TestMx } from '../helpers/mx-server.js';
 import { runRetention } from '../../src/services/retention.js';
+import { newId } from '../../src/shared/ids.js';
+import { saveWorkflowTrigger, triggerContactKey } from '../../src/store/workflow-triggers.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -185,23 +187,47 @@ describe('workflows', () => {
     });
     await sendEvent('cart.created', 'buyer@dest.test');
     await sendEvent('cart.created', 'browser@dest.test');
+    // Paid at once: both events are queued before the runner looks (written as the API writes
+    // them, in one transaction). The payment is acted on after the run that waits for it started.
+    await server.runtime.store.db.transaction().execute(async (trx) => {
+      const now = Date.now();
+      for (const [event, payload, at] of [['cart.created', {}, now], ['cart.paid', { amount: 9 }, now + 1]] as const) {
+        await saveWorkflowTrigger(trx, {
+          id: newId(),
+          workspace_id: server.workspaceId,
+          event_name: event,
+          event_id: null,
+          subscriber_id: null,
+          email: 'quick@dest.test',
+          contact_key: triggerContactKey(server.workspaceId, 'quick@dest.test'),
+          payload: JSON.stringify(payload),
+          test: 0,
+          created_at: at,
+          lease_owner: null,
+          lease_until: null,
+        });
+      }
+    });
     await eventually(async () => {
       const runs = await runsOf(workflow.id);
-      return runs.length === 2 && runs.every((r) => r.current_step === 'paid') ? runs : undefined;
-    }, 10_000, 'both runs waiting');
+      return runs.length === 3 && runs.filter((r) => r.current_step === 'paid').length === 2 ? runs : undefined;
+    }, 10_000, 'two runs waiting');
     // Filtered out (amount 0), then the one that counts.
     await sendEvent('cart.paid', 'buyer@dest.test', { amount: 0 });
     await sendEvent('cart.paid', 'buyer@dest.test', { amount: 25 });
-    const runs = await finished(workflow.id, 2);
+    const runs = await finished(workflow.id, 3);
     const byEmail = new Map(runs.map((r) => [r.email, r]));
+    const quick = await runOf(workflow.id, byEmail.get('quick@dest.test').id);
+    assert.deepEqual(quick.steps.map((s: any) => s.key), ['start', 'paid', 'thanks']);
     const paid = await runOf(workflow.id, byEmail.get('buyer@dest.test').id);
     assert.deepEqual(paid.steps.map((s: any) => s.key), ['start', 'paid', 'thanks']);
     assert.deepEqual(paid.steps[1].output, { event: 'cart.paid', payload: { amount: 25 } });
     const timedOut = await runOf(workflow.id, byEmail.get('browser@dest.test').id);
     assert.deepEqual(timedOut.steps.map((s: any) => s.key), ['start', 'paid', 'remind']);
     assert.deepEqual(timedOut.steps[1].output, { timed_out: true });
-    await eventually(async () => mailTo('buyer@dest.test').length === 1 && mailTo('browser@dest.test').length === 1, 15_000, 'both emails');
+    await eventually(async () => mailTo('buyer@dest.test').length === 1 && mailTo('browser@dest.test').length === 1 && mailTo('quick@dest.test').length === 1, 15_000, 'the three emails');
     assert.equal(subjectOf(mailTo('buyer@dest.test')[0]!), 'Thanks for paying 25');
+    assert.equal(subjectOf(mailTo('quick@dest.test')[0]!), 'Thanks for paying 9');
     assert.equal(subjectOf(mailTo('browser@dest.test')[0]!), 'Your cart is waiting');
   });
 

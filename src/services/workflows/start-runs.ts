@@ -1,4 +1,5 @@
 import { isAppError } from '../../shared/errors.js';
+import type { CommitBatcher } from '../../store/commit-batcher.js';
 import { newId } from '../../shared/ids.js';
 import { findSubscriber, findSubscriberByEmail } from '../../store/subscribers.js';
 import type { WorkflowRun, WorkflowTrigger } from '../../store/tables.js';
@@ -30,8 +31,8 @@ export class LeaseLost extends Error {
   }
 }
 
-export function createRunStarter(deps: ServiceDeps & { subscribers: SubscriberService; definitions: DefinitionCache }): RunStarter {
-  const { db, clock, subscribers, definitions } = deps;
+export function createRunStarter(deps: ServiceDeps & { subscribers: SubscriberService; definitions: DefinitionCache; batcher: CommitBatcher }): RunStarter {
+  const { db, clock, subscribers, definitions, batcher } = deps;
 
   /** The contact a trigger names; an address nobody has yet becomes a contact when a workflow starts for it (as Resend does). */
   async function contactOf(trigger: WorkflowTrigger, creates: boolean): Promise<SubscriberView | null> {
@@ -55,7 +56,8 @@ export function createRunStarter(deps: ServiceDeps & { subscribers: SubscriberSe
       const payload = JSON.parse(trigger.payload) as Record<string, unknown>;
       const fields = contact ? contactFields(contact) : null;
       try {
-        return await db.transaction().execute(async (trx) => {
+        // Group commit: triggers consumed side by side share their transactions.
+        return await batcher.run(async (trx) => {
           if (!(await removeLeasedWorkflowTrigger(trx, trigger.id, owner))) throw new LeaseLost();
           if (!contact) return { started: 0, resumed: 0 };
           const now = clock.now();

@@ -4,7 +4,7 @@ import { AppError, isAppError, notFound, validationError } from '../../shared/er
 import { isUuid, newId } from '../../shared/ids.js';
 import { findSubscriber } from '../../store/subscribers.js';
 import { WORKFLOW_RUN_STATUSES, WORKFLOW_STATUSES, type Workflow, type WorkflowRun, type WorkflowRunStatus, type WorkflowRunStep, type WorkflowStatus } from '../../store/tables.js';
-import { saveWorkflowTrigger } from '../../store/workflow-triggers.js';
+import { saveWorkflowTrigger, triggerContactKey } from '../../store/workflow-triggers.js';
 import { cancelWorkflowRuns, countWorkflowRunsByStatus, findWorkflowRun, listWorkflowRunSteps, listWorkflowRunsPage } from '../../store/workflow-runs.js';
 import { findWorkflow, findWorkflowVersion, listWorkflowsPage, removeWorkflow, saveWorkflow, saveWorkflowVersion, updateWorkflow } from '../../store/workflows.js';
 import { findWorkspace } from '../../store/workspaces.js';
@@ -381,6 +381,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
         event_id: null,
         subscriber_id: subscriberId,
         email,
+        contact_key: triggerContactKey(workspaceId, email),
         payload: text,
         test: input.test ? 1 : 0,
         created_at: clock.now(),

@@ -95,12 +95,15 @@ export const workflows = (): Migration => ({
       .addColumn('event_id', 'text')
       .addColumn('subscriber_id', 'text')
       .addColumn('email', 'text')
+      .addColumn('contact_key', 'text', (c) => c.notNull())
       .addColumn('payload', 'text', (c) => c.notNull())
       .addColumn('test', 'integer', (c) => c.notNull())
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .addColumn('lease_owner', 'text')
       .addColumn('lease_until', 'bigint')
       .execute();
+    // A contact's triggers are taken one at a time, oldest first.
+    await db.schema.createIndex('workflow_triggers_contact').on('workflow_triggers').columns(['contact_key', 'id']).execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.dropTable('workflow_triggers').execute();
