@@ -9,7 +9,7 @@ import { hasWorkflowListener } from '../store/workflows.js';
  * Puts a platform event about a subscriber into the workflow trigger outbox, in the
  * transaction that records it, when an enabled workflow starts on it or a run waits for it:
  * the state change and the trigger commit together, so no trigger is lost to a crash. Events
- * nothing listens to cost one indexed look-up.
+ * nothing listens to cost two indexed look-ups (a workflow started by it, a run waiting for it).
  */
 export async function queueWorkflowTrigger(trx: Db, event: EventRow, data: Record<string, unknown>): Promise<void> {
   if (!(await hasWorkflowListener(trx, event.workspace_id, event.type))) return;

@@ -1,6 +1,6 @@
 import { isAppError } from '../../shared/errors.js';
-import type { CommitBatcher } from '../../store/commit-batcher.js';
 import { newId } from '../../shared/ids.js';
+import type { CommitBatcher } from '../../store/commit-batcher.js';
 import { findSubscriber, findSubscriberByEmail } from '../../store/subscribers.js';
 import type { WorkflowRun, WorkflowTrigger } from '../../store/tables.js';
 import { removeLeasedWorkflowTrigger } from '../../store/workflow-triggers.js';
