@@ -292,7 +292,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
     async update(workspaceId, id, input) {
       const existing = await find(workspaceId, id);
       const status = statusOf(input.status);
-      if (status === 'draft' && existing.status !== 'draft') throw validationError('status', 'a workflow that was enabled cannot go back to draft; disable it');
+      if (status === 'draft' && existing.status !== 'draft') throw validationError('status', 'a workflow that left draft cannot go back to it; disable it instead');
       if ((input.steps === undefined) !== (input.connections === undefined)) {
         throw validationError(input.steps === undefined ? 'steps' : 'connections', 'steps and connections are replaced together: give both');
       }
