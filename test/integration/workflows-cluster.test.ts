@@ -15,6 +15,7 @@ import { verifyDomainWith } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
+import { createTwoSendWorkflow, emailsPerSendStep } from '../helpers/workflows.js';
 
 /**
  * Two `mailsvc serve` processes on one PostgreSQL database share workflow runs: both claim
@@ -72,26 +73,7 @@ describe('workflow runs on two nodes sharing PostgreSQL', { skip: testPostgresUr
     const workspaceId = (await services.workspaces.ensureDefault()).id;
     key = (await services.credentials.createKey({ name: 'cluster', workspaceId })).secret;
     await verifyDomainWith(services.domains, dns, 'shop.test', workspaceId);
-    const hello = await services.templates.create(workspaceId, { name: 'Hello', subject: 'Hello {{n}}', html: '<p>hello</p>' });
-    const again = await services.templates.create(workspaceId, { name: 'Again', subject: 'Again {{n}}', html: '<p>again</p>' });
-    const vars = { n: { var: 'event.n' } };
-    workflowId = (
-      await services.workflows.create(workspaceId, {
-        name: 'Two-step',
-        status: 'enabled',
-        steps: [
-          { key: 'start', type: 'trigger', config: { event_name: 'joined' } },
-          { key: 'hello', type: 'send_email', config: { template: { id: hello.id, variables: vars }, from: 'team@shop.test' } },
-          { key: 'pause', type: 'delay', config: { duration: '1 second' } },
-          { key: 'again', type: 'send_email', config: { template: { id: again.id, variables: vars }, from: 'team@shop.test' } },
-        ],
-        connections: [
-          { from: 'start', to: 'hello' },
-          { from: 'hello', to: 'pause' },
-          { from: 'pause', to: 'again' },
-        ],
-      })
-    ).id;
+    workflowId = await createTwoSendWorkflow(services, workspaceId, { event: 'joined', from: 'team@shop.test' });
   });
   after(async () => {
     for (const child of nodes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -143,16 +125,9 @@ describe('workflow runs on two nodes sharing PostgreSQL', { skip: testPostgresUr
     t.diagnostic(`run holders seen: ${[...owners].map((pid) => (pid === String(a.child.pid) ? `node a (${pid})` : pid === String(b.child.pid) ? `node b (${pid})` : pid)).join(', ')}; ${heldByDead} run(s) leased by node a when it died`);
     assert.ok(owners.has(String(a.child.pid)) && owners.has(String(b.child.pid)), 'both nodes executed runs');
 
-    const emails = await db.selectFrom('emails').select(['metadata', 'message_id']).where('intake', '=', 'workflow').execute();
-    const perStep = new Map<string, number>();
-    for (const e of emails) {
-      const m = JSON.parse(e.metadata!) as { workflow_run_id: string; workflow_step: string };
-      const k = `${m.workflow_run_id}/${m.workflow_step}`;
-      perStep.set(k, (perStep.get(k) ?? 0) + 1);
-    }
+    const { perStep, messageIds: ids } = await emailsPerSendStep(db);
     assert.equal(perStep.size, total * 2);
     assert.deepEqual([...perStep.values()].filter((n) => n !== 1), [], 'no send step executed twice');
-    const ids = new Set(emails.map((e) => e.message_id));
     await eventually(async () => [...ids].every((id) => mx.messages.some((m) => m.messageId === id)), 60_000, 'every email at the MX');
     for (let i = 0; i < total; i++) assert.equal(new Set(mx.messages.filter((m) => m.to.includes(`member${i}@dest.test`)).map((m) => m.messageId)).size, 2);
 
