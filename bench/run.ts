@@ -12,6 +12,7 @@ import { clusterDelivery } from './cluster-delivery.js';
 import { sendAcceptance } from './send-acceptance.js';
 import { smtpSubmission } from './smtp-submission.js';
 import { webhookFanout } from './webhooks.js';
+import { workflowRuns } from './workflows.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
@@ -27,6 +28,7 @@ const benches: Record<string, () => Promise<void>> = {
   'campaign-delivery': () => campaignDelivery({ subscribers: Number(process.env.BENCH_CAMPAIGN ?? 10_000) }),
   backlog: () => backlog({ messages: Number(process.env.BENCH_BACKLOG ?? 5000), runs }),
   'api-latency': () => apiLatency({ seconds: Number(process.env.BENCH_SECONDS ?? 30), runs, rates: (process.env.BENCH_RATES ?? '300,500').split(',').map(Number) }),
+  workflows: () => workflowRuns({ events: Number(process.env.BENCH_EVENTS ?? 2000), waiting: Number(process.env.BENCH_WAITING ?? 10_000), runs }),
 };
 
 const wanted = process.argv.slice(2);

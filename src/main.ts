@@ -27,6 +27,7 @@ import { createMetrics, type ServerMetrics } from './observability/metrics.js';
 import { countActiveQueueItems } from './store/queue.js';
 import { runRetention } from './services/retention.js';
 import { runAsLeader } from './store/leader-lock.js';
+import { createWorkflowRunner } from './workflows/workflow-runner.js';
 
 // Short enough that nodes restarted often (deploys) still clean up; each run is cheap when little is due.
 const RETENTION_INTERVAL_MS = 10 * 60_000;
@@ -52,6 +53,8 @@ export interface RuntimeOptions {
   mtaStsFetcher?: PolicyFetcher;
   /** Called after mail was queued (the delivery workers claim it at once instead of at their next poll). */
   onQueued?: () => void;
+  /** Called after an event was queued for workflows (the runner acts on it at once). */
+  onTrigger?: () => void;
   /** The server's metrics; the CLI has none. */
   metrics?: ServerMetrics | undefined;
 }
@@ -74,7 +77,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       secretKey: loadSecretKey(config),
       ...(options.metrics ? { metrics: options.metrics } : {}),
     };
-    const services = createServices(deps, { onQueued: options.onQueued });
+    const services = createServices(deps, { onQueued: options.onQueued, onTrigger: options.onTrigger });
     await services.workspaces.ensureDefault();
     return { config, store, services, deps, close: () => store.close() };
   } catch (err) {
@@ -159,6 +162,7 @@ function every(ms: number, logger: Logger, name: string, job: () => Promise<unkn
 export async function startServer(config: Config, options: RuntimeOptions): Promise<RunningServer> {
   const { logger } = options;
   let wakeDelivery = () => {};
+  let wakeWorkflows = () => {};
   // One registry per server: tests run several in one process.
   const metrics = config.metrics.enabled ? createMetrics() : undefined;
   // While it runs, `mailsvc db restore` refuses to overwrite the SQLite database under it.
@@ -166,7 +170,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
   const lock = databaseFile ? holdServeLock(databaseFile) : null;
   let runtime: Runtime;
   try {
-    runtime = await openRuntime(config, { ...options, metrics, onQueued: () => wakeDelivery() });
+    runtime = await openRuntime(config, { ...options, metrics, onQueued: () => wakeDelivery(), onTrigger: () => wakeWorkflows() });
   } catch (err) {
     lock?.release();
     throw err;
@@ -240,6 +244,13 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         runAsLeader(runtime.store, 'retention', async () => logger.info({ job: 'retention', deleted: await runRetention(runtime.deps) }, 'retention clean-up done')),
       ),
     );
+
+    if (config.workflows.enabled) {
+      const runner = createWorkflowRunner({ ...runtime.deps, services: runtime.services });
+      runner.start();
+      wakeWorkflows = () => runner.wake();
+      stops.push(() => runner.stop());
+    }
 
     if (config.webhooks.enabled) {
       const dispatcher = createWebhookDispatcher(runtime.deps);

@@ -11,6 +11,7 @@ import { registerRouteCommands } from './routes.js';
 import { registerServerCommands } from './server.js';
 import { registerTemplateCommands } from './templates.js';
 import { registerSuppressionCommands } from './suppressions.js';
+import { registerWorkflowCommands } from './workflows.js';
 import { registerWorkspaceCommands } from './workspaces.js';
 
 export function buildProgram(io: CliIo): Command {
@@ -27,6 +28,7 @@ export function buildProgram(io: CliIo): Command {
   registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);
   registerRouteCommands(program, io);
+  registerWorkflowCommands(program, io);
   registerQueueCommands(program, io);
   registerDashboardCommands(program, io);
   registerDbCommands(program, io);

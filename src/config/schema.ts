@@ -236,6 +236,13 @@ export const schema = {
     perEndpointConcurrency: int(16, 'Deliveries in flight at once per endpoint, so one slow endpoint cannot hold up the others.', 1, 1000),
     pollInterval: int(100, 'Milliseconds between looks for newly due deliveries (a busy endpoint is refilled as its attempts finish).', 10),
   },
+  workflows: {
+    enabled: bool(true, 'Run the workflow runner in this process: start runs from events and execute their steps (events are recorded for it either way).'),
+    concurrency: int(10, 'Workflow runs executing a step at the same time on this node.', 1, 1000),
+    leaseSeconds: int(60, 'How long a node owns a claimed run before another may take it; renewed at each step.', 5),
+    pollInterval: int(1000, 'Milliseconds between looks for due runs and new triggers when idle.', 10),
+    retrySchedule: intList([10, 60, 300, 1800, 7200], 'Seconds before each retry of a step that failed temporarily (rate limit, database); when they run out the run fails.'),
+  },
   attachments: {
     allowPrivateNetworks: bool(false, 'Allow attachment URLs on private, loopback and link-local addresses (local testing only).'),
     fetchTimeoutSeconds: int(10, 'Timeout for fetching an attachment URL.', 1),
@@ -245,7 +252,7 @@ export const schema = {
     clicks: bool(true, 'Default click tracking for marketing mail (transactional is off unless asked).'),
   },
   retention: {
-    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries and received messages.', 1),
+    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages and finished workflow runs.', 1),
   },
   metrics: {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),

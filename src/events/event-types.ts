@@ -2,7 +2,7 @@
  * The event catalog (SPEC Events). `email.delivery_delayed` is ours: a temporary failure that
  * will be retried; so is `email.failed`: mailsvc could not attempt the message at all (no
  * DKIM key for the sending domain, content missing); `email.received` is a message taken by
- * a receiving route. `workflow.*` events are not emitted: mailsvc has no workflows.
+ * a receiving route. `workflow.failed` is ours too: a run stopped because a step failed for good.
  */
 export const EVENT_TYPES = [
   'email.sent',
@@ -19,5 +19,20 @@ export const EVENT_TYPES = [
   'subscriber.updated',
   'subscriber.unsubscribed',
   'campaign.sent',
+  'workflow.started',
+  'workflow.completed',
+  'workflow.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Platform events that start or resume workflow runs: those about one subscriber. */
+export const WORKFLOW_TRIGGER_EVENTS = [
+  'subscriber.created',
+  'subscriber.updated',
+  'subscriber.unsubscribed',
+  'email.opened',
+  'email.clicked',
+  'email.bounced',
+] as const satisfies readonly EventType[];
+
+export const isWorkflowTriggerEvent = (type: string): boolean => (WORKFLOW_TRIGGER_EVENTS as readonly string[]).includes(type);

@@ -3,7 +3,8 @@ import type { Db } from '../store/db.js';
 import { saveEvents } from '../store/events.js';
 import type { EventRow, WebhookDelivery } from '../store/tables.js';
 import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries } from '../store/webhooks.js';
-import type { EventType } from './event-types.js';
+import { isWorkflowTriggerEvent, type EventType } from './event-types.js';
+import { queueWorkflowTrigger } from './queue-workflow-trigger.js';
 import { subscribesTo } from './subscriptions.js';
 
 export interface NewEvent {
@@ -28,7 +29,8 @@ export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
 /**
  * `recordEvent` for many events in one transaction: the endpoints of every workspace named are
  * read once (no look-up per event, and never a stale copy), then events and deliveries are
- * written with multi-row inserts.
+ * written with multi-row inserts. Events that can start or resume a workflow go into the
+ * workflow trigger outbox in the same transaction.
  */
 export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<EventRow[]> {
   if (events.length === 0) return [];
@@ -41,6 +43,9 @@ export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promis
     created_at: event.at,
   }));
   await saveEvents(trx, rows);
+  for (const [i, row] of rows.entries()) {
+    if (isWorkflowTriggerEvent(row.type)) await queueWorkflowTrigger(trx, row, events[i]!.data);
+  }
   const endpoints = await listEnabledWebhookEndpointsOf(trx, [...new Set(events.map((e) => e.workspaceId))]);
   if (endpoints.length === 0) return rows;
   const subscribed = endpoints.map((e) => ({ ...e, types: JSON.parse(e.events) as string[] }));

@@ -6,7 +6,7 @@ import { domainClass, type DomainClass } from './domain-class.js';
  * has its own registry (tests run several servers in one process); the CLI uses `noMetrics`.
  */
 
-export type IntakeLabel = 'http' | 'smtp' | 'campaign';
+export type IntakeLabel = 'http' | 'smtp' | 'campaign' | 'workflow';
 export type DeliveryOutcomeLabel = 'delivered' | 'deferred' | 'bounced' | 'failed';
 export type WebhookOutcomeLabel = 'succeeded' | 'http_error' | 'no_response';
 export type SmtpListenerLabel = 'submission' | 'submission_tls' | 'inbound';
@@ -99,7 +99,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   });
 
   // Every label combination shows from the start, so rate() has a zero to start from.
-  for (const intake of ['http', 'smtp', 'campaign'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
+  for (const intake of ['http', 'smtp', 'campaign', 'workflow'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
   for (const outcome of ['succeeded', 'http_error', 'no_response'] as const) webhooks.inc({ outcome }, 0);
 
   return {

@@ -36,6 +36,7 @@ export const RESOURCES = [
   'suppressions',
   'api_keys',
   'receiving',
+  'workflows',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
 /** `emails:send` only sends (Resend's sending access); `emails:write` includes it. */

@@ -32,9 +32,10 @@ export interface IdempotencyService {
    * Claims `key` for a request whose body hashes to `requestHash`: proceed (a new request),
    * replay (the same request again: here is its response), or a 409 (another body, or the
    * first request is still in flight). Safe under concurrency and across nodes: the database's
-   * unique key decides.
+   * unique key decides. `lockMs`: how long an unfinished claim keeps others out (a caller
+   * holding a lease of its own passes the lease's length, so its successor can take over).
    */
-  claim(workspaceId: string, key: string, requestHash: string): Promise<ClaimOutcome & { handle?: IdempotencyClaim }>;
+  claim(workspaceId: string, key: string, requestHash: string, lockMs?: number): Promise<ClaimOutcome & { handle?: IdempotencyClaim }>;
 }
 
 export function validateIdempotencyKey(key: string): string {
@@ -60,12 +61,12 @@ export function createIdempotencyService(deps: ServiceDeps): IdempotencyService 
   };
 
   return {
-    async claim(workspaceId, key, requestHash) {
+    async claim(workspaceId, key, requestHash, lockMs = LOCK_MS) {
       validateIdempotencyKey(key);
       // Two passes at most: a lost race on insert or take-over reads the winner's record.
       for (let attempt = 0; attempt < 3; attempt++) {
         const now = clock.now();
-        if (await insertIdempotencyClaim(db, workspaceId, key, requestHash, now, now + LOCK_MS)) {
+        if (await insertIdempotencyClaim(db, workspaceId, key, requestHash, now, now + lockMs)) {
           return { kind: 'proceed', handle: handle(workspaceId, key) };
         }
         const existing = await findIdempotencyRecord(db, workspaceId, key);
@@ -73,7 +74,7 @@ export function createIdempotencyService(deps: ServiceDeps): IdempotencyService 
         const expired = existing.created_at + IDEMPOTENCY_TTL_MS <= now;
         const abandoned = existing.state === 'in_flight' && existing.locked_until <= now;
         if (expired || abandoned) {
-          if (await takeOverIdempotencyClaim(db, workspaceId, key, existing.locked_until, requestHash, now, now + LOCK_MS)) {
+          if (await takeOverIdempotencyClaim(db, workspaceId, key, existing.locked_until, requestHash, now, now + lockMs)) {
             return { kind: 'proceed', handle: handle(workspaceId, key) };
           }
           continue;

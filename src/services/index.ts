@@ -26,6 +26,7 @@ import { createDashboardAuthService, type DashboardAuthService } from './dashboa
 import { createMessageReceiver, type MessageReceiver } from './receiving/receive-message.js';
 import { createReceivedEmailService, type ReceivedEmailService } from './receiving/received-emails.js';
 import { createRouteService, type RouteService } from './receiving/routes.js';
+import { createWorkflowService, type WorkflowService } from './workflows/workflows.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -50,6 +51,8 @@ export interface Services {
   routes: RouteService;
   receiving: MessageReceiver;
   receivedEmails: ReceivedEmailService;
+  /** Workflows: definitions, runs, custom events (the runner in src/workflows/ executes them). */
+  workflows: WorkflowService;
   dashboardAuth: DashboardAuthService;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
@@ -66,6 +69,8 @@ export interface ServiceOptions {
   fetchAttachment?: AttachmentFetcher | null;
   /** Told when mail was queued, so delivery can start at once. */
   onQueued?: (() => void) | undefined;
+  /** Told when an event was queued for workflows, so the runner can act at once. */
+  onTrigger?: (() => void) | undefined;
 }
 
 export function createServices(deps: ServiceDeps, options: ServiceOptions = {}): Services {
@@ -80,6 +85,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
   const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment === undefined ? createAttachmentFetcher(deps.config, deps.resolver) : options.fetchAttachment, unsubscribeLink: unsubscribe.link, onQueued: options.onQueued });
   const topics = createTopicService(deps);
   const campaigns = createCampaignService({ ...deps, send, templates, topics, unsubscribe, tracking });
+  const audiences = createAudienceService({ ...deps, subscribers });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
@@ -87,7 +93,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     templates,
     send,
     subscribers,
-    audiences: createAudienceService({ ...deps, subscribers }),
+    audiences,
     topics,
     campaigns,
     unsubscribe,
@@ -101,6 +107,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     routes: createRouteService(deps),
     receiving: createMessageReceiver({ ...deps, batcher }),
     receivedEmails: createReceivedEmailService(deps),
+    workflows: createWorkflowService({ ...deps, templates, audiences, send, onTrigger: options.onTrigger }),
     dashboardAuth: createDashboardAuthService(deps),
     rateLimiter,
     limitFor,

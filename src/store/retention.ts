@@ -51,3 +51,13 @@ export async function deleteIdempotencyKeysBefore(db: Db, cutoff: number, now: n
     .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
+
+/** Finished workflow runs with their steps (ON DELETE CASCADE); running ones stay, however old. */
+export const deleteWorkflowRunsBefore = (db: Db, cutoff: number): Promise<number> =>
+  deleteInBatches(async () => {
+    const r = await db
+      .deleteFrom('workflow_runs')
+      .where('id', 'in', (eb) => eb.selectFrom('workflow_runs').select('id').where('completed_at', '<', cutoff).limit(BATCH))
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  });

@@ -249,6 +249,55 @@ describe('dashboard in Chromium', { skip }, () => {
     await assert.rejects(transport.sendMail({ from: 'someone@elsewhere.test', to: 'help@inbox.example.test', subject: 'again', text: 'x' }), (err: { responseCode?: number }) => err.responseCode === 550);
   });
 
+  it('lists workflows and their runs, shows a run step by step, cancels a run and stops a workflow', async () => {
+    const workspaceId = server.workspaceId;
+    const workflows = server.runtime.services.workflows;
+    const flow = await workflows.create(workspaceId, {
+      name: 'Trial reminder',
+      status: 'enabled',
+      steps: [
+        { key: 'start', type: 'trigger', config: { event_name: 'trial.started' } },
+        { key: 'is_team', type: 'condition', config: { type: 'rule', field: 'event.seats', operator: 'gt', value: 1 } },
+        { key: 'wait', type: 'delay', config: { duration: '7 days' } },
+      ],
+      connections: [
+        { from: 'start', to: 'is_team' },
+        { from: 'is_team', to: 'wait', type: 'condition_met' },
+      ],
+    });
+    for (const [email, seats] of [['team@dest.test', 5], ['solo@dest.test', 1], ['crew@dest.test', 3]] as const) {
+      await workflows.sendEvent(workspaceId, { event: 'trial.started', email, payload: { seats }, test: true });
+    }
+    await eventually(async () => (await workflows.get(workspaceId, flow.id)).runs.running === 2 && (await workflows.get(workspaceId, flow.id)).runs.completed === 1, 15_000, 'two runs waiting, one completed');
+
+    await page.goto(url('/dashboard/workflows'));
+    const row = page.locator('tr', { hasText: 'Trial reminder' });
+    const rowText = (await row.textContent()) ?? '';
+    assert.match(rowText, /enabled\s*trial\.started\s*2\s*1\s*0/, rowText);
+    await shot('workflows');
+    await assertFitsPhone();
+    await row.locator('a').click();
+    await page.waitForURL(/\/dashboard\/workflows\/[0-9a-f-]{36}$/);
+    assert.equal(await page.locator('td code', { hasText: 'is_team' }).count(), 1);
+    await shot('workflow');
+    await assertFitsPhone();
+
+    await page.click('a:has-text("solo@dest.test")');
+    await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
+    assert.match((await page.locator('tr', { hasText: 'is_team' }).textContent()) ?? '', /condition\s*completed[\s\S]*"result":false/);
+    await shot('workflow-run');
+    await assertFitsPhone();
+
+    await page.goto(url(`/dashboard/workflows/${flow.id}`));
+    await page.locator('tr', { hasText: 'team@dest.test' }).locator('button', { hasText: 'Cancel' }).click();
+    await page.waitForSelector('[role=status]:has-text("The run for team@dest.test is cancelled")');
+    assert.match((await page.locator('tr', { hasText: 'wait' }).textContent()) ?? '', /skipped/);
+    await page.goto(url(`/dashboard/workflows/${flow.id}`));
+    await page.click('button:has-text("Stop")');
+    await page.waitForSelector('[role=status]:has-text("Trial reminder is disabled. 1 run(s) cancelled.")');
+    assert.equal((await workflows.get(workspaceId, flow.id)).runs.cancelled, 2);
+  });
+
   it('signs out', async () => {
     await page.click('button:has-text("Sign out")');
     await page.waitForURL(/\/dashboard\/login$/);

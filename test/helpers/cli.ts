@@ -30,3 +30,18 @@ export function runCliProcess(args: string[], env: Record<string, string>, cwd?:
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** Starts `mailsvc serve` in a child process; resolves with its HTTP address once it listens. */
+export async function serveCli(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawnCli(['serve'], env);
+  const url = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr!.on('data', (d) => {
+      err += d;
+      const m = /HTTP API on (http:\/\/\S+)/.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+  return { child, url };
+}

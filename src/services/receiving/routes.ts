@@ -15,6 +15,7 @@ import {
 } from '../../store/receiving.js';
 import { ROUTE_ACTIONS, type RouteAction, type RouteKind } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
+import { keysetPage } from '../keyset-page.js';
 import { hasLineBreak } from '../send/addresses.js';
 import { matchRoute, parseRouteAddress, splitRecipient } from './match-route.js';
 
@@ -76,8 +77,6 @@ export interface RouteService {
 }
 
 const MAX_NAME = 200;
-const PAGE_DEFAULT = 20;
-const PAGE_MAX = 100;
 
 const label = (field: string, value: string | null | undefined): string | null | undefined => {
   if (value === undefined || value === null) return value;
@@ -147,17 +146,7 @@ export function createRouteService(deps: ServiceDeps): RouteService {
     },
 
     async page(workspaceId, kind, query) {
-      const requested = typeof query.limit === 'string' && /^\d+$/.test(query.limit) ? Number(query.limit) : null;
-      const limit = requested === null || requested < 1 || requested > PAGE_MAX ? PAGE_DEFAULT : requested;
-      const cursor = (field: string, value: unknown): string | undefined => {
-        if (value === undefined || value === '') return undefined;
-        if (typeof value !== 'string' || !isUuid(value)) throw validationError(field, 'must be an id from a previous page');
-        return value.toLowerCase();
-      };
-      const after = cursor('after', query.after);
-      const before = cursor('before', query.before);
-      if (after && before) throw validationError('before', 'cannot be combined with after');
-      const { rows, more } = await listRoutesAfter(db, { workspaceId, kind, limit, after, before });
+      const { rows, more } = await listRoutesAfter(db, { workspaceId, kind, ...keysetPage(query) });
       return { items: rows.map(routeView), more };
     },
 

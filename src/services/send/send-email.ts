@@ -336,7 +336,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       await options.inTransaction?.(trx, results, refused);
     });
     deps.onQueued?.();
-    for (const p of prepared) deps.metrics?.emailsAccepted(p.email.intake === 'smtp' || p.email.intake === 'campaign' ? p.email.intake : 'http', p.type);
+    for (const p of prepared) deps.metrics?.emailsAccepted(p.email.intake === 'v1' || p.email.intake === 'legacy' ? 'http' : p.email.intake, p.type);
     return { results, limit: decision };
   }
 

@@ -8,6 +8,7 @@ import { dashboard } from './0009-dashboard.js';
 import { cluster } from './0010-cluster.js';
 import { resend } from './0013-resend.js';
 import { receiving } from './0014-receiving.js';
+import { workflows } from './0016-workflows.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -23,5 +24,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0010-cluster': cluster(),
     '0013-resend': resend(),
     '0014-receiving': receiving(dialect),
+    '0016-workflows': workflows(),
   };
 }

@@ -99,6 +99,15 @@ describe('webhook payloads', () => {
     assert.deepEqual(renderData('v1', { ...delivered, type: 'future.thing', data: { a: 1 } }), { a: 1 });
   });
 
+  it('workflow events carry the run on both surfaces', () => {
+    const data = { workflow_id: 'w1', workflow_name: 'Welcome', run_id: 'r1', subscriber_id: 's1', email: 'a@x.org', trigger_event: 'user.created', status: 'completed', started_at: 'x', completed_at: 'y', error: null, test: false, internal: 1 };
+    for (const type of ['workflow.started', 'workflow.completed', 'workflow.failed']) {
+      const { internal: _, ...expected } = data;
+      assert.deepEqual(renderData('v1', { ...delivered, type, data }), expected);
+      assert.deepEqual(renderData('legacy', { ...delivered, type, data }), expected);
+    }
+  });
+
   it("email.received carries the same fields on both surfaces, Resend's first, not the email common fields", () => {
     const received = { ...delivered, type: 'email.received', data: { email_id: 'r1', from: 'a@x.org', to: ['support@acme.test'], subject: 'Hi', text: 'hello', in_reply_to_email_id: 'e1' } };
     const v1 = renderData('v1', received);

@@ -15,6 +15,7 @@ import { registerMarketingRoutes } from './pages/marketing.js';
 import { registerReceivingRoutes } from './pages/receiving.js';
 import { registerSuppressionRoutes } from './pages/suppressions.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
+import { registerWorkflowRoutes } from './pages/workflows.js';
 import { clearSessionCookie, requireSession, SESSION_COOKIE, type DashCtx, type DashState } from './session.js';
 
 const PAGE_CSP = [
@@ -67,6 +68,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerMarketingRoutes(router, deps);
   registerSuppressionRoutes(router, deps);
   registerReceivingRoutes(router, deps);
+  registerWorkflowRoutes(router, deps);
   return router;
 }
 

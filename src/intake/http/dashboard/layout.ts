@@ -19,6 +19,7 @@ export const SECTIONS = [
   ['marketing', 'Subscribers & campaigns'],
   ['suppressions', 'Suppressions'],
   ['receiving', 'Receiving'],
+  ['workflows', 'Workflows'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
 
@@ -33,7 +34,7 @@ export const actionButton = (view: DashView, action: string, label: string, clas
 export const copyField = (id: string, value: string, label = 'Copy') =>
   html`<span class="secret"><input id="${id}" readonly value="${value}" aria-label="${label}"><button type="button" class="secondary" data-copy="${id}">${label}</button></span>`;
 
-const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook']);
+const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook', 'completed']);
 const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed', 'reject']);
 export const badge = (status: string) =>
   html`<span class="badge ${GOOD.has(status) ? 'good' : BAD.has(status) ? 'bad' : 'wait'}">${status}</span>`;

@@ -4,6 +4,7 @@ import { legacyMarketingRoutes } from './legacy/marketing.js';
 import { legacySendRoutes } from './legacy/send.js';
 import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
+import { v1AutomationRoutes, v1WorkflowEventRoutes } from './v1/automations.js';
 import { v1BroadcastRoutes } from './v1/broadcasts.js';
 import { v1ContactRoutes } from './v1/contacts.js';
 import { v1SegmentRoutes } from './v1/segments.js';
@@ -35,6 +36,8 @@ export const apiRoutes: Route[] = [
   ...v1WebhookRoutes,
   ...v1RouteRoutes,
   ...v1InboxRoutes,
+  ...v1AutomationRoutes,
+  ...v1WorkflowEventRoutes,
   ...legacySendRoutes,
   ...legacyMarketingRoutes,
   ...legacyDomainRoutes,

@@ -1,0 +1,35 @@
+import { newId } from '../shared/ids.js';
+import type { Db } from '../store/db.js';
+import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
+import type { EventRow } from '../store/tables.js';
+import { saveWorkflowTrigger, triggerContactKey } from '../store/workflow-triggers.js';
+import { hasWorkflowListener } from '../store/workflows.js';
+
+/**
+ * Puts a platform event about a subscriber into the workflow trigger outbox, in the
+ * transaction that records it, when an enabled workflow starts on it or a run waits for it:
+ * the state change and the trigger commit together, so no trigger is lost to a crash. Events
+ * nothing listens to cost two indexed look-ups (a workflow started by it, a run waiting for it).
+ */
+export async function queueWorkflowTrigger(trx: Db, event: EventRow, data: Record<string, unknown>): Promise<void> {
+  if (!(await hasWorkflowListener(trx, event.workspace_id, event.type))) return;
+  // subscriber.* name the subscriber; email.* name it when the mail was a campaign's, else the recipient.
+  const byId = typeof data.subscriber_id === 'string' ? await findSubscriber(trx, event.workspace_id, data.subscriber_id) : undefined;
+  const address = typeof data.email === 'string' ? data.email : typeof data.recipient === 'string' ? data.recipient : undefined;
+  const subscriber = byId ?? (address ? await findSubscriberByEmail(trx, event.workspace_id, address) : undefined);
+  if (!subscriber) return;
+  await saveWorkflowTrigger(trx, {
+    id: newId(),
+    workspace_id: event.workspace_id,
+    event_name: event.type,
+    event_id: event.id,
+    subscriber_id: subscriber.id,
+    email: subscriber.email,
+    contact_key: triggerContactKey(event.workspace_id, subscriber.email),
+    payload: event.data,
+    test: data.test === true ? 1 : 0,
+    created_at: event.created_at,
+    lease_owner: null,
+    lease_until: null,
+  });
+}
