@@ -71,6 +71,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       resolver: options.resolver ?? createResolver(config.delivery.dnsServers),
       secretKey: loadSecretKey(config),
       ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.mtaStsFetcher ? { mtaStsFetcher: options.mtaStsFetcher } : {}),
     };
     const services = createServices(deps, { onQueued: options.onQueued });
     await services.workspaces.ensureDefault();
@@ -222,6 +223,10 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
       stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runAsLeader(runtime.store, 'domain-recheck', () => runtime.services.domains.recheckPending(interval))));
+    }
+    if (config.deliverability.checkInterval > 0) {
+      const interval = config.deliverability.checkInterval;
+      stops.push(every(Math.min(interval, 300) * 1000, logger, 'domain-checks', () => runAsLeader(runtime.store, 'domain-checks', () => runtime.services.domains.recheckAll(interval))));
     }
     stops.push(
       every(RETENTION_INTERVAL_MS, logger, 'retention', () =>

@@ -2,7 +2,10 @@
  * The event catalog (SPEC Events). `email.delivery_delayed` is ours: a temporary failure that
  * will be retried; so is `email.failed`: mailsvc could not attempt the message at all (no
  * DKIM key for the sending domain, content missing); `email.received` is a message taken by
- * a receiving route. `workflow.*` events are not emitted: mailsvc has no workflows.
+ * a receiving route; `email.held`: the reputation guard holds a marketing message of a paused
+ * sending domain (queued, not lost); `domain.updated`: a domain's verification or the status of
+ * one of its deliverability checks changed, or its reputation guard paused or resumed.
+ * `workflow.*` events are not emitted: mailsvc has no workflows.
  */
 export const EVENT_TYPES = [
   'email.sent',
@@ -15,9 +18,11 @@ export const EVENT_TYPES = [
   'email.complained',
   'email.suppressed',
   'email.received',
+  'email.held',
   'subscriber.created',
   'subscriber.updated',
   'subscriber.unsubscribed',
   'campaign.sent',
+  'domain.updated',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -27,6 +27,17 @@ export const listPendingDomains = (db: Db, checkedBefore: number, limit: number)
     .limit(limit)
     .execute();
 
+/** Every domain not checked since `checkedBefore` (or never), least recently checked first. */
+export const listDomainsCheckedBefore = (db: Db, checkedBefore: number, limit: number): Promise<Domain[]> =>
+  db
+    .selectFrom('domains')
+    .selectAll()
+    .where((eb) => eb.or([eb('last_checked_at', 'is', null), eb('last_checked_at', '<', checkedBefore)]))
+    .orderBy('last_checked_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+
 export const updateDomain = async (db: Db, id: string, changes: DomainUpdate): Promise<void> => {
   await db.updateTable('domains').set(changes).where('id', '=', id).execute();
 };

@@ -192,14 +192,14 @@ export async function makeQueueItemsDue(trx: Db, ids: readonly string[], now: nu
     .execute();
 }
 
-/** Cancels waiting rows (operator cancel). Rows in flight or finished are left alone. */
+/** Cancels waiting rows (operator cancel), held ones included. Rows in flight or finished are left alone. */
 export async function cancelQueueItems(trx: Db, ids: readonly string[], now: number): Promise<QueueItem[]> {
   if (ids.length === 0) return [];
   return trx
     .updateTable('queue_items')
     .set({ status: 'cancelled', lease_owner: null, lease_until: null, finished_at: now, updated_at: now, last_response: 'cancelled by an operator' })
     .where('id', 'in', [...ids])
-    .where('status', 'in', ['queued', 'deferred'])
+    .where('status', 'in', ['queued', 'deferred', 'held'])
     .returningAll()
     .execute();
 }

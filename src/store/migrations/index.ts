@@ -7,6 +7,7 @@ import { marketing } from './0006-marketing.js';
 import { dashboard } from './0009-dashboard.js';
 import { cluster } from './0010-cluster.js';
 import { receiving } from './0014-receiving.js';
+import { deliverability } from './0015-deliverability.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -21,5 +22,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0009-dashboard': dashboard(),
     '0010-cluster': cluster(),
     '0014-receiving': receiving(dialect),
+    '0015-deliverability': deliverability(),
   };
 }
