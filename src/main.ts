@@ -113,6 +113,7 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     batcher: runtime.services.batcher,
     loadContent: (email) => runtime.services.campaigns.contentFor(email),
     metrics: deps.metrics,
+    ...(config.deliverability.guard.enabled ? { hold: runtime.services.reputation.holdClaimed } : {}),
   });
 }
 
@@ -162,6 +163,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
   const metrics = config.metrics.enabled ? createMetrics() : undefined;
   const runtime = await openRuntime(config, { ...options, metrics, onQueued: () => wakeDelivery() });
   metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
+  metrics?.reputationFrom(() => runtime.services.reputation.snapshot());
   const stops: Array<() => Promise<void> | void> = [];
   try {
     // Stopped after the listeners (stops run in reverse): no new mail comes in while the
@@ -227,6 +229,9 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     if (config.deliverability.checkInterval > 0) {
       const interval = config.deliverability.checkInterval;
       stops.push(every(Math.min(interval, 300) * 1000, logger, 'domain-checks', () => runAsLeader(runtime.store, 'domain-checks', () => runtime.services.domains.recheckAll(interval))));
+    }
+    if (config.deliverability.guard.enabled) {
+      stops.push(every(config.deliverability.guard.interval * 1000, logger, 'reputation-guard', () => runAsLeader(runtime.store, 'reputation-guard', () => runtime.services.reputation.evaluate())));
     }
     stops.push(
       every(RETENTION_INTERVAL_MS, logger, 'retention', () =>

@@ -7,6 +7,7 @@ import { registerDbCommands } from './db.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
+import { registerReputationCommands } from './reputation.js';
 import { registerRouteCommands } from './routes.js';
 import { registerServerCommands } from './server.js';
 import { registerTemplateCommands } from './templates.js';
@@ -28,6 +29,7 @@ export function buildProgram(io: CliIo): Command {
   registerSuppressionCommands(program, io);
   registerRouteCommands(program, io);
   registerQueueCommands(program, io);
+  registerReputationCommands(program, io);
   registerDashboardCommands(program, io);
   registerDbCommands(program, io);
   for (const cmd of program.commands) {

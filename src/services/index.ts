@@ -25,6 +25,7 @@ import { createDashboardAuthService, type DashboardAuthService } from './dashboa
 import { createMessageReceiver, type MessageReceiver } from './receiving/receive-message.js';
 import { createReceivedEmailService, type ReceivedEmailService } from './receiving/received-emails.js';
 import { createRouteService, type RouteService } from './receiving/routes.js';
+import { createReputationGuard, type ReputationGuard } from './deliverability/reputation-guard.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -49,6 +50,8 @@ export interface Services {
   receiving: MessageReceiver;
   receivedEmails: ReceivedEmailService;
   dashboardAuth: DashboardAuthService;
+  /** Per sending domain bounce and complaint rates; holds marketing mail of paused domains. */
+  reputation: ReputationGuard;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
   /** The process's group commit: intakes and the delivery workers share its transactions. */
@@ -96,6 +99,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     receiving: createMessageReceiver({ ...deps, batcher }),
     receivedEmails: createReceivedEmailService(deps),
     dashboardAuth: createDashboardAuthService(deps),
+    reputation: createReputationGuard(deps),
     rateLimiter,
     limitFor,
     batcher,

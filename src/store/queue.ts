@@ -235,9 +235,9 @@ export async function bounceQueueItem(trx: Db, id: string, reply: { code: number
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** Rows waiting or in flight, by status (the metrics' queue depth); finished rows are not counted. */
-export async function countActiveQueueItems(db: Db): Promise<Record<'queued' | 'sending' | 'deferred', number>> {
-  const depth = { queued: 0, sending: 0, deferred: 0 };
+/** Rows waiting, held or in flight, by status (the metrics' queue depth); finished rows are not counted. */
+export async function countActiveQueueItems(db: Db): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>> {
+  const depth = { queued: 0, sending: 0, deferred: 0, held: 0 };
   const rows = await db
     .selectFrom('queue_items')
     .select((eb) => ['status', eb.fn.countAll<number>().as('n')])

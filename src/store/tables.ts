@@ -537,8 +537,10 @@ export interface ReputationStatesTable {
   domain_id: string;
   workspace_id: string;
   state: ReputationState;
-  /** Messages that reached a final answer from the recipient's server (delivered or bounced). */
-  sent: number;
+  /** Messages the recipient's server accepted (email.sent) in the window. */
+  accepted: number;
+  /** Messages bounced in the window, hard and soft. */
+  bounces: number;
   hard_bounces: number;
   complaints: number;
   /** Why the state is what it is, in words. */
