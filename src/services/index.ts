@@ -26,6 +26,7 @@ import { createMessageReceiver, type MessageReceiver } from './receiving/receive
 import { createReceivedEmailService, type ReceivedEmailService } from './receiving/received-emails.js';
 import { createRouteService, type RouteService } from './receiving/routes.js';
 import { createReputationGuard, type ReputationGuard } from './deliverability/reputation-guard.js';
+import { createReportInbox, type ReportInbox } from './deliverability/report-inbox.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -45,6 +46,8 @@ export interface Services {
   webhooks: WebhookService;
   tracking: TrackingService;
   reports: ReportService;
+  /** DMARC aggregate and TLS reports about our domains, received by the inbound listener. */
+  reportInbox: ReportInbox;
   /** Receiving: which addresses take mail, taking it, and reading what was taken. */
   routes: RouteService;
   receiving: MessageReceiver;
@@ -95,6 +98,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     webhooks: createWebhookService(deps),
     tracking,
     reports: createReportService(deps),
+    reportInbox: createReportInbox(deps),
     routes: createRouteService(deps),
     receiving: createMessageReceiver({ ...deps, batcher }),
     receivedEmails: createReceivedEmailService(deps),

@@ -1,4 +1,5 @@
 import { deleteExpiredWindows } from '../store/rate-limits.js';
+import { deleteReportsBefore } from '../store/deliverability-reports.js';
 import { deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore } from '../store/retention.js';
 import type { ServiceDeps } from './deps.js';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.js';
@@ -11,13 +12,15 @@ export interface RetentionReport {
   events: number;
   receivedEmails: number;
   rateLimitWindows: number;
+  deliverabilityReports: number;
 }
 
 /**
  * Deletes what is past its keep-by date: idempotency keys after 24 h (the SPEC's replay
  * window), delivery attempts and events (with their webhook deliveries) after
- * `retention.days`, received messages after `retention.days` too, and finished rate-limit
- * windows. Emails and their status stay.
+ * `retention.days`, received messages after `retention.days` too, finished rate-limit
+ * windows, and DMARC and TLS reports after 400 days (or `retention.days` if longer). Emails and
+ * their status stay.
  */
 export async function runRetention(deps: Pick<ServiceDeps, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
   const now = deps.clock.now();
@@ -28,5 +31,7 @@ export async function runRetention(deps: Pick<ServiceDeps, 'db' | 'clock' | 'con
     events: await deleteEventsBefore(deps.db, cutoff),
     receivedEmails: await deleteReceivedEmailsBefore(deps.db, cutoff),
     rateLimitWindows: await deleteExpiredWindows(deps.db, now),
+    // DMARC and TLS reports are summaries, not mail: kept a year at least, for trends.
+    deliverabilityReports: await deleteReportsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
   };
 }

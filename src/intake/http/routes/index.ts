@@ -5,7 +5,7 @@ import { legacySendRoutes } from './legacy/send.js';
 import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1DomainRoutes } from './v1/domains.js';
-import { v1ReputationRoutes } from './v1/deliverability.js';
+import { v1DomainReportRoutes, v1ReputationRoutes } from './v1/deliverability.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
@@ -23,6 +23,7 @@ export const apiRoutes: Route[] = [
   ...v1TemplateRoutes,
   ...v1DomainRoutes,
   ...v1ReputationRoutes,
+  ...v1DomainReportRoutes,
   ...v1SuppressionRoutes,
   ...v1MarketingRoutes,
   ...v1ApiKeyRoutes,

@@ -1,4 +1,7 @@
+import { z } from 'zod';
 import { defineRoute } from '../../route.js';
+
+const reportQuery = z.object({ days: z.coerce.number().int().min(1).max(366).default(30) });
 
 /** Deliverability: the reputation guard of each sending domain, and resuming a paused one. */
 export const v1ReputationRoutes = [
@@ -25,5 +28,27 @@ export const v1ReputationRoutes = [
     operation: 'api',
     scope: 'domains:write',
     handler: ({ deps, workspace, params }) => deps.services.reputation.resume(workspace.id, params.id!),
+  }),
+];
+
+/** DMARC aggregate and TLS reports received about a domain, per day. */
+export const v1DomainReportRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/v1/domains/:id/dmarc-reports',
+    summary: 'DMARC aggregate reports about a verified domain, per day and source IP: messages, SPF, DKIM and alignment passes, dispositions (days=1..366, default 30)',
+    operation: 'api',
+    scope: 'domains:read',
+    query: reportQuery,
+    handler: ({ deps, workspace, params, query }) => deps.services.reportInbox.dmarcSummary(workspace.id, params.id!, query.days),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/domains/:id/tls-reports',
+    summary: 'TLS reports (RFC 8460) about a verified domain, per day: successful and failed sessions, failures by type and receiving MX (days=1..366, default 30)',
+    operation: 'api',
+    scope: 'domains:read',
+    query: reportQuery,
+    handler: ({ deps, workspace, params, query }) => deps.services.reportInbox.tlsSummary(workspace.id, params.id!, query.days),
   }),
 ];
