@@ -4,6 +4,7 @@ import { isAppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
 import { registerDashboardCommands } from './dashboard.js';
 import { registerDbCommands } from './db.js';
+import { registerDoctorCommands } from './doctor.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
@@ -31,6 +32,7 @@ export function buildProgram(io: CliIo): Command {
   registerQueueCommands(program, io);
   registerReputationCommands(program, io);
   registerDashboardCommands(program, io);
+  registerDoctorCommands(program, io);
   registerDbCommands(program, io);
   for (const cmd of program.commands) {
     cmd.exitOverride();

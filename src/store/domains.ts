@@ -17,6 +17,9 @@ export const findDomainByName = (db: Db, workspaceId: string, name: string): Pro
 export const listDomains = (db: Db, workspaceId: string): Promise<Domain[]> =>
   db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();
 
+/** Every domain of every workspace (the operator's view: `mailsvc doctor`). */
+export const listAllDomains = (db: Db): Promise<Domain[]> => db.selectFrom('domains').selectAll().orderBy('name').orderBy('id').execute();
+
 export const listPendingDomains = (db: Db, checkedBefore: number, limit: number): Promise<Domain[]> =>
   db
     .selectFrom('domains')
