@@ -29,6 +29,8 @@ import { runAsLeader } from './store/leader-lock.js';
 
 // Short enough that nodes restarted often (deploys) still clean up; each run is cheap when little is due.
 const RETENTION_INTERVAL_MS = 10 * 60_000;
+/** How fresh the overview's charts and /v1/emails/metrics are. */
+const STATS_INTERVAL_MS = 60_000;
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -230,6 +232,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       const interval = config.deliverability.checkInterval;
       stops.push(every(Math.min(interval, 300) * 1000, logger, 'domain-checks', () => runAsLeader(runtime.store, 'domain-checks', () => runtime.services.domains.recheckAll(interval))));
     }
+    stops.push(every(STATS_INTERVAL_MS, logger, 'stats-rollup', () => runAsLeader(runtime.store, 'stats-rollup', () => runtime.services.emailMetrics.rollUp())));
     if (config.deliverability.guard.enabled) {
       stops.push(every(config.deliverability.guard.interval * 1000, logger, 'reputation-guard', () => runAsLeader(runtime.store, 'reputation-guard', () => runtime.services.reputation.evaluate())));
     }

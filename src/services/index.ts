@@ -27,6 +27,7 @@ import { createReceivedEmailService, type ReceivedEmailService } from './receivi
 import { createRouteService, type RouteService } from './receiving/routes.js';
 import { createReputationGuard, type ReputationGuard } from './deliverability/reputation-guard.js';
 import { createReportInbox, type ReportInbox } from './deliverability/report-inbox.js';
+import { createEmailMetricsService, type EmailMetricsService } from './deliverability/email-metrics.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -53,6 +54,8 @@ export interface Services {
   receiving: MessageReceiver;
   receivedEmails: ReceivedEmailService;
   dashboardAuth: DashboardAuthService;
+  /** Hourly counts of what happened to mail: the overview's charts and GET /v1/emails/metrics. */
+  emailMetrics: EmailMetricsService;
   /** Per sending domain bounce and complaint rates; holds marketing mail of paused domains. */
   reputation: ReputationGuard;
   rateLimiter: RateLimiter;
@@ -104,6 +107,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     receivedEmails: createReceivedEmailService(deps),
     dashboardAuth: createDashboardAuthService(deps),
     reputation: createReputationGuard(deps),
+    emailMetrics: createEmailMetricsService(deps),
     rateLimiter,
     limitFor,
     batcher,

@@ -5,7 +5,7 @@ import { legacySendRoutes } from './legacy/send.js';
 import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1DomainRoutes } from './v1/domains.js';
-import { v1DomainReportRoutes, v1ReputationRoutes } from './v1/deliverability.js';
+import { v1DomainReportRoutes, v1EmailMetricsRoutes, v1ReputationRoutes } from './v1/deliverability.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
@@ -16,8 +16,9 @@ import { v1WebhookRoutes } from './v1/webhooks.js';
 
 /** Every authenticated API route of both surfaces. */
 export const apiRoutes: Route[] = [
-  // Before the email routes: /v1/emails/:id would match /v1/emails/receiving.
+  // Before the email routes: /v1/emails/:id would match /v1/emails/receiving and /v1/emails/metrics.
   ...v1ReceivedEmailRoutes,
+  ...v1EmailMetricsRoutes,
   ...v1EmailRoutes,
   ...v1EmailContentRoutes,
   ...v1TemplateRoutes,

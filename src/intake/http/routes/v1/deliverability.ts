@@ -1,7 +1,34 @@
 import { z } from 'zod';
+import { GRANULARITIES } from '../../../../services/deliverability/email-metrics.js';
 import { defineRoute } from '../../route.js';
 
 const reportQuery = z.object({ days: z.coerce.number().int().min(1).max(366).default(30) });
+
+const metricsQuery = z.object({
+  start_date: z.string().max(64).optional(),
+  end_date: z.string().max(64).optional(),
+  timezone: z.string().max(64).optional(),
+  granularity: z.enum(GRANULARITIES).optional(),
+  metrics: z.string().max(1000).optional(),
+  dimensions: z.string().max(100).optional(),
+  domain_id: z.string().max(4000).optional(),
+  email_id: z.string().max(4000).optional(),
+  broadcast_id: z.string().max(4000).optional(),
+});
+
+/** Before the email routes: /v1/emails/:id would match /v1/emails/metrics. */
+export const v1EmailMetricsRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/v1/emails/metrics',
+    summary:
+      "Counts and rates of the workspace's live mail (sent, delivered, bounced, complained, opened, clicked, …) over a date range, optionally per period and sending domain; the shape of Resend's emails.metrics",
+    operation: 'api',
+    scope: 'emails:read',
+    query: metricsQuery,
+    handler: ({ deps, workspace, query }) => deps.services.emailMetrics.metrics(workspace.id, query),
+  }),
+];
 
 /** Deliverability: the reputation guard of each sending domain, and resuming a paused one. */
 export const v1ReputationRoutes = [
