@@ -146,6 +146,6 @@ describe('email metrics', () => {
     assert.equal(error, null, JSON.stringify(error));
     const total = data!.data!.reduce((s, r) => s + (r.sent ?? 0), 0);
     assert.equal(total, 3);
-    assert.equal(data!.timezone as unknown, 'Pacific/Kiritimati');
+    assert.equal((data as unknown as { timezone: string }).timezone, 'Pacific/Kiritimati');
   });
 });
