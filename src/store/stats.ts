@@ -115,3 +115,17 @@ export async function listStats(db: Db, q: StatsQuery): Promise<StatRow[]> {
 
 export const deleteStatsBefore = async (db: Db, cutoff: number): Promise<number> =>
   Number((await db.deleteFrom('stats_hourly').where('hour', '<', cutoff).executeTakeFirst()).numDeletedRows);
+
+/** A workspace's queue rows waiting, in flight or held, by status (the overview's queue depth). */
+export async function countQueueDepth(db: Db, workspaceId: string): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>> {
+  const depth = { queued: 0, sending: 0, deferred: 0, held: 0 };
+  const rows = await db
+    .selectFrom('queue_items')
+    .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
+    .where('workspace_id', '=', workspaceId)
+    .where('status', 'in', Object.keys(depth) as Array<keyof typeof depth>)
+    .groupBy('status')
+    .execute();
+  for (const row of rows) depth[row.status as keyof typeof depth] = Number(row.n);
+  return depth;
+}

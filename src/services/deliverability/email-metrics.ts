@@ -1,7 +1,7 @@
 import { domainClass, type DomainClass } from '../../observability/domain-class.js';
 import { validationError } from '../../shared/errors.js';
 import { listDomains } from '../../store/domains.js';
-import { aggregateAttempts, aggregateEvents, firstEventAt, floorHour, HOUR, lastStatsHour, listStats, replaceStats, type StatRow } from '../../store/stats.js';
+import { aggregateAttempts, aggregateEvents, countQueueDepth, firstEventAt, floorHour, HOUR, lastStatsHour, listStats, replaceStats, type StatRow } from '../../store/stats.js';
 import type { ServiceDeps } from '../deps.js';
 
 /**
@@ -74,6 +74,8 @@ export interface EmailMetricsService {
   series(workspaceId: string, unit: 'hour' | 'day', count: number): Promise<Array<{ start: number; counts: Record<(typeof COUNT_METRICS)[number], number> }>>;
   /** Attempts per destination class over the last `days`. */
   destinations(workspaceId: string, days: number): Promise<DestinationStats>;
+  /** The workspace's queue now: waiting, in flight, held. */
+  queueDepth(workspaceId: string): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>>;
 }
 
 const DAY = 24 * HOUR;
@@ -276,6 +278,8 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
     },
 
     series,
+
+    queueDepth: (workspaceId) => countQueueDepth(db, workspaceId),
 
     async destinations(workspaceId, days) {
       const end = floorHour(clock.now()) + HOUR;
