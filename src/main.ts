@@ -20,7 +20,8 @@ import type { ServiceDeps } from './services/deps.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
-import { migrateToLatest, openStore, type Store } from './store/db.js';
+import { migrateToLatest, openStore, sqliteFile, type Store } from './store/db.js';
+import { holdServeLock } from './store/serve-lock.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { createMetrics, type ServerMetrics } from './observability/metrics.js';
 import { countActiveQueueItems } from './store/queue.js';
@@ -163,7 +164,16 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
   let wakeDelivery = () => {};
   // One registry per server: tests run several in one process.
   const metrics = config.metrics.enabled ? createMetrics() : undefined;
-  const runtime = await openRuntime(config, { ...options, metrics, onQueued: () => wakeDelivery() });
+  // While it runs, `mailsvc db restore` refuses to overwrite the SQLite database under it.
+  const databaseFile = sqliteFile(config.database);
+  const lock = databaseFile ? holdServeLock(databaseFile) : null;
+  let runtime: Runtime;
+  try {
+    runtime = await openRuntime(config, { ...options, metrics, onQueued: () => wakeDelivery() });
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
   metrics?.reputationFrom(() => runtime.services.reputation.snapshot());
   const stops: Array<() => Promise<void> | void> = [];
@@ -253,12 +263,14 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       (stopped ??= (async () => {
         for (const s of stops.reverse()) await s();
         await runtime.close();
+        lock?.release();
         logger.info('stopped');
       })());
     return { runtime, httpUrl, smtp, inboundPort, delivery, stop };
   } catch (err) {
     for (const s of stops.reverse()) await s();
     await runtime.close();
+    lock?.release();
     throw err;
   }
 }

@@ -7,12 +7,13 @@ const listText = (items: CredentialView[]): string =>
   items.length === 0
     ? 'No keys.'
     : table([
-        ['ID', 'PREFIX', 'NAME', 'KIND', 'WORKSPACE', 'CREATED', 'LAST USED', 'STATE'],
+        ['ID', 'PREFIX', 'NAME', 'KIND', 'ACCESS', 'WORKSPACE', 'CREATED', 'LAST USED', 'STATE'],
         ...items.map((k) => [
           k.id,
           `${k.prefix}…`,
           k.name,
           k.master ? 'master' : k.kind,
+          k.permission === 'sending_access' ? `sending${k.domain_id ? ` (domain ${k.domain_id})` : ''}` : 'full',
           k.workspace_id ?? '(all)',
           k.created_at,
           k.last_used_at ?? 'never',
@@ -48,13 +49,17 @@ export function registerCredentialCommands(program: Command, io: CliIo): void {
     .requiredOption('--name <name>', 'a name to recognise the key by')
     .option('--test', 'a test key (sk_test_): runs the whole pipeline, nothing is delivered')
     .option('--master', 'a master key: reaches every workspace; requests name one with workspace_id')
+    .option('--sending-only', 'a key that can only send email (sending_access), not manage anything')
+    .option('--domain <domain>', 'with --sending-only: the one domain (name or id) the key may send from')
     .option('--workspace <id>', 'workspace of the key (default: the default workspace)')
-    .action(async (opts: { name: string; test?: boolean; master?: boolean; workspace?: string }, cmd: Command) => {
+    .action(async (opts: { name: string; test?: boolean; master?: boolean; sendingOnly?: boolean; domain?: string; workspace?: string }, cmd: Command) => {
       const created = await withRuntime(cmd, io, async (rt) =>
         rt.services.credentials.createKey({
           name: opts.name,
           test: opts.test === true,
           master: opts.master === true,
+          permission: opts.sendingOnly ? 'sending_access' : undefined,
+          domain: opts.domain,
           workspaceId: opts.master ? null : await workspaceOf(rt, opts.workspace),
         }),
       );

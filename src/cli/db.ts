@@ -1,12 +1,61 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { migrateToLatest, openStore, type Store } from '../store/db.js';
+import { backupDatabase, BackupRefused, restoreDatabase, type BackupProgress, type BackupResult } from '../store/backup.js';
+import { migrateToLatest, openStore, sqliteFile, type Store } from '../store/db.js';
 import { copyDatabase, CopyRefused } from '../store/copy.js';
-import { CliExit, output, progressOn, type CliIo } from './io.js';
+import { ServeLockBusy } from '../store/serve-lock.js';
+import { CliExit, configOf, output, progressOn, type CliIo } from './io.js';
 import type { Progress } from './progress.js';
+
+/**
+ * Runs a backup or restore of the configured SQLite database with a progress line (pages) on
+ * stderr; a refusal is one line and exit code 1.
+ */
+async function withSqlite(cmd: Command, io: CliIo, verb: 'backup' | 'restore', run: (databaseFile: string, progress: (p: BackupProgress) => void) => Promise<BackupResult>): Promise<BackupResult> {
+  const config = configOf(cmd, io);
+  const databaseFile = sqliteFile(config.database);
+  if (!databaseFile) {
+    const tool = verb === 'backup' ? 'pg_dump (e.g. pg_dump -Fc -f mailsvc.dump "$DATABASE_URL")' : 'pg_restore (or psql for a plain dump)';
+    io.stderr(`mailsvc: db ${verb} works on the SQLite database; on PostgreSQL use ${tool}\n`);
+    throw new CliExit(1);
+  }
+  let bar: Progress | undefined;
+  try {
+    const result = await run(databaseFile, ({ totalPages, remainingPages }) => {
+      bar ??= progressOn(io, `db ${verb}`, totalPages, 'pages');
+      bar.update(totalPages - remainingPages, totalPages);
+    });
+    bar?.finish();
+    return result;
+  } catch (err) {
+    bar?.fail();
+    if (err instanceof BackupRefused || err instanceof ServeLockBusy) {
+      io.stderr(`mailsvc: ${err.message}\n`);
+      throw new CliExit(1);
+    }
+    throw err;
+  }
+}
+
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
 /** `mailsvc db copy`: moves an installation to another database (SQLite → PostgreSQL). */
 export function registerDbCommands(program: Command, io: CliIo): void {
   const db = program.command('db').description('database maintenance');
+  db.command('backup')
+    .description('write a consistent copy of the SQLite database to FILE while the server runs (SQLite backup API); on PostgreSQL use pg_dump')
+    .argument('<file>', 'where to write the backup (replaced atomically if it exists)')
+    .action(async (file: string, _opts: unknown, cmd: Command) => {
+      const result = await withSqlite(cmd, io, 'backup', (databaseFile, progress) => backupDatabase(databaseFile, resolve(file), progress));
+      output(cmd, io, result, () => `Backed up to ${result.file}: ${result.pages} pages, ${mib(result.bytes)}; integrity check ok.`);
+    });
+  db.command('restore')
+    .description('replace the SQLite database with the backup FILE; refused while a server runs on it')
+    .argument('<file>', 'a file written by mailsvc db backup')
+    .action(async (file: string, _opts: unknown, cmd: Command) => {
+      const result = await withSqlite(cmd, io, 'restore', (databaseFile, progress) => restoreDatabase(resolve(file), databaseFile, progress));
+      output(cmd, io, { ...result, from: resolve(file) }, () => `Restored ${result.file} from ${resolve(file)}: ${result.pages} pages, ${mib(result.bytes)}; integrity check ok. Start the server to resume.`);
+    });
   db.command('copy')
     .description('copy every row of a stopped installation into a fresh database (migrates both first; checks row counts)')
     .requiredOption('--from <url>', 'source database, sqlite:PATH')

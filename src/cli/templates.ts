@@ -36,7 +36,7 @@ export function registerTemplateCommands(program: Command, io: CliIo): void {
     .action(async (opts: { workspace?: string }, cmd: Command) => {
       const { items } = await withRuntime(cmd, io, async (rt) => rt.services.templates.list(await workspaceOf(rt, opts.workspace), { limit: 1000, offset: 0 }));
       output(cmd, io, items, () =>
-        items.length === 0 ? 'No templates.' : table([['ID', 'NAME', 'SUBJECT', 'UPDATED'], ...items.map((t) => [t.id, t.name, t.subject, t.updated_at])]),
+        items.length === 0 ? 'No templates.' : table([['ID', 'NAME', 'SUBJECT', 'UPDATED'], ...items.map((t) => [t.id, t.name, t.subject ?? '', t.updated_at])]),
       );
     });
 }

@@ -1,13 +1,41 @@
 import { createRequire } from 'node:module';
+import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 
 /**
  * DKIM signing with mailauth: relaxed/relaxed, rsa-sha256 with the sending domain's active
- * selector, mailauth's standard header set (From, To, Subject, Date, Message-ID, MIME
- * headers, List-*, …). Signing is the CPU cost of delivery (PERFORMANCE.md), so it runs on
- * worker threads, off the event loop that drives the SMTP connections; `threads: 0` signs
- * inline.
+ * selector, over SIGNED_HEADERS, with OVERSIGNED_HEADERS named once more than they occur.
+ * Signing is the CPU cost of delivery (PERFORMANCE.md), so it runs on worker threads, off the
+ * event loop that drives the SMTP connections; `threads: 0` signs inline.
  */
+
+/**
+ * The header fields signed when present: RFC 6376 §5.4.1's list (From, Reply-To, Subject,
+ * Date, To, Cc, Resent-*, In-Reply-To, References, List-*), the fields that identify the
+ * message and its MIME structure, and List-Unsubscribe-Post, which RFC 8058 §4 requires to be
+ * covered for one-click unsubscribe. Return-Path, Received, Comments and Keywords are left
+ * out, as §5.4.1 advises.
+ */
+export const SIGNED_HEADERS = [
+  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc',
+  'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Description',
+  'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
+  'In-Reply-To', 'References',
+  'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post', 'List-Owner', 'List-Archive',
+  'Feedback-ID', 'BIMI-Selector',
+] as const;
+
+/**
+ * Over-signed (RFC 6376 §5.4.2, §8.15): named in h= once more than they occur, so a copy of
+ * the field added after signing (a second From or Subject, a List-Unsubscribe pointing
+ * elsewhere) breaks the signature instead of being shown. Absent fields are named once, which
+ * signs their absence.
+ */
+export const OVERSIGNED_HEADERS = [
+  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc',
+  'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
+  'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post',
+] as const;
 
 export interface DkimKey {
   /** d= */
@@ -35,18 +63,56 @@ interface SignRequest {
 type SignReply = { id: number; signatures: string } | { id: number; error: string };
 
 const requireHere = createRequire(import.meta.url);
-const SIGN_MODULE = requireHere.resolve('mailauth/lib/dkim/sign');
+const MODULES = {
+  signer: requireHere.resolve('mailauth/lib/dkim/dkim-signer'),
+  tools: requireHere.resolve('mailauth/lib/tools'),
+};
 
-type DkimSignFn = (input: Buffer, options: Record<string, unknown>) => Promise<{ signatures: string; errors: Array<{ err?: Error }> }>;
-
-const signOptions = (req: Omit<SignRequest, 'id' | 'message'>) => ({
-  canonicalization: 'relaxed/relaxed',
-  signTime: new Date(req.signTime),
-  signatureData: [{ signingDomain: req.domain, selector: req.selector, privateKey: req.privateKey, algorithm: 'rsa-sha256', canonicalization: 'relaxed/relaxed' }],
-});
+type SignFn = (message: Buffer, req: Omit<SignRequest, 'id' | 'message'>) => Promise<string>;
 
 /**
- * The worker: plain CommonJS so it runs the same from TypeScript sources (tests) and from dist.
+ * The signing function, as CommonJS source, so the worker threads and the inline signer run
+ * the very same code from TypeScript sources (tests) and from dist.
+ *
+ * Over-signing goes through mailauth's extension point: DkimSigner's `messageHeaders` hook
+ * (meant to be overridden) sees the parsed header fields before they are signed. mailauth
+ * writes h= from each signed field's `casedKey`, bottom-up; the top-most signed field is
+ * named last, so appending the over-signed names to its `casedKey` puts them at the end of
+ * h=, after every real occurrence, where a verifier (RFC 6376 §5.4.2) finds no field left
+ * for them and hashes nothing: the signature covers "no further such field". The hashed
+ * header bytes are unchanged. Pinned (mailauth ~4.13) and tested against mailauth's verifier
+ * (test/unit/delivery/dkim-signer.test.ts).
+ */
+const SIGN_SOURCE = `(require, modules, signed, oversigned) => {
+  const { DkimSigner } = require(modules.signer);
+  const { writeToStream } = require(modules.tools);
+  const signedKeys = new Set(signed.map((name) => name.toLowerCase()));
+  class OversigningSigner extends DkimSigner {
+    async messageHeaders(headers) {
+      const top = headers.parsed.find((h) => h.key && signedKeys.has(h.key));
+      if (top) top.casedKey = [top.casedKey, ...oversigned].join(': ');
+      return super.messageHeaders(headers);
+    }
+  }
+  return async (message, req) => {
+    const signer = new OversigningSigner({
+      canonicalization: 'relaxed/relaxed',
+      signTime: new Date(req.signTime),
+      headerList: signed.join(':'),
+      signatureData: [{ signingDomain: req.domain, selector: req.selector, privateKey: req.privateKey, algorithm: 'rsa-sha256', canonicalization: 'relaxed/relaxed' }],
+    });
+    await writeToStream(signer, message);
+    const failure = (signer.errors || []).find((e) => e && e.err);
+    const signatures = signer.signatureHeaders.join('\\r\\n');
+    if (failure || !signatures.trim()) throw failure ? failure.err : new Error('no signature produced');
+    return signatures + '\\r\\n';
+  };
+}`;
+
+const SIGN_ARGS = `require, ${JSON.stringify(MODULES)}, ${JSON.stringify(SIGNED_HEADERS)}, ${JSON.stringify(OVERSIGNED_HEADERS)}`;
+
+/**
+ * The worker: plain CommonJS (see SIGN_SOURCE).
  *
  * mailauth turns the PEM key into a KeyObject (crypto.createPrivateKey) for every signature,
  * and with OpenSSL 3 that parse costs three to four times the RSA signature itself. The
@@ -54,7 +120,7 @@ const signOptions = (req: Omit<SignRequest, 'id' | 'message'>) => ({
  * with a small cache keyed by the PEM text, in this thread only, before mailauth is loaded.
  */
 const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
+const { parentPort } = require('node:worker_threads');
 const crypto = require('node:crypto');
 const parse = crypto.createPrivateKey;
 const parsed = new Map();
@@ -69,17 +135,11 @@ crypto.createPrivateKey = (input) => {
   }
   return key;
 };
-const { dkimSign } = require(workerData.signModule);
+const sign = (${SIGN_SOURCE})(${SIGN_ARGS});
 parentPort.on('message', async (req) => {
   try {
-    const result = await dkimSign(Buffer.from(req.message.buffer, req.message.byteOffset, req.message.byteLength), {
-      canonicalization: 'relaxed/relaxed',
-      signTime: new Date(req.signTime),
-      signatureData: [{ signingDomain: req.domain, selector: req.selector, privateKey: req.privateKey, algorithm: 'rsa-sha256', canonicalization: 'relaxed/relaxed' }],
-    });
-    const failure = (result.errors || []).find((e) => e && e.err);
-    if (failure || !result.signatures.trim()) throw failure ? failure.err : new Error('no signature produced');
-    parentPort.postMessage({ id: req.id, signatures: result.signatures });
+    const signatures = await sign(Buffer.from(req.message.buffer, req.message.byteOffset, req.message.byteLength), req);
+    parentPort.postMessage({ id: req.id, signatures });
   } catch (err) {
     parentPort.postMessage({ id: req.id, error: String((err && err.message) || err) });
   }
@@ -89,13 +149,14 @@ parentPort.on('message', async (req) => {
 const prepend = (signatures: string, message: Buffer): Buffer => Buffer.concat([Buffer.from(signatures, 'utf8'), message]);
 
 function inlineSigner(): DkimSigner {
-  const dkimSign = (requireHere(SIGN_MODULE) as { dkimSign: DkimSignFn }).dkimSign;
+  const sign = runInThisContext(`(${SIGN_SOURCE})`, { filename: 'dkim-sign.cjs' })(requireHere, MODULES, SIGNED_HEADERS, OVERSIGNED_HEADERS) as SignFn;
   return {
     async sign(message, key, signTime) {
-      const result = await dkimSign(message, signOptions({ ...key, signTime }));
-      const failure = result.errors.find((e) => e?.err);
-      if (failure || !result.signatures.trim()) throw new Error(`DKIM signing failed: ${failure?.err?.message ?? 'no signature produced'}`);
-      return prepend(result.signatures, message);
+      try {
+        return prepend(await sign(message, { ...key, signTime }), message);
+      } catch (err) {
+        throw new Error(`DKIM signing failed: ${(err as Error).message}`);
+      }
     },
     close: async () => {},
   };
@@ -113,7 +174,7 @@ export function createDkimSigner(options: { threads: number }): DkimSigner {
 
   const spawn = (): Slot => {
     const slot: Slot = {
-      worker: new Worker(WORKER_SOURCE, { eval: true, workerData: { signModule: SIGN_MODULE } }),
+      worker: new Worker(WORKER_SOURCE, { eval: true }),
       pending: new Map(),
     };
     slot.worker.unref();

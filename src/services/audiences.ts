@@ -1,8 +1,23 @@
 import { toIso } from '../shared/clock.js';
 import { notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
-import { countAudiences, countMembers, findAudience, listAudiences, listMembers, removeAudience, removeMember, saveAudience, saveMembers } from '../store/audiences.js';
+import {
+  countAudiences,
+  countMembers,
+  findAudience,
+  findMember,
+  listAudiences,
+  countAudiencesOf,
+  listAudiencesOf,
+  listMembers,
+  removeAudience,
+  removeMember,
+  renameAudience,
+  saveAudience,
+  saveMembers,
+} from '../store/audiences.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
+import type { ListPage, Listed } from '../store/list-page.js';
 import type { Audience } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 import type { SubscriberService, SubscriberView } from './subscribers.js';
@@ -20,13 +35,17 @@ export const MAX_MEMBERS_PER_REQUEST = 1000;
 
 export interface AudienceService {
   create(workspaceId: string, name: string): Promise<AudienceView>;
-  list(workspaceId: string, page: { limit: number; offset: number }): Promise<{ items: AudienceView[]; total: number }>;
+  list(workspaceId: string, page: ListPage): Promise<Listed<AudienceView>>;
   get(workspaceId: string, id: string): Promise<AudienceView>;
   remove(workspaceId: string, id: string): Promise<void>;
+  rename(workspaceId: string, id: string, name: string): Promise<AudienceView>;
+  /** The audiences a subscriber is in, newest first. */
+  of(workspaceId: string, subscriberId: string, page: ListPage): Promise<Listed<AudienceView>>;
   /** Adds subscribers by id or by address (addresses must be subscribers already). */
   addMembers(workspaceId: string, id: string, members: { subscriberIds?: string[] | undefined; emails?: string[] | undefined }): Promise<{ added: number; audience: AudienceView }>;
   removeMember(workspaceId: string, id: string, subscriberId: string): Promise<void>;
-  members(workspaceId: string, id: string, page: { limit: number; offset: number }): Promise<{ items: SubscriberView[]; total: number }>;
+  hasMember(workspaceId: string, id: string, subscriberId: string): Promise<boolean>;
+  members(workspaceId: string, id: string, page: ListPage): Promise<Listed<SubscriberView>>;
 }
 
 export function createAudienceService(deps: ServiceDeps & { subscribers: SubscriberService }): AudienceService {
@@ -41,21 +60,34 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
     const a = await find(workspaceId, id);
     return view(a, await countMembers(db, a.id));
   };
+  const checkName = (name: string): string => {
+    const trimmed = name.trim();
+    if (trimmed === '' || trimmed.length > 200) throw validationError('name', 'must be 1 to 200 characters');
+    return trimmed;
+  };
   return {
     async create(workspaceId, name) {
-      const trimmed = name.trim();
-      if (trimmed === '' || trimmed.length > 200) throw validationError('name', 'must be 1 to 200 characters');
-      const row: Audience = { id: newId(), workspace_id: workspaceId, name: trimmed, created_at: clock.now() };
+      const row: Audience = { id: newId(), workspace_id: workspaceId, name: checkName(name), created_at: clock.now() };
       await saveAudience(db, row);
       return view(row, 0);
     },
     async list(workspaceId, page) {
-      const [rows, total] = await Promise.all([listAudiences(db, workspaceId, page.limit, page.offset), countAudiences(db, workspaceId)]);
-      return { items: rows.map((r) => view(r, Number(r.member_count ?? 0))), total };
+      const [{ rows, more }, total] = await Promise.all([listAudiences(db, workspaceId, page), countAudiences(db, workspaceId)]);
+      return { items: rows.map((r) => view(r, Number(r.member_count ?? 0))), total, more };
     },
     get,
     async remove(workspaceId, id) {
       await removeAudience(db, workspaceId, (await find(workspaceId, id)).id);
+    },
+    async rename(workspaceId, id, name) {
+      const audience = await find(workspaceId, id);
+      await renameAudience(db, audience.id, checkName(name));
+      return get(workspaceId, audience.id);
+    },
+    async of(workspaceId, subscriberId, page) {
+      const [{ rows, more }, total] = await Promise.all([listAudiencesOf(db, workspaceId, subscriberId, page), countAudiencesOf(db, workspaceId, subscriberId)]);
+      const counts = await Promise.all(rows.map((a) => countMembers(db, a.id)));
+      return { items: rows.map((a, i) => view(a, counts[i]!)), total, more };
     },
     async addMembers(workspaceId, id, members) {
       const audience = await find(workspaceId, id);
@@ -76,14 +108,17 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
       const added = await saveMembers(db, audience.id, resolved, clock.now());
       return { added, audience: await get(workspaceId, id) };
     },
+    async hasMember(workspaceId, id, subscriberId) {
+      return findMember(db, (await find(workspaceId, id)).id, subscriberId);
+    },
     async removeMember(workspaceId, id, subscriberId) {
       const audience = await find(workspaceId, id);
       if (!(await removeMember(db, audience.id, subscriberId))) throw notFound(`Subscriber ${subscriberId} in audience ${id}`);
     },
     async members(workspaceId, id, page) {
       const audience = await find(workspaceId, id);
-      const [rows, total] = await Promise.all([listMembers(db, audience.id, page.limit, page.offset), countMembers(db, audience.id)]);
-      return { items: await Promise.all(rows.map((r) => subscribers.get(workspaceId, r.id))), total };
+      const [{ rows, more }, total] = await Promise.all([listMembers(db, audience.id, page), countMembers(db, audience.id)]);
+      return { items: await subscribers.views(rows), total, more };
     },
   };
 }

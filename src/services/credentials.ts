@@ -7,13 +7,18 @@ import {
   countCredentials,
   findCredential,
   findCredentialByHash,
+  listCredentialPage,
   listCredentials,
+  renameCredential,
   revokeCredential,
   saveCredential,
   touchCredential,
 } from '../store/credentials.js';
 import type { Credential, CredentialKind } from '../store/tables.js';
 import { findWorkspace } from '../store/workspaces.js';
+import { findDomain, findDomainByName } from '../store/domains.js';
+import type { ListPage, Listed } from '../store/list-page.js';
+import { normalizeDomain } from '../shared/domain-name.js';
 import type { ServiceDeps } from './deps.js';
 
 /**
@@ -33,11 +38,18 @@ export const RESOURCES = [
   'receiving',
 ] as const;
 export type Resource = (typeof RESOURCES)[number];
-export type Scope = `${Resource}:${'read' | 'write'}` | 'full_access';
+/** `emails:send` only sends (Resend's sending access); `emails:write` includes it. */
+export type Scope = `${Resource}:${'read' | 'write'}` | 'emails:send' | 'full_access';
 export const ALL_SCOPES: readonly Scope[] = [
   'full_access',
+  'emails:send',
   ...RESOURCES.flatMap((r) => [`${r}:read`, `${r}:write`] as Scope[]),
 ];
+
+/** Resend's API key permissions, as scopes: every scope, or sending only. */
+export const KEY_PERMISSIONS = ['full_access', 'sending_access'] as const;
+export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
+const SENDING_SCOPES: readonly Scope[] = ['emails:send'];
 
 export type Surface = 'v1' | 'legacy';
 
@@ -49,14 +61,17 @@ export interface Principal {
   /** The credential's own workspace; null for master keys. */
   workspaceId: string | null;
   scopes: ReadonlySet<Scope> | 'all';
+  /** A key that may send from this domain only; null: any domain of the workspace. */
+  domainId: string | null;
 }
 
 export const hasScope = (principal: Principal, scope: Scope): boolean =>
   principal.scopes === 'all' ||
   principal.scopes.has('full_access') ||
   principal.scopes.has(scope) ||
-  // write implies read, as users expect of a grant
-  (scope.endsWith(':read') && principal.scopes.has(scope.replace(':read', ':write') as Scope));
+  // write implies read, as users expect of a grant; writing emails includes sending them
+  (scope.endsWith(':read') && principal.scopes.has(scope.replace(':read', ':write') as Scope)) ||
+  (scope === 'emails:send' && principal.scopes.has('emails:write'));
 
 export interface CredentialView {
   id: string;
@@ -66,6 +81,9 @@ export interface CredentialView {
   prefix: string;
   workspace_id: string | null;
   scopes: string[] | null;
+  /** Resend's view of the scopes: an API key that only sends is `sending_access`. */
+  permission: KeyPermission;
+  domain_id: string | null;
   created_at: string;
   last_used_at: string | null;
   expires_at: string | null;
@@ -80,6 +98,8 @@ export const credentialView = (c: Credential): CredentialView => ({
   prefix: c.prefix,
   workspace_id: c.workspace_id,
   scopes: c.scopes === null ? null : (JSON.parse(c.scopes) as string[]),
+  permission: c.kind !== 'oauth' && c.scopes !== null ? 'sending_access' : 'full_access',
+  domain_id: c.domain_id,
   created_at: toIso(c.created_at),
   last_used_at: toIsoOrNull(c.last_used_at),
   expires_at: toIsoOrNull(c.expires_at),
@@ -105,8 +125,12 @@ export interface CreatedCredential {
 export interface CreateKeyInput {
   name: string;
   workspaceId: string | null;
-  test?: boolean;
-  master?: boolean;
+  test?: boolean | undefined;
+  master?: boolean | undefined;
+  /** `sending_access`: the key can only send email (default `full_access`). */
+  permission?: KeyPermission | undefined;
+  /** With `sending_access`: the one domain (id or name) the key may send from. */
+  domain?: string | undefined;
 }
 
 export interface CreateTokenInput {
@@ -120,6 +144,9 @@ export interface CredentialService {
   createKey(input: CreateKeyInput): Promise<CreatedCredential>;
   createToken(input: CreateTokenInput): Promise<CreatedCredential>;
   list(filter: { workspaceId?: string | undefined; oauth?: boolean; limit?: number; offset?: number }): Promise<CredentialView[]>;
+  /** A page of a workspace's API keys, newest first. */
+  listPage(workspaceId: string, page: ListPage): Promise<Listed<CredentialView>>;
+  rename(id: string, workspaceId: string, name: string): Promise<CredentialView>;
   count(filter: { workspaceId?: string | undefined; oauth?: boolean }): Promise<number>;
   revoke(id: string, workspaceId?: string): Promise<CredentialView>;
   /** Resolves a presented secret to a principal, or throws 401 in the surface's words. */
@@ -142,7 +169,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
 
   const insert = async (
     kind: CredentialKind,
-    fields: { name: string; workspaceId: string | null; master: boolean; scopes: string[] | null; expiresInSeconds: number | null },
+    fields: { name: string; workspaceId: string | null; master: boolean; scopes: readonly string[] | null; expiresInSeconds: number | null; domainId?: string | null },
   ): Promise<CreatedCredential> => {
     const secret = PREFIXES[kind] + randomBase62(SECRET_CHARS);
     const now = clock.now();
@@ -159,6 +186,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       created_at: now,
       last_used_at: null,
       revoked_at: null,
+      domain_id: fields.domainId ?? null,
     };
     await saveCredential(db, row);
     return { credential: credentialView(row), secret };
@@ -170,10 +198,27 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
     async createKey(input) {
       const name = validName(input.name);
       if (input.master && input.test) throw validationError('master', 'a master key is a live key; it cannot also be a test key');
+      if (input.master && (input.permission === 'sending_access' || input.domain !== undefined)) throw validationError('master', 'a master key has full access; it cannot be restricted to sending');
       if (input.master) return insert('live', { name, workspaceId: null, master: true, scopes: null, expiresInSeconds: null });
       if (!input.workspaceId) throw validationError('workspace', 'is required for a workspace key');
       await requireWorkspace(input.workspaceId);
-      return insert(input.test ? 'test' : 'live', { name, workspaceId: input.workspaceId, master: false, scopes: null, expiresInSeconds: null });
+      const permission = input.permission ?? 'full_access';
+      if (!(KEY_PERMISSIONS as readonly string[]).includes(permission)) throw validationError('permission', `must be one of ${KEY_PERMISSIONS.join(', ')}`);
+      if (input.domain !== undefined && permission !== 'sending_access') throw validationError('domain_id', 'restricts a sending_access key; a full_access key reaches every domain');
+      let domainId: string | null = null;
+      if (input.domain !== undefined) {
+        const domain = (await findDomain(db, input.workspaceId, input.domain)) ?? (normalizeDomain(input.domain) ? await findDomainByName(db, input.workspaceId, normalizeDomain(input.domain)!) : undefined);
+        if (!domain) throw validationError('domain_id', `no domain ${input.domain} in this workspace`);
+        domainId = domain.id;
+      }
+      return insert(input.test ? 'test' : 'live', {
+        name,
+        workspaceId: input.workspaceId,
+        master: false,
+        scopes: permission === 'sending_access' ? SENDING_SCOPES : null,
+        expiresInSeconds: null,
+        domainId,
+      });
     },
 
     async createToken(input) {
@@ -190,6 +235,19 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
 
     list: async (filter) => (await listCredentials(db, filter)).map(credentialView),
     count: (filter) => countCredentials(db, filter),
+
+    async listPage(workspaceId, page) {
+      const filter = { workspaceId, oauth: false };
+      const [{ rows, more }, total] = await Promise.all([listCredentialPage(db, filter, page), countCredentials(db, filter)]);
+      return { items: rows.map(credentialView), total, more };
+    },
+
+    async rename(id, workspaceId, name) {
+      const found = await findCredential(db, id);
+      if (!found || found.workspace_id !== workspaceId) throw notFound(`Key ${id}`);
+      await renameCredential(db, id, validName(name));
+      return credentialView((await findCredential(db, id))!);
+    },
 
     async revoke(id, workspaceId) {
       const found = await findCredential(db, id);
@@ -224,6 +282,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
         master: found.master === 1,
         workspaceId: found.workspace_id,
         scopes: found.scopes === null ? 'all' : new Set(JSON.parse(found.scopes) as Scope[]),
+        domainId: found.domain_id,
       };
     },
   };

@@ -23,14 +23,13 @@ import type { ServiceDeps } from './deps.js';
 import type { DomainChecks } from './deliverability/domain-checks.js';
 import { checkChanges, createDomainHealth, parseChecks } from './deliverability/domain-health.js';
 import { reportAddresses } from './deliverability/sending-addresses.js';
+import { checkMetadata } from './metadata.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 export const DKIM_TOKENS_PER_DOMAIN = 3;
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const TOKEN_LENGTH = 32;
-/** Caps what a caller can attach to a domain, so a record cannot grow without bound. */
-export const MAX_METADATA_BYTES = 8 * 1024;
 
 export interface DnsRecord {
   type: 'CNAME' | 'TXT' | 'MX';
@@ -240,9 +239,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
     async add(workspaceId, input) {
       const name = normalizeDomain(input.domain);
       if (!name) throw validationError('domain', `"${input.domain}" is not a valid domain name`);
-      if (input.metadata !== undefined && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) {
-        throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
-      }
+      if (input.metadata !== undefined) checkMetadata('metadata', input.metadata);
       if (await findDomainByName(db, workspaceId, name)) throw new AppError('already_exists', `Domain ${name} already exists`, { field: 'domain' });
 
       const now = clock.now();

@@ -9,21 +9,60 @@ import {
   listEmails,
   listQueueItemsOfEmail,
   refreshEmailStatus,
+  rescheduleEmail,
 } from '../store/emails.js';
 import { listEmailEvents } from '../store/events.js';
+import type { ParsedMail } from 'mailparser';
+import { parseMail } from '../shared/parse-mail.js';
+import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
 import { EMAIL_STATUSES, type Email, type EmailStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 
 const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
+/** Resend's `last_event` vocabulary. */
+export type LastEvent =
+  | 'bounced' | 'canceled' | 'clicked' | 'complained' | 'delivered' | 'delivery_delayed' | 'failed' | 'opened' | 'queued' | 'scheduled' | 'sent' | 'suppressed';
+
+const LAST_EVENT_OF_STATUS: Record<EmailStatus, LastEvent> = {
+  scheduled: 'scheduled',
+  queued: 'queued',
+  sending: 'queued',
+  deferred: 'delivery_delayed',
+  // Held by the reputation guard: still waiting in the queue.
+  held: 'queued',
+  delivered: 'delivered',
+  bounced: 'bounced',
+  failed: 'failed',
+  cancelled: 'canceled',
+  suppressed: 'suppressed',
+};
+
+const LAST_EVENT_OF_TYPE: Record<string, LastEvent> = {
+  'email.delivered': 'delivered',
+  'email.delivery_delayed': 'delivery_delayed',
+  'email.failed': 'failed',
+  'email.opened': 'opened',
+  'email.clicked': 'clicked',
+  'email.bounced': 'bounced',
+  'email.complained': 'complained',
+  'email.suppressed': 'suppressed',
+};
+
 export interface EmailSummary {
   object: 'email';
   id: string;
   status: EmailStatus;
+  /** Resend's name for the state the email is in. */
+  last_event: LastEvent;
   type: Email['type'];
   from: string;
   to: string[];
+  cc: string[] | null;
+  bcc: string[] | null;
+  reply_to: string[] | null;
   subject: string;
+  message_id: string;
   created_at: string;
   scheduled_at: string | null;
   test: boolean;
@@ -33,10 +72,15 @@ export const emailSummary = (e: Email): EmailSummary => ({
   object: 'email',
   id: e.id,
   status: e.status,
+  last_event: LAST_EVENT_OF_STATUS[e.status],
   type: e.type,
   from: e.from_header,
   to: JSON.parse(e.to_addresses) as string[],
+  cc: parseJson<string[]>(e.cc_addresses),
+  bcc: parseJson<string[]>(e.bcc_addresses),
+  reply_to: parseJson<string[]>(e.reply_to),
   subject: e.subject,
+  message_id: e.message_id,
   created_at: toIso(e.created_at),
   scheduled_at: toIsoOrNull(e.scheduled_at),
   test: e.test === 1,
@@ -61,19 +105,57 @@ export interface EmailService {
   raw(workspaceId: string, id: string): Promise<Buffer>;
   /** Cancels every recipient not yet handed to a worker; 409 when nothing is left to cancel. */
   cancel(workspaceId: string, id: string): Promise<EmailDetail>;
+  /** Moves a scheduled email to another time (null or past: now); 409 once it is no longer scheduled. */
+  reschedule(workspaceId: string, id: string, at: number | null): Promise<EmailDetail>;
+  /** The files attached to an email, each with a download link that works for an hour. */
+  attachments(workspaceId: string, id: string): Promise<AttachmentView[]>;
+  /** The file a download link names; a 404 for a link that is not genuine or has expired. */
+  download(token: string): Promise<{ filename: string; contentType: string; content: Buffer }>;
+}
+
+export interface AttachmentView {
+  object: 'attachment';
+  id: string;
+  filename: string | undefined;
+  size: number;
+  content_type: string;
+  content_disposition: 'inline' | 'attachment';
+  content_id?: string;
+  download_url: string;
+  expires_at: string;
+}
+
+/** How long an attachment download link works. */
+export const DOWNLOAD_LINK_MS = 3600 * 1000;
+/** Where the links point (outside the API: the signed token is the credential). */
+export const DOWNLOAD_PATH = '/a/';
+/** Furthest an email can be rescheduled, as when it is sent. */
+const MAX_SCHEDULE_MS = 30 * 24 * 3600 * 1000;
+
+interface DownloadToken extends Record<string, unknown> {
+  w: string;
+  e: string;
+  /** Position of the attachment in the message. */
+  i: number;
+  /** Expiry, epoch ms. */
+  x: number;
 }
 
 export type EmailDetail = Awaited<ReturnType<typeof detail>>;
 
-async function detail(db: Db, email: Email) {
-  const [items, attempts] = await Promise.all([listQueueItemsOfEmail(db, email.id), listAttemptsOfEmail(db, email.id)]);
+async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
+  const [items, attempts, events] = await Promise.all([listQueueItemsOfEmail(db, email.id), listAttemptsOfEmail(db, email.id), listEmailEvents(db, email.workspace_id, email.id)]);
   const recipientOf = new Map(items.map((i) => [i.id, i.recipient]));
+  const summary = emailSummary(email);
+  const lastEvent = events.map((e) => LAST_EVENT_OF_TYPE[e.type]).filter((e) => e !== undefined).at(-1);
   return {
-    ...emailSummary(email),
+    ...summary,
+    last_event: lastEvent ?? summary.last_event,
+    html: content && typeof content.html === 'string' ? content.html : null,
+    text: content?.text ?? null,
     cc: parseJson<string[]>(email.cc_addresses) ?? [],
     bcc: parseJson<string[]>(email.bcc_addresses) ?? [],
     reply_to: parseJson<string[]>(email.reply_to) ?? [],
-    message_id: email.message_id,
     intake: email.intake,
     priority: email.priority === 0 ? 'transactional' : 'marketing',
     template_id: email.template_id,
@@ -109,6 +191,15 @@ const intParam = (value: unknown): number | null => (typeof value === 'string' &
 
 export function createEmailService(deps: ServiceDeps & { contentFor: (email: Email) => Promise<Buffer | undefined> }): EmailService {
   const { db, clock } = deps;
+  const linkKey = tokenKey(deps.secretKey, 'attachment download');
+
+  /** The message as composed, parsed (undefined when it has no content yet). */
+  const parsed = async (email: Email): Promise<ParsedMail | undefined> => {
+    const raw = await deps.contentFor(email);
+    return raw ? parseMail(raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true }) : undefined;
+  };
+
+  const withDetail = async (email: Email) => detail(db, email, await parsed(email));
 
   const find = async (workspaceId: string, id: string): Promise<Email> => {
     const email = isUuid(id) ? await findEmail(db, workspaceId, id.toLowerCase()) : undefined;
@@ -123,7 +214,7 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
   };
 
   return {
-    get: async (workspaceId, id) => detail(db, await find(workspaceId, id)),
+    get: async (workspaceId, id) => withDetail(await find(workspaceId, id)),
 
     async list(workspaceId, query) {
       const requested = intParam(query.limit);
@@ -165,7 +256,45 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
         return n;
       });
       if (cancelled === 0) throw new AppError('invalid_state', `Email ${email.id} is ${email.status}: nothing is left to cancel`);
-      return detail(db, (await findEmail(db, workspaceId, email.id))!);
+      return withDetail((await findEmail(db, workspaceId, email.id))!);
+    },
+
+    async reschedule(workspaceId, id, at) {
+      const email = await find(workspaceId, id);
+      const now = clock.now();
+      const when = at === null || at <= now ? null : at;
+      if (when !== null && when > now + MAX_SCHEDULE_MS) throw validationError('scheduled_at', 'must be within 30 days');
+      const moved = await db.transaction().execute((trx) => rescheduleEmail(trx, email.id, when, now));
+      if (!moved) throw new AppError('invalid_state', `Email ${email.id} is ${email.status}: only a scheduled email can be rescheduled`);
+      return withDetail((await findEmail(db, workspaceId, email.id))!);
+    },
+
+    async attachments(workspaceId, id) {
+      const email = await find(workspaceId, id);
+      const content = await parsed(email);
+      const expires = clock.now() + DOWNLOAD_LINK_MS;
+      return (content?.attachments ?? []).map((a, i) => ({
+        object: 'attachment',
+        id: `att_${i + 1}`,
+        filename: a.filename,
+        size: a.size,
+        content_type: a.contentType,
+        content_disposition: a.contentDisposition === 'inline' ? 'inline' : 'attachment',
+        ...(a.cid ? { content_id: a.cid } : {}),
+        download_url: `${deps.config.http.publicUrl}${DOWNLOAD_PATH}${signToken(linkKey, { w: workspaceId, e: email.id, i, x: expires } satisfies DownloadToken)}`,
+        expires_at: toIso(expires),
+      }));
+    },
+
+    async download(token) {
+      const payload = verifyToken<DownloadToken>(linkKey, token);
+      if (!payload || typeof payload.e !== 'string' || typeof payload.w !== 'string' || typeof payload.i !== 'number' || typeof payload.x !== 'number' || payload.x < clock.now()) {
+        throw notFound('This download link is not valid or has expired; list the attachments again for a new one');
+      }
+      const email = await find(payload.w, payload.e);
+      const attachment = (await parsed(email))?.attachments[payload.i];
+      if (!attachment) throw notFound('Attachment');
+      return { filename: attachment.filename ?? `attachment-${payload.i + 1}`, contentType: attachment.contentType, content: attachment.content };
     },
   };
 }

@@ -17,6 +17,7 @@ import { createTemplateService, type TemplateService } from './templates.js';
 import { createAudienceService, type AudienceService } from './audiences.js';
 import { createCampaignService, type CampaignService } from './campaigns.js';
 import { createSubscriberService, type SubscriberService } from './subscribers.js';
+import { createTopicService, type TopicService } from './topics.js';
 import { createUnsubscribeService, type UnsubscribeService } from './unsubscribe.js';
 import { createTrackingService, type TrackingService } from './tracking.js';
 import { createCommitBatcher, type CommitBatcher } from '../store/commit-batcher.js';
@@ -38,6 +39,7 @@ export interface Services {
   send: SendService;
   subscribers: SubscriberService;
   audiences: AudienceService;
+  topics: TopicService;
   campaigns: CampaignService;
   unsubscribe: UnsubscribeService;
   emails: EmailService;
@@ -83,7 +85,8 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
   const subscribers = createSubscriberService(deps);
   const unsubscribe = createUnsubscribeService({ ...deps, subscribers });
   const send = createSendService({ ...deps, templates, tracking, rateLimiter, batcher, fetchAttachment: options.fetchAttachment === undefined ? createAttachmentFetcher(deps.config, deps.resolver) : options.fetchAttachment, unsubscribeLink: unsubscribe.link, onQueued: options.onQueued });
-  const campaigns = createCampaignService({ ...deps, send, templates, unsubscribe, tracking });
+  const topics = createTopicService(deps);
+  const campaigns = createCampaignService({ ...deps, send, templates, topics, unsubscribe, tracking });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
@@ -92,6 +95,7 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     send,
     subscribers,
     audiences: createAudienceService({ ...deps, subscribers }),
+    topics,
     campaigns,
     unsubscribe,
     emails: createEmailService({ ...deps, contentFor: campaigns.contentFor }),

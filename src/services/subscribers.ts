@@ -17,9 +17,10 @@ import {
   type SubscriberFilter,
 } from '../store/subscribers.js';
 import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../store/suppressions.js';
+import type { ListPage, Listed } from '../store/list-page.js';
 import type { Subscriber, SubscriberStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import { MAX_METADATA_BYTES } from './domains.js';
+import { checkMetadata } from './metadata.js';
 import { hasLineBreak, requireAddress } from './send/addresses.js';
 
 export const MAX_SUBSCRIBER_TAGS = 50;
@@ -32,6 +33,10 @@ export interface SubscriberInput {
   domain_id?: string | null | undefined;
   external_id?: string | null | undefined;
   metadata?: Record<string, unknown> | null | undefined;
+  /** Set or, with null, remove single metadata keys (Resend's contact properties); others stay. */
+  properties?: Record<string, unknown> | undefined;
+  /** Opting out (or back in) as the subscriber is written. */
+  status?: SubscriberStatus | undefined;
 }
 
 export interface SubscriberView {
@@ -54,10 +59,13 @@ export interface SubscriberView {
 export interface SubscriberService {
   /** Creates, or updates the subscriber with that address (SPEC: upsert by email). */
   upsert(workspaceId: string, input: SubscriberInput, source?: string): Promise<{ subscriber: SubscriberView; created: boolean }>;
-  list(filter: SubscriberFilter, page: { limit: number; offset: number }): Promise<{ items: SubscriberView[]; total: number }>;
-  get(workspaceId: string, id: string): Promise<SubscriberView>;
-  update(workspaceId: string, id: string, changes: Partial<SubscriberInput> & { status?: SubscriberStatus }): Promise<SubscriberView>;
-  remove(workspaceId: string, id: string): Promise<void>;
+  list(filter: SubscriberFilter, page: ListPage): Promise<Listed<SubscriberView>>;
+  /** Views of subscriber rows read elsewhere (audience members). */
+  views(rows: Subscriber[]): Promise<SubscriberView[]>;
+  /** By id or by address. */
+  get(workspaceId: string, idOrEmail: string): Promise<SubscriberView>;
+  update(workspaceId: string, idOrEmail: string, changes: Partial<SubscriberInput>): Promise<SubscriberView>;
+  remove(workspaceId: string, idOrEmail: string): Promise<SubscriberView>;
   /**
    * Opts an address out of marketing mail: the subscriber (if any) becomes unsubscribed and a
    * marketing-scope suppression is added, in one transaction with the event.
@@ -109,7 +117,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     checkName('first_name', input.first_name);
     checkName('last_name', input.last_name);
     if (input.external_id != null && (input.external_id.length > 255 || hasLineBreak(input.external_id))) throw validationError('external_id', 'must be one line of at most 255 characters');
-    if (input.metadata != null && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
+    if (input.metadata != null) checkMetadata('metadata', input.metadata);
     if (input.domain_id != null && !(isUuid(input.domain_id) && (await findDomain(db, workspaceId, input.domain_id)))) {
       throw validationError('domain_id', `no domain ${input.domain_id} in this workspace`);
     }
@@ -137,10 +145,37 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     };
   };
 
-  async function find(workspaceId: string, id: string): Promise<Subscriber> {
-    const found = isUuid(id) ? await findSubscriber(db, workspaceId, id) : undefined;
-    if (!found) throw notFound(`Subscriber ${id}`);
+  async function find(workspaceId: string, idOrEmail: string): Promise<Subscriber> {
+    const found = isUuid(idOrEmail)
+      ? await findSubscriber(db, workspaceId, idOrEmail.toLowerCase())
+      : idOrEmail.includes('@')
+        ? await findSubscriberByEmail(db, workspaceId, idOrEmail)
+        : undefined;
+    if (!found) throw notFound(`Subscriber ${idOrEmail}`);
     return found;
+  }
+
+  /** Metadata with `properties` merged in (null removes a key), within the size limit. */
+  function mergedMetadata(current: string | null, properties: Record<string, unknown> | undefined): string | null | undefined {
+    if (properties === undefined) return undefined;
+    const merged: Record<string, unknown> = { ...(current === null ? {} : (JSON.parse(current) as Record<string, unknown>)) };
+    for (const [key, value] of Object.entries(properties)) {
+      if (value === null) delete merged[key];
+      else merged[key] = value;
+    }
+    // The limit applies to the merged result: the contact's properties together.
+    checkMetadata('properties', merged);
+    return Object.keys(merged).length === 0 ? null : JSON.stringify(merged);
+  }
+
+  /** Applies a status change (and the opt-out suppression it brings) in the caller's transaction. */
+  async function applyStatus(trx: Db, row: Subscriber, status: SubscriberStatus | undefined, now: number): Promise<{ row: Subscriber; changed: boolean }> {
+    if (status === undefined || status === row.status) return { row, changed: false };
+    const next = await setStatus(trx, row, status, null, now);
+    if (status === 'unsubscribed') {
+      await saveSuppressionIfAbsent(trx, { workspace_id: row.workspace_id, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail: 'unsubscribed through the API', email_id: null, created_at: now });
+    }
+    return { row: next, changed: true };
   }
 
   async function setStatus(trx: Db, s: Subscriber, status: SubscriberStatus, emailId: string | null, now: number): Promise<Subscriber> {
@@ -170,8 +205,10 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
           let row: Subscriber;
           if (existing) {
             // The address keeps the spelling it was first registered with.
-            row = { ...existing, ...changes, updated_at: now };
-            await updateSubscriber(trx, existing.id, { ...changes, updated_at: now });
+            const metadata = mergedMetadata(changes.metadata !== undefined ? changes.metadata : existing.metadata, input.properties);
+            const all = { ...changes, ...(metadata !== undefined ? { metadata } : {}), updated_at: now };
+            row = { ...existing, ...all };
+            await updateSubscriber(trx, existing.id, all);
           } else {
             row = {
               id: newId(),
@@ -190,10 +227,13 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
               unsubscribed_at: null,
               ...changes,
             };
+            const metadata = mergedMetadata(row.metadata, input.properties);
+            if (metadata !== undefined) row.metadata = metadata;
             await saveSubscriber(trx, row);
           }
           if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
           await recordEvent(trx, { workspaceId, type: existing ? 'subscriber.updated' : 'subscriber.created', data: await eventData(trx, row), at: now });
+          row = (await applyStatus(trx, row, input.status, now)).row;
           return { row, created: !existing };
         });
       let result;
@@ -208,10 +248,11 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     },
 
     async list(filter, page) {
-      const [rows, total] = await Promise.all([listSubscribers(db, filter, page.limit, page.offset), countSubscribers(db, filter)]);
-      return { items: await views(rows), total };
+      const [{ rows, more }, total] = await Promise.all([listSubscribers(db, filter, page), countSubscribers(db, filter)]);
+      return { items: await views(rows), total, more };
     },
 
+    views,
     get: async (workspaceId, id) => view(await find(workspaceId, id)),
 
     async update(workspaceId, id, input) {
@@ -224,23 +265,25 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       const changes = await fields(workspaceId, input);
       const row = await db.transaction().execute(async (trx) => {
         const now = clock.now();
-        let row: Subscriber = { ...existing, ...changes, ...(email ? { email, email_key: email.toLowerCase() } : {}), updated_at: now };
-        await updateSubscriber(trx, existing.id, { ...changes, ...(email ? { email, email_key: email.toLowerCase() } : {}), updated_at: now });
+        // Read again in the transaction: properties merge into the metadata as it is now.
+        const current = (await findSubscriber(trx, workspaceId, existing.id)) ?? existing;
+        const metadata = mergedMetadata(changes.metadata !== undefined ? changes.metadata : current.metadata, input.properties);
+        const all = { ...changes, ...(metadata !== undefined ? { metadata } : {}), ...(email ? { email, email_key: email.toLowerCase() } : {}), updated_at: now };
+        const row: Subscriber = { ...current, ...all };
+        await updateSubscriber(trx, existing.id, all);
         if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
-        if (input.status !== undefined && input.status !== existing.status) {
-          row = await setStatus(trx, row, input.status, null, now);
-          if (input.status === 'unsubscribed') await saveSuppressionIfAbsent(trx, { workspace_id: workspaceId, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail: 'unsubscribed through the API', email_id: null, created_at: now });
-        } else {
-          await recordEvent(trx, { workspaceId, type: 'subscriber.updated', data: await eventData(trx, row), at: now });
-        }
-        return row;
+        const status = await applyStatus(trx, row, input.status, now);
+        if (!status.changed) await recordEvent(trx, { workspaceId, type: 'subscriber.updated', data: await eventData(trx, row), at: now });
+        return status.row;
       });
       return view(row);
     },
 
-    async remove(workspaceId, id) {
-      await find(workspaceId, id);
-      await removeSubscriber(db, workspaceId, id);
+    async remove(workspaceId, idOrEmail) {
+      const found = await find(workspaceId, idOrEmail);
+      const removed = await view(found);
+      await removeSubscriber(db, workspaceId, found.id);
+      return removed;
     },
 
     async unsubscribe(trx, workspaceId, address, emailId) {

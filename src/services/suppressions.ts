@@ -9,6 +9,7 @@ import {
   saveSuppression,
   saveSuppressionIfAbsent,
 } from '../store/suppressions.js';
+import type { ListPage, Listed } from '../store/list-page.js';
 import type { Suppression, SuppressionScope, SuppressionsTable } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 
@@ -50,11 +51,16 @@ export interface ImportResult {
 }
 
 export interface SuppressionService {
-  list(workspaceId: string, page: { limit: number; offset: number }): Promise<{ items: SuppressionView[]; total: number }>;
+  /** `reasons`: only entries added for these reasons. */
+  list(workspaceId: string, page: ListPage, reasons?: readonly SuppressionReason[]): Promise<Listed<SuppressionView>>;
   get(workspaceId: string, emailOrDomain: string): Promise<SuppressionView>;
   /** Adds or updates an entry. */
   add(workspaceId: string, input: AddSuppressionInput): Promise<SuppressionView>;
   remove(workspaceId: string, emailOrDomain: string): Promise<SuppressionView>;
+  /** Adds manual entries for many addresses at once: all valid, or none is added. */
+  addMany(workspaceId: string, emails: string[]): Promise<SuppressionView[]>;
+  /** Removes many entries at once; reports which were listed. */
+  removeMany(workspaceId: string, emails: string[]): Promise<Array<{ email: string; deleted: boolean }>>;
   /** One address or `@domain` per line (CSV: the first column); existing entries are kept. */
   /** `onProgress` hears of each written chunk: entries written so far, of all valid entries. */
   importLines(
@@ -65,6 +71,8 @@ export interface SuppressionService {
 }
 
 const MAX_ADDRESS = 254;
+/** Most addresses in one batch request. */
+export const MAX_BATCH = 1000;
 const LOCAL_RE = /^[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]{1,64}$/;
 
 /**
@@ -114,9 +122,9 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
   };
 
   return {
-    async list(workspaceId, page) {
-      const [rows, total] = await Promise.all([listSuppressions(db, workspaceId, page.limit, page.offset), countSuppressions(db, workspaceId)]);
-      return { items: rows.map(suppressionView), total };
+    async list(workspaceId, page, reasons) {
+      const [{ rows, more }, total] = await Promise.all([listSuppressions(db, { workspaceId, reasons }, page), countSuppressions(db, workspaceId, reasons)]);
+      return { items: rows.map(suppressionView), total, more };
     },
 
     get: async (workspaceId, value) => suppressionView(await find(workspaceId, value)),
@@ -149,6 +157,27 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
       const found = await find(workspaceId, value);
       await removeSuppression(db, workspaceId, found.address);
       return suppressionView(found);
+    },
+
+    async addMany(workspaceId, emails) {
+      if (emails.length === 0 || emails.length > MAX_BATCH) throw validationError('emails', `must list 1 to ${MAX_BATCH} addresses`);
+      const keys = [...new Set(emails.map((e, i) => suppressionKey(e, `emails[${i}]`)))];
+      const now = clock.now();
+      const rows = keys.map((address): Suppression => ({ workspace_id: workspaceId, address, scope: 'all', reason: 'manual', detail: null, email_id: null, created_at: now }));
+      await db.transaction().execute(async (trx) => {
+        for (const row of rows) await saveSuppression(trx, row);
+      });
+      return rows.map(suppressionView);
+    },
+
+    async removeMany(workspaceId, emails) {
+      if (emails.length === 0 || emails.length > MAX_BATCH) throw validationError('emails', `must list 1 to ${MAX_BATCH} addresses`);
+      const keys = emails.map((e, i) => suppressionKey(e, `emails[${i}]`));
+      return db.transaction().execute(async (trx) => {
+        const out: Array<{ email: string; deleted: boolean }> = [];
+        for (const address of keys) out.push({ email: address, deleted: await removeSuppression(trx, workspaceId, address) });
+        return out;
+      });
     },
 
     async importLines(workspaceId, lines, options = {}) {

@@ -1,91 +1,267 @@
-import { toIso } from '../shared/clock.js';
-import { notFound, validationError } from '../shared/errors.js';
+import { toIso, toIsoOrNull } from '../shared/clock.js';
+import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
-import { countTemplates, findTemplate, listTemplates, removeTemplate, saveTemplate, updateTemplate } from '../store/templates.js';
+import type { ListPage, Listed } from '../store/list-page.js';
+import { countTemplates, findTemplate, findTemplateByAlias, listTemplates, removeTemplate, saveTemplate, updateTemplate } from '../store/templates.js';
 import type { Template } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import { singleLine } from './send/addresses.js';
+import { parseMailbox, parseMailboxes, singleLine } from './send/addresses.js';
+import type { Variables } from './send/render-template.js';
+
+/** A declared variable: its type, and the value used when a send gives none. */
+export interface TemplateVariable {
+  key: string;
+  type: 'string' | 'number';
+  fallback_value: string | number | null;
+}
 
 export interface TemplateInput {
   name: string;
-  subject: string;
+  subject?: string | null | undefined;
   html: string;
   text?: string | null | undefined;
+  /** Another name to send or read the template by. */
+  alias?: string | null | undefined;
+  /** The default sender of mail using the template. */
+  from?: string | null | undefined;
+  reply_to?: string | string[] | null | undefined;
+  variables?: Array<Omit<TemplateVariable, 'fallback_value'> & { fallback_value?: string | number | null | undefined }> | null | undefined;
 }
+
+export type TemplateStatus = 'draft' | 'published';
 
 export interface TemplateView {
   id: string;
   object: 'template';
   name: string;
-  subject: string;
+  subject: string | null;
   html: string;
   text: string | null;
+  alias: string | null;
+  from: string | null;
+  reply_to: string[] | null;
+  variables: Array<TemplateVariable & { created_at: string; updated_at: string }> | null;
+  /** `published` once published: mail is then sent with the published version. */
+  status: TemplateStatus;
+  published_at: string | null;
+  /** Changed since it was published (the changes are not used until published again). */
+  has_unpublished_versions: boolean;
+  current_version_id: string;
   created_at: string;
   updated_at: string;
 }
 
-export const templateView = (t: Template): TemplateView => ({
-  id: t.id,
-  object: 'template',
-  name: t.name,
-  subject: t.subject,
-  html: t.html,
-  text: t.text,
-  created_at: toIso(t.created_at),
-  updated_at: toIso(t.updated_at),
-});
+/** The version of a template that mail is sent with. */
+export interface TemplateContent {
+  id: string;
+  subject: string | null;
+  html: string;
+  text: string | null;
+  from: string | null;
+  reply_to: string[] | null;
+  /** Fallback values of the declared variables. */
+  defaults: Variables;
+}
 
 export interface TemplateService {
   create(workspaceId: string, input: TemplateInput): Promise<TemplateView>;
-  list(workspaceId: string, page: { limit: number; offset: number }): Promise<{ items: TemplateView[]; total: number }>;
-  get(workspaceId: string, id: string): Promise<Template>;
-  update(workspaceId: string, id: string, changes: Partial<TemplateInput>): Promise<TemplateView>;
-  remove(workspaceId: string, id: string): Promise<void>;
+  list(workspaceId: string, page: ListPage): Promise<Listed<TemplateView>>;
+  /** By id or alias. */
+  get(workspaceId: string, idOrAlias: string): Promise<TemplateView>;
+  /** What mail sent with the template uses: the published version, or the draft if never published. */
+  content(workspaceId: string, idOrAlias: string): Promise<TemplateContent>;
+  update(workspaceId: string, idOrAlias: string, changes: Partial<TemplateInput>): Promise<TemplateView>;
+  remove(workspaceId: string, idOrAlias: string): Promise<TemplateView>;
+  /** Makes the current content the version mail is sent with. */
+  publish(workspaceId: string, idOrAlias: string): Promise<TemplateView>;
+  /** A new draft with the same content. */
+  duplicate(workspaceId: string, idOrAlias: string): Promise<TemplateView>;
 }
 
-const check = (input: Partial<TemplateInput>) => {
-  if (input.name !== undefined && (input.name.trim() === '' || input.name.length > 200)) throw validationError('name', 'must be 1 to 200 characters');
-  if (input.subject !== undefined) {
-    singleLine('subject', input.subject);
-    if (input.subject.trim() === '' || input.subject.length > 998) throw validationError('subject', 'must be 1 to 998 characters');
+const ALIAS = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+const VARIABLE_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,49}$/;
+export const MAX_TEMPLATE_VARIABLES = 50;
+
+interface Published {
+  subject: string;
+  html: string;
+  text: string | null;
+  from: string | null;
+  reply_to: string | null;
+  variables: string | null;
+}
+
+const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+export function templateView(t: Template): TemplateView {
+  const variables = parseJson<TemplateVariable[]>(t.variables);
+  const updated = toIso(t.updated_at);
+  return {
+    id: t.id,
+    object: 'template',
+    name: t.name,
+    subject: t.subject === '' ? null : t.subject,
+    html: t.html,
+    text: t.text,
+    alias: t.alias,
+    from: t.from_address,
+    reply_to: parseJson<string[]>(t.reply_to),
+    variables: variables?.map((v) => ({ ...v, created_at: updated, updated_at: updated })) ?? null,
+    status: t.published_at === null ? 'draft' : 'published',
+    published_at: toIsoOrNull(t.published_at),
+    has_unpublished_versions: t.published_at !== null && t.updated_at > t.published_at,
+    current_version_id: t.id,
+    created_at: toIso(t.created_at),
+    updated_at: updated,
+  };
+}
+
+function checkVariables(variables: NonNullable<TemplateInput['variables']>): TemplateVariable[] {
+  if (variables.length > MAX_TEMPLATE_VARIABLES) throw validationError('variables', `at most ${MAX_TEMPLATE_VARIABLES} variables`);
+  const seen = new Set<string>();
+  return variables.map((v, i) => {
+    if (!VARIABLE_KEY.test(v.key)) throw validationError(`variables[${i}].key`, 'must be letters, digits and underscores (at most 50), not starting with a digit');
+    if (seen.has(v.key)) throw validationError(`variables[${i}].key`, `${v.key} is declared twice`);
+    seen.add(v.key);
+    const fallback = v.fallback_value ?? null;
+    if (fallback !== null && typeof fallback !== v.type) throw validationError(`variables[${i}].fallback_value`, `must be a ${v.type}, as the variable's type`);
+    return { key: v.key, type: v.type, fallback_value: fallback };
+  });
+}
+
+/** Row changes for the given fields, validated. */
+function fieldsOf(input: Partial<TemplateInput>): Partial<Template> {
+  const changes: Partial<Template> = {};
+  if (input.name !== undefined) {
+    if (input.name.trim() === '' || input.name.length > 200) throw validationError('name', 'must be 1 to 200 characters');
+    changes.name = input.name.trim();
   }
-  if (input.html !== undefined && input.html.trim() === '') throw validationError('html', 'must not be empty');
-};
+  if (input.subject !== undefined) {
+    const subject = input.subject ?? '';
+    singleLine('subject', subject);
+    if (subject.length > 998) throw validationError('subject', 'must be at most 998 characters');
+    changes.subject = subject;
+  }
+  if (input.html !== undefined) {
+    if (input.html.trim() === '') throw validationError('html', 'must not be empty');
+    changes.html = input.html;
+  }
+  if (input.text !== undefined) changes.text = input.text;
+  if (input.alias !== undefined) {
+    if (input.alias !== null && (!ALIAS.test(input.alias) || isUuid(input.alias))) throw validationError('alias', 'must be 1 to 100 letters, digits, dots, dashes or underscores (not a uuid)');
+    changes.alias = input.alias;
+  }
+  if (input.from !== undefined) {
+    if (input.from !== null) parseMailbox('from', input.from);
+    changes.from_address = input.from;
+  }
+  if (input.reply_to !== undefined) {
+    changes.reply_to = input.reply_to === null ? null : JSON.stringify(parseMailboxes('reply_to', input.reply_to).map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address)));
+  }
+  if (input.variables !== undefined) changes.variables = input.variables === null ? null : JSON.stringify(checkVariables(input.variables));
+  return changes;
+}
+
+const defaultsOf = (variables: string | null): Variables =>
+  Object.fromEntries((parseJson<TemplateVariable[]>(variables) ?? []).filter((v) => v.fallback_value !== null).map((v) => [v.key, v.fallback_value]));
+
+const isUniqueViolation = (err: unknown): boolean => /UNIQUE constraint failed|duplicate key value/i.test(String((err as Error)?.message));
 
 export function createTemplateService(deps: ServiceDeps): TemplateService {
   const { db, clock } = deps;
-  const get = async (workspaceId: string, id: string): Promise<Template> => {
-    const found = isUuid(id) ? await findTemplate(db, workspaceId, id) : undefined;
-    if (!found) throw notFound(`Template ${id}`);
+
+  const find = async (workspaceId: string, idOrAlias: string): Promise<Template> => {
+    const found = isUuid(idOrAlias) ? await findTemplate(db, workspaceId, idOrAlias.toLowerCase()) : await findTemplateByAlias(db, workspaceId, idOrAlias);
+    if (!found) throw notFound(`Template ${idOrAlias}`);
     return found;
   };
+
+  /** Writes a row; a taken alias is a 409 rather than a database error. */
+  const writing = async <T>(alias: string | null | undefined, write: () => Promise<T>): Promise<T> => {
+    try {
+      return await write();
+    } catch (err) {
+      if (alias && isUniqueViolation(err)) throw new AppError('already_exists', `alias: another template is named ${alias}`, { field: 'alias' });
+      throw err;
+    }
+  };
+
+  const insert = async (workspaceId: string, fields: Partial<Template>): Promise<TemplateView> => {
+    const now = clock.now();
+    const row: Template = {
+      id: newId(),
+      workspace_id: workspaceId,
+      name: '',
+      subject: '',
+      html: '',
+      text: null,
+      alias: null,
+      from_address: null,
+      reply_to: null,
+      variables: null,
+      published: null,
+      published_at: null,
+      created_at: now,
+      updated_at: now,
+      ...fields,
+    };
+    await writing(row.alias, () => saveTemplate(db, row));
+    return templateView(row);
+  };
+
   return {
     async create(workspaceId, input) {
-      check(input);
-      const now = clock.now();
-      const row: Template = { id: newId(), workspace_id: workspaceId, name: input.name.trim(), subject: input.subject, html: input.html, text: input.text ?? null, created_at: now, updated_at: now };
-      await saveTemplate(db, row);
-      return templateView(row);
+      if (typeof input.name !== 'string') throw validationError('name', 'is required');
+      if (typeof input.html !== 'string') throw validationError('html', 'is required');
+      return insert(workspaceId, fieldsOf(input));
     },
+
     async list(workspaceId, page) {
-      const [rows, total] = await Promise.all([listTemplates(db, workspaceId, page.limit, page.offset), countTemplates(db, workspaceId)]);
-      return { items: rows.map(templateView), total };
+      const [{ rows, more }, total] = await Promise.all([listTemplates(db, workspaceId, page), countTemplates(db, workspaceId)]);
+      return { items: rows.map(templateView), total, more };
     },
-    get,
-    async update(workspaceId, id, changes) {
-      check(changes);
-      await get(workspaceId, id);
-      await updateTemplate(db, workspaceId, id, {
-        ...(changes.name !== undefined ? { name: changes.name.trim() } : {}),
-        ...(changes.subject !== undefined ? { subject: changes.subject } : {}),
-        ...(changes.html !== undefined ? { html: changes.html } : {}),
-        ...(changes.text !== undefined ? { text: changes.text } : {}),
-        updated_at: clock.now(),
-      });
-      return templateView(await get(workspaceId, id));
+
+    get: async (workspaceId, idOrAlias) => templateView(await find(workspaceId, idOrAlias)),
+
+    async content(workspaceId, idOrAlias) {
+      const t = await find(workspaceId, idOrAlias);
+      const version: Published = parseJson<Published>(t.published) ?? { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
+      return {
+        id: t.id,
+        subject: version.subject === '' ? null : version.subject,
+        html: version.html,
+        text: version.text,
+        from: version.from,
+        reply_to: parseJson<string[]>(version.reply_to),
+        defaults: defaultsOf(version.variables),
+      };
     },
-    async remove(workspaceId, id) {
-      if (!(await removeTemplate(db, workspaceId, (await get(workspaceId, id)).id))) throw notFound(`Template ${id}`);
+
+    async update(workspaceId, idOrAlias, input) {
+      const changes = fieldsOf(input);
+      const t = await find(workspaceId, idOrAlias);
+      await writing(changes.alias, () => updateTemplate(db, workspaceId, t.id, { ...changes, updated_at: clock.now() }));
+      return templateView(await find(workspaceId, t.id));
+    },
+
+    async remove(workspaceId, idOrAlias) {
+      const t = await find(workspaceId, idOrAlias);
+      if (!(await removeTemplate(db, workspaceId, t.id))) throw notFound(`Template ${idOrAlias}`);
+      return templateView(t);
+    },
+
+    async publish(workspaceId, idOrAlias) {
+      const t = await find(workspaceId, idOrAlias);
+      const published: Published = { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
+      // The update time stays: publishing does not make the content newer than what is published.
+      await updateTemplate(db, workspaceId, t.id, { published: JSON.stringify(published), published_at: Math.max(clock.now(), t.updated_at) });
+      return templateView(await find(workspaceId, t.id));
+    },
+
+    async duplicate(workspaceId, idOrAlias) {
+      const t = await find(workspaceId, idOrAlias);
+      const name = `${t.name} (copy)`.slice(0, 200);
+      return insert(workspaceId, { name, subject: t.subject, html: t.html, text: t.text, from_address: t.from_address, reply_to: t.reply_to, variables: t.variables });
     },
   };
 }

@@ -16,13 +16,16 @@ import type {
   WebhookSurface,
 } from '../store/tables.js';
 import {
+  countWebhookAttempts,
   countWebhookDeliveries,
   countWebhookEndpoints,
   failPendingWebhookDeliveries,
   findWebhookDelivery,
+  findWebhookDeliveryOfEvent,
   findWebhookEndpoint,
   findWebhookEndpointByUrl,
   listWebhookAttempts,
+  listWebhookAttemptsOfDelivery,
   listWebhookDeliveries,
   listWebhookEndpoints,
   removeWebhookEndpoint,
@@ -30,7 +33,10 @@ import {
   saveWebhookEndpoint,
   updateWebhookEndpoint,
 } from '../store/webhooks.js';
+import type { ListPage, Listed } from '../store/list-page.js';
 import type { ServiceDeps } from './deps.js';
+import { listEventsByIds } from '../store/events.js';
+import { renderEnvelope, type Envelope } from '../webhooks/render-event.js';
 
 export const SECRET_PREFIX = 'whsec_';
 /** 32 random bytes: the HMAC-SHA256 key length; more than the 24 Standard Webhooks asks for. */
@@ -73,6 +79,9 @@ export interface AttemptView {
   next_attempt_at: string | null;
 }
 
+/** A delivery with every attempt made so far, oldest first. */
+export type DeliveryWithAttempts = DeliveryView & { attempts: AttemptView[] };
+
 export interface DeliveryView {
   id: string;
   event_id: string;
@@ -112,7 +121,7 @@ export interface WebhookWithSecret {
 
 export interface WebhookService {
   register(workspaceId: string, surface: WebhookSurface, input: RegisterWebhookInput): Promise<WebhookWithSecret>;
-  list(workspaceId: string, page: { limit: number; offset: number }): Promise<{ items: WebhookView[]; total: number }>;
+  list(workspaceId: string, page: ListPage): Promise<Listed<WebhookView>>;
   get(workspaceId: string, id: string): Promise<WebhookView>;
   update(workspaceId: string, id: string, input: UpdateWebhookInput): Promise<WebhookView>;
   remove(workspaceId: string, id: string): Promise<void>;
@@ -121,10 +130,14 @@ export interface WebhookService {
     workspaceId: string,
     id: string,
     filter: { status?: WebhookDeliveryStatus | undefined },
-    page: { limit: number; offset: number },
-  ): Promise<{ items: DeliveryView[]; total: number }>;
-  getDelivery(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView & { attempts: AttemptView[] }>;
+    page: ListPage,
+  ): Promise<Listed<DeliveryWithAttempts>>;
+  getDelivery(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryWithAttempts>;
+  /** One delivery's attempts, oldest first. */
+  listAttempts(workspaceId: string, id: string, deliveryId: string, page: { limit: number; offset: number }): Promise<{ items: AttemptView[]; total: number }>;
   replay(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView>;
+  /** A delivery with the body it carries (null once the event is past retention). */
+  deliveryPayload(workspaceId: string, id: string, deliveryId: string): Promise<{ delivery: DeliveryView; payload: Envelope | null }>;
 }
 
 export const generateSecret = (): string => SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
@@ -176,15 +189,34 @@ export const attemptView = (a: WebhookAttempt): AttemptView => ({
   next_attempt_at: toIsoOrNull(a.next_attempt_at),
 });
 
+/** Resend's event types with no counterpart here (yet): refused with a message that says so. */
+const RESEND_ONLY_EVENTS = new Set([
+  'email.scheduled',
+  'contact.created',
+  'contact.updated',
+  'contact.deleted',
+  'contact.topics.updated',
+  'domain.created',
+  'domain.updated',
+  'domain.deleted',
+  'suppression.added',
+  'suppression.removed',
+  'topic.created',
+  'topic.updated',
+  'topic.deleted',
+]);
+
 /** Validates an event list: known types or `*`, at least one; duplicates dropped. */
 export function parseEvents(events: unknown): string[] {
   if (!Array.isArray(events) || events.length === 0) {
     throw validationError('events', `must name at least one event type, or "*" for all; known: ${EVENT_TYPES.join(', ')}`);
   }
   events.forEach((e, i) => {
-    if (typeof e !== 'string' || (e !== ALL_EVENTS && !isEventType(e))) {
-      throw validationError(`events[${i}]`, `unknown event type ${JSON.stringify(e)}; known: ${EVENT_TYPES.join(', ')}, or "*"`);
+    if (typeof e === 'string' && (e === ALL_EVENTS || isEventType(e))) return;
+    if (typeof e === 'string' && RESEND_ONLY_EVENTS.has(e)) {
+      throw validationError(`events[${i}]`, `${e} is a Resend event type that mailsvc does not emit; known: ${EVENT_TYPES.join(', ')}, or "*"`);
     }
+    throw validationError(`events[${i}]`, `unknown event type ${JSON.stringify(e)}; known: ${EVENT_TYPES.join(', ')}, or "*"`);
   });
   const unique = [...new Set(events as string[])];
   return unique.includes(ALL_EVENTS) ? [ALL_EVENTS] : unique;
@@ -217,8 +249,9 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
     return found;
   };
 
+  /** By delivery id (`msg_…`, the webhook-id header) or by the id of the event it carries (`evt_…`). */
   const requireDelivery = async (endpointId: string, deliveryId: string): Promise<WebhookDelivery> => {
-    const found = await findWebhookDelivery(db, endpointId, deliveryId);
+    const found = deliveryId.startsWith('evt_') ? await findWebhookDeliveryOfEvent(db, endpointId, deliveryId) : await findWebhookDelivery(db, endpointId, deliveryId);
     if (!found) throw notFound(`Delivery ${deliveryId}`);
     return found;
   };
@@ -273,9 +306,9 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
     },
 
     async list(workspaceId, page) {
-      const [rows, total] = await Promise.all([listWebhookEndpoints(db, workspaceId, page), countWebhookEndpoints(db, workspaceId)]);
+      const [{ rows, more }, total] = await Promise.all([listWebhookEndpoints(db, workspaceId, page), countWebhookEndpoints(db, workspaceId)]);
       const now = clock.now();
-      return { items: rows.map((r) => webhookView(r, now)), total };
+      return { items: rows.map((r) => webhookView(r, now)), total, more };
     },
 
     get: async (workspaceId, id) => webhookView(await requireEndpoint(workspaceId, id), clock.now()),
@@ -331,8 +364,12 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
     async listDeliveries(workspaceId, id, filter, page) {
       const endpoint = await requireEndpoint(workspaceId, id);
       const query = { endpointId: endpoint.id, status: filter.status };
-      const [rows, total] = await Promise.all([listWebhookDeliveries(db, query, page), countWebhookDeliveries(db, query)]);
-      return { items: rows.map(deliveryView), total };
+      const [{ rows, more }, total] = await Promise.all([listWebhookDeliveries(db, query, page), countWebhookDeliveries(db, query)]);
+      // Every attempt of the page's deliveries, in one query: a failure answered before a
+      // successful retry stays visible in the list.
+      const attempts = new Map<string, AttemptView[]>(rows.map((r) => [r.id, []]));
+      for (const a of await listWebhookAttempts(db, rows.map((r) => r.id))) attempts.get(a.delivery_id)?.push(attemptView(a));
+      return { items: rows.map((d) => ({ ...deliveryView(d), attempts: attempts.get(d.id)! })), total, more };
     },
 
     async getDelivery(workspaceId, id, deliveryId) {
@@ -340,6 +377,21 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
       const delivery = await requireDelivery(endpoint.id, deliveryId);
       const attempts = await listWebhookAttempts(db, [delivery.id]);
       return { ...deliveryView(delivery), attempts: attempts.map(attemptView) };
+    },
+
+    async deliveryPayload(workspaceId, id, deliveryId) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const delivery = await requireDelivery(endpoint.id, deliveryId);
+      const [event] = await listEventsByIds(db, [delivery.event_id]);
+      const payload = event ? renderEnvelope(endpoint.surface, { ...event, data: JSON.parse(event.data) as Record<string, unknown> }) : null;
+      return { delivery: deliveryView(delivery), payload };
+    },
+
+    async listAttempts(workspaceId, id, deliveryId, page) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      const delivery = await requireDelivery(endpoint.id, deliveryId);
+      const [rows, total] = await Promise.all([listWebhookAttemptsOfDelivery(db, delivery.id, page), countWebhookAttempts(db, delivery.id)]);
+      return { items: rows.map(attemptView), total };
     },
 
     async replay(workspaceId, id, deliveryId) {

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
 import type { Audience, Subscriber } from './tables.js';
 
 export const saveAudience = async (db: Db, row: Audience): Promise<void> => {
@@ -8,16 +9,34 @@ export const saveAudience = async (db: Db, row: Audience): Promise<void> => {
 export const findAudience = (db: Db, workspaceId: string, id: string): Promise<Audience | undefined> =>
   db.selectFrom('audiences').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
 
-export const listAudiences = (db: Db, workspaceId: string, limit: number, offset: number) =>
+export const listAudiences = (db: Db, workspaceId: string, page: ListPage) =>
+  readPage(
+    db
+      .selectFrom('audiences')
+      .selectAll('audiences')
+      .select((eb) => eb.selectFrom('audience_members').select((e) => e.fn.countAll<number>().as('n')).whereRef('audience_members.audience_id', '=', 'audiences.id').as('member_count'))
+      .where('workspace_id', '=', workspaceId),
+    'audiences.id',
+    page,
+  );
+
+export const renameAudience = async (db: Db, id: string, name: string): Promise<void> => {
+  await db.updateTable('audiences').set({ name }).where('id', '=', id).execute();
+};
+
+/** The audiences a subscriber is a member of, newest first. */
+const audiencesOf = (db: Db, workspaceId: string, subscriberId: string) =>
   db
     .selectFrom('audiences')
-    .selectAll('audiences')
-    .select((eb) => eb.selectFrom('audience_members').select((e) => e.fn.countAll<number>().as('n')).whereRef('audience_members.audience_id', '=', 'audiences.id').as('member_count'))
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .offset(offset)
-    .execute();
+    .innerJoin('audience_members', 'audience_members.audience_id', 'audiences.id')
+    .where('audiences.workspace_id', '=', workspaceId)
+    .where('audience_members.subscriber_id', '=', subscriberId);
+
+export const listAudiencesOf = (db: Db, workspaceId: string, subscriberId: string, page: ListPage): Promise<PageOf<Audience>> =>
+  readPage(audiencesOf(db, workspaceId, subscriberId).selectAll('audiences'), 'audiences.id', page);
+
+export const countAudiencesOf = async (db: Db, workspaceId: string, subscriberId: string): Promise<number> =>
+  Number((await audiencesOf(db, workspaceId, subscriberId).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
 export const countAudiences = async (db: Db, workspaceId: string): Promise<number> =>
   Number((await db.selectFrom('audiences').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
@@ -39,16 +58,15 @@ export async function saveMembers(db: Db, audienceId: string, subscriberIds: rea
   return Number(result.numInsertedOrUpdatedRows ?? 0);
 }
 
+export const findMember = async (db: Db, audienceId: string, subscriberId: string): Promise<boolean> =>
+  (await db.selectFrom('audience_members').select('subscriber_id').where('audience_id', '=', audienceId).where('subscriber_id', '=', subscriberId).executeTakeFirst()) !== undefined;
+
 export const removeMember = async (db: Db, audienceId: string, subscriberId: string): Promise<boolean> =>
   Number((await db.deleteFrom('audience_members').where('audience_id', '=', audienceId).where('subscriber_id', '=', subscriberId).executeTakeFirst()).numDeletedRows) > 0;
 
-export const listMembers = (db: Db, audienceId: string, limit: number, offset: number): Promise<Subscriber[]> =>
-  db
-    .selectFrom('subscribers')
-    .innerJoin('audience_members', 'audience_members.subscriber_id', 'subscribers.id')
-    .selectAll('subscribers')
-    .where('audience_members.audience_id', '=', audienceId)
-    .orderBy('subscribers.id', 'desc')
-    .limit(limit)
-    .offset(offset)
-    .execute();
+export const listMembers = (db: Db, audienceId: string, page: ListPage): Promise<PageOf<Subscriber>> =>
+  readPage(
+    db.selectFrom('subscribers').innerJoin('audience_members', 'audience_members.subscriber_id', 'subscribers.id').selectAll('subscribers').where('audience_members.audience_id', '=', audienceId),
+    'subscribers.id',
+    page,
+  );

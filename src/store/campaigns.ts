@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
-import type { Campaign } from './tables.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
+import type { Updateable } from 'kysely';
+import type { Campaign, CampaignsTable } from './tables.js';
 
 export const saveCampaign = async (db: Db, row: Campaign): Promise<void> => {
   await db.insertInto('campaigns').values(row).execute();
@@ -11,8 +13,8 @@ export const findCampaign = (db: Db, workspaceId: string, id: string): Promise<C
 
 export const findCampaignById = (db: Db, id: string): Promise<Campaign | undefined> => db.selectFrom('campaigns').selectAll().where('id', '=', id).executeTakeFirst();
 
-export const listCampaigns = (db: Db, workspaceId: string, limit: number, offset: number): Promise<Campaign[]> =>
-  db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId).orderBy('id', 'desc').limit(limit).offset(offset).execute();
+export const listCampaigns = (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<Campaign>> =>
+  readPage(db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId), 'id', page);
 
 export const countCampaigns = async (db: Db, workspaceId: string): Promise<number> =>
   Number((await db.selectFrom('campaigns').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
@@ -26,6 +28,7 @@ export async function claimQueuingCampaign(db: Db, owner: string, now: number, l
     .selectFrom('campaigns')
     .select(['id', 'lease_until'])
     .where('status', '=', 'queuing')
+    .where((eb) => eb.or([eb('scheduled_at', 'is', null), eb('scheduled_at', '<=', now)]))
     .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
     .orderBy('created_at')
     .executeTakeFirst();
@@ -44,6 +47,7 @@ export async function advanceCampaign(db: Db, id: string, owner: string, cursor:
     .set((eb) => ({ cursor, queued: eb('queued', '+', added), lease_until: now + leaseMs }))
     .where('id', '=', id)
     .where('lease_owner', '=', owner)
+    .where('status', '=', 'queuing')
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
@@ -57,6 +61,74 @@ export async function finishQueuingCampaign(db: Db, id: string, owner: string, n
     .where('status', '=', 'queuing')
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+const changed = (result: { numUpdatedRows: bigint } | { numDeletedRows: bigint }): boolean =>
+  Number('numUpdatedRows' in result ? result.numUpdatedRows : result.numDeletedRows) > 0;
+
+/** Changes a campaign only while it is a draft (compare-and-set: a draft being sent is not). */
+export const updateDraftCampaign = async (db: Db, id: string, changes: Updateable<CampaignsTable>): Promise<boolean> =>
+  changed(await db.updateTable('campaigns').set(changes).where('id', '=', id).where('status', '=', 'draft').executeTakeFirst());
+
+/** A draft starts: queued by the campaign workers from `scheduled_at` (null: now). */
+export const startDraftCampaign = (db: Db, id: string, fields: Pick<Campaign, 'scheduled_at' | 'recipients' | 'test' | 'updated_at'>): Promise<boolean> =>
+  updateDraftCampaign(db, id, { ...fields, status: 'queuing' });
+
+/** A scheduled campaign no node has started goes back to draft. */
+export const unscheduleCampaign = async (db: Db, id: string, now: number): Promise<boolean> =>
+  changed(
+    await db
+      .updateTable('campaigns')
+      .set({ status: 'draft', scheduled_at: null, recipients: 0, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '=', 'queuing')
+      .where('cursor', 'is', null)
+      .where('lease_owner', 'is', null)
+      .where('scheduled_at', '>', now)
+      .executeTakeFirst(),
+  );
+
+/** Deletes a draft, or a scheduled campaign no node has started. */
+export const removeUnstartedCampaign = async (db: Db, id: string): Promise<boolean> =>
+  changed(
+    await db
+      .deleteFrom('campaigns')
+      .where('id', '=', id)
+      .where((eb) => eb.or([eb('status', '=', 'draft'), eb.and([eb('status', '=', 'queuing'), eb('cursor', 'is', null), eb('lease_owner', 'is', null)])]))
+      .executeTakeFirst(),
+  );
+
+/** Stops a campaign being queued or sent; false when it finished (or was cancelled) first. */
+export const markCampaignCancelled = async (db: Db, id: string, now: number): Promise<boolean> =>
+  changed(
+    await db
+      .updateTable('campaigns')
+      .set({ status: 'cancelled', cancelled_at: now, updated_at: now, lease_owner: null, lease_until: null })
+      .where('id', '=', id)
+      .where('status', 'in', ['queuing', 'sending'])
+      .executeTakeFirst(),
+  );
+
+/**
+ * Cancels a campaign's messages no worker holds (queued or deferred). Campaign messages have
+ * one recipient each, so the message is cancelled with its queue item.
+ */
+export async function cancelCampaignMessages(trx: Db, campaignId: string, now: number): Promise<number> {
+  const ofCampaign = trx.selectFrom('emails').select('id').where('campaign_id', '=', campaignId);
+  const result = await trx
+    .updateTable('queue_items')
+    .set({ status: 'cancelled', finished_at: now, updated_at: now, lease_owner: null, lease_until: null })
+    .where('email_id', 'in', ofCampaign)
+    .where('status', 'in', ['queued', 'deferred'])
+    .executeTakeFirst();
+  await trx
+    .updateTable('emails')
+    .set({ status: 'cancelled', updated_at: now })
+    .where('campaign_id', '=', campaignId)
+    .where('status', 'in', ['queued', 'scheduled', 'deferred'])
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('queue_items').select('id').whereRef('queue_items.email_id', '=', 'emails.id').where('queue_items.status', '<>', 'cancelled'))))
+    .execute();
+  return Number(result.numUpdatedRows);
 }
 
 export const listSendingCampaigns = (db: Db, limit: number): Promise<Campaign[]> =>

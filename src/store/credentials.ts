@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
 import type { Credential, NewCredential } from './tables.js';
 
 export const saveCredential = async (db: Db, row: NewCredential): Promise<void> => {
@@ -31,6 +32,10 @@ export const listCredentials = (db: Db, filter: CredentialFilter = {}): Promise<
   return q.execute();
 };
 
+/** A page of a workspace's keys, newest first (ids are UUIDv7). */
+export const listCredentialPage = (db: Db, filter: CredentialFilter, page: ListPage): Promise<PageOf<Credential>> =>
+  readPage(filtered(db, filter).selectAll(), 'id', page);
+
 export const countCredentials = async (db: Db, filter: CredentialFilter = {}): Promise<number> => {
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
@@ -44,6 +49,10 @@ export const revokeCredential = async (db: Db, id: string, at: number): Promise<
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+};
+
+export const renameCredential = async (db: Db, id: string, name: string): Promise<void> => {
+  await db.updateTable('credentials').set({ name }).where('id', '=', id).execute();
 };
 
 export const touchCredential = async (db: Db, id: string, at: number): Promise<void> => {

@@ -29,6 +29,13 @@ export function openStore(url: string, options: OpenOptions = {}): Store {
   throw new Error(`unsupported database URL: ${url.split(':')[0]}:…`);
 }
 
+/** The file of a `sqlite:PATH` URL, absolute; null for PostgreSQL and in-memory databases. */
+export function sqliteFile(url: string): string | null {
+  if (!url.startsWith('sqlite:')) return null;
+  const path = url.slice('sqlite:'.length);
+  return path === ':memory:' ? null : resolve(path);
+}
+
 function openSqlite(path: string): Store {
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });

@@ -99,6 +99,25 @@ export async function refreshEmailStatus(trx: Db, emailId: string, now: number):
   return status;
 }
 
+/**
+ * Moves a scheduled email to `at` (null: due now). Only while it is scheduled and no recipient
+ * has been handed to a worker; false otherwise.
+ */
+export async function rescheduleEmail(trx: Db, emailId: string, at: number | null, now: number): Promise<boolean> {
+  const email = await trx.selectFrom('emails').select(['status']).where('id', '=', emailId).executeTakeFirst();
+  if (email?.status !== 'scheduled') return false;
+  const items = await trx
+    .updateTable('queue_items')
+    .set({ next_attempt_at: at ?? now, updated_at: now })
+    .where('email_id', '=', emailId)
+    .where('status', '=', 'queued')
+    .where('attempts', '=', 0)
+    .executeTakeFirst();
+  if (Number(items.numUpdatedRows) === 0) return false;
+  await trx.updateTable('emails').set({ scheduled_at: at, status: at === null ? 'queued' : 'scheduled', updated_at: now }).where('id', '=', emailId).execute();
+  return true;
+}
+
 /** Cancels recipients no worker holds (queued, deferred or held); returns how many. */
 export async function cancelQueuedItems(trx: Db, emailId: string, now: number): Promise<number> {
   const result = await trx

@@ -1,5 +1,7 @@
 import type { Db } from './db.js';
-import type { Subscriber, SubscriberStatus } from './tables.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
+import type { ExpressionBuilder } from 'kysely';
+import type { Database, Subscriber, SubscriberStatus } from './tables.js';
 
 export interface SubscriberFilter {
   workspaceId: string;
@@ -21,8 +23,8 @@ const filtered = (db: Db, f: SubscriberFilter) => {
   return q;
 };
 
-export const listSubscribers = (db: Db, f: SubscriberFilter, limit: number, offset: number): Promise<Subscriber[]> =>
-  filtered(db, f).selectAll('subscribers').orderBy('subscribers.id', 'desc').limit(limit).offset(offset).execute();
+export const listSubscribers = (db: Db, f: SubscriberFilter, page: ListPage): Promise<PageOf<Subscriber>> =>
+  readPage(filtered(db, f).selectAll('subscribers'), 'subscribers.id', page);
 
 export const countSubscribers = async (db: Db, f: SubscriberFilter): Promise<number> =>
   Number((await filtered(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
@@ -75,6 +77,8 @@ export interface AudienceSelection {
   /** Subscribers having any of these tags; all when empty. */
   tags: readonly string[];
   audienceId: string | null;
+  /** Only subscribers in on this topic: opted in, or never asked when its default is opt_in. */
+  topicId?: string | null | undefined;
 }
 
 /**
@@ -91,6 +95,17 @@ const selection = (db: Db, s: AudienceSelection) => {
     const audienceId = s.audienceId;
     q = q.where((eb) =>
       eb.exists(eb.selectFrom('audience_members').select('subscriber_id').whereRef('audience_members.subscriber_id', '=', 'subscribers.id').where('audience_members.audience_id', '=', audienceId)),
+    );
+  }
+  if (s.topicId) {
+    const topicId = s.topicId;
+    const choice = (eb: ExpressionBuilder<Database, 'subscribers'>) =>
+      eb.selectFrom('subscriber_topics').select('subscription').whereRef('subscriber_topics.subscriber_id', '=', 'subscribers.id').where('subscriber_topics.topic_id', '=', topicId);
+    q = q.where((eb) =>
+      eb.or([
+        eb.exists(choice(eb).where('subscriber_topics.subscription', '=', 'opt_in')),
+        eb.and([eb.not(eb.exists(choice(eb))), eb.exists(eb.selectFrom('topics').select('id').where('topics.id', '=', topicId).where('topics.default_subscription', '=', 'opt_in'))]),
+      ]),
     );
   }
   return q.where((eb) =>

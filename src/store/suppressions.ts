@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { readTimePage, type ListPage, type PageOf } from './list-page.js';
 import type { Suppression } from './tables.js';
 
 /**
@@ -43,22 +44,28 @@ export async function saveSuppressionIfAbsent(db: Db, row: Suppression): Promise
 export const findSuppression = (db: Db, workspaceId: string, address: string): Promise<Suppression | undefined> =>
   db.selectFrom('suppressions').selectAll().where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst();
 
-export const listSuppressions = (db: Db, workspaceId: string, limit: number, offset: number): Promise<Suppression[]> =>
-  db
-    .selectFrom('suppressions')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('created_at', 'desc')
-    .orderBy('address')
-    .limit(limit)
-    .offset(offset)
-    .execute();
+export interface SuppressionFilter {
+  workspaceId: string;
+  reasons?: readonly Suppression['reason'][] | undefined;
+}
 
-export async function countSuppressions(db: Db, workspaceId: string): Promise<number> {
-  const row = await db
-    .selectFrom('suppressions')
+const suppressionsOf = (db: Db, filter: SuppressionFilter) => {
+  let q = db.selectFrom('suppressions').where('workspace_id', '=', filter.workspaceId);
+  if (filter.reasons !== undefined) q = q.where('reason', 'in', [...filter.reasons]);
+  return q;
+};
+
+/** Newest first; a cursor is an address (or `@domain`) of the list. */
+export async function listSuppressions(db: Db, filter: SuppressionFilter, page: ListPage): Promise<PageOf<Suppression>> {
+  const cursor = page.after ?? page.before;
+  const cursorTime = cursor === undefined ? undefined : (await findSuppression(db, filter.workspaceId, cursor.toLowerCase()))?.created_at;
+  const keyed = { ...page, ...(page.after !== undefined ? { after: page.after.toLowerCase() } : {}), ...(page.before !== undefined ? { before: page.before.toLowerCase() } : {}) };
+  return readTimePage(suppressionsOf(db, filter).selectAll(), { time: 'created_at', key: 'address' }, keyed, cursorTime);
+}
+
+export async function countSuppressions(db: Db, workspaceId: string, reasons?: readonly Suppression['reason'][]): Promise<number> {
+  const row = await suppressionsOf(db, { workspaceId, reasons })
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('workspace_id', '=', workspaceId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

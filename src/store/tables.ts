@@ -38,6 +38,8 @@ export interface CredentialsTable {
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
+  /** A key that may send only from this domain (Resend's `domain_id` restriction). */
+  domain_id: string | null;
 }
 
 export type DomainStatus = 'pending' | 'verified';
@@ -203,7 +205,39 @@ export interface TemplatesTable {
   subject: string;
   html: string;
   text: string | null;
+  /** Resend's template alias: another name to send or read the template by. */
+  alias: string | null;
+  /** Defaults for mail sent with the template. */
+  from_address: string | null;
+  /** JSON array of addresses. */
+  reply_to: string | null;
+  /** JSON array of `{key, type, fallback_value}`: values used when a send gives none. */
+  variables: string | null;
+  /** JSON `{subject, html, text, from, reply_to, variables}`: the version mail is sent with, once published. */
+  published: string | null;
+  published_at: number | null;
   created_at: number;
+  updated_at: number;
+}
+
+export type TopicSubscription = 'opt_in' | 'opt_out';
+
+/** A subject subscribers opt in to or out of (Resend's topics); broadcasts may name one. */
+export interface TopicsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  /** What a subscriber who never chose gets. */
+  default_subscription: TopicSubscription;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SubscriberTopicsTable {
+  subscriber_id: string;
+  topic_id: string;
+  subscription: TopicSubscription;
   updated_at: number;
 }
 
@@ -345,8 +379,13 @@ export interface AudienceMembersTable {
   created_at: number;
 }
 
-/** queuing: recipients are being written to the queue; sending: all queued; sent: all finished. */
-export type CampaignStatus = 'queuing' | 'sending' | 'sent';
+/**
+ * draft: not sent yet (a broadcast being written); queuing: recipients are being written to
+ * the queue (from scheduled_at, when set); sending: all queued; sent: all finished;
+ * cancelled: stopped, what was still queued is cancelled.
+ */
+export const CAMPAIGN_STATUSES = ['draft', 'queuing', 'sending', 'sent', 'cancelled'] as const;
+export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 
 export interface CampaignsTable {
   id: string;
@@ -357,7 +396,16 @@ export interface CampaignsTable {
   from_name: string;
   from_email: string;
   html: string | null;
+  text: string | null;
+  /** JSON array of addresses. */
+  reply_to: string | null;
+  /** The preheader: shown beside the subject in inboxes, hidden in the message. */
+  preview_text: string | null;
   template_id: string | null;
+  /** Only subscribers not opted out of this topic. */
+  topic_id: string | null;
+  /** Queuing starts at this time; null: as soon as it is sent. */
+  scheduled_at: number | null;
   /** JSON array: subscribers having any of these tags; null for all. */
   tags: string | null;
   audience_id: string | null;
@@ -374,8 +422,10 @@ export interface CampaignsTable {
   lease_owner: string | null;
   lease_until: number | null;
   created_at: number;
+  updated_at: number | null;
   queued_at: number | null;
   sent_at: number | null;
+  cancelled_at: number | null;
 }
 
 /** A signed-in dashboard browser; the cookie holds the secret, the row its SHA-256. */
@@ -582,6 +632,8 @@ export interface Database {
   subscriber_tags: SubscriberTagsTable;
   audiences: AudiencesTable;
   audience_members: AudienceMembersTable;
+  topics: TopicsTable;
+  subscriber_topics: SubscriberTopicsTable;
   campaigns: CampaignsTable;
   dashboard_sessions: DashboardSessionsTable;
   dashboard_login_tokens: DashboardLoginTokensTable;
@@ -615,6 +667,7 @@ export type WebhookAttempt = Selectable<WebhookAttemptsTable>;
 export type Subscriber = Selectable<SubscribersTable>;
 export type Audience = Selectable<AudiencesTable>;
 export type Campaign = Selectable<CampaignsTable>;
+export type Topic = Selectable<TopicsTable>;
 export type { Generated };
 export type DashboardSession = Selectable<DashboardSessionsTable>;
 export type ReceivingRoute = Selectable<ReceivingRoutesTable>;

@@ -1,5 +1,6 @@
 import type { Updateable } from 'kysely';
 import type { Db } from './db.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
 import type { Template, TemplatesTable } from './tables.js';
 
 export const saveTemplate = async (db: Db, row: Template): Promise<void> => {
@@ -9,8 +10,11 @@ export const saveTemplate = async (db: Db, row: Template): Promise<void> => {
 export const findTemplate = (db: Db, workspaceId: string, id: string): Promise<Template | undefined> =>
   db.selectFrom('templates').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
 
-export const listTemplates = (db: Db, workspaceId: string, limit: number, offset: number): Promise<Template[]> =>
-  db.selectFrom('templates').selectAll().where('workspace_id', '=', workspaceId).orderBy('id', 'desc').limit(limit).offset(offset).execute();
+export const listTemplates = (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<Template>> =>
+  readPage(db.selectFrom('templates').selectAll().where('workspace_id', '=', workspaceId), 'id', page);
+
+export const findTemplateByAlias = (db: Db, workspaceId: string, alias: string): Promise<Template | undefined> =>
+  db.selectFrom('templates').selectAll().where('workspace_id', '=', workspaceId).where('alias', '=', alias).executeTakeFirst();
 
 export const countTemplates = async (db: Db, workspaceId: string): Promise<number> =>
   Number((await db.selectFrom('templates').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);

@@ -1,4 +1,5 @@
 import type { ExpressionBuilder } from 'kysely';
+import { readPage, readTimePage, type ListPage, type PageOf } from './list-page.js';
 import type { Db, Dialect } from './db.js';
 import type {
   Database,
@@ -21,16 +22,8 @@ export const findWebhookEndpoint = (db: Db, workspaceId: string, id: string): Pr
 export const findWebhookEndpointByUrl = (db: Db, workspaceId: string, url: string): Promise<WebhookEndpoint | undefined> =>
   db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId).where('url', '=', url).executeTakeFirst();
 
-export const listWebhookEndpoints = (db: Db, workspaceId: string, page: { limit: number; offset: number }): Promise<WebhookEndpoint[]> =>
-  db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
+export const listWebhookEndpoints = (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<WebhookEndpoint>> =>
+  readPage(db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId), 'id', page);
 
 export const countWebhookEndpoints = async (db: Db, workspaceId: string): Promise<number> => {
   const row = await db
@@ -75,8 +68,12 @@ const deliveriesOf = (db: Db, filter: DeliveryFilter) => {
   return q;
 };
 
-export const listWebhookDeliveries = (db: Db, filter: DeliveryFilter, page: { limit: number; offset: number }): Promise<WebhookDelivery[]> =>
-  deliveriesOf(db, filter).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+/** Newest first; a cursor is a delivery id (random, so ordered by time, then id). */
+export async function listWebhookDeliveries(db: Db, filter: DeliveryFilter, page: ListPage): Promise<PageOf<WebhookDelivery>> {
+  const cursor = page.after ?? page.before;
+  const cursorTime = cursor === undefined ? undefined : (await deliveriesOf(db, filter).select('created_at').where('id', '=', cursor).executeTakeFirst())?.created_at;
+  return readTimePage(deliveriesOf(db, filter).selectAll(), { time: 'created_at', key: 'id' }, page, cursorTime);
+}
 
 export const countWebhookDeliveries = async (db: Db, filter: DeliveryFilter): Promise<number> => {
   const row = await deliveriesOf(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -86,6 +83,9 @@ export const countWebhookDeliveries = async (db: Db, filter: DeliveryFilter): Pr
 export const findWebhookDelivery = (db: Db, endpointId: string, id: string): Promise<WebhookDelivery | undefined> =>
   db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', id).executeTakeFirst();
 
+export const findWebhookDeliveryOfEvent = (db: Db, endpointId: string, eventId: string): Promise<WebhookDelivery | undefined> =>
+  db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).where('event_id', '=', eventId).executeTakeFirst();
+
 export const findWebhookDeliveryById = (db: Db, id: string): Promise<WebhookDelivery | undefined> =>
   db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
 
@@ -93,6 +93,27 @@ export const listWebhookAttempts = (db: Db, deliveryIds: string[]): Promise<Webh
   deliveryIds.length === 0
     ? Promise.resolve([])
     : db.selectFrom('webhook_attempts').selectAll().where('delivery_id', 'in', deliveryIds).orderBy('started_at').orderBy('attempt').execute();
+
+/** One delivery's attempts, oldest first, a page at a time. */
+export const listWebhookAttemptsOfDelivery = (db: Db, deliveryId: string, page: { limit: number; offset: number }): Promise<WebhookAttempt[]> =>
+  db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('started_at')
+    .orderBy('attempt')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+
+export const countWebhookAttempts = async (db: Db, deliveryId: string): Promise<number> => {
+  const row = await db
+    .selectFrom('webhook_attempts')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('delivery_id', '=', deliveryId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+};
 
 /** Inserts attempts, many rows per statement. */
 export const saveWebhookAttempts = async (db: Db, rows: WebhookAttempt[]): Promise<void> => {

@@ -98,10 +98,27 @@ function legacyEmailData(event: EventToRender): Record<string, unknown> {
   };
 }
 
+/** Tags (`name:value` or a bare name) as the name-to-value record Resend's payloads carry. */
+const tagRecord = (tags: unknown): Record<string, string> =>
+  Object.fromEntries(
+    (Array.isArray(tags) ? tags : [])
+      .filter((t): t is string => typeof t === 'string')
+      .map((t) => (t.includes(':') ? [t.slice(0, t.indexOf(':')), t.slice(t.indexOf(':') + 1)] : [t, ''])),
+  );
+
+/**
+ * SPEC: `email_id`, `to`, `subject`; then Resend's fields, so that handlers written for its
+ * payloads find what they read (`created_at`, `from`, `message_id`, `broadcast_id`, `tags`).
+ */
 const v1EmailData = (event: EventToRender): Record<string, unknown> => ({
   email_id: event.data.email_id ?? null,
   to: recipients(event.data),
   subject: event.data.subject ?? null,
+  created_at: toIso(event.created_at),
+  from: event.data.from ?? null,
+  message_id: event.data.message_id ?? null,
+  broadcast_id: event.data.campaign_id ?? null,
+  tags: tagRecord(event.data.tags),
 });
 
 export function renderData(surface: WebhookSurface, event: EventToRender): Record<string, unknown> {

@@ -189,9 +189,13 @@ describe('dashboard in Chromium', { skip }, () => {
     const detail = url(hookPath!.replace(/\/rotate$/, ''));
     await eventually(async () => {
       await page.goto(detail);
-      return (await page.locator('tr', { hasText: 'succeeded' }).count()) === 1;
+      return (await page.locator('tr.delivery', { hasText: 'succeeded' }).count()) === 1;
     }, 15_000, 'the delivery shown as succeeded');
-    assert.match((await page.textContent('tbody')) ?? '', /thanks from the receiver/);
+    // Under it, its attempt: outcome, HTTP status and the response.
+    const attempt = page.locator('tr.attempt');
+    assert.equal(await attempt.count(), 1);
+    assert.match((await attempt.textContent()) ?? '', /succeeded\s*200/);
+    assert.match((await attempt.textContent()) ?? '', /thanks from the receiver/);
     await page.click('button:has-text("Replay")');
     await page.waitForSelector('[role=status]');
     await receiver.waitFor(2);

@@ -18,7 +18,7 @@ describe('authentication on both surfaces', () => {
     for (const key of [await server.key(), await server.key({ test: true })]) {
       const a = await v1(key);
       assert.equal(a.status, 200, show(a));
-      assert.deepEqual(a.body, { domains: [] });
+      assert.deepEqual(a.body, { domains: [], object: 'list', has_more: false, data: [] });
       const b = await legacy(key);
       assert.equal(b.status, 200, show(b));
       assert.deepEqual(b.body, { success: true, domains: [] });

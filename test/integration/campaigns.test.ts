@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
-import { eventually, routeDomain } from '../helpers/delivery.js';
+import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
@@ -137,6 +137,16 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     assert.equal(alice.subject, 'Spring news for Alice');
     assert.match(alice.html || '', /Hello Alice \(alice@example\.org\), spring is here!/);
     assert.match(headerOf(received('alice@example.org')[0]!.raw, 'List-Unsubscribe-Post'), /^List-Unsubscribe=One-Click$/);
+    // RFC 8058 §4: both headers are covered by a valid DKIM signature (checked by mailauth's
+    // verifier with the keys in DNS), and the ones that must not be added later are over-signed.
+    const aliceRaw = received('alice@example.org')[0]!.raw;
+    const [dkim] = await verifyDkim(aliceRaw, dns);
+    assert.equal(dkim!.status.result, 'pass', JSON.stringify(dkim!.status));
+    const h = headerOf(aliceRaw, 'DKIM-Signature').replace(/\s+/g, '');
+    const signed = /(?:^|;)h=([^;]*)/.exec(h)![1]!.toLowerCase().split(':');
+    for (const name of ['from', 'subject', 'list-unsubscribe', 'list-unsubscribe-post']) {
+      assert.equal(signed.filter((n) => n === name).length, 2, `${name} signed and over-signed: h=${signed.join(':')}`);
+    }
 
     const sent = await server.runtime.store.db.selectFrom('events').select(['data']).where('type', '=', 'campaign.sent').execute();
     assert.equal(sent.length, 1);

@@ -74,9 +74,9 @@ describe('mailsvc CLI', () => {
   });
 
   it('mints OAuth tokens with scopes and refuses unknown scopes in one line', async () => {
-    const ok = await cli('tokens', 'create', '--scopes', 'emails:send,domains:read', '--json');
-    assert.equal(ok.code, 1, 'emails:send is not a scope');
-    assert.match(ok.stderr, /^mailsvc: scopes: unknown scope "emails:send"/);
+    const ok = await cli('tokens', 'create', '--scopes', 'emails:delete,domains:read', '--json');
+    assert.equal(ok.code, 1, 'emails:delete is not a scope');
+    assert.match(ok.stderr, /^mailsvc: scopes: unknown scope "emails:delete"/);
     const good = await cli('tokens', 'create', '--scopes', 'emails:write,domains:read', '--expires-in', '12h', '--json');
     assert.equal(good.code, 0, good.stderr);
     const token = JSON.parse(good.stdout);

@@ -121,7 +121,7 @@ describe('sending domains', () => {
     const created = await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 'gone.example' } });
     const del = await request(server.httpUrl, 'DELETE', `/v1/domains/${created.body.id}`, { key });
     assert.equal(del.status, 200, show(del));
-    assert.deepEqual(del.body, { id: created.body.id, deleted: true });
+    assert.deepEqual(del.body, { object: 'domain', id: created.body.id, deleted: true });
     const again = await request(server.httpUrl, 'GET', `/v1/domains/${created.body.id}`, { key });
     assert.equal(again.status, 404);
     assert.equal(again.body.error.code, 'not_found');

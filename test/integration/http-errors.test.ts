@@ -39,6 +39,48 @@ describe('HTTP errors in the surface envelope', () => {
     assertVersioned(c, 404, 'not_found');
   });
 
+  it('carries X-RateLimit-* on every status of both surfaces: 400, 401, 403, 404, 405, 409, 413, 415', async () => {
+    const other = await server.runtime.services.workspaces.create('someone else');
+    const json = { 'content-type': 'application/json' };
+    const cases: Array<[number, string, string, Parameters<typeof request>[3]]> = [];
+    for (const prefix of ['/v1', '/api/v1']) {
+      cases.push(
+        [400, 'POST', `${prefix}/domains`, { key, raw: '{"domain":', headers: json }],
+        [400, 'POST', prefix === '/v1' ? '/v1/emails' : '/api/v1/send', { key, body: { subject: 'no recipient' } }],
+        [401, 'GET', `${prefix}/domains`, {}],
+        [401, 'GET', `${prefix}/domains`, { key: 'sk_live_wrong' }],
+        [403, 'GET', `${prefix}/domains`, { key, headers: { 'X-Workspace-Id': other.id } }],
+        [404, 'GET', `${prefix}/nothing-here`, { key }],
+        [405, 'DELETE', `${prefix}/domains`, { key }],
+        [409, 'POST', `${prefix}/domains`, { key, body: { domain: `taken${prefix.length}.example` } }],
+        [413, 'POST', `${prefix}/domains`, { key, body: { domain: 'x.example', metadata: { pad: 'x'.repeat(5000) } } }],
+        [415, 'POST', `${prefix}/domains`, { key, raw: 'domain=x.example', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+      );
+      await request(server.httpUrl, 'POST', `${prefix}/domains`, { key, body: { domain: `taken${prefix.length}.example` } });
+    }
+    for (const [status, method, path, options] of cases) {
+      const res = await request(server.httpUrl, method, path, options);
+      const what = `${method} ${path} -> ${show(res)}`;
+      assert.equal(res.status, status, what);
+      if (path.startsWith('/api/')) assert.equal(res.body.success, false, what);
+      else assert.equal(typeof res.body.error.code, 'string', what);
+      const limit = Number(res.headers.get('x-ratelimit-limit'));
+      const remaining = Number(res.headers.get('x-ratelimit-remaining'));
+      const reset = Number(res.headers.get('x-ratelimit-reset'));
+      assert.ok(limit > 0 && remaining >= 0 && remaining <= limit, `limit and remaining on ${what}`);
+      assert.ok(reset >= Math.floor(Date.now() / 1000) - 1 && reset <= Date.now() / 1000 + 3600, `reset on ${what}`);
+    }
+  });
+
+  it('a send refused before it counted shows the send bucket of its type', async () => {
+    const transactional = await request(server.httpUrl, 'POST', '/api/v1/send', { key, body: { to: 'nope' } });
+    assert.equal(transactional.status, 400);
+    assert.equal(transactional.headers.get('x-ratelimit-limit'), '5', 'the starter transactional rate');
+    const marketing = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { type: 'marketing', to: 'nope' } });
+    assert.equal(marketing.status, 400);
+    assert.equal(marketing.headers.get('x-ratelimit-limit'), '500', 'the starter marketing rate');
+  });
+
   it('answers a known path with the wrong method with 405 and Allow', async () => {
     const res = await request(server.httpUrl, 'PUT', '/v1/domains', { key, body: {} });
     assertVersioned(res, 405, 'method_not_allowed');

@@ -170,8 +170,18 @@ describe('inbound listener: asynchronous bounces and complaints', () => {
     const suppression = await server.runtime.store.db.selectFrom('suppressions').selectAll().where('address', '=', 'angry@dest.test').executeTakeFirst();
     assert.equal(suppression?.reason, 'complaint');
     const [hook] = await receiver.waitFor(1, (r) => r.json?.type === 'email.complained' && r.json.data.email_id === id);
-    const payload = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { data: any };
-    assert.deepEqual(payload.data, { email_id: id, to: ['angry@dest.test'], subject: 'Order 7', feedback_type: 'abuse' });
+    const payload = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { created_at: string; data: any };
+    assert.deepEqual(payload.data, {
+      email_id: id,
+      to: ['angry@dest.test'],
+      subject: 'Order 7',
+      created_at: payload.created_at,
+      from: 'hello@shop.example',
+      message_id: messageId,
+      broadcast_id: null,
+      tags: {},
+      feedback_type: 'abuse',
+    });
 
     const again = await send('fbl@bounces.shop.example', report);
     assert.match(again.response, /^250 .*nothing to do/);

@@ -55,7 +55,7 @@ describe('OpenAPI document', () => {
   it('describes every route the API router serves, and no route it does not', () => {
     const doc = buildOpenApiDocument(apiRoutes) as Doc;
     // The router is built as createHttpApp builds it; its handlers never run here.
-    const router = apiRouter({} as HttpDeps, apiRoutes);
+    const { router } = apiRouter({} as HttpDeps, apiRoutes);
     const served = new Set<string>();
     for (const layer of router.stack) {
       for (const method of layer.methods.filter((m) => m !== 'HEAD')) served.add(`${method.toLowerCase()} ${toOpenApiPath(String(layer.path))}`);

@@ -57,7 +57,7 @@ describe('suppressions API', () => {
 
     const removed = await api('DELETE', '/v1/suppressions/USER@example.com');
     assert.equal(removed.status, 200, show(removed));
-    assert.deepEqual(removed.body, { email: 'user@example.com', deleted: true });
+    assert.deepEqual(removed.body, { object: 'suppression', id: 'user@example.com', email: 'user@example.com', deleted: true });
     const again = await api('DELETE', '/v1/suppressions/user@example.com');
     assert.equal(again.status, 404);
     assert.equal(again.body.error.code, 'not_found');

@@ -84,8 +84,19 @@ describe('open and click tracking', () => {
     // The two opens are dispatched independently, so their webhooks may arrive in either order.
     const hooks = await receiver.waitFor(2, (r) => r.json?.type === 'email.opened' && r.json.data.email_id === id);
     const hook = hooks.find((r) => r.json.data.first === true);
-    const payload = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { data: Record<string, unknown> };
-    assert.deepEqual(payload.data, { email_id: id, to: ['reader@dest.test'], subject: 'Your order', user_agent: 'Mail/1.0 (Test)', first: true });
+    const payload = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { created_at: string; data: Record<string, unknown> };
+    assert.deepEqual(payload.data, {
+      email_id: id,
+      to: ['reader@dest.test'],
+      subject: 'Your order',
+      created_at: payload.created_at,
+      from: 'hello@shop.example',
+      message_id: opened[0]!.data.message_id,
+      broadcast_id: null,
+      tags: {},
+      user_agent: 'Mail/1.0 (Test)',
+      first: true,
+    });
   });
 
   it('a tracked link redirects to its own URL and records email.clicked; a tampered token is refused', async () => {

@@ -188,7 +188,7 @@ describe('webhook endpoints API', () => {
     const made = await create({ url: 'https://other.example.test/delete-me', events: ['*'] });
     const del = await request(server.httpUrl, 'DELETE', `/v1/webhooks/${made.body.id}`, { key });
     assert.equal(del.status, 200, show(del));
-    assert.deepEqual(del.body, { id: made.body.id, deleted: true });
+    assert.deepEqual(del.body, { object: 'webhook', id: made.body.id, deleted: true });
     for (const [method, path] of [
       ['GET', `/v1/webhooks/${made.body.id}`],
       ['DELETE', `/v1/webhooks/${made.body.id}`],

@@ -57,7 +57,7 @@ async function tenant(server: TestServer, name: string): Promise<Tenant> {
 }
 
 const verifyStandard = (secret: string, r: ReceivedWebhook) =>
-  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string; type: string; data: Record<string, unknown> };
+  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string; type: string; created_at: string; data: Record<string, unknown> };
 
 describe('webhook delivery', () => {
   let server: TestServer;
@@ -98,7 +98,16 @@ describe('webhook delivery', () => {
     const payload = verifyStandard(hook.secret, got!);
     assert.equal(payload.id, eventId);
     assert.equal(payload.type, 'email.delivered');
-    assert.deepEqual(payload.data, { email_id: deliveredData().email_id, to: ['bob@example.org'], subject: 'Hello 1' });
+    assert.deepEqual(payload.data, {
+      email_id: deliveredData().email_id,
+      to: ['bob@example.org'],
+      subject: 'Hello 1',
+      created_at: payload.created_at,
+      from: null,
+      message_id: '<m1@mail.example.com>',
+      broadcast_id: null,
+      tags: { welcome: '' },
+    });
     assert.equal(got!.headers['content-type'], 'application/json');
     assert.ok(Math.abs(Number(got!.headers['webhook-timestamp']) - Date.now() / 1000) < 300);
 
@@ -401,7 +410,18 @@ describe('webhooks from a real send', () => {
       const got = await receiver.waitFor(2, (r) => r.path === '/e2e-v1');
       const payloads = got.map((r) => verifyStandard(v1.body.secret, r));
       assert.deepEqual(payloads.map((p) => p.type).sort(), ['email.delivered', 'email.sent']);
-      for (const p of payloads) assert.deepEqual(p.data, { email_id: emailId, to: ['someone@dest.test'], subject: 'Order 1' });
+      for (const p of payloads) {
+        assert.deepEqual(p.data, {
+          email_id: emailId,
+          to: ['someone@dest.test'],
+          subject: 'Order 1',
+          created_at: p.created_at,
+          from: '"Shop" <hello@shop.example>',
+          message_id: `<${emailId}@shop.example>`,
+          broadcast_id: null,
+          tags: {},
+        });
+      }
 
       const [old] = await receiver.waitFor(1, (r) => r.path === '/e2e-legacy');
       const ts = old!.headers['x-service-timestamp'];

@@ -3,37 +3,49 @@ import Koa, { type Next } from 'koa';
 import compose from 'koa-compose';
 import { AppError } from '../../shared/errors.js';
 import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
-import { authenticate } from './middleware/authenticate.js';
+import { authenticate, selectWorkspace } from './middleware/authenticate.js';
 import { parseBody } from './middleware/parse-body.js';
 import { renderErrors } from './middleware/render-errors.js';
 import { requestId } from './middleware/request-id.js';
-import { limitWorkspace } from './rate-limit.js';
+import { limitWorkspace, showRateLimit } from './rate-limit.js';
 import { runRoute, type Route } from './route.js';
 import { apiRoutes } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { openApiRoute } from './routes/openapi.js';
 import { metricsRoute } from './routes/metrics.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
+import { attachmentDownloadRoutes } from './routes/public/attachment-download.js';
 import { trackingRoutes } from './routes/tracking.js';
 import { dashboardRoutes } from './dashboard/index.js';
 
-export function apiRouter(deps: HttpDeps, routes: Route[]): Router<State> {
+export interface ApiRouter {
+  router: Router<State>;
+  /** The route a request's method and path name, if any (also before it was dispatched). */
+  routeOf(ctx: Ctx): Route | undefined;
+}
+
+export function apiRouter(deps: HttpDeps, routes: Route[]): ApiRouter {
   const router = new Router<State>();
+  const byLayer = new Map<unknown, Route>();
   const seen = new Set<string>();
   for (const route of routes) {
     // A route listed twice would run only its first copy and hide the mistake.
     const key = `${route.method} ${route.path}`;
     if (seen.has(key)) throw new Error(`route ${key} is defined twice`);
     seen.add(key);
-    router.register(route.path, [route.method], async (ctx: Ctx) => runRoute(route, ctx, deps, ctx.params as Record<string, string>));
+    const layer = router.register(route.path, [route.method], async (ctx: Ctx) => runRoute(route, ctx, deps, ctx.params as Record<string, string>));
+    byLayer.set(layer, route);
   }
-  return router;
+  const routeOf = (ctx: Ctx) => router.match(ctx.path, ctx.method).pathAndMethod.map((layer) => byLayer.get(layer)).find((r) => r !== undefined);
+  return { router, routeOf };
 }
 
 /**
  * The Koa application of both API surfaces. Order matters: request id and error rendering
- * wrap everything; API paths then get body parsing, authentication, the route (which applies
- * its rate limit and scope) and, when nothing matched, a 405 (path known, method not) or 404.
+ * wrap everything; API paths then get the rate-limit headers (on every response, set last),
+ * authentication (before the body is read), body parsing, the workspace, the route (which
+ * applies its rate limit and scope) and, when nothing matched, a 405 (path known, method
+ * not) or 404.
  */
 export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<State> {
   const app = new Koa<State>();
@@ -42,10 +54,12 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   // that went away mid-response.
   app.on('error', (err: Error) => deps.logger.debug({ err }, 'http response error'));
 
-  const router = apiRouter(deps, routes);
+  const { router, routeOf } = apiRouter(deps, routes);
   const api = compose<Ctx>([
-    parseBody(deps.config.http.bodyLimit),
+    showRateLimit(deps, routeOf, deps.logger),
     authenticate(deps),
+    parseBody(deps.config.http.bodyLimit),
+    selectWorkspace(deps),
     router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
     async (ctx: Ctx) => {
       await limitWorkspace(ctx, deps, 'api');
@@ -64,6 +78,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(openApiRoute(routes));
   app.use(metricsRoute(deps));
   app.use(unsubscribeRoutes(deps));
+  app.use(attachmentDownloadRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(dashboardRoutes(deps));
   app.use(async (ctx: Ctx, next: Next) => {

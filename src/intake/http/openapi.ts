@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.js';
+import { RESEND_ERROR_NAMES } from './middleware/render-errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.js';
 import type { Route } from './route.js';
 
@@ -93,7 +94,13 @@ const errorExample = (code: ErrorCode, legacy: boolean): Json => {
   const entry = errorCatalog[code];
   return legacy
     ? { success: false, error: 'A message naming the problem', code: entry.legacyCode }
-    : { request_id: 'req_0123456789ab', error: { code, message: 'A message naming the problem', retryable: entry.retryable } };
+    : {
+        request_id: 'req_0123456789ab',
+        error: { code, message: 'A message naming the problem', retryable: entry.retryable },
+        name: RESEND_ERROR_NAMES[code],
+        message: 'A message naming the problem',
+        statusCode: entry.status,
+      };
 };
 
 /** One shared response per surface and status, in that surface's error envelope. */
@@ -145,6 +152,10 @@ function publicPaths(): Json {
       get: { operationId: 'unsubscribePage', summary: 'Unsubscribe confirmation page', tags: ['public'], security: [], responses: { '200': plain('Confirmation page', 'text/html', { type: 'string' }), '400': plain('The link is not valid', 'text/html', { type: 'string' }) } },
       post: { operationId: 'unsubscribeOneClick', summary: 'One-click unsubscribe (RFC 8058)', tags: ['public'], security: [], responses: { '200': plain('Unsubscribed', 'text/html', { type: 'string' }), '400': plain('The link is not valid', 'text/html', { type: 'string' }) } },
     },
+    '/a/{token}': {
+      parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' }, description: 'Signed token from an attachment download_url' }],
+      get: { operationId: 'downloadAttachment', summary: "Download an email's attachment (the link expires after an hour)", tags: ['public'], security: [], responses: { '200': plain('The file, as an attachment', 'application/octet-stream', { type: 'string' }), '404': plain('The link is not valid or has expired', 'text/plain', { type: 'string' }) } },
+    },
     '/t/o/{token}': {
       parameters: [tokenParam],
       get: { operationId: 'trackOpen', summary: 'Open-tracking pixel (always a 1x1 GIF)', tags: ['public'], security: [], responses: { '200': plain('Transparent GIF', 'image/gif', { type: 'string', contentMediaType: 'image/gif' }) } },
@@ -181,7 +192,7 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       title: 'mailsvc API',
       version: '1.0.0',
       description:
-        'Two surfaces over one service. `/v1/...` (versioned, Resend-like) answers errors as `{request_id, error: {code, message, retryable}}` and accepts API keys and OAuth access tokens. `/api/v1/...` (legacy) answers errors as `{success: false, error, code}` and accepts API keys only. Not described: the dashboard (`/dashboard/...`, HTML pages for people, with a session cookie and CSRF tokens, not an API). Generated from the route definitions by `npm run docs`; do not edit by hand.',
+        'Two surfaces over one service. `/v1/...` (versioned, Resend-like) answers errors as `{request_id, error: {code, message, retryable}, name, message, statusCode}` (the last three in the shape of the Resend API) and accepts API keys and OAuth access tokens. `/api/v1/...` (legacy) answers errors as `{success: false, error, code}` and accepts API keys only. Not described: the dashboard (`/dashboard/...`, HTML pages for people, with a session cookie and CSRF tokens, not an API). Generated from the route definitions by `npm run docs`; do not edit by hand.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: 'http://localhost:3000', description: 'Default http.publicUrl' }],
@@ -224,6 +235,9 @@ export function buildOpenApiDocument(routes: Route[]): Json {
               required: ['code', 'message', 'retryable'],
               properties: { code: { type: 'string', enum: Object.keys(errorCatalog) }, message: { type: 'string' }, retryable: { type: 'boolean' } },
             },
+            name: { type: 'string', enum: [...new Set(Object.values(RESEND_ERROR_NAMES))], description: "Resend's name for the error (what the Resend SDK shows)" },
+            message: { type: 'string', description: 'The same as error.message' },
+            statusCode: { type: 'integer', description: 'The HTTP status' },
           },
         },
         LegacyError: {

@@ -32,7 +32,11 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   method: Method;
   path: string;
   summary: string;
-  /** Rate-limit bucket; `null` when the handler applies limits itself (sending). */
+  /**
+   * Rate-limit bucket; `null` when the handler applies limits itself (sending: the send
+   * service counts each message in its type's window, and a request refused before that
+   * shows the window of its type, see `showRateLimit`).
+   */
   operation: Operation | null;
   /** OAuth scope required on /v1 (API keys have every scope). */
   scope: Scope;
@@ -58,7 +62,7 @@ export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: R
   const workspace = ctx.state.workspace!;
   if (route.operation) await limitWorkspace(ctx, deps, route.operation);
   if (!hasScope(principal, route.scope)) {
-    throw new AppError('forbidden', `This access token lacks the scope ${route.scope}`);
+    throw new AppError('forbidden', `This ${principal.kind === 'oauth' ? 'access token' : 'API key'} lacks the scope ${route.scope}${principal.kind !== 'oauth' ? ' (it has sending access only)' : ''}`);
   }
   const idempotency = route.idempotent ? await claimIdempotencyKey(route, ctx, deps) : undefined;
   if (idempotency === 'replayed') return;

@@ -105,7 +105,7 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     if (!isTrusted(session.remoteAddress)) throw reply(530, '5.7.0 Authentication required: AUTH PLAIN or LOGIN with an API key as the password');
     const workspace = cfg.trustedWorkspace ? await services.workspaces.find(cfg.trustedWorkspace) : await services.workspaces.ensureDefault();
     if (!workspace) throw reply(451, '4.3.5 smtp.submission.trustedWorkspace names no workspace');
-    return { workspace, principal: { credentialId: 'trusted-network', kind: 'live', master: false, workspaceId: workspace.id, scopes: 'all' } };
+    return { workspace, principal: { credentialId: 'trusted-network', kind: 'live', master: false, workspaceId: workspace.id, scopes: 'all', domainId: null } };
   }
 
   async function onMailFrom(address: string, session: SMTPServerSession): Promise<void> {
@@ -114,9 +114,9 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     const normalized = normalizeAddress(address);
     if (!normalized) throw reply(553, `5.1.7 <${address}> is not a valid sender address`);
     try {
-      await services.send.checkSender(workspace, normalized, principal.kind === 'test');
+      await services.send.checkSender(workspace, normalized, principal.kind === 'test', principal.domainId);
     } catch (err) {
-      if (isAppError(err) && err.code === 'forbidden') throw reply(553, `5.7.1 Sender <${normalized}> is not on a verified domain of this workspace`);
+      if (isAppError(err) && err.code === 'forbidden') throw reply(553, `5.7.1 Sender <${normalized}> is not on a verified domain of this workspace${principal.domainId ? ' that this key may send from' : ''}`);
       throw err;
     }
   }
@@ -139,6 +139,7 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
         envelopeFrom: mailFrom ? mailFrom.address : '',
         recipients: session.envelope.rcptTo.map((r) => r.address),
         raw: Buffer.concat(chunks),
+        senderDomainId: principal.domainId,
       });
       const id = outcome.results[0]!.id;
       log.info({ sessionId: session.id, workspaceId: workspace.id, emailId: id }, 'message queued');

@@ -1,3 +1,4 @@
+import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import { validationError } from '../../shared/errors.js';
 import { singleLine } from './addresses.js';
 
@@ -8,7 +9,8 @@ export interface AttachmentInput {
   filename: string;
   content?: string | undefined;
   url?: string | undefined;
-  contentType: string;
+  /** Absent: inferred from the file name's extension (as Resend does). */
+  contentType?: string | undefined;
   cid?: string | undefined;
 }
 
@@ -22,14 +24,22 @@ export interface Attachment {
 /** Fetches an attachment URL within a byte cap; supplied by the composition root. */
 export type AttachmentFetcher = (url: string, maxBytes: number) => Promise<Buffer>;
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+// A plain character class and a length check: a repeated group (`(?:[A-Za-z0-9+/]{4})*`)
+// makes V8's regex engine recurse once per group and overflows the stack from about 3.5 MB.
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const MIME_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?$/;
 const CID = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]{1,200}$/;
+
+/** The MIME type of a file name's extension; application/octet-stream when there is none or it is unknown. */
+export const contentTypeOf = (filename: string): string => {
+  const dot = filename.lastIndexOf('.');
+  return dot > 0 && dot < filename.length - 1 ? detectMimeType(filename.slice(dot + 1)) : 'application/octet-stream';
+};
 
 /** Strict base64 (line breaks allowed, as MIME tools produce them); anything else is refused. */
 export function decodeBase64(field: string, value: string): Buffer {
   const compact = value.replace(/[\r\n\t ]/g, '');
-  if (!BASE64.test(compact)) throw validationError(field, 'must be base64');
+  if (compact.length % 4 !== 0 || !BASE64.test(compact)) throw validationError(field, 'must be base64');
   return Buffer.from(compact, 'base64');
 }
 
@@ -56,7 +66,8 @@ export async function resolveAttachments(
     const at = `${field}[${i}]`;
     const filename = singleLine(`${at}.filename`, input.filename).trim();
     if (filename === '' || filename.length > 255) throw validationError(`${at}.filename`, 'must be 1 to 255 characters');
-    if (!MIME_TYPE.test(input.contentType) || input.contentType.length > 255) throw validationError(`${at}.contentType`, 'must be a MIME type such as application/pdf');
+    const contentType = input.contentType ?? contentTypeOf(filename);
+    if (!MIME_TYPE.test(contentType) || contentType.length > 255) throw validationError(`${at}.contentType`, 'must be a MIME type such as application/pdf');
     if (input.cid !== undefined && !CID.test(input.cid)) throw validationError(`${at}.cid`, 'must be a Content-ID without spaces or angle brackets');
     if ((input.content === undefined) === (input.url === undefined)) throw validationError(at, 'needs exactly one of content or url');
 
@@ -74,7 +85,7 @@ export async function resolveAttachments(
     if (content.length > ATTACHMENT_LIMITS.fileBytes) throw tooLarge(at, 'file');
     total += content.length;
     if (total > ATTACHMENT_LIMITS.totalBytes) throw tooLarge(field, 'total');
-    out.push({ filename, content, contentType: input.contentType, ...(input.cid ? { cid: input.cid } : {}) });
+    out.push({ filename, content, contentType, ...(input.cid ? { cid: input.cid } : {}) });
   }
   return out;
 }

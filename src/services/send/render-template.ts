@@ -1,10 +1,13 @@
 /**
- * `{{name}}` and `{{a.b}}` interpolation. Values are HTML-escaped in html and inserted as-is
- * in subject and text. A missing variable renders as the empty string: a template never
- * fails to render, and the log shows what was sent.
+ * `{{name}}` and `{{a.b}}` interpolation, also written `{{{name}}}` (Resend's form) and with
+ * a fallback, `{{{FIRST_NAME|there}}}`. Values are HTML-escaped in html (in both forms) and
+ * inserted as-is in subject and text. A missing variable renders as its fallback or the empty
+ * string: a template never fails to render, and the log shows what was sent.
  */
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)\s*\}\}/g;
+const NAME = '([A-Za-z_][\\w-]*(?:\\.[A-Za-z_][\\w-]*)*)';
+const FALLBACK = '(?:\\|([^{}|]*))?';
+const PLACEHOLDER = new RegExp(`\\{\\{\\{\\s*${NAME}\\s*${FALLBACK}\\}\\}\\}|\\{\\{\\s*${NAME}\\s*${FALLBACK}\\}\\}`, 'g');
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export const escapeHtml = (value: string): string => value.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
@@ -23,8 +26,9 @@ function lookup(variables: Variables, path: string): string {
 }
 
 export function renderTemplate(template: string, variables: Variables, mode: 'html' | 'text'): string {
-  return template.replace(PLACEHOLDER, (_, path: string) => {
-    const value = lookup(variables, path);
+  return template.replace(PLACEHOLDER, (_, triplePath?: string, tripleFallback?: string, path?: string, fallback?: string) => {
+    const found = lookup(variables, (triplePath ?? path)!);
+    const value = found === '' ? (tripleFallback ?? fallback ?? '').trim() : found;
     return mode === 'html' ? escapeHtml(value) : value;
   });
 }

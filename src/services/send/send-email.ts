@@ -6,13 +6,13 @@ import { listDomains } from '../../store/domains.js';
 import { saveEmail } from '../../store/emails.js';
 import { PRIORITY, type Domain, type EmailType, type Intake, type Workspace } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
-import { MAX_METADATA_BYTES } from '../domains.js';
+import { checkMetadata } from '../metadata.js';
 import { limitFor, retryAfterSeconds, type Decision, type RateLimiter } from '../rate-limits.js';
 import type { TemplateService } from '../templates.js';
 import libmime from 'libmime';
 import type { AddressObject } from 'mailparser';
 import { parseMail } from '../../shared/parse-mail.js';
-import { domainOf, hasLineBreak, requireAddress, singleLine, type Address } from './addresses.js';
+import { domainOf, hasLineBreak, parseMailbox, parseMailboxes, requireAddress, singleLine, type Address } from './addresses.js';
 import { editRootHeaders } from './raw-message.js';
 import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
 import { addTracking } from './add-tracking.js';
@@ -67,6 +67,8 @@ export interface SendInput {
   trackClicks?: boolean | undefined;
   campaignId?: string | undefined;
   subscriberId?: string | undefined;
+  /** The caller's key may send from this domain only (a restricted sending key). */
+  senderDomainId?: string | null | undefined;
 }
 
 export interface SendResult {
@@ -81,11 +83,18 @@ export interface SendOutcome {
   results: SendResult[];
   /** The rate-limit decision to show in X-RateLimit-* headers. */
   limit: Decision;
+  /** With `permissive`: the messages refused, by position in the request (the others were queued). */
+  errors?: Array<{ index: number; message: string }>;
 }
 
 export interface SendOptions {
+  /**
+   * A batch in which invalid messages are reported and the valid ones queued (Resend's
+   * permissive batch validation); by default a batch is all or nothing.
+   */
+  permissive?: boolean;
   /** Runs in the transaction that queues the mail (idempotency records its response there). */
-  inTransaction?: (trx: Db, results: SendResult[]) => Promise<void>;
+  inTransaction?: (trx: Db, results: SendResult[], errors?: SendOutcome['errors']) => Promise<void>;
 }
 
 export interface SendService {
@@ -97,7 +106,7 @@ export interface SendService {
   /** The sender used when a request names none (legacy from_email absent). */
   defaultSender(workspace: Workspace): Promise<Address>;
   /** Throws 403 unless `address` may send for the workspace (verified domain; added, for test keys). */
-  checkSender(workspace: Workspace, address: string, test: boolean): Promise<void>;
+  checkSender(workspace: Workspace, address: string, test: boolean, senderDomainId?: string | null): Promise<void>;
 }
 
 
@@ -112,6 +121,7 @@ export interface RawSendInput {
   envelopeFrom: string;
   recipients: string[];
   raw: Buffer;
+  senderDomainId?: string | null | undefined;
 }
 
 export interface SendServiceDeps extends ServiceDeps {
@@ -163,9 +173,10 @@ export function createSendService(deps: SendServiceDeps): SendService {
   const { db, clock, templates, rateLimiter, batcher } = deps;
 
   /** The workspace domain a From address may use: verified, or merely added for test keys. */
-  async function sendingDomain(workspace: Workspace, from: Address, test: boolean, field: string): Promise<Domain> {
+  async function sendingDomain(workspace: Workspace, from: Address, test: boolean, field: string, only?: string | null): Promise<Domain> {
     const domain = domainOf(from.address);
     const match = (await listDomains(db, workspace.id)).find((d) => d.name === domain);
+    if (match && only && match.id !== only) throw new AppError('forbidden', `${field}: this API key may send only from one domain, not ${domain}`, { field });
     if (match && (match.status === 'verified' || test)) return match;
     throw new AppError('forbidden', `${field}: ${domain} is not a verified domain of this workspace`, { field });
   }
@@ -180,9 +191,12 @@ export function createSendService(deps: SendServiceDeps): SendService {
   async function prepare(workspace: Workspace, input: SendInput): Promise<Prepared> {
     const now = clock.now();
     const fromField = input.fromField ?? 'from';
-    const from = input.from ?? (await defaultSender(workspace));
+    const template = input.templateId !== undefined ? await findTemplate(workspace, input.templateId) : undefined;
+    // A template's own sender and reply-to apply when the request names none.
+    const from = input.from ?? (template?.from ? parseMailbox('from', template.from) : await defaultSender(workspace));
+    const replyTo = input.replyTo ?? (template?.reply_to ? parseMailboxes('reply_to', template.reply_to) : []);
     singleLine(fromField, from.name);
-    const domain = await sendingDomain(workspace, from, input.test, fromField);
+    const domain = await sendingDomain(workspace, from, input.test, fromField, input.senderDomainId);
 
     const to = input.to;
     const cc = input.cc ?? [];
@@ -191,13 +205,12 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const recipients = dedupe([...to, ...cc, ...bcc]);
     if (recipients.length > MAX_RECIPIENTS) throw validationError('to', `at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
 
-    const template = input.templateId !== undefined ? await findTemplate(workspace, input.templateId) : undefined;
     const id = newId();
     // Marketing mail can always be left with one click (RFC 8058), and templates may link to it.
     const unsubscribeUrl = input.type === 'marketing' && deps.unsubscribeLink ? deps.unsubscribeLink(workspace.id, to[0]!.address, id) : undefined;
-    const variables = unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl, ...input.variables } : (input.variables ?? {});
+    const variables = { ...template?.defaults, ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}), ...input.variables };
     const interpolate = template !== undefined || input.variables !== undefined || unsubscribeUrl !== undefined;
-    const subjectSource = input.subject ?? template?.subject;
+    const subjectSource = input.subject ?? template?.subject ?? undefined;
     if (subjectSource === undefined || subjectSource.trim() === '') throw validationError('subject', 'is required');
     singleLine('subject', subjectSource);
     const subject = interpolate ? renderSubject(subjectSource, variables) : subjectSource;
@@ -209,9 +222,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const text = textSource !== undefined && interpolate ? renderTemplate(textSource, variables, 'text') : textSource;
 
     const tags = checkTags(input.tags);
-    if (input.metadata !== undefined && JSON.stringify(input.metadata).length > MAX_METADATA_BYTES) {
-      throw validationError('metadata', `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);
-    }
+    if (input.metadata !== undefined) checkMetadata('metadata', input.metadata);
     if (input.externalId !== undefined && (input.externalId.length > 255 || hasLineBreak(input.externalId))) {
       throw validationError('external_id', 'must be one line of at most 255 characters');
     }
@@ -229,7 +240,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       clicks: html !== undefined && (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
     };
     const body = html !== undefined && (track.opens || track.clicks) ? addTracking(html, deps.tracking.links(id, track)) : html;
-    const raw = await composeMessage({ from, to, cc, replyTo: input.replyTo ?? [], subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
+    const raw = await composeMessage({ from, to, cc, replyTo, subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
     return emailRecords(workspace.id, {
       id,
       now,
@@ -239,7 +250,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       to,
       cc,
       bcc,
-      replyTo: input.replyTo ?? [],
+      replyTo,
       recipients,
       subject,
       messageId,
@@ -253,9 +264,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
 
 
   async function findTemplate(workspace: Workspace, id: string) {
-    if (!isUuid(id)) throw new AppError('not_found', `templateId: template ${id} not found`, { field: 'templateId' });
     try {
-      return await templates.get(workspace.id, id);
+      return await templates.content(workspace.id, id);
     } catch (err) {
       if (isAppError(err) && err.code === 'not_found') throw new AppError('not_found', `templateId: template ${id} not found`, { field: 'templateId' });
       throw err;
@@ -293,21 +303,25 @@ export function createSendService(deps: SendServiceDeps): SendService {
   async function sendMany(workspace: Workspace, inputs: SendInput[], options: SendOptions = {}, indexed = true): Promise<SendOutcome> {
     if (inputs.length === 0) throw validationError('body', 'at least one message is required');
     const prepared: Prepared[] = [];
+    const errors: Array<{ index: number; message: string; error: AppError }> = [];
     for (const [i, input] of inputs.entries()) {
       try {
         prepared.push(await prepare(workspace, input));
       } catch (err) {
-        if (indexed && isAppError(err) && err.field !== undefined) {
-          throw new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` });
-        }
-        throw err;
+        const indexedError = indexed && isAppError(err) && err.field !== undefined ? new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` }) : err;
+        if (!options.permissive || !isAppError(err) || err.code === 'internal_error') throw indexedError;
+        errors.push({ index: i, message: err.message, error: indexedError as AppError });
       }
     }
-    return commit(workspace, prepared, options);
+    // Nothing valid to queue: the answer is the first message's error, as without permissive.
+    if (prepared.length === 0) throw errors[0]!.error;
+    const refused = options.permissive ? errors.map(({ index, message }) => ({ index, message })) : undefined;
+    const outcome = await commit(workspace, prepared, options, refused);
+    return refused ? { ...outcome, errors: refused } : outcome;
   }
 
   /** Applies the sending limits, then queues every message in one (group-committed) transaction. */
-  async function commit(workspace: Workspace, prepared: Prepared[], options: SendOptions): Promise<SendOutcome> {
+  async function commit(workspace: Workspace, prepared: Prepared[], options: SendOptions, refused?: SendOutcome['errors']): Promise<SendOutcome> {
     const { decision, demoted } = await applyLimits(workspace, prepared);
     const results: SendResult[] = prepared.map((p) => {
       const demote = demoted && p.type === 'transactional';
@@ -319,7 +333,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     });
     await batcher.run(async (trx) => {
       for (const p of prepared) await saveEmail(trx, p);
-      await options.inTransaction?.(trx, results);
+      await options.inTransaction?.(trx, results, refused);
     });
     deps.onQueued?.();
     for (const p of prepared) deps.metrics?.emailsAccepted(p.email.intake === 'smtp' || p.email.intake === 'campaign' ? p.email.intake : 'http', p.type);
@@ -358,8 +372,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const author = parsed.from?.value[0];
     if (!author?.address) throw validationError('From', 'the message has no From header');
     const from: Address = { name: (author.name ?? '').replace(/[\r\n]+/g, ' '), address: requireAddress('From', author.address) };
-    await sendingDomain(workspace, { name: '', address: requireAddress('MAIL FROM', input.envelopeFrom) }, input.test, 'MAIL FROM');
-    const domain = await sendingDomain(workspace, from, input.test, 'From');
+    await sendingDomain(workspace, { name: '', address: requireAddress('MAIL FROM', input.envelopeFrom) }, input.test, 'MAIL FROM', input.senderDomainId);
+    const domain = await sendingDomain(workspace, from, input.test, 'From', input.senderDomainId);
     const listed = (field: AddressObject | AddressObject[] | undefined): Address[] =>
       (Array.isArray(field) ? field : field ? [field] : []).flatMap((o) => o.value).filter((a) => a.address).map((a) => ({ name: a.name ?? '', address: a.address! }));
     const recipients = dedupe(input.recipients.map((r) => ({ name: '', address: requireAddress('RCPT TO', r) })));
@@ -381,7 +395,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     });
     const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };
     const tags = checkTags(options.tags);
-    if (options.metadata !== undefined && JSON.stringify(options.metadata).length > MAX_METADATA_BYTES) throw validationError('X-Mailsvc-Metadata', `must be at most ${MAX_METADATA_BYTES} bytes`);
+    if (options.metadata !== undefined) checkMetadata('X-Mailsvc-Metadata', options.metadata);
     return emailRecords(workspace.id, {
       id,
       now,
@@ -412,8 +426,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
       return sendMany(workspace, inputs, options);
     },
     defaultSender,
-    checkSender: async (workspace, address, test) => {
-      await sendingDomain(workspace, { name: '', address }, test, 'from');
+    checkSender: async (workspace, address, test, senderDomainId) => {
+      await sendingDomain(workspace, { name: '', address }, test, 'from', senderDomainId);
     },
   };
 }

@@ -6,6 +6,7 @@ import { webhooks } from './0004-webhooks.js';
 import { marketing } from './0006-marketing.js';
 import { dashboard } from './0009-dashboard.js';
 import { cluster } from './0010-cluster.js';
+import { resend } from './0013-resend.js';
 import { receiving } from './0014-receiving.js';
 import { deliverability } from './0015-deliverability.js';
 
@@ -21,6 +22,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0006-marketing': marketing(dialect),
     '0009-dashboard': dashboard(),
     '0010-cluster': cluster(),
+    '0013-resend': resend(),
     '0014-receiving': receiving(dialect),
     '0015-deliverability': deliverability(),
   };

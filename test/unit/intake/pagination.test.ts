@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { offsetList, parsePage } from '../../../src/intake/http/pagination.js';
+import { MAX_OFFSET, offsetList, parsePage } from '../../../src/intake/http/pagination.js';
 
 describe('offset pagination', () => {
   it('falls back to 20 for a limit outside 1..100 rather than clamping', () => {
@@ -11,8 +11,25 @@ describe('offset pagination', () => {
     assert.equal(parsePage({ offset: '-1' }).offset, 0);
     assert.equal(parsePage({ limit: ['5', '6'] }).limit, 20);
   });
+  it('caps a huge offset at 2^31 - 1 (an empty page) instead of handing the database 1e400', () => {
+    assert.equal(parsePage({ offset: String(MAX_OFFSET) }).offset, MAX_OFFSET);
+    assert.equal(parsePage({ offset: '9'.repeat(400) }).offset, MAX_OFFSET);
+    assert.equal(parsePage({ offset: String(2 ** 63) }).offset, MAX_OFFSET);
+  });
   it('tells whether more follow', () => {
-    assert.deepEqual(offsetList('items', [1, 2], 5, { limit: 2, offset: 0 }), { items: [1, 2], pagination: { total: 5, limit: 2, offset: 0, has_more: true } });
-    assert.equal(offsetList('items', [5], 5, { limit: 2, offset: 4 }).pagination.has_more, false);
+    assert.deepEqual(offsetList('items', [1, 2], 5, { limit: 2, offset: 0 }, true), {
+      items: [1, 2],
+      pagination: { total: 5, limit: 2, offset: 0, has_more: true },
+      object: 'list',
+      has_more: true,
+      data: [1, 2],
+    });
+    assert.equal(offsetList('items', [5], 5, { limit: 2, offset: 4 }, false).pagination.has_more, false);
+  });
+  it("takes the Resend SDK's cursors, one at a time", () => {
+    assert.deepEqual(parsePage({ limit: '5', after: 'abc' }), { limit: 5, offset: 0, after: 'abc' });
+    assert.deepEqual(parsePage({ before: 'xyz' }), { limit: 20, offset: 0, before: 'xyz' });
+    assert.throws(() => parsePage({ after: 'a', before: 'b' }), /before: cannot be combined with after/);
+    assert.throws(() => parsePage({ after: 'x'.repeat(321) }), /after:/);
   });
 });

@@ -28,8 +28,13 @@ describe('webhook payloads', () => {
     assert.equal(env.created_at, '2025-01-02T03:04:05.000Z');
   });
 
-  it('versioned email.delivered: email_id, to, subject', () => {
-    assert.deepEqual(renderData('v1', delivered), { email_id: delivered.data.email_id, to: ['bob@example.org'], subject: 'Hello' });
+  const resendFields = { created_at: '2025-01-02T03:04:05.000Z', from: null, message_id: '<m1@example.com>', broadcast_id: 'c1', tags: { welcome: '' } };
+
+  it("versioned email.delivered: email_id, to, subject, and Resend's created_at, from, message_id, broadcast_id, tags", () => {
+    assert.deepEqual(renderData('v1', delivered), { email_id: delivered.data.email_id, to: ['bob@example.org'], subject: 'Hello', ...resendFields });
+    const tagged = { ...delivered, data: { ...delivered.data, from: 'Shop <news@shop.example>', tags: ['category:welcome', 'vip'] } };
+    assert.deepEqual(renderData('v1', tagged).tags, { category: 'welcome', vip: '' });
+    assert.equal(renderData('v1', tagged).from, 'Shop <news@shop.example>');
   });
 
   it('legacy email.delivered: email_id, message_id, recipient, campaign_id, timestamp, metadata{subscriber_id, tags}', () => {
@@ -45,7 +50,19 @@ describe('webhook payloads', () => {
 
   it('fields an event did not record are null, and legacy timestamp defaults to the event time', () => {
     const bare = { ...delivered, type: 'email.bounced', data: { email_id: 'e', to: ['a@x.org', 'b@x.org'] } };
-    assert.deepEqual(renderData('v1', bare), { email_id: 'e', to: ['a@x.org', 'b@x.org'], subject: null, bounce: null, smtp: null, mx_host: null });
+    assert.deepEqual(renderData('v1', bare), {
+      email_id: 'e',
+      to: ['a@x.org', 'b@x.org'],
+      subject: null,
+      created_at: '2025-01-02T03:04:05.000Z',
+      from: null,
+      message_id: null,
+      broadcast_id: null,
+      tags: {},
+      bounce: null,
+      smtp: null,
+      mx_host: null,
+    });
     const legacy = renderData('legacy', bare);
     assert.equal(legacy.recipient, 'a@x.org');
     assert.equal(legacy.timestamp, '2025-01-02T03:04:05.000Z');
@@ -65,6 +82,7 @@ describe('webhook payloads', () => {
       email_id: delivered.data.email_id,
       to: ['bob@example.org'],
       subject: 'Hello',
+      ...resendFields,
       smtp: delivered.data.smtp,
       mx_host: null,
       attempt: 2,

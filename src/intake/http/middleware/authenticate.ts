@@ -24,8 +24,10 @@ function requestedWorkspace(ctx: Ctx): string | undefined {
 }
 
 /**
- * Resolves the Authorization header to a principal and the workspace the request acts on.
- * Failed attempts count against the client address, so guessing keys hits 429 quickly.
+ * Resolves the Authorization header to a principal, before the body is read: a request
+ * without a valid key costs no body parsing. A workspace key's workspace is known from here
+ * on; a master key's is chosen by `selectWorkspace` once the body is parsed. Failed attempts
+ * count against the client address, so guessing keys hits 429 quickly.
  */
 export function authenticate(deps: HttpDeps) {
   const { services, clock } = deps;
@@ -42,7 +44,20 @@ export function authenticate(deps: HttpDeps) {
       throw err;
     }
     ctx.state.principal = principal;
+    if (!principal.master) {
+      const workspace = await services.workspaces.find(principal.workspaceId!);
+      if (!workspace) throw new AppError('unauthorized', 'Invalid API key');
+      ctx.state.workspace = workspace;
+    }
+    await next();
+  };
+}
 
+/** The workspace the request acts on: a master key's choice, checked; a workspace key's own. */
+export function selectWorkspace(deps: HttpDeps) {
+  const { services } = deps;
+  return async function selectWorkspaceMiddleware(ctx: Ctx, next: Next): Promise<void> {
+    const principal = ctx.state.principal!;
     const requested = requestedWorkspace(ctx);
     if (principal.master) {
       if (!requested) {
@@ -52,11 +67,8 @@ export function authenticate(deps: HttpDeps) {
       const workspace = await services.workspaces.find(requested);
       if (!workspace) throw new AppError('not_found', `Workspace ${requested} not found`);
       ctx.state.workspace = workspace;
-    } else {
-      if (requested && requested !== principal.workspaceId) throw new AppError('forbidden', 'This key has no access to that workspace');
-      const workspace = await services.workspaces.find(principal.workspaceId!);
-      if (!workspace) throw new AppError('unauthorized', 'Invalid API key');
-      ctx.state.workspace = workspace;
+    } else if (requested && requested !== principal.workspaceId) {
+      throw new AppError('forbidden', 'This key has no access to that workspace');
     }
     await next();
   };

@@ -1,7 +1,15 @@
 import parse from 'co-body';
 import type { Next } from 'koa';
 import { AppError } from '../../../shared/errors.js';
+import { jsonDepth } from '../../../shared/json-depth.js';
 import type { Ctx } from '../context.js';
+
+/**
+ * Objects and arrays in a request body nest at most this deep (the body's own object or array
+ * is level 1). Far more than any request needs; deeper bodies would reach code that walks
+ * JSON recursively (serialising, hashing) and overflow its stack.
+ */
+export const MAX_BODY_DEPTH = 64;
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -11,7 +19,8 @@ const hasBody = (ctx: Ctx): boolean =>
 /**
  * Reads a JSON body up to `limit` bytes into ctx.state.body (and its raw text, which
  * idempotency compares). Bodies are JSON only: anything else is a 415, a broken document a
- * 400, an oversized one a 413, each in the surface's envelope.
+ * 400, an oversized one a 413, one nested deeper than MAX_BODY_DEPTH a 400, each in the
+ * surface's envelope.
  */
 export function parseBody(limit: number) {
   return async function parseBodyMiddleware(ctx: Ctx, next: Next): Promise<void> {
@@ -21,16 +30,20 @@ export function parseBody(limit: number) {
     if (!ctx.is('application/json', '+json')) {
       throw new AppError('unsupported_media_type', 'Request body must be JSON: send Content-Type: application/json');
     }
+    let body: { parsed: unknown; raw: string };
     try {
-      const { parsed, raw } = (await parse.json(ctx.req, { limit, strict: true, returnRawBody: true })) as { parsed: unknown; raw: string };
-      ctx.state.body = parsed;
-      ctx.state.rawBody = raw;
+      body = (await parse.json(ctx.req, { limit, strict: true, returnRawBody: true })) as { parsed: unknown; raw: string };
     } catch (err) {
       const e = err as { status?: number; type?: string };
       if (e.status === 413) throw new AppError('payload_too_large', `Request body is larger than ${limit} bytes`);
       if (e.status === 415) throw new AppError('unsupported_media_type', 'Unsupported Content-Encoding or charset');
       throw new AppError('validation_error', 'Request body is not valid JSON');
     }
+    if (jsonDepth(body.parsed, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
+      throw new AppError('validation_error', `body: objects and arrays may nest at most ${MAX_BODY_DEPTH} levels deep`, { field: 'body' });
+    }
+    ctx.state.body = body.parsed;
+    ctx.state.rawBody = body.raw;
     return next();
   };
 }

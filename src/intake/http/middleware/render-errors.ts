@@ -25,10 +25,37 @@ export function normalize(err: unknown): AppError {
   return toAppError(err);
 }
 
-/** The versioned envelope: `{request_id, error: {code, message, retryable}}`. */
+/**
+ * The error names of Resend's API for our codes: the Resend SDK hands the whole error body to
+ * the application as `error`, and applications read `name`, `message` and `statusCode`.
+ */
+export const RESEND_ERROR_NAMES: Record<ErrorCode, string> = {
+  validation_error: 'validation_error',
+  unauthorized: 'invalid_api_key',
+  forbidden: 'invalid_access',
+  not_found: 'not_found',
+  method_not_allowed: 'method_not_allowed',
+  already_exists: 'validation_error',
+  invalid_state: 'validation_error',
+  invalid_idempotent_request: 'invalid_idempotent_request',
+  concurrent_idempotent_requests: 'concurrent_idempotent_requests',
+  payload_too_large: 'validation_error',
+  unsupported_media_type: 'validation_error',
+  rate_limited: 'rate_limit_exceeded',
+  internal_error: 'internal_server_error',
+  service_unavailable: 'application_error',
+};
+
+/**
+ * The versioned envelope: `{request_id, error: {code, message, retryable}}` (SPEC), with
+ * Resend's `name`, `message` and `statusCode` beside it.
+ */
 export const versionedBody = (requestId: string, err: AppError) => ({
   request_id: requestId,
   error: { code: err.code, message: err.message, retryable: err.retryable },
+  name: RESEND_ERROR_NAMES[err.code],
+  message: err.message,
+  statusCode: err.status,
 });
 
 /** The legacy envelope: `{success:false, error, code}`; on 429 also `message` (SPEC Errors). */

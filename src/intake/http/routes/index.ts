@@ -4,6 +4,10 @@ import { legacyMarketingRoutes } from './legacy/marketing.js';
 import { legacySendRoutes } from './legacy/send.js';
 import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
+import { v1BroadcastRoutes } from './v1/broadcasts.js';
+import { v1ContactRoutes } from './v1/contacts.js';
+import { v1SegmentRoutes } from './v1/segments.js';
+import { v1TopicRoutes } from './v1/topics.js';
 import { v1DomainRoutes } from './v1/domains.js';
 import { v1DomainReportRoutes, v1EmailMetricsRoutes, v1ReputationRoutes } from './v1/deliverability.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
@@ -27,6 +31,10 @@ export const apiRoutes: Route[] = [
   ...v1DomainReportRoutes,
   ...v1SuppressionRoutes,
   ...v1MarketingRoutes,
+  ...v1ContactRoutes,
+  ...v1SegmentRoutes,
+  ...v1TopicRoutes,
+  ...v1BroadcastRoutes,
   ...v1ApiKeyRoutes,
   ...v1WebhookRoutes,
   ...v1RouteRoutes,

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { AttemptView } from '../../../../services/webhooks.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, copyField, csrfField, page, table, when, type DashView } from '../layout.js';
@@ -7,15 +8,21 @@ import { redirectWithNotice, takeNotice } from '../session.js';
 
 const PAGE = { limit: 100, offset: 0 };
 
+const attemptRow = (a: AttemptView) =>
+  html`<tr class="attempt"><td>${a.attempt}</td><td>${when(a.started_at)}</td><td>${badge(a.outcome)}</td><td>${a.status_code ?? ''}</td><td>${a.duration_ms} ms</td>
+<td class="wrap">${a.error ?? ''}${a.response ? html`<pre>${a.response.slice(0, 500)}</pre>` : ''}</td></tr>`;
+
 async function endpointPage(deps: HttpDeps, view: DashView, id: string, extra: { secret?: string; notice?: string | undefined } = {}): Promise<string> {
   const [hook, deliveries] = await Promise.all([
     deps.services.webhooks.get(view.workspace.id, id),
     deps.services.webhooks.listDeliveries(view.workspace.id, id, {}, PAGE),
   ]);
+  // Each delivery, then every attempt it took: a 500 followed by a successful retry stays visible.
   const rows = deliveries.items.map(
-    (d) => html`<tr><td>${when(d.created_at)}</td><td>${d.event_type}</td><td>${badge(d.status)}</td><td>${d.attempt_count}</td>
-<td>${d.status_code ?? ''}</td><td class="wrap">${d.error ?? ''}${d.response ? html`<pre>${d.response.slice(0, 500)}</pre>` : ''}</td>
-<td>${actionButton(view, `/dashboard/webhooks/${hook.id}/deliveries/${d.id}/replay`, 'Replay')}</td></tr>`,
+    (d) => html`<tr class="delivery"><td>${when(d.created_at)}</td><td>${d.event_type}</td><td>${badge(d.status)}</td><td>${d.attempt_count}</td>
+<td>${d.next_attempt_at ? when(d.next_attempt_at) : ''}</td>
+<td>${actionButton(view, `/dashboard/webhooks/${hook.id}/deliveries/${d.id}/replay`, 'Replay')}</td></tr>
+${d.attempts.length > 0 ? html`<tr class="attempts"><td></td><td colspan="5">${table(['Attempt', 'Started', 'Outcome', 'HTTP', 'Duration', 'Response or error'], d.attempts.map(attemptRow), '')}</td></tr>` : ''}`,
   );
   const secret = extra.secret
     ? html`<div class="card"><h2>New signing secret</h2><p>Copy it now: it is shown only this once. The previous secret keeps working for a while so receivers can switch.</p>${copyField('new-secret', extra.secret)}</div>`
@@ -28,7 +35,7 @@ async function endpointPage(deps: HttpDeps, view: DashView, id: string, extra: {
 <dt>Events</dt><dd>${hook.events.join(', ')}</dd><dt>API</dt><dd>${hook.surface}</dd><dt>Secret</dt><dd><code>${hook.secret}</code></dd>
 <dt>Last success</dt><dd>${when(hook.last_success_at)}</dd><dt>Last failure</dt><dd>${when(hook.last_failure_at)}</dd></dl>
 <p>${actionButton(view, `/dashboard/webhooks/${hook.id}/rotate`, 'Rotate secret')}</p></div>
-<h2>Deliveries</h2>${table(['Created', 'Event', 'Status', 'Attempts', 'HTTP', 'Response', ''], rows, 'No deliveries yet.')}`,
+<h2>Deliveries</h2>${table(['Created', 'Event', 'Status', 'Attempts', 'Next attempt', ''], rows, 'No deliveries yet.')}`,
   });
 }
 

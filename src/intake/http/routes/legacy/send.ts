@@ -26,7 +26,7 @@ export const legacySendRoutes = [
     path: '/api/v1/send',
     summary: 'Send one transactional or marketing email',
     operation: null,
-    scope: 'emails:write',
+    scope: 'emails:send',
     status: 202,
     body: legacySendBody,
     handler: async ({ ctx, deps, workspace, principal, body }) => {
@@ -39,6 +39,7 @@ export const legacySendRoutes = [
         outcome = await deps.services.send.send(workspace, {
           intake: 'legacy',
           test: principal.kind === 'test',
+          senderDomainId: principal.domainId,
           from: {
             name: fromName,
             address: body.from_email === undefined ? (await deps.services.send.defaultSender(workspace)).address : requireAddress('from_email', body.from_email),

@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import type { DnsRecord, DomainView } from '../../../../services/domains.js';
+import type { CheckStatus } from '../../../../services/deliverability/check-status.js';
+import { validationError } from '../../../../shared/errors.js';
+import type { HttpDeps } from '../../context.js';
 import { defineRoute } from '../../route.js';
 
 export const addDomainBody = z.object({
@@ -7,6 +11,43 @@ export const addDomainBody = z.object({
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** On /v1 the name may come as Resend's `name`; Resend's other fields (region, tracking…) are ignored. */
+const v1AddDomainBody = addDomainBody.extend({ domain: addDomainBody.shape.domain.optional(), name: z.string().min(1).max(253).optional() });
+
+type RecordStatus = 'pending' | 'verified' | 'failed' | 'not_started';
+
+/**
+ * A domain with Resend's fields beside the SPEC's: `name`, `region` (one: this server),
+ * `capabilities` and, when asked for, `records` in the SDK's shape. A DKIM record's status
+ * comes from the last DNS check (each failure names its record's token); the return-path
+ * records' from the last deliverability checks (SPF, return-path MX).
+ */
+async function render(deps: HttpDeps, workspaceId: string, d: DomainView, withRecords: boolean) {
+  const base = {
+    object: 'domain' as const,
+    ...d,
+    name: d.domain_name,
+    region: 'self-hosted',
+    capabilities: { sending: 'enabled', receiving: 'disabled' },
+    open_tracking: deps.config.tracking.opens,
+    click_tracking: deps.config.tracking.clicks,
+  };
+  if (!withRecords) return base;
+  const dkimStatus = (token: string): RecordStatus =>
+    d.status === 'verified' ? 'verified' : d.last_checked_at === null ? 'not_started' : d.last_check_error?.includes(token) ? 'failed' : 'pending';
+  const { returnPath } = await deps.services.domains.recordsToPublish(workspaceId, d.id);
+  const checked = (status: CheckStatus | undefined): RecordStatus => (status === undefined ? 'not_started' : status === 'ok' ? 'verified' : status === 'failing' ? 'failed' : 'pending');
+  const returnPathStatus = (r: DnsRecord) => checked(r.type === 'MX' ? d.checks?.return_path_mx?.status : d.checks?.spf.status);
+  const record = (kind: 'DKIM' | 'SPF', r: DnsRecord, status: RecordStatus) => {
+    const [priority, value] = r.type === 'MX' ? (r.value.split(' ', 2) as [string, string]) : [undefined, r.value];
+    return { record: kind, name: r.name, type: r.type, ttl: 'Auto', status, value, ...(priority !== undefined ? { priority: Number(priority) } : {}) };
+  };
+  return {
+    ...base,
+    records: [...d.dns_records.map((r, i) => record('DKIM', r, dkimStatus(d.dkim_tokens[i]!))), ...returnPath.map((r) => record('SPF', r, returnPathStatus(r)))],
+  };
+}
+
 export const v1DomainRoutes = [
   defineRoute({
     method: 'GET',
@@ -14,25 +55,34 @@ export const v1DomainRoutes = [
     summary: 'List sending domains (no pagination)',
     operation: 'domains.read',
     scope: 'domains:read',
-    handler: async ({ deps, workspace }) => ({ domains: await deps.services.domains.list(workspace.id) }),
+    handler: async ({ deps, workspace }) => {
+      const domains = await Promise.all((await deps.services.domains.list(workspace.id)).map((d) => render(deps, workspace.id, d, false)));
+      return { domains, object: 'list', has_more: false, data: domains };
+    },
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/domains',
-    summary: 'Add a sending domain; returns its DKIM tokens and the DNS records to publish',
+    summary: 'Add a sending domain (`domain`, or `name`); returns its DKIM tokens and the DNS records to publish',
     operation: 'domains.write',
     scope: 'domains:write',
-    body: addDomainBody,
+    body: v1AddDomainBody,
     status: 201,
-    handler: ({ deps, workspace, body }) => deps.services.domains.add(workspace.id, body),
+    handler: async ({ deps, workspace, body }) => {
+      if (body.domain !== undefined && body.name !== undefined && body.domain !== body.name) throw validationError('name', 'give domain or name, not both');
+      const domain = body.domain ?? body.name;
+      if (domain === undefined) throw validationError('domain', 'is required');
+      const added = await deps.services.domains.add(workspace.id, { domain, external_id: body.external_id, metadata: body.metadata });
+      return render(deps, workspace.id, added, true);
+    },
   }),
   defineRoute({
     method: 'GET',
     path: '/v1/domains/:id',
-    summary: 'Read one domain (by id or name)',
+    summary: 'Read one domain (by id or name) with the records to publish',
     operation: 'domains.read',
     scope: 'domains:read',
-    handler: ({ deps, workspace, params }) => deps.services.domains.get(workspace.id, params.id!),
+    handler: async ({ deps, workspace, params }) => render(deps, workspace.id, await deps.services.domains.get(workspace.id, params.id!), true),
   }),
   defineRoute({
     method: 'POST',
@@ -40,7 +90,7 @@ export const v1DomainRoutes = [
     summary: 'Check DNS now: the domain becomes verified when every DKIM record matches; its deliverability checks are run again',
     operation: 'domains.write',
     scope: 'domains:write',
-    handler: async ({ deps, workspace, params }) => (await deps.services.domains.verify(workspace.id, params.id!)).domain,
+    handler: async ({ deps, workspace, params }) => render(deps, workspace.id, (await deps.services.domains.verify(workspace.id, params.id!)).domain, true),
   }),
   defineRoute({
     method: 'DELETE',
@@ -51,7 +101,7 @@ export const v1DomainRoutes = [
     handler: async ({ deps, workspace, params }) => {
       const domain = await deps.services.domains.get(workspace.id, params.id!);
       await deps.services.domains.remove(workspace.id, domain.id);
-      return { id: domain.id, deleted: true };
+      return { object: 'domain', id: domain.id, deleted: true };
     },
   }),
 ];

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { AppError, isAppError, validationError } from '../../../../shared/errors.js';
+import { AppError, isAppError, notFound, validationError } from '../../../../shared/errors.js';
+import { cursorList } from '../../pagination.js';
+import { parseScheduledAt } from '../../schedule.js';
 import type { Db } from '../../../../store/db.js';
 import { EMAIL_STATUSES } from '../../../../store/tables.js';
 import { EMAIL_PAGE_DEFAULT, EMAIL_PAGE_MAX } from '../../../../services/emails.js';
@@ -13,7 +15,10 @@ const addresses = z.union([z.string(), z.array(z.string()).max(50)]);
 const metadata = z.record(z.string(), z.unknown());
 const variables = z.record(z.string(), z.unknown());
 
-/** Attachments as Resend users write them (`path`, `content_type`) or as the legacy API does (`url`, `contentType`). */
+/**
+ * Attachments of the legacy API (SPEC: `filename`, `contentType` and `content` or `url`);
+ * Resend's spellings `path` and `content_type` are accepted as well.
+ */
 export const attachmentSchema = z
   .object({
     filename: z.string(),
@@ -33,10 +38,47 @@ export const attachmentSchema = z
     return { filename: a.filename, content: a.content, url: a.url ?? a.path, contentType, cid: a.cid };
   });
 
+/** The last segment of an attachment URL's path: the file name Resend uses when none is given. */
+const fileNameOf = (url: string): string | undefined => {
+  if (!URL.canParse(url)) return undefined;
+  const last = new URL(url).pathname.split('/').pop();
+  try {
+    return last ? decodeURIComponent(last) : undefined;
+  } catch {
+    return last;
+  }
+};
+
+/**
+ * Attachments on /v1, as Resend takes them: `content` (base64) or `path` (a URL; also `url`),
+ * `filename` (from the URL when absent), `content_type` (also `contentType`; inferred from the
+ * file name when absent) and `content_id` (also `cid`) for inline images.
+ */
+export const v1AttachmentSchema = z
+  .object({
+    filename: z.union([z.string(), z.literal(false)]).optional(),
+    content: z.string().optional(),
+    url: z.string().optional(),
+    path: z.string().optional(),
+    contentType: z.string().optional(),
+    content_type: z.string().optional(),
+    cid: z.string().optional(),
+    content_id: z.string().optional(),
+  })
+  .transform((a, ctx) => {
+    const url = a.url ?? a.path;
+    const filename = typeof a.filename === 'string' ? a.filename : url !== undefined ? fileNameOf(url) : undefined;
+    if (filename === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'is required (unless path names the file)', path: ['filename'] });
+      return z.NEVER;
+    }
+    return { filename, content: a.content, url, contentType: a.contentType ?? a.content_type, cid: a.cid ?? a.content_id };
+  });
+
 const tag = z.union([z.string(), z.object({ name: z.string(), value: z.string().optional() })]);
 
 const emailFields = {
-  from: z.string(),
+  from: z.string().optional(),
   subject: z.string().optional(),
   html: z.string().optional(),
   text: z.string().optional(),
@@ -45,10 +87,14 @@ const emailFields = {
   reply_to: addresses.optional(),
   headers: z.record(z.string(), z.string()).optional(),
   tags: z.array(tag).max(50).optional(),
-  attachments: z.array(attachmentSchema).max(50).optional(),
+  attachments: z.array(v1AttachmentSchema).max(50).optional(),
   scheduled_at: z.string().optional(),
   template_id: z.string().optional(),
+  /** Resend's form of template_id and variables. */
+  template: z.object({ id: z.string(), variables: variables.optional() }).optional(),
   variables: variables.optional(),
+  /** Resend's topics apply to broadcasts here; on an email they are refused (see docs). */
+  topic_id: z.string().nullable().optional(),
   type: z.enum(['transactional', 'marketing']).optional(),
   track_opens: z.boolean().optional(),
   track_clicks: z.boolean().optional(),
@@ -79,38 +125,46 @@ const emailListQuery = z.looseObject({
   to: z.string().optional().describe('Part of a recipient address, matched without regard to case (at most 320 characters)'),
 });
 
-function parseScheduledAt(value: string | undefined): number | null {
-  if (value === undefined) return null;
-  const ms = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(ms)) throw validationError('scheduled_at', 'must be an ISO 8601 date-time, e.g. 2026-12-01T09:00:00Z');
-  return ms;
-}
-
 const tagStrings = (tags: EmailBody['tags']): string[] | undefined =>
   tags?.map((t) => (typeof t === 'string' ? t : t.value === undefined ? t.name : `${t.name}:${t.value}`));
 
+/** What the send path needs to know about the caller. */
+export interface Caller {
+  test: boolean;
+  /** The key may send from this domain only. */
+  senderDomainId: string | null;
+  now: number;
+}
+
+export const callerOf = ({ principal, deps }: HandlerInput<unknown, unknown>): Caller => ({ test: principal.kind === 'test', senderDomainId: principal.domainId, now: deps.clock.now() });
+
 /** The versioned body, in the send service's canonical shape. */
-export function toSendInput(body: EmailBody, to: string | string[], test: boolean, overrides: Partial<SendInput> = {}): SendInput {
+export function toSendInput(body: EmailBody, to: string | string[], caller: Caller, overrides: Partial<SendInput> = {}): SendInput {
+  if (body.template !== undefined && body.template_id !== undefined && body.template.id !== body.template_id) throw validationError('template', 'give template or template_id, not both');
+  const templateId = body.template?.id ?? body.template_id;
+  if (body.from === undefined && templateId === undefined) throw validationError('from', 'is required');
+  if (body.topic_id != null) throw validationError('topic_id', 'topics apply to broadcasts; send to a topic with POST /v1/broadcasts and topic_id');
   return {
     intake: 'v1',
-    test,
-    from: parseMailbox('from', body.from),
+    test: caller.test,
+    senderDomainId: caller.senderDomainId,
+    from: body.from === undefined ? null : parseMailbox('from', body.from),
     to: parseMailboxes('to', to),
     cc: parseMailboxes('cc', body.cc),
     bcc: parseMailboxes('bcc', body.bcc),
-    replyTo: parseMailboxes('reply_to', body.reply_to),
+    replyTo: body.reply_to === undefined ? undefined : parseMailboxes('reply_to', body.reply_to),
     subject: body.subject,
     html: body.html,
     text: body.text,
-    templateId: body.template_id,
-    variables: body.variables,
+    templateId,
+    variables: body.template?.variables !== undefined ? { ...body.variables, ...body.template.variables } : body.variables,
     headers: body.headers,
     attachments: body.attachments,
     tags: tagStrings(body.tags),
     metadata: body.metadata,
     externalId: body.external_id,
     type: body.type ?? 'transactional',
-    scheduledAt: parseScheduledAt(body.scheduled_at),
+    scheduledAt: parseScheduledAt(body.scheduled_at, caller.now),
     trackOpens: body.track_opens,
     trackClicks: body.track_clicks,
     ...overrides,
@@ -123,26 +177,40 @@ const withLimitHeaders = (ctx: Ctx, outcome: SendOutcome) => {
   return outcome.results.map((r) => ({ id: r.id, status: r.status }));
 };
 
+/** An error about message `i` of a list, named as the service names it: `[i].field: …`. */
+const atIndex = (i: number, err: unknown): unknown =>
+  isAppError(err) && err.field !== undefined ? new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` }) : err;
+
 /** Builds each message's input; a failure names the message's index, as the service does. */
 export function eachIndexed<T, R>(items: T[], build: (item: T) => R): R[] {
   return items.map((item, i) => {
     try {
       return build(item);
     } catch (err) {
-      if (isAppError(err) && err.field !== undefined) throw new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` });
-      throw err;
+      throw atIndex(i, err);
     }
   });
 }
 
-async function sendList(input: HandlerInput<unknown, unknown>, inputs: SendInput[], single: boolean) {
+type Refused = NonNullable<SendOutcome['errors']>;
+
+/**
+ * Queues the messages and renders the answer (stored for idempotency in the same
+ * transaction). `permissive`: Resend's batch mode, whose answer lists the messages refused
+ * (`refused` turns the service's list into positions in the request).
+ */
+async function sendList(input: HandlerInput<unknown, unknown>, inputs: SendInput[], single: boolean, permissive?: (errors: Refused) => Refused) {
   const { deps, workspace, ctx, idempotency } = input;
-  const render = (results: Array<{ id: string; status: string }>) => (single ? results[0]! : { data: results });
+  const render = (results: Array<{ id: string; status: string }>, errors?: SendOutcome['errors']) =>
+    single ? results[0]! : { data: results, ...(permissive ? { errors: permissive(errors ?? []) } : {}) };
   const options = {
-    inTransaction: idempotency ? (trx: Db, results: SendResult[]) => idempotency.complete(200, render(results.map(({ id, status }) => ({ id, status }))), trx) : undefined,
+    permissive: permissive !== undefined,
+    inTransaction: idempotency
+      ? (trx: Db, results: SendResult[], errors?: SendOutcome['errors']) => idempotency.complete(200, render(results.map(({ id, status }) => ({ id, status })), errors), trx)
+      : undefined,
   };
   const outcome = single ? await deps.services.send.send(workspace, inputs[0]!, options) : await deps.services.send.sendMany(workspace, inputs, options);
-  return render(withLimitHeaders(ctx, outcome));
+  return render(withLimitHeaders(ctx, outcome), outcome.errors);
 }
 
 export const v1EmailRoutes = [
@@ -151,16 +219,16 @@ export const v1EmailRoutes = [
     path: '/v1/emails',
     summary: 'Send one message, or one template to many recipients (`recipients`)',
     operation: null,
-    scope: 'emails:write',
+    scope: 'emails:send',
     idempotent: true,
     body: sendEmailBody,
     handler: async (input) => {
-      const { body, principal } = input;
-      const test = principal.kind === 'test';
+      const { body } = input;
+      const caller = callerOf(input);
       if (body.recipients) {
         if (body.to !== undefined) throw validationError('to', 'cannot be combined with recipients');
         const inputs = eachIndexed(body.recipients, (r) =>
-          toSendInput(body, r.to, test, {
+          toSendInput(body, r.to, caller, {
             cc: parseMailboxes('cc', r.cc ?? body.cc),
             bcc: parseMailboxes('bcc', r.bcc ?? body.bcc),
             variables: { ...body.variables, ...r.variables },
@@ -169,20 +237,38 @@ export const v1EmailRoutes = [
         return sendList(input, inputs, false);
       }
       if (body.to === undefined) throw validationError('to', 'is required');
-      return sendList(input, [toSendInput(body, body.to, test)], true);
+      return sendList(input, [toSendInput(body, body.to, caller)], true);
     },
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/emails/batch',
-    summary: `Send up to ${MAX_BATCH} messages at once; all are validated before any is queued`,
+    summary: `Send up to ${MAX_BATCH} messages at once; all are validated before any is queued (with \`x-batch-validation: permissive\`, the valid ones are queued and the others listed in \`errors\`)`,
     operation: null,
-    scope: 'emails:write',
+    scope: 'emails:send',
     idempotent: true,
     body: batchEmailBody,
     handler: async (input) => {
-      const test = input.principal.kind === 'test';
-      return sendList(input, eachIndexed(input.body, (b) => toSendInput(b, b.to, test)), false);
+      const caller = callerOf(input);
+      const mode = input.ctx.get('x-batch-validation') || 'strict';
+      if (mode !== 'strict' && mode !== 'permissive') throw validationError('x-batch-validation', 'must be strict or permissive');
+      if (mode === 'strict') return sendList(input, eachIndexed(input.body, (b) => toSendInput(b, b.to, caller)), false);
+      // Permissive: a message the adapter cannot even read is refused like one the service refuses.
+      const inputs: SendInput[] = [];
+      const unreadable: Array<{ index: number; message: string; error: unknown }> = [];
+      input.body.forEach((b, index) => {
+        try {
+          inputs.push(toSendInput(b, b.to, caller));
+        } catch (err) {
+          if (!isAppError(err)) throw err;
+          unreadable.push({ index, message: err.message, error: atIndex(index, err) });
+        }
+      });
+      if (inputs.length === 0) throw unreadable[0]!.error;
+      const positions = input.body.map((_, i) => i).filter((i) => !unreadable.some((u) => u.index === i));
+      return sendList(input, inputs, false, (errors) =>
+        [...unreadable.map(({ index, message }) => ({ index, message })), ...errors.map((e) => ({ index: positions[e.index]!, message: e.message }))].sort((a, b) => a.index - b.index),
+      );
     },
   }),
   defineRoute({
@@ -217,6 +303,35 @@ export const v1EmailRoutes = [
     operation: 'api',
     scope: 'emails:write',
     handler: ({ deps, workspace, params }) => deps.services.emails.cancel(workspace.id, params.id!),
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/v1/emails/:id',
+    summary: 'Reschedule a scheduled email (`scheduled_at`: ISO 8601 or "in 10 minutes"; null sends it now)',
+    operation: 'api',
+    scope: 'emails:write',
+    body: z.object({ scheduled_at: z.string().nullable() }),
+    handler: ({ deps, workspace, params, body }) => deps.services.emails.reschedule(workspace.id, params.id!, parseScheduledAt(body.scheduled_at, deps.clock.now())),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/emails/:id/attachments',
+    summary: "The email's attachments, each with a download_url that works for an hour",
+    operation: 'api',
+    scope: 'emails:read',
+    handler: async ({ deps, workspace, params }) => cursorList(await deps.services.emails.attachments(workspace.id, params.id!), false),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/emails/:id/attachments/:attachment_id',
+    summary: 'One attachment of the email, with its download_url',
+    operation: 'api',
+    scope: 'emails:read',
+    handler: async ({ deps, workspace, params }) => {
+      const found = (await deps.services.emails.attachments(workspace.id, params.id!)).find((a) => a.id === params.attachment_id);
+      if (!found) throw notFound(`Attachment ${params.attachment_id}`);
+      return found;
+    },
   }),
 ];
 

@@ -77,8 +77,8 @@ export const v1MarketingRoutes = [
     query: subscriberQuery,
     handler: async ({ deps, workspace, query }) => {
       const p = page(query);
-      const { items, total } = await deps.services.subscribers.list({ workspaceId: workspace.id, status: query.status, tag: query.tag, externalId: query.external_id, email: query.email }, p);
-      return offsetList('subscribers', items, total, p);
+      const { items, total, more } = await deps.services.subscribers.list({ workspaceId: workspace.id, status: query.status, tag: query.tag, externalId: query.external_id, email: query.email }, p);
+      return offsetList('subscribers', items, total, p, more);
     },
   }),
   defineRoute({
@@ -129,8 +129,8 @@ export const v1MarketingRoutes = [
     paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const p = page(query);
-      const { items, total } = await deps.services.audiences.list(workspace.id, p);
-      return offsetList('audiences', items, total, p);
+      const { items, total, more } = await deps.services.audiences.list(workspace.id, p);
+      return offsetList('audiences', items, total, p, more);
     },
   }),
   defineRoute({
@@ -161,8 +161,8 @@ export const v1MarketingRoutes = [
     paginated: true,
     handler: async ({ deps, workspace, params, query }) => {
       const p = page(query);
-      const { items, total } = await deps.services.audiences.members(workspace.id, params.id!, p);
-      return offsetList('subscribers', items, total, p);
+      const { items, total, more } = await deps.services.audiences.members(workspace.id, params.id!, p);
+      return offsetList('subscribers', items, total, p, more);
     },
   }),
   defineRoute({
@@ -205,8 +205,8 @@ export const v1MarketingRoutes = [
     paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const p = page(query);
-      const { items, total } = await deps.services.campaigns.list(workspace.id, p);
-      return offsetList('campaigns', items, total, p);
+      const { items, total, more } = await deps.services.campaigns.list(workspace.id, p);
+      return offsetList('campaigns', items, total, p, more);
     },
   }),
   defineRoute({

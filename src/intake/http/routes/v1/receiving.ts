@@ -39,7 +39,7 @@ export const v1RouteRoutes = [
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query as Record<string, unknown>);
       const { items, total } = await deps.services.routes.list(workspace.id, { ...page, kind: query.kind });
-      return offsetList('routes', items, total, page);
+      return offsetList('routes', items, total, page, page.offset + items.length < total);
     },
   }),
   defineRoute({

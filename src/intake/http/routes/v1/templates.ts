@@ -1,20 +1,31 @@
 import { z } from 'zod';
-import { templateView } from '../../../../services/templates.js';
 import { offsetList, parsePage } from '../../pagination.js';
 import { defineRoute } from '../../route.js';
 
-const templateBody = z.object({
+const variable = z.object({
+  key: z.string(),
+  type: z.enum(['string', 'number']),
+  fallback_value: z.union([z.string(), z.number()]).nullable().optional(),
+});
+
+const templateFields = {
   name: z.string(),
-  subject: z.string(),
+  subject: z.string().nullable().optional(),
   html: z.string(),
   text: z.string().nullable().optional(),
-});
+  alias: z.string().nullable().optional(),
+  from: z.string().nullable().optional(),
+  reply_to: z.union([z.string(), z.array(z.string()).max(50)]).nullable().optional(),
+  variables: z.array(variable).nullable().optional(),
+};
+
+const templateBody = z.object(templateFields);
 
 export const v1TemplateRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/templates',
-    summary: 'Create a template: subject, html and optional text with {{variables}}',
+    summary: 'Create a template (a draft): html and optional subject, text, alias, from, reply_to and declared variables with fallbacks',
     operation: 'api',
     scope: 'templates:write',
     idempotent: true,
@@ -25,28 +36,28 @@ export const v1TemplateRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/templates',
-    summary: 'List templates (offset pagination)',
+    summary: 'List templates (offset or cursor pagination)',
     operation: 'api',
     scope: 'templates:read',
     paginated: true,
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query as Record<string, unknown>);
-      const { items, total } = await deps.services.templates.list(workspace.id, page);
-      return offsetList('templates', items, total, page);
+      const { items, total, more } = await deps.services.templates.list(workspace.id, page);
+      return offsetList('templates', items, total, page, more);
     },
   }),
   defineRoute({
     method: 'GET',
     path: '/v1/templates/:id',
-    summary: 'Read one template',
+    summary: 'Read one template, by id or alias',
     operation: 'api',
     scope: 'templates:read',
-    handler: async ({ deps, workspace, params }) => templateView(await deps.services.templates.get(workspace.id, params.id!)),
+    handler: ({ deps, workspace, params }) => deps.services.templates.get(workspace.id, params.id!),
   }),
   defineRoute({
     method: 'PATCH',
     path: '/v1/templates/:id',
-    summary: 'Change a template',
+    summary: 'Change a template (by id or alias); mail keeps the published version until it is published again',
     operation: 'api',
     scope: 'templates:write',
     body: templateBody.partial(),
@@ -55,12 +66,29 @@ export const v1TemplateRoutes = [
   defineRoute({
     method: 'DELETE',
     path: '/v1/templates/:id',
-    summary: 'Delete a template',
+    summary: 'Delete a template (by id or alias)',
     operation: 'api',
     scope: 'templates:write',
     handler: async ({ deps, workspace, params }) => {
-      await deps.services.templates.remove(workspace.id, params.id!);
-      return { id: params.id, deleted: true };
+      const removed = await deps.services.templates.remove(workspace.id, params.id!);
+      return { object: 'template', id: removed.id, deleted: true };
     },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/templates/:id/publish',
+    summary: 'Publish a template: its current content becomes the version mail is sent with',
+    operation: 'api',
+    scope: 'templates:write',
+    handler: ({ deps, workspace, params }) => deps.services.templates.publish(workspace.id, params.id!),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/templates/:id/duplicate',
+    summary: 'Copy a template into a new draft',
+    operation: 'api',
+    scope: 'templates:write',
+    status: 201,
+    handler: ({ deps, workspace, params }) => deps.services.templates.duplicate(workspace.id, params.id!),
   }),
 ];

@@ -1,0 +1,192 @@
+import { z } from 'zod';
+import type { CampaignInput, CampaignView } from '../../../../services/campaigns.js';
+import { parseMailbox } from '../../../../services/send/addresses.js';
+import { validationError } from '../../../../shared/errors.js';
+import { cursorList, parsePage } from '../../pagination.js';
+import { limitWorkspace } from '../../rate-limit.js';
+import { defineRoute } from '../../route.js';
+import { parseScheduledAt } from '../../schedule.js';
+
+/**
+ * Resend's broadcasts: our campaigns, in Resend's shape. A broadcast is created as a draft (or
+ * sent at once with `send: true`), goes to one segment (an audience), optionally to the
+ * contacts in on a topic, and every message goes through the campaign path like those of
+ * `POST /api/v1/campaigns/send`: one per subscribed contact, suppressions honoured,
+ * one-click unsubscribe, tracking and events.
+ */
+
+const addresses = z.union([z.string(), z.array(z.string()).max(50)]);
+
+const contentFields = {
+  name: z.string().optional(),
+  segment_id: z.string().optional(),
+  audience_id: z.string().optional(),
+  from: z.string(),
+  subject: z.string(),
+  reply_to: addresses.optional(),
+  preview_text: z.string().optional(),
+  html: z.string().optional(),
+  text: z.string().optional(),
+  topic_id: z.string().nullable().optional(),
+  /** Ours: the content of a template instead of html. */
+  template_id: z.string().optional(),
+  variables: z.record(z.string(), z.unknown()).optional(),
+};
+
+const createBody = z.object({ ...contentFields, send: z.boolean().optional(), scheduled_at: z.string().optional() });
+const updateBody = z.object(contentFields).partial();
+
+type Content = z.infer<typeof updateBody>;
+
+/** The request's content as campaign input (only the fields given). */
+function toInput(body: Content): Partial<CampaignInput> {
+  if (body.segment_id !== undefined && body.audience_id !== undefined && body.segment_id !== body.audience_id) throw validationError('segment_id', 'give segment_id or audience_id, not both');
+  const from = body.from === undefined ? undefined : parseMailbox('from', body.from);
+  const input: Partial<CampaignInput> = {
+    name: body.name,
+    subject: body.subject,
+    fromName: from?.name,
+    fromEmail: from?.address,
+    html: body.html,
+    text: body.text,
+    templateId: body.template_id,
+    audienceId: body.segment_id ?? body.audience_id,
+    topicId: body.topic_id ?? undefined,
+    replyTo: body.reply_to === undefined ? undefined : Array.isArray(body.reply_to) ? body.reply_to : [body.reply_to],
+    previewText: body.preview_text,
+    variables: body.variables,
+  };
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<CampaignInput>;
+}
+
+type BroadcastStatus = 'draft' | 'scheduled' | 'queued' | 'sent' | 'canceled';
+
+const statusOf = (c: CampaignView, now: number): BroadcastStatus => {
+  if (c.status === 'draft') return 'draft';
+  if (c.status === 'sent') return 'sent';
+  if (c.status === 'cancelled') return 'canceled';
+  return c.status === 'queuing' && c.scheduled_at !== null && Date.parse(c.scheduled_at) > now ? 'scheduled' : 'queued';
+};
+
+const render = (c: CampaignView, now: number) => ({
+  object: 'broadcast' as const,
+  id: c.id,
+  name: c.name,
+  segment_id: c.audience_id,
+  audience_id: c.audience_id,
+  topic_id: c.topic_id,
+  from: c.from,
+  subject: c.subject,
+  reply_to: c.reply_to,
+  preview_text: c.preview_text,
+  html: c.html,
+  text: c.text,
+  status: statusOf(c, now),
+  created_at: c.created_at,
+  scheduled_at: c.scheduled_at,
+  sent_at: c.sent_at,
+  cancelled_at: c.cancelled_at,
+  recipients: c.recipients,
+  ...(c.counts ? { counts: c.counts } : {}),
+});
+
+export const v1BroadcastRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/v1/broadcasts',
+    summary: 'Create a broadcast to a segment: a draft, or sent now or at scheduled_at with `send: true`',
+    operation: 'api',
+    scope: 'campaigns:write',
+    idempotent: true,
+    status: 201,
+    body: createBody,
+    handler: async ({ ctx, deps, workspace, principal, body }) => {
+      const input = toInput(body) as CampaignInput;
+      if (input.audienceId === undefined) throw validationError('segment_id', 'is required: the segment the broadcast goes to');
+      if (body.scheduled_at !== undefined && !body.send) throw validationError('scheduled_at', 'applies only with send: true (or schedule it with POST /v1/broadcasts/{id}/send)');
+      // Sending counts against the campaign limit; writing a draft does not.
+      if (body.send) await limitWorkspace(ctx, deps, 'campaigns.send');
+      const scheduledAt = parseScheduledAt(body.scheduled_at, deps.clock.now());
+      const created = await deps.services.campaigns.create(workspace, input, principal.kind === 'test', { send: body.send ?? false, scheduledAt });
+      return render(created, deps.clock.now());
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/broadcasts',
+    summary: 'List broadcasts (every campaign), newest first (cursor pagination)',
+    operation: 'api',
+    scope: 'campaigns:read',
+    handler: async ({ deps, workspace, query }) => {
+      const { items, more } = await deps.services.campaigns.list(workspace.id, parsePage(query as Record<string, unknown>));
+      const now = deps.clock.now();
+      return cursorList(
+        items.map((c) => {
+          const { html: _html, text: _text, ...summary } = render(c, now);
+          return summary;
+        }),
+        more,
+      );
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/broadcasts/:id',
+    summary: 'Read a broadcast with its counts (queued, delivered, bounced, opened, clicked, unsubscribed…)',
+    operation: 'api',
+    scope: 'campaigns:read',
+    handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.get(workspace.id, params.id!), deps.clock.now()),
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/v1/broadcasts/:id',
+    summary: 'Change a draft broadcast',
+    operation: 'api',
+    scope: 'campaigns:write',
+    body: updateBody,
+    handler: async ({ deps, workspace, principal, params, body }) =>
+      render(await deps.services.campaigns.update(workspace, params.id!, toInput(body), principal.kind === 'test'), deps.clock.now()),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/broadcasts/:id',
+    summary: 'Delete a draft broadcast (a scheduled one not yet started is cancelled with it)',
+    operation: 'api',
+    scope: 'campaigns:write',
+    handler: async ({ deps, workspace, params }) => {
+      const removed = await deps.services.campaigns.remove(workspace.id, params.id!);
+      return { object: 'broadcast', id: removed.id, deleted: true };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/broadcasts/:id/send',
+    summary: 'Send a draft broadcast now, or at scheduled_at (ISO 8601 or "in 2 hours")',
+    operation: 'api',
+    scope: 'campaigns:write',
+    idempotent: true,
+    body: z.object({ scheduled_at: z.string().nullable().optional() }),
+    handler: async ({ ctx, deps, workspace, principal, params, body }) => {
+      await limitWorkspace(ctx, deps, 'campaigns.send');
+      const sent = await deps.services.campaigns.send(workspace, params.id!, parseScheduledAt(body.scheduled_at, deps.clock.now()), principal.kind === 'test');
+      return render(sent, deps.clock.now());
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/broadcasts/:id/cancel',
+    summary: 'Cancel a broadcast: a scheduled one goes back to draft; one being sent stops (messages not yet handed to delivery are cancelled)',
+    operation: 'api',
+    scope: 'campaigns:write',
+    handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.cancel(workspace.id, params.id!), deps.clock.now()),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/broadcasts/:id/duplicate',
+    summary: 'Copy a broadcast into a new draft',
+    operation: 'api',
+    scope: 'campaigns:write',
+    status: 201,
+    handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.duplicate(workspace, params.id!), deps.clock.now()),
+  }),
+];

@@ -1,0 +1,73 @@
+import { z } from 'zod';
+import type { AudienceView } from '../../../../services/audiences.js';
+import { cursorList, parsePage } from '../../pagination.js';
+import { defineRoute } from '../../route.js';
+import { renderContact } from './contacts.js';
+
+/** Resend's segments: our audiences, in Resend's shape (the SPEC's /v1/audiences are the same records). */
+const render = (a: AudienceView) => ({ object: 'segment' as const, id: a.id, name: a.name, created_at: a.created_at, member_count: a.member_count });
+
+export const v1SegmentRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/v1/segments',
+    summary: 'Create a segment (an audience)',
+    operation: 'api',
+    scope: 'audiences:write',
+    idempotent: true,
+    status: 201,
+    body: z.object({ name: z.string() }),
+    handler: async ({ deps, workspace, body }) => render(await deps.services.audiences.create(workspace.id, body.name)),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/segments',
+    summary: 'List segments, newest first (cursor pagination)',
+    operation: 'api',
+    scope: 'audiences:read',
+    handler: async ({ deps, workspace, query }) => {
+      const { items, more } = await deps.services.audiences.list(workspace.id, parsePage(query as Record<string, unknown>));
+      return cursorList(items.map(render), more);
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/segments/:id',
+    summary: 'Read one segment',
+    operation: 'api',
+    scope: 'audiences:read',
+    handler: async ({ deps, workspace, params }) => render(await deps.services.audiences.get(workspace.id, params.id!)),
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/v1/segments/:id',
+    summary: 'Rename a segment',
+    operation: 'api',
+    scope: 'audiences:write',
+    body: z.object({ name: z.string() }),
+    handler: async ({ deps, workspace, params, body }) => render(await deps.services.audiences.rename(workspace.id, params.id!, body.name)),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/segments/:id',
+    summary: 'Delete a segment (its contacts stay)',
+    operation: 'api',
+    scope: 'audiences:write',
+    handler: async ({ deps, workspace, params }) => {
+      const segment = await deps.services.audiences.get(workspace.id, params.id!);
+      await deps.services.audiences.remove(workspace.id, segment.id);
+      return { object: 'segment', id: segment.id, deleted: true };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/segments/:id/contacts',
+    summary: "A segment's contacts, newest first (cursor pagination)",
+    operation: 'subscribers.read',
+    scope: 'audiences:read',
+    handler: async ({ deps, workspace, params, query }) => {
+      const { items, more } = await deps.services.audiences.members(workspace.id, params.id!, parsePage(query as Record<string, unknown>));
+      return cursorList(items.map(renderContact), more);
+    },
+  }),
+];
