@@ -7,7 +7,7 @@ import { normalizeDomain } from '../shared/domain-name.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import {
-  findDomain,
+  findDomainByIdOrName,
   findDomainByName,
   listDkimKeys,
   listDomains,
@@ -174,8 +174,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
   };
 
   const find = async (workspaceId: string, idOrName: string): Promise<Domain> => {
-    const byName = normalizeDomain(idOrName);
-    const found = (await findDomain(db, workspaceId, idOrName)) ?? (byName ? await findDomainByName(db, workspaceId, byName) : undefined);
+    const found = await findDomainByIdOrName(db, workspaceId, idOrName);
     if (!found) throw notFound(`Domain ${idOrName}`);
     return found;
   };

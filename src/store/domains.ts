@@ -1,3 +1,5 @@
+import { normalizeDomain } from '../shared/domain-name.js';
+import { isUuid } from '../shared/ids.js';
 import type { Db } from './db.js';
 import type { DkimKey, Domain, DomainUpdate } from './tables.js';
 
@@ -13,6 +15,14 @@ export const findDomain = (db: Db, workspaceId: string, id: string): Promise<Dom
 
 export const findDomainByName = (db: Db, workspaceId: string, name: string): Promise<Domain | undefined> =>
   db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).where('name', '=', name).executeTakeFirst();
+
+/** A workspace's domain by id or by name (any case); ids are only looked up when they are uuids. */
+export async function findDomainByIdOrName(db: Db, workspaceId: string, idOrName: string): Promise<Domain | undefined> {
+  const byId = isUuid(idOrName) ? await findDomain(db, workspaceId, idOrName.toLowerCase()) : undefined;
+  if (byId) return byId;
+  const name = normalizeDomain(idOrName);
+  return name ? findDomainByName(db, workspaceId, name) : undefined;
+}
 
 export const listDomains = (db: Db, workspaceId: string): Promise<Domain[]> =>
   db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();

@@ -146,6 +146,11 @@ describe('reputation guard', () => {
   it('lists every domain and refuses to resume an unknown one', async () => {
     const unknown = await request(server.httpUrl, 'POST', '/v1/domains/nope.example/reputation/resume', { key });
     assert.equal(unknown.status, 404, show(unknown));
+    // A NUL byte is no id and no name (PostgreSQL refuses it in a text parameter: it was a 500).
+    const nul = await request(server.httpUrl, 'GET', '/v1/domains/zx%00zx/reputation', { key });
+    assert.equal(nul.status, 404, show(nul));
+    const byId = await request(server.httpUrl, 'GET', `/v1/domains/${(await reputation()).domain_id.toUpperCase()}/reputation`, { key });
+    assert.equal(byId.status, 200, show(byId));
     const list = await request(server.httpUrl, 'GET', '/v1/reputation', { key });
     assert.equal(list.status, 200, show(list));
     assert.deepEqual(list.body.data.map((d: { domain_name: string }) => d.domain_name), ['shop.example']);

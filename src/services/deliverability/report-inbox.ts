@@ -1,8 +1,7 @@
 import { parseMail } from '../../shared/parse-mail.js';
 import { newId } from '../../shared/ids.js';
 import { notFound } from '../../shared/errors.js';
-import { normalizeDomain } from '../../shared/domain-name.js';
-import { findDomain, findDomainByName } from '../../store/domains.js';
+import { findDomainByIdOrName } from '../../store/domains.js';
 import {
   isVerifiedDomainName,
   listDmarcReportRecords,
@@ -137,8 +136,7 @@ export function createReportInbox(deps: ServiceDeps): ReportInbox {
   };
 
   const findOwn = async (workspaceId: string, idOrName: string): Promise<Domain> => {
-    const name = normalizeDomain(idOrName);
-    const domain = (await findDomain(db, workspaceId, idOrName)) ?? (name ? await findDomainByName(db, workspaceId, name) : undefined);
+    const domain = await findDomainByIdOrName(db, workspaceId, idOrName);
     if (!domain) throw notFound(`Domain ${idOrName}`);
     return domain;
   };

@@ -2,8 +2,7 @@ import { recipientEventData } from '../../delivery/event-data.js';
 import { recordEvent } from '../../events/record-event.js';
 import { toIsoOrNull } from '../../shared/clock.js';
 import { notFound } from '../../shared/errors.js';
-import { normalizeDomain } from '../../shared/domain-name.js';
-import { findDomain, findDomainByName, listDomains } from '../../store/domains.js';
+import { findDomainByIdOrName, listDomains } from '../../store/domains.js';
 import { listEmailsByIds, refreshEmailStatus } from '../../store/emails.js';
 import {
   countDomainOutcomes,
@@ -149,8 +148,7 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
   };
 
   const find = async (workspaceId: string, idOrName: string): Promise<Domain> => {
-    const name = normalizeDomain(idOrName);
-    const domain = (await findDomain(db, workspaceId, idOrName)) ?? (name ? await findDomainByName(db, workspaceId, name) : undefined);
+    const domain = await findDomainByIdOrName(db, workspaceId, idOrName);
     if (!domain) throw notFound(`Domain ${idOrName}`);
     return domain;
   };
