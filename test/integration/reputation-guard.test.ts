@@ -75,15 +75,16 @@ describe('reputation guard', () => {
     await eventually(async () => (await Promise.all(sent.map(statusOf))).every((s) => s === 'bounced' || s === 'delivered'), 30_000, 'every message answered');
     assert.equal(received('ok-0@dest.test'), 1);
 
+    // The guard may pause while the bounces are still coming in (it judges from 10 messages);
+    // a later round counts them all, and the domain stays paused.
     const state = await eventually(async () => {
       const r = await reputation();
-      return r.state === 'paused' ? r : null;
-    }, 15_000, 'the guard to pause the domain');
+      return r.state === 'paused' && r.sent === 15 ? r : null;
+    }, 15_000, 'the guard to pause the domain, with every answer counted');
     assert.equal(state.hard_bounces, 12);
-    assert.equal(state.sent, 15);
     assert.equal(state.bounce.rate, 80);
     assert.equal(state.bounce.status, 'failing');
-    assert.match(state.reason, /hard-bounce rate 80% is over 10%/);
+    assert.match(state.reason, /hard-bounce rate [\d.]+% is over 10%/);
     assert.ok(state.paused_at);
 
     // What waited in the queue is held now, with an event.
@@ -120,7 +121,7 @@ describe('reputation guard', () => {
 
     const listed = await runCliProcess(['reputation', 'list'], { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'warn' });
     assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, /shop\.example\s+paused\s+(80%\s+0%\s+15|75%\s+0%\s+16)\s+2\s+hard-bounce rate 80% is over 10%/);
+    assert.match(listed.stdout, /shop\.example\s+paused\s+(80%\s+0%\s+15|75%\s+0%\s+16)\s+2\s+hard-bounce rate [\d.]+% is over 10%/);
   });
 
   it('resume releases the held mail to the MX, and the old bounces do not pause it again', async () => {
