@@ -31,6 +31,8 @@ import { createWorkflowRunner } from './workflows/workflow-runner.js';
 
 // Short enough that nodes restarted often (deploys) still clean up; each run is cheap when little is due.
 const RETENTION_INTERVAL_MS = 10 * 60_000;
+/** How fresh the overview's charts and /v1/emails/metrics are. */
+const STATS_INTERVAL_MS = 60_000;
 
 /**
  * The composition root: the one place that builds the store, services and listeners from
@@ -76,6 +78,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       resolver: options.resolver ?? createResolver(config.delivery.dnsServers),
       secretKey: loadSecretKey(config),
       ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.mtaStsFetcher ? { mtaStsFetcher: options.mtaStsFetcher } : {}),
     };
     const services = createServices(deps, { onQueued: options.onQueued, onTrigger: options.onTrigger });
     await services.workspaces.ensureDefault();
@@ -117,6 +120,7 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     batcher: runtime.services.batcher,
     loadContent: (email) => runtime.services.campaigns.contentFor(email),
     metrics: deps.metrics,
+    ...(config.deliverability.guard.enabled ? { hold: runtime.services.reputation.holdClaimed } : {}),
   });
 }
 
@@ -177,6 +181,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
   }
   metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
   metrics?.databaseStatementsFrom(() => runtime.store.statements());
+  metrics?.reputationFrom(() => runtime.services.reputation.snapshot());
   const stops: Array<() => Promise<void> | void> = [];
   try {
     // Stopped after the listeners (stops run in reverse): no new mail comes in while the
@@ -238,6 +243,14 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     if (config.domains.recheckInterval > 0) {
       const interval = config.domains.recheckInterval;
       stops.push(every(Math.min(interval, 60) * 1000, logger, 'domain-recheck', () => runAsLeader(runtime.store, 'domain-recheck', () => runtime.services.domains.recheckPending(interval))));
+    }
+    if (config.deliverability.checkInterval > 0) {
+      const interval = config.deliverability.checkInterval;
+      stops.push(every(Math.min(interval, 300) * 1000, logger, 'domain-checks', () => runAsLeader(runtime.store, 'domain-checks', () => runtime.services.domains.recheckAll(interval))));
+    }
+    stops.push(every(STATS_INTERVAL_MS, logger, 'stats-rollup', () => runAsLeader(runtime.store, 'stats-rollup', () => runtime.services.emailMetrics.rollUp())));
+    if (config.deliverability.guard.enabled) {
+      stops.push(every(config.deliverability.guard.interval * 1000, logger, 'reputation-guard', () => runAsLeader(runtime.store, 'reputation-guard', () => runtime.services.reputation.evaluate())));
     }
     stops.push(
       every(RETENTION_INTERVAL_MS, logger, 'retention', () =>

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import type { DnsRecord } from '../services/domains.js';
+import type { DnsRecord, DomainView } from '../services/domains.js';
+import { needsAction, type Check } from '../services/deliverability/check-status.js';
 import { CliExit, output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
 const recordRows = (records: DnsRecord[]) => records.map((r) => [`  ${r.type}`, r.name, r.type === 'TXT' ? `"${r.value}"` : r.value]);
@@ -28,7 +29,16 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
   ws(domains.command('dns <domain>').description('every DNS record to publish: the customer CNAMEs, the TXT keys under dkim.host, the bounce domain and the MX for receiving'))
     .action(async (name: string, opts: { workspace?: string }, cmd: Command) => {
       const records = await withRuntime(cmd, io, async (rt) => rt.services.domains.recordsToPublish(await workspaceOf(rt, opts.workspace), name));
-      output(cmd, io, { domain: records.domain.domain_name, customer: records.customer, dkim_host: records.dkimHost, return_path: records.returnPath, receiving: records.receiving }, () =>
+      const json = {
+        domain: records.domain.domain_name,
+        customer: records.customer,
+        dkim_host: records.dkimHost,
+        return_path: records.returnPath,
+        receiving: records.receiving,
+        reports: records.reports,
+        reports_host: records.reportsHost,
+      };
+      output(cmd, io, json, () =>
         [
           `In the zone of ${records.domain.domain_name} (the domain owner publishes):`,
           table(recordRows(records.customer)),
@@ -41,6 +51,14 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
           '',
           'To receive mail at the domain (receiving routes; the inbound listener on port 25 of this host):',
           table(recordRows(records.receiving)),
+          ...(records.reports.length > 0
+            ? [
+                '',
+                'DMARC and TLS reports to this server (the domain owner publishes; merge the rua into an existing DMARC record):',
+                table(recordRows(records.reports)),
+                ...(records.reportsHost.length > 0 ? ['', 'In the report domain\'s zone (the mailsvc operator publishes, once per domain, so receivers send the reports):', table(recordRows(records.reportsHost))] : []),
+              ]
+            : []),
         ].join('\n'),
       );
     });
@@ -57,8 +75,38 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
       if (result.domain.status !== 'verified') throw new CliExit(1);
     });
 
+  ws(domains.command('check [domain]').description('deliverability checks now (DKIM, SPF, DMARC, return-path MX, MTA-STS, TLS-RPT): what to fix, in words; exit 1 when a required check fails'))
+    .action(async (name: string | undefined, opts: { workspace?: string }, cmd: Command) => {
+      const checked = await withRuntime(cmd, io, async (rt) => {
+        const workspaceId = await workspaceOf(rt, opts.workspace);
+        const names = name ? [name] : (await rt.services.domains.list(workspaceId)).map((d) => d.id);
+        const out: DomainView[] = [];
+        for (const n of names) out.push((await rt.services.domains.verify(workspaceId, n)).domain);
+        return out;
+      });
+      output(cmd, io, name ? checked[0] : checked, () => (checked.length === 0 ? 'No domains: add one with `mailsvc domains add DOMAIN`.' : checked.map(describeChecks).join('\n\n')));
+      if (checked.some((d) => d.checks && checksOf(d).some(([, c]) => needsAction(c)))) throw new CliExit(1);
+    });
+
   ws(domains.command('remove <domain>').description('remove a domain and its keys')).action(async (name: string, opts: { workspace?: string }, cmd: Command) => {
     await withRuntime(cmd, io, async (rt) => rt.services.domains.remove(await workspaceOf(rt, opts.workspace), name));
     output(cmd, io, { removed: name }, () => `Removed ${name}.`);
   });
+}
+
+const checksOf = (domain: DomainView): Array<[string, Check]> =>
+  domain.checks ? (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (domain.checks![k] ? [[k, domain.checks![k]!] as [string, Check]] : [])) : [];
+
+/** One line per check, then what was found and what to publish under the checks that need it. */
+function describeChecks(domain: DomainView): string {
+  const checks = checksOf(domain);
+  const todo = checks.filter(([, c]) => needsAction(c)).length;
+  const lines = [`${domain.domain_name} (${domain.status}): ${todo === 0 ? 'nothing to fix' : `${todo} ${todo === 1 ? 'check needs' : 'checks need'} attention`}`];
+  for (const [name, c] of checks) {
+    lines.push(`  ${c.status.padEnd(13)} ${name.padEnd(14)} ${c.required ? '' : '(optional) '}${c.message}`);
+    if (c.status === 'ok') continue;
+    if (c.found) for (const f of c.found.split('\n')) lines.push(`${' '.repeat(31)}found:   ${f}`);
+    for (const r of c.publish) lines.push(`${' '.repeat(31)}publish: ${r.type} ${r.name} ${r.type === 'TXT' ? `"${r.value}"` : r.value}`);
+  }
+  return lines.join('\n');
 }

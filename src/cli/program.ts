@@ -4,9 +4,11 @@ import { isAppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
 import { registerDashboardCommands } from './dashboard.js';
 import { registerDbCommands } from './db.js';
+import { registerDoctorCommands } from './doctor.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
+import { registerReputationCommands } from './reputation.js';
 import { registerRouteCommands } from './routes.js';
 import { registerServerCommands } from './server.js';
 import { registerTemplateCommands } from './templates.js';
@@ -30,7 +32,9 @@ export function buildProgram(io: CliIo): Command {
   registerRouteCommands(program, io);
   registerWorkflowCommands(program, io);
   registerQueueCommands(program, io);
+  registerReputationCommands(program, io);
   registerDashboardCommands(program, io);
+  registerDoctorCommands(program, io);
   registerDbCommands(program, io);
   for (const cmd of program.commands) {
     cmd.exitOverride();

@@ -8,6 +8,7 @@ import {
   json,
   oneOf,
   optionalStr,
+  percent,
   port,
   settingFail,
   str,
@@ -224,6 +225,23 @@ export const schema = {
   },
   domains: {
     recheckInterval: int(300, 'Seconds between automatic DNS checks of pending domains (0 disables).', 0),
+  },
+  deliverability: {
+    checkInterval: int(6 * 3600, 'Seconds between automatic deliverability checks (SPF, DMARC, MTA-STS, TLS-RPT, DKIM) of every domain; a change of status emits domain.updated (0 disables).', 0),
+    sendingIps: stringList([], 'Public addresses this server sends from (SPF, blocklists, reverse DNS); empty: the A and AAAA records of delivery.hostname.'),
+    dnsbl: stringList(['zen.spamhaus.org'], 'DNS blocklists `mailsvc doctor` looks the sending addresses up in, through delivery.dnsServers (Spamhaus refuses queries from public resolvers: use your own).'),
+    ntpServers: stringList(['pool.ntp.org'], 'NTP servers `mailsvc doctor` compares the clock with (empty: skip the check).'),
+    reportDomain: optionalStr('Domain whose dmarc@ and tls-reports@ addresses take DMARC aggregate and TLS reports on the inbound listener (the rua to publish); null: delivery.hostname.'),
+    guard: {
+      enabled: bool(true, 'Run the reputation guard: above the pause thresholds a sending domain\'s marketing mail is held (transactional mail keeps flowing) until resumed.'),
+      interval: int(60, 'Seconds between evaluations of every sending domain\'s bounce and complaint rates.', 1),
+      windowHours: int(24, 'Hours of mail the rates are computed over (rolling).', 1, 24 * 30),
+      minimumSent: int(200, 'Messages a domain must have sent in the window before its rates are judged.', 1),
+      bounceWarning: percent(5, 'Hard-bounce rate (% of messages sent: accepted or bounced) above which a domain is in warning.'),
+      bouncePause: percent(10, 'Hard-bounce rate (% of messages sent) above which marketing mail is held.'),
+      complaintWarning: percent(0.1, 'Complaint rate (% of messages accepted by the recipients\' servers) above which a domain is in warning.'),
+      complaintPause: percent(0.3, 'Complaint rate (% of messages accepted) above which marketing mail is held.'),
+    },
   },
   webhooks: {
     enabled: bool(true, 'Run the webhook dispatcher in this process (events are recorded for delivery either way).'),

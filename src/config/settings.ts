@@ -48,6 +48,14 @@ export const int = (defaultValue: number, description: string, min = 0, max = Nu
     return n;
   });
 
+/** A percentage from 0 to 100, decimals allowed (rates such as 0.3 %). */
+export const percent = (defaultValue: number, description: string): Setting<number> =>
+  setting('percent', defaultValue, description, (v, fromEnv) => {
+    const n = fromEnv && typeof v === 'string' && /^\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > 100) return fail(`must be a percentage from 0 to 100, got ${JSON.stringify(v)}`);
+    return n;
+  });
+
 export const port = (defaultValue: number, description: string): Setting<number> => {
   const base = int(defaultValue, description, 0, 65535);
   return { ...base, kind: 'port' };

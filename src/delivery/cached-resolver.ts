@@ -27,5 +27,6 @@ export function cachedResolver(resolver: DnsResolver, now: () => number, ttlMs =
     resolve6: (name) => cached('AAAA', name, () => resolver.resolve6(name)),
     resolveCname: (name) => resolver.resolveCname(name),
     resolveTxt: (name) => resolver.resolveTxt(name),
+    resolvePtr: (name) => resolver.resolvePtr(name),
   };
 }

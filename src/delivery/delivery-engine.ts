@@ -50,6 +50,11 @@ export interface DeliveryDeps {
   /** The message to send for an email; campaign messages are composed on first use. */
   loadContent?: (email: Email) => Promise<Buffer | undefined>;
   metrics?: Metrics;
+  /**
+   * The reputation guard's step: of the rows just claimed, holds (writes `held`) the marketing
+   * mail of paused sending domains and returns the rows to deliver.
+   */
+  hold?: (owner: string, items: QueueItem[], emails: Map<string, Email>) => Promise<QueueItem[]>;
 }
 
 export interface DeliveryEngine {
@@ -424,7 +429,11 @@ export function createDeliveryEngine(deps: DeliveryDeps): DeliveryEngine {
         listSuppressionsCovering(db, [...new Set(items.map((i) => i.workspace_id))], items.map((i) => i.recipient)),
         listEmailContents(db, emailIds),
       ]);
-      const { jobs, orphans } = toJobs(items, new Map(emails.map((e) => [e.id, e])));
+      const byId = new Map(emails.map((e) => [e.id, e]));
+      // Hold: marketing mail of a domain the reputation guard paused waits in the queue.
+      const deliverable = deps.hold ? await deps.hold(owner, items, byId) : items;
+      if (deliverable.length < items.length) forget(items.filter((i) => !deliverable.includes(i)));
+      const { jobs, orphans } = toJobs(deliverable, byId);
       if (orphans.length > 0) track(release(orphans, now));
       const prepared = new Map<string, Promise<Prepared>>();
       for (const job of jobs) track(runJob(job, suppressions, prepared, contents));

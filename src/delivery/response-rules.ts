@@ -10,8 +10,9 @@
  *   exist) add the address to the workspace's suppression list; `soft` bounces (policy, spam,
  *   mailbox full, message too large, …) do not, because the address itself is good.
  *
- * Order: provider- and text-specific rules, then RFC 3463 enhanced status codes, then the
- * basic reply class. Inspired by ZoneMTA's config/bounces.txt.
+ * Order: the large mailbox providers' own replies (Gmail, Microsoft, Yahoo/AOL, Apple), other
+ * text-specific rules, then RFC 3463 enhanced status codes, then the basic reply class.
+ * Inspired by ZoneMTA's config/bounces.txt.
  */
 
 export const CATEGORIES = [
@@ -24,6 +25,8 @@ export const CATEGORIES = [
   'message_size',
   'spam',
   'blocklist',
+  'reputation',
+  'reverse_dns',
   'authentication',
   'policy',
   'rate_limit',
@@ -61,19 +64,35 @@ const hard = (match: RegExp, category: Category): ResponseRule => ({ match, acti
 const soft = (match: RegExp, category: Category): ResponseRule => ({ match, action: 'bounce', category, bounceType: 'soft' });
 
 export const RESPONSE_RULES: readonly ResponseRule[] = [
+  // Mailbox providers' replies that the generic rules below would misread.
+  hard(/^5\d\d[ -].*(RecipientNotFound|Recipient not found by SMTP address lookup)/i, 'unknown_user'), // Microsoft 365: 5.1.10, RFC 7505's null MX code
+  hard(/^5\d\d[ -].*(this mailbox is disabled|account has been disabled or discontinued)/i, 'inactive_mailbox'), // Yahoo, AOL
+  // The destination requires TLS we did not offer or could not complete: fixable on our side, so retried.
+  defer(/^(4\d\d|5\d\d)[ -].*(must issue a STARTTLS|STARTTLS (is )?required|\bTLS (is )?required|encryption (is )?(needed|required)|TLS not available)/i, 'tls'),
+  // Reverse DNS (PTR) of our address missing or not matching (Gmail 4.7.25/5.7.25).
+  defer(/^4\d\d[ -](.*\b(PTR record|reverse (DNS|hostname))|\s*4\.7\.25\b)/i, 'reverse_dns'),
+  soft(/^5\d\d[ -](.*\b(PTR record|reverse (DNS|hostname))|\s*5\.7\.25\b)/i, 'reverse_dns'),
+  // Our IP or domain reputation, not a listing on a public blocklist: slow down, and look at what we send.
+  defer(/^4\d\d[ -].*(reputation|\[TSS?09\]|permanently deferred)/i, 'reputation', true), // Gmail 4.7.0, Microsoft 4.7.650, Yahoo TSS09
+  soft(/^5\d\d[ -].*(low reputation|poor reputation|bad reputation|reputation of the sending|traffic not accepted from this IP)/i, 'reputation'), // Gmail 5.7.1, Microsoft 5.7.708
+  // Sender authentication, temporary (Gmail 4.7.23-4.7.32 but 4.7.28, the rate limit).
+  defer(/^4\d\d[ -]+4\.7\.(2[3-7]|29|3[0-2])\b/, 'authentication'),
+  defer(/^4\d\d[ -].*unresolvable .*from domain/i, 'sender'), // Yahoo: the MAIL FROM domain does not resolve
+
   // Throttling: the destination wants fewer connections or messages from us.
+  defer(/^4\d\d[ -].*(server busy|\b4\.7\.500\b)/i, 'rate_limit', true), // Microsoft
   defer(/^4\d\d[ -].*\b(too many (concurrent |simultaneous )?(connections|sessions|messages|mails|emails)|connection (rate )?limit|rate[ -]?limit|ratelimit|throttl|too fast|too quickly|sending rate|unusual rate|exceeded .*(rate|limit))/i, 'rate_limit', true),
   defer(/^4\d\d[ -]+4\.7\.28\b/, 'rate_limit', true), // Gmail: unusual rate of unsolicited mail
   defer(/^421[ -]+.*\bRP-00\d/, 'rate_limit', true), // Outlook.com
-  defer(/^421[ -]+.*\[?TS0[1-4]\]?/, 'rate_limit', true), // Yahoo: deferred due to volume or complaints
+  defer(/^421[ -]+.*\[?TSS?0[1-4]\]?/, 'rate_limit', true), // Yahoo: deferred due to volume or complaints
   defer(/^4\d\d[ -].*\b(grey|gray)[ -]?list/i, 'greylist'),
 
   // Sender reputation: the address is good, our IP or domain is not (soft).
-  soft(/^5\d\d[ -].*(spamhaus|spamcop|barracuda|dnsbl|\brbl\b|black ?list|block ?list|poor reputation|bad reputation|listed (at|on|in|by)\b|banned send)/i, 'blocklist'),
+  soft(/^5\d\d[ -].*(spamhaus|spamcop|barracuda|proofpoint|dnsbl|\brbl\b|black ?list|block ?list|listed (at|on|in|by)\b|banned send)/i, 'blocklist'),
   // Message rejected for its content.
   soft(/^5\d\d[ -].*(\bspam\b|unsolicited|phish|virus|malware|suspicious)/i, 'spam'),
   // Authentication of the sender (SPF, DKIM, DMARC).
-  soft(/^5\d\d[ -].*\b(dmarc|spf|dkim|unauthenticated)\b/i, 'authentication'),
+  soft(/^5\d\d[ -].*(\b(dmarc|spf|dkim|unauthenticated)\b|required authentication level)/i, 'authentication'),
   soft(/^5\d\d[ -]+5\.7\.(2[0-7]|5)\b/, 'authentication'),
 
   // Mailbox full and message size.

@@ -30,9 +30,21 @@ export interface ServerMetrics extends Metrics {
   queueDepthFrom(read: () => Promise<Record<string, number>>): void;
   /** Where the database statement counter reads from at scrape time. */
   databaseStatementsFrom(read: () => number): void;
+  /** Where the reputation gauges read from at scrape time: one entry per sending domain the guard has judged. */
+  reputationFrom(read: () => Promise<ReputationSample[]>): void;
   /** The text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
+}
+
+export interface ReputationSample {
+  workspace_id: string;
+  domain: string;
+  state: 'sending' | 'warning' | 'paused';
+  /** Percent. */
+  bounce_rate: number;
+  complaint_rate: number;
+  held: number;
 }
 
 export const noMetrics: Metrics = {
@@ -97,6 +109,29 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
       statementsSeen = n;
     },
   });
+  // Sending domains are the operator's own (a handful), so they make a bounded label set.
+  let readReputation: (() => Promise<ReputationSample[]>) | null = null;
+  let reputation: Promise<ReputationSample[]> | null = null;
+  /** One read per scrape for the four gauges. */
+  const samples = () => {
+    reputation ??= (readReputation ? readReputation() : Promise.resolve([])).finally(() => setTimeout(() => (reputation = null), 100).unref());
+    return reputation;
+  };
+  const reputationGauge = (name: string, help: string, value: (s: ReputationSample) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['workspace', 'domain'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const s of await samples()) this.set({ workspace: s.workspace_id, domain: s.domain }, value(s));
+      },
+    });
+  reputationGauge('mailsvc_reputation_bounce_rate', 'Hard-bounce rate of a sending domain over the guard window, in percent', (s) => s.bounce_rate);
+  reputationGauge('mailsvc_reputation_complaint_rate', 'Complaint rate of a sending domain over the guard window, in percent', (s) => s.complaint_rate);
+  reputationGauge('mailsvc_reputation_paused', '1 while the reputation guard holds the marketing mail of a sending domain', (s) => (s.state === 'paused' ? 1 : 0));
+  reputationGauge('mailsvc_reputation_held', 'Recipients of marketing mail held for a paused sending domain', (s) => s.held);
 
   // Every label combination shows from the start, so rate() has a zero to start from.
   for (const intake of ['http', 'smtp', 'campaign', 'workflow'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
@@ -111,6 +146,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     },
     databaseStatementsFrom: (read) => {
       readStatements = read;
+    },
+    reputationFrom: (read) => {
+      readReputation = read;
     },
     emailsAccepted: (intake, type, count = 1) => accepted.inc({ intake, type }, count),
     deliveryAttempt: (outcome, recipient, mxHost) => attempts.inc({ outcome, domain_class: domainClass(recipient, mxHost) satisfies DomainClass }),

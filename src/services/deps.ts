@@ -1,4 +1,5 @@
 import type { Config } from '../config/schema.js';
+import type { PolicyFetcher } from '../delivery/mta-sts.js';
 import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
@@ -19,4 +20,6 @@ export interface ServiceDeps {
   durable: () => Promise<void>;
   /** Counters for GET /metrics; absent outside the server (CLI). */
   metrics?: Metrics;
+  /** How MTA-STS policies are fetched (HTTPS by default); tests replace it. */
+  mtaStsFetcher?: PolicyFetcher;
 }

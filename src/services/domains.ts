@@ -7,17 +7,22 @@ import { normalizeDomain } from '../shared/domain-name.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import {
-  findDomain,
+  findDomainByIdOrName,
   findDomainByName,
   listDkimKeys,
   listDomains,
+  listDomainsCheckedBefore,
   listPendingDomains,
   removeDomain,
   saveDomain,
   updateDomain,
 } from '../store/domains.js';
+import { recordEvent } from '../events/record-event.js';
 import type { DkimKey, Domain } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
+import type { DomainChecks } from './deliverability/domain-checks.js';
+import { checkChanges, createDomainHealth, parseChecks } from './deliverability/domain-health.js';
+import { reportAddresses } from './deliverability/sending-addresses.js';
 import { checkMetadata } from './metadata.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
@@ -44,6 +49,8 @@ export interface DomainView {
   last_check_error: string | null;
   external_id: string | null;
   metadata: Record<string, unknown> | null;
+  /** The last deliverability checks (SPF, DMARC, DKIM, …); null until the first check. */
+  checks: DomainChecks | null;
 }
 
 export interface AddDomainInput {
@@ -72,10 +79,13 @@ export interface DomainService {
   recordsToPublish(
     workspaceId: string,
     idOrName: string,
-  ): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[]; returnPath: DnsRecord[]; receiving: DnsRecord[] }>;
+  ): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[]; returnPath: DnsRecord[]; receiving: DnsRecord[]; reports: DnsRecord[]; reportsHost: DnsRecord[] }>;
+  /** Checks DNS now: DKIM (the domain becomes verified when every key matches) and every deliverability check. */
   verify(workspaceId: string, idOrName: string): Promise<VerificationResult>;
   /** Checks pending domains not checked for `intervalSeconds`; returns how many became verified. */
   recheckPending(intervalSeconds: number, limit?: number): Promise<number>;
+  /** Checks every domain not checked for `intervalSeconds` (deliverability.checkInterval); returns how many were checked. */
+  recheckAll(intervalSeconds: number, limit?: number): Promise<number>;
 }
 
 const randomToken = (): string => Array.from({ length: TOKEN_LENGTH }, () => TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)]).join('');
@@ -98,6 +108,7 @@ const sameName = (a: string, b: string): boolean => a.replace(/\.$/, '').toLower
 export function createDomainService(deps: ServiceDeps): DomainService {
   const { db, clock, config, resolver, logger, secretKey } = deps;
   const dkimHost = config.dkim.host.replace(/\.$/, '').toLowerCase();
+  const health = createDomainHealth(deps);
 
   const cnameRecord = (domain: string, token: string): DnsRecord => ({
     type: 'CNAME',
@@ -140,12 +151,30 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       last_check_error: d.last_check_error,
       external_id: d.external_id,
       metadata: d.metadata === null ? null : (JSON.parse(d.metadata) as Record<string, unknown>),
+      checks: parseChecks(d.checks),
+    };
+  };
+
+  /**
+   * Reports about the domain come to this server (inbound listener on): the rua the domain's
+   * DMARC and TLS-RPT records name, and, because that address is outside the domain, the
+   * record the operator publishes to accept reports for it (RFC 7489 §7.1).
+   */
+  const reportRecords = (domainName: string): { reports: DnsRecord[]; reportsHost: DnsRecord[] } => {
+    const addresses = reportAddresses(config);
+    if (!addresses) return { reports: [], reportsHost: [] };
+    const reportDomain = addresses.dmarc.split('@')[1]!;
+    return {
+      reports: [
+        { type: 'TXT', name: `_dmarc.${domainName}`, value: `v=DMARC1; p=none; rua=mailto:${addresses.dmarc}` },
+        { type: 'TXT', name: `_smtp._tls.${domainName}`, value: `v=TLSRPTv1; rua=mailto:${addresses.tls}` },
+      ],
+      reportsHost: reportDomain === domainName ? [] : [{ type: 'TXT', name: `${domainName}._report._dmarc.${reportDomain}`, value: 'v=DMARC1' }],
     };
   };
 
   const find = async (workspaceId: string, idOrName: string): Promise<Domain> => {
-    const byName = normalizeDomain(idOrName);
-    const found = (await findDomain(db, workspaceId, idOrName)) ?? (byName ? await findDomainByName(db, workspaceId, byName) : undefined);
+    const found = await findDomainByIdOrName(db, workspaceId, idOrName);
     if (!found) throw notFound(`Domain ${idOrName}`);
     return found;
   };
@@ -180,6 +209,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
   const verifyDomain = async (domain: Domain): Promise<VerificationResult> => {
     const keys = await keysOf(domain);
     const checks = await Promise.all(keys.map((k) => checkToken(domain, k)));
+    const deliverability = await health.run(domain.name, checks);
     const failures = checks.filter((c) => !c.ok).map((c) => c.error);
     const now = clock.now();
     // A verified domain stays verified when a later check fails: flipping it would stop all
@@ -188,11 +218,20 @@ export function createDomainService(deps: ServiceDeps): DomainService {
     const changes = {
       last_checked_at: now,
       last_check_error: failures.length > 0 ? failures.join('; ') : null,
+      checks: JSON.stringify(deliverability),
       ...(verifiedNow && domain.status !== 'verified' ? { status: 'verified' as const, verified_at: now } : {}),
     };
-    await updateDomain(db, domain.id, changes);
+    const updated = view({ ...domain, ...changes }, keys);
+    const changed = checkChanges(parseChecks(domain.checks), deliverability);
+    await db.transaction().execute(async (trx) => {
+      await updateDomain(trx, domain.id, changes);
+      if (changed.length > 0 || updated.status !== domain.status) {
+        await recordEvent(trx, { workspaceId: domain.workspace_id, type: 'domain.updated', at: now, data: domainEventData(updated, changed) });
+      }
+    });
     if (verifiedNow && domain.status !== 'verified') logger.info({ domainId: domain.id, workspaceId: domain.workspace_id }, 'domain verified');
-    return { domain: view({ ...domain, ...changes }, keys), checks };
+    if (changed.length > 0) logger.info({ domainId: domain.id, workspaceId: domain.workspace_id, changes: changed }, 'domain checks changed');
+    return { domain: updated, checks };
   };
 
   return {
@@ -214,6 +253,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         verified_at: null,
         last_checked_at: null,
         last_check_error: null,
+        checks: null,
       };
       // RSA-2048: every mailbox provider verifies it; key generation runs on libuv's pool.
       const pairs = await Promise.all(
@@ -269,6 +309,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         dkimHost: keys.map((k) => ({ type: 'TXT' as const, name: `${k.selector}.${dkimHost}`, value: dkimTxtValue(k.public_key) })),
         returnPath: returnPathRecords(domain.name),
         receiving: receivingRecords(domain.name),
+        ...reportRecords(domain.name),
       };
     },
 
@@ -283,5 +324,25 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       }
       return verified;
     },
+
+    async recheckAll(intervalSeconds, limit = 50) {
+      const due = await listDomainsCheckedBefore(db, clock.now() - intervalSeconds * 1000, limit);
+      for (const domain of due) await verifyDomain(domain);
+      return due.length;
+    },
+  };
+}
+
+/** `domain.updated`: the domain (Resend's fields: id, name, status, created_at) and which checks changed. */
+function domainEventData(domain: DomainView, changes: ReturnType<typeof checkChanges>): Record<string, unknown> {
+  return {
+    id: domain.id,
+    name: domain.domain_name,
+    status: domain.status,
+    created_at: domain.created_at,
+    checks: domain.checks
+      ? Object.fromEntries(Object.entries(domain.checks).flatMap(([k, v]) => (v && typeof v === 'object' && 'status' in v ? [[k, (v as { status: string }).status]] : [])))
+      : null,
+    changes,
   };
 }

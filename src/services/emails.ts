@@ -29,6 +29,8 @@ const LAST_EVENT_OF_STATUS: Record<EmailStatus, LastEvent> = {
   queued: 'queued',
   sending: 'queued',
   deferred: 'delivery_delayed',
+  // Held by the reputation guard: still waiting in the queue.
+  held: 'queued',
   delivered: 'delivered',
   bounced: 'bounced',
   failed: 'failed',

@@ -27,6 +27,9 @@ import { createMessageReceiver, type MessageReceiver } from './receiving/receive
 import { createReceivedEmailService, type ReceivedEmailService } from './receiving/received-emails.js';
 import { createRouteService, type RouteService } from './receiving/routes.js';
 import { createWorkflowService, type WorkflowService } from './workflows/workflows.js';
+import { createReputationGuard, type ReputationGuard } from './deliverability/reputation-guard.js';
+import { createReportInbox, type ReportInbox } from './deliverability/report-inbox.js';
+import { createEmailMetricsService, type EmailMetricsService } from './deliverability/email-metrics.js';
 
 /** Every use case, built once by the composition root and shared by all intakes. */
 export interface Services {
@@ -47,6 +50,8 @@ export interface Services {
   webhooks: WebhookService;
   tracking: TrackingService;
   reports: ReportService;
+  /** DMARC aggregate and TLS reports about our domains, received by the inbound listener. */
+  reportInbox: ReportInbox;
   /** Receiving: which addresses take mail, taking it, and reading what was taken. */
   routes: RouteService;
   receiving: MessageReceiver;
@@ -54,6 +59,10 @@ export interface Services {
   /** Workflows: definitions, runs, custom events (the runner in src/workflows/ executes them). */
   workflows: WorkflowService;
   dashboardAuth: DashboardAuthService;
+  /** Hourly counts of what happened to mail: the overview's charts and GET /v1/emails/metrics. */
+  emailMetrics: EmailMetricsService;
+  /** Per sending domain bounce and complaint rates; holds marketing mail of paused domains. */
+  reputation: ReputationGuard;
   rateLimiter: RateLimiter;
   limitFor: typeof limitFor;
   /** The process's group commit: intakes and the delivery workers share its transactions. */
@@ -104,11 +113,14 @@ export function createServices(deps: ServiceDeps, options: ServiceOptions = {}):
     webhooks: createWebhookService(deps),
     tracking,
     reports: createReportService(deps),
+    reportInbox: createReportInbox(deps),
     routes: createRouteService(deps),
     receiving: createMessageReceiver({ ...deps, batcher }),
     receivedEmails: createReceivedEmailService(deps),
     workflows: createWorkflowService({ ...deps, templates, audiences, send, onTrigger: options.onTrigger }),
     dashboardAuth: createDashboardAuthService(deps),
+    reputation: createReputationGuard(deps),
+    emailMetrics: createEmailMetricsService(deps),
     rateLimiter,
     limitFor,
     batcher,

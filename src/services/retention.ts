@@ -1,4 +1,6 @@
 import { deleteExpiredWindows } from '../store/rate-limits.js';
+import { deleteReportsBefore } from '../store/deliverability-reports.js';
+import { deleteStatsBefore } from '../store/stats.js';
 import { deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore, deleteWorkflowRunsBefore } from '../store/retention.js';
 import type { ServiceDeps } from './deps.js';
 import { IDEMPOTENCY_TTL_MS } from './idempotency.js';
@@ -12,13 +14,16 @@ export interface RetentionReport {
   receivedEmails: number;
   rateLimitWindows: number;
   workflowRuns: number;
+  deliverabilityReports: number;
+  hourlyStats: number;
 }
 
 /**
  * Deletes what is past its keep-by date: idempotency keys after 24 h (the SPEC's replay
  * window), delivery attempts and events (with their webhook deliveries) after
  * `retention.days`, received messages and finished workflow runs after `retention.days` too,
- * and finished rate-limit windows. Emails and their status stay.
+ * finished rate-limit windows, and DMARC and TLS reports and hourly statistics after 400 days
+ * (or `retention.days` if longer). Emails and their status stay.
  */
 export async function runRetention(deps: Pick<ServiceDeps, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
   const now = deps.clock.now();
@@ -30,5 +35,8 @@ export async function runRetention(deps: Pick<ServiceDeps, 'db' | 'clock' | 'con
     receivedEmails: await deleteReceivedEmailsBefore(deps.db, cutoff),
     rateLimitWindows: await deleteExpiredWindows(deps.db, now),
     workflowRuns: await deleteWorkflowRunsBefore(deps.db, cutoff),
+    // DMARC and TLS reports are summaries, not mail: kept a year at least, for trends.
+    deliverabilityReports: await deleteReportsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
+    hourlyStats: await deleteStatsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
   };
 }

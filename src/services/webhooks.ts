@@ -197,7 +197,6 @@ const RESEND_ONLY_EVENTS = new Set([
   'contact.deleted',
   'contact.topics.updated',
   'domain.created',
-  'domain.updated',
   'domain.deleted',
   'suppression.added',
   'suppression.removed',

@@ -7,6 +7,8 @@ export interface DnsResolver {
   resolve6(name: string): Promise<string[]>;
   resolveCname(name: string): Promise<string[]>;
   resolveTxt(name: string): Promise<string[][]>;
+  /** PTR records of a name such as `1.0.0.127.in-addr.arpa` (see deliverability/reverse-name.ts). */
+  resolvePtr(name: string): Promise<string[]>;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { DnsResolver } from './dns.js';
 
-/** mailauth's resolver signature over ours, so its look-ups (DKIM, SPF, DMARC, MTA-STS) use delivery.dnsServers too. */
+/** mailauth's resolver signature over ours, so its look-ups (DKIM, SPF with its ptr mechanism, DMARC, MTA-STS) use delivery.dnsServers too. */
 export function mailauthResolver(resolver: DnsResolver) {
   return async (name: string, rrtype: string): Promise<any> => {
     switch (rrtype.toUpperCase()) {
@@ -14,6 +14,8 @@ export function mailauthResolver(resolver: DnsResolver) {
         return resolver.resolveMx(name);
       case 'CNAME':
         return resolver.resolveCname(name);
+      case 'PTR':
+        return resolver.resolvePtr(name);
       default:
         throw Object.assign(new Error(`unsupported record type ${rrtype}`), { code: 'ENOTIMP' });
     }

@@ -1,3 +1,5 @@
+import { normalizeDomain } from '../shared/domain-name.js';
+import { isUuid } from '../shared/ids.js';
 import type { Db } from './db.js';
 import type { DkimKey, Domain, DomainUpdate } from './tables.js';
 
@@ -14,8 +16,19 @@ export const findDomain = (db: Db, workspaceId: string, id: string): Promise<Dom
 export const findDomainByName = (db: Db, workspaceId: string, name: string): Promise<Domain | undefined> =>
   db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).where('name', '=', name).executeTakeFirst();
 
+/** A workspace's domain by id or by name (any case); ids are only looked up when they are uuids. */
+export async function findDomainByIdOrName(db: Db, workspaceId: string, idOrName: string): Promise<Domain | undefined> {
+  const byId = isUuid(idOrName) ? await findDomain(db, workspaceId, idOrName.toLowerCase()) : undefined;
+  if (byId) return byId;
+  const name = normalizeDomain(idOrName);
+  return name ? findDomainByName(db, workspaceId, name) : undefined;
+}
+
 export const listDomains = (db: Db, workspaceId: string): Promise<Domain[]> =>
   db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();
+
+/** Every domain of every workspace (the operator's view: `mailsvc doctor`). */
+export const listAllDomains = (db: Db): Promise<Domain[]> => db.selectFrom('domains').selectAll().orderBy('name').orderBy('id').execute();
 
 export const listPendingDomains = (db: Db, checkedBefore: number, limit: number): Promise<Domain[]> =>
   db
@@ -24,6 +37,17 @@ export const listPendingDomains = (db: Db, checkedBefore: number, limit: number)
     .where('status', '=', 'pending')
     .where((eb) => eb.or([eb('last_checked_at', 'is', null), eb('last_checked_at', '<', checkedBefore)]))
     .orderBy('created_at')
+    .limit(limit)
+    .execute();
+
+/** Every domain not checked since `checkedBefore` (or never), least recently checked first. */
+export const listDomainsCheckedBefore = (db: Db, checkedBefore: number, limit: number): Promise<Domain[]> =>
+  db
+    .selectFrom('domains')
+    .selectAll()
+    .where((eb) => eb.or([eb('last_checked_at', 'is', null), eb('last_checked_at', '<', checkedBefore)]))
+    .orderBy('last_checked_at')
+    .orderBy('id')
     .limit(limit)
     .execute();
 

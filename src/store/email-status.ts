@@ -2,8 +2,8 @@ import type { EmailStatus, QueueStatus } from './tables.js';
 
 /**
  * An email's status from its recipients' queue states. While any recipient is in progress the
- * email is too (sending, then deferred, then queued). Once all are final: delivered if any
- * recipient got it, else the most telling failure.
+ * email is too (sending, then deferred, then queued, then held by the reputation guard).
+ * Once all are final: delivered if any recipient got it, else the most telling failure.
  */
 export function aggregateStatus(states: readonly QueueStatus[], scheduled = false): EmailStatus {
   if (states.length === 0) return 'failed';
@@ -11,6 +11,7 @@ export function aggregateStatus(states: readonly QueueStatus[], scheduled = fals
   if (has('sending')) return 'sending';
   if (has('deferred')) return 'deferred';
   if (has('queued')) return scheduled ? 'scheduled' : 'queued';
+  if (has('held')) return 'held';
   for (const s of ['delivered', 'bounced', 'failed', 'suppressed', 'cancelled'] as const) if (has(s)) return s;
   return 'failed';
 }

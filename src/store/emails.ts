@@ -155,13 +155,13 @@ export async function listEmailContents(db: Db, emailIds: readonly string[]): Pr
   return out;
 }
 
-/** Cancels recipients no worker holds (queued or deferred); returns how many. */
+/** Cancels recipients no worker holds (queued, deferred or held); returns how many. */
 export async function cancelQueuedItems(trx: Db, emailId: string, now: number): Promise<number> {
   const result = await trx
     .updateTable('queue_items')
     .set({ status: 'cancelled', finished_at: now, updated_at: now, lease_owner: null, lease_until: null })
     .where('email_id', '=', emailId)
-    .where('status', 'in', ['queued', 'deferred'])
+    .where('status', 'in', ['queued', 'deferred', 'held'])
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }

@@ -225,14 +225,14 @@ export async function makeQueueItemsDue(trx: Db, ids: readonly string[], now: nu
     .execute();
 }
 
-/** Cancels waiting rows (operator cancel). Rows in flight or finished are left alone. */
+/** Cancels waiting rows (operator cancel), held ones included. Rows in flight or finished are left alone. */
 export async function cancelQueueItems(trx: Db, ids: readonly string[], now: number): Promise<QueueItem[]> {
   if (ids.length === 0) return [];
   return trx
     .updateTable('queue_items')
     .set({ status: 'cancelled', lease_owner: null, lease_until: null, finished_at: now, updated_at: now, last_response: 'cancelled by an operator' })
     .where('id', 'in', [...ids])
-    .where('status', 'in', ['queued', 'deferred'])
+    .where('status', 'in', ['queued', 'deferred', 'held'])
     .returningAll()
     .execute();
 }
@@ -268,9 +268,9 @@ export async function bounceQueueItem(trx: Db, id: string, reply: { code: number
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** Rows waiting or in flight, by status (the metrics' queue depth); finished rows are not counted. */
-export async function countActiveQueueItems(db: Db): Promise<Record<'queued' | 'sending' | 'deferred', number>> {
-  const depth = { queued: 0, sending: 0, deferred: 0 };
+/** Rows waiting, held or in flight, by status (the metrics' queue depth); finished rows are not counted. */
+export async function countActiveQueueItems(db: Db): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>> {
+  const depth = { queued: 0, sending: 0, deferred: 0, held: 0 };
   const rows = await db
     .selectFrom('queue_items')
     .select((eb) => ['status', eb.fn.countAll<number>().as('n')])

@@ -56,6 +56,8 @@ export interface DomainsTable {
   last_checked_at: number | null;
   /** Why the last DNS check did not verify the domain, for the user to act on. */
   last_check_error: string | null;
+  /** JSON: the last deliverability checks (services/deliverability/domain-checks.ts); null until first run. */
+  checks: string | null;
 }
 
 /** One row per DKIM token: the token is the selector, with its own key pair. */
@@ -77,12 +79,16 @@ export type Intake = 'v1' | 'legacy' | 'smtp' | 'campaign' | 'workflow';
 /**
  * Lifecycle of an email (DESIGN.md), derived from its recipients' queue items:
  * scheduled/queued -> sending -> delivered | deferred (retrying) | bounced | failed | cancelled | suppressed.
+ * `held`: marketing mail of a sending domain the reputation guard paused; it waits until resumed.
  */
-export const EMAIL_STATUSES = ['scheduled', 'queued', 'sending', 'deferred', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
+export const EMAIL_STATUSES = ['scheduled', 'queued', 'sending', 'deferred', 'held', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
-/** A recipient's place in the queue. `queued` and `deferred` are due at next_attempt_at. */
-export const QUEUE_STATUSES = ['queued', 'sending', 'deferred', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
+/**
+ * A recipient's place in the queue. `queued` and `deferred` are due at next_attempt_at;
+ * `held` waits, never claimed, until the reputation guard of its domain is resumed.
+ */
+export const QUEUE_STATUSES = ['queued', 'sending', 'deferred', 'held', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
 export type QueueStatus = (typeof QUEUE_STATUSES)[number];
 export const FINAL_QUEUE_STATUSES: readonly QueueStatus[] = ['delivered', 'bounced', 'failed', 'cancelled', 'suppressed'];
 
@@ -639,6 +645,92 @@ export interface WorkflowTriggersTable {
   lease_until: number | null;
 }
 
+/** One DMARC aggregate report (RFC 7489 §7.2) about one of our domains, as a receiver sent it. */
+export interface DmarcReportsTable {
+  id: string;
+  /** The policy domain (policy_published/domain), lower-cased. */
+  domain: string;
+  org_name: string;
+  report_id: string;
+  reporter_email: string | null;
+  begin_at: number;
+  end_at: number;
+  /** JSON: the policy the receiver saw (p, sp, pct, adkim, aspf). */
+  policy: string;
+  /** Messages covered (the sum of the records' counts). */
+  messages: number;
+  received_at: number;
+}
+
+/** One row of a DMARC report: messages from one source IP with one evaluation. */
+export interface DmarcReportRecordsTable {
+  report_id: string;
+  position: number;
+  source_ip: string;
+  count: number;
+  /** none, quarantine, reject: what the receiver did. */
+  disposition: string;
+  /** pass or fail: DKIM and SPF as evaluated for DMARC (aligned). */
+  dkim: string;
+  spf: string;
+  header_from: string | null;
+  envelope_from: string | null;
+  /** JSON: {dkim: [{domain, selector, result}], spf: [{domain, scope, result}]} (raw, unaligned results). */
+  auth_results: string;
+}
+
+/** One policy's summary from a TLS report (RFC 8460) about one of our domains. */
+export interface TlsReportsTable {
+  id: string;
+  domain: string;
+  org_name: string;
+  report_id: string;
+  contact: string | null;
+  begin_at: number;
+  end_at: number;
+  /** sts, tlsa or no-policy-found. */
+  policy_type: string;
+  successful: number;
+  failed: number;
+  /** JSON: [{result_type, sending_mta_ip, receiving_mx_hostname, receiving_ip, failed_session_count, failure_reason_code}]. */
+  failures: string;
+  received_at: number;
+}
+
+/** sending: marketing flows; warning: a rate crossed its warning threshold; paused: marketing mail is held. */
+export const REPUTATION_STATES = ['sending', 'warning', 'paused'] as const;
+export type ReputationState = (typeof REPUTATION_STATES)[number];
+
+/** The reputation guard's view of one sending domain: its counts over the window when last evaluated. */
+export interface ReputationStatesTable {
+  domain_id: string;
+  workspace_id: string;
+  state: ReputationState;
+  /** Messages the recipient's server accepted (email.sent) in the window. */
+  accepted: number;
+  /** Messages bounced in the window, hard and soft. */
+  bounces: number;
+  hard_bounces: number;
+  complaints: number;
+  /** Why the state is what it is, in words. */
+  reason: string | null;
+  evaluated_at: number;
+  changed_at: number;
+  paused_at: number | null;
+  /** When an operator resumed; rates count only what happened after it. */
+  resumed_at: number | null;
+}
+
+/** Hourly counts (UTC hours) per workspace, sending domain ('' none) and destination class ('' all). */
+export interface StatsHourlyTable {
+  workspace_id: string;
+  hour: number;
+  domain_id: string;
+  destination: string;
+  metric: string;
+  count: number;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   credentials: CredentialsTable;
@@ -673,6 +765,11 @@ export interface Database {
   workflow_runs: WorkflowRunsTable;
   workflow_run_steps: WorkflowRunStepsTable;
   workflow_triggers: WorkflowTriggersTable;
+  dmarc_reports: DmarcReportsTable;
+  dmarc_report_records: DmarcReportRecordsTable;
+  tls_reports: TlsReportsTable;
+  reputation_states: ReputationStatesTable;
+  stats_hourly: StatsHourlyTable;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;
@@ -704,3 +801,7 @@ export type Workflow = Selectable<WorkflowsTable>;
 export type WorkflowRun = Selectable<WorkflowRunsTable>;
 export type WorkflowRunStep = Selectable<WorkflowRunStepsTable>;
 export type WorkflowTrigger = Selectable<WorkflowTriggersTable>;
+export type DmarcReport = Selectable<DmarcReportsTable>;
+export type DmarcReportRecord = Selectable<DmarcReportRecordsTable>;
+export type TlsReport = Selectable<TlsReportsTable>;
+export type ReputationStateRow = Selectable<ReputationStatesTable>;

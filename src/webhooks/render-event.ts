@@ -33,6 +33,7 @@ const EMAIL_EXTRAS: Record<string, readonly string[]> = {
   'email.opened': ['user_agent', 'first'],
   'email.clicked': ['url', 'user_agent', 'first'],
   'email.suppressed': ['suppression'],
+  'email.held': ['held'],
 };
 
 /** Every workflow event carries the run as it was then (error: why a failed run stopped). */
@@ -45,6 +46,7 @@ const OTHER_FIELDS: Record<string, readonly string[]> = {
   'subscriber.unsubscribed': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata'],
   'campaign.sent': ['campaign_id', 'name', 'recipients'],
   ...Object.fromEntries(['workflow.started', 'workflow.completed', 'workflow.failed'].map((type) => [type, WORKFLOW_FIELDS])),
+  'domain.updated': ['id', 'name', 'status', 'created_at', 'checks', 'changes', 'reputation'],
   // Resend's fields first (email_id … attachments), then the parsed message and what we know of it.
   'email.received': [
     'email_id',

@@ -70,8 +70,8 @@ describe('dashboard in Chromium', { skip }, () => {
     await shot('login');
     await page.fill('input[name=password]', PASSWORD);
     await page.click('button[type=submit]');
-    await page.waitForURL(/\/dashboard\/emails$/);
-    assert.equal(await page.textContent('h1'), 'Emails');
+    await page.waitForURL(/\/dashboard\/overview$/);
+    assert.equal(await page.textContent('h1'), 'Overview');
     await assertFitsPhone();
   });
 
@@ -113,7 +113,7 @@ describe('dashboard in Chromium', { skip }, () => {
     }
     assert.ok((await page.locator('button[data-copy]').count()) >= customer.length * 2);
     // Verify asks the test DNS server, which has no records for this domain yet.
-    await page.click('button:has-text("Verify now")');
+    await page.click('button:has-text("Check DNS now")');
     await page.waitForSelector('[role=status]');
     assert.match((await page.textContent('[role=status]')) ?? '', /not verified yet/);
     await shot('domain');
@@ -296,6 +296,57 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.click('button:has-text("Stop")');
     await page.waitForSelector('[role=status]:has-text("Trial reminder is disabled. 1 run(s) cancelled.")');
     assert.equal((await workflows.get(workspaceId, flow.id)).runs.cancelled, 2);
+  });
+
+  it('opens on an overview with server-drawn charts, the domains\' checks and the reputation guard', async () => {
+    const domain = await addVerifiedDomain(server, dns, 'live.example.test');
+    await server.runtime.services.domains.verify(server.workspaceId, domain.id);
+    const key = await server.key();
+    // Live mail to the simulator's addresses: counted like any live mail, never leaves the machine.
+    const ids: string[] = [];
+    for (const to of ['one@simulator.mailsvc.dev', 'two@simulator.mailsvc.dev', 'three@simulator.mailsvc.dev', 'bounced@simulator.mailsvc.dev']) {
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'news@live.example.test', to, subject: 'Live', html: '<p>hi</p>' } });
+      assert.equal(res.status, 200, show(res));
+      ids.push(res.body.id);
+    }
+    await eventually(async () => (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every((e) => ['delivered', 'bounced'].includes(e.status)), 15_000, 'live mail answered');
+    await server.runtime.services.emailMetrics.rollUp();
+
+    const requests: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    await page.goto(url('/dashboard'));
+    await page.waitForURL(/\/dashboard\/overview$/);
+    assert.equal(await page.textContent('h1'), 'Overview');
+    assert.equal(await page.locator('svg.chart').count(), 4, 'two line charts and two bar charts');
+    assert.equal(await page.locator('svg.chart polyline').count(), 14, 'seven series per line chart');
+    const legend = (await page.locator('ul.legend').first().textContent()) ?? '';
+    assert.match(legend, /sent 3/);
+    assert.match(legend, /bounced 1/);
+    assert.match((await page.textContent('#queue')) ?? '', /held\s*0/);
+    const row = page.locator('tr', { hasText: 'live.example.test' });
+    assert.match((await row.textContent()) ?? '', /DKIM ok/);
+    assert.ok(requests.every((u) => u.startsWith(server.httpUrl)), `nothing loaded from elsewhere: ${requests.filter((u) => !u.startsWith(server.httpUrl)).join(', ')}`);
+    await shot('overview');
+    await assertFitsPhone();
+
+    // A paused domain shows a Resume button that releases its marketing mail.
+    const now = Date.now();
+    await server.runtime.store.db
+      .insertInto('reputation_states')
+      .values({ domain_id: domain.id, workspace_id: server.workspaceId, state: 'paused', accepted: 300, bounces: 40, hard_bounces: 40, complaints: 0, reason: 'hard-bounce rate 11.76% is over 10%', evaluated_at: now, changed_at: now, paused_at: now, resumed_at: null })
+      .execute();
+    await page.goto(url('/dashboard/overview'));
+    assert.match((await row.textContent()) ?? '', /paused/);
+    await row.locator('button', { hasText: 'Resume' }).click();
+    await page.waitForSelector('[role=status]:has-text("sends marketing mail again")');
+    assert.equal((await server.runtime.services.reputation.get(server.workspaceId, domain.id)).state, 'sending');
+
+    await page.goto(url(`/dashboard/domains/${domain.id}`));
+    assert.match((await page.textContent('#check-dkim')) ?? '', /ok/);
+    assert.match((await page.textContent('#check-spf')) ?? '', /not_published/);
+    assert.ok(await page.locator('#check-spf input[value^="v=spf1"]').count(), 'the SPF record to publish, with a copy button');
+    await shot('domain-checks');
+    await assertFitsPhone();
   });
 
   it('signs out', async () => {

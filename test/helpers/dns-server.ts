@@ -1,7 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import dnsPacket from 'dns-packet';
 
-export type RecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME';
+export type RecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'PTR';
 export type RecordData = string | { preference: number; exchange: string };
 
 /**

@@ -32,6 +32,8 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     http: { port: 0 },
     smtp: { submission: { port: 0, tlsPort: 0 } },
     domains: { recheckInterval: 0 },
+    // Background DNS checks of every domain: only tests of them turn them on.
+    deliverability: { checkInterval: 0 },
     // Delivery runs only for tests that give it their own loopback DNS server (or a relay).
     delivery: { enabled: deliveryTarget(overrides) },
   };

@@ -77,8 +77,10 @@ describe('sending domains', () => {
     const verify = await request(server.httpUrl, 'POST', `/v1/domains/${res.body.id}/verify`, { key });
     assert.equal(verify.status, 200, show(verify));
     assert.equal(verify.body.status, 'pending');
-    assert.equal(verify.body.checks.length, 3);
-    assert.ok(verify.body.checks.every((c: { ok: boolean; error: string }) => !c.ok && /no CNAME/.test(c.error)));
+    assert.equal(verify.body.checks.dkim.status, 'not_published');
+    assert.equal(verify.body.checks.dkim.records.length, 3);
+    assert.ok(verify.body.checks.dkim.records.every((c: { ok: boolean; error: string }) => !c.ok && /no CNAME/.test(c.error)));
+    assert.equal(verify.body.checks.dkim.publish.length, 3, 'the CNAMEs to publish');
     assert.ok(dns.queries.some((q) => q.startsWith('CNAME ') && q.endsWith('._domainkey.nodns.example')), 'asked our DNS server');
   });
 

@@ -22,7 +22,10 @@ const toInt = (value: unknown): number | null => {
 const cursor = (query: Record<string, unknown>, field: 'after' | 'before'): string | undefined => {
   const value = query[field];
   if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || value.length > MAX_CURSOR) throw validationError(field, "must be the id of an item of the list (the last one of the previous page)");
+  // Ids and addresses hold no control characters; PostgreSQL refuses a NUL in a text parameter (a 500).
+  if (typeof value !== 'string' || value.length > MAX_CURSOR || /[\u0000-\u001f\u007f]/.test(value)) {
+    throw validationError(field, 'must be the id of an item of the list (the last one of the previous page)');
+  }
   return value;
 };
 

@@ -51,7 +51,8 @@ interface Transaction {
 /**
  * The inbound listener (`smtp.inbound.*`, port 25 in production): the MX of the bounce
  * domains (asynchronous bounces at the VERP return paths, complaint reports there or at
- * `smtp.inbound.feedbackAddresses`) and of the domains with receiving routes. An address
+ * `smtp.inbound.feedbackAddresses`), of the report domain (DMARC aggregate and TLS reports at
+ * `dmarc@` and `tls-reports@`) and of the domains with receiving routes. An address
  * nothing claims is refused at RCPT TO, so nothing is accepted that would have to bounce
  * later. No authentication: mail comes from other mail servers. STARTTLS is offered with the
  * submission certificate.
@@ -88,6 +89,24 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
     },
   };
 
+  const deliverabilityReports: RecipientKind<true> = {
+    name: 'deliverability-report',
+    claim: async (address) => (services.reportInbox.acceptsRecipient(address) ? true : null),
+    async receive({ raw, session }) {
+      let outcome;
+      try {
+        outcome = await services.reportInbox.receive(raw);
+      } catch (err) {
+        log.error({ err, sessionId: session.id }, 'could not store a DMARC or TLS report');
+        throw reply(451, '4.3.0 Temporary failure, try again later');
+      }
+      log.info({ sessionId: session.id, remoteAddress: session.remoteAddress, outcome: outcome.kind }, 'deliverability report received');
+      if (outcome.kind === 'refused') throw reply(550, `5.6.0 ${outcome.reason}`);
+      if (outcome.kind === 'ignored') return `2.0.0 Ok: nothing to do (${outcome.reason})`;
+      return `2.0.0 Ok: ${outcome.dmarc} DMARC and ${outcome.tls} TLS report(s) stored`;
+    },
+  };
+
   const routes: RecipientKind<RoutedRecipient> = {
     name: 'route',
     async claim(address) {
@@ -120,7 +139,7 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
     },
   };
 
-  const kinds = [reports, routes] as Array<RecipientKind<unknown>>;
+  const kinds = [reports, deliverabilityReports, routes] as Array<RecipientKind<unknown>>;
   const transactions = new WeakMap<object, Transaction>();
 
   // Per client address: connections open now, and MAIL/RCPT commands per minute.

@@ -1,7 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname } from 'node:path';
 import { ConfigError } from '../../config/load-config.js';
 import type { Config } from '../../config/schema.js';
+import { submissionTlsPaths } from '../../config/tls-paths.js';
 
 export interface TlsPair {
   key: Buffer;
@@ -28,9 +29,8 @@ export async function loadSubmissionTls(config: Config): Promise<TlsPair> {
   if (configured) {
     return { key: read(configured.key, 'smtp.submission.tls.key'), cert: read(configured.cert, 'smtp.submission.tls.cert'), source: configured.cert };
   }
-  const dir = join(config.dataDir, 'tls');
-  const keyFile = join(dir, 'submission-key.pem');
-  const certFile = join(dir, 'submission-cert.pem');
+  const { key: keyFile, cert: certFile } = submissionTlsPaths(config);
+  const dir = dirname(certFile);
   if (!existsSync(keyFile) || !existsSync(certFile)) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const hostname = config.delivery.hostname;

@@ -8,6 +8,7 @@ import { dashboard } from './0009-dashboard.js';
 import { cluster } from './0010-cluster.js';
 import { resend } from './0013-resend.js';
 import { receiving } from './0014-receiving.js';
+import { deliverability } from './0015-deliverability.js';
 import { workflows } from './0016-workflows.js';
 
 /**
@@ -24,6 +25,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0010-cluster': cluster(),
     '0013-resend': resend(),
     '0014-receiving': receiving(dialect),
+    '0015-deliverability': deliverability(),
     '0016-workflows': workflows(),
   };
 }

@@ -31,5 +31,11 @@ describe('offset pagination', () => {
     assert.deepEqual(parsePage({ before: 'xyz' }), { limit: 20, offset: 0, before: 'xyz' });
     assert.throws(() => parsePage({ after: 'a', before: 'b' }), /before: cannot be combined with after/);
     assert.throws(() => parsePage({ after: 'x'.repeat(321) }), /after:/);
+    assert.equal(parsePage({ after: 'x'.repeat(320) }).after, 'x'.repeat(320));
+  });
+  it('refuses a cursor with control characters (PostgreSQL refuses NUL in text: it was a 500)', () => {
+    assert.throws(() => parsePage({ before: 'nul\u0000inside' }), /before: must be the id/);
+    assert.throws(() => parsePage({ after: 'line\nbreak' }), /after: must be the id/);
+    assert.equal(parsePage({ after: 'someone@example.com' }).after, 'someone@example.com');
   });
 });

@@ -56,6 +56,25 @@ iframe.preview{width:100%;height:28rem;border:1px solid #dde1e7;border-radius:6p
 .login form{display:flex;flex-direction:column;gap:.8rem}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem .9rem;margin:0}
 dl.facts dt{color:#5b6475}dl.facts dd{margin:0}
+.tiles{display:grid;grid-template-columns:repeat(auto-fit,minmax(7rem,1fr));gap:.6rem;margin-bottom:1rem}
+.tile{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:.6rem .8rem;display:flex;flex-direction:column}
+.tile b{font-size:1.4rem}
+.chart-box{margin:0 0 1rem;background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:.6rem}
+.chart{width:100%;height:auto;display:block}
+.chart .grid{stroke:#e8ebf0;stroke-width:1}
+.chart text{font-size:12px;fill:#5b6475}
+.chart .line{fill:none;stroke-width:2;stroke-linejoin:round}
+.chart .track{fill:#f0f2f5}
+.chart .label,.chart .value{font-size:14px;fill:#1d2330}
+.legend{list-style:none;display:flex;flex-wrap:wrap;gap:.3rem 1rem;padding:0;margin:.4rem 0;font-size:.85rem}
+.swatch{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;margin-right:.3rem;vertical-align:-1px}
+.s-sent{stroke:#1f5fbf;fill:#1f5fbf;background:#1f5fbf}.s-delivered{stroke:#12b76a;fill:#12b76a;background:#12b76a}
+.s-deferred{stroke:#f79009;fill:#f79009;background:#f79009}.s-bounced{stroke:#d92d20;fill:#d92d20;background:#d92d20}
+.s-complained{stroke:#7a2e0e;fill:#7a2e0e;background:#7a2e0e}.s-opened{stroke:#7f56d9;fill:#7f56d9;background:#7f56d9}
+.s-clicked{stroke:#0ba5ec;fill:#0ba5ec;background:#0ba5ec}
+.checks{display:flex;flex-wrap:wrap;gap:.2rem .6rem}.check{white-space:nowrap;font-size:.85rem}
+.check-list{list-style:none;padding:0;margin:0;display:grid;gap:.8rem}
+.check-list li{border-bottom:1px solid #e8ebf0;padding-bottom:.6rem}.check-list li:last-child{border-bottom:0}
 @media (min-width:48rem){header nav{width:auto}}
 `;
 

@@ -12,6 +12,7 @@ import { registerEmailRoutes } from './pages/emails.js';
 import { registerKeyRoutes } from './pages/keys.js';
 import { registerLoginRoutes } from './pages/login.js';
 import { registerMarketingRoutes } from './pages/marketing.js';
+import { registerOverviewRoutes } from './pages/overview.js';
 import { registerReceivingRoutes } from './pages/receiving.js';
 import { registerSuppressionRoutes } from './pages/suppressions.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
@@ -47,7 +48,7 @@ function publicRouter(deps: HttpDeps): Router<State> {
 
 function privateRouter(deps: HttpDeps): Router<DashState> {
   const router = new Router<DashState>({ prefix: '/dashboard' });
-  router.get('/', (ctx) => ctx.redirect('/dashboard/emails'));
+  router.get('/', (ctx) => ctx.redirect('/dashboard/overview'));
   router.post('/logout', async (ctx) => {
     await deps.services.dashboardAuth.signOut(ctx.cookies.get(SESSION_COOKIE));
     clearSessionCookie(ctx);
@@ -61,6 +62,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
     ctx.status = 303;
     ctx.redirect('/dashboard');
   });
+  registerOverviewRoutes(router, deps);
   registerEmailRoutes(router, deps);
   registerKeyRoutes(router, deps);
   registerDomainRoutes(router, deps);
@@ -83,7 +85,7 @@ function renderError(ctx: Ctx, deps: HttpDeps, thrown: unknown): void {
   const message = err.code === 'internal_error' ? `Something went wrong (request ${ctx.state.requestId}).` : err.message;
   const view = (ctx as unknown as DashCtx).state.dashboard as DashCtx['state']['dashboard'] | undefined;
   if (view) {
-    ctx.body = page(view, { title: err.status === 404 ? 'Not found' : 'That did not work', section: 'emails', error: message, body: html`<p><a href="/dashboard">Dashboard home</a></p>` });
+    ctx.body = page(view, { title: err.status === 404 ? 'Not found' : 'That did not work', section: 'overview', error: message, body: html`<p><a href="/dashboard">Dashboard home</a></p>` });
   } else {
     ctx.body = plainPage('Error', html`<div class="card"><div class="error" role="alert">${message}</div><p><a href="/dashboard/login">Sign in</a></p></div>`);
   }

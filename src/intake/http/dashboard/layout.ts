@@ -12,6 +12,7 @@ export interface DashView {
 }
 
 export const SECTIONS = [
+  ['overview', 'Overview'],
   ['emails', 'Emails'],
   ['keys', 'API keys'],
   ['domains', 'Domains'],
@@ -34,8 +35,8 @@ export const actionButton = (view: DashView, action: string, label: string, clas
 export const copyField = (id: string, value: string, label = 'Copy') =>
   html`<span class="secret"><input id="${id}" readonly value="${value}" aria-label="${label}"><button type="button" class="secondary" data-copy="${id}">${label}</button></span>`;
 
-const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook', 'completed']);
-const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed', 'reject']);
+const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook', 'completed', 'ok']);
+const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed', 'reject', 'failing', 'paused']);
 export const badge = (status: string) =>
   html`<span class="badge ${GOOD.has(status) ? 'good' : BAD.has(status) ? 'bad' : 'wait'}">${status}</span>`;
 

@@ -10,6 +10,7 @@ import { v1ContactRoutes } from './v1/contacts.js';
 import { v1SegmentRoutes } from './v1/segments.js';
 import { v1TopicRoutes } from './v1/topics.js';
 import { v1DomainRoutes } from './v1/domains.js';
+import { v1DomainReportRoutes, v1EmailMetricsRoutes, v1ReputationRoutes } from './v1/deliverability.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
@@ -20,12 +21,15 @@ import { v1WebhookRoutes } from './v1/webhooks.js';
 
 /** Every authenticated API route of both surfaces. */
 export const apiRoutes: Route[] = [
-  // Before the email routes: /v1/emails/:id would match /v1/emails/receiving.
+  // Before the email routes: /v1/emails/:id would match /v1/emails/receiving and /v1/emails/metrics.
   ...v1ReceivedEmailRoutes,
+  ...v1EmailMetricsRoutes,
   ...v1EmailRoutes,
   ...v1EmailContentRoutes,
   ...v1TemplateRoutes,
   ...v1DomainRoutes,
+  ...v1ReputationRoutes,
+  ...v1DomainReportRoutes,
   ...v1SuppressionRoutes,
   ...v1MarketingRoutes,
   ...v1ContactRoutes,

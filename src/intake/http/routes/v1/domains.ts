@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { DnsRecord, DomainView } from '../../../../services/domains.js';
+import type { CheckStatus } from '../../../../services/deliverability/check-status.js';
 import { validationError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';
 import { defineRoute } from '../../route.js';
@@ -19,7 +20,7 @@ type RecordStatus = 'pending' | 'verified' | 'failed' | 'not_started';
  * A domain with Resend's fields beside the SPEC's: `name`, `region` (one: this server),
  * `capabilities` and, when asked for, `records` in the SDK's shape. A DKIM record's status
  * comes from the last DNS check (each failure names its record's token); the return-path
- * records are recommended, not checked.
+ * records' from the last deliverability checks (SPF, return-path MX).
  */
 async function render(deps: HttpDeps, workspaceId: string, d: DomainView, withRecords: boolean) {
   const base = {
@@ -35,13 +36,15 @@ async function render(deps: HttpDeps, workspaceId: string, d: DomainView, withRe
   const dkimStatus = (token: string): RecordStatus =>
     d.status === 'verified' ? 'verified' : d.last_checked_at === null ? 'not_started' : d.last_check_error?.includes(token) ? 'failed' : 'pending';
   const { returnPath } = await deps.services.domains.recordsToPublish(workspaceId, d.id);
+  const checked = (status: CheckStatus | undefined): RecordStatus => (status === undefined ? 'not_started' : status === 'ok' ? 'verified' : status === 'failing' ? 'failed' : 'pending');
+  const returnPathStatus = (r: DnsRecord) => checked(r.type === 'MX' ? d.checks?.return_path_mx?.status : d.checks?.spf.status);
   const record = (kind: 'DKIM' | 'SPF', r: DnsRecord, status: RecordStatus) => {
     const [priority, value] = r.type === 'MX' ? (r.value.split(' ', 2) as [string, string]) : [undefined, r.value];
     return { record: kind, name: r.name, type: r.type, ttl: 'Auto', status, value, ...(priority !== undefined ? { priority: Number(priority) } : {}) };
   };
   return {
     ...base,
-    records: [...d.dns_records.map((r, i) => record('DKIM', r, dkimStatus(d.dkim_tokens[i]!))), ...returnPath.map((r) => record('SPF', r, 'not_started'))],
+    records: [...d.dns_records.map((r, i) => record('DKIM', r, dkimStatus(d.dkim_tokens[i]!))), ...returnPath.map((r) => record('SPF', r, returnPathStatus(r)))],
   };
 }
 
@@ -84,13 +87,10 @@ export const v1DomainRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/domains/:id/verify',
-    summary: 'Check the DNS records now; the domain becomes verified when every DKIM record matches',
+    summary: 'Check DNS now: the domain becomes verified when every DKIM record matches; its deliverability checks are run again',
     operation: 'domains.write',
     scope: 'domains:write',
-    handler: async ({ deps, workspace, params }) => {
-      const { domain, checks } = await deps.services.domains.verify(workspace.id, params.id!);
-      return { ...(await render(deps, workspace.id, domain, true)), checks: checks.map((c) => ({ ...c.record, ok: c.ok, error: c.error })) };
-    },
+    handler: async ({ deps, workspace, params }) => render(deps, workspace.id, (await deps.services.domains.verify(workspace.id, params.id!)).domain, true),
   }),
   defineRoute({
     method: 'DELETE',
