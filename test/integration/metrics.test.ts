@@ -75,7 +75,10 @@ describe('GET /metrics while mail flows', () => {
     await receiver.waitFor(3);
     const text = await eventually(async () => {
       const t = await scrape(server);
-      return sample(t, 'mailsvc_webhook_attempts_total', { outcome: 'succeeded' }) >= 3 && sample(t, 'mailsvc_delivery_attempts_total', { outcome: 'bounced' }) >= 1 ? t : undefined;
+      // Delivery counts its outcomes once their transaction is durable, which can be after the
+      // webhook dispatcher has seen the events: wait for both.
+      const delivered = ['other', 'gmail'].reduce((n, domain_class) => n + sample(t, 'mailsvc_delivery_attempts_total', { outcome: 'delivered', domain_class }), 0);
+      return sample(t, 'mailsvc_webhook_attempts_total', { outcome: 'succeeded' }) >= 3 && delivered >= 3 && sample(t, 'mailsvc_delivery_attempts_total', { outcome: 'bounced' }) >= 1 ? t : undefined;
     }, 15_000, 'metrics to show the deliveries');
 
     assert.equal(sample(text, 'mailsvc_emails_accepted_total', { intake: 'http', type: 'transactional' }), 3);
