@@ -99,5 +99,29 @@ for (const target of targets) {
       assert.equal(byId.get(taken[1]!.id)!.lease_owner, null);
       assert.equal(byId.get(taken[1]!.id)!.attempts, taken[1]!.attempts + 1);
     });
+
+    it('takes due rows oldest first across queued and deferred; leaves rows not yet due and excluded domains', async () => {
+      const dialect = runtime.store.dialect;
+      // The rows of the tests above are done with: only this test's rows are in play.
+      await runtime.store.db.updateTable('queue_items').set({ status: 'delivered', lease_owner: null }).execute();
+      const base = Date.now();
+      const email = await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.test', to: ['d1@order.test', 'q1@order.test', 'd2@order.test', 'late@order.test', 'x@skip.test'], type: 'marketing', now: base });
+      const rows = await runtime.store.db.selectFrom('queue_items').select(['id', 'recipient']).where('email_id', '=', email.id).execute();
+      const id = (recipient: string) => rows.find((r) => r.recipient === recipient)!.id;
+      const set = (recipient: string, status: 'queued' | 'deferred', at: number) =>
+        runtime.store.db.updateTable('queue_items').set({ status, next_attempt_at: at }).where('id', '=', id(recipient)).execute();
+      await set('d1@order.test', 'deferred', base + 1);
+      await set('q1@order.test', 'queued', base + 2);
+      await set('d2@order.test', 'deferred', base + 3);
+      await set('late@order.test', 'queued', base + 60_000);
+      await set('x@skip.test', 'queued', base);
+      const at = base + 10;
+      const first = await claimDueQueueItems(runtime.store.db, dialect, { owner: 'o1', now: at, leaseUntil: at + 60_000, limit: 2, excludeDomains: ['skip.test'] });
+      assert.deepEqual(first.map((r) => r.recipient), ['d1@order.test', 'q1@order.test']);
+      const rest = await claimDueQueueItems(runtime.store.db, dialect, { owner: 'o2', now: at, leaseUntil: at + 60_000, limit: 10, excludeDomains: ['skip.test'] });
+      assert.deepEqual(rest.map((r) => r.recipient), ['d2@order.test'], 'not yet due and excluded rows stay');
+      const skipped = await claimDueQueueItems(runtime.store.db, dialect, { owner: 'o3', now: at, leaseUntil: at + 60_000, limit: 10 });
+      assert.deepEqual(skipped.map((r) => r.recipient), ['x@skip.test']);
+    });
   });
 }
