@@ -8,7 +8,9 @@ import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/schema.js';
 import { loadSecretKey } from './config/secret-key.js';
 import { createDeliveryEngine, type DeliveryEngine } from './delivery/delivery-engine.js';
-import { createDkimSigner } from './delivery/dkim-signer.js';
+import { poolSigner, SIGN_TASK } from './delivery/dkim-signer.js';
+import { COMPOSE_TASK, poolComposer } from './services/send/compose.js';
+import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
 import { createSmtpClient } from './delivery/smtp-client.js';
 import { createHttpApp } from './intake/http/app.js';
@@ -44,6 +46,8 @@ export interface Runtime {
   store: Store;
   services: Services;
   deps: ServiceDeps;
+  /** Threads for CPU-bound work (DKIM signing, MIME composition), spawned on first use. */
+  workers: WorkerPool;
   close(): Promise<void>;
 }
 
@@ -64,6 +68,15 @@ export interface RuntimeOptions {
 /** Opens the database, applies pending migrations and builds the services (CLI and server). */
 export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
   const store = openStore(config.database, { poolSize: config.databasePoolSize });
+  const d = config.delivery;
+  const workers = createWorkerPool({
+    threads: d.signingThreads === 'auto' ? Math.max(1, availableParallelism() - 1) : d.signingThreads,
+    tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK },
+  });
+  const close = async () => {
+    await workers.close();
+    await store.close();
+  };
   try {
     const { error, applied } = await migrateToLatest(store);
     if (error) throw error instanceof Error ? error : new Error(String(error));
@@ -72,6 +85,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       db: store.db,
       dialect: store.dialect,
       durable: () => store.durable(),
+      compose: poolComposer(workers),
       config,
       clock: options.clock ?? systemClock,
       logger: options.logger,
@@ -82,9 +96,9 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     };
     const services = createServices(deps, { onQueued: options.onQueued, onTrigger: options.onTrigger });
     await services.workspaces.ensureDefault();
-    return { config, store, services, deps, close: () => store.close() };
+    return { config, store, services, deps, workers, close };
   } catch (err) {
-    await store.close();
+    await close();
     throw err;
   }
 }
@@ -105,7 +119,6 @@ export interface RunningServer {
 function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngine {
   const { config, deps } = runtime;
   const d = config.delivery;
-  const threads = d.signingThreads === 'auto' ? Math.max(1, availableParallelism() - 1) : d.signingThreads;
   return createDeliveryEngine({
     db: deps.db,
     dialect: deps.dialect,
@@ -115,7 +128,7 @@ function buildDelivery(runtime: Runtime, options: RuntimeOptions): DeliveryEngin
     resolver: deps.resolver,
     secretKey: deps.secretKey,
     smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: deps.logger, extraCa: readCaFile(d.tlsCaFile) }),
-    signer: createDkimSigner({ threads }),
+    signer: poolSigner(runtime.workers),
     mtaSts: d.mtaSts ? new MtaStsPolicies(options.mtaStsFetcher ?? fetchWithMailauth(deps.resolver), () => deps.clock.now(), deps.logger) : null,
     batcher: runtime.services.batcher,
     loadContent: (email) => runtime.services.campaigns.contentFor(email),

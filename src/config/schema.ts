@@ -132,7 +132,7 @@ const domainLimits = json<Record<string, DomainLimit>>(
 const threadCount: Setting<number | 'auto'> = {
   kind: 'integer | "auto"',
   default: 'auto',
-  description: 'Threads that DKIM-sign outgoing mail: "auto" is one fewer than the CPU cores (at least 1); 0 signs on the main thread.',
+  description: 'Worker threads that DKIM-sign outgoing mail and compose messages (MIME): "auto" is one fewer than the CPU cores (at least 1); 0 does both on the main thread.',
   parse: (v, fromEnv) => {
     if (v === 'auto') return 'auto';
     const n = fromEnv && typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;

@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
-import { runInThisContext } from 'node:vm';
-import { Worker } from 'node:worker_threads';
+import { createWorkerPool, type WorkerPool } from '../shared/worker-pool.js';
 
 /**
  * DKIM signing with mailauth: relaxed/relaxed, rsa-sha256 with the sending domain's active
@@ -52,27 +51,15 @@ export interface DkimSigner {
   close(): Promise<void>;
 }
 
-interface SignRequest {
-  id: number;
-  message: Uint8Array;
-  domain: string;
-  selector: string;
-  privateKey: string;
-  signTime: number;
-}
-type SignReply = { id: number; signatures: string } | { id: number; error: string };
-
 const requireHere = createRequire(import.meta.url);
 const MODULES = {
   signer: requireHere.resolve('mailauth/lib/dkim/dkim-signer'),
   tools: requireHere.resolve('mailauth/lib/tools'),
 };
 
-type SignFn = (message: Buffer, req: Omit<SignRequest, 'id' | 'message'>) => Promise<string>;
-
 /**
- * The signing function, as CommonJS source, so the worker threads and the inline signer run
- * the very same code from TypeScript sources (tests) and from dist.
+ * The signing task (CommonJS source for the worker pool, src/shared/worker-pool.ts), so the
+ * worker threads and the inline pool run the very same code.
  *
  * Over-signing goes through mailauth's extension point: DkimSigner's `messageHeaders` hook
  * (meant to be overridden) sees the parsed header fields before they are signed. mailauth
@@ -82,8 +69,32 @@ type SignFn = (message: Buffer, req: Omit<SignRequest, 'id' | 'message'>) => Pro
  * for them and hashes nothing: the signature covers "no further such field". The hashed
  * header bytes are unchanged. Pinned (mailauth ~4.13) and tested against mailauth's verifier
  * (test/unit/delivery/dkim-signer.test.ts).
+ *
+ * mailauth turns the PEM key into a KeyObject (crypto.createPrivateKey) for every signature,
+ * and with OpenSSL 3 that parse costs three to four times the RSA signature itself. On a
+ * worker thread, createPrivateKey is wrapped with a small cache keyed by the PEM text (in that
+ * thread only, never on the main thread) before mailauth is loaded.
  */
-const SIGN_SOURCE = `(require, modules, signed, oversigned) => {
+export const SIGN_TASK = `(require) => {
+  const modules = ${JSON.stringify(MODULES)};
+  const signed = ${JSON.stringify(SIGNED_HEADERS)};
+  const oversigned = ${JSON.stringify(OVERSIGNED_HEADERS)};
+  if (!require('node:worker_threads').isMainThread) {
+    const crypto = require('node:crypto');
+    const parse = crypto.createPrivateKey;
+    const parsed = new Map();
+    crypto.createPrivateKey = (input) => {
+      const pem = input && typeof input === 'object' && input.format === 'pem' && (typeof input.key === 'string' || Buffer.isBuffer(input.key)) ? input.key.toString() : null;
+      if (pem === null) return parse(input);
+      let key = parsed.get(pem);
+      if (!key) {
+        key = parse(input);
+        if (parsed.size >= 1000) parsed.delete(parsed.keys().next().value);
+        parsed.set(pem, key);
+      }
+      return key;
+    };
+  }
   const { DkimSigner } = require(modules.signer);
   const { writeToStream } = require(modules.tools);
   const signedKeys = new Set(signed.map((name) => name.toLowerCase()));
@@ -94,132 +105,41 @@ const SIGN_SOURCE = `(require, modules, signed, oversigned) => {
       return super.messageHeaders(headers);
     }
   }
-  return async (message, req) => {
+  return async (req) => {
     const signer = new OversigningSigner({
       canonicalization: 'relaxed/relaxed',
       signTime: new Date(req.signTime),
       headerList: signed.join(':'),
       signatureData: [{ signingDomain: req.domain, selector: req.selector, privateKey: req.privateKey, algorithm: 'rsa-sha256', canonicalization: 'relaxed/relaxed' }],
     });
-    await writeToStream(signer, message);
+    await writeToStream(signer, Buffer.from(req.message.buffer, req.message.byteOffset, req.message.byteLength));
     const failure = (signer.errors || []).find((e) => e && e.err);
     const signatures = signer.signatureHeaders.join('\\r\\n');
     if (failure || !signatures.trim()) throw failure ? failure.err : new Error('no signature produced');
-    return signatures + '\\r\\n';
+    return { value: signatures + '\\r\\n' };
   };
 }`;
 
-const SIGN_ARGS = `require, ${JSON.stringify(MODULES)}, ${JSON.stringify(SIGNED_HEADERS)}, ${JSON.stringify(OVERSIGNED_HEADERS)}`;
-
-/**
- * The worker: plain CommonJS (see SIGN_SOURCE).
- *
- * mailauth turns the PEM key into a KeyObject (crypto.createPrivateKey) for every signature,
- * and with OpenSSL 3 that parse costs three to four times the RSA signature itself. The
- * signing thread does nothing else, so it keeps the parsed keys: createPrivateKey is wrapped
- * with a small cache keyed by the PEM text, in this thread only, before mailauth is loaded.
- */
-const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-const crypto = require('node:crypto');
-const parse = crypto.createPrivateKey;
-const parsed = new Map();
-crypto.createPrivateKey = (input) => {
-  const pem = input && typeof input === 'object' && input.format === 'pem' && (typeof input.key === 'string' || Buffer.isBuffer(input.key)) ? input.key.toString() : null;
-  if (pem === null) return parse(input);
-  let key = parsed.get(pem);
-  if (!key) {
-    key = parse(input);
-    if (parsed.size >= 1000) parsed.delete(parsed.keys().next().value);
-    parsed.set(pem, key);
-  }
-  return key;
-};
-const sign = (${SIGN_SOURCE})(${SIGN_ARGS});
-parentPort.on('message', async (req) => {
-  try {
-    const signatures = await sign(Buffer.from(req.message.buffer, req.message.byteOffset, req.message.byteLength), req);
-    parentPort.postMessage({ id: req.id, signatures });
-  } catch (err) {
-    parentPort.postMessage({ id: req.id, error: String((err && err.message) || err) });
-  }
-});
-`;
-
-const prepend = (signatures: string, message: Buffer): Buffer => Buffer.concat([Buffer.from(signatures, 'utf8'), message]);
-
-function inlineSigner(): DkimSigner {
-  const sign = runInThisContext(`(${SIGN_SOURCE})`, { filename: 'dkim-sign.cjs' })(requireHere, MODULES, SIGNED_HEADERS, OVERSIGNED_HEADERS) as SignFn;
+/** A DKIM signer running SIGN_TASK on `pool` (closing the pool is its owner's business). */
+export function poolSigner(pool: WorkerPool): DkimSigner {
   return {
     async sign(message, key, signTime) {
+      // A private copy, moved (not cloned) to the thread.
+      const copy = new Uint8Array(message);
+      let signatures: string;
       try {
-        return prepend(await sign(message, { ...key, signTime }), message);
+        signatures = await pool.run<string>('sign', { message: copy, domain: key.domain, selector: key.selector, privateKey: key.privateKey, signTime }, [copy.buffer]);
       } catch (err) {
         throw new Error(`DKIM signing failed: ${(err as Error).message}`);
       }
+      return Buffer.concat([Buffer.from(signatures, 'utf8'), message]);
     },
     close: async () => {},
   };
 }
 
-interface Slot {
-  worker: Worker;
-  pending: Map<number, { resolve(sig: string): void; reject(err: Error): void }>;
-}
-
+/** A signer with a pool of its own (`threads: 0` signs on the calling thread). */
 export function createDkimSigner(options: { threads: number }): DkimSigner {
-  if (options.threads <= 0) return inlineSigner();
-  let nextId = 1;
-  let closing = false;
-
-  const spawn = (): Slot => {
-    const slot: Slot = {
-      worker: new Worker(WORKER_SOURCE, { eval: true }),
-      pending: new Map(),
-    };
-    slot.worker.unref();
-    slot.worker.on('message', (reply: SignReply) => {
-      const waiter = slot.pending.get(reply.id);
-      if (!waiter) return;
-      slot.pending.delete(reply.id);
-      if ('error' in reply) waiter.reject(new Error(`DKIM signing failed: ${reply.error}`));
-      else waiter.resolve(reply.signatures);
-    });
-    const fail = (err: Error) => {
-      for (const waiter of slot.pending.values()) waiter.reject(err);
-      slot.pending.clear();
-      const index = slots.indexOf(slot);
-      // A dead signing thread is replaced; its messages were failed and will be retried.
-      if (index >= 0 && !closing) slots[index] = spawn();
-    };
-    slot.worker.on('error', (err) => fail(err));
-    slot.worker.on('exit', (code) => {
-      if (!closing) fail(new Error(`DKIM signing thread exited with code ${code}`));
-    });
-    return slot;
-  };
-  // Threads start with the first message, so a server that sends nothing spawns none.
-  const slots: Slot[] = [];
-
-  return {
-    sign(message, key, signTime) {
-      if (closing) return Promise.reject(new Error('DKIM signer is closed'));
-      if (slots.length === 0) for (let i = 0; i < options.threads; i++) slots.push(spawn());
-      // The least busy thread takes it.
-      const slot = slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
-      const id = nextId++;
-      return new Promise<string>((resolve, reject) => {
-        slot.pending.set(id, { resolve, reject });
-        // A private copy, moved (not cloned) to the thread.
-        const copy = new Uint8Array(message);
-        const req: SignRequest = { id, message: copy, domain: key.domain, selector: key.selector, privateKey: key.privateKey, signTime };
-        slot.worker.postMessage(req, [copy.buffer]);
-      }).then((signatures) => prepend(signatures, message));
-    },
-    async close() {
-      closing = true;
-      await Promise.all(slots.map((s) => s.worker.terminate()));
-      for (const s of slots) for (const waiter of s.pending.values()) waiter.reject(new Error('DKIM signer closed'));
-    },
-  };
+  const pool = createWorkerPool({ threads: options.threads, tasks: { sign: SIGN_TASK } });
+  return { ...poolSigner(pool), close: () => pool.close() };
 }

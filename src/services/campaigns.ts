@@ -32,7 +32,6 @@ import type { Db } from '../store/db.js';
 import type { ServiceDeps } from './deps.js';
 import { checkMetadata } from './metadata.js';
 import { domainOf, hasLineBreak, parseMailbox, parseMailboxes, requireAddress, singleLine } from './send/addresses.js';
-import { composeMessage } from './send/compose.js';
 import { emailRecords, type Prepared } from './send/email-records.js';
 import { escapeHtml, renderSubject, renderTemplate, type Variables } from './send/render-template.js';
 import type { TopicService } from './topics.js';
@@ -583,7 +582,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       const track = { opens: email.track_opens === 1, clicks: email.track_clicks === 1 };
       const variables = subscriberVariables(parseJson<Variables>(campaign.variables), subscriber, unsubscribeUrl);
       const personal = campaign.html === null ? undefined : withPreheader(renderTemplate(campaign.html, variables, 'html'), campaign.preview_text);
-      const raw = await composeMessage({
+      const raw = await deps.compose({
         from: { name: campaign.from_name, address: campaign.from_email },
         to: [to],
         cc: [],

@@ -4,6 +4,7 @@ import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { Composer } from './send/compose.js';
 import type { Db, Dialect } from '../store/db.js';
 
 /** What every service receives from the composition root; nothing reads globals. */
@@ -18,6 +19,8 @@ export interface ServiceDeps {
   secretKey: Buffer;
   /** Resolves once every committed write is on disk (Store.durable): before answering a client. */
   durable: () => Promise<void>;
+  /** Builds a message's MIME (on the worker threads shared with DKIM signing). */
+  compose: Composer;
   /** Counters for GET /metrics; absent outside the server (CLI). */
   metrics?: Metrics;
   /** How MTA-STS policies are fetched (HTTPS by default); tests replace it. */

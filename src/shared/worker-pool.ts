@@ -1,0 +1,119 @@
+import { createRequire } from 'node:module';
+import { runInThisContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
+
+/**
+ * CPU-bound work that would otherwise hold the event loop (DKIM signing, MIME composition) runs
+ * on a few worker threads shared by every kind of task, so the threads stay busy without one
+ * pool per kind (each thread costs a V8 heap and the libraries it loads).
+ *
+ * A task is CommonJS source for a factory `(require) => async (request) => result`, evaluated
+ * in the worker, or on the calling thread when the pool has no threads, so both run the very
+ * same code, from the TypeScript sources (tests) as from dist. A task's factory runs on its
+ * first request in each thread: a thread loads only the libraries of the work it is given.
+ */
+export interface TaskResult {
+  value: unknown;
+  /** Buffers moved (not copied) back to the caller. */
+  transfer?: ArrayBuffer[];
+}
+
+export interface WorkerPool {
+  /** Runs `task` with `request` (structured-cloned; `transfer` is moved); rejects with the task's error. */
+  run<T>(task: string, request: unknown, transfer?: ArrayBuffer[]): Promise<T>;
+  close(): Promise<void>;
+}
+
+type Reply = { id: number; value: unknown } | { id: number; error: string };
+
+const requireHere = createRequire(import.meta.url);
+
+const workerSource = (tasks: Record<string, string>): string => `
+const { parentPort } = require('node:worker_threads');
+const factories = { ${Object.entries(tasks)
+  .map(([name, source]) => `${JSON.stringify(name)}: ${source}`)
+  .join(',\n')} };
+const ready = new Map();
+parentPort.on('message', async ({ id, task, request }) => {
+  try {
+    let run = ready.get(task);
+    if (!run) ready.set(task, (run = factories[task](require)));
+    const { value, transfer } = await run(request);
+    parentPort.postMessage({ id, value }, transfer || []);
+  } catch (err) {
+    parentPort.postMessage({ id, error: String((err && err.message) || err) });
+  }
+});
+`;
+
+/** Runs the tasks on the calling thread: for `threads: 0` (tests, the CLI). */
+function inlinePool(tasks: Record<string, string>): WorkerPool {
+  const ready = new Map<string, (request: unknown) => Promise<TaskResult>>();
+  return {
+    async run<T>(task: string, request: unknown): Promise<T> {
+      let run = ready.get(task);
+      if (!run) ready.set(task, (run = runInThisContext(`(${tasks[task]})`, { filename: `${task}.cjs` })(requireHere)));
+      return (await run!(request)).value as T;
+    },
+    close: async () => {},
+  };
+}
+
+interface Slot {
+  worker: Worker;
+  pending: Map<number, { resolve(value: unknown): void; reject(err: Error): void }>;
+}
+
+export function createWorkerPool(options: { threads: number; tasks: Record<string, string> }): WorkerPool {
+  const { threads, tasks } = options;
+  if (threads <= 0) return inlinePool(tasks);
+  const source = workerSource(tasks);
+  let nextId = 1;
+  let closing = false;
+
+  const spawn = (): Slot => {
+    const slot: Slot = { worker: new Worker(source, { eval: true }), pending: new Map() };
+    slot.worker.unref();
+    slot.worker.on('message', (reply: Reply) => {
+      const waiter = slot.pending.get(reply.id);
+      if (!waiter) return;
+      slot.pending.delete(reply.id);
+      if ('error' in reply) waiter.reject(new Error(reply.error));
+      else waiter.resolve(reply.value);
+    });
+    const fail = (err: Error) => {
+      for (const waiter of slot.pending.values()) waiter.reject(err);
+      slot.pending.clear();
+      const index = slots.indexOf(slot);
+      // A dead thread is replaced; its tasks were failed, and their callers retry.
+      if (index >= 0 && !closing) slots[index] = spawn();
+    };
+    slot.worker.on('error', (err) => fail(err));
+    slot.worker.on('exit', (code) => {
+      if (!closing) fail(new Error(`worker thread exited with code ${code}`));
+    });
+    return slot;
+  };
+  // Threads start with the first task, so a process that never needs one spawns none.
+  const slots: Slot[] = [];
+
+  return {
+    run<T>(task: string, request: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
+      if (closing) return Promise.reject(new Error('worker pool is closed'));
+      if (!(task in tasks)) return Promise.reject(new Error(`unknown task ${task}`));
+      if (slots.length === 0) for (let i = 0; i < threads; i++) slots.push(spawn());
+      // The least busy thread takes it.
+      const slot = slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+      const id = nextId++;
+      return new Promise<T>((resolve, reject) => {
+        slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        slot.worker.postMessage({ id, task, request }, transfer);
+      });
+    },
+    async close() {
+      closing = true;
+      await Promise.all(slots.map((s) => s.worker.terminate()));
+      for (const s of slots) for (const waiter of s.pending.values()) waiter.reject(new Error('worker pool closed'));
+    },
+  };
+}

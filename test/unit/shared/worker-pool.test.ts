@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { SIGN_TASK, poolSigner } from '../../../src/delivery/dkim-signer.js';
+import { COMPOSE_TASK, poolComposer, type ComposeInput } from '../../../src/services/send/compose.js';
+import { createWorkerPool } from '../../../src/shared/worker-pool.js';
+
+const input: ComposeInput = {
+  from: { name: 'Zoë Shop', address: 'orders@shop.test' },
+  to: [{ name: '', address: 'ann@dest.test' }],
+  cc: [],
+  replyTo: [],
+  subject: 'Ihre Bestellung – danke',
+  html: '<p>Hello <b>Ann</b></p><img src="cid:logo">',
+  headers: { 'X-Entity-Ref-ID': 'r-1' },
+  attachments: [
+    { filename: 'a.bin', content: Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251)), contentType: 'application/octet-stream' },
+    { filename: 'logo.png', content: Buffer.from('png bytes'), contentType: 'image/png', cid: 'logo' },
+  ],
+  messageId: '<m-1@shop.test>',
+  date: new Date('2026-11-23T10:00:00Z'),
+};
+
+/** MIME boundaries are random: compare messages with them replaced. */
+const normalise = (raw: Buffer) => {
+  const text = raw.toString('latin1');
+  const boundaries = [...text.matchAll(/boundary="([^"]+)"/g)].map((m) => m[1]!);
+  return boundaries.reduce((t, b, i) => t.split(b).join(`BOUNDARY${i}`), text);
+};
+
+describe('worker pool: composing and signing off the event loop', () => {
+  const inline = createWorkerPool({ threads: 0, tasks: { compose: COMPOSE_TASK, sign: SIGN_TASK } });
+  const threaded = createWorkerPool({ threads: 2, tasks: { compose: COMPOSE_TASK, sign: SIGN_TASK } });
+  after(() => threaded.close());
+
+  it('a worker thread composes the same message as the main thread, attachments byte for byte', async () => {
+    const [a, b] = await Promise.all([poolComposer(inline)(input), poolComposer(threaded)(input)]);
+    assert.ok(Buffer.isBuffer(b));
+    assert.equal(normalise(b), normalise(a));
+    const text = b.toString('latin1');
+    assert.match(text, /^Subject: =\?UTF-8\?/m, 'the subject is RFC 2047 encoded');
+    assert.match(text, /Hello \*?ANN\*?|Hello Ann/i, 'the text part is derived from the HTML');
+    assert.ok(text.includes(input.attachments[0]!.content.subarray(0, 57).toString('base64')), 'attachment bytes in the message');
+  });
+
+  it('many tasks in flight on several threads each get their own answer', async () => {
+    const subjects = Array.from({ length: 40 }, (_, i) => `Message ${i}`);
+    const composed = await Promise.all(subjects.map((subject) => poolComposer(threaded)({ ...input, attachments: [], subject })));
+    composed.forEach((raw, i) => assert.match(raw.toString('latin1'), new RegExp(`^Subject: Message ${i}\\r$`, 'm')));
+  });
+
+  it('a failing task rejects its caller with the error, and the pool goes on working', async () => {
+    const signer = poolSigner(threaded);
+    await assert.rejects(signer.sign(Buffer.from('Subject: x\r\n\r\nbody'), { domain: 'shop.test', selector: 's1', privateKey: 'not a key' }, Date.now()), /^Error: DKIM signing failed: /);
+    const raw = await poolComposer(threaded)({ ...input, attachments: [] });
+    assert.match(raw.toString('latin1'), /^Message-ID: <m-1@shop\.test>\r$/m);
+  });
+
+  it('refuses unknown tasks and work after close', async () => {
+    const pool = createWorkerPool({ threads: 1, tasks: { compose: COMPOSE_TASK } });
+    await assert.rejects(pool.run('nope', {}), /unknown task nope/);
+    await pool.close();
+    await assert.rejects(pool.run('compose', input), /closed/);
+  });
+});
