@@ -19,7 +19,7 @@ export interface ServiceDeps {
   secretKey: Buffer;
   /** Resolves once every committed write is on disk (Store.durable): before answering a client. */
   durable: () => Promise<void>;
-  /** Builds a message's MIME (on the worker threads shared with DKIM signing). */
+  /** Builds a message's MIME on the worker threads shared with DKIM signing: for delivery's work (a campaign's messages are composed when first delivered), not for requests waiting for an answer (composeInline). */
   compose: Composer;
   /** Counters for GET /metrics; absent outside the server (CLI). */
   metrics?: Metrics;

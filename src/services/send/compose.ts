@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { WorkerPool } from '../../shared/worker-pool.js';
+import { createWorkerPool, type WorkerPool } from '../../shared/worker-pool.js';
 import type { Address } from './addresses.js';
 import type { Attachment } from './attachments.js';
 
@@ -64,6 +64,14 @@ export const COMPOSE_TASK = `(require) => {
     return { value: raw, transfer: raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? [raw.buffer] : [] };
   };
 }`;
+
+/**
+ * Composes on the calling thread. For requests that wait for their answer: the worker threads
+ * serve delivery's signing first-come first-served, and a request queued behind a backlog of
+ * signatures waited for seconds (open-loop API bench with delivery running: p50 10 ms inline,
+ * 90 ms on the shared threads at 300 req/s).
+ */
+export const composeInline: Composer = poolComposer(createWorkerPool({ threads: 0, tasks: { compose: COMPOSE_TASK } }));
 
 /** A Composer running COMPOSE_TASK on `pool`. */
 export function poolComposer(pool: WorkerPool): Composer {

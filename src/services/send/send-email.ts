@@ -17,6 +17,7 @@ import { editRootHeaders } from './raw-message.js';
 import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
 import { addTracking } from './add-tracking.js';
 import { emailRecords, type Prepared } from './email-records.js';
+import { composeInline } from './compose.js';
 import type { TrackingFlags, TrackingService } from '../tracking.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
 
@@ -239,7 +240,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       clicks: html !== undefined && (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
     };
     const body = html !== undefined && (track.opens || track.clicks) ? addTracking(html, deps.tracking.links(id, track)) : html;
-    const raw = await deps.compose({ from, to, cc, replyTo, subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
+    const raw = await composeInline({ from, to, cc, replyTo, subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
     return emailRecords(workspace.id, {
       id,
       now,
