@@ -30,8 +30,9 @@ const MODULES = { composer: requireHere.resolve('nodemailer/lib/mail-composer'),
  * (html-to-text) when none is given. Bcc recipients are never written into it.
  *
  * A worker-pool task (CommonJS source, see src/shared/worker-pool.ts): composing is the largest
- * share of a message's CPU time on the event loop after the database, so it runs beside DKIM
- * signing on the same threads. Buffers cross the thread boundary as Uint8Arrays.
+ * share of a message's CPU time on the event loop after the database, so delivery's composing
+ * (a campaign's messages) runs beside DKIM signing on the same threads; requests use
+ * composeInline. Buffers cross the thread boundary as Uint8Arrays.
  */
 export const COMPOSE_TASK = `(require) => {
   const modules = ${JSON.stringify(MODULES)};
