@@ -33,12 +33,18 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
 
 /** The email's status, queue rows, attempts and events, straight from the database. */
 export async function emailState(db: Db, emailId: string) {
-  // The email last: delivery writes its attempts, events, rows and status in one transaction,
-  // so a caller waiting for an attempt also sees the status that came with it (on PostgreSQL
-  // each statement reads the database as it is when the statement starts).
-  const attempts = await db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute();
-  const events = await db.selectFrom('events').selectAll().where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute();
-  const items = await db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('recipient').execute();
-  const email = await db.selectFrom('emails').selectAll().where('id', '=', emailId).executeTakeFirstOrThrow();
+  // One snapshot: delivery writes an email's attempts, events, rows and status in one
+  // transaction, and separate reads could each see a different side of its commit (a bounced
+  // email with its last attempt still missing). PostgreSQL: REPEATABLE READ; SQLite: the
+  // transaction holds the process's one connection, so no write lands between the reads.
+  const { attempts, events, items, email } = await db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => ({
+      attempts: await trx.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute(),
+      events: await trx.selectFrom('events').selectAll().where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute(),
+      items: await trx.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('recipient').execute(),
+      email: await trx.selectFrom('emails').selectAll().where('id', '=', emailId).executeTakeFirstOrThrow(),
+    }));
   return { email, items, attempts, events: events.map((e) => ({ ...e, data: JSON.parse(e.data) as Record<string, any> })) };
 }
