@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Dialect } from './db.js';
+import type { StatsHourlyTable } from './tables.js';
 
 /**
  * Hourly counts of what happened to live mail (`stats_hourly`), rolled up from events and
@@ -11,14 +12,8 @@ import type { Db, Dialect } from './db.js';
 export const HOUR = 3600_000;
 export const floorHour = (ms: number): number => ms - (((ms % HOUR) + HOUR) % HOUR);
 
-export interface StatRow {
-  workspace_id: string;
-  hour: number;
-  domain_id: string;
-  destination: string;
-  metric: string;
-  count: number;
-}
+/** One row of stats_hourly. */
+export type StatRow = StatsHourlyTable;
 
 /** The one place that reads event JSON in SQL: the bounce type and the first-open flag. */
 const jsonText = (dialect: Dialect, path: 'bounce.type' | 'first') =>
