@@ -16,7 +16,10 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** A fresh data directory and the environment that points `mailsvc` at it. */
+/**
+ * A fresh data directory and the environment that points `mailsvc` at it. BENCH_ENV (a JSON
+ * object of MAILSVC_* variables) changes settings for a comparison, e.g. '{"MAILSVC_DELIVERY_WORKERS":"0"}'.
+ */
 export function benchEnv(extra: Record<string, string> = {}): Record<string, string> {
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-bench-'));
   return {
@@ -28,6 +31,7 @@ export function benchEnv(extra: Record<string, string> = {}): Record<string, str
     MAILSVC_SMTP_SUBMISSION_PORT: '0',
     MAILSVC_SMTP_SUBMISSION_TLS_PORT: '0',
     ...extra,
+    ...(process.env.BENCH_ENV ? (JSON.parse(process.env.BENCH_ENV) as Record<string, string>) : {}),
   };
 }
 

@@ -29,6 +29,8 @@ export interface PostfixOptions {
   dkim: boolean;
   /** `defer_transports = smtp`: accept and queue, deliver only on `postqueue -f`. */
   defer?: boolean;
+  /** A certificate and key (PEM files): smtpd offers STARTTLS with them. */
+  tls?: { cert: string; key: string };
 }
 
 /**
@@ -76,6 +78,7 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
       `maillog_file_prefixes = ${dir}`,
       ...(options.dkim ? [`smtpd_milters = inet:127.0.0.1:${milterPort}`, 'milter_default_action = tempfail'] : []),
       ...(options.defer ? ['defer_transports = smtp'] : []),
+      ...(options.tls ? [`smtpd_tls_cert_file = ${options.tls.cert}`, `smtpd_tls_key_file = ${options.tls.key}`, 'smtpd_tls_security_level = may'] : []),
       'default_process_limit = 100',
       '',
     ].join('\n'),
@@ -98,6 +101,8 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
         return service(name!, 'unix', '-', '-', command!);
       }),
       'postlog unix-dgram n - n - 1 postlogd',
+      // smtpd's TLS needs the session cache and PRNG manager.
+      'tlsmgr unix - - n 1000? 1 tlsmgr',
       '',
     ].join('\n'),
   );

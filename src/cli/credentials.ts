@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ALL_SCOPES, type CreatedCredential, type CredentialView } from '../services/credentials.js';
-import { validationError } from '../shared/errors.js';
+import { parseDuration } from '../shared/duration.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
 const listText = (items: CredentialView[]): string =>
@@ -32,14 +32,8 @@ const createdText = (what: string, created: CreatedCredential): string =>
 
 const asJson = (created: CreatedCredential) => ({ ...created.credential, key: created.secret });
 
-/** `30d`, `12h`, `90m`, `3600` (seconds) or `never`. */
-export function parseDuration(value: string): number | null {
-  if (value === 'never') return null;
-  const match = /^(\d+)([smhd]?)$/.exec(value.trim());
-  if (!match) throw validationError('expires-in', `"${value}" is not a duration such as 3600, 90m, 12h, 30d or never`);
-  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] as '' | 's' | 'm' | 'h' | 'd'];
-  return Number(match[1]) * unit;
-}
+/** A key's lifetime in seconds: `30d`, `12h`, `90m`, `3600` (seconds), `1 year`, or `never`. */
+const lifetime = (value: string): number | null => (value === 'never' ? null : Math.round(parseDuration('expires-in', value, 100 * 365 * 86_400_000) / 1000));
 
 export function registerCredentialCommands(program: Command, io: CliIo): void {
   const keys = program.command('keys').description('API keys: sk_live_, sk_test_ and master keys');
@@ -95,7 +89,7 @@ export function registerCredentialCommands(program: Command, io: CliIo): void {
           name: opts.name,
           workspaceId: await workspaceOf(rt, opts.workspace),
           scopes: opts.scopes.split(',').map((s) => s.trim()).filter(Boolean),
-          expiresInSeconds: parseDuration(opts.expiresIn),
+          expiresInSeconds: lifetime(opts.expiresIn),
         }),
       );
       output(cmd, io, asJson(created), () => createdText('access token', created));

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { doctorFails, runDoctor } from '../services/deliverability/doctor.js';
+import { doctorFails, runDoctor } from '../checks/doctor.js';
 import { CliExit, output, withRuntime, type CliIo } from './io.js';
 
 export function registerDoctorCommands(program: Command, io: CliIo): void {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { DnsRecord, DomainView } from '../services/domains.js';
-import { needsAction, type Check } from '../services/deliverability/check-status.js';
+import { needsAction, type Check } from '../checks/check-status.js';
 import { CliExit, output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
 const recordRows = (records: DnsRecord[]) => records.map((r) => [`  ${r.type}`, r.name, r.type === 'TXT' ? `"${r.value}"` : r.value]);
@@ -13,7 +13,13 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
     .action(async (name: string, opts: { workspace?: string }, cmd: Command) => {
       const domain = await withRuntime(cmd, io, async (rt) => rt.services.domains.add(await workspaceOf(rt, opts.workspace), { domain: name }));
       output(cmd, io, domain, () =>
-        [`Added ${domain.domain_name} (id ${domain.id}, ${domain.status}). Publish:`, table(recordRows(domain.dns_records)), '', `Then: mailsvc domains verify ${domain.domain_name}`].join('\n'),
+        [
+          `Added ${domain.domain_name} (id ${domain.id}, ${domain.status}). Publish these DKIM records:`,
+          table(recordRows(domain.dns_records)),
+          '',
+          `Every record, SPF and the operator's DKIM keys included: mailsvc domains dns ${domain.domain_name}`,
+          `Then: mailsvc domains verify ${domain.domain_name}`,
+        ].join('\n'),
       );
     });
 
@@ -38,29 +44,7 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
         reports: records.reports,
         reports_host: records.reportsHost,
       };
-      output(cmd, io, json, () =>
-        [
-          `In the zone of ${records.domain.domain_name} (the domain owner publishes):`,
-          table(recordRows(records.customer)),
-          '',
-          'In the DKIM host zone (the mailsvc operator publishes, once per domain):',
-          table(recordRows(records.dkimHost)),
-          '',
-          'Recommended for the bounce (Return-Path) domain, in the zone of the domain (not checked by verify):',
-          table(recordRows(records.returnPath)),
-          '',
-          'To receive mail at the domain (receiving routes; the inbound listener on port 25 of this host):',
-          table(recordRows(records.receiving)),
-          ...(records.reports.length > 0
-            ? [
-                '',
-                'DMARC and TLS reports to this server (the domain owner publishes; merge the rua into an existing DMARC record):',
-                table(recordRows(records.reports)),
-                ...(records.reportsHost.length > 0 ? ['', 'In the report domain\'s zone (the mailsvc operator publishes, once per domain, so receivers send the reports):', table(recordRows(records.reportsHost))] : []),
-              ]
-            : []),
-        ].join('\n'),
-      );
+      output(cmd, io, json, () => dnsText(records));
     });
 
   ws(domains.command('verify <domain>').description('check DNS now; verified when every CNAME resolves to a matching published key'))
@@ -98,15 +82,41 @@ const checksOf = (domain: DomainView): Array<[string, Check]> =>
   domain.checks ? (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (domain.checks![k] ? [[k, domain.checks![k]!] as [string, Check]] : [])) : [];
 
 /** One line per check, then what was found and what to publish under the checks that need it. */
-function describeChecks(domain: DomainView): string {
+export function describeChecks(domain: DomainView): string {
   const checks = checksOf(domain);
   const todo = checks.filter(([, c]) => needsAction(c)).length;
   const lines = [`${domain.domain_name} (${domain.status}): ${todo === 0 ? 'nothing to fix' : `${todo} ${todo === 1 ? 'check needs' : 'checks need'} attention`}`];
   for (const [name, c] of checks) {
-    lines.push(`  ${c.status.padEnd(13)} ${name.padEnd(14)} ${c.required ? '' : '(optional) '}${c.message}`);
+    lines.push(`  ${c.status.padEnd(13)} ${name.padEnd(14)} ${c.required || /^optional\b/i.test(c.message) ? '' : '(optional) '}${c.message}`);
     if (c.status === 'ok') continue;
     if (c.found) for (const f of c.found.split('\n')) lines.push(`${' '.repeat(31)}found:   ${f}`);
     for (const r of c.publish) lines.push(`${' '.repeat(31)}publish: ${r.type} ${r.name} ${r.type === 'TXT' ? `"${r.value}"` : r.value}`);
   }
   return lines.join('\n');
+}
+
+type Records = Awaited<ReturnType<import('../services/domains.js').DomainService['recordsToPublish']>>;
+
+/**
+ * Every record once, grouped by who publishes it and whether mail needs it. SPF is required
+ * here as in `domains check` and `doctor`: Gmail and Yahoo refuse mail that fails it, even
+ * though `domains verify` (DKIM) does not look at it.
+ */
+export function dnsText(records: Records): string {
+  const domain = records.domain.domain_name;
+  const spf = records.returnPath.filter((r) => r.type === 'TXT');
+  const bounceMx = records.returnPath.filter((r) => r.type === 'MX');
+  const group = (title: string, list: DnsRecord[]) => (list.length === 0 ? [] : ['', `  ${title}`, table(recordRows(list).map((r) => ['  ' + r[0]!, ...r.slice(1)]))]);
+  return [
+    `In the zone of ${domain} (the domain owner publishes):`,
+    ...group('Required, to verify the domain (DKIM signing; `domains verify` checks these):', records.customer),
+    ...group('Required, for delivery (SPF of the Return-Path domain; `domains check` checks it; merge with an existing SPF record):', spf),
+    ...group('Optional, so that bounces come back to this server (the inbound listener, smtp.inbound):', bounceMx),
+    ...group('Optional, to receive mail at the domain (receiving routes; replaces its current MX):', records.receiving),
+    ...group('Optional, DMARC and TLS reports to this server (merge the rua into an existing DMARC record):', records.reports),
+    '',
+    `In the zone of the DKIM host ${records.dkimHost[0]?.name.split('.').slice(1).join('.') ?? ''} (the mailsvc operator publishes, once per domain):`,
+    table(recordRows(records.dkimHost)),
+    ...(records.reportsHost.length > 0 ? ['', 'In the report domain\'s zone (the mailsvc operator publishes, once per domain, so receivers send the reports):', table(recordRows(records.reportsHost))] : []),
+  ].join('\n');
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config/load-config.js';
-import { openRuntime, type Runtime } from '../main.js';
+import { openRuntime, type Runtime } from '../runtime.js';
 import { createLogger } from '../shared/logger.js';
 import { createProgress, type Progress } from './progress.js';
 
@@ -11,6 +11,12 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** stderr is a terminal: progress is redrawn in place rather than written as lines. */
   stderrIsTTY?: boolean;
+  /** stdout is a terminal: `serve` logs pretty lines rather than JSON (log.format auto). */
+  stdoutIsTTY?: boolean;
+  /** stdin is a terminal: `init` asks its questions. */
+  stdinIsTTY?: boolean;
+  /** Reads one line typed at the terminal (`init`'s questions); absent when nothing can be asked. */
+  ask?: (question: string) => Promise<string>;
   columns?: number | undefined;
 }
 

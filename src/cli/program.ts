@@ -1,10 +1,12 @@
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config/load-config.js';
+import { ConfigError, envName } from '../config/load-config.js';
+import { ListenError } from '../shared/listen-error.js';
 import { isAppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
 import { registerDashboardCommands } from './dashboard.js';
 import { registerDbCommands } from './db.js';
 import { registerDoctorCommands } from './doctor.js';
+import { registerInitCommands } from './init.js';
 import { registerDomainCommands } from './domains.js';
 import { CliExit, type CliIo } from './io.js';
 import { registerQueueCommands } from './queue.js';
@@ -15,14 +17,17 @@ import { registerTemplateCommands } from './templates.js';
 import { registerSuppressionCommands } from './suppressions.js';
 import { registerWorkflowCommands } from './workflows.js';
 import { registerWorkspaceCommands } from './workspaces.js';
+import { packageVersion } from './version.js';
 
 export function buildProgram(io: CliIo): Command {
   const program = new Command('mailsvc')
     .description('Self-hosted email platform: HTTP API, SMTP submission, direct-to-MX delivery with DKIM')
     .option('--config <file>', 'JSON configuration file (or env MAILSVC_CONFIG)')
     .option('--json', 'machine-readable output on stdout')
+    .version(packageVersion(), '-v, --version', 'print the version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) });
+  registerInitCommands(program, io);
   registerServerCommands(program, io);
   registerWorkspaceCommands(program, io);
   registerCredentialCommands(program, io);
@@ -68,8 +73,24 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 }
 
 function describe(err: unknown): string {
+  if (err instanceof ListenError) return describeListenError(err);
   const e = err as NodeJS.ErrnoException;
-  if (e?.code === 'EADDRINUSE') return `address in use: ${(e as { address?: string }).address ?? ''}:${(e as { port?: number }).port ?? ''} (another mailsvc running? change http.port)`;
   if (e?.code === 'EACCES') return `permission denied: ${e.message}`;
   return e?.message ?? String(err);
+}
+
+/** What went wrong with a listener and the setting that fixes it, with its environment variable. */
+function describeListenError(err: ListenError): string {
+  const where = `${err.host}:${err.port}`;
+  const change = `change ${err.setting} (${envName(err.setting)})`;
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return `address in use: ${where} (${err.setting}): another program, or another mailsvc, listens there; stop it or ${change}`;
+    case 'EACCES':
+      return `permission denied to listen on ${where} (${err.setting}): ports below 1024 need root or the CAP_NET_BIND_SERVICE capability (config/mailsvc.service grants it); or ${change}`;
+    case 'EADDRNOTAVAIL':
+      return `cannot listen on ${where}: no network interface of this machine has the address ${err.host}; change ${err.hostSetting} (${envName(err.hostSetting)})`;
+    default:
+      return `${err.message}; ${change}`;
+  }
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { parsePage } from '../store/list-page.js';
 import type { RunSummary, RunView, WorkflowView } from '../services/workflows/workflows.js';
 import { validationError } from '../shared/errors.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
@@ -75,7 +76,7 @@ export function registerWorkflowCommands(program: Command, io: CliIo): void {
   ws(workflows.command('list').description('list workflows, newest first'))
     .option('--status <status>', 'draft, enabled or disabled')
     .action(async (opts: { workspace?: string; status?: string }, cmd: Command) => {
-      const { items } = await withRuntime(cmd, io, async (rt) => rt.services.workflows.list(await workspaceOf(rt, opts.workspace), { status: opts.status, limit: 100 }));
+      const { items } = await withRuntime(cmd, io, async (rt) => rt.services.workflows.list(await workspaceOf(rt, opts.workspace), parsePage({ limit: '100' }), opts.status));
       output(cmd, io, items, () =>
         items.length === 0 ? 'No workflows.' : table([['ID', 'NAME', 'STATUS', 'TRIGGER', 'UPDATED'], ...items.map((w) => [w.id, w.name, w.status, w.trigger_event, w.updated_at])]),
       );
@@ -115,7 +116,7 @@ export function registerWorkflowCommands(program: Command, io: CliIo): void {
     .option('--status <status>', 'running, completed, failed or cancelled (several separated by commas)')
     .option('--limit <n>', 'runs to show, 1 to 100', '20')
     .action(async (id: string, opts: { workspace?: string; status?: string; limit: string }, cmd: Command) => {
-      const { items, more } = await withRuntime(cmd, io, async (rt) => rt.services.workflows.runs(await workspaceOf(rt, opts.workspace), id, { status: opts.status, limit: opts.limit }));
+      const { items, more } = await withRuntime(cmd, io, async (rt) => rt.services.workflows.runs(await workspaceOf(rt, opts.workspace), id, parsePage({ limit: opts.limit }), opts.status));
       output(cmd, io, { runs: items, has_more: more }, () => (items.length === 0 ? 'No runs.' : table([RUN_HEAD, ...items.map(runRow)]) + (more ? '\n(more: raise --limit)' : '')));
     });
 
@@ -137,7 +138,8 @@ export function registerWorkflowCommands(program: Command, io: CliIo): void {
     .option('--email <address>', 'the contact by address (created when a workflow starts for it)')
     .option('--contact <id>', 'the contact by id')
     .option('--payload <json>', 'the event payload, a JSON object', '{}')
-    .action(async (event: string, opts: { workspace?: string; email?: string; contact?: string; payload: string }, cmd: Command) => {
+    .option('--test', 'a test run: its send steps are simulated, as with a test key')
+    .action(async (event: string, opts: { workspace?: string; email?: string; contact?: string; payload: string; test?: boolean }, cmd: Command) => {
       let payload: unknown;
       try {
         payload = JSON.parse(opts.payload);
@@ -145,8 +147,8 @@ export function registerWorkflowCommands(program: Command, io: CliIo): void {
         throw validationError('payload', 'is not JSON');
       }
       const sent = await withRuntime(cmd, io, async (rt) =>
-        rt.services.workflows.sendEvent(await workspaceOf(rt, opts.workspace), { event, email: opts.email, contactId: opts.contact, payload, test: false }),
+        rt.services.workflows.sendEvent(await workspaceOf(rt, opts.workspace), { event, email: opts.email, contactId: opts.contact, payload, test: opts.test === true }),
       );
-      output(cmd, io, { object: 'event', event: sent.event, id: sent.id }, () => `Queued ${sent.event} (id ${sent.id}); the runner of a running server acts on it.`);
+      output(cmd, io, { object: 'event', event: sent.event, id: sent.id, test: opts.test === true }, () => `Queued ${opts.test ? 'test ' : ''}${sent.event} (id ${sent.id}); the runner of a running server acts on it.`);
     });
 }

@@ -39,6 +39,15 @@ export function registerWorkspaceCommands(program: Command, io: CliIo): void {
       output(cmd, io, { ...ws, created_at: toIso(ws.created_at) }, () => `Workspace ${ws.id} sends as ${ws.default_from_email} by default.`);
     });
   workspaces
+    .command('set-branding <id>')
+    .description('the name and logo contacts see on the preference centre (the page of every unsubscribe link)')
+    .option('--name <name>', 'the workspace name shown')
+    .option('--logo-url <url>', 'an https URL of the logo; "" removes it')
+    .action(async (id: string, opts: { name?: string; logoUrl?: string }, cmd: Command) => {
+      const ws = await withRuntime(cmd, io, (rt) => rt.services.workspaces.setBranding(id, { name: opts.name, logoUrl: opts.logoUrl }));
+      output(cmd, io, { ...ws, created_at: toIso(ws.created_at) }, () => `Workspace ${ws.id} shows as "${ws.name}"${ws.logo_url ? ` with the logo ${ws.logo_url}` : ', without a logo'}.`);
+    });
+  workspaces
     .command('set-plan <id> <plan>')
     .description(`set the plan (${PLANS.join(', ')}); enterprise takes custom rates`)
     .option('--transactional <perSecond>', 'enterprise: transactional sends per second (soft limit)', positiveInt('transactional'))

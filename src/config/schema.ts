@@ -147,7 +147,12 @@ export const schema = {
   dataDir: str('./data', 'Directory for generated files: the secret key, self-signed TLS certificates.'),
   secretKey,
   log: {
-    level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info', 'Log level (JSON lines on stdout).'),
+    level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info', 'Log level of `mailsvc serve` (its log goes to stdout).'),
+    format: oneOf(
+      ['auto', 'pretty', 'json'] as const,
+      'auto',
+      'How `mailsvc serve` writes its log: `pretty` (one coloured line per entry, local time), `json` (one JSON object per line, for journald and log shippers), or `auto`: pretty when stdout is a terminal, JSON otherwise. `serve --log-format` overrides it.',
+    ),
   },
   http: {
     host: str('127.0.0.1', 'Address the HTTP API listens on.'),
@@ -208,7 +213,7 @@ export const schema = {
     domainLimits,
     retrySchedule: intList([60, 300, 900, 1800, 3600, 7200, 14400], 'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.', 0),
     maxQueueLifetime: int(3 * 24 * 3600, 'Seconds after which an undeliverable message bounces.', 1),
-    leaseSeconds: int(300, 'How long a worker owns a claimed message before another may take it; renewed while the delivery runs.', 5),
+    leaseSeconds: int(30, 'How long a node owns a claimed message before another may take it; renewed every third of it while the message is in hand, so a node that dies gives its mail up within this long.', 5),
     pollInterval: int(1000, 'Milliseconds between queue polls when idle.', 10),
     timeoutSeconds: int(60, 'Timeout for each SMTP step (connect, greeting, each command, data).', 1),
     requireTls: bool(false, 'Refuse to deliver without STARTTLS (certificate not verified). MTA-STS enforce policies require verified TLS regardless.'),
@@ -216,6 +221,10 @@ export const schema = {
     tlsCaFile: optionalStr(
       'PEM file of CA certificates trusted, besides the public roots bundled with Node, when verifying an MX certificate (MTA-STS enforce) or the relay certificate: for a private CA.',
     ),
+    workers: {
+      ...threadCount,
+      description: 'Delivery threads: each runs the delivery job with its own database connection, off the main event loop that keeps HTTP and SMTP intake; "auto" is half the CPU cores (1 on 2 cores, 0 on 1); 0 delivers on the main thread.',
+    },
     signingThreads: threadCount,
     returnPathSubdomain: str('bounces', 'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (docs/api.md, Domains).'),
     shutdownTimeout: int(20, 'Seconds a stopping server lets SMTP transactions in flight finish before it abandons them (they are released to the queue).', 0),
@@ -241,6 +250,10 @@ export const schema = {
       bouncePause: percent(10, 'Hard-bounce rate (% of messages sent) above which marketing mail is held.'),
       complaintWarning: percent(0.1, 'Complaint rate (% of messages accepted by the recipients\' servers) above which a domain is in warning.'),
       complaintPause: percent(0.3, 'Complaint rate (% of messages accepted) above which marketing mail is held.'),
+      engagementWarning: percent(
+        1,
+        "Percent of a domain's tracked marketing messages (delivered in the window, at least minimumSent) opened by people below which it is in warning; Apple Mail Privacy Protection's prefetch and scanners are not people. It warns, it never holds mail (0: off).",
+      ),
     },
   },
   webhooks: {
@@ -252,12 +265,12 @@ export const schema = {
     disableAfterSeconds: int(5 * 24 * 3600, 'A versioned endpoint failing continuously this long is disabled, and a versioned delivery this old stops being retried.', 1),
     concurrency: int(50, 'Webhook deliveries in flight at once on this node.', 1, 10000),
     perEndpointConcurrency: int(16, 'Deliveries in flight at once per endpoint, so one slow endpoint cannot hold up the others.', 1, 1000),
-    pollInterval: int(100, 'Milliseconds between looks for newly due deliveries (a busy endpoint is refilled as its attempts finish).', 10),
+    pollInterval: int(1000, 'Milliseconds between looks for deliveries whose retry came due; new events are sent at once, and a busy endpoint is refilled as its attempts finish.', 10),
   },
   workflows: {
     enabled: bool(true, 'Run the workflow runner in this process: start runs from events and execute their steps (events are recorded for it either way).'),
     concurrency: int(10, 'Workflow runs executing a step at the same time on this node.', 1, 1000),
-    leaseSeconds: int(60, 'How long a node owns a claimed run before another may take it; renewed at each step.', 5),
+    leaseSeconds: int(30, 'How long a node owns a claimed run or trigger before another may take it; renewed every third of it while in hand, so a node that dies gives its runs up within this long.', 5),
     pollInterval: int(1000, 'Milliseconds between looks for due runs and new triggers when idle.', 10),
     retrySchedule: intList([10, 60, 300, 1800, 7200], 'Seconds before each retry of a step that failed temporarily (rate limit, database); when they run out the run fails.'),
   },
@@ -268,6 +281,11 @@ export const schema = {
   tracking: {
     opens: bool(true, 'Default open tracking for marketing mail (transactional is off unless asked).'),
     clicks: bool(true, 'Default click tracking for marketing mail (transactional is off unless asked).'),
+    engagementRules: optionalStr(
+      'Directory holding agents.txt, networks.txt and apple-egress.csv, the data that tells people from machines (Apple Mail Privacy Protection, image proxies, scanners) in opens and clicks; null: the files shipped in config/engagement/ (docs/engagement.md). Read at start.',
+    ),
+    scannerClickSeconds: int(10, "A click sooner than this many seconds after the message was delivered is classified as a security scanner's (0: off).", 0, 3600),
+    linkBurstMs: int(1000, "Clicks on two different links of one message closer together than this many milliseconds are a scanner's (0: off).", 0, 60_000),
   },
   retention: {
     days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages and finished workflow runs.', 1),

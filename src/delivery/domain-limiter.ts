@@ -74,13 +74,19 @@ export class DomainLimiter {
     return s && s.pausedUntil > this.now() ? s.pausedUntil : 0;
   }
 
-  /** Takes a slot and a token; false when the domain cannot start now. */
-  tryStart(domain: string): boolean {
-    if (!this.canStart(domain)) return false;
+  /**
+   * Takes a slot and a token when the domain can start now, and returns 0; otherwise returns
+   * how long until it can (Infinity while every slot is busy: a finish() frees one). One read
+   * of the clock decides both: a caller that asked again for the wait could see the token that
+   * arrived in between, and take "0" for "wait for a finish" while nothing is running.
+   */
+  tryStart(domain: string): number {
+    const wait = this.waitMs(domain);
+    if (wait > 0) return wait;
     const s = this.state(domain);
     s.active++;
     s.tokens -= 1;
-    return true;
+    return 0;
   }
 
   /**

@@ -130,9 +130,9 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
           mx_host: outcome.mxHost,
           bounce: { type: outcome.bounceType, category: outcome.category, message: outcome.response },
         });
-        // A hard bounce means the address does not exist: never send to it again. Test
-        // sends (simulated) leave the real list alone.
-        if (outcome.bounceType === 'hard' && email.test === 0) {
+        // A hard bounce means the address does not exist: never send to it again. Simulated
+        // bounces (test keys, simulator addresses) leave the real list alone.
+        if (outcome.bounceType === 'hard' && email.test === 0 && !outcome.simulated) {
           await saveSuppressionIfAbsent(trx, {
             workspace_id: item.workspace_id,
             address: item.recipient.toLowerCase(),

@@ -2,8 +2,10 @@ import type { Outcome } from './outcome.js';
 
 /**
  * The simulator: mail sent with a test key (`sk_test_`), and mail to any address at
- * `simulator.mailsvc.dev`, runs the whole pipeline (queue, attempts, events, webhooks) but
- * never opens a connection. The local part picks the result (a `+label` is ignored):
+ * `simulator.mailsvc.dev` or at `resend.dev` (Resend's test recipients, simulated on every key
+ * as Resend does, so that an application's tests never mail resend.dev), runs the whole
+ * pipeline (queue, attempts, events, webhooks) but never opens a connection. The local part
+ * picks the result (a `+label` is ignored):
  *
  * | address                                | result                                             |
  * |----------------------------------------|----------------------------------------------------|
@@ -17,16 +19,20 @@ import type { Outcome } from './outcome.js';
  */
 
 export const SIMULATOR_DOMAIN = 'simulator.mailsvc.dev';
-const HOST = 'simulator';
+/** Where Resend's test recipients live (`delivered@resend.dev`, …). */
+export const RESEND_TEST_DOMAIN = 'resend.dev';
+/** The MX host simulated attempts name. */
+export const SIMULATOR_HOST = 'simulator';
+const HOST = SIMULATOR_HOST;
 
-export const isSimulated = (test: number, recipientDomain: string): boolean => test === 1 || recipientDomain === SIMULATOR_DOMAIN;
+export const isSimulated = (test: number, recipientDomain: string): boolean => test === 1 || recipientDomain === SIMULATOR_DOMAIN || recipientDomain === RESEND_TEST_DOMAIN;
 
 export function simulate(recipient: string, attemptsSoFar: number, now: number): Outcome {
   const local = recipient.toLowerCase().split('@')[0]!.split('+')[0]!;
   const delivered: Outcome = { kind: 'delivered', code: 250, response: '250 2.0.0 OK (simulated)', mxHost: HOST, tls: true, relayed: false };
   switch (local) {
     case 'bounced':
-      return { kind: 'bounced', code: 550, response: '550 5.1.1 The email account does not exist (simulated)', category: 'unknown_user', bounceType: 'hard', mxHost: HOST, tls: true };
+      return { kind: 'bounced', code: 550, response: '550 5.1.1 The email account does not exist (simulated)', category: 'unknown_user', bounceType: 'hard', mxHost: HOST, tls: true, simulated: true };
     case 'complained':
       return { ...delivered, complained: true };
     case 'delayed':

@@ -251,13 +251,31 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
       );
     });
 
+  /**
+   * RSET after a refused transaction, so the connection can carry the next one. nodemailer
+   * never calls back a RSET whose connection fails (closed, timed out): it only emits 'error'
+   * or 'end'. Waiting on the callback alone held the destination's slot for good, so any of
+   * the three settles it, and so does stopping.
+   */
   const reset = (p: Pooled): Promise<void> =>
     new Promise((resolve) => {
       if (p.broken || p.conn.destroyed) return resolve();
-      p.conn.reset((err) => {
-        if (err) p.broken = true;
+      let done = false;
+      const finish = (broken: boolean) => {
+        if (done) return;
+        done = true;
+        if (broken) p.broken = true;
+        p.conn.off('error', gone);
+        p.conn.off('end', gone);
+        aborts.delete(abort);
         resolve();
-      });
+      };
+      const gone = () => finish(true);
+      const abort = () => finish(true);
+      p.conn.once('error', gone);
+      p.conn.once('end', gone);
+      aborts.add(abort);
+      p.conn.reset((err) => finish(Boolean(err)));
     });
 
   return {

@@ -1,7 +1,7 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import { saveEvents } from '../store/events.js';
-import type { EventRow, WebhookDelivery } from '../store/tables.js';
+import type { NewEventRow, WebhookDelivery } from '../store/tables.js';
 import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries } from '../store/webhooks.js';
 import { isWorkflowTriggerEvent, type EventType } from './event-types.js';
 import { queueWorkflowTrigger } from './queue-workflow-trigger.js';
@@ -22,7 +22,7 @@ export interface NewEvent {
  * change it reports, so that the change, its event and its deliveries commit together (or
  * not at all): an event is never lost between the database and the dispatcher.
  */
-export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
+export async function recordEvent(trx: Db, event: NewEvent): Promise<NewEventRow> {
   return (await recordEvents(trx, [event]))[0]!;
 }
 
@@ -32,9 +32,9 @@ export async function recordEvent(trx: Db, event: NewEvent): Promise<EventRow> {
  * written with multi-row inserts. Events that can start or resume a workflow go into the
  * workflow trigger outbox in the same transaction.
  */
-export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<EventRow[]> {
+export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<NewEventRow[]> {
   if (events.length === 0) return [];
-  const rows: EventRow[] = events.map((event) => ({
+  const rows: NewEventRow[] = events.map((event) => ({
     id: newPrefixedId('evt_', 16),
     workspace_id: event.workspaceId,
     type: event.type,

@@ -1,3 +1,4 @@
+import { domainOf } from '../shared/domain-name.js';
 /**
  * The mailbox provider behind a recipient, as a metric label: a handful of values, never the
  * domain itself, so label cardinality stays bounded whatever the recipient list holds.
@@ -28,7 +29,7 @@ const BY_MX: Array<[RegExp, DomainClass]> = [
 ];
 
 export function domainClass(recipient: string, mxHost: string | null): DomainClass {
-  const domain = recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
+  const domain = domainOf(recipient).toLowerCase();
   const known = BY_DOMAIN[domain] ?? (/^(hotmail|outlook|live)\.[a-z.]+$/.test(domain) ? 'microsoft' : /^yahoo\.[a-z.]+$/.test(domain) ? 'yahoo' : undefined);
   if (known) return known;
   const mx = mxHost?.toLowerCase().replace(/\.$/, '');

@@ -28,10 +28,12 @@ export interface ServerMetrics extends Metrics {
   readonly registry: Registry;
   /** Where the queue-depth gauge reads from at scrape time. */
   queueDepthFrom(read: () => Promise<Record<string, number>>): void;
-  /** Where the database statement counter reads from at scrape time. */
+  /** Adds a source of the database statement counter (each store's own count: the main thread's, each delivery thread's), read at scrape time. */
   databaseStatementsFrom(read: () => number): void;
   /** Where the reputation gauges read from at scrape time: one entry per sending domain the guard has judged. */
   reputationFrom(read: () => Promise<ReputationSample[]>): void;
+  /** Where the delivery gate's gauges read from at scrape time: every destination it holds state for. */
+  destinationsFrom(read: () => DestinationSample[]): void;
   /** The text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -45,6 +47,15 @@ export interface ReputationSample {
   bounce_rate: number;
   complaint_rate: number;
   held: number;
+}
+
+/** One destination as the delivery gate sees it (delivery/gate.ts). */
+export interface DestinationSample {
+  domain: string;
+  active: number;
+  allowed: number;
+  waiting: number;
+  pausedUntil: number;
 }
 
 export const noMetrics: Metrics = {
@@ -96,15 +107,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     },
   });
 
-  let readStatements: (() => number) | null = null;
+  const readStatements: Array<() => number> = [];
   let statementsSeen = 0;
   new Counter({
     name: 'mailsvc_db_statements_total',
     help: 'Statements sent to the database, BEGIN and COMMIT included (on PostgreSQL, one network round trip each)',
     registers: [registry],
     collect() {
-      if (!readStatements) return;
-      const n = readStatements();
+      const n = readStatements.reduce((sum, read) => sum + read(), 0);
       this.inc(Math.max(0, n - statementsSeen));
       statementsSeen = n;
     },
@@ -133,6 +143,30 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   reputationGauge('mailsvc_reputation_paused', '1 while the reputation guard holds the marketing mail of a sending domain', (s) => (s.state === 'paused' ? 1 : 0));
   reputationGauge('mailsvc_reputation_held', 'Recipients of marketing mail held for a paused sending domain', (s) => s.held);
 
+  // The gate's state, summed by destination class: mail that waits while nothing runs and
+  // nothing is paused is a stall, and shows here instead of only in the queue's growth.
+  let readDestinations: (() => DestinationSample[]) | null = null;
+  const destinationGauge = (name: string, help: string, value: (d: DestinationSample) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['domain_class'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const sums = new Map<DomainClass, number>();
+        for (const d of readDestinations?.() ?? []) {
+          const c = domainClass(`@${d.domain}`, null);
+          sums.set(c, (sums.get(c) ?? 0) + value(d));
+        }
+        for (const [domain_class, n] of sums) this.set({ domain_class }, n);
+      },
+    });
+  destinationGauge('mailsvc_delivery_destination_active', 'SMTP transactions running now, by destination class', (d) => d.active);
+  destinationGauge('mailsvc_delivery_destination_allowed', 'SMTP transactions allowed at once now (the limit, lowered while a destination throttles us), by destination class', (d) => d.allowed);
+  destinationGauge('mailsvc_delivery_destination_waiting', 'Claimed deliveries waiting for a slot of their destination, by destination class', (d) => d.waiting);
+  destinationGauge('mailsvc_delivery_destination_paused', 'Destinations paused after a slow-down reply, by destination class', (d) => (d.pausedUntil > Date.now() ? 1 : 0));
+
   // Every label combination shows from the start, so rate() has a zero to start from.
   for (const intake of ['http', 'smtp', 'campaign', 'workflow'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
   for (const outcome of ['succeeded', 'http_error', 'no_response'] as const) webhooks.inc({ outcome }, 0);
@@ -145,10 +179,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
       readQueue = read;
     },
     databaseStatementsFrom: (read) => {
-      readStatements = read;
+      readStatements.push(read);
     },
     reputationFrom: (read) => {
       readReputation = read;
+    },
+    destinationsFrom: (read) => {
+      readDestinations = read;
     },
     emailsAccepted: (intake, type, count = 1) => accepted.inc({ intake, type }, count),
     deliveryAttempt: (outcome, recipient, mxHost) => attempts.inc({ outcome, domain_class: domainClass(recipient, mxHost) satisfies DomainClass }),

@@ -1,53 +1,35 @@
-import { recordEvent } from '../events/record-event.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import { findAudience } from '../store/audiences.js';
 import {
-  advanceCampaign,
   cancelCampaignMessages,
-  claimQueuingCampaign,
-  countCampaign,
   countCampaigns,
-  countUnfinished,
   findCampaign,
-  findCampaignById,
-  finishQueuingCampaign,
   listCampaigns,
-  listSendingCampaigns,
   markCampaignCancelled,
-  markCampaignSent,
   removeUnstartedCampaign,
   saveCampaign,
   startDraftCampaign,
   unscheduleCampaign,
   updateDraftCampaign,
 } from '../store/campaigns.js';
-import { listDomains } from '../store/domains.js';
-import { findEmailContent, saveEmailContent, saveEmails } from '../store/emails.js';
-import { countSelection, findSubscriber, listKnownTags, listSelectionPage, type AudienceSelection } from '../store/subscribers.js';
-import { listDomainSuppressions } from '../store/suppressions.js';
-import type { Campaign, Email, Subscriber, Workspace } from '../store/tables.js';
-import type { Db } from '../store/db.js';
+import { countSelection, listKnownTags, type AudienceSelection } from '../store/subscribers.js';
+import type { Campaign, CampaignVariant, WinnerChoice, WinnerMetric, Workspace } from '../store/tables.js';
+import { listCampaignVariants, saveCampaignVariants, saveWinner } from '../store/ab-tests.js';
+import { abSettingsOf, checkAbTest, type AbTestInput, type VariantRow } from './ab-test.js';
+import { contentOf } from '../messages/campaign-content.js';
+import { campaignReport, type GroupStats } from './campaign-report.js';
 import type { ServiceDeps } from './deps.js';
-import { checkMetadata } from './metadata.js';
-import { domainOf, hasLineBreak, parseMailbox, parseMailboxes, requireAddress, singleLine } from './send/addresses.js';
-import { emailRecords, type Prepared } from './send/email-records.js';
-import { escapeHtml, renderSubject, renderTemplate, type Variables } from './send/render-template.js';
+import { checkMetadata } from '../shared/metadata.js';
+import { hasLineBreak, parseMailboxes, requireAddress, singleLine } from '../messages/addresses.js';
+import type { Variables } from '../messages/render-template.js';
 import type { TopicService } from './topics.js';
 import type { ListPage, Listed } from '../store/list-page.js';
-import { listUnsubscribeHeaders, type SendService } from './send/send-email.js';
+import type { SendService } from './send/send-email.js';
 import type { TemplateService } from './templates.js';
-import type { TrackingService } from './tracking.js';
-import { addTracking } from './send/add-tracking.js';
-import type { UnsubscribeService } from './unsubscribe.js';
 
-/** Subscribers queued per transaction while a campaign is written to the queue. */
-export const CAMPAIGN_PAGE = 500;
-/** How long a node holds a campaign it is queuing before another may take over. */
-const LEASE_MS = 60_000;
-
-export interface CampaignInput {
+export interface CampaignInput extends AbTestInput {
   name?: string | undefined;
   subject: string;
   fromName: string;
@@ -100,7 +82,39 @@ export interface CampaignView {
   queued_at: string | null;
   sent_at: string | null;
   cancelled_at: string | null;
+  /** Percent of the recipients held out: sent nothing, to measure the campaign's lift. */
+  holdout_percentage: number;
+  /** An A/B test: the percent of the recipients the variants go to; null: none. */
+  test_percentage: number | null;
+  winner_metric: WinnerMetric | null;
+  /** How long the test runs before the winner is chosen, e.g. "4 hours". */
+  test_duration: string | null;
+  /** When the winner is chosen by the metric (once the variants are queued). */
+  winner_due_at: string | null;
+  winner: WinnerView | null;
   counts?: Record<string, number>;
+  /** The variants with what their messages in the test met with (a single campaign). */
+  variants?: VariantView[];
+}
+
+export interface VariantView {
+  id: string;
+  name: string | null;
+  subject: string;
+  preview_text: string | null;
+  from_name: string;
+  html: string | null;
+  text: string | null;
+  template_id: string | null;
+  stats: GroupStats;
+}
+
+export interface WinnerView {
+  variant: string;
+  chosen_by: WinnerChoice;
+  chosen_at: string;
+  /** The winner's messages to the rest of the recipients (a single campaign). */
+  stats?: GroupStats;
 }
 
 export interface CampaignService {
@@ -124,20 +138,14 @@ export interface CampaignService {
   remove(workspaceId: string, id: string): Promise<CampaignView>;
   /** A new draft with the same content and recipients. */
   duplicate(workspace: Workspace, id: string): Promise<CampaignView>;
-  /** Queues the next page(s) of one campaign this node can claim; false when there was none. */
-  queueNext(owner: string): Promise<boolean>;
-  /** Marks campaigns whose every message is final as sent (and emits campaign.sent). */
-  finishSent(): Promise<number>;
-  /** The message of a queued email, composing a campaign message on first use. */
-  contentFor(email: Email): Promise<Buffer | undefined>;
+  /** Ends an A/B test waiting for its winner with the variant chosen by hand: it goes to the rest now. */
+  chooseWinner(workspaceId: string, id: string, variant: string): Promise<CampaignView>;
 }
 
 export interface CampaignServiceDeps extends ServiceDeps {
   send: SendService;
   templates: TemplateService;
   topics: TopicService;
-  unsubscribe: UnsubscribeService;
-  tracking: TrackingService;
 }
 
 /** Most characters of a preheader. */
@@ -147,56 +155,11 @@ const MAX_SCHEDULE_MS = 30 * 24 * 3600 * 1000;
 
 const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
-/**
- * A subscriber's own fields, over the campaign's variables (SPEC: variables merged with the
- * subscriber), over its metadata. Resend's names too: `FIRST_NAME`, `LAST_NAME`, `EMAIL`,
- * `RESEND_UNSUBSCRIBE_URL` and `contact.*` (with the contact's properties).
- */
-function subscriberVariables(campaignVariables: Variables | null, s: Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'external_id' | 'metadata'>, unsubscribeUrl: string): Variables {
-  const metadata = parseJson<Variables>(s.metadata) ?? {};
-  const own = { email: s.email, first_name: s.first_name ?? '', last_name: s.last_name ?? '' };
-  return {
-    ...metadata,
-    ...campaignVariables,
-    ...own,
-    external_id: s.external_id ?? '',
-    metadata,
-    unsubscribe_url: unsubscribeUrl,
-    FIRST_NAME: own.first_name,
-    LAST_NAME: own.last_name,
-    EMAIL: own.email,
-    RESEND_UNSUBSCRIBE_URL: unsubscribeUrl,
-    contact: { ...metadata, ...own },
-  };
-}
-
-/** A hidden preheader at the start of the body: inboxes show it beside the subject. */
-function withPreheader(html: string, previewText: string | null): string {
-  if (!previewText) return html;
-  const hidden = `<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">${escapeHtml(previewText)}</div>`;
-  const body = /<body\b[^>]*>/i.exec(html);
-  return body ? html.slice(0, body.index + body[0].length) + hidden + html.slice(body.index + body[0].length) : hidden + html;
-}
+/** The subscribers a campaign goes to. */
+export const selectionOf = (c: Campaign): AudienceSelection => ({ workspaceId: c.workspace_id, tags: parseJson<string[]>(c.tags) ?? [], audienceId: c.audience_id, topicId: c.topic_id });
 
 export function createCampaignService(deps: CampaignServiceDeps): CampaignService {
-  const { db, clock, logger, send, templates, topics, unsubscribe } = deps;
-
-  /**
-   * Campaigns as their messages are composed at delivery: a sending campaign's content does
-   * not change, and reading it once per message was one statement per recipient. Kept a
-   * minute, for the few campaigns sending at once.
-   */
-  const campaigns = new Map<string, { until: number; campaign: Promise<Awaited<ReturnType<typeof findCampaignById>>> }>();
-  const campaignOf = (id: string) => {
-    const now = clock.now();
-    const hit = campaigns.get(id);
-    if (hit && hit.until > now) return hit.campaign;
-    if (campaigns.size >= 100) campaigns.delete(campaigns.keys().next().value!);
-    const campaign = findCampaignById(db, id);
-    campaigns.set(id, { until: now + 60_000, campaign });
-    void campaign.catch(() => campaigns.delete(id));
-    return campaign;
-  };
+  const { db, clock, logger, send, templates, topics } = deps;
 
   const view = (c: Campaign): CampaignView => ({
     id: c.id,
@@ -223,103 +186,26 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     queued_at: toIsoOrNull(c.queued_at),
     sent_at: toIsoOrNull(c.sent_at),
     cancelled_at: toIsoOrNull(c.cancelled_at),
+    holdout_percentage: c.holdout_percentage,
+    test_percentage: c.test_percentage,
+    winner_metric: c.winner_metric,
+    test_duration: c.test_duration_ms === null ? null : formatDuration(c.test_duration_ms),
+    winner_due_at: toIsoOrNull(c.winner_due_at),
+    winner: c.winner_variant ? { variant: c.winner_variant, chosen_by: c.winner_chosen_by!, chosen_at: toIso(c.winner_chosen_at!) } : null,
   });
 
-  // `from` is the transaction when called inside one: SQLite has one connection, and a query on
-  // `db` from inside a transaction would wait for it forever.
-  const withCounts = async (c: Campaign, from: Db = db): Promise<CampaignView> => {
-    const counts = await countCampaign(from, c.id);
-    const s = (k: string) => counts.byStatus[k] ?? 0;
+  /** A campaign with its counts, and an A/B test's variants with what each met with. */
+  const detailed = async (c: Campaign): Promise<CampaignView> => {
+    const [report, variants] = await Promise.all([campaignReport(db, deps.dialect, c), listCampaignVariants(db, c.id)]);
+    const base = view(c);
+    const none: GroupStats = { sent: 0, delivered: 0, opened: 0, clicked: 0, human_opened: 0, human_clicked: 0, human_open_rate: 0, human_click_rate: 0 };
     return {
-      ...view(c),
-      counts: {
-        queued: c.queued,
-        pending: s('queued') + s('scheduled') + s('sending') + s('deferred'),
-        delivered: s('delivered'),
-        bounced: s('bounced'),
-        failed: s('failed'),
-        suppressed: s('suppressed'),
-        cancelled: s('cancelled'),
-        opened: counts.opened,
-        clicked: counts.clicked,
-        unsubscribed: counts.unsubscribed,
-      },
+      ...base,
+      counts: report.counts,
+      ...(variants.length > 0 ? { variants: variants.map((v) => variantView(c, v, report.test.get(v.variant) ?? none)) } : {}),
+      winner: base.winner ? { ...base.winner, stats: report.winner ?? none } : null,
     };
   };
-
-  const selectionOf = (c: Campaign): AudienceSelection => ({ workspaceId: c.workspace_id, tags: parseJson<string[]>(c.tags) ?? [], audienceId: c.audience_id, topicId: c.topic_id });
-
-  /** One page of a campaign: the next subscribers after the cursor, as queued messages. */
-  async function queuePage(campaign: Campaign, owner: string, workspace: Workspace): Promise<'more' | 'done'> {
-    const page = await listSelectionPage(db, selectionOf(campaign), campaign.cursor, CAMPAIGN_PAGE);
-    const now = clock.now();
-    if (page.length === 0) {
-      await finishQueuingCampaign(db, campaign.id, owner, now);
-      return 'done';
-    }
-    const suppressedDomains = new Set((await listDomainSuppressions(db, workspace.id)).map((s) => s.address));
-    const domain = (await listDomains(db, workspace.id)).find((d) => d.name === domainOf(campaign.from_email));
-    if (!domain) throw new AppError('forbidden', `campaign ${campaign.id}: the sending domain was removed`);
-    const tags = parseJson<string[]>(campaign.tags) ?? [];
-    const from = { name: campaign.from_name, address: campaign.from_email };
-    const replyTo = parseMailboxes('reply_to', parseJson<string[]>(campaign.reply_to) ?? undefined);
-    const variables = parseJson<Variables>(campaign.variables);
-    const metadata = parseJson<Record<string, unknown>>(campaign.metadata) ?? undefined;
-    const prepared: Prepared[] = [];
-    for (const subscriber of page) {
-      if (suppressedDomains.has(`@${domainOf(subscriber.email_key)}`)) continue;
-      const id = newId();
-      const unsubscribeUrl = unsubscribe.link(workspace.id, subscriber.email, id);
-      const to = { name: [subscriber.first_name, subscriber.last_name].filter(Boolean).join(' '), address: subscriber.email };
-      prepared.push(
-        emailRecords(workspace.id, {
-          id,
-          now,
-          input: {
-            intake: 'campaign',
-            test: campaign.test === 1,
-            from,
-            to: [to],
-            type: 'marketing',
-            metadata,
-            externalId: campaign.external_id ?? undefined,
-            campaignId: campaign.id,
-            subscriberId: subscriber.id,
-          },
-          domain,
-          from,
-          to: [to],
-          cc: [],
-          bcc: [],
-          replyTo,
-          recipients: [subscriber.email],
-          subject: renderSubject(campaign.subject, subscriberVariables(variables, subscriber, unsubscribeUrl)),
-          messageId: `<${id}@${domain.name}>`,
-          templateId: campaign.template_id,
-          tags,
-          scheduledAt: null,
-          // Campaigns are marketing: tracked as the configuration says (HTML only).
-          track: { opens: campaign.html !== null && deps.config.tracking.opens, clicks: campaign.html !== null && deps.config.tracking.clicks },
-        }),
-      );
-    }
-    const cursor = page[page.length - 1]!.id;
-    const advanced = await db.transaction().execute(async (trx) => {
-      // The cursor moves in the same transaction as the messages: after a crash, queuing
-      // resumes exactly after the last committed page. A cancelled campaign (or one another
-      // node took over) moves no more: the page is rolled back.
-      if (!(await advanceCampaign(trx, campaign.id, owner, cursor, prepared.length, now, LEASE_MS))) return false;
-      await saveEmails(trx, prepared);
-      return true;
-    });
-    if (!advanced) {
-      if ((await findCampaignById(db, campaign.id))?.status === 'cancelled') return 'done';
-      throw new AppError('invalid_state', `campaign ${campaign.id} was taken over by another node`);
-    }
-    campaign.cursor = cursor;
-    deps.metrics?.emailsAccepted('campaign', 'marketing', prepared.length);
-    return 'more';
-  }
 
   const find = async (workspaceId: string, id: string): Promise<Campaign> => {
     const found = isUuid(id) ? await findCampaign(db, workspaceId, id) : undefined;
@@ -339,8 +225,13 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       throw err instanceof AppError ? new AppError(err.code, err.message.replace(/^from:/, 'from_email:'), { field: 'from_email' }) : err;
     });
 
-  /** Checks a whole campaign's content and recipients; returns its row fields. */
-  async function fieldsOf(workspace: Workspace, input: CampaignInput, test: boolean) {
+  const templateContent = (workspaceId: string) => (field: string, id: string) =>
+    templates.content(workspaceId, id).catch(() => {
+      throw validationError(field, `template ${id} not found`);
+    });
+
+  /** Checks a whole campaign's content, recipients and test; returns its row fields and variants (`kept`: a draft's, unless new ones are given). */
+  async function fieldsOf(workspace: Workspace, input: CampaignInput, test: boolean, kept: readonly VariantRow[] = []) {
     const fromEmail = requireAddress('from_email', input.fromEmail);
     singleLine('from_name', input.fromName);
     if (input.fromName.length > 200) throw validationError('from_name', 'must be at most 200 characters');
@@ -361,9 +252,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     let text = input.text ?? null;
     if (input.templateId !== undefined) {
       // The template is copied: editing it later does not change a campaign being sent.
-      const template = await templates.content(workspace.id, input.templateId).catch(() => {
-        throw validationError('templateId', `template ${input.templateId} not found`);
-      });
+      const template = await templateContent(workspace.id)('templateId', input.templateId);
       html = template.html;
       text ??= template.text;
     }
@@ -377,7 +266,8 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       throw validationError('audience_id', `audience ${input.audienceId} not found`);
     }
     if (input.topicId !== undefined) await topics.check(workspace.id, input.topicId, 'topic_id');
-    return {
+    const ab = await checkAbTest(input, { subject: input.subject, fromName: input.fromName, previewText: input.previewText ?? null, html, text }, templateContent(workspace.id), kept);
+    const fields = {
       name,
       subject: input.subject,
       from_name: input.fromName,
@@ -393,7 +283,9 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       variables: input.variables === undefined ? null : JSON.stringify(input.variables),
       external_id: input.externalId ?? null,
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      ...ab.fields,
     };
+    return { fields, variants: ab.variants };
   }
 
   /** A campaign's content as the input that would make it (to change a draft, or copy it). */
@@ -413,7 +305,15 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     variables: parseJson<Variables>(c.variables) ?? undefined,
     externalId: c.external_id ?? undefined,
     metadata: parseJson<Record<string, unknown>>(c.metadata) ?? undefined,
+    ...abSettingsOf(c),
   });
+
+  /** Writes a new campaign and its variants together. */
+  const saveWithVariants = (row: Campaign, variants: readonly VariantRow[]) =>
+    db.transaction().execute(async (trx) => {
+      await saveCampaign(trx, row);
+      await saveCampaignVariants(trx, row.id, variants);
+    });
 
   const requireDraft = (c: Campaign, doing: string): void => {
     if (c.status !== 'draft') throw new AppError('invalid_state', `Campaign ${c.id} is ${c.status}: only a draft can be ${doing}`);
@@ -424,7 +324,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
 
   return {
     async create(workspace, input, test, options = {}) {
-      const fields = await fieldsOf(workspace, input, test);
+      const { fields, variants } = await fieldsOf(workspace, input, test);
       const sendNow = options.send ?? true;
       if (!sendNow && options.scheduledAt != null) throw validationError('scheduled_at', 'applies only to a campaign that is sent (send: true)');
       const now = clock.now();
@@ -445,9 +345,10 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         queued_at: null,
         sent_at: null,
         cancelled_at: null,
+        ...NO_WINNER,
       };
       if (sendNow) row.recipients = await countSelection(db, selectionOf(row));
-      await saveCampaign(db, row);
+      await saveWithVariants(row, variants);
       return view(row);
     },
 
@@ -456,7 +357,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       return { items: rows.map(view), total, more };
     },
 
-    get: async (workspaceId, id) => withCounts(await find(workspaceId, id)),
+    get: async (workspaceId, id) => detailed(await find(workspaceId, id)),
 
     async update(workspace, id, changes, test) {
       const campaign = await find(workspace.id, id);
@@ -465,10 +366,17 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       // A new template replaces the html copied from the previous one, and new html the template.
       if (changes.templateId !== undefined) merged.html = undefined;
       if (changes.html !== undefined) merged.templateId = undefined;
-      const fields = await fieldsOf(workspace, merged, test);
+      // Variants not given stay as they are; null removes them and the test with them (the holdout stays).
+      if (changes.variants === null) [merged.testPercentage, merged.winnerMetric, merged.testDuration] = [undefined, undefined, undefined];
+      const { fields, variants } = await fieldsOf(workspace, merged, test, await listCampaignVariants(db, campaign.id));
       // The content copied from a template still names it, unless new content replaced it.
       if (changes.templateId === undefined && changes.html === undefined) fields.template_id = campaign.template_id;
-      if (!(await updateDraftCampaign(db, campaign.id, { ...fields, updated_at: clock.now() }))) requireDraft(await find(workspace.id, id), 'changed');
+      const updated = await db.transaction().execute(async (trx) => {
+        if (!(await updateDraftCampaign(trx, campaign.id, { ...fields, updated_at: clock.now() }))) return false;
+        await saveCampaignVariants(trx, campaign.id, variants);
+        return true;
+      });
+      if (!updated) requireDraft(await find(workspace.id, id), 'changed');
       return view(await find(workspace.id, id));
     },
 
@@ -486,7 +394,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       const campaign = await find(workspaceId, id);
       const now = clock.now();
       if (notStarted(campaign) && (await unscheduleCampaign(db, campaign.id, now))) return view(await find(workspaceId, id));
-      if (campaign.status !== 'queuing' && campaign.status !== 'sending') {
+      if (campaign.status !== 'queuing' && campaign.status !== 'testing' && campaign.status !== 'sending') {
         throw new AppError('invalid_state', `Campaign ${campaign.id} is ${campaign.status}: only a scheduled campaign or one being sent can be cancelled`);
       }
       const cancelled = await db.transaction().execute(async (trx) => {
@@ -527,75 +435,54 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         queued_at: null,
         sent_at: null,
         cancelled_at: null,
+        ...NO_WINNER,
       };
-      await saveCampaign(db, row);
+      await saveWithVariants(row, await listCampaignVariants(db, campaign.id));
       return view(row);
     },
 
-    async queueNext(owner) {
-      const campaign = await claimQueuingCampaign(db, owner, clock.now(), LEASE_MS);
-      if (!campaign) return false;
-      const workspace = (await db.selectFrom('workspaces').selectAll().where('id', '=', campaign.workspace_id).executeTakeFirst())!;
-      // Bounded: a page per iteration, a few thousand pages at most for the biggest lists.
-      for (let i = 0; i < 100_000; i++) {
-        if ((await queuePage(campaign, owner, workspace)) === 'done') break;
+    async chooseWinner(workspaceId, id, variant) {
+      const campaign = await find(workspaceId, id);
+      const variants = await listCampaignVariants(db, campaign.id);
+      if (variants.length === 0) throw new AppError('invalid_state', `Campaign ${campaign.id} has no A/B test`);
+      if (!variants.some((v) => v.variant === variant)) throw validationError('variant', `must be one of ${variants.map((v) => v.variant).join(', ')}`);
+      if (campaign.status !== 'testing' || !(await saveWinner(db, campaign.id, variant, 'manual', clock.now()))) {
+        const current = await find(workspaceId, id);
+        throw new AppError(
+          'invalid_state',
+          current.winner_variant
+            ? `Campaign ${campaign.id} has its winner already: variant ${current.winner_variant} (${current.winner_chosen_by})`
+            : `Campaign ${campaign.id} is ${current.status}: a winner is chosen once the variants are sent and before the test ends`,
+        );
       }
-      logger.info({ campaignId: campaign.id, workspaceId: campaign.workspace_id }, 'campaign queued');
-      return true;
-    },
-
-    async finishSent() {
-      let finished = 0;
-      for (const campaign of await listSendingCampaigns(db, 50)) {
-        if ((await countUnfinished(db, campaign.id)) > 0) continue;
-        const now = clock.now();
-        const done = await db.transaction().execute(async (trx) => {
-          if (!(await markCampaignSent(trx, campaign.id, now))) return false;
-          const sent = await withCounts({ ...campaign, status: 'sent', sent_at: now }, trx);
-          await recordEvent(trx, {
-            workspaceId: campaign.workspace_id,
-            type: 'campaign.sent',
-            data: { campaign_id: campaign.id, name: campaign.name, recipients: campaign.queued, counts: sent.counts, timestamp: toIso(now) },
-            at: now,
-          });
-          return true;
-        });
-        if (done) finished++;
-      }
-      return finished;
-    },
-
-    async contentFor(email) {
-      const stored = await findEmailContent(db, email.id);
-      if (stored || !email.campaign_id) return stored;
-      const campaign = await campaignOf(email.campaign_id);
-      if (!campaign) return undefined;
-      const to = parseMailbox('to', (JSON.parse(email.to_addresses) as string[])[0]!);
-      const subscriber = (email.subscriber_id ? await findSubscriber(db, email.workspace_id, email.subscriber_id) : undefined) ?? {
-        email: to.address,
-        first_name: null,
-        last_name: null,
-        external_id: null,
-        metadata: null,
-      };
-      const unsubscribeUrl = unsubscribe.link(email.workspace_id, to.address, email.id);
-      const track = { opens: email.track_opens === 1, clicks: email.track_clicks === 1 };
-      const variables = subscriberVariables(parseJson<Variables>(campaign.variables), subscriber, unsubscribeUrl);
-      const personal = campaign.html === null ? undefined : withPreheader(renderTemplate(campaign.html, variables, 'html'), campaign.preview_text);
-      const raw = await deps.compose({
-        from: { name: campaign.from_name, address: campaign.from_email },
-        to: [to],
-        cc: [],
-        replyTo: parseMailboxes('reply_to', parseJson<string[]>(campaign.reply_to) ?? undefined),
-        subject: email.subject,
-        html: personal !== undefined && (track.opens || track.clicks) ? addTracking(personal, deps.tracking.links(email.id, track)) : personal,
-        text: campaign.text === null ? undefined : renderTemplate(campaign.text, variables, 'text'),
-        headers: listUnsubscribeHeaders(unsubscribeUrl),
-        attachments: [],
-        messageId: email.message_id,
-        date: new Date(email.created_at),
-      });
-      return saveEmailContent(db, email.id, raw);
+      logger.info({ campaignId: campaign.id, workspaceId, variant }, 'A/B test winner chosen by hand');
+      return view(await find(workspaceId, id));
     },
   };
+}
+
+/** A campaign row's test fields before a winner is known. */
+const NO_WINNER = { winner_due_at: null, winner_variant: null, winner_chosen_at: null, winner_chosen_by: null } satisfies Partial<Campaign>;
+
+const variantView = (c: Campaign, v: CampaignVariant, stats: GroupStats): VariantView => {
+  const content = contentOf(c, v);
+  return {
+    id: v.variant,
+    name: v.name,
+    subject: content.subject,
+    preview_text: content.previewText,
+    from_name: content.fromName,
+    html: content.html,
+    text: content.text,
+    template_id: v.template_id,
+    stats,
+  };
+};
+
+/** Milliseconds in the largest unit that divides them: `4 hours`, `90 minutes`. */
+function formatDuration(ms: number): string {
+  for (const [unit, size] of [['day', 86_400_000], ['hour', 3_600_000], ['minute', 60_000]] as const) {
+    if (ms % size === 0) return `${ms / size} ${unit}${ms === size ? '' : 's'}`;
+  }
+  return `${Math.round(ms / 1000)} seconds`;
 }

@@ -265,7 +265,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
         throw unauthorized('OAuth access tokens are accepted on /v1 only; use an API key (sk_live_ or sk_test_) on /api/v1');
       }
       const hash = sha256Hex(secret);
-      const found = await findCredentialByHash(db, hash);
+      const found = await deps.rows.read('credentials', hash, () => findCredentialByHash(db, hash));
       // The index finds the row by hash; the constant-time check guards the comparison itself.
       if (!found || !safeEqual(found.secret_hash, hash) || found.kind !== kind) throw unauthorized();
       const now = clock.now();

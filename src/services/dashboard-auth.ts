@@ -90,6 +90,7 @@ class LoginThrottle {
 
 export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthService {
   const { db, clock, config, secretKey } = deps;
+  const log = deps.logger.child({ component: 'dashboard' });
   const throttle = new LoginThrottle(() => clock.now());
   // Both sides are compared as salted scrypt hashes of equal length: neither the length nor
   // the content of the configured password shows in the comparison's timing, and each guess
@@ -108,9 +109,24 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
     return { secret, expiresAt };
   };
 
-  const refused = (client: string, message: string): AppError => {
+  // The client's address, never what it typed: a mistyped password is often a real one.
+  const refused = (client: string, method: 'password' | 'link', message: string): AppError => {
     throttle.fail(client);
+    log.warn({ client, method }, 'dashboard sign-in refused');
     return new AppError('unauthorized', message);
+  };
+  const checkThrottle = (client: string, method: 'password' | 'link'): void => {
+    try {
+      throttle.check(client);
+    } catch (err) {
+      log.warn({ client, method }, 'dashboard sign-in refused: too many failures from this address');
+      throw err;
+    }
+  };
+  const signedIn = (client: string, method: 'password' | 'link'): Promise<SignedIn> => {
+    throttle.succeed(client);
+    log.info({ client, method }, 'dashboard sign-in');
+    return newSession();
   };
 
   const mac = (binding: string): string => createHmac('sha256', secretKey).update(`dashboard-csrf:${binding}`).digest('base64url');
@@ -126,21 +142,19 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
     },
 
     async signInWithPassword(password, client) {
-      throttle.check(client);
+      checkThrottle(client, 'password');
       if (!configured) throw new AppError('forbidden', 'Password sign-in is off (dashboard.password is not set); run `mailsvc dashboard login` for a link');
       const given = await scrypt(password.slice(0, 1024), salt, 32);
-      if (!timingSafeEqual(given, await hashOfConfigured(configured))) throw refused(client, 'Wrong password');
-      throttle.succeed(client);
-      return newSession();
+      if (!timingSafeEqual(given, await hashOfConfigured(configured))) throw refused(client, 'password', 'Wrong password');
+      return signedIn(client, 'password');
     },
 
     async signInWithLink(token, client) {
-      throttle.check(client);
+      checkThrottle(client, 'link');
       if (!/^[A-Za-z0-9_-]{43}$/.test(token) || !(await useLoginToken(db, sha256Hex(token), clock.now()))) {
-        throw refused(client, 'This sign-in link is not valid: it was already used, has expired or was mistyped. Run `mailsvc dashboard login` for a new one.');
+        throw refused(client, 'link', 'This sign-in link is not valid: it was already used, has expired or was mistyped. Run `mailsvc dashboard login` for a new one.');
       }
-      throttle.succeed(client);
-      return newSession();
+      return signedIn(client, 'link');
     },
 
     async session(secret) {

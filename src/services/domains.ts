@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { encryptSecret } from '../shared/crypto.js';
 import { isNoRecordError } from '../shared/dns.js';
-import { normalizeDomain } from '../shared/domain-name.js';
+import { normalizeDomain, domainOf } from '../shared/domain-name.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import {
@@ -20,10 +20,10 @@ import {
 import { recordEvent } from '../events/record-event.js';
 import type { DkimKey, Domain } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import type { DomainChecks } from './deliverability/domain-checks.js';
-import { checkChanges, createDomainHealth, parseChecks } from './deliverability/domain-health.js';
-import { reportAddresses } from './deliverability/sending-addresses.js';
-import { checkMetadata } from './metadata.js';
+import type { DomainChecks } from '../checks/domain-checks.js';
+import { checkChanges, createDomainHealth, parseChecks } from '../checks/domain-health.js';
+import { reportAddresses } from '../config/report-addresses.js';
+import { checkMetadata } from '../shared/metadata.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -163,7 +163,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
   const reportRecords = (domainName: string): { reports: DnsRecord[]; reportsHost: DnsRecord[] } => {
     const addresses = reportAddresses(config);
     if (!addresses) return { reports: [], reportsHost: [] };
-    const reportDomain = addresses.dmarc.split('@')[1]!;
+    const reportDomain = domainOf(addresses.dmarc);
     return {
       reports: [
         { type: 'TXT', name: `_dmarc.${domainName}`, value: `v=DMARC1; p=none; rua=mailto:${addresses.dmarc}` },

@@ -1,9 +1,11 @@
+import { parsePage } from '../store/list-page.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import {
   cancelQueuedItems,
+  countSubscriberEmails,
   findEmail,
   listAttemptsOfEmail,
   listEmails,
@@ -11,12 +13,13 @@ import {
   refreshEmailStatus,
   rescheduleEmail,
 } from '../store/emails.js';
-import { listEmailEvents } from '../store/events.js';
+import { listEmailEvents, listEmailEventTypes } from '../store/events.js';
 import type { ParsedMail } from 'mailparser';
 import { parseMail } from '../shared/parse-mail.js';
 import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
 import { EMAIL_STATUSES, type Email, type EmailStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
+import { SIMULATOR_HOST } from '../delivery/simulator.js';
 
 const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
@@ -39,6 +42,7 @@ const LAST_EVENT_OF_STATUS: Record<EmailStatus, LastEvent> = {
 };
 
 const LAST_EVENT_OF_TYPE: Record<string, LastEvent> = {
+  'email.sent': 'sent',
   'email.delivered': 'delivered',
   'email.delivery_delayed': 'delivery_delayed',
   'email.failed': 'failed',
@@ -93,16 +97,44 @@ export interface EmailPage {
   data: EmailSummary[];
 }
 
-/** Keyset list limits: SPEC clamps to 100; a missing or unusable limit is the default 20. */
-export const EMAIL_PAGE_DEFAULT = 20;
-export const EMAIL_PAGE_MAX = 100;
+/**
+ * `last_event` of emails that have events: the last of them in the order they were written;
+ * the status tells the rest (queued, scheduled, cancelled).
+ */
+async function withLastEvents(db: Db, summaries: EmailSummary[]): Promise<EmailSummary[]> {
+  const last = new Map<string, LastEvent>();
+  for (const e of await listEmailEventTypes(db, summaries.map((s) => s.id), Object.keys(LAST_EVENT_OF_TYPE))) last.set(e.email_id!, LAST_EVENT_OF_TYPE[e.type]!);
+  return summaries.map((s) => (last.has(s.id) && !UNFINISHED.has(s.status) ? { ...s, last_event: last.get(s.id)! } : s));
+}
+
+/** States no event records: a scheduled email's, a cancelled one's. */
+const UNFINISHED = new Set<EmailStatus>(['scheduled', 'cancelled']);
+
+export interface EmailListQuery {
+  limit?: unknown;
+  after?: unknown;
+  before?: unknown;
+  status?: unknown;
+  to?: unknown;
+  /** Part of the subject, the From or a To address, or an email id. */
+  q?: unknown;
+  tag?: unknown;
+  /** ISO 8601 date or time: created at or after. */
+  created_after?: unknown;
+  /** ISO 8601 date or time: created before. */
+  created_before?: unknown;
+  campaign_id?: unknown;
+  subscriber_id?: unknown;
+}
 
 export interface EmailService {
   get(workspaceId: string, id: string): Promise<EmailDetail>;
-  list(workspaceId: string, query: { limit?: unknown; after?: unknown; before?: unknown; status?: unknown; to?: unknown }): Promise<EmailPage>;
+  list(workspaceId: string, query: EmailListQuery): Promise<EmailPage>;
   events(workspaceId: string, id: string): Promise<Array<{ id: string; type: string; created_at: string; data: unknown }>>;
   /** The composed message as queued. */
   raw(workspaceId: string, id: string): Promise<Buffer>;
+  /** A subscriber's emails by status, and how many were opened, clicked or complained about. */
+  countsOfSubscriber(workspaceId: string, subscriberId: string): Promise<Record<string, number>>;
   /** Cancels every recipient not yet handed to a worker; 409 when nothing is left to cancel. */
   cancel(workspaceId: string, id: string): Promise<EmailDetail>;
   /** Moves a scheduled email to another time (null or past: now); 409 once it is no longer scheduled. */
@@ -150,7 +182,7 @@ async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
   const lastEvent = events.map((e) => LAST_EVENT_OF_TYPE[e.type]).filter((e) => e !== undefined).at(-1);
   return {
     ...summary,
-    last_event: lastEvent ?? summary.last_event,
+    last_event: lastEvent !== undefined && !UNFINISHED.has(email.status) ? lastEvent : summary.last_event,
     html: content && typeof content.html === 'string' ? content.html : null,
     text: content?.text ?? null,
     cc: parseJson<string[]>(email.cc_addresses) ?? [],
@@ -183,11 +215,34 @@ async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
       code: a.code,
       response: a.response,
       tls: a.tls === 1,
+      /** The simulator's answer (test keys, simulator addresses): no connection was made. */
+      simulated: a.mx_host === SIMULATOR_HOST,
     })),
   };
 }
 
-const intParam = (value: unknown): number | null => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : null);
+/** An optional text filter: trimmed, empty is absent, one value of at most `max` characters. */
+function text(field: string, value: unknown, max: number): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length > max) throw validationError(field, `must be one text of at most ${max} characters`);
+  return value.trim() === '' ? undefined : value.trim();
+}
+
+/** An optional id filter. */
+function uuidParam(field: string, value: unknown): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || !isUuid(value)) throw validationError(field, 'must be an id (uuid)');
+  return value.toLowerCase();
+}
+
+/** An optional ISO 8601 date (midnight UTC) or date and time, as epoch ms. */
+function instant(field: string, value: unknown): number | undefined {
+  const given = text(field, value, 40);
+  if (given === undefined) return undefined;
+  const ms = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(given) ? Date.parse(/T/.test(given) && !/(Z|[+-]\d{2}:?\d{2})$/.test(given) ? `${given}Z` : given) : NaN;
+  if (Number.isNaN(ms)) throw validationError(field, 'must be an ISO 8601 date (2024-06-01) or date and time (2024-06-01T12:00:00Z)');
+  return ms;
+}
 
 export function createEmailService(deps: ServiceDeps & { contentFor: (email: Email) => Promise<Buffer | undefined> }): EmailService {
   const { db, clock } = deps;
@@ -207,33 +262,32 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
     return email;
   };
 
-  const cursor = (field: string, value: unknown): string | undefined => {
-    if (value === undefined || value === '') return undefined;
-    if (typeof value !== 'string' || !isUuid(value)) throw validationError(field, 'must be an email id');
-    return value.toLowerCase();
-  };
-
   return {
     get: async (workspaceId, id) => withDetail(await find(workspaceId, id)),
 
     async list(workspaceId, query) {
-      const requested = intParam(query.limit);
-      const limit = requested === null || requested < 1 ? EMAIL_PAGE_DEFAULT : Math.min(requested, EMAIL_PAGE_MAX);
-      const after = cursor('after', query.after);
-      const before = cursor('before', query.before);
-      if (after && before) throw validationError('before', 'cannot be combined with after');
+      const { limit, after, before } = parsePage(query as Record<string, unknown>, 'keyset');
       let status: string | undefined;
+      // Resend's spelling of the one status where the two differ.
+      if (query.status === 'canceled') query = { ...query, status: 'cancelled' };
       if (query.status !== undefined && query.status !== '') {
         if (typeof query.status !== 'string' || !(EMAIL_STATUSES as readonly string[]).includes(query.status)) {
           throw validationError('status', `must be one of ${EMAIL_STATUSES.join(', ')}`);
         }
         status = query.status;
       }
-      if (query.to !== undefined && (typeof query.to !== 'string' || query.to.length > 320)) throw validationError('to', 'must be one text of at most 320 characters');
-      const to = typeof query.to === 'string' && query.to.trim() !== '' ? query.to.trim() : undefined;
-      const { rows, more } = await listEmails(db, { workspaceId, limit, after, before, status, to });
-      return { object: 'list', has_more: more, next_cursor: rows.at(-1)?.id ?? null, data: rows.map(emailSummary) };
+      const to = text('to', query.to, 320);
+      const search = text('q', query.q, 320);
+      const tag = text('tag', query.tag, 256);
+      const createdFrom = instant('created_after', query.created_after);
+      const createdUntil = instant('created_before', query.created_before);
+      const campaignId = uuidParam('campaign_id', query.campaign_id);
+      const subscriberId = uuidParam('subscriber_id', query.subscriber_id);
+      const { rows, more } = await listEmails(db, { workspaceId, limit, after, before, status, to, search, tag, createdFrom, createdUntil, campaignId, subscriberId });
+      return { object: 'list', has_more: more, next_cursor: rows.at(-1)?.id ?? null, data: await withLastEvents(db, rows.map(emailSummary)) };
     },
+
+    countsOfSubscriber: (workspaceId, subscriberId) => countSubscriberEmails(db, workspaceId, subscriberId),
 
     async raw(workspaceId, id) {
       const email = await find(workspaceId, id);

@@ -1,5 +1,6 @@
 import { toIso, toIsoOrNull } from '../shared/clock.js';
-import { validationError } from '../shared/errors.js';
+import { notFound, validationError } from '../shared/errors.js';
+import { sumDeliveryDestinations, type DestinationSum } from '../store/delivery-destinations.js';
 import { refreshEmailStatus } from '../store/emails.js';
 import {
   cancelQueueItems,
@@ -35,6 +36,11 @@ export interface QueueItemView {
   waiting: string | null;
 }
 
+export type DestinationView = DestinationSum;
+
+/** A node's report older than this is of a node that stopped or died. */
+const DESTINATION_REPORT_MS = 30_000;
+
 export interface QueueListInput {
   workspaceId?: string | undefined;
   statuses?: string[] | undefined;
@@ -43,7 +49,8 @@ export interface QueueListInput {
 }
 
 export interface QueueService {
-  list(input: QueueListInput): Promise<{ items: QueueItemView[]; total: number }>;
+  /** Rows soonest due first, and the destinations they wait for as the running nodes see them. */
+  list(input: QueueListInput): Promise<{ items: QueueItemView[]; total: number; destinations: DestinationView[] }>;
   /** Makes waiting rows (queued, deferred) due now; ids are queue item or email ids. */
   retry(ids: string[] | 'all-deferred', workspaceId?: string): Promise<QueueItemView[]>;
   /** Cancels waiting rows; rows in flight or finished are left alone. */
@@ -79,9 +86,13 @@ const limitText = (config: ServiceDeps['config']['delivery'], domain: string): s
  * Why a row waits, from what the database knows: its schedule, its last reply, and how many
  * rows are due before it for the same destination under that destination's limit.
  */
-function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, number>, config: ServiceDeps['config']['delivery']): string | null {
+function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, number>, gates: Map<string, DestinationView>, config: ServiceDeps['config']['delivery']): string | null {
   if (q.finished_at !== null || !['queued', 'deferred', 'sending'].includes(q.status)) return null;
-  if (q.status === 'sending') return `claimed by ${q.lease_owner ?? 'a worker'} until ${toIsoOrNull(q.lease_until) ?? '?'}: waiting for a slot of ${limitText(config, q.recipient_domain)}, or in an SMTP transaction`;
+  if (q.status === 'sending') {
+    const gate = gates.get(q.recipient_domain);
+    const seen = gate ? `: ${gateText(gate)}` : ': in an SMTP transaction or waiting for a slot';
+    return `claimed by ${q.lease_owner ?? 'a worker'} until ${toIsoOrNull(q.lease_until) ?? '?'}${seen} (${limitText(config, q.recipient_domain)})`;
+  }
   if (q.next_attempt_at > now) {
     const at = toIso(q.next_attempt_at);
     if (q.status === 'deferred') return `retry at ${at}${q.last_response ? ` after: ${q.last_response.slice(0, 120)}` : ''}`;
@@ -94,6 +105,12 @@ function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, numbe
   return `due: waiting its turn, ${due.toLocaleString('en-US')} due for ${limitText(config, q.recipient_domain)}${eta}`;
 }
 
+/** A destination's gate in words. */
+export const gateText = (d: DestinationView): string => {
+  const state = d.hold === 'paused' ? `paused until ${d.paused_until} after a slow-down reply` : d.hold === 'concurrency' ? 'every slot busy' : d.hold === 'rate' ? 'at its per-minute limit' : d.waiting > 0 ? 'starting the next' : 'free';
+  return `${d.active} of ${d.allowed} transaction(s) running, ${d.waiting} waiting, ${state}`;
+};
+
 export function createQueueService(deps: ServiceDeps): QueueService {
   const { db, clock } = deps;
 
@@ -105,9 +122,14 @@ export function createQueueService(deps: ServiceDeps): QueueService {
     return statuses as QueueStatus[];
   };
 
+  /** The queue rows the ids name (row ids, or email ids for all their rows); an id that names nothing is a 404. */
   const idsOf = async (ids: string[]): Promise<string[]> => {
     if (ids.length === 0) throw validationError('ids', 'name at least one queue item or email id');
-    return (await listQueueItemsByIds(db, ids)).map((q) => q.id);
+    const rows = await listQueueItemsByIds(db, ids);
+    const known = new Set(rows.flatMap((q) => [q.id, q.email_id]));
+    const unknown = ids.filter((id) => !known.has(id));
+    if (unknown.length > 0) throw notFound(`Queue item or email ${unknown.join(', ')}`);
+    return rows.map((q) => q.id);
   };
 
   return {
@@ -116,8 +138,10 @@ export function createQueueService(deps: ServiceDeps): QueueService {
       const [rows, total] = await Promise.all([listQueueItems(db, { ...filter, limit: input.limit, offset: input.offset }), countQueueItems(db, filter)]);
       const now = clock.now();
       const dueDomains = [...new Set(rows.filter((r) => (r.status === 'queued' || r.status === 'deferred') && r.next_attempt_at <= now).map((r) => r.recipient_domain))];
-      const dueByDomain = await countDueQueueItemsByDomain(db, dueDomains, now);
-      return { items: rows.map((r) => queueItemView(r, waitingReason(r, now, dueByDomain, deps.config.delivery))), total };
+      const waitingDomains = [...new Set(rows.filter((r) => ['queued', 'deferred', 'sending'].includes(r.status)).map((r) => r.recipient_domain))];
+      const [dueByDomain, destinations] = await Promise.all([countDueQueueItemsByDomain(db, dueDomains, now), sumDeliveryDestinations(db, now - DESTINATION_REPORT_MS, now, waitingDomains)]);
+      const gates = new Map(destinations.map((d) => [d.domain, d]));
+      return { items: rows.map((r) => queueItemView(r, waitingReason(r, now, dueByDomain, gates, deps.config.delivery))), total, destinations };
     },
 
     async retry(ids, workspaceId) {

@@ -20,8 +20,8 @@ import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../
 import type { ListPage, Listed } from '../store/list-page.js';
 import type { Subscriber, SubscriberStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import { checkMetadata } from './metadata.js';
-import { hasLineBreak, requireAddress } from './send/addresses.js';
+import { checkMetadata } from '../shared/metadata.js';
+import { hasLineBreak, requireAddress } from '../messages/addresses.js';
 
 export const MAX_SUBSCRIBER_TAGS = 50;
 
@@ -86,6 +86,22 @@ function checkTags(tags: string[] | undefined): string[] | undefined {
   return [...new Set(tags.map((t) => t.trim()))];
 }
 
+/** The data of a `subscriber.*` event: the subscriber as it is now (read in the change's transaction). */
+export async function subscriberEventData(trx: Db, s: Subscriber): Promise<Record<string, unknown>> {
+  const tags = (await listTagsOf(trx, [s.id])).get(s.id) ?? [];
+  return {
+    subscriber_id: s.id,
+    email: s.email,
+    status: s.status,
+    first_name: s.first_name,
+    last_name: s.last_name,
+    tags,
+    external_id: s.external_id,
+    metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as unknown),
+    timestamp: toIso(s.updated_at),
+  };
+}
+
 export function createSubscriberService(deps: ServiceDeps): SubscriberService {
   const { db, clock } = deps;
 
@@ -130,21 +146,6 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     return changes;
   }
 
-  const eventData = async (trx: Db, s: Subscriber) => {
-    const tags = (await listTagsOf(trx, [s.id])).get(s.id) ?? [];
-    return {
-      subscriber_id: s.id,
-      email: s.email,
-      status: s.status,
-      first_name: s.first_name,
-      last_name: s.last_name,
-      tags,
-      external_id: s.external_id,
-      metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as unknown),
-      timestamp: toIso(s.updated_at),
-    };
-  };
-
   async function find(workspaceId: string, idOrEmail: string): Promise<Subscriber> {
     const found = isUuid(idOrEmail)
       ? await findSubscriber(db, workspaceId, idOrEmail.toLowerCase())
@@ -183,12 +184,12 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     const next = { ...s, status, updated_at: now, unsubscribed_at: status === 'unsubscribed' ? now : null };
     await updateSubscriber(trx, s.id, { status, updated_at: now, unsubscribed_at: next.unsubscribed_at });
     if (status === 'unsubscribed') {
-      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.unsubscribed', emailId, data: await eventData(trx, next), at: now });
+      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.unsubscribed', emailId, data: await subscriberEventData(trx, next), at: now });
     } else {
       // Re-subscribing (an explicit request) lifts the opt-out it left behind, never a bounce
       // or complaint suppression.
       if ((await findSuppression(trx, s.workspace_id, s.email_key))?.reason === 'unsubscribe') await removeSuppression(trx, s.workspace_id, s.email_key);
-      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.updated', data: await eventData(trx, next), at: now });
+      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.updated', data: await subscriberEventData(trx, next), at: now });
     }
     return next;
   }
@@ -232,7 +233,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
             await saveSubscriber(trx, row);
           }
           if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
-          await recordEvent(trx, { workspaceId, type: existing ? 'subscriber.updated' : 'subscriber.created', data: await eventData(trx, row), at: now });
+          await recordEvent(trx, { workspaceId, type: existing ? 'subscriber.updated' : 'subscriber.created', data: await subscriberEventData(trx, row), at: now });
           row = (await applyStatus(trx, row, input.status, now)).row;
           return { row, created: !existing };
         });
@@ -273,7 +274,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
         await updateSubscriber(trx, existing.id, all);
         if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
         const status = await applyStatus(trx, row, input.status, now);
-        if (!status.changed) await recordEvent(trx, { workspaceId, type: 'subscriber.updated', data: await eventData(trx, row), at: now });
+        if (!status.changed) await recordEvent(trx, { workspaceId, type: 'subscriber.updated', data: await subscriberEventData(trx, row), at: now });
         return status.row;
       });
       return view(row);

@@ -5,8 +5,8 @@ import type { ListPage, Listed } from '../store/list-page.js';
 import { countTemplates, findTemplate, findTemplateByAlias, listTemplates, removeTemplate, saveTemplate, updateTemplate } from '../store/templates.js';
 import type { Template } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import { parseMailbox, parseMailboxes, singleLine } from './send/addresses.js';
-import type { Variables } from './send/render-template.js';
+import { parseMailbox, parseMailboxes, singleLine } from '../messages/addresses.js';
+import type { Variables } from '../messages/render-template.js';
 
 /** A declared variable: its type, and the value used when a send gives none. */
 export interface TemplateVariable {

@@ -6,7 +6,7 @@ import { findSubscriber } from '../store/subscribers.js';
 import type { Topic, TopicSubscription } from '../store/tables.js';
 import { countOpenCampaignsOf, findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic } from '../store/topics.js';
 import type { ServiceDeps } from './deps.js';
-import { hasLineBreak } from './send/addresses.js';
+import { hasLineBreak } from '../messages/addresses.js';
 
 /**
  * Topics: what a subscriber may opt in to or out of without leaving the list altogether

@@ -1,107 +1,107 @@
 import { recipientEventData } from '../delivery/event-data.js';
+import { classifyEngagement, type Fetch } from '../engagement/classify-engagement.js';
+import { isMachine, type EngagementRules } from '../engagement/engagement-rules.js';
 import { recordEvent } from '../events/record-event.js';
-import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
-import { findEmailById, listQueueItemsOfEmail } from '../store/emails.js';
-import { hasEmailEvent } from '../store/events.js';
-import type { TrackingLinks } from './send/add-tracking.js';
+import { findEmailById, listQueueItemsOfEmail, lockEmail } from '../store/emails.js';
+import { listEmailEventsOfType, updateEventData } from '../store/events.js';
+import type { MessageLinks } from '../messages/links.js';
 import type { ServiceDeps } from './deps.js';
 
 /**
- * Open and click tracking: signed links (`/t/o/<token>` for the pixel, `/t/c/<token>` for a
- * link) and what happens when they are fetched. A token names the email and, for a click, the
- * exact URL that was in the message, under a MAC keyed from the instance secret: a tampered
- * or made-up token is refused, so the redirect cannot be pointed anywhere else.
+ * Open and click tracking: what happens when a message's signed links (messages/links.ts) are
+ * fetched. Every fetch is recorded, classified (engagement/classify-engagement.ts): a person,
+ * Apple's Mail Privacy Protection, a mailbox provider's image proxy or a scanner. A token that
+ * is not ours records nothing.
  */
 
-export const TRACKING_PATHS = { open: '/t/o/', click: '/t/c/' } as const;
-/** Longer tokens are refused by verifyToken: such links are left untracked. */
-const MAX_TOKEN_LENGTH = 2048;
 const MAX_USER_AGENT = 512;
 
-type OpenToken = { k: 'o'; e: string };
-type ClickToken = { k: 'c'; e: string; u: string };
-
-export interface TrackingFlags {
-  opens: boolean;
-  clicks: boolean;
+/** What the tracking endpoint knows of the request besides the token. */
+export interface Requester {
+  method: string;
+  ip: string | null;
+  userAgent: string | null;
 }
 
 export interface TrackingService {
-  /** The links to put in an email's HTML. */
-  links(emailId: string, flags: TrackingFlags): TrackingLinks;
   /** Records an open; false for a token that is not ours. */
-  open(token: string, userAgent: string | undefined): Promise<boolean>;
+  open(token: string, requester: Requester): Promise<boolean>;
   /** Records a click and returns where to send the reader, or null for a token that is not ours. */
-  click(token: string, userAgent: string | undefined): Promise<string | null>;
-  /** Where a click token leads, without recording anything (HEAD requests of link scanners). */
-  clickTarget(token: string): string | null;
+  click(token: string, requester: Requester): Promise<string | null>;
 }
 
-export function createTrackingService(deps: ServiceDeps): TrackingService {
-  const { db, clock, config, logger } = deps;
-  const key = tokenKey(deps.secretKey, 'tracking');
-  const base = config.http.publicUrl;
+type Kind = Fetch['kind'];
 
-  async function record(emailId: string, type: 'email.opened' | 'email.clicked', extra: Record<string, unknown>): Promise<void> {
+export function createTrackingService(deps: ServiceDeps & { links: MessageLinks; rules: EngagementRules }): TrackingService {
+  const { db, dialect, clock, logger, links, rules } = deps;
+
+  async function record(emailId: string, kind: Kind, requester: Requester, extra: Record<string, unknown>): Promise<void> {
+    const type = kind === 'open' ? 'email.opened' : 'email.clicked';
     const email = await findEmailById(db, emailId);
     if (!email) return; // the email is gone (retention); the redirect still works
-    const recipients = (await listQueueItemsOfEmail(db, emailId)).map((i) => i.recipient);
-    const now = clock.now();
+    const items = await listQueueItemsOfEmail(db, emailId);
+    const delivered = items.filter((i) => i.status === 'delivered' && i.finished_at !== null).map((i) => i.finished_at!);
+    const deliveredAt = delivered.length > 0 ? Math.min(...delivered) : null;
+    const userAgent = requester.userAgent ? requester.userAgent.slice(0, MAX_USER_AGENT) : null;
     await db.transaction().execute(async (trx) => {
-      const first = !(await hasEmailEvent(trx, emailId, type));
+      await lockEmail(trx, dialect, emailId);
+      const now = clock.now();
+      const earlier = await listEmailEventsOfType(trx, emailId, type);
+      const otherLinks = kind === 'click' ? earlier.filter((e) => e.data.url !== extra.url) : [];
+      const lastOther = otherLinks.length > 0 ? Math.max(...otherLinks.map((e) => e.created_at)) : null;
+      const verdict = classifyEngagement(
+        { kind, method: requester.method, ip: requester.ip, userAgent, sinceDelivery: deliveredAt === null ? null : now - deliveredAt, sinceOtherLink: lastOther === null ? null : now - lastOther },
+        rules,
+      );
+      if (verdict.by === 'link_burst') {
+        // The clicks this one follows so closely were the same scanner's: their events are
+        // corrected (their webhooks went out before anyone could know).
+        for (const e of otherLinks) {
+          if (now - e.created_at >= rules.timing.burstMs || e.data.is_machine === true) continue;
+          e.data = { ...e.data, classification: 'scanner', is_machine: true, classified_by: 'link_burst', first_human: false };
+          await updateEventData(trx, e.id, e.data);
+        }
+      }
+      const machine = isMachine(verdict.class);
       await recordEvent(trx, {
         workspaceId: email.workspace_id,
         type,
         emailId,
         at: now,
         // The message went to all its recipients at once, so who opened it is not known.
-        data: recipientEventData(email, recipients[0] ?? '', now, { to: recipients, first, ...extra }),
+        data: recipientEventData(email, items[0]?.recipient ?? '', now, {
+          to: items.map((i) => i.recipient),
+          ...extra,
+          user_agent: userAgent,
+          classification: verdict.class,
+          is_machine: machine,
+          classified_by: verdict.by,
+          first: earlier.length === 0,
+          // Metrics count people: the first open (or click) that was not a machine's.
+          first_human: !machine && !earlier.some((e) => e.data.is_machine !== true),
+        }),
       });
     });
   }
 
-  const clickPayload = (token: string): ClickToken | null => {
-    const payload = verifyToken<ClickToken>(key, token);
-    if (payload?.k !== 'c' || typeof payload.e !== 'string' || typeof payload.u !== 'string' || !/^https?:\/\//i.test(payload.u)) return null;
-    return payload;
-  };
-
-  const agent = (userAgent: string | undefined) => (userAgent ? userAgent.slice(0, MAX_USER_AGENT) : null);
-
   return {
-    links(emailId, flags) {
-      return {
-        openUrl: flags.opens ? `${base}${TRACKING_PATHS.open}${signToken(key, { k: 'o', e: emailId } satisfies OpenToken)}` : null,
-        clickUrl: flags.clicks
-          ? (url) => {
-              // Our own unsubscribe links stay direct: a click there is not engagement.
-              if (url.startsWith(`${base}/u/`)) return null;
-              const token = signToken(key, { k: 'c', e: emailId, u: url } satisfies ClickToken);
-              return token.length <= MAX_TOKEN_LENGTH ? `${base}${TRACKING_PATHS.click}${token}` : null;
-            }
-          : null,
-      };
-    },
-
-    async open(token, userAgent) {
-      const payload = verifyToken<OpenToken>(key, token);
-      if (payload?.k !== 'o' || typeof payload.e !== 'string') return false;
-      await record(payload.e, 'email.opened', { user_agent: agent(userAgent) });
+    async open(token, requester) {
+      const open = links.readOpen(token);
+      if (!open) return false;
+      await record(open.emailId, 'open', requester, {});
       return true;
     },
 
-    clickTarget: (token) => clickPayload(token)?.u ?? null,
-
-    async click(token, userAgent) {
-      const payload = clickPayload(token);
-      if (!payload) return null;
+    async click(token, requester) {
+      const click = links.readClick(token);
+      if (!click) return null;
       try {
-        await record(payload.e, 'email.clicked', { url: payload.u, user_agent: agent(userAgent) });
+        await record(click.emailId, 'click', requester, { url: click.url });
       } catch (err) {
         // The reader still gets where the link goes; the click is lost, and logged.
-        logger.error({ err, emailId: payload.e }, 'could not record a click');
+        logger.error({ err, emailId: click.emailId }, 'could not record a click');
       }
-      return payload.u;
+      return click.url;
     },
   };
 }

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { EVENT_TYPES } from '../events/event-types.js';
-import { ALL_EVENTS, isEventType } from '../events/subscriptions.js';
+import { ALL_EVENTS, isEventType, subscribesTo } from '../events/subscriptions.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { encryptSecret } from '../shared/crypto.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
-import { isUuid, newId } from '../shared/ids.js';
+import { isUuid, newId, newPrefixedId } from '../shared/ids.js';
 import { checkUrl, NetworkPolicyError } from '../shared/network-policy.js';
 import type {
   WebhookAttempt,
@@ -25,17 +25,19 @@ import {
   findWebhookEndpoint,
   findWebhookEndpointByUrl,
   listWebhookAttempts,
+  listWebhookDeliveriesOfEmail,
   listWebhookAttemptsOfDelivery,
   listWebhookDeliveries,
   listWebhookEndpoints,
   removeWebhookEndpoint,
   requeueWebhookDelivery,
+  saveWebhookDeliveries,
   saveWebhookEndpoint,
   updateWebhookEndpoint,
 } from '../store/webhooks.js';
 import type { ListPage, Listed } from '../store/list-page.js';
 import type { ServiceDeps } from './deps.js';
-import { listEventsByIds } from '../store/events.js';
+import { listEventsByIds, saveEvents } from '../store/events.js';
 import { renderEnvelope, type Envelope } from '../webhooks/render-event.js';
 
 export const SECRET_PREFIX = 'whsec_';
@@ -138,7 +140,18 @@ export interface WebhookService {
   replay(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView>;
   /** A delivery with the body it carries (null once the event is past retention). */
   deliveryPayload(workspaceId: string, id: string, deliveryId: string): Promise<{ delivery: DeliveryView; payload: Envelope | null }>;
+  /** Every delivery of an email's events, to any endpoint. */
+  deliveriesOfEmail(workspaceId: string, emailId: string): Promise<Array<{ id: string; endpoint_id: string; url: string; event_type: string; status: WebhookDeliveryStatus; attempt_count: number; status_code: number | null; created_at: string }>>;
+  /**
+   * Sends a test event of `type` (one the endpoint takes) to this endpoint only: sample data
+   * (no email id, Resend's test address), recorded and retried like any delivery, seen by no
+   * other endpoint and no workflow.
+   */
+  sendTest(workspaceId: string, id: string, type: string): Promise<DeliveryView>;
 }
+
+/** The event types an endpoint takes, `*` spelled out. */
+export const subscribedTypes = (events: readonly string[]): string[] => (events.includes(ALL_EVENTS) ? [...EVENT_TYPES] : [...events]);
 
 export const generateSecret = (): string => SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
 export const maskSecret = (hint: string): string => `${SECRET_PREFIX}********${hint}`;
@@ -231,7 +244,11 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
     try {
       return (await checkUrl(url.trim(), policy)).href;
     } catch (err) {
-      if (err instanceof NetworkPolicyError) throw validationError('url', err.message);
+      if (err instanceof NetworkPolicyError) {
+        // The usual first try is an endpoint on the same machine; say which setting allows it.
+        const hint = !policy.allowPrivateNetworks && /https:\/\/|private/.test(err.message) ? ' (for an endpoint on this machine or a private network, when testing, set webhooks.allowPrivateNetworks: MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true)' : '';
+        throw validationError('url', `${err.message}${hint}`);
+      }
       throw err;
     }
   };
@@ -393,6 +410,32 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
       return { items: rows.map(attemptView), total };
     },
 
+    async deliveriesOfEmail(workspaceId, emailId) {
+      const rows = await listWebhookDeliveriesOfEmail(db, workspaceId, emailId);
+      return rows.map((r) => ({ id: r.id, endpoint_id: r.endpoint_id, url: r.url, event_type: r.event_type, status: r.status, attempt_count: r.attempt_count, status_code: r.last_status_code, created_at: toIso(r.created_at) }));
+    },
+
+    async sendTest(workspaceId, id, type) {
+      const endpoint = await requireEndpoint(workspaceId, id);
+      if (endpoint.status !== 'enabled') throw new AppError('invalid_state', 'The webhook is disabled; enable it before sending a test event');
+      if (!isEventType(type) || !subscribesTo(JSON.parse(endpoint.events) as string[], type)) {
+        throw validationError('type', `must be an event type this endpoint takes: ${(JSON.parse(endpoint.events) as string[]).join(', ')}`);
+      }
+      const now = clock.now();
+      const event = { id: newPrefixedId('evt_', 16), workspace_id: workspaceId, type, email_id: null, data: JSON.stringify(sampleEventData(type, now)), created_at: now };
+      const delivery: WebhookDelivery = {
+        id: newPrefixedId('msg_', 16), endpoint_id: endpoint.id, workspace_id: workspaceId, event_id: event.id, event_type: type, status: 'pending',
+        attempt_count: 0, run_attempts: 0, next_attempt_at: now, run_started_at: now, lease_owner: null, lease_until: null, last_attempt_at: null,
+        last_status_code: null, last_duration_ms: null, last_error: null, last_response: null, created_at: now, updated_at: now, completed_at: null,
+      };
+      // Not through recordEvent: that would hand the sample to every endpoint and to workflows.
+      await db.transaction().execute(async (trx) => {
+        await saveEvents(trx, [event]);
+        await saveWebhookDeliveries(trx, [delivery]);
+      });
+      return deliveryView(delivery);
+    },
+
     async replay(workspaceId, id, deliveryId) {
       const endpoint = await requireEndpoint(workspaceId, id);
       const delivery = await requireDelivery(endpoint.id, deliveryId);
@@ -405,5 +448,31 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
       }
       return deliveryView((await findWebhookDelivery(db, endpoint.id, delivery.id))!);
     },
+  };
+}
+
+/**
+ * Data for a test event: every field the type's payloads carry, with sample values a receiver
+ * can recognise (`test: true`, addresses at Resend's test domain, a null email id).
+ */
+function sampleEventData(type: string, now: number): Record<string, unknown> {
+  const at = toIso(now);
+  return {
+    test: true,
+    email_id: null,
+    message_id: '<test@mailsvc.invalid>',
+    from: 'mailsvc <test@mailsvc.invalid>',
+    to: ['delivered@resend.dev'],
+    recipient: 'delivered@resend.dev',
+    subject: 'Test event from the mailsvc dashboard',
+    tags: [],
+    metadata: { test: true },
+    timestamp: at,
+    subscriber_id: null,
+    email: 'delivered@resend.dev',
+    status: type.startsWith('workflow.') ? type.slice('workflow.'.length) : 'subscribed',
+    name: 'Test',
+    id: null,
+    created_at: at,
   };
 }

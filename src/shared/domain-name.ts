@@ -16,3 +16,6 @@ export function normalizeDomain(input: string): string | null {
   if (/^\d+$/.test(labels[labels.length - 1]!)) return null; // 192.0.2.1 and friends
   return ascii;
 }
+
+/** The domain part of an address, as written (after its last `@`). */
+export const domainOf = (address: string): string => address.slice(address.lastIndexOf('@') + 1);

@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
-import type { Db } from './db.js';
+import type { Db, Dialect } from './db.js';
+import { claimRows, unleased, type Lease } from './lease.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
 import type { Updateable } from 'kysely';
 import type { Campaign, CampaignsTable } from './tables.js';
@@ -19,32 +19,24 @@ export const listCampaigns = (db: Db, workspaceId: string, page: ListPage): Prom
 export const countCampaigns = async (db: Db, workspaceId: string): Promise<number> =>
   Number((await db.selectFrom('campaigns').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
 
-/**
- * Takes one campaign that is being queued and that nobody holds (or whose holder's lease
- * ran out: it crashed) for `owner`. Compare-and-set on the lease, so nodes never share one.
- */
-export async function claimQueuingCampaign(db: Db, owner: string, now: number, leaseMs: number): Promise<Campaign | undefined> {
-  const candidate = await db
+/** Takes one campaign being queued whose time has come and that nobody holds (or whose holder's lease ran out: it died). */
+export async function claimQueuingCampaign(db: Db, dialect: Dialect, lease: Lease): Promise<Campaign | undefined> {
+  const pick = db
     .selectFrom('campaigns')
-    .select(['id', 'lease_until'])
+    .select('id')
     .where('status', '=', 'queuing')
-    .where((eb) => eb.or([eb('scheduled_at', 'is', null), eb('scheduled_at', '<=', now)]))
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .where((eb) => eb.or([eb('scheduled_at', 'is', null), eb('scheduled_at', '<=', lease.now)]))
+    .where(unleased(lease.now))
     .orderBy('created_at')
-    .executeTakeFirst();
-  if (!candidate) return undefined;
-  let update = db.updateTable('campaigns').set({ lease_owner: owner, lease_until: now + leaseMs }).where('id', '=', candidate.id).where('status', '=', 'queuing');
-  update = candidate.lease_until === null ? update.where('lease_until', 'is', null) : update.where('lease_until', '=', candidate.lease_until);
-  const result = await update.executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) return undefined;
-  return findCampaignById(db, candidate.id);
+    .limit(1);
+  return (await claimRows(db, dialect, 'campaigns', lease, pick))[0];
 }
 
-/** Records a queued page and extends the lease, only while `owner` still holds it. */
-export async function advanceCampaign(db: Db, id: string, owner: string, cursor: string, added: number, now: number, leaseMs: number): Promise<boolean> {
+/** Records a queued page, only while `owner` still holds the campaign (the worker kernel renews the lease). */
+export async function advanceCampaign(db: Db, id: string, owner: string, cursor: string, added: number): Promise<boolean> {
   const result = await db
     .updateTable('campaigns')
-    .set((eb) => ({ cursor, queued: eb('queued', '+', added), lease_until: now + leaseMs }))
+    .set((eb) => ({ cursor, queued: eb('queued', '+', added) }))
     .where('id', '=', id)
     .where('lease_owner', '=', owner)
     .where('status', '=', 'queuing')
@@ -52,10 +44,11 @@ export async function advanceCampaign(db: Db, id: string, owner: string, cursor:
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function finishQueuingCampaign(db: Db, id: string, owner: string, now: number): Promise<boolean> {
+/** Every recipient is queued: the campaign is sending, or, an A/B test's variants queued, waits for its winner until `winnerDueAt`. */
+export async function finishQueuingCampaign(db: Db, id: string, owner: string, now: number, winnerDueAt: number | null): Promise<boolean> {
   const result = await db
     .updateTable('campaigns')
-    .set({ status: 'sending', queued_at: now, lease_owner: null, lease_until: null })
+    .set(winnerDueAt === null ? { status: 'sending', queued_at: now, lease_owner: null, lease_until: null } : { status: 'testing', winner_due_at: winnerDueAt, lease_owner: null, lease_until: null })
     .where('id', '=', id)
     .where('lease_owner', '=', owner)
     .where('status', '=', 'queuing')
@@ -105,7 +98,7 @@ export const markCampaignCancelled = async (db: Db, id: string, now: number): Pr
       .updateTable('campaigns')
       .set({ status: 'cancelled', cancelled_at: now, updated_at: now, lease_owner: null, lease_until: null })
       .where('id', '=', id)
-      .where('status', 'in', ['queuing', 'sending'])
+      .where('status', 'in', ['queuing', 'testing', 'sending'])
       .executeTakeFirst(),
   );
 
@@ -152,30 +145,3 @@ export const countUnfinished = async (db: Db, campaignId: string): Promise<numbe
         .executeTakeFirstOrThrow()
     ).n,
   );
-
-export interface CampaignCounts {
-  byStatus: Record<string, number>;
-  opened: number;
-  clicked: number;
-  unsubscribed: number;
-}
-
-/** Message statuses and distinct opened, clicked and unsubscribed messages of a campaign. */
-export async function countCampaign(db: Db, campaignId: string): Promise<CampaignCounts> {
-  const statuses = await db.selectFrom('emails').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).where('campaign_id', '=', campaignId).groupBy('status').execute();
-  const events = await db
-    .selectFrom('events')
-    .innerJoin('emails', 'emails.id', 'events.email_id')
-    .select(['events.type', sql<number>`count(distinct events.email_id)`.as('n')])
-    .where('emails.campaign_id', '=', campaignId)
-    .where('events.type', 'in', ['email.opened', 'email.clicked', 'subscriber.unsubscribed'])
-    .groupBy('events.type')
-    .execute();
-  const ofType = (type: string) => Number(events.find((e) => e.type === type)?.n ?? 0);
-  return {
-    byStatus: Object.fromEntries(statuses.map((s) => [s.status, Number(s.n)])),
-    opened: ofType('email.opened'),
-    clicked: ofType('email.clicked'),
-    unsubscribed: ofType('subscriber.unsubscribed'),
-  };
-}

@@ -1,4 +1,5 @@
-import type { Db, Dialect } from './db.js';
+import type { Db } from './db.js';
+import { commitConcurrency, type Dialect } from './dialect.js';
 import { writeScope } from './wal-sync.js';
 
 type Work<T> = (trx: Db) => Promise<T>;
@@ -142,4 +143,50 @@ export class CommitBatcher {
 
 /** The process's batcher: on PostgreSQL, half the pool commits batches side by side; the rest serves reads, claims and jobs. */
 export const createCommitBatcher = (db: Db, dialect: Dialect, poolSize: number, durable?: () => Promise<void>): CommitBatcher =>
-  new CommitBatcher(db, { concurrency: dialect === 'postgres' ? Math.max(1, Math.floor(poolSize / 2)) : 1, ...(durable ? { durable } : {}) });
+  new CommitBatcher(db, { concurrency: commitConcurrency(dialect, poolSize), ...(durable ? { durable } : {}) });
+
+interface Collected<T> {
+  item: T;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Group commit for writes that gain from seeing each other (a multi-row insert, one update per
+ * key): items handed in by concurrent callers wait up to `windowMs` for company (or until `max`
+ * are in), then one `write(trx, items)` commits them in the batcher's background lane. Each
+ * caller's promise settles once its item is committed and durable. If the batch fails, each
+ * item is written on its own, so one bad item cannot fail its neighbours.
+ */
+export class Collector<T> {
+  private pending: Collected<T>[] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly batcher: CommitBatcher,
+    private readonly write: (trx: Db, items: T[]) => Promise<void>,
+    private readonly options: { windowMs: number; max: number },
+  ) {}
+
+  add(item: T): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      if (this.pending.length >= this.options.max) this.flush();
+      else this.timer ??= setTimeout(() => this.flush(), this.options.windowMs);
+    });
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.pending.splice(0, this.options.max);
+    if (this.pending.length > 0) this.timer = setTimeout(() => this.flush(), this.options.windowMs);
+    if (batch.length === 0) return;
+    this.batcher.run((trx) => this.write(trx, batch.map((p) => p.item)), 'background').then(
+      () => batch.forEach((p) => p.resolve()),
+      () => {
+        for (const p of batch) this.batcher.run((trx) => this.write(trx, [p.item]), 'background').then(p.resolve, p.reject);
+      },
+    );
+  }
+}

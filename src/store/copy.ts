@@ -95,6 +95,19 @@ export async function copyDatabase(source: Store, target: Store, onProgress: (p:
       if (inTarget !== rows) throw new Error(`row count differs for ${table}: source ${rows}, target ${inTarget}`);
       copied.push({ table, source: rows, target: inTarget });
     }
+    if (target.dialect === 'postgres') await continueIdentities(trx as never);
     return copied;
   });
+}
+
+/**
+ * Identity columns (events.seq) took the source's values as given; their sequences restart
+ * after the largest, or the next row written would reuse a copied number.
+ */
+async function continueIdentities(db: Store['db']): Promise<void> {
+  const { rows } = await sql<{ table_name: string; column_name: string }>`
+    select table_name, column_name from information_schema.columns where is_identity = 'YES' and table_schema = current_schema()`.execute(db);
+  for (const { table_name: table, column_name: column } of rows) {
+    await sql`select setval(pg_get_serial_sequence(${table}, ${column}), coalesce((select max(${sql.ref(column)}) from ${sql.table(table)}), 0) + 1, false)`.execute(db);
+  }
 }

@@ -5,10 +5,13 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationResult 
 import { createRequire } from 'node:module';
 import type PG from 'pg';
 import { migrations } from './migrations/index.js';
+import { listeningRowCache, uncachedRows, type RowCache } from './row-cache.js';
+import { CommitWatch, type CommitListener } from './commit-watch.js';
 import { WalSync, type FileSync } from './wal-sync.js';
 import type { Database } from './tables.js';
+import type { Dialect } from './dialect.js';
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect };
 export type Db = Kysely<Database>;
 
 export interface Store {
@@ -27,6 +30,10 @@ export interface Store {
    * commits durably: at once. SQLite: see WalSync.
    */
   durable(): Promise<void>;
+  /** Called after each commit that inserted rows, with the tables they went into (CommitWatch). */
+  onCommit(listener: CommitListener): void;
+  /** Keys, workspaces and domains kept in memory where reading them costs a round trip (PostgreSQL). */
+  rows: RowCache;
   close(): Promise<void>;
 }
 
@@ -64,7 +71,8 @@ function openSqlite(path: string, fileSync?: FileSync): Store {
   sqlite.pragma('busy_timeout = 5000');
   const counted = { statements: 0 };
   const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`, fileSync);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, counted, wal) }) });
+  const watch = new CommitWatch();
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, counted, wal, watch.connection()) }) });
   const durable = () => wal?.durable() ?? Promise.resolve();
   return {
     db,
@@ -72,6 +80,8 @@ function openSqlite(path: string, fileSync?: FileSync): Store {
     location: `sqlite:${file}`,
     statements: () => counted.statements,
     durable,
+    onCommit: (listener) => watch.onCommit(listener),
+    rows: uncachedRows,
     close: async () => {
       await wal?.close();
       await db.destroy();
@@ -86,7 +96,7 @@ const STATEMENT_CACHE_SIZE = 500;
  * costs as much as running a small query. Queries are built from a fixed set of shapes, so a
  * bounded cache keyed by SQL text keeps nearly all of them prepared.
  */
-function withStatementCache(sqlite: SQLite.Database, counted: { statements: number }, wal: WalSync | null) {
+function withStatementCache(sqlite: SQLite.Database, counted: { statements: number }, wal: WalSync | null, watched: ReturnType<CommitWatch['connection']>) {
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => sqlite.close(),
@@ -95,6 +105,9 @@ function withStatementCache(sqlite: SQLite.Database, counted: { statements: numb
     prepare(sqlText: string) {
       counted.statements++;
       wal?.noteStatement(sqlText);
+      // better-sqlite3 runs the statement synchronously once prepared: a microtask comes after it.
+      const ran = watched(sqlText);
+      if (ran) queueMicrotask(ran);
       let statement = cache.get(sqlText);
       // A statement still iterating (a streamed query) cannot run twice at once.
       if (statement?.busy) return sqlite.prepare(sqlText);
@@ -112,6 +125,8 @@ function withStatementCache(sqlite: SQLite.Database, counted: { statements: numb
 // node never needs it.
 const loadPg = (): typeof PG => createRequire(import.meta.url)('pg') as typeof PG;
 
+const CHANGES = /^\s*(?:insert\s+into|update|delete\s+from)\s+"(credentials|workspaces|domains)"/i;
+
 // int8 (bigint) columns hold epoch milliseconds and counts: well inside Number's exact range.
 const INT8_OID = 20;
 
@@ -125,18 +140,40 @@ function openPostgres(url: string, poolSize: number): Store {
   // An idle connection the server closes (restart, failover, admin) is dropped by the pool and
   // replaced on the next query; without a listener the 'error' event would end the process.
   pool.on('error', () => {});
+  const rows = listeningRowCache(() => new pg.Client({ connectionString: url }));
   // Every statement of every connection, BEGIN and COMMIT included: one round trip each.
   let statements = 0;
+  const watch = new CommitWatch();
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    const watched = watch.connection();
     (client as { query: unknown }).query = (...args: unknown[]) => {
       statements++;
-      return query(...args);
+      const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | null)?.text;
+      const ran = typeof text === 'string' ? watched(text) : null;
+      const result = query(...args);
+      if (ran && result instanceof Promise) void result.then(ran, () => {});
+      // This node's own changes to a cached table: dropped once run, before the notification comes back.
+      const changed = typeof text === 'string' ? CHANGES.exec(text)?.[1] : undefined;
+      if (changed && result instanceof Promise) void result.then(() => rows.forget(changed), () => rows.forget(changed));
+      return result;
     };
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-  return { db, dialect: 'postgres', location, statements: () => statements, durable: () => Promise.resolve(), close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    location,
+    statements: () => statements,
+    durable: () => Promise.resolve(),
+    onCommit: (listener) => watch.onCommit(listener),
+    rows,
+    close: async () => {
+      await rows.close();
+      await db.destroy();
+    },
+  };
 }
 
 export interface MigrateOutcome {

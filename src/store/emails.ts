@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from './db.js';
+import type { Db, Dialect } from './db.js';
 import { aggregateStatus } from './email-status.js';
 import type { DeliveryAttempt, Email, QueueItem } from './tables.js';
 
@@ -63,7 +63,20 @@ export interface EmailListQuery {
   status?: string | undefined;
   /** Part of a To address, matched without regard to case. */
   to?: string | undefined;
+  /** Part of the subject, the From or a To address, without regard to case; or an email id. */
+  search?: string | undefined;
+  /** A tag (`name:value`), or a tag name (any value). */
+  tag?: string | undefined;
+  /** Created at or after, epoch ms. */
+  createdFrom?: number | undefined;
+  /** Created before, epoch ms. */
+  createdUntil?: number | undefined;
+  campaignId?: string | undefined;
+  subscriberId?: string | undefined;
 }
+
+/** A LIKE pattern for text anywhere in a column, with the wildcards of `text` taken literally. */
+const containing = (text: string): string => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * Keyset page of emails, newest first. With `before`, the page is the `limit` emails just
@@ -73,10 +86,28 @@ export interface EmailListQuery {
 export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Email[]; more: boolean }> {
   let query = db.selectFrom('emails').selectAll().where('workspace_id', '=', q.workspaceId);
   if (q.status) query = query.where('status', '=', q.status as Email['status']);
-  if (q.to) {
-    const pattern = `%${q.to.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    query = query.where(sql<boolean>`lower(to_addresses) like ${pattern} escape '\\'`);
+  if (q.to) query = query.where(sql<boolean>`lower(to_addresses) like ${containing(q.to)} escape '\\'`);
+  if (q.search) {
+    const pattern = containing(q.search);
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(q.search) ? q.search.toLowerCase() : null;
+    query = query.where((eb) =>
+      eb.or([
+        ...(uuid ? [eb('id', '=', uuid)] : []),
+        sql<boolean>`lower(subject) like ${pattern} escape '\\'`,
+        sql<boolean>`lower(from_header) like ${pattern} escape '\\'`,
+        sql<boolean>`lower(to_addresses) like ${pattern} escape '\\'`,
+      ]),
+    );
   }
+  if (q.tag) {
+    // Tags are stored as a JSON array of strings: the tag itself, or any value of a tag name.
+    const quoted = JSON.stringify(q.tag).slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`);
+    query = query.where((eb) => eb.or([sql<boolean>`tags like ${`%${quoted}"%`} escape '\\'`, sql<boolean>`tags like ${`%${quoted}:%`} escape '\\'`]));
+  }
+  if (q.campaignId !== undefined) query = query.where('campaign_id', '=', q.campaignId);
+  if (q.subscriberId !== undefined) query = query.where('subscriber_id', '=', q.subscriberId);
+  if (q.createdFrom !== undefined) query = query.where('created_at', '>=', q.createdFrom);
+  if (q.createdUntil !== undefined) query = query.where('created_at', '<', q.createdUntil);
   if (q.before !== undefined) {
     const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
     return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };
@@ -84,6 +115,15 @@ export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Ema
   if (q.after !== undefined) query = query.where('id', '<', q.after);
   const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
   return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
+}
+
+/**
+ * Makes the caller's transaction the only one acting on this email until it commits: judging
+ * a click against the clicks before it needs to see them all. SQLite runs one transaction at
+ * a time already; PostgreSQL locks the email's row.
+ */
+export async function lockEmail(trx: Db, dialect: Dialect, emailId: string): Promise<void> {
+  if (dialect === 'postgres') await trx.selectFrom('emails').select('id').where('id', '=', emailId).forUpdate().execute();
 }
 
 export const listQueueItemsOfEmail = (db: Db, emailId: string): Promise<QueueItem[]> =>
@@ -181,4 +221,30 @@ export async function listEmailsByMessageIds(db: Db, workspaceId: string, messag
   if (messageIds.length === 0) return [];
   const rows = await db.selectFrom('emails').selectAll().where('message_id', 'in', [...messageIds]).execute();
   return rows.filter((e) => e.workspace_id === workspaceId);
+}
+
+/** How many of a subscriber's emails are in each status, and how many were opened, clicked or complained about. */
+export async function countSubscriberEmails(db: Db, workspaceId: string, subscriberId: string): Promise<Record<string, number>> {
+  const [statuses, engaged] = await Promise.all([
+    db
+      .selectFrom('emails')
+      .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
+      .where('subscriber_id', '=', subscriberId)
+      .where('workspace_id', '=', workspaceId)
+      .groupBy('status')
+      .execute(),
+    db
+      .selectFrom('events as e')
+      .innerJoin('emails as m', 'm.id', 'e.email_id')
+      .select((eb) => ['e.type', eb.fn.count<number | string>('e.email_id').distinct().as('n')])
+      .where('m.subscriber_id', '=', subscriberId)
+      .where('m.workspace_id', '=', workspaceId)
+      .where('e.type', 'in', ['email.opened', 'email.clicked', 'email.complained'])
+      .groupBy('e.type')
+      .execute(),
+  ]);
+  const counts: Record<string, number> = {};
+  for (const r of statuses) counts[r.status] = Number(r.n);
+  for (const r of engaged) counts[r.type.slice('email.'.length)] = Number(r.n);
+  return counts;
 }

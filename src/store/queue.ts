@@ -1,5 +1,6 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db, Dialect } from './db.js';
+import { claimRows, type Lease } from './lease.js';
 import { PRIORITY, type Database, type DeliveryAttempt, type QueueItem, type QueueStatus } from './tables.js';
 
 /**
@@ -13,69 +14,49 @@ const DUE_ARMS = (['queued', 'deferred'] as const).flatMap((status) => Object.va
 
 type DueQuery = SelectQueryBuilder<Database, 'queue_items', { id: string; priority: number; next_attempt_at: number }>;
 
-export interface ClaimOptions {
-  owner: string;
-  now: number;
-  /** Epoch ms the claim is good until; past it another worker may take the rows. */
-  leaseUntil: number;
-  limit: number;
-  /** Destination domains this worker cannot start now (limits, slow-down): left for later. */
-  excludeDomains?: readonly string[];
-}
-
 /**
  * Claims up to `limit` due rows: queued or deferred rows whose time has come, and rows whose
  * holder's lease expired (a crashed or killed worker). Transactional (priority 0) before
- * marketing, then oldest due first.
+ * marketing, then oldest due first; `excludeDomains` (destinations that cannot start now) are
+ * left for later. The claimed emails show `sending` in the same transaction: call it inside one.
  *
- * One statement, `UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING *`. The claimed emails
- * show `sending` in the same transaction: call it inside one (the delivery engine runs it in
- * the shared group commit).
- *
- * On SQLite it runs under the database write lock, so two processes never claim the same row.
- * The due rows are picked as a union of index range scans, one per (status, priority), each
- * already in `next_attempt_at` order and limited, then merged: a single OR over the statuses
- * makes SQLite read and sort every due row for each claim, which cost tens of milliseconds on
- * the event loop per claim with 100,000 rows waiting, and grew with the backlog.
- *
- * On PostgreSQL one ordered scan takes `FOR UPDATE SKIP LOCKED`, so workers on several nodes
- * claim disjoint rows without waiting on each other. The union is not used there: each arm
- * would lock up to n rows of its own and claim fewer, and the rows locked but not claimed
- * would be hidden from the other nodes' claims for that moment.
+ * How the rows are picked differs by engine. On SQLite, as a union of index range scans, one
+ * per (status, priority), each already in `next_attempt_at` order and limited, then merged: a
+ * single OR over the statuses makes SQLite read and sort every due row for each claim, which
+ * cost tens of milliseconds per claim with 100,000 rows waiting, and grew with the backlog.
+ * On PostgreSQL by one ordered scan, locked by the claim (store/lease.ts): union arms would each
+ * lock up to `limit` rows of their own and hide the ones not claimed from the other nodes.
  */
-export async function claimDueQueueItems(trx: Db, dialect: Dialect, options: ClaimOptions): Promise<QueueItem[]> {
-  const { owner, now, leaseUntil, limit, excludeDomains = [] } = options;
+export async function claimDueQueueItems(trx: Db, dialect: Dialect, lease: Lease, limit: number, excludeDomains: readonly string[] = []): Promise<QueueItem[]> {
   if (limit <= 0) return [];
-  const claimed = await trx
-    .updateTable('queue_items')
-    .set({ status: 'sending', lease_owner: owner, lease_until: leaseUntil, updated_at: now })
-    .where('id', 'in', (eb) => {
-      if (dialect === 'postgres') {
-        let q = eb
-          .selectFrom('queue_items')
-          .select('id')
-          .where((w) =>
-            w.or([
-              w.and([w('status', 'in', ['queued', 'deferred']), w('next_attempt_at', '<=', now)]),
-              w.and([w('status', '=', 'sending'), w('lease_until', '<', now)]),
-            ]),
-          );
-        if (excludeDomains.length > 0) q = q.where('recipient_domain', 'not in', [...excludeDomains]);
-        return q.orderBy('priority').orderBy('next_attempt_at').limit(limit).forUpdate().skipLocked();
-      }
-      const due = (q: DueQuery) => (excludeDomains.length > 0 ? q.where('recipient_domain', 'not in', [...excludeDomains]) : q);
-      const columns = ['id', 'priority', 'next_attempt_at'] as const;
-      const arm = (name: string, pick: (q: DueQuery) => DueQuery) =>
-        eb.selectFrom(due(pick(eb.selectFrom('queue_items').select(columns))).limit(limit).as(name)).select(columns);
-      const arms = DUE_ARMS.map(([status, priority], i) =>
-        arm(`due${i}`, (q) => q.where('status', '=', status).where('priority', '=', priority).where('next_attempt_at', '<=', now).orderBy('next_attempt_at')),
-      );
-      const expired = arm('expired', (q) => q.where('status', '=', 'sending').where('lease_until', '<', now).orderBy('priority').orderBy('next_attempt_at'));
-      const union = arms.reduce((all, a) => all.unionAll(a), expired);
-      return eb.selectFrom(union.as('due')).select('id').orderBy('priority').orderBy('next_attempt_at').limit(limit);
-    })
-    .returningAll()
-    .execute();
+  const now = lease.now;
+  const due = (q: DueQuery): DueQuery => (excludeDomains.length > 0 ? q.where('recipient_domain', 'not in', [...excludeDomains]) : q);
+  const columns = ['id', 'priority', 'next_attempt_at'] as const;
+  let pick;
+  if (dialect === 'postgres') {
+    pick = due(
+      trx
+        .selectFrom('queue_items')
+        .select(columns)
+        .where((w) =>
+          w.or([w.and([w('status', 'in', ['queued', 'deferred']), w('next_attempt_at', '<=', now)]), w.and([w('status', '=', 'sending'), w('lease_until', '<', now)])]),
+        ),
+    )
+      .orderBy('priority')
+      .orderBy('next_attempt_at')
+      .limit(limit)
+      .clearSelect()
+      .select('id');
+  } else {
+    const arm = (name: string, pickArm: (q: DueQuery) => DueQuery) => trx.selectFrom(due(pickArm(trx.selectFrom('queue_items').select(columns))).limit(limit).as(name)).select(columns);
+    const arms = DUE_ARMS.map(([status, priority], i) =>
+      arm(`due${i}`, (q) => q.where('status', '=', status).where('priority', '=', priority).where('next_attempt_at', '<=', now).orderBy('next_attempt_at')),
+    );
+    const expired = arm('expired', (q) => q.where('status', '=', 'sending').where('lease_until', '<', now).orderBy('priority').orderBy('next_attempt_at'));
+    const union = arms.reduce((all, a) => all.unionAll(a), expired);
+    pick = trx.selectFrom(union.as('due')).select('id').orderBy('priority').orderBy('next_attempt_at').limit(limit);
+  }
+  const claimed = await claimRows(trx, dialect, 'queue_items', lease, pick, { set: { status: 'sending', updated_at: now } });
   // RETURNING does not keep the sub-select's order: restore it, so work starts by priority.
   claimed.sort((x, y) => x.priority - y.priority || x.next_attempt_at - y.next_attempt_at);
   const emailIds = [...new Set(claimed.map((c) => c.email_id))];
@@ -88,47 +69,6 @@ export async function claimDueQueueItems(trx: Db, dialect: Dialect, options: Cla
       .execute();
   }
   return claimed;
-}
-
-/** Keeps the claims of work still in progress from expiring. */
-export async function extendLeases(db: Db, owner: string, ids: readonly string[], leaseUntil: number): Promise<number> {
-  let total = 0;
-  for (let i = 0; i < ids.length; i += 500) {
-    const result = await db
-      .updateTable('queue_items')
-      .set({ lease_until: leaseUntil })
-      .where('lease_owner', '=', owner)
-      .where('status', '=', 'sending')
-      .where('id', 'in', ids.slice(i, i + 500))
-      .executeTakeFirst();
-    total += Number(result.numUpdatedRows);
-  }
-  return total;
-}
-
-/**
- * Gives claimed rows back without an attempt (shutdown, a destination that must wait): they
- * become due at `dueAt` for any worker. Returns the ids of the emails touched.
- */
-export async function releaseQueueItems(trx: Db, owner: string, ids: readonly string[], dueAt: number, now: number, note?: string): Promise<string[]> {
-  if (ids.length === 0) return [];
-  const rows = await trx
-    .updateTable('queue_items')
-    .set({
-      status: sql<QueueStatus>`case when attempts > 0 then 'deferred' else 'queued' end`,
-      lease_owner: null,
-      lease_until: null,
-      next_attempt_at: dueAt,
-      updated_at: now,
-      // Why it waits, for `mailsvc queue list` (a row never attempted has no reply of its own).
-      ...(note ? { last_response: sql<string>`case when attempts > 0 then last_response else ${note} end` } : {}),
-    })
-    .where('lease_owner', '=', owner)
-    .where('status', '=', 'sending')
-    .where('id', 'in', [...ids])
-    .returning('email_id')
-    .execute();
-  return [...new Set(rows.map((r) => r.email_id))];
 }
 
 export interface QueueItemOutcome {

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
 import type { ReceivedEmail, ReceivedEmailContent, ReceivingRoute, RouteKind } from './tables.js';
 
 /** A route with the name of its domain, as the inbound listener and the API show it. */
@@ -43,18 +44,8 @@ export async function listRoutes(db: Db, q: RouteListQuery): Promise<{ rows: Rou
 }
 
 /** Keyset page of one kind of route, oldest first (ids are UUIDv7); one extra row says whether more exist. */
-export async function listRoutesAfter(
-  db: Db,
-  q: { workspaceId: string; kind: RouteKind; limit: number; after?: string | undefined; before?: string | undefined },
-): Promise<{ rows: RouteWithDomain[]; more: boolean }> {
-  const query = routesWithDomain(db).where('receiving_routes.workspace_id', '=', q.workspaceId).where('receiving_routes.kind', '=', q.kind);
-  if (q.before !== undefined) {
-    const rows = await query.where('receiving_routes.id', '<', q.before).orderBy('receiving_routes.id', 'desc').limit(q.limit + 1).execute();
-    return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };
-  }
-  const rows = await (q.after !== undefined ? query.where('receiving_routes.id', '>', q.after) : query).orderBy('receiving_routes.id', 'asc').limit(q.limit + 1).execute();
-  return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
-}
+export const listRoutesPage = (db: Db, q: { workspaceId: string; kind: RouteKind }, page: ListPage): Promise<PageOf<RouteWithDomain>> =>
+  readPage(routesWithDomain(db).where('receiving_routes.workspace_id', '=', q.workspaceId).where('receiving_routes.kind', '=', q.kind), 'receiving_routes.id', page, true);
 
 /** Every route of the verified domains of this name, in every workspace: what RCPT TO is checked against. */
 export const listRoutesOfDomainName = (db: Db, domainName: string): Promise<RouteWithDomain[]> =>

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import type { Db, Dialect } from './db.js';
+import type { Db } from './db.js';
+import { jsonText, jsonTrue, type Dialect } from './dialect.js';
 import type { QueueStatus, ReputationStateRow } from './tables.js';
 
 /**
@@ -17,10 +18,6 @@ export interface DomainOutcomeCounts {
   complaints: number;
 }
 
-/** The bounce type recorded in an email.bounced event's data; the one place that reads JSON in SQL. */
-const bounceType = (dialect: Dialect) =>
-  dialect === 'postgres' ? sql<string | null>`(e.data::json #>> '{bounce,type}')` : sql<string | null>`json_extract(e.data, '$.bounce.type')`;
-
 /**
  * Per sending domain, outcomes of live mail recorded since `since`, or since the domain was
  * last resumed when that is later (a resumed domain starts with a clean slate).
@@ -34,7 +31,7 @@ export async function countDomainOutcomes(db: Db, dialect: Dialect, since: numbe
       'm.workspace_id',
       'm.domain_id',
       'e.type',
-      eb.case().when('e.type', '=', 'email.bounced').then(bounceType(dialect)).else(null).end().as('bounce_type'),
+      eb.case().when('e.type', '=', 'email.bounced').then(jsonText(dialect, 'e.data', 'bounce.type')).else(null).end().as('bounce_type'),
       eb.fn.countAll<number | string>().as('n'),
     ])
     .where('e.created_at', '>=', since)
@@ -58,6 +55,41 @@ export async function countDomainOutcomes(db: Db, dialect: Dialect, since: numbe
     byDomain.set(key, counts);
   }
   return [...byDomain.values()];
+}
+
+export interface DomainEngagement {
+  domain_id: string;
+  /** Live marketing messages with an open pixel delivered since `since` (or the resume). */
+  tracked: number;
+  /** Of them, opened by anyone, and by a person (not Apple's prefetch or a scanner: an image proxy's open is a person's). */
+  opened: number;
+  human_opened: number;
+}
+
+/** Per sending domain, the engagement of its tracked marketing mail delivered since `since`, or since it was last resumed. */
+export async function countDomainEngagement(db: Db, dialect: Dialect, since: number): Promise<DomainEngagement[]> {
+  const machine = jsonTrue(dialect, 'o.data', 'is_machine');
+  const rows = await db
+    .selectFrom('events as d')
+    .innerJoin('emails as m', 'm.id', 'd.email_id')
+    .leftJoin('reputation_states as r', 'r.domain_id', 'm.domain_id')
+    .leftJoin('events as o', (join) => join.onRef('o.email_id', '=', 'm.id').on('o.type', '=', 'email.opened'))
+    .select([
+      'm.domain_id',
+      sql<number>`count(distinct m.id)`.as('tracked'),
+      sql<number>`count(distinct o.email_id)`.as('opened'),
+      sql<number>`count(distinct case when ${machine} then null else o.email_id end)`.as('human_opened'),
+    ])
+    .where('d.type', '=', 'email.delivered')
+    .where('d.created_at', '>=', since)
+    .where('m.test', '=', 0)
+    .where('m.type', '=', 'marketing')
+    .where('m.track_opens', '=', 1)
+    .where('m.domain_id', 'is not', null)
+    .where((eb) => eb.or([eb('r.resumed_at', 'is', null), eb('d.created_at', '>=', eb.ref('r.resumed_at'))]))
+    .groupBy('m.domain_id')
+    .execute();
+  return rows.map((r) => ({ domain_id: r.domain_id!, tracked: Number(r.tracked), opened: Number(r.opened), human_opened: Number(r.human_opened) }));
 }
 
 export const listReputationStates = (db: Db, workspaceId?: string): Promise<ReputationStateRow[]> => {
@@ -103,7 +135,11 @@ export async function holdWaitingMarketing(trx: Db, domainId: string, now: numbe
     .execute();
 }
 
-/** Rows this worker just claimed that must wait instead (held); false for rows no longer ours. */
+/**
+ * Rows this worker just claimed that must wait instead (held): only while their sending domain
+ * is still paused, read in this statement, so a node whose list of paused domains is a moment
+ * old cannot hold again what a resume just released. Returns the ids held.
+ */
 export async function holdClaimedQueueItems(trx: Db, owner: string, ids: readonly string[], now: number): Promise<string[]> {
   if (ids.length === 0) return [];
   const rows = await trx
@@ -112,6 +148,11 @@ export async function holdClaimedQueueItems(trx: Db, owner: string, ids: readonl
     .where('lease_owner', '=', owner)
     .where('status', '=', 'sending')
     .where('id', 'in', [...ids])
+    .where((eb) =>
+      eb.exists(
+        eb.selectFrom('emails as m').innerJoin('reputation_states as r', 'r.domain_id', 'm.domain_id').select('m.id').whereRef('m.id', '=', 'queue_items.email_id').where('r.state', '=', 'paused'),
+      ),
+    )
     .returning('id')
     .execute();
   return rows.map((r) => r.id);

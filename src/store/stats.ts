@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
-import type { Db, Dialect } from './db.js';
+import type { Db } from './db.js';
+import { jsonText, type Dialect } from './dialect.js';
 import type { StatsHourlyTable } from './tables.js';
 
 /**
- * Hourly counts of what happened to live mail (`stats_hourly`), rolled up from events and
+ * Hourly counts of what happened to mail (`stats_hourly`; test mail apart), rolled up from events and
  * delivery attempts: the overview's charts and `GET /v1/emails/metrics` read these few rows
  * instead of scanning weeks of events. An hour is recomputed whole from its events, so a
  * roll-up can run again (or on another node) without counting anything twice.
@@ -15,34 +16,45 @@ export const floorHour = (ms: number): number => ms - (((ms % HOUR) + HOUR) % HO
 /** One row of stats_hourly. */
 export type StatRow = StatsHourlyTable;
 
-/** The one place that reads event JSON in SQL: the bounce type and the first-open flag. */
-const jsonText = (dialect: Dialect, path: 'bounce.type' | 'first') =>
-  dialect === 'postgres'
-    ? sql<string | null>`(e.data::json #>> ${sql.lit(`{${path.replace('.', ',')}}`)})`
-    : sql<string | number | null>`json_extract(e.data, ${sql.lit(`$.${path}`)})`;
-
 const EVENT_TYPES = ['email.sent', 'email.delivered', 'email.delivery_delayed', 'email.bounced', 'email.complained', 'email.opened', 'email.clicked', 'email.suppressed', 'email.failed', 'email.held'];
 
-/** Event counts of live mail in [from, to) by workspace, hour, sending domain, type and the JSON detail that splits a type. */
+const ENGAGEMENT = ['email.opened', 'email.clicked'];
+const isTrue = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 'true';
+
+/** Event counts in [from, to) by workspace, hour, sending domain, type, the JSON details that split a type (bounce type; first, machine, first human engagement), and live or test mail. */
 export async function aggregateEvents(db: Db, dialect: Dialect, from: number, to: number) {
   const rows = await db
     .selectFrom('events as e')
     .innerJoin('emails as m', 'm.id', 'e.email_id')
     .select((eb) => [
       'm.workspace_id',
+      'm.test',
       sql<number>`e.created_at - (e.created_at % ${HOUR})`.as('hour'),
       'm.domain_id',
       'e.type',
-      eb.case().when('e.type', '=', 'email.bounced').then(jsonText(dialect, 'bounce.type')).when('e.type', 'in', ['email.opened', 'email.clicked']).then(jsonText(dialect, 'first')).else(null).end().as('detail'),
+      eb.case().when('e.type', '=', 'email.bounced').then(jsonText(dialect, 'e.data', 'bounce.type')).when('e.type', 'in', ENGAGEMENT).then(jsonText(dialect, 'e.data', 'first')).else(null).end().as('detail'),
+      eb.case().when('e.type', 'in', ENGAGEMENT).then(jsonText(dialect, 'e.data', 'is_machine')).else(null).end().as('machine'),
+      eb.case().when('e.type', 'in', ENGAGEMENT).then(jsonText(dialect, 'e.data', 'first_human')).else(null).end().as('first_human'),
       eb.fn.countAll<number | string>().as('n'),
     ])
     .where('e.created_at', '>=', from)
     .where('e.created_at', '<', to)
     .where('e.type', 'in', EVENT_TYPES)
-    .where('m.test', '=', 0)
-    .groupBy(['m.workspace_id', 'hour', 'm.domain_id', 'e.type', 'detail'])
+    .groupBy(['m.workspace_id', 'm.test', 'hour', 'm.domain_id', 'e.type', 'detail', 'machine', 'first_human'])
     .execute();
-  return rows.map((r) => ({ workspace_id: r.workspace_id, hour: Number(r.hour), domain_id: r.domain_id ?? '', type: r.type, detail: r.detail === null ? null : String(r.detail), count: Number(r.n) }));
+  return rows.map((r) => ({
+    workspace_id: r.workspace_id,
+    test: Number(r.test),
+    hour: Number(r.hour),
+    domain_id: r.domain_id ?? '',
+    type: r.type,
+    detail: r.detail === null ? null : String(r.detail),
+    // JSON booleans read back as 1/0 (SQLite) or true/false (PostgreSQL).
+    machine: isTrue(r.machine),
+    // Events recorded before engagement was classified count as people's.
+    firstHuman: r.first_human === null ? isTrue(r.detail) : isTrue(r.first_human),
+    count: Number(r.n),
+  }));
 }
 
 /** Delivery attempts of live mail in [from, to) by workspace, hour, recipient domain, MX host and outcome. */
@@ -93,6 +105,8 @@ export interface StatsQuery {
   domainIds?: readonly string[] | undefined;
   /** Only the per-destination rows (`destination` <> ''), or only the others. */
   destinations: boolean;
+  /** Test mail's rows instead of live mail's. */
+  test?: boolean | undefined;
 }
 
 export async function listStats(db: Db, q: StatsQuery): Promise<StatRow[]> {
@@ -102,10 +116,11 @@ export async function listStats(db: Db, q: StatsQuery): Promise<StatRow[]> {
     .where('workspace_id', '=', q.workspaceId)
     .where('hour', '>=', q.from)
     .where('hour', '<', q.to)
-    .where('destination', q.destinations ? '<>' : '=', '');
+    .where('destination', q.destinations ? '<>' : '=', '')
+    .where('test', '=', q.test ? 1 : 0);
   if (q.domainIds && q.domainIds.length > 0) query = query.where('domain_id', 'in', [...q.domainIds]);
   const rows = await query.execute();
-  return rows.map((r) => ({ ...r, hour: Number(r.hour), count: Number(r.count) }));
+  return rows.map((r) => ({ ...r, hour: Number(r.hour), count: Number(r.count), test: Number(r.test) }));
 }
 
 export const deleteStatsBefore = async (db: Db, cutoff: number): Promise<number> =>

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { domainOf } from '../shared/domain-name.js';
 import { readTimePage, type ListPage, type PageOf } from './list-page.js';
 import type { Suppression } from './tables.js';
 
@@ -14,8 +15,7 @@ export async function listSuppressionsCovering(db: Db, workspaceIds: readonly st
   for (const a of addresses) {
     const lower = a.toLowerCase();
     keys.add(lower);
-    const at = lower.lastIndexOf('@');
-    if (at >= 0) keys.add(lower.slice(at));
+    if (lower.includes('@')) keys.add(`@${domainOf(lower)}`);
   }
   return db
     .selectFrom('suppressions')

@@ -17,6 +17,8 @@ export interface WorkspacesTable {
   marketing_per_second: number | null;
   default_from_email: string | null;
   created_at: number;
+  /** An https URL of the logo shown with the name on the preference centre. */
+  logo_url: Generated<string | null>;
 }
 
 export type CredentialKind = 'live' | 'test' | 'oauth';
@@ -118,6 +120,10 @@ export interface EmailsTable {
   template_id: string | null;
   campaign_id: string | null;
   subscriber_id: string | null;
+  /** The A/B test variant (`A`…`E`) whose content the message carries; null outside a test. */
+  variant: string | null;
+  /** `test`: sent to the test group; `winner`: the winner sent to the rest; null outside a test. */
+  ab_phase: AbPhase | null;
   /** JSON. */
   tags: string | null;
   metadata: string | null;
@@ -176,6 +182,8 @@ export interface DeliveryAttemptsTable {
 }
 
 export interface EventsTable {
+  /** The order events were written in, assigned by the database (0020-event-order). */
+  seq: Generated<number>;
   /** `evt_…`. */
   id: string;
   workspace_id: string;
@@ -381,10 +389,11 @@ export interface AudienceMembersTable {
 
 /**
  * draft: not sent yet (a broadcast being written); queuing: recipients are being written to
- * the queue (from scheduled_at, when set); sending: all queued; sent: all finished;
- * cancelled: stopped, what was still queued is cancelled.
+ * the queue (from scheduled_at, when set); testing: an A/B test's variants are queued and it
+ * waits for its winner (until winner_due_at), then is queued again for the rest; sending: all
+ * queued; sent: all finished; cancelled: stopped, what was still queued is cancelled.
  */
-export const CAMPAIGN_STATUSES = ['draft', 'queuing', 'sending', 'sent', 'cancelled'] as const;
+export const CAMPAIGN_STATUSES = ['draft', 'queuing', 'testing', 'sending', 'sent', 'cancelled'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 
 export interface CampaignsTable {
@@ -426,6 +435,47 @@ export interface CampaignsTable {
   queued_at: number | null;
   sent_at: number | null;
   cancelled_at: number | null;
+  /** Percent of the recipients who get nothing (to measure the campaign's lift); 0: none. */
+  holdout_percentage: number;
+  /** Percent of the recipients the variants go to, split evenly; null: no A/B test. */
+  test_percentage: number | null;
+  winner_metric: WinnerMetric | null;
+  test_duration_ms: number | null;
+  /** When the winner is chosen by the metric; set once the variants are queued. */
+  winner_due_at: number | null;
+  winner_variant: string | null;
+  winner_chosen_at: number | null;
+  winner_chosen_by: WinnerChoice | null;
+}
+
+export type AbPhase = 'test' | 'winner';
+/** What an A/B test is decided on: people's opens or clicks, per message delivered. */
+export const WINNER_METRICS = ['human_open_rate', 'human_click_rate'] as const;
+export type WinnerMetric = (typeof WINNER_METRICS)[number];
+/** metric: the better rate; tie: no variant was ahead, the first was taken; manual: chosen by hand. */
+export type WinnerChoice = 'metric' | 'tie' | 'manual';
+
+/** One variant of an A/B test: what it changes of the campaign's content (null: the campaign's own). */
+export interface CampaignVariantsTable {
+  campaign_id: string;
+  /** `A` to `E`, in the order given. */
+  variant: string;
+  position: number;
+  name: string | null;
+  subject: string | null;
+  preview_text: string | null;
+  from_name: string | null;
+  /** A template's content is copied here when the variant is saved, as a campaign's is. */
+  html: string | null;
+  text: string | null;
+  template_id: string | null;
+}
+
+/** A contact held out of a campaign: sent nothing, kept to compare with those who were. */
+export interface CampaignHoldoutsTable {
+  campaign_id: string;
+  subscriber_id: string;
+  created_at: number;
 }
 
 /** A signed-in dashboard browser; the cookie holds the secret, the row its SHA-256. */
@@ -503,7 +553,7 @@ export interface ReceivedEmailsTable {
   in_reply_to: string | null;
   /** JSON array of Message-IDs. */
   message_references: string;
-  /** JSON: SPF, DKIM, DMARC and ARC results (see services/receiving/authenticate-message.ts). */
+  /** JSON: SPF, DKIM, DMARC and ARC results (see receiving/routes/authenticate-message.ts). */
   authentication: string;
   /** The email we sent that this message answers, when its In-Reply-To or References name it. */
   in_reply_to_email_id: string | null;
@@ -712,6 +762,10 @@ export interface ReputationStatesTable {
   bounces: number;
   hard_bounces: number;
   complaints: number;
+  /** Tracked marketing messages delivered in the window; of them, opened by anyone and by people. */
+  tracked: Generated<number>;
+  opened: Generated<number>;
+  human_opened: Generated<number>;
   /** Why the state is what it is, in words. */
   reason: string | null;
   evaluated_at: number;
@@ -729,6 +783,8 @@ export interface StatsHourlyTable {
   destination: string;
   metric: string;
   count: number;
+  /** 1: test mail (test keys), kept apart so that live figures never include it. */
+  test: number;
 }
 
 export interface Database {
@@ -754,6 +810,8 @@ export interface Database {
   topics: TopicsTable;
   subscriber_topics: SubscriberTopicsTable;
   campaigns: CampaignsTable;
+  campaign_variants: CampaignVariantsTable;
+  campaign_holdouts: CampaignHoldoutsTable;
   dashboard_sessions: DashboardSessionsTable;
   dashboard_login_tokens: DashboardLoginTokensTable;
   rate_limit_windows: RateLimitWindowsTable;
@@ -770,6 +828,28 @@ export interface Database {
   tls_reports: TlsReportsTable;
   reputation_states: ReputationStatesTable;
   stats_hourly: StatsHourlyTable;
+  instance: InstanceTable;
+  delivery_destinations: DeliveryDestinationsTable;
+}
+
+/** Facts about the database itself (the secret key's check value). */
+export interface InstanceTable {
+  key: string;
+  value: string;
+  created_at: number;
+}
+
+/** What one node's delivery gate holds for one destination, written a few times a minute. */
+export interface DeliveryDestinationsTable {
+  /** The node's lease owner id. */
+  owner: string;
+  domain: string;
+  active: number;
+  allowed: number;
+  waiting: number;
+  paused_until: number | null;
+  hold: 'paused' | 'concurrency' | 'rate' | null;
+  updated_at: number;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;
@@ -782,6 +862,8 @@ export type Email = Selectable<EmailsTable>;
 export type QueueItem = Selectable<QueueItemsTable>;
 export type DeliveryAttempt = Selectable<DeliveryAttemptsTable>;
 export type EventRow = Selectable<EventsTable>;
+/** An event as written: the database assigns `seq`. */
+export type NewEventRow = Omit<EventRow, 'seq'>;
 export type Suppression = Selectable<SuppressionsTable>;
 export type Template = Selectable<TemplatesTable>;
 export type WebhookEndpoint = Selectable<WebhookEndpointsTable>;
@@ -791,6 +873,7 @@ export type WebhookAttempt = Selectable<WebhookAttemptsTable>;
 export type Subscriber = Selectable<SubscribersTable>;
 export type Audience = Selectable<AudiencesTable>;
 export type Campaign = Selectable<CampaignsTable>;
+export type CampaignVariant = Selectable<CampaignVariantsTable>;
 export type Topic = Selectable<TopicsTable>;
 export type { Generated };
 export type DashboardSession = Selectable<DashboardSessionsTable>;
@@ -798,6 +881,7 @@ export type ReceivingRoute = Selectable<ReceivingRoutesTable>;
 export type ReceivedEmail = Selectable<ReceivedEmailsTable>;
 export type ReceivedEmailContent = Selectable<ReceivedEmailContentsTable>;
 export type Workflow = Selectable<WorkflowsTable>;
+export type DeliveryDestination = Selectable<DeliveryDestinationsTable>;
 export type WorkflowRun = Selectable<WorkflowRunsTable>;
 export type WorkflowRunStep = Selectable<WorkflowRunStepsTable>;
 export type WorkflowTrigger = Selectable<WorkflowTriggersTable>;

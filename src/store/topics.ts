@@ -27,7 +27,7 @@ export const countOpenCampaignsOf = async (db: Db, topicId: string): Promise<num
         .selectFrom('campaigns')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where('topic_id', '=', topicId)
-        .where('status', 'in', ['draft', 'queuing', 'sending'])
+        .where('status', 'in', ['draft', 'queuing', 'testing', 'sending'])
         .executeTakeFirstOrThrow()
     ).n,
   );

@@ -1,8 +1,7 @@
-import type { ExpressionBuilder } from 'kysely';
 import { readPage, readTimePage, type ListPage, type PageOf } from './list-page.js';
 import type { Db, Dialect } from './db.js';
+import { claimRows, unleased, type Lease } from './lease.js';
 import type {
-  Database,
   WebhookAttempt,
   WebhookDelivery,
   WebhookDeliveryStatus,
@@ -156,7 +155,7 @@ export const requeueWebhookDelivery = async (db: Db, id: string, now: number): P
     .updateTable('webhook_deliveries')
     .set({ status: 'pending', run_attempts: 0, next_attempt_at: now, run_started_at: now, completed_at: null, updated_at: now })
     .where('id', '=', id)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .where(unleased(now))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 };
@@ -168,12 +167,9 @@ export const failPendingWebhookDeliveries = async (db: Db, endpointId: string, n
     .set({ status: 'failed', last_error: error, completed_at: now, updated_at: now })
     .where('endpoint_id', '=', endpointId)
     .where('status', '=', 'pending')
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .where(unleased(now))
     .execute();
 };
-
-const unleasedAt = (now: number) => (eb: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
-  eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]);
 
 /** Endpoints with due, unleased deliveries, the longest-waiting first. */
 export async function listDueWebhookEndpointIds(db: Db, now: number, exclude: string[], limit: number): Promise<string[]> {
@@ -182,7 +178,7 @@ export async function listDueWebhookEndpointIds(db: Db, now: number, exclude: st
     .select('endpoint_id')
     .where('status', '=', 'pending')
     .where('next_attempt_at', '<=', now)
-    .where(unleasedAt(now));
+    .where(unleased(now));
   if (exclude.length > 0) q = q.where('endpoint_id', 'not in', exclude);
   const rows = await q
     .groupBy('endpoint_id')
@@ -192,41 +188,33 @@ export async function listDueWebhookEndpointIds(db: Db, now: number, exclude: st
   return rows.map((r) => r.endpoint_id);
 }
 
-export interface ClaimQuery {
-  endpointId: string;
-  owner: string;
-  now: number;
-  leaseUntil: number;
-  limit: number;
-}
+/** Leases up to `limit` due deliveries of one endpoint, oldest due first (store/lease.ts). */
+export const claimWebhookDeliveries = (db: Db, dialect: Dialect, endpointId: string, lease: Lease, limit: number): Promise<WebhookDelivery[]> =>
+  claimRows(
+    db,
+    dialect,
+    'webhook_deliveries',
+    lease,
+    db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', lease.now)
+      .where(unleased(lease.now))
+      .orderBy('next_attempt_at')
+      .limit(limit),
+  );
 
-/**
- * Leases up to `limit` due deliveries of one endpoint to `owner`, in one statement. On
- * PostgreSQL, rows another node is claiming are skipped rather than waited for (SKIP LOCKED);
- * SQLite has one writer at a time, so the statement alone is enough. A crashed owner's
- * leases expire and the rows are claimed again: delivery is at-least-once.
- */
-export async function claimWebhookDeliveries(db: Db, dialect: Dialect, q: ClaimQuery): Promise<WebhookDelivery[]> {
-  const due = db
-    .selectFrom('webhook_deliveries')
-    .select('id')
-    .where('endpoint_id', '=', q.endpointId)
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', q.now)
-    .where(unleasedAt(q.now))
-    .orderBy('next_attempt_at')
-    .limit(q.limit);
-  const lockable = dialect === 'postgres' ? due.forUpdate().skipLocked() : due;
-  return db
-    .updateTable('webhook_deliveries')
-    .set({ lease_owner: q.owner, lease_until: q.leaseUntil })
-    .where('id', 'in', lockable)
-    .returningAll()
+/** The webhook deliveries of one email's events, in the order the events were written. */
+export const listWebhookDeliveriesOfEmail = (db: Db, workspaceId: string, emailId: string) =>
+  db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+    .select(['d.id', 'd.endpoint_id', 'd.event_id', 'd.event_type', 'd.status', 'd.attempt_count', 'd.last_status_code', 'd.created_at', 'w.url'])
+    .where('e.email_id', '=', emailId)
+    .where('d.workspace_id', '=', workspaceId)
+    .orderBy('e.seq')
+    .orderBy('d.id')
     .execute();
-}
-
-/** Gives back leases that were never started (on shutdown), so another node can take them. */
-export const releaseWebhookDeliveries = async (db: Db, owner: string, ids: string[]): Promise<void> => {
-  if (ids.length === 0) return;
-  await db.updateTable('webhook_deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
-};

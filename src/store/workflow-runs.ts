@@ -1,4 +1,6 @@
 import type { Db, Dialect } from './db.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
+import { claimRows, unleased, type Lease } from './lease.js';
 import type { WorkflowRun, WorkflowRunStatus, WorkflowRunStep, WorkflowRunsTable, WorkflowRunStepsTable } from './tables.js';
 
 /**
@@ -23,27 +25,15 @@ export const updateWorkflowRunStep = async (db: Db, id: string, changes: Partial
   await db.updateTable('workflow_run_steps').set(changes).where('id', '=', id).execute();
 };
 
-/**
- * Leases up to `limit` due runs: running, next_at reached, not leased (or the holder's lease
- * ran out). One statement; SKIP LOCKED on PostgreSQL.
- */
-export async function claimDueWorkflowRuns(db: Db, dialect: Dialect, q: { owner: string; now: number; leaseUntil: number; limit: number }): Promise<WorkflowRun[]> {
-  if (q.limit <= 0) return [];
-  const due = db
-    .selectFrom('workflow_runs')
-    .select('id')
-    .where('status', '=', 'running')
-    .where('next_at', '<=', q.now)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', q.now)]))
-    .orderBy('next_at')
-    .limit(q.limit);
-  return db
-    .updateTable('workflow_runs')
-    .set({ lease_owner: q.owner, lease_until: q.leaseUntil })
-    .where('id', 'in', dialect === 'postgres' ? due.forUpdate().skipLocked() : due)
-    .returningAll()
-    .execute();
-}
+/** Leases up to `limit` due runs: running, next_at reached, not leased (store/lease.ts). */
+export const claimDueWorkflowRuns = (db: Db, dialect: Dialect, lease: Lease, limit: number): Promise<WorkflowRun[]> =>
+  claimRows(
+    db,
+    dialect,
+    'workflow_runs',
+    lease,
+    db.selectFrom('workflow_runs').select('id').where('status', '=', 'running').where('next_at', '<=', lease.now).where(unleased(lease.now)).orderBy('next_at').limit(limit),
+  );
 
 /** Writes a run no node holds yet (one just started, in the transaction that saved it). */
 export const updateWorkflowRun = async (db: Db, id: string, changes: RunChanges): Promise<void> => {
@@ -56,34 +46,17 @@ export async function updateLeasedWorkflowRun(db: Db, id: string, owner: string,
   return Number(r.numUpdatedRows) > 0;
 }
 
-export const releaseWorkflowRuns = async (db: Db, owner: string, ids: string[]): Promise<void> => {
-  if (ids.length > 0) await db.updateTable('workflow_runs').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
-};
-
 export const findWorkflowRun = (db: Db, workflowId: string, id: string): Promise<WorkflowRun | undefined> =>
   db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', workflowId).where('id', '=', id).executeTakeFirst();
 
 export const listWorkflowRunSteps = (db: Db, runId: string): Promise<WorkflowRunStep[]> =>
   db.selectFrom('workflow_run_steps').selectAll().where('run_id', '=', runId).orderBy('id').execute();
 
-export interface RunPageQuery {
-  workflowId: string;
-  statuses?: WorkflowRunStatus[] | undefined;
-  limit: number;
-  after?: string | undefined;
-  before?: string | undefined;
-}
-
 /** Keyset page of a workflow's runs, newest first. */
-export async function listWorkflowRunsPage(db: Db, q: RunPageQuery): Promise<{ rows: WorkflowRun[]; more: boolean }> {
+export function listWorkflowRunsPage(db: Db, q: { workflowId: string; statuses?: WorkflowRunStatus[] | undefined }, page: ListPage): Promise<PageOf<WorkflowRun>> {
   let query = db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', q.workflowId);
   if (q.statuses && q.statuses.length > 0) query = query.where('status', 'in', q.statuses);
-  if (q.before !== undefined) {
-    const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
-    return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };
-  }
-  const rows = await (q.after !== undefined ? query.where('id', '<', q.after) : query).orderBy('id', 'desc').limit(q.limit + 1).execute();
-  return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
+  return readPage(query, 'id', page);
 }
 
 export type RunCounts = Record<WorkflowRunStatus, number>;
@@ -150,7 +123,7 @@ export async function resumeWaitingWorkflowRun(db: Db, run: WorkflowRun, eventNa
     .where('status', '=', 'running')
     .where('step_state', '=', 'waiting')
     .where('wait_event', '=', eventName)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    .where(unleased(now))
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }

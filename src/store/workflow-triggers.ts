@@ -1,4 +1,5 @@
 import type { Db, Dialect } from './db.js';
+import { claimRows, unleased, type Lease } from './lease.js';
 import type { WorkflowTrigger } from './tables.js';
 
 /**
@@ -20,30 +21,21 @@ export const triggerContactKey = (workspaceId: string, email: string): string =>
  * them (an event a run waits for must not overtake the one that starts the run). SKIP LOCKED
  * on PostgreSQL, so nodes take disjoint rows.
  */
-export async function claimWorkflowTriggers(db: Db, dialect: Dialect, q: { owner: string; now: number; leaseUntil: number; limit: number }): Promise<WorkflowTrigger[]> {
-  const due = db
+export async function claimWorkflowTriggers(db: Db, dialect: Dialect, lease: Lease, limit: number): Promise<WorkflowTrigger[]> {
+  const pick = db
     .selectFrom('workflow_triggers as t')
     .select('t.id')
-    .where((eb) => eb.or([eb('t.lease_until', 'is', null), eb('t.lease_until', '<', q.now)]))
+    .where(unleased(lease.now, 't.lease_until'))
     .where((eb) => eb.not(eb.exists(eb.selectFrom('workflow_triggers as older').select('older.id').whereRef('older.contact_key', '=', 't.contact_key').whereRef('older.id', '<', 't.id'))))
     .orderBy('t.id')
-    .limit(q.limit);
-  const rows = await db
-    .updateTable('workflow_triggers')
-    .set({ lease_owner: q.owner, lease_until: q.leaseUntil })
-    .where('id', 'in', dialect === 'postgres' ? due.forUpdate('t').skipLocked() : due)
-    .returningAll()
-    .execute();
+    .limit(limit);
+  const rows = await claimRows(db, dialect, 'workflow_triggers', lease, pick, { lockOf: 't' });
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /** Deletes a trigger this owner holds; false when the lease was lost (another node has it). */
 export const removeLeasedWorkflowTrigger = async (db: Db, id: string, owner: string): Promise<boolean> =>
   Number((await db.deleteFrom('workflow_triggers').where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst()).numDeletedRows) > 0;
-
-export const releaseWorkflowTriggers = async (db: Db, owner: string, ids: string[]): Promise<void> => {
-  if (ids.length > 0) await db.updateTable('workflow_triggers').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', owner).execute();
-};
 
 export const countWorkflowTriggers = async (db: Db): Promise<number> =>
   Number((await db.selectFrom('workflow_triggers').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);

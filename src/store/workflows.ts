@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { readPage, type ListPage, type PageOf } from './list-page.js';
 import type { Workflow, WorkflowStatus, WorkflowsTable, WorkflowVersionsTable } from './tables.js';
 
 /** Workflow definitions and their versions. */
@@ -26,24 +27,11 @@ export const updateWorkflow = async (db: Db, id: string, changes: Partial<Omit<W
 export const removeWorkflow = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
   Number((await db.deleteFrom('workflows').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
 
-export interface WorkflowPageQuery {
-  workspaceId: string;
-  status?: WorkflowStatus | undefined;
-  limit: number;
-  after?: string | undefined;
-  before?: string | undefined;
-}
-
 /** Keyset page, newest first (ids are UUIDv7); one extra row says whether more exist. */
-export async function listWorkflowsPage(db: Db, q: WorkflowPageQuery): Promise<{ rows: Workflow[]; more: boolean }> {
+export function listWorkflowsPage(db: Db, q: { workspaceId: string; status?: WorkflowStatus | undefined }, page: ListPage): Promise<PageOf<Workflow>> {
   let query = db.selectFrom('workflows').selectAll().where('workspace_id', '=', q.workspaceId);
   if (q.status) query = query.where('status', '=', q.status);
-  if (q.before !== undefined) {
-    const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
-    return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };
-  }
-  const rows = await (q.after !== undefined ? query.where('id', '<', q.after) : query).orderBy('id', 'desc').limit(q.limit + 1).execute();
-  return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
+  return readPage(query, 'id', page);
 }
 
 /** The enabled workflows an event of this name starts. */

@@ -30,8 +30,8 @@ const EMAIL_EXTRAS: Record<string, readonly string[]> = {
   'email.bounced': ['bounce', 'smtp', 'mx_host'],
   'email.failed': ['error'],
   'email.complained': ['feedback_type'],
-  'email.opened': ['user_agent', 'first'],
-  'email.clicked': ['url', 'user_agent', 'first'],
+  'email.opened': ['user_agent', 'first', 'classification', 'is_machine'],
+  'email.clicked': ['url', 'user_agent', 'first', 'classification', 'is_machine'],
   'email.suppressed': ['suppression'],
   'email.held': ['held'],
 };
@@ -42,7 +42,8 @@ const WORKFLOW_FIELDS = ['workflow_id', 'workflow_name', 'run_id', 'subscriber_i
 /** Non-email types: the same fields on both surfaces. */
 const OTHER_FIELDS: Record<string, readonly string[]> = {
   'subscriber.created': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata'],
-  'subscriber.updated': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata'],
+  // `topics`: the contact's topics after a change in the preference centre (null otherwise).
+  'subscriber.updated': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata', 'topics'],
   'subscriber.unsubscribed': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata'],
   'campaign.sent': ['campaign_id', 'name', 'recipients'],
   ...Object.fromEntries(['workflow.started', 'workflow.completed', 'workflow.failed'].map((type) => [type, WORKFLOW_FIELDS])),
@@ -112,7 +113,8 @@ const tagRecord = (tags: unknown): Record<string, string> =>
 
 /**
  * SPEC: `email_id`, `to`, `subject`; then Resend's fields, so that handlers written for its
- * payloads find what they read (`created_at`, `from`, `message_id`, `broadcast_id`, `tags`).
+ * payloads find what they read (`created_at`, `from`, `message_id`, `broadcast_id`, `tags`);
+ * then ours: the A/B test `variant` the message carried.
  */
 const v1EmailData = (event: EventToRender): Record<string, unknown> => ({
   email_id: event.data.email_id ?? null,
@@ -123,6 +125,7 @@ const v1EmailData = (event: EventToRender): Record<string, unknown> => ({
   message_id: event.data.message_id ?? null,
   broadcast_id: event.data.campaign_id ?? null,
   tags: tagRecord(event.data.tags),
+  variant: event.data.variant ?? null,
 });
 
 export function renderData(surface: WebhookSurface, event: EventToRender): Record<string, unknown> {

@@ -5,12 +5,12 @@ import { listSuppressionsCovering } from '../store/suppressions.js';
 import type { Workspace, WorkflowRun } from '../store/tables.js';
 import type { AudienceService } from '../services/audiences.js';
 import type { IdempotencyService } from '../services/idempotency.js';
-import { parseMailbox, parseMailboxes } from '../services/send/addresses.js';
+import { parseMailbox, parseMailboxes } from '../messages/addresses.js';
 import type { SendService } from '../services/send/send-email.js';
 import type { SubscriberService, SubscriberView } from '../services/subscribers.js';
-import { evaluateRule, resolveVars, type RunContext } from '../services/workflows/conditions.js';
+import { evaluateRule, resolveVars, type RunContext } from './evaluate-rule.js';
 import type { ConnectionType, Step } from '../services/workflows/definition.js';
-import { LeaseLost } from '../services/workflows/start-runs.js';
+import { LeaseLost } from './start-runs.js';
 
 /**
  * Executing one step of a run. Expected outcomes are results, not exceptions: done (with the

@@ -42,7 +42,7 @@ export async function emailState(db: Db, emailId: string) {
     .setIsolationLevel('repeatable read')
     .execute(async (trx) => ({
       attempts: await trx.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute(),
-      events: await trx.selectFrom('events').selectAll().where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute(),
+      events: await trx.selectFrom('events').selectAll().where('email_id', '=', emailId).orderBy('seq').execute(),
       items: await trx.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('recipient').execute(),
       email: await trx.selectFrom('emails').selectAll().where('id', '=', emailId).executeTakeFirstOrThrow(),
     }));

@@ -63,6 +63,8 @@ export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> 
     template_id: null,
     campaign_id: null,
     subscriber_id: null,
+    variant: null,
+    ab_phase: null,
     tags: null,
     metadata: JSON.stringify({ case: 'test' }),
     external_id: null,

@@ -165,9 +165,11 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     const stillIn = (await get('/v1/subscribers?email=bob@example.org')).body.subscribers[0];
     assert.equal(stillIn.status, 'subscribed', 'a tampered token changes nothing');
 
-    const confirm = await fetch(`${server.httpUrl}${path}`);
-    assert.equal(confirm.status, 200);
-    assert.match(await confirm.text(), /<form method="post">/);
+    // GET is the preference centre: it changes nothing, its button posts the one-click form.
+    const page = await fetch(`${server.httpUrl}${path}`);
+    assert.equal(page.status, 200);
+    const token = path.slice('/u/'.length);
+    assert.ok((await page.text()).includes(`<form method="post" action="${token}"><input type="hidden" name="List-Unsubscribe" value="One-Click">`));
 
     const oneClick = await fetch(`${server.httpUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
     assert.equal(oneClick.status, 200);
@@ -237,6 +239,34 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
         }
       }
       assert.deepEqual(statuses, [202, 202, 202, 202, 202, 429]);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('queues a campaign through the door of every send: at the workspace\'s marketing rate, beside its API mail', async () => {
+    const clock = manualClock(Math.floor(Date.now() / 1000) * 1000 + 100);
+    const fresh = await startTestServer({ delivery: { enabled: false, dnsServers: [dns.server] } }, { clock });
+    try {
+      const k = await fresh.key({ test: true });
+      await fresh.runtime.services.domains.add(fresh.workspaceId, { domain: 'shop.example' });
+      await fresh.runtime.services.workspaces.setPlan(fresh.workspaceId, 'enterprise', { marketingPerSecond: 20 });
+      for (let i = 0; i < 50; i++) await request(fresh.httpUrl, 'POST', '/api/v1/subscribers', { key: k, body: { email: `r${i}@example.org`, tags: ['all'] } });
+      const campaign = await request(fresh.httpUrl, 'POST', '/v1/campaigns', { key: k, body: { subject: 's', from_name: 'S', from_email: 'n@shop.example', html: '<p>h</p>', tags: ['all'] } });
+      assert.equal(campaign.status, 202, show(campaign));
+      const queued = async () => Number((await fresh.runtime.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaign.body.id).executeTakeFirstOrThrow()).n);
+      // A page of 20 fills this second's marketing budget; the clock stands still, so the rest waits.
+      await eventually(async () => (await queued()) === 20, 10_000, 'the first page queued');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(await queued(), 20, 'no more than the marketing rate in one second');
+      const api = await request(fresh.httpUrl, 'POST', '/v1/emails', { key: k, body: { from: 'n@shop.example', to: 'x@example.org', subject: 'm', html: '<p>m</p>', type: 'marketing' } });
+      assert.equal(api.status, 429, 'the campaign and API marketing mail share the budget');
+      // Each second of the clock lets one more page through.
+      clock.advance(1000);
+      await eventually(async () => (await queued()) === 40, 10_000, 'the second page queued');
+      clock.advance(1000);
+      await eventually(async () => (await queued()) === 50, 10_000, 'the last page queued');
+      await eventually(async () => (await request(fresh.httpUrl, 'GET', `/v1/campaigns/${campaign.body.id}`, { key: k })).body.status === 'sending' || undefined, 10_000, 'queuing finished');
     } finally {
       await fresh.close();
     }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
-import { openRuntime, type Runtime } from '../../src/main.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { runCli } from '../../src/cli/program.js';
 import { runCliProcess, type CliResult } from '../helpers/cli.js';
@@ -116,9 +116,21 @@ describe('CLI: suppressions and queue', () => {
     assert.equal(email.status, 'cancelled');
     const twice = await cli('queue', 'cancel', first.id, '--json');
     assert.equal(JSON.parse(twice.stdout).cancelled, 0, 'finished rows are left alone');
+    assert.equal(twice.code, 1, 'nothing was cancelled');
+    assert.match(twice.stderr, /^mailsvc: nothing was cancelled/m);
+    const finished = await cli('queue', 'retry', first.id);
+    assert.equal(finished.code, 1, 'nothing was retried');
+    assert.match(finished.stderr, /^mailsvc: nothing was retried: the rows named are delivered, bounced, cancelled/m);
     const none = await cli('queue', 'retry');
     assert.equal(none.code, 1);
     assert.match(none.stderr, /^mailsvc: ids: /);
+    // An id that names nothing: one line saying so, and a failure exit, for retry and cancel.
+    for (const verb of ['retry', 'cancel']) {
+      const unknown = await cli('queue', verb, '00000000-0000-7000-8000-000000000000', second.id);
+      assert.equal(unknown.code, 1, `${verb}: ${unknown.stdout}`);
+      assert.equal(unknown.stderr, 'mailsvc: Queue item or email 00000000-0000-7000-8000-000000000000 not found\n');
+      assert.equal(unknown.stdout, '');
+    }
   });
 
   it('prints the recommended Return-Path records with the domain DNS', async () => {

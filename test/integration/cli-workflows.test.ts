@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { runCliProcess } from '../helpers/cli.js';
 import { eventually } from '../helpers/delivery.js';
@@ -65,6 +66,15 @@ describe('mailsvc workflows', () => {
     const contact = (await server.runtime.services.subscribers.list({ workspaceId: server.workspaceId, email: 'cli@dest.test' }, { limit: 1, offset: 0 })).items[0]!;
     assert.deepEqual(contact.metadata, { plan: 'pro' });
 
+    // --test: a test run, as a test key's event would start.
+    const tested = await json('workflows', 'send-event', 'plan.chosen', '--email', 'cli-test@dest.test', '--payload', '{"plan":"pro"}', '--test');
+    assert.equal(tested.test, true);
+    const testRun = await eventually(async () => {
+      const { runs } = await json('workflows', 'runs', created.id);
+      return runs.find((r: any) => r.email === 'cli-test@dest.test' && r.status === 'completed');
+    }, 30_000, 'the test run to complete');
+    assert.equal((await json('workflows', 'run', created.id, testRun.id)).test, true);
+
     const stopped = await json('workflows', 'stop', created.id);
     assert.deepEqual(stopped, { id: created.id, status: 'disabled', cancelled_runs: 0 });
     const bad = await cli('workflows', 'create', '--file', join(server.dir, 'missing.json'));
@@ -78,5 +88,30 @@ describe('mailsvc workflows', () => {
     const gone = await cli('workflows', 'show', created.id);
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /not found/);
+  });
+
+  it('sets up the shipped example (config/examples/welcome.json) as its README says, and runs it', async () => {
+    const examples = fileURLToPath(new URL('../../config/examples/', import.meta.url));
+    await server.runtime.services.domains.add(server.workspaceId, { domain: 'example.com' });
+    for (const [name, alias, file] of [['Welcome', 'welcome-email', 'welcome-email.html'], ['Pro tips', 'pro-tips', 'pro-tips.html']] as const) {
+      const made = await cli('templates', 'create', '--name', name, '--alias', alias, '--subject', name, '--html-file', join(examples, file));
+      assert.equal(made.code, 0, made.stderr);
+    }
+    const created = await json('workflows', 'create', '--file', join(examples, 'welcome.json'));
+    assert.equal(created.status, 'enabled');
+    assert.equal(created.trigger_event, 'user.signed_up');
+    const sent = await json('workflows', 'send-event', 'user.signed_up', '--email', 'example-run@dest.test', '--payload', '{"plan":"pro"}', '--test');
+    assert.equal(sent.test, true);
+    const run = await eventually(async () => {
+      const { runs } = await json('workflows', 'runs', created.id);
+      return runs.find((r: any) => r.email === 'example-run@dest.test' && r.current_step === 'wait');
+    }, 30_000, 'the run to send the welcome and wait three days');
+    const detail = await json('workflows', 'run', created.id, run.id);
+    const welcome = detail.steps.find((s: any) => s.key === 'welcome');
+    assert.equal(welcome.status, 'completed');
+    const email = await server.runtime.services.emails.get(server.workspaceId, welcome.output.email_id);
+    assert.equal(email.subject, 'Welcome');
+    assert.match(email.html ?? '', /Your pro account is ready/);
+    assert.equal(email.test, true);
   });
 });

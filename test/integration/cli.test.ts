@@ -109,7 +109,11 @@ describe('mailsvc CLI', () => {
       const withDns = (...args: string[]) => runCliProcess(args, { ...env, MAILSVC_DELIVERY_DNS_SERVERS: JSON.stringify([dns.server]), MAILSVC_DELIVERY_HOSTNAME: 'mx.mailsvc.test' });
       assert.equal((await withDns('domains', 'add', 'inbox.example')).code, 0);
       const text = await withDns('domains', 'dns', 'inbox.example');
-      assert.match(text.stdout, /To receive mail at the domain[^\n]*\n\s+MX\s+inbox\.example\s+10 mx\.mailsvc\.test/);
+      assert.match(text.stdout, /Optional, to receive mail at the domain[^\n]*\n\s+MX\s+inbox\.example\s+10 mx\.mailsvc\.test/);
+      // Every record once; SPF is required, as domains check and doctor say.
+      assert.match(text.stdout, /Required, for delivery \(SPF[^\n]*\n\s+TXT\s+bounces\.inbox\.example\s+"v=spf1 a:mx\.mailsvc\.test -all"/);
+      assert.doesNotMatch(text.stdout, /not checked/);
+      assert.equal(text.stdout.match(/_domainkey\.inbox\.example/g)?.length, 3);
       const records = JSON.parse((await withDns('domains', 'dns', 'inbox.example', '--json')).stdout);
       assert.deepEqual(records.receiving, [{ type: 'MX', name: 'inbox.example', value: '10 mx.mailsvc.test' }]);
 
@@ -161,8 +165,15 @@ describe('mailsvc CLI', () => {
     assert.equal(created.code, 0, created.stderr);
     const template = JSON.parse(created.stdout);
     assert.equal(template.html, '<p>Hello {{name}}</p>');
+    const aliased = await cli('templates', 'create', '--name', 'welcome 2', '--alias', 'welcome-email', '--subject', 'Hi', '--html-file', html);
+    assert.equal(aliased.code, 0, aliased.stderr);
+    assert.match(aliased.stdout, /^Created template "welcome 2" \(id [0-9a-f-]{36}, alias welcome-email\)\.$/m);
+    const taken = await cli('templates', 'create', '--name', 'again', '--alias', 'welcome-email', '--subject', 'Hi', '--html-file', html);
+    assert.equal(taken.code, 1);
+    assert.match(taken.stderr, /^mailsvc: alias: another template is named welcome-email\n$/);
     const list = await cli('templates', 'list');
     assert.match(list.stdout, new RegExp(`${template.id}\\s+welcome\\s+Hi \\{\\{name\\}\\}`));
+    assert.match(list.stdout, /\s+welcome-email\s+welcome 2\s+Hi\s/);
     const missing = await cli('templates', 'create', '--name', 'x', '--subject', 's', '--html-file', join(dir, 'nope.html'));
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /^mailsvc: html-file: cannot read .*nope\.html: ENOENT\n$/);

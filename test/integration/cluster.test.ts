@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
-import { openRuntime, type Runtime } from '../../src/main.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { spawnCli } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';

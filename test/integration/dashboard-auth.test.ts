@@ -84,12 +84,23 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
       assert.equal((await client.post(path, { email: 'a@b.test', domain: 'x.test' })).status, 403, path);
     }
 
+    // Post/redirect/get: the key is shown by the page the form redirects to, once.
     const ok = await client.post('/dashboard/keys', { name: 'with-token', _csrf: ownToken });
-    assert.equal(ok.status, 200);
+    assert.equal(ok.status, 303);
+    assert.equal(ok.headers.get('location'), '/dashboard/keys');
     assert.equal(await keyCount(), before + 1);
-    const secret = /id="new-key-value" readonly value="([^"]+)"/.exec(ok.text)?.[1];
+    assert.doesNotMatch(ok.text, /sk_live_/, 'not in the redirect');
+    const shown = await client.get('/dashboard/keys');
+    const secret = /id="new-key-value" readonly value="([^"]+)"/.exec(shown.text)?.[1];
     assert.match(secret ?? '', /^sk_live_/);
     assert.equal((await request(server.httpUrl, 'GET', '/v1/domains', { key: secret! })).status, 200, 'the key shown works');
+    const refreshed = await client.get('/dashboard/keys');
+    assert.doesNotMatch(refreshed.text, /sk_live_[A-Za-z0-9]{43}/, 'shown once: a refresh shows it no more');
+    // Another session cannot open the sealed secret, even with the cookie.
+    const stolen = await client.post('/dashboard/keys', { name: 'stolen', _csrf: ownToken });
+    other.cookies.set('mailsvc_secret', client.cookies.get('mailsvc_secret')!);
+    assert.doesNotMatch((await other.get('/dashboard/keys')).text, /sk_live_[A-Za-z0-9]{43}/);
+    assert.equal(stolen.status, 303);
   });
 
   it('refuses a sign-in form posted without its token (login CSRF)', async () => {
@@ -138,6 +149,49 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
       assert.equal(res.status, status, `${path}: ${res.text.slice(0, 300)}`);
       assert.match(res.text, /role="alert"/);
     }
+    // A refused form comes back with what was typed.
+    const domain = await client.post('/dashboard/domains', { _csrf: csrf!, domain: 'not a domain' });
+    assert.match(domain.text, /name="domain"[^>]*value="not a domain"/);
+    for (const [url, events, message] of [
+      ['not a url', '*', /must be an absolute URL/],
+      ['http://127.0.0.1:9/hook', 'email.sent', /must be an https:\/\/ URL .*webhooks\.allowPrivateNetworks: MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true/],
+      ['https://hooks.example.test/x', 'email.nope', /unknown event type "email\.nope"/],
+    ] as const) {
+      const hook = await client.post('/dashboard/webhooks', { _csrf: csrf!, url, events });
+      assert.equal(hook.status, 400, hook.text.slice(0, 300));
+      assert.match(hook.text, /<h1>Webhooks<\/h1>/, 'the webhooks page, not an error page');
+      assert.match(hook.text.replace(/&quot;/g, '"').replace(/&#39;/g, "'"), message);
+      assert.ok(hook.text.includes(`value="${url.replace(/&/g, '&amp;')}"`), `keeps the URL typed: ${url}`);
+      assert.ok(hook.text.includes(`value="${events}"`), 'keeps the events typed');
+    }
+    // Every other form: a 4xx page with the reason, never a 500.
+    const hook = await server.runtime.services.webhooks.register(server.workspaceId, 'v1', { url: 'https://93.184.216.34/forms', events: ['email.sent'] });
+    const more: Array<[string, Record<string, string>, number, RegExp]> = [
+      [`/dashboard/webhooks/${hook.webhook.id}/test`, { type: 'email.bounced' }, 400, /type: must be an event type this endpoint takes: email\.sent/],
+      [`/dashboard/webhooks/${hook.webhook.id}/test`, { type: 'nonsense' }, 400, /type: must be an event type/],
+      ['/dashboard/webhooks/not-an-id/delete', {}, 404, /not found/],
+      ['/dashboard/subscribers', { email: 'not an address' }, 400, /email/],
+      ['/dashboard/templates', { name: '', html: '<p>x</p>' }, 400, /name/],
+      ['/dashboard/campaigns', { subject: '', from_name: 'A', from_email: 'a@nowhere.test', html: '<p>x</p>' }, 400, /subject/],
+      ['/dashboard/campaigns/not-an-id/send', {}, 404, /not found/],
+      ['/dashboard/emails/00000000-0000-7000-8000-000000000000/cancel', {}, 404, /not found/],
+      ['/dashboard/templates/nope/publish', {}, 404, /not found/],
+    ];
+    for (const [path, fields, status, message] of more) {
+      const res = await client.post(path, { _csrf: csrf!, ...fields });
+      assert.equal(res.status, status, `${path}: ${res.text.slice(0, 300)}`);
+      assert.match(res.text, /role="alert"/, path);
+      assert.match(res.text.replace(/&quot;/g, '"'), message, path);
+    }
+    for (const path of ['/dashboard/subscribers/nope', '/dashboard/campaigns/nope', '/dashboard/templates/nope', `/dashboard/webhooks/${hook.webhook.id}/deliveries/msg_nope`]) {
+      assert.equal((await client.get(path)).status, 404, path);
+    }
+    assert.equal((await client.get('/dashboard/emails?from=not-a-date')).status, 400);
+
+    const template = await client.post('/dashboard/templates', { _csrf: csrf!, name: 'Kept', alias: 'not a valid alias!', subject: 'S', html: '<p>kept body</p>' });
+    assert.equal(template.status, 400);
+    assert.match(template.text, /alias: must be/);
+    assert.match(template.text, /&lt;p&gt;kept body&lt;\/p&gt;<\/textarea>/);
     for (const path of ['/dashboard/emails/not-an-id', '/dashboard/domains/nope.test', '/dashboard/webhooks/nope', '/dashboard/nothing-here']) {
       assert.equal((await client.get(path)).status, 404, path);
     }
@@ -180,7 +234,7 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     const switched = await client.post('/dashboard/workspace', { _csrf: page.csrf!, workspace: ws.id });
     assert.equal(switched.status, 303);
     const after = await client.post('/dashboard/keys', { _csrf: page.csrf!, name: 'in-second' });
-    assert.equal(after.status, 200);
+    assert.equal(after.status, 303);
     const listed = await server.runtime.services.credentials.list({ workspaceId: ws.id, oauth: false });
     assert.deepEqual(listed.map((k) => k.name), ['in-second'], 'the key belongs to the chosen workspace');
     const unknown = await client.post('/dashboard/workspace', { _csrf: page.csrf!, workspace: 'nope' });

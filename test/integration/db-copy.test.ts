@@ -48,6 +48,10 @@ describe('mailsvc db copy', () => {
       // More queue rows than one batch (500), so the copy pages.
       for (let i = 0; i < 300; i++) await queueEmail(server.runtime.store.db, { workspaceId: ws, domain: 'copy.test', to: [`a${i}@example.test`, `b${i}@example.test`], text: `message ${i}\n` });
       await server.runtime.services.suppressions.add(ws, { email: 'gone@example.test' });
+      // Events of one millisecond with ids in the reverse of the order they were written in.
+      for (const id of ['evt_copy_c', 'evt_copy_b', 'evt_copy_a']) {
+        await server.runtime.store.db.insertInto('events').values({ id, workspace_id: ws, type: 'domain.updated', email_id: null, data: '{}', created_at: 1000 }).execute();
+      }
     } finally {
       await server.close().catch(() => {});
     }
@@ -84,6 +88,15 @@ describe('mailsvc db copy', () => {
       assert.deepEqual(Buffer.from(two.raw), Buffer.from(one.raw));
       const email = await a.db.selectFrom('emails').selectAll().orderBy('id').limit(1).executeTakeFirstOrThrow();
       assert.deepEqual(await b.db.selectFrom('emails').selectAll().where('id', '=', email.id).executeTakeFirstOrThrow(), email);
+      // Events keep their order, and the next event written comes after every copied one.
+      const seqs = async (db: typeof a.db) => (await db.selectFrom('events').select(['id', 'seq']).orderBy('seq').execute()).map((e) => e.id);
+      assert.deepEqual((await seqs(a.db)).filter((id) => id.startsWith('evt_copy_')), ['evt_copy_c', 'evt_copy_b', 'evt_copy_a']);
+      assert.deepEqual(await seqs(b.db), await seqs(a.db));
+      const last = await b.db.selectFrom('events').select((eb) => eb.fn.max('seq').as('m')).executeTakeFirstOrThrow();
+      const workspace = await b.db.selectFrom('workspaces').select('id').executeTakeFirstOrThrow();
+      await b.db.insertInto('events').values({ id: 'evt_after_copy', workspace_id: workspace.id, type: 'domain.updated', email_id: null, data: '{}', created_at: 0 }).execute();
+      const added = await b.db.selectFrom('events').select('seq').where('id', '=', 'evt_after_copy').executeTakeFirstOrThrow();
+      assert.ok(added.seq > Number(last.m ?? 0), `a new event (seq ${added.seq}) follows the copied ones (up to ${last.m})`);
     } finally {
       await a.close();
       await b.close();

@@ -192,6 +192,7 @@ describe('deliverability checks of sending domains', () => {
     assert.match(wrong.stdout, /^wrong\.example \(verified\): \d+ checks need attention/m);
     assert.match(wrong.stdout, /failing\s+spf\s+bounces\.wrong\.example has 2 SPF records/);
     assert.match(wrong.stdout, /publish: TXT bounces\.wrong\.example "v=spf1 .*a:mta\.mailsvc\.test/);
+    assert.match(wrong.stdout, /mta_sts\s+\(optional\) The MTA-STS record has no valid id=/);
 
     const good = await runCliProcess(['domains', 'check', 'good.example', '--json'], env);
     // The CLI fetches the MTA-STS policy over HTTPS, which this test does not serve: a warning, not a failure.

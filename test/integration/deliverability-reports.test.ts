@@ -8,6 +8,9 @@ import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startInbound } from '../../src/intake/smtp/inbound.js';
+import { loadSubmissionTls } from '../../src/intake/smtp/tls-files.js';
+import { inboundKinds } from '../../src/receiving/inbound-kinds.js';
 
 /**
  * DMARC aggregate reports (gzip and zip XML) and TLS reports (gzip JSON) mailed over SMTP to
@@ -162,5 +165,73 @@ describe('DMARC and TLS reports on the inbound listener', () => {
     const otherKey = await server.key({ workspaceId: other.id });
     const hidden = await request(server.httpUrl, 'GET', '/v1/domains/shop.example/dmarc-reports', { key: otherKey });
     assert.equal(hidden.status, 404, show(hidden));
+  });
+});
+
+/**
+ * Issue 22, defect 3: the 250 to a report comes only once what it stored is on disk, as for
+ * bounces and received mail (a reporter never sends a report twice). A second listener on the
+ * same runtime, whose durability wait the test holds, takes the report.
+ */
+describe('the inbound listener answers a report only once it is durable', () => {
+  let dns: TestDns;
+  let server: TestServer;
+  let listener: Awaited<ReturnType<typeof startInbound>>;
+  let release: (() => void) | null = null;
+  let waits = 0;
+
+  before(async () => {
+    dns = await startDnsServer();
+    server = await startTestServer({
+      delivery: { dnsServers: [dns.server], hostname: 'mta.mailsvc.test', enabled: false },
+      dkim: { host: 'dkim.mailsvc.test' },
+      smtp: { inbound: { enabled: true, port: 0 } },
+    });
+    await addVerifiedDomain(server, dns, 'shop.example');
+    const { runtime } = server;
+    const held = async () => {
+      waits++;
+      await new Promise<void>((r) => (release = r));
+      await runtime.services.durable();
+    };
+    listener = await startInbound({
+      services: { ...runtime.services, durable: held },
+      kinds: inboundKinds({ ...runtime.deps, batcher: runtime.services.batcher }),
+      config: server.config,
+      logger: runtime.deps.logger,
+      clock: runtime.deps.clock,
+      tls: await loadSubmissionTls(server.config),
+    });
+  });
+  after(async () => {
+    release?.();
+    await listener?.close();
+    await server?.close();
+    await dns?.close();
+  });
+
+  it('holds the 250 to a DMARC report until the write is durable', async () => {
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: listener.port, secure: false, tls: { rejectUnauthorized: false } });
+    const day = Math.floor(Date.now() / 1000 / DAY - 1) * DAY;
+    const sent = transport.sendMail({
+      from: 'noreply-dmarc-support@google.com',
+      to: 'dmarc@mta.mailsvc.test',
+      subject: 'Report domain: shop.example',
+      text: 'aggregate report',
+      attachments: [{ filename: 'r.xml.gz', content: gzipSync(fill(DMARC, { report_id: 'durable-1', domain: 'shop.example', begin: String(day), end: String(day + DAY - 1) })), contentType: 'application/gzip' }],
+    });
+    let answered = false;
+    void sent.then(() => (answered = true), () => (answered = true));
+    for (let i = 0; i < 100 && !release; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(waits, 1, 'the listener waited for durability');
+    // The report is committed (another reader sees it) but the answer waits for the sync.
+    const stored = await server.runtime.store.db.selectFrom('dmarc_reports').select('report_id').where('report_id', '=', 'durable-1').executeTakeFirst();
+    assert.ok(stored, 'the report was written');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(answered, false, 'no 250 while the write is not durable');
+    release!();
+    const info = await sent;
+    assert.match(info.response, /^250 .*1 DMARC and 0 TLS report/);
+    transport.close();
   });
 });

@@ -56,7 +56,7 @@ describe('delivery: a backlog drains at once', () => {
     const ids: string[] = [];
     for (let i = 0; i < 150; i++) ids.push((await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`user${i}@big.test`], now: clock.now() })).id);
     for (let i = 0; i < 10; i++) ids.push((await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`user${i}@small.test`], now: clock.now() })).id);
-    server.delivery!.wake();
+    server.workers.wake('delivery');
 
     await mx.waitFor(160, 60_000);
     const done = await eventually(async () => {

@@ -54,7 +54,7 @@ describe('delivery policies: MTA-STS, throttling, smarthost', () => {
   const db = () => server.runtime.store.db;
   const queue = async (to: string) => {
     const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: [to] });
-    server.delivery!.wake();
+    server.workers.wake('delivery');
     return email;
   };
   const attemptsOf = (emailId: string, n: number) =>
@@ -170,7 +170,7 @@ describe('MTA-STS enforce: delivery over verified TLS', () => {
     routeDomain(dns, 'sts-ok.test', [{ name: MX_HOST, preference: 10, a: ['127.0.0.1'] }]);
     policies.set('sts-ok.test', `version: STSv1\nmode: enforce\nmx: ${MX_HOST}\nmax_age: 86400\n`);
     const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['a@sts-ok.test'] });
-    server.delivery!.wake();
+    server.workers.wake('delivery');
     const state = await eventually(async () => {
       const s = await emailState(db(), email.id);
       return s.attempts.length > 0 ? s : undefined;
@@ -193,7 +193,7 @@ describe('MTA-STS enforce: delivery over verified TLS', () => {
     policies.set('sts-othername.test', 'version: STSv1\nmode: enforce\nmx: mx.sts-othername.test\nmax_age: 86400\n');
     const delivered = mx.messages.length;
     const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['a@sts-othername.test'] });
-    server.delivery!.wake();
+    server.workers.wake('delivery');
     const state = await eventually(async () => {
       const s = await emailState(db(), email.id);
       return s.attempts.length > 0 ? s : undefined;
@@ -229,7 +229,7 @@ describe('delivery through a smarthost', () => {
 
   it('hands every message to the relay over TLS with AUTH, and reports email.sent only', async () => {
     const email = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: ['someone@no-mx-needed.test'] });
-    server.delivery!.wake();
+    server.workers.wake('delivery');
     const [received] = await relay.waitFor(1);
     assert.equal(received!.user, 'relay-user');
     assert.equal(received!.secure, true);
@@ -255,7 +255,7 @@ describe('maximum queue lifetime', () => {
     try {
       await addVerifiedDomain(server, dns, SENDER);
       const email = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: ['late@never.test'] });
-      server.delivery!.wake();
+      server.workers.wake('delivery');
       const state = await eventually(async () => {
         const s = await emailState(server.runtime.store.db, email.id);
         return s.email.status === 'bounced' ? s : undefined;
@@ -295,7 +295,7 @@ describe('graceful shutdown of delivery', () => {
       return undefined;
     };
     const finished = await queueEmail(quick.runtime.store.db, { workspaceId: quick.workspaceId, domain: SENDER, to: ['a@slow.test'] });
-    quick.delivery!.wake();
+    quick.workers.wake('delivery');
     await seen;
     await quick.stop();
     const store1 = openStore(quick.config.database);
@@ -316,7 +316,7 @@ describe('graceful shutdown of delivery', () => {
         release = () => resolve({ code: 451, text: '4.3.0 too late' });
       });
     const abandoned = await queueEmail(stuck.runtime.store.db, { workspaceId: stuck.workspaceId, domain: SENDER, to: ['b@slow.test'] });
-    stuck.delivery!.wake();
+    stuck.workers.wake('delivery');
     await startedData;
     await stuck.stop();
     release();

@@ -53,7 +53,7 @@ describe('delivery to a loopback MX', () => {
   const db = () => server.runtime.store.db;
   const queue = (to: string[], extra: Partial<Parameters<typeof queueEmail>[1]> = {}) =>
     queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to, ...extra }).then((email) => {
-      server.delivery!.wake();
+      server.workers.wake('delivery');
       return email;
     });
   const settled = (emailId: string, statuses: string[]) =>
@@ -261,7 +261,7 @@ describe('delivery to a loopback MX', () => {
   });
 
   it('delivers transactional mail before marketing mail', async () => {
-    await server.delivery!.stop();
+    await server.workers.stop();
     // Nothing runs now: queue marketing first, then transactional, and start a fresh engine.
     const marketing = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['m@dest.test'], type: 'marketing' });
     const transactional = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['t@dest.test'], type: 'transactional' });
@@ -270,7 +270,7 @@ describe('delivery to a loopback MX', () => {
     const { claimDueQueueItems } = await import('../../src/store/queue.js');
     const claimed = await db()
       .transaction()
-      .execute((trx) => claimDueQueueItems(trx, server.runtime.store.dialect, { owner: 'probe', now: Date.now(), leaseUntil: Date.now() + 1, limit: 1 }));
+      .execute((trx) => claimDueQueueItems(trx, server.runtime.store.dialect, { owner: 'probe', now: Date.now(), until: Date.now() + 1 }, 1));
     assert.equal(claimed.length, 1);
     assert.equal(claimed[0]!.email_id, transactional.id, 'the transactional row is claimed first');
   });

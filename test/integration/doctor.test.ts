@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generate } from 'selfsigned';
 import type { Config } from '../../src/config/schema.js';
-import { runDoctor, type DoctorCheck } from '../../src/services/deliverability/doctor.js';
+import { localSettings, runDoctor, type DoctorCheck } from '../../src/checks/doctor.js';
 import { runCliProcess } from '../helpers/cli.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { startNtpServer, type TestNtp } from '../helpers/ntp-server.js';
@@ -63,9 +63,11 @@ describe('mailsvc doctor', () => {
   });
 
   /** The test server's configuration with the doctor's settings changed. */
-  const configWith = (changes: { hostname?: string; sendingIps?: string[]; dnsbl?: string[]; ntp?: string[]; cert?: string; submissionHost?: string; dataDir?: string }): Config => ({
+  const configWith = (changes: { hostname?: string; dkimHost?: string; publicUrl?: string; sendingIps?: string[]; dnsbl?: string[]; ntp?: string[]; cert?: string; submissionHost?: string; dataDir?: string }): Config => ({
     ...server.config,
     dataDir: changes.dataDir ?? join(dir, 'data'),
+    http: { ...server.config.http, publicUrl: changes.publicUrl ?? `https://${HOST}` },
+    dkim: { host: changes.dkimHost ?? `dkim.${HOST}` },
     delivery: { ...server.config.delivery, hostname: changes.hostname ?? HOST },
     smtp: {
       ...server.config.smtp,
@@ -79,7 +81,7 @@ describe('mailsvc doctor', () => {
 
   it('passes a well set-up host', async () => {
     const checks = byName(await doctor(configWith({})));
-    for (const name of ['hostname', 'forward_dns', `reverse_dns ${IP}`, 'tls_certificate', `dnsbl ${ZONE}`, 'clock', 'data_dir']) {
+    for (const name of ['hostname', 'dkim_host', 'public_url', 'forward_dns', `reverse_dns ${IP}`, 'tls_certificate', `dnsbl ${ZONE}`, 'clock', 'data_dir']) {
       assert.equal(checks[name]?.status, 'ok', `${name}: ${JSON.stringify(checks[name])}`);
     }
     assert.match(checks[`reverse_dns ${IP}`]!.message, /192\.0\.2\.10 -> mail\.good\.example -> 192\.0\.2\.10/);
@@ -110,6 +112,28 @@ describe('mailsvc doctor', () => {
     const unconfirmed = byName(await doctor(configWith({ sendingIps: ['192.0.2.40'] })));
     assert.equal(unconfirmed['reverse_dns 192.0.2.40']!.status, 'failing');
     assert.match(unconfirmed['reverse_dns 192.0.2.40']!.message, /does not resolve back/);
+  });
+
+  it('fails the defaults that only work on this machine: dkim.host, delivery.hostname, http.publicUrl', async () => {
+    // The test server runs on the defaults, as `npx mailsvc serve` does on a laptop.
+    assert.deepEqual(localSettings(server.config).map((s) => s.key), ['dkim.host', 'http.publicUrl']);
+    assert.deepEqual(localSettings({ ...server.config, delivery: { ...server.config.delivery, hostname: 'vm' } }).map((s) => s.key), ['dkim.host', 'delivery.hostname', 'http.publicUrl']);
+    const defaults = byName(await doctor(configWith({ dkimHost: server.config.dkim.host, publicUrl: server.config.http.publicUrl })));
+    assert.equal(defaults.dkim_host!.status, 'failing');
+    assert.match(defaults.dkim_host!.message, /dkim\.host is dkim\.localhost: .*no domain can be verified/);
+    assert.match(defaults.dkim_host!.fix!, /mailsvc init/);
+    assert.equal(defaults.public_url!.status, 'failing');
+    assert.match(defaults.public_url!.message, /http\.publicUrl is http:\/\/localhost:3000/);
+    for (const [publicUrl, status] of [
+      ['http://127.0.0.1:3000', 'failing'],
+      ['http://10.1.2.3', 'failing'],
+      ['http://[::1]:3000', 'failing'],
+      ['http://mail', 'failing'],
+      ['http://8.8.8.8', 'ok'],
+      ['https://mail.good.example', 'ok'],
+    ] as const) {
+      assert.equal(byName(await doctor(configWith({ publicUrl }))).public_url!.status, status, publicUrl);
+    }
   });
 
   it('reports a listing on a DNS blocklist, and a list that refuses to answer', async () => {
@@ -179,6 +203,8 @@ describe('mailsvc doctor', () => {
     const env = {
       MAILSVC_DATABASE: server.config.database,
       MAILSVC_DATA_DIR: join(dir, 'cli-data'),
+      // Every process on a database needs its secret key.
+      MAILSVC_SECRET_KEY: server.runtime.deps.secretKey.toString('base64'),
       MAILSVC_DELIVERY_DNS_SERVERS: JSON.stringify([dns.server]),
       MAILSVC_DELIVERY_HOSTNAME: 'mail.elsewhere.example',
       MAILSVC_DELIVERABILITY_DNSBL: JSON.stringify([ZONE]),

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { rollUpStats } from '../../src/tasks/roll-up-stats.js';
 import { after, before, describe, it } from 'node:test';
 import { Resend } from 'resend';
 import { eventually, routeDomain } from '../helpers/delivery.js';
@@ -57,6 +58,13 @@ describe('email metrics', () => {
       send('a@shop.example', 'spam@dest.test'),
       send('b@other.example', 'three@dest.test'),
     ]);
+    // Test mail (a test key): counted apart, never in the live figures.
+    const testKey = await server.key({ test: true });
+    for (const to of ['t1@dest.test', 'bounced@simulator.mailsvc.dev']) {
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key: testKey, body: { from: 'a@shop.example', to, subject: 'Test', text: 'x' } });
+      assert.equal(res.status, 200, show(res));
+      ids.push(res.body.id);
+    }
     await eventually(async () => (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every((e) => e.status === 'delivered' || e.status === 'bounced'), 20_000, 'every email answered');
     // The marketing message carries an open pixel: open it twice (one unique open).
     const message = mx.messages.find((m) => m.to.includes('one@dest.test'))!;
@@ -64,7 +72,7 @@ describe('email metrics', () => {
     assert.ok(pixel, 'an open pixel in the marketing message');
     const url = (pixel[1] ?? pixel[2])!.replace(/=3D/g, '=').replace(/^https?:\/\/[^/]+/, server.httpUrl);
     for (let i = 0; i < 2; i++) assert.equal((await fetch(url)).status, 200);
-    await server.runtime.services.emailMetrics.rollUp();
+    await rollUpStats(server.runtime.deps);
   });
   after(async () => {
     await server?.close();
@@ -109,6 +117,14 @@ describe('email metrics', () => {
     assert.ok(hourly.data!.data!.every((r) => /^\d{4}-\d{2}-\d{2}T\d{2}:00:00\.000Z$/.test(r.period!)));
   });
 
+  it('keeps test mail apart: out of the live figures, in a series of its own', async () => {
+    const sum = (buckets: Array<{ counts: Record<string, number> }>, metric: string) => buckets.reduce((n, b) => n + b.counts[metric]!, 0);
+    const live = await server.runtime.services.emailMetrics.series(server.workspaceId, 'hour', 48);
+    const test = await server.runtime.services.emailMetrics.series(server.workspaceId, 'hour', 48, true);
+    assert.deepEqual([sum(live, 'sent'), sum(live, 'bounced')], [3, 2]);
+    assert.deepEqual([sum(test, 'sent'), sum(test, 'delivered'), sum(test, 'bounced')], [1, 1, 1]);
+  });
+
   it('counts attempts per destination class', async () => {
     const destinations = await server.runtime.services.emailMetrics.destinations(server.workspaceId, 7);
     assert.deepEqual({ delivered: destinations.gmail.delivered, bounced: destinations.gmail.bounced, rate: destinations.gmail.bounce_rate }, { delivered: 1, bounced: 1, rate: 0.5 });
@@ -116,8 +132,8 @@ describe('email metrics', () => {
   });
 
   it('rolling up again counts nothing twice', async () => {
-    await server.runtime.services.emailMetrics.rollUp();
-    await server.runtime.services.emailMetrics.rollUp();
+    await rollUpStats(server.runtime.deps);
+    await rollUpStats(server.runtime.deps);
     const { data } = await resend.emails.metrics({ metrics: ['sent', 'bounced'] });
     assert.deepEqual(data!.totals, { sent: 3, bounced: 2 });
   });

@@ -180,6 +180,7 @@ describe('inbound listener: asynchronous bounces and complaints', () => {
       message_id: messageId,
       broadcast_id: null,
       tags: {},
+      variant: null,
       feedback_type: 'abuse',
     });
 

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
-import { openRuntime, type Runtime } from '../../src/main.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openStore, type Store } from '../../src/store/db.js';
 import type { Db } from '../../src/store/db.js';
-import { claimDueQueueItems as claimIn, finishQueueItems, type ClaimOptions } from '../../src/store/queue.js';
+import { claimDueQueueItems as claimIn, finishQueueItems } from '../../src/store/queue.js';
 import { queueEmail } from '../helpers/mail.js';
 import { createTestDatabase, testPostgresUrl } from '../helpers/postgres.js';
 
@@ -27,7 +27,15 @@ const targets: Array<{ name: string; url: () => Promise<{ url: string; drop(): P
 ];
 if (testPostgresUrl()) targets.push({ name: 'postgres', url: () => createTestDatabase() });
 
-const claimDueQueueItems = (db: Db, dialect: 'sqlite' | 'postgres', options: ClaimOptions) => db.transaction().execute((trx) => claimIn(trx, dialect, options));
+interface ClaimOptions {
+  owner: string;
+  now: number;
+  leaseUntil: number;
+  limit: number;
+  excludeDomains?: string[];
+}
+const claimDueQueueItems = (db: Db, dialect: 'sqlite' | 'postgres', o: ClaimOptions) =>
+  db.transaction().execute((trx) => claimIn(trx, dialect, { owner: o.owner, now: o.now, until: o.leaseUntil }, o.limit, o.excludeDomains));
 
 for (const target of targets) {
   describe(`queue claims on ${target.name}`, () => {

@@ -10,7 +10,7 @@ import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { Resend } from 'resend';
 import { Webhook } from 'standardwebhooks';
-import { runRetention } from '../../src/services/retention.js';
+import { runRetention } from '../../src/tasks/retention.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';

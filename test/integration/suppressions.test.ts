@@ -99,7 +99,7 @@ describe('suppressions API', () => {
     const blocked = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: 'sender.example', to: ['anyone@nomail.example'] });
     const marketing = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: 'sender.example', to: ['fan@promo.example'], type: 'marketing', test: true });
     const transactional = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: 'sender.example', to: ['fan@promo.example'], test: true });
-    server.delivery!.wake();
+    server.workers.wake('delivery');
     const status = (id: string) => emailState(server.runtime.store.db, id).then((s) => s.email.status);
     await eventually(async () => (await status(blocked.id)) === 'suppressed', 10_000, 'domain suppression');
     await eventually(async () => (await status(marketing.id)) === 'suppressed', 10_000, 'marketing suppression');

@@ -94,8 +94,11 @@ describe('open and click tracking', () => {
       message_id: opened[0]!.data.message_id,
       broadcast_id: null,
       tags: {},
+      variant: null,
       user_agent: 'Mail/1.0 (Test)',
       first: true,
+      classification: 'human',
+      is_machine: false,
     });
   });
 
@@ -125,8 +128,9 @@ describe('open and click tracking', () => {
     const { html: withPixel } = await send('/v1/emails', { to: 'reader@dest.test', track_opens: true });
     const openToken = /\/t\/o\/([^"]+)"/.exec(withPixel)![1]!;
     assert.equal((await get(`http://mail.shop.example/t/c/${openToken}`)).status, 404);
-    // HEAD (link scanners) redirects without counting a click.
+    // HEAD (link scanners) redirects too, and is recorded as a scanner's click.
     assert.equal((await fetch(local(link), { method: 'HEAD', redirect: 'manual' })).status, 302);
-    assert.equal((await events(id)).filter((e) => e.type === 'email.clicked').length, 1);
+    const clicks = (await events(id)).filter((e) => e.type === 'email.clicked');
+    assert.deepEqual(clicks.map((e) => [e.data.classification, e.data.classified_by, e.data.first]), [[clicked.data.classification, clicked.data.classified_by, true], ['scanner', 'head_request', false]]);
   });
 });

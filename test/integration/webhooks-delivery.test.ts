@@ -107,6 +107,7 @@ describe('webhook delivery', () => {
       message_id: '<m1@mail.example.com>',
       broadcast_id: null,
       tags: { welcome: '' },
+      variant: null,
     });
     assert.equal(got!.headers['content-type'], 'application/json');
     assert.ok(Math.abs(Number(got!.headers['webhook-timestamp']) - Date.now() / 1000) < 300);
@@ -294,7 +295,11 @@ describe('webhook delivery', () => {
     receiver.reply((r) => (r.path === '/slow' ? { status: 200, holdUntil: released } : { status: 200, body: 'ok' }));
     try {
       for (let i = 0; i < 10; i++) await t.emit('email.delivered', deliveredData(i % 10));
+      // Every fast delivery arrives while the slow endpoint holds its POSTs open...
       await receiver.waitFor(10, (r) => r.path === '/fast');
+      // ...which fill its lane and no more.
+      await receiver.waitFor(WEBHOOKS.perEndpointConcurrency, (r) => r.path === '/slow');
+      await new Promise((r) => setTimeout(r, 200));
       assert.equal(receiver.received.filter((r) => r.path === '/slow').length, WEBHOOKS.perEndpointConcurrency);
       assert.equal(receiver.inFlight(), WEBHOOKS.perEndpointConcurrency);
     } finally {
@@ -420,6 +425,7 @@ describe('webhooks from a real send', () => {
           message_id: `<${emailId}@shop.example>`,
           broadcast_id: null,
           tags: {},
+          variant: null,
         });
       }
 
@@ -442,6 +448,33 @@ describe('webhooks from a real send', () => {
       const data = verifyStandard(v1.body.secret, bounce!).data as { email_id: string; bounce: { type: string } };
       assert.equal(data.email_id, bounced.body.id);
       assert.equal(data.bounce.type, 'hard');
+    } finally {
+      await server.close();
+      await receiver.close();
+      await dns.close();
+    }
+  });
+});
+
+describe('webhooks without the poll', () => {
+  it('posts an event as soon as it is committed: the dispatcher is woken, not polled (poll interval an hour)', async () => {
+    const dns = await startDnsServer();
+    const receiver = await startWebhookReceiver();
+    const server = await startTestServer({ delivery: { dnsServers: [dns.server] }, webhooks: { ...WEBHOOKS, pollInterval: 3_600_000 } });
+    try {
+      await addVerifiedDomain(server, dns, 'shop.example');
+      const key = await server.key({ test: true });
+      const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/now`, events: ['email.sent'] } });
+      assert.equal(hook.status, 201, show(hook));
+      // The dispatcher's first poll ran at its start; from now on only a wake can move it.
+      for (let i = 0; i < 3; i++) {
+        const before = receiver.received.length;
+        const sent = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'hello@shop.example', to: `someone${i}@dest.test`, subject: `Order ${i}`, html: '<p>Thanks</p>' } });
+        assert.ok(sent.status === 200 || sent.status === 202, show(sent));
+        const [got] = await receiver.waitFor(before + 1, undefined, 10_000);
+        assert.ok(got, 'the webhook arrived long before the hour-long poll');
+      }
+      assert.equal(receiver.received.length, 3);
     } finally {
       await server.close();
       await receiver.close();

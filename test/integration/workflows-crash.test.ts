@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
-import { openRuntime, type Runtime } from '../../src/main.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { serveCli } from '../helpers/cli.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';

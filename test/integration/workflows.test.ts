@@ -7,7 +7,7 @@ import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type ReceivedMessage, type TestMx } from '../helpers/mx-server.js';
-import { runRetention } from '../../src/services/retention.js';
+import { runRetention } from '../../src/tasks/retention.js';
 import { newId } from '../../src/shared/ids.js';
 import { saveWorkflowTrigger, triggerContactKey } from '../../src/store/workflow-triggers.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';

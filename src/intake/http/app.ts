@@ -10,6 +10,7 @@ import { renderErrors } from './middleware/render-errors.js';
 import { requestId } from './middleware/request-id.js';
 import { limitWorkspace, showRateLimit } from './rate-limit.js';
 import { runRoute, type Route } from './route.js';
+import { rootResources, v1PathOf } from './root-alias.js';
 import { apiRoutes } from './routes/index.js';
 import { healthRoutes } from './routes/health.js';
 import { openApiRoute } from './routes/openapi.js';
@@ -90,10 +91,16 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(attachmentDownloadRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(dashboardRoutes(deps));
+  const resources = rootResources(routes);
   app.use(async (ctx: Ctx, next: Next) => {
     if (isApiPath(ctx.path)) return api(ctx, next);
+    const v1Path = v1PathOf(ctx.path, resources);
+    if (v1Path) {
+      ctx.path = v1Path;
+      return api(ctx, next);
+    }
     await next();
-    if (ctx.body === undefined && ctx.status === 404) throw new AppError('not_found', `No route ${ctx.method} ${ctx.path}`);
+    if (ctx.body === undefined && ctx.status === 404) throw new AppError('not_found', `No route ${ctx.method} ${ctx.path}: the API is under /v1 (e.g. POST /v1/emails), its resources also at the root (POST /emails), and /api/v1`);
   });
   return app;
 }

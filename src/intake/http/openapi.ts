@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.js';
 import { RESEND_ERROR_NAMES } from './middleware/render-errors.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../store/list-page.js';
 import type { Route } from './route.js';
 
 /**
@@ -192,7 +192,7 @@ export function buildOpenApiDocument(routes: Route[]): Json {
       title: 'mailsvc API',
       version: '1.0.0',
       description:
-        'Two surfaces over one service. `/v1/...` (versioned, Resend-like) answers errors as `{request_id, error: {code, message, retryable}, name, message, statusCode}` (the last three in the shape of the Resend API) and accepts API keys and OAuth access tokens. `/api/v1/...` (legacy) answers errors as `{success: false, error, code}` and accepts API keys only. Not described: the dashboard (`/dashboard/...`, HTML pages for people, with a session cookie and CSRF tokens, not an API). Generated from the route definitions by `npm run docs`; do not edit by hand.',
+        'Two surfaces over one service. `/v1/...` (versioned, Resend-like) answers errors as `{request_id, error: {code, message, retryable}, name, message, statusCode}` (the last three in the shape of the Resend API) and accepts API keys and OAuth access tokens; every `/v1` path is also served without its `/v1` prefix (`POST /emails`), so that Resend SDKs work with the server itself as their base URL. `/api/v1/...` (legacy) answers errors as `{success: false, error, code}` and accepts API keys only. Not described: the dashboard (`/dashboard/...`, HTML pages for people, with a session cookie and CSRF tokens, not an API). Generated from the route definitions by `npm run docs`; do not edit by hand.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: 'http://localhost:3000', description: 'Default http.publicUrl' }],

@@ -1,6 +1,7 @@
 import { AppError, isAppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { retryAfterSeconds, type Decision, type Operation } from '../../services/rate-limits.js';
+import { type Operation } from '../../services/rate-limits.js';
+import { retryAfterSeconds, type Decision } from '../../shared/fixed-window.js';
 import type { Workspace } from '../../store/tables.js';
 import type { Ctx, HttpDeps } from './context.js';
 

@@ -2,14 +2,17 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../../config/schema.js';
 import type { Services } from '../../services/index.js';
-import { MemoryRateLimiter, retryAfterSeconds } from '../../services/rate-limits.js';
-import type { RoutedRecipient } from '../../services/receiving/receive-message.js';
+import { MemoryRateLimiter, retryAfterSeconds } from '../../shared/fixed-window.js';
+import type { InboundKind, InboundOutcome } from '../../receiving/inbound-kind.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { TlsPair } from './tls-files.js';
+import { asListenError } from '../../shared/listen-error.js';
 
 export interface InboundDeps {
   services: Services;
+  /** The kinds of recipient taken, in the order they are asked (receiving/inbound-kinds.ts). */
+  kinds: InboundKind[];
   config: Config;
   logger: Logger;
   clock: Clock;
@@ -24,122 +27,58 @@ export interface InboundListener {
 type Reply = Error & { responseCode: number };
 const reply = (code: number, text: string): Reply => Object.assign(new Error(text), { responseCode: code });
 
-interface Message {
-  raw: Buffer;
-  session: SMTPServerSession;
-}
-
-/**
- * A kind of recipient the listener takes mail for. At RCPT TO the kinds are asked in order
- * and the first that claims the address takes it; at DATA that kind receives the message.
- * Reports come before routes, so a VERP return path is never taken by a catch-all route.
- */
-interface RecipientKind<C> {
-  name: string;
-  /** What the kind needs at DATA for this address, or null when the address is not of this kind. Throws a reply to refuse it. */
-  claim(address: string): Promise<C | null>;
-  /** The text of the 250 reply; throws a reply to refuse the message. */
-  receive(message: Message, claims: C[]): Promise<string>;
-}
-
 /** The recipients of one transaction: all of one kind. */
 interface Transaction {
-  kind: RecipientKind<unknown>;
+  kind: InboundKind;
   claims: Map<string, unknown>;
 }
 
 /**
  * The inbound listener (`smtp.inbound.*`, port 25 in production): the MX of the bounce
- * domains (asynchronous bounces at the VERP return paths, complaint reports there or at
- * `smtp.inbound.feedbackAddresses`), of the report domain (DMARC aggregate and TLS reports at
- * `dmarc@` and `tls-reports@`) and of the domains with receiving routes. An address
- * nothing claims is refused at RCPT TO, so nothing is accepted that would have to bounce
- * later. No authentication: mail comes from other mail servers. STARTTLS is offered with the
- * submission certificate.
+ * domains, of the report domain and of the domains with receiving routes. At RCPT TO it asks
+ * the kinds of recipient of receiving/inbound-kinds.ts in turn; an address none claims is
+ * refused, so nothing is accepted that would have to bounce later. At DATA the kind that
+ * claimed the recipients takes the message, and the 250 comes once what it stored is durable,
+ * whichever kind it is. No authentication: mail comes from other mail servers. STARTTLS is
+ * offered with the submission certificate.
  */
 export async function startInbound(deps: InboundDeps): Promise<InboundListener> {
   const { services, config, logger, clock, tls } = deps;
   const cfg = config.smtp.inbound;
   const log = logger.child({ component: 'smtp-inbound' });
+  const kinds = deps.kinds;
 
-  const reports: RecipientKind<true> = {
-    name: 'report',
-    claim: async (address) => (services.reports.acceptsRecipient(address) ? true : null),
-    async receive({ raw, session }) {
-      let outcome;
-      try {
-        outcome = await services.reports.receive({ recipients: session.envelope.rcptTo.map((r) => r.address), raw });
-        // What the report changed is on disk before the 250 (Store.durable).
-        await services.durable();
-      } catch (err) {
-        log.error({ err, sessionId: session.id }, 'could not process a report');
-        throw reply(451, '4.3.0 Temporary failure, try again later');
-      }
-      log.info({ sessionId: session.id, remoteAddress: session.remoteAddress, outcome: outcome.kind }, 'report received');
-      switch (outcome.kind) {
-        case 'refused':
-          throw reply(550, `5.6.0 ${outcome.reason}`);
-        case 'ignored':
-          return `2.0.0 Ok: nothing to do (${outcome.reason})`;
-        case 'bounce':
-          return `2.0.0 Ok: bounce recorded for ${outcome.recipients.length} recipient(s)`;
-        case 'complaint':
-          return '2.0.0 Ok: complaint recorded';
-      }
-    },
-  };
-
-  const deliverabilityReports: RecipientKind<true> = {
-    name: 'deliverability-report',
-    claim: async (address) => (services.reportInbox.acceptsRecipient(address) ? true : null),
-    async receive({ raw, session }) {
-      let outcome;
-      try {
-        outcome = await services.reportInbox.receive(raw);
-      } catch (err) {
-        log.error({ err, sessionId: session.id }, 'could not store a DMARC or TLS report');
-        throw reply(451, '4.3.0 Temporary failure, try again later');
-      }
-      log.info({ sessionId: session.id, remoteAddress: session.remoteAddress, outcome: outcome.kind }, 'deliverability report received');
-      if (outcome.kind === 'refused') throw reply(550, `5.6.0 ${outcome.reason}`);
-      if (outcome.kind === 'ignored') return `2.0.0 Ok: nothing to do (${outcome.reason})`;
-      return `2.0.0 Ok: ${outcome.dmarc} DMARC and ${outcome.tls} TLS report(s) stored`;
-    },
-  };
-
-  const routes: RecipientKind<RoutedRecipient> = {
-    name: 'route',
-    async claim(address) {
-      const route = await services.routes.resolve(address);
-      if (!route) return null;
-      if (route.action === 'reject') throw reply(550, `5.7.1 <${address}>: this address does not accept mail`);
-      return { address, route };
-    },
-    async receive({ raw, session }, claims) {
-      let outcome;
-      try {
-        outcome = await services.receiving.receive({
-          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          recipients: claims,
+  /** One kind's answer to DATA: its reply after the data is on disk; a refusal; or a temporary failure. */
+  async function receive(kind: InboundKind, session: SMTPServerSession, raw: Buffer, claims: unknown[]): Promise<string> {
+    let outcome: InboundOutcome;
+    try {
+      outcome = await kind.receive(
+        {
           raw,
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          recipients: session.envelope.rcptTo.map((r) => r.address),
           remoteAddress: session.remoteAddress,
           helo: session.hostNameAppearsAs || null,
           tls: session.secure,
-        });
-        await services.durable();
-      } catch (err) {
-        log.error({ err, sessionId: session.id }, 'could not store a received message');
-        throw reply(451, '4.3.0 Temporary failure, try again later');
-      }
-      if (outcome.kind === 'refused') {
-        log.info({ sessionId: session.id, remoteAddress: session.remoteAddress, reason: outcome.reason }, 'received message refused');
-        throw reply(outcome.code, outcome.reason);
-      }
-      return `2.0.0 Ok: received as ${outcome.ids.join(', ')}`;
-    },
-  };
+          sessionId: session.id,
+        },
+        claims,
+      );
+      // What the kind changed is on disk before the 250 (Store.durable): a sender never sends twice.
+      await services.durable();
+    } catch (err) {
+      log.error({ err, sessionId: session.id, kind: kind.name }, 'could not take an inbound message');
+      throw reply(451, '4.3.0 Temporary failure, try again later');
+    }
+    const fields = { sessionId: session.id, remoteAddress: session.remoteAddress, kind: kind.name };
+    if (outcome.kind === 'refused') {
+      log.info({ ...fields, reason: outcome.reason }, 'inbound message refused');
+      throw reply(outcome.code, outcome.reason);
+    }
+    log.info({ ...fields, ...outcome.log }, 'inbound message taken');
+    return outcome.reply;
+  }
 
-  const kinds = [reports, deliverabilityReports, routes] as Array<RecipientKind<unknown>>;
   const transactions = new WeakMap<object, Transaction>();
 
   // Per client address: connections open now, and MAIL/RCPT commands per minute.
@@ -196,7 +135,7 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
     const transaction = transactions.get(session.envelope);
     const claims = transaction ? session.envelope.rcptTo.map((r) => transaction.claims.get(r.address.toLowerCase())).filter((c) => c !== undefined) : [];
     if (!transaction || claims.length === 0) throw reply(503, '5.5.1 No valid recipients');
-    return transaction.kind.receive({ raw: Buffer.concat(chunks), session }, claims);
+    return receive(transaction.kind, session, Buffer.concat(chunks), claims);
   }
 
   /** Runs a handler for smtp-server; a failure that is not an SMTP reply (the database is down) is a temporary one. */
@@ -239,7 +178,7 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
   });
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: Error) => reject(asListenError(err, 'smtp.inbound.port', 'smtp.inbound.host', cfg.host, cfg.port)));
     server.listen(cfg.port, cfg.host, () => {
       server.off('error', reject);
       server.on('error', (err: Error) => log.warn({ err }, 'smtp connection error'));

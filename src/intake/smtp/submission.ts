@@ -4,14 +4,15 @@ import type { SMTPServer, SMTPServerAuthentication, SMTPServerDataStream, SMTPSe
 import type { Config } from '../../config/schema.js';
 import type { Principal } from '../../services/credentials.js';
 import type { Services } from '../../services/index.js';
-import { normalizeAddress } from '../../services/send/addresses.js';
-import { retryAfterSeconds } from '../../services/rate-limits.js';
+import { normalizeAddress } from '../../messages/addresses.js';
+import { retryAfterSeconds } from '../../shared/fixed-window.js';
 import type { Clock } from '../../shared/clock.js';
 import { isAppError, toAppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Workspace } from '../../store/tables.js';
 import { PromptGreetingServer } from './prompt-greeting-server.js';
 import type { TlsPair } from './tls-files.js';
+import { asListenError } from '../../shared/listen-error.js';
 
 export interface SubmissionDeps {
   services: Services;
@@ -193,9 +194,9 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
         ),
     });
 
-  const listen = (server: SMTPServer, port: number) =>
+  const listen = (server: SMTPServer, port: number, setting: string) =>
     new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err: Error) => reject(asListenError(err, setting, 'smtp.submission.host', cfg.host, port)));
       server.listen(port, cfg.host, () => {
         server.off('error', reject);
         server.on('error', (err: Error) => log.warn({ err }, 'smtp connection error'));
@@ -205,11 +206,17 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
 
   const starttls = build(false);
   const servers = [starttls];
-  const ports = { starttls: await listen(starttls, cfg.port), implicitTls: null as number | null };
+  const ports = { starttls: await listen(starttls, cfg.port, 'smtp.submission.port'), implicitTls: null as number | null };
   if (cfg.implicitTls) {
     const implicit = build(true);
     servers.push(implicit);
-    ports.implicitTls = await listen(implicit, cfg.tlsPort);
+    try {
+      ports.implicitTls = await listen(implicit, cfg.tlsPort, 'smtp.submission.tlsPort');
+    } catch (err) {
+      // The caller never gets a handle to close the first listener with.
+      await new Promise<void>((resolve) => starttls.close(() => resolve()));
+      throw err;
+    }
   }
   log.info({ ports, tls: tls.source }, 'SMTP submission listening');
   return {

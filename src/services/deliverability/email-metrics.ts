@@ -1,12 +1,12 @@
-import { domainClass, type DomainClass } from '../../observability/domain-class.js';
+import type { DomainClass } from '../../observability/domain-class.js';
 import { validationError } from '../../shared/errors.js';
 import { listDomains } from '../../store/domains.js';
-import { aggregateAttempts, aggregateEvents, countQueueDepth, firstEventAt, floorHour, HOUR, lastStatsHour, listStats, replaceStats, type StatRow } from '../../store/stats.js';
+import { countQueueDepth, floorHour, HOUR, listStats } from '../../store/stats.js';
 import type { ServiceDeps } from '../deps.js';
 
 /**
- * What happened to a workspace's live mail, counted per hour: the roll-up job that keeps
- * `stats_hourly` current, `GET /v1/emails/metrics` (the shape the Resend SDK's
+ * What happened to a workspace's live mail, counted per hour (tasks/roll-up-stats.ts keeps
+ * `stats_hourly` current): `GET /v1/emails/metrics` (the shape the Resend SDK's
  * `emails.metrics` reads) and the figures of the dashboard's overview.
  */
 
@@ -27,9 +27,15 @@ export const COUNT_METRICS = [
   'clicked',
   'unique_opened',
   'unique_clicked',
+  'human_opened',
+  'human_clicked',
+  'unique_human_opened',
+  'unique_human_clicked',
+  'machine_opened',
+  'machine_clicked',
 ] as const;
 /** Ratios of the counts, 0 to 1. */
-export const RATE_METRICS = ['delivery_rate', 'bounce_rate', 'complaint_rate', 'open_rate', 'click_rate'] as const;
+export const RATE_METRICS = ['delivery_rate', 'bounce_rate', 'complaint_rate', 'open_rate', 'click_rate', 'human_open_rate', 'human_click_rate'] as const;
 export const METRICS = [...COUNT_METRICS, ...RATE_METRICS] as const;
 export type Metric = (typeof METRICS)[number];
 /** Resend's metrics that mailsvc does not count. */
@@ -67,11 +73,10 @@ export interface MetricsResult {
 export type DestinationStats = Record<DomainClass, { delivered: number; deferred: number; bounced: number; failed: number; delivery_rate: number; bounce_rate: number }>;
 
 export interface EmailMetricsService {
-  /** Recomputes the hours since the last roll-up (the current one included); returns how many hours. */
-  rollUp(): Promise<number>;
   metrics(workspaceId: string, query: MetricsQuery): Promise<MetricsResult>;
   /** Counts per hour (the last `hours`) or per UTC day (the last `days`), for charts. */
-  series(workspaceId: string, unit: 'hour' | 'day', count: number): Promise<Array<{ start: number; counts: Record<(typeof COUNT_METRICS)[number], number> }>>;
+  /** Live mail's counts, or test mail's (`test`). */
+  series(workspaceId: string, unit: 'hour' | 'day', count: number, test?: boolean): Promise<Array<{ start: number; counts: Record<(typeof COUNT_METRICS)[number], number> }>>;
   /** Attempts per destination class over the last `days`. */
   destinations(workspaceId: string, days: number): Promise<DestinationStats>;
   /** The workspace's queue now: waiting, in flight, held. */
@@ -80,40 +85,10 @@ export interface EmailMetricsService {
 
 const DAY = 24 * HOUR;
 /** The first roll-up looks this far back at most (events older than retention are gone anyway). */
-const MAX_BACKFILL_HOURS = 24 * 31;
 const MAX_RANGE_DAYS = 400;
 const MAX_HOURLY_DAYS = 31;
 
 const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 10_000);
-
-/** An event type (and its detail) as the metrics it counts towards. */
-function metricsOf(type: string, detail: string | null): string[] {
-  switch (type) {
-    case 'email.sent':
-      return ['sent'];
-    case 'email.delivered':
-      return ['delivered'];
-    case 'email.delivery_delayed':
-      return ['delivery_delayed'];
-    case 'email.bounced':
-      return ['bounced', detail === 'hard' ? 'bounced_permanent' : detail === 'soft' ? 'bounced_transient' : 'bounced_undetermined'];
-    case 'email.complained':
-      return ['complained'];
-    case 'email.suppressed':
-      return ['suppressed'];
-    case 'email.failed':
-      return ['failed'];
-    case 'email.held':
-      return ['held'];
-    case 'email.opened':
-    case 'email.clicked': {
-      const base = type === 'email.opened' ? 'opened' : 'clicked';
-      return detail === '1' || detail === 'true' ? [base, `unique_${base}`] : [base];
-    }
-    default:
-      return [];
-  }
-}
 
 const emptyCounts = () => Object.fromEntries(COUNT_METRICS.map((m) => [m, 0])) as Record<(typeof COUNT_METRICS)[number], number>;
 
@@ -125,6 +100,8 @@ function withRates(counts: Record<string, number>, wanted: readonly Metric[]): T
     complaint_rate: ratio(counts.complained ?? 0, counts.delivered ?? 0),
     open_rate: ratio(counts.unique_opened ?? 0, counts.delivered ?? 0),
     click_rate: ratio(counts.unique_clicked ?? 0, counts.delivered ?? 0),
+    human_open_rate: ratio(counts.unique_human_opened ?? 0, counts.delivered ?? 0),
+    human_click_rate: ratio(counts.unique_human_clicked ?? 0, counts.delivered ?? 0),
   };
   return Object.fromEntries(wanted.map((m) => [m, all[m] ?? 0])) as Totals;
 }
@@ -160,28 +137,13 @@ function periodOf(hour: number, granularity: Granularity, format: Intl.DateTimeF
 }
 
 export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsService {
-  const { db, dialect, clock } = deps;
-  const log = deps.logger.child({ component: 'email-metrics' });
+  const { db, clock } = deps;
 
-  const rollUpRange = async (from: number, to: number) => {
-    const [events, attempts] = await Promise.all([aggregateEvents(db, dialect, from, to), aggregateAttempts(db, from, to)]);
-    const rows = new Map<string, StatRow>();
-    const add = (workspace_id: string, hour: number, domain_id: string, destination: string, metric: string, count: number) => {
-      const key = `${workspace_id} ${hour} ${domain_id} ${destination} ${metric}`;
-      const row = rows.get(key);
-      if (row) row.count += count;
-      else rows.set(key, { workspace_id, hour, domain_id, destination, metric, count });
-    };
-    for (const e of events) for (const metric of metricsOf(e.type, e.detail)) add(e.workspace_id, e.hour, e.domain_id, '', metric, e.count);
-    for (const a of attempts) add(a.workspace_id, a.hour, '', domainClass(`x@${a.recipient_domain}`, a.mx_host), `attempt_${a.outcome}`, a.count);
-    await replaceStats(db, from, to, [...rows.values()]);
-  };
-
-  const series: EmailMetricsService['series'] = async (workspaceId, unit, count) => {
+  const series: EmailMetricsService['series'] = async (workspaceId, unit, count, test = false) => {
     const step = unit === 'hour' ? HOUR : DAY;
     const end = unit === 'hour' ? floorHour(clock.now()) + HOUR : Math.floor(clock.now() / DAY) * DAY + DAY;
     const start = end - count * step;
-    const rows = await listStats(db, { workspaceId, from: start, to: end, destinations: false });
+    const rows = await listStats(db, { workspaceId, from: start, to: end, destinations: false, test });
     const buckets = Array.from({ length: count }, (_, i) => ({ start: start + i * step, counts: emptyCounts() }));
     for (const r of rows) {
       const bucket = buckets[Math.floor((r.hour - start) / step)];
@@ -191,27 +153,6 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
   };
 
   return {
-    async rollUp() {
-      const now = clock.now();
-      const current = floorHour(now);
-      const last = await lastStatsHour(db);
-      let from: number;
-      if (last === null) {
-        const first = await firstEventAt(db);
-        from = first === null ? current : Math.max(floorHour(first), current - MAX_BACKFILL_HOURS * HOUR);
-      } else {
-        // The previous hour again too: events recorded just before it closed commit a moment later.
-        from = Math.max(Math.min(last, current) - HOUR, current - MAX_BACKFILL_HOURS * HOUR);
-      }
-      let hours = 0;
-      for (let hour = from; hour <= current; hour += HOUR) {
-        await rollUpRange(hour, hour + HOUR);
-        hours++;
-      }
-      if (hours > 2) log.info({ hours }, 'hourly statistics caught up');
-      return hours;
-    },
-
     async metrics(workspaceId, query) {
       if (query.email_id || query.broadcast_id) throw validationError(query.email_id ? 'email_id' : 'broadcast_id', 'filtering by email or broadcast is not supported: metrics are counted per hour and sending domain');
       const timeZone = query.timezone ?? 'UTC';

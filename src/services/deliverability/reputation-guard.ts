@@ -1,32 +1,31 @@
-import { recipientEventData } from '../../delivery/event-data.js';
+import { recordHeld } from '../../delivery/hold-paused.js';
+import type { Clock } from '../../shared/clock.js';
 import { recordEvent } from '../../events/record-event.js';
 import { toIsoOrNull } from '../../shared/clock.js';
 import { notFound } from '../../shared/errors.js';
 import { findDomainByIdOrName, listDomains } from '../../store/domains.js';
-import { listEmailsByIds, refreshEmailStatus } from '../../store/emails.js';
+import { refreshEmailStatus } from '../../store/emails.js';
 import {
-  countDomainOutcomes,
   countHeldByDomain,
   findReputationState,
-  holdClaimedQueueItems,
   holdWaitingMarketing,
-  listPausedDomainIds,
   listReputationStates,
   releaseHeldQueueItems,
   saveReputationState,
+  type DomainEngagement,
   type DomainOutcomeCounts,
 } from '../../store/reputation.js';
 import type { Db } from '../../store/db.js';
-import type { Domain, Email, QueueItem, ReputationState, ReputationStateRow } from '../../store/tables.js';
+import type { Domain, ReputationState, ReputationStateRow } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
-import type { CheckStatus } from './check-status.js';
+import type { CheckStatus } from '../../checks/check-status.js';
 
 /**
  * The reputation guard. Per sending domain (of a workspace), rolling hard-bounce and
  * complaint rates of its live mail, from our own events. Above the warning thresholds the
  * domain is in `warning`; above the pause thresholds its marketing mail is held: waiting rows
  * become `held` (with an `email.held` event), and rows claimed later are held by the
- * delivery step `holdClaimed` instead of being sent. Transactional mail is never held. Only an
+ * delivery step `pausedDomainHold` (delivery/hold-paused.ts) instead of being sent. Transactional mail is never held. Only an
  * operator resumes a paused domain (API, CLI, dashboard): held mail is released and the rates
  * start again from that moment, so the mail that caused the pause does not pause it again.
  */
@@ -38,6 +37,8 @@ export interface GuardThresholds {
   bouncePause: number;
   complaintWarning: number;
   complaintPause: number;
+  /** Percent of tracked marketing messages opened by people below which a domain is in warning (0: off). */
+  engagementWarning: number;
 }
 
 export interface RateView {
@@ -60,6 +61,8 @@ export interface ReputationView {
   complaints: number;
   bounce: RateView;
   complaint: RateView;
+  /** People's opens of the tracked marketing mail delivered in the window: machines' are shown, never counted. */
+  engagement: EngagementView;
   /** Recipients of marketing mail waiting, held. */
   held: number;
   evaluated_at: string | null;
@@ -67,26 +70,32 @@ export interface ReputationView {
   resumed_at: string | null;
 }
 
+export interface EngagementView {
+  /** Tracked marketing messages delivered in the window. */
+  tracked: number;
+  /** Of them, opened by a person (an image proxy's open is a person's). */
+  human_opened: number;
+  /** Opened by machines only: Apple Mail Privacy Protection's prefetch, scanners. */
+  machine_opened: number;
+  /** Percent of `tracked` opened by people, two decimals. */
+  rate: number;
+  /** `warning` under the threshold; never `failing`: low engagement warns, it never holds mail. */
+  status: CheckStatus;
+  warning: number;
+}
+
 export interface ReputationGuard {
   /** Computes every domain's rates and acts on them (the leader's periodic job). */
-  evaluate(): Promise<void>;
   list(workspaceId: string): Promise<ReputationView[]>;
   get(workspaceId: string, idOrName: string): Promise<ReputationView>;
   /** Releases a paused domain's held mail; its rates count only what happens from now on. */
   resume(workspaceId: string, idOrName: string): Promise<ReputationView & { released: number }>;
-  /**
-   * The delivery step: of rows just claimed, holds the marketing mail of paused domains and
-   * returns the rows still to deliver.
-   */
-  holdClaimed(owner: string, items: QueueItem[], emails: Map<string, Email>): Promise<QueueItem[]>;
   /** Held rows and the guard's state, for /metrics. */
   snapshot(): Promise<Array<{ workspace_id: string; domain: string; state: ReputationState; bounce_rate: number; complaint_rate: number; held: number }>>;
 }
 
 /** Rows held or released per transaction: bounded, so a pause of a large campaign never holds long locks. */
 const BATCH = 500;
-/** How long the delivery step trusts its list of paused domains (the leader may pause one at any time). */
-const PAUSED_CACHE_MS = 1000;
 
 const percent = (part: number, whole: number): number => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100);
 
@@ -97,8 +106,14 @@ export interface Judgement {
   complaintRate: number;
 }
 
-/** What the rates say, for a domain not already paused. Pure. */
-export function judge(counts: Pick<DomainOutcomeCounts, 'accepted' | 'bounces' | 'hard_bounces' | 'complaints'>, t: GuardThresholds): Judgement {
+type Engagement = Pick<DomainEngagement, 'tracked' | 'opened' | 'human_opened'>;
+
+/**
+ * What the rates say, for a domain not already paused. Pure. Bounces and complaints may pause;
+ * people's opens only warn: opens cannot be seen for every reader, and Apple's prefetch and
+ * scanners are left out, so a list can read low without being bad.
+ */
+export function judge(counts: Pick<DomainOutcomeCounts, 'accepted' | 'bounces' | 'hard_bounces' | 'complaints'> & Partial<Engagement>, t: GuardThresholds): Judgement {
   const sent = counts.accepted + counts.bounces;
   const bounceRate = percent(counts.hard_bounces, sent);
   const complaintRate = percent(counts.complaints, counts.accepted);
@@ -113,39 +128,85 @@ export function judge(counts: Pick<DomainOutcomeCounts, 'accepted' | 'bounces' |
   if (complaintRate > t.complaintWarning) {
     return { state: 'warning', reason: `complaint rate ${complaintRate}% is over ${t.complaintWarning}% (marketing is held above ${t.complaintPause}%)`, bounceRate, complaintRate };
   }
+  const tracked = counts.tracked ?? 0;
+  const people = percent(counts.human_opened ?? 0, tracked);
+  if (t.engagementWarning > 0 && tracked >= t.minimumSent && people < t.engagementWarning) {
+    const machines = (counts.opened ?? 0) - (counts.human_opened ?? 0);
+    return {
+      state: 'warning',
+      reason: `people opened ${people}% of ${tracked} tracked marketing messages, under ${t.engagementWarning}%${machines > 0 ? ` (${machines} more were opened by machines only: Apple's prefetch or scanners, not counted)` : ''}: check the list's consent and the content`,
+      bounceRate,
+      complaintRate,
+    };
+  }
   return { state: 'sending', reason: 'rates are within the thresholds', bounceRate, complaintRate };
 }
 
 const rateStatus = (rate: number, warning: number, pause: number): CheckStatus => (rate > pause ? 'failing' : rate > warning ? 'warning' : 'ok');
 
+/** A domain's reputation as the API, the dashboard and `domain.updated` show it. */
+export function reputationView(domain: Domain, row: ReputationStateRow | undefined, held: number, t: GuardThresholds): ReputationView {
+  const accepted = row?.accepted ?? 0;
+  const sent = accepted + (row?.bounces ?? 0);
+  const bounceRate = percent(row?.hard_bounces ?? 0, sent);
+  const complaintRate = percent(row?.complaints ?? 0, accepted);
+  return {
+    domain_id: domain.id,
+    domain_name: domain.name,
+    state: row?.state ?? 'sending',
+    reason: row?.reason ?? 'not evaluated yet',
+    window_hours: t.windowHours,
+    sent,
+    hard_bounces: row?.hard_bounces ?? 0,
+    complaints: row?.complaints ?? 0,
+    bounce: { rate: bounceRate, status: rateStatus(bounceRate, t.bounceWarning, t.bouncePause), warning: t.bounceWarning, pause: t.bouncePause },
+    complaint: { rate: complaintRate, status: rateStatus(complaintRate, t.complaintWarning, t.complaintPause), warning: t.complaintWarning, pause: t.complaintPause },
+    engagement: engagementView(row, t),
+    held,
+    evaluated_at: toIsoOrNull(row?.evaluated_at ?? null),
+    paused_at: toIsoOrNull(row?.paused_at ?? null),
+    resumed_at: toIsoOrNull(row?.resumed_at ?? null),
+  };
+}
+
+function engagementView(row: ReputationStateRow | undefined, t: GuardThresholds): EngagementView {
+  const tracked = row?.tracked ?? 0;
+  const human = row?.human_opened ?? 0;
+  const rate = percent(human, tracked);
+  const judged = t.engagementWarning > 0 && tracked >= t.minimumSent;
+  return { tracked, human_opened: human, machine_opened: (row?.opened ?? 0) - human, rate, status: judged && rate < t.engagementWarning ? 'warning' : 'ok', warning: t.engagementWarning };
+}
+
+/** `domain.updated` with the domain's reputation, in the caller's transaction. */
+export const reputationEvent = (trx: Db, domain: Domain, row: ReputationStateRow, held: number, t: GuardThresholds) =>
+  recordEvent(trx, {
+    workspaceId: domain.workspace_id,
+    type: 'domain.updated',
+    at: row.changed_at,
+    data: { id: domain.id, name: domain.name, status: domain.status, created_at: new Date(domain.created_at).toISOString(), reputation: reputationView(domain, row, held, t) },
+  });
+
+/** Holds every waiting marketing row of a paused domain, in bounded transactions. */
+export async function holdWaiting(db: Db, clock: Clock, domain: Domain, reason: string): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const now = clock.now();
+    const n = await db.transaction().execute(async (trx) => {
+      const rows = await holdWaitingMarketing(trx, domain.id, now, BATCH);
+      await recordHeld(trx, rows, reason, now);
+      return rows.length;
+    });
+    total += n;
+    if (n < BATCH) return total;
+  }
+}
+
 export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
-  const { db, dialect, clock, config } = deps;
+  const { db, clock, config } = deps;
   const log = deps.logger.child({ component: 'reputation-guard' });
   const t: GuardThresholds = config.deliverability.guard;
-  let paused: { until: number; ids: Set<string> } | null = null;
 
-  const view = (domain: Domain, row: ReputationStateRow | undefined, held: number): ReputationView => {
-    const accepted = row?.accepted ?? 0;
-    const sent = accepted + (row?.bounces ?? 0);
-    const bounceRate = percent(row?.hard_bounces ?? 0, sent);
-    const complaintRate = percent(row?.complaints ?? 0, accepted);
-    return {
-      domain_id: domain.id,
-      domain_name: domain.name,
-      state: row?.state ?? 'sending',
-      reason: row?.reason ?? 'not evaluated yet',
-      window_hours: t.windowHours,
-      sent,
-      hard_bounces: row?.hard_bounces ?? 0,
-      complaints: row?.complaints ?? 0,
-      bounce: { rate: bounceRate, status: rateStatus(bounceRate, t.bounceWarning, t.bouncePause), warning: t.bounceWarning, pause: t.bouncePause },
-      complaint: { rate: complaintRate, status: rateStatus(complaintRate, t.complaintWarning, t.complaintPause), warning: t.complaintWarning, pause: t.complaintPause },
-      held,
-      evaluated_at: toIsoOrNull(row?.evaluated_at ?? null),
-      paused_at: toIsoOrNull(row?.paused_at ?? null),
-      resumed_at: toIsoOrNull(row?.resumed_at ?? null),
-    };
-  };
+  const view = (domain: Domain, row: ReputationStateRow | undefined, held: number) => reputationView(domain, row, held, t);
 
   const find = async (workspaceId: string, idOrName: string): Promise<Domain> => {
     const domain = await findDomainByIdOrName(db, workspaceId, idOrName);
@@ -153,97 +214,9 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
     return domain;
   };
 
-  const domainEvent = (trx: Db, domain: Domain, row: ReputationStateRow, held: number) =>
-    recordEvent(trx, {
-      workspaceId: domain.workspace_id,
-      type: 'domain.updated',
-      at: row.changed_at,
-      data: { id: domain.id, name: domain.name, status: domain.status, created_at: new Date(domain.created_at).toISOString(), reputation: view(domain, row, held) },
-    });
-
-  /** `email.held` for each email that had rows held, and its new status; in the caller's transaction. */
-  const recordHeld = async (trx: Db, rows: Array<{ email_id: string; recipient: string }>, reason: string, now: number) => {
-    const emails = new Map((await listEmailsByIds(trx, [...new Set(rows.map((r) => r.email_id))])).map((e) => [e.id, e]));
-    for (const [emailId, email] of emails) {
-      const recipients = rows.filter((r) => r.email_id === emailId).map((r) => r.recipient);
-      await refreshEmailStatus(trx, emailId, now);
-      await recordEvent(trx, {
-        workspaceId: email.workspace_id,
-        type: 'email.held',
-        emailId,
-        at: now,
-        data: { ...recipientEventData(email, recipients[0]!, now), to: recipients, held: { reason, domain_id: email.domain_id } },
-      });
-    }
-  };
-
-  /** Holds every waiting marketing row of a paused domain, in bounded transactions. */
-  const holdWaiting = async (domain: Domain, reason: string) => {
-    let total = 0;
-    for (;;) {
-      const now = clock.now();
-      const n = await db.transaction().execute(async (trx) => {
-        const rows = await holdWaitingMarketing(trx, domain.id, now, BATCH);
-        await recordHeld(trx, rows, reason, now);
-        return rows.length;
-      });
-      total += n;
-      if (n < BATCH) return total;
-    }
-  };
-
-  const pausedDomainIds = async (): Promise<Set<string>> => {
-    const now = clock.now();
-    if (!paused || paused.until <= now) paused = { until: now + PAUSED_CACHE_MS, ids: new Set(await listPausedDomainIds(db)) };
-    return paused.ids;
-  };
+  const domainEvent = (trx: Db, domain: Domain, row: ReputationStateRow, held: number) => reputationEvent(trx, domain, row, held, t);
 
   return {
-    async evaluate() {
-      const now = clock.now();
-      const counts = await countDomainOutcomes(db, dialect, now - t.windowHours * 3600_000);
-      const byDomain = new Map(counts.map((c) => [c.domain_id, c]));
-      const states = new Map((await listReputationStates(db)).map((s) => [s.domain_id, s]));
-      for (const domainId of new Set([...byDomain.keys(), ...states.keys()])) {
-        const previous = states.get(domainId);
-        const c = byDomain.get(domainId) ?? { workspace_id: previous!.workspace_id, domain_id: domainId, accepted: 0, bounces: 0, hard_bounces: 0, complaints: 0 };
-        const verdict = judge(c, t);
-        // Only an operator ends a pause: the rates fall as the window moves on, the list stays bad.
-        const state = previous?.state === 'paused' ? 'paused' : verdict.state;
-        const changed = state !== (previous?.state ?? 'sending');
-        const row: ReputationStateRow = {
-          domain_id: domainId,
-          workspace_id: c.workspace_id,
-          state,
-          accepted: c.accepted,
-          bounces: c.bounces,
-          hard_bounces: c.hard_bounces,
-          complaints: c.complaints,
-          reason: state === 'paused' && previous?.state === 'paused' ? previous.reason : verdict.reason,
-          evaluated_at: now,
-          changed_at: changed ? now : (previous?.changed_at ?? now),
-          paused_at: state === 'paused' ? (previous?.paused_at ?? now) : null,
-          resumed_at: previous?.resumed_at ?? null,
-        };
-        if (!changed) {
-          await saveReputationState(db, row);
-          continue;
-        }
-        const domain = await db.selectFrom('domains').selectAll().where('id', '=', domainId).executeTakeFirst();
-        if (!domain) continue;
-        await db.transaction().execute(async (trx) => {
-          await saveReputationState(trx, row);
-          await domainEvent(trx, domain, row, 0);
-        });
-        paused = null;
-        const fields = { domainId, workspaceId: domain.workspace_id, domain: domain.name, state, bounceRate: verdict.bounceRate, complaintRate: verdict.complaintRate, sent: row.accepted + row.bounces };
-        if (state === 'paused') {
-          const held = await holdWaiting(domain, row.reason ?? 'paused');
-          log.warn({ ...fields, held }, 'reputation guard paused marketing mail');
-        } else log.info(fields, 'reputation state changed');
-      }
-    },
-
     async list(workspaceId) {
       const [domains, states, held] = await Promise.all([listDomains(db, workspaceId), listReputationStates(db, workspaceId), countHeldByDomain(db, workspaceId)]);
       const byId = new Map(states.map((s) => [s.domain_id, s]));
@@ -268,6 +241,9 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
         bounces: 0,
         hard_bounces: 0,
         complaints: 0,
+        tracked: 0,
+        opened: 0,
+        human_opened: 0,
         reason: 'resumed by an operator: rates count from now on',
         evaluated_at: now,
         changed_at: previous?.state === 'sending' ? previous.changed_at : now,
@@ -278,7 +254,6 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
         await saveReputationState(trx, row);
         if (previous && previous.state !== 'sending') await domainEvent(trx, domain, row, 0);
       });
-      paused = null;
       // Release in bounded transactions; the state is `sending` already, so nothing new is held.
       let released = 0;
       for (;;) {
@@ -292,27 +267,6 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
       }
       log.info({ domainId: domain.id, workspaceId, domain: domain.name, released }, 'reputation guard resumed');
       return { ...view(domain, row, 0), released };
-    },
-
-    async holdClaimed(owner, items, emails) {
-      const ids = await pausedDomainIds();
-      if (ids.size === 0) return items;
-      const toHold = items.filter((item) => {
-        const email = emails.get(item.email_id);
-        return email !== undefined && email.type === 'marketing' && email.test === 0 && email.domain_id !== null && ids.has(email.domain_id);
-      });
-      if (toHold.length === 0) return items;
-      const now = clock.now();
-      const held = new Set(
-        await db.transaction().execute(async (trx) => {
-          const heldIds = await holdClaimedQueueItems(trx, owner, toHold.map((i) => i.id), now);
-          const rows = toHold.filter((i) => heldIds.includes(i.id));
-          await recordHeld(trx, rows, 'the reputation guard paused marketing mail of this domain', now);
-          return heldIds;
-        }),
-      );
-      log.info({ held: held.size }, 'held marketing mail of paused domains');
-      return items.filter((i) => !held.has(i.id));
     },
 
     async snapshot() {

@@ -1,12 +1,12 @@
-import { notFound, validationError } from '../../shared/errors.js';
+import { notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { findEmailById, listEmailsByIds } from '../../store/emails.js';
 import { findReceivedEmail, findReceivedEmailBody, findReceivedRaw, listReceivedEmails } from '../../store/receiving.js';
 import type { ReceivedEmail } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
-import { EMAIL_PAGE_DEFAULT, EMAIL_PAGE_MAX } from '../emails.js';
-import { readAttachment } from './parse-inbound.js';
-import { attachmentView, receivedDetail, receivedSummary, type StoredAttachment, type ViewContext } from './received-view.js';
+import { parsePage } from '../../store/list-page.js';
+import { readAttachment } from '../../receiving/routes/parse-inbound.js';
+import { attachmentView, receivedDetail, receivedSummary, type StoredAttachment, type ViewContext } from '../../receiving/routes/received-view.js';
 
 export type ReceivedDetail = ReturnType<typeof receivedDetail>;
 export type ReceivedAttachment = ReturnType<typeof attachmentView>;
@@ -34,8 +34,6 @@ export interface ReceivedEmailService {
   attachmentContent(workspaceId: string, id: string, attachmentId: string): Promise<AttachmentContent>;
 }
 
-const intParam = (value: unknown): number | null => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : null);
-
 export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailService {
   const { db, config } = deps;
   const view: ViewContext = { publicUrl: config.http.publicUrl, retentionDays: config.retention.days };
@@ -44,12 +42,6 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
     const email = isUuid(id) ? await findReceivedEmail(db, workspaceId, id.toLowerCase()) : undefined;
     if (!email) throw notFound(`Received email ${id}`);
     return email;
-  };
-
-  const cursor = (field: string, value: unknown): string | undefined => {
-    if (value === undefined || value === '') return undefined;
-    if (typeof value !== 'string' || !isUuid(value)) throw validationError(field, 'must be a received email id');
-    return value.toLowerCase();
   };
 
   const findAttachment = async (workspaceId: string, id: string, attachmentId: string) => {
@@ -61,11 +53,7 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
 
   return {
     async list(workspaceId, query) {
-      const requested = intParam(query.limit);
-      const limit = requested === null || requested < 1 ? EMAIL_PAGE_DEFAULT : Math.min(requested, EMAIL_PAGE_MAX);
-      const after = cursor('after', query.after);
-      const before = cursor('before', query.before);
-      if (after && before) throw validationError('before', 'cannot be combined with after');
+      const { limit, after, before } = parsePage(query as Record<string, unknown>, 'keyset');
       const { rows, more } = await listReceivedEmails(db, { workspaceId, limit, after, before });
       const replied = new Map((await listEmailsByIds(db, [...new Set(rows.flatMap((r) => (r.in_reply_to_email_id ? [r.in_reply_to_email_id] : [])))])).map((e) => [e.id, e]));
       return {

@@ -6,8 +6,7 @@ import {
   findRoute,
   findRouteByAddress,
   listRoutes,
-  listRoutesAfter,
-  listRoutesOfDomainName,
+  listRoutesPage,
   removeRoute,
   saveRoute,
   updateRoute,
@@ -15,9 +14,9 @@ import {
 } from '../../store/receiving.js';
 import { ROUTE_ACTIONS, type RouteAction, type RouteKind } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
-import { keysetPage } from '../keyset-page.js';
-import { hasLineBreak } from '../send/addresses.js';
-import { matchRoute, parseRouteAddress, splitRecipient } from './match-route.js';
+import type { ListPage } from '../../store/list-page.js';
+import { hasLineBreak } from '../../messages/addresses.js';
+import { parseRouteAddress } from '../../receiving/routes/match-route.js';
 
 export interface RouteView {
   object: 'route';
@@ -67,13 +66,11 @@ export interface RouteService {
   add(workspaceId: string, input: NewRoute): Promise<RouteView>;
   list(workspaceId: string, page: { limit: number; offset: number; kind?: RouteKind | undefined }): Promise<{ items: RouteView[]; total: number }>;
   /** Keyset page of one kind (oldest first), for Resend's inbox list. */
-  page(workspaceId: string, kind: RouteKind, query: { limit?: unknown; after?: unknown; before?: unknown }): Promise<{ items: RouteView[]; more: boolean }>;
+  page(workspaceId: string, kind: RouteKind, page: ListPage): Promise<{ items: RouteView[]; more: boolean }>;
   /** By id, or by the route's address (`support@example.com`). */
   get(workspaceId: string, idOrAddress: string): Promise<RouteView>;
   update(workspaceId: string, idOrAddress: string, changes: RouteChanges): Promise<RouteView>;
   remove(workspaceId: string, idOrAddress: string): Promise<RouteView>;
-  /** The route that covers a recipient, in any workspace; null when none does. */
-  resolve(recipient: string): Promise<RouteWithDomain | null>;
 }
 
 const MAX_NAME = 200;
@@ -145,8 +142,8 @@ export function createRouteService(deps: ServiceDeps): RouteService {
       return { items: rows.map(routeView), total };
     },
 
-    async page(workspaceId, kind, query) {
-      const { rows, more } = await listRoutesAfter(db, { workspaceId, kind, ...keysetPage(query) });
+    async page(workspaceId, kind, page) {
+      const { rows, more } = await listRoutesPage(db, { workspaceId, kind }, page);
       return { items: rows.map(routeView), more };
     },
 
@@ -170,10 +167,5 @@ export function createRouteService(deps: ServiceDeps): RouteService {
       return routeView(route);
     },
 
-    async resolve(recipient) {
-      const split = splitRecipient(recipient);
-      if (!split) return null;
-      return matchRoute(await listRoutesOfDomainName(db, split.domain), split.localPart);
-    },
   };
 }

@@ -1,25 +1,24 @@
 import { AppError, isAppError, validationError } from '../../shared/errors.js';
-import { isUuid, newId } from '../../shared/ids.js';
-import type { CommitBatcher } from '../../store/commit-batcher.js';
-import type { Db } from '../../store/db.js';
+import { newId } from '../../shared/ids.js';
 import { listDomains } from '../../store/domains.js';
-import { saveEmail } from '../../store/emails.js';
-import { PRIORITY, type Domain, type EmailType, type Intake, type Workspace } from '../../store/tables.js';
+import type { Domain, EmailType, Workspace } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
-import { checkMetadata } from '../metadata.js';
-import { limitFor, retryAfterSeconds, type Decision, type RateLimiter } from '../rate-limits.js';
+import { checkMetadata } from '../../shared/metadata.js';
 import type { TemplateService } from '../templates.js';
 import libmime from 'libmime';
 import type { AddressObject } from 'mailparser';
 import { parseMail } from '../../shared/parse-mail.js';
-import { domainOf, hasLineBreak, parseMailbox, parseMailboxes, requireAddress, singleLine, type Address } from './addresses.js';
-import { editRootHeaders } from './raw-message.js';
-import { resolveAttachments, type AttachmentFetcher, type AttachmentInput } from './attachments.js';
-import { addTracking } from './add-tracking.js';
-import { emailRecords, type Prepared } from './email-records.js';
-import { composeInline } from './compose.js';
-import type { TrackingFlags, TrackingService } from '../tracking.js';
-import { renderSubject, renderTemplate, type Variables } from './render-template.js';
+import { hasLineBreak, parseMailbox, parseMailboxes, requireAddress, singleLine, type Address } from '../../messages/addresses.js';
+import { domainOf } from '../../shared/domain-name.js';
+import { editRootHeaders } from '../../messages/raw-message.js';
+import { resolveAttachments, type AttachmentFetcher } from '../../messages/attachments.js';
+import { emailRecords, type Prepared } from '../../messages/email-records.js';
+import { buildMessage } from '../../messages/build-message.js';
+import { composeInline } from '../../messages/compose.js';
+import { listUnsubscribeHeaders, type MessageLinks, type TrackingFlags } from '../../messages/links.js';
+import { renderSubject, renderTemplate } from '../../messages/render-template.js';
+import type { Enqueue } from './enqueue.js';
+import type { RawSendInput, SendInput, SendOptions, SendOutcome } from './send-input.js';
 
 /** Most recipients (to + cc + bcc) of one message, as Resend allows. */
 export const MAX_RECIPIENTS = 50;
@@ -37,66 +36,6 @@ const RESERVED_HEADERS = new Set([
 ]);
 const HEADER_NAME = /^[A-Za-z0-9][A-Za-z0-9-]{0,75}$/;
 
-/** What every intake hands to the send service, already in canonical shape. */
-export interface SendInput {
-  intake: Intake;
-  /** Sent with a test key: goes through everything but delivery. */
-  test: boolean;
-  /** null: the workspace's default sender. */
-  from: Address | null;
-  /** The request field the sender came from, for error messages (`from` by default). */
-  fromField?: string;
-  to: Address[];
-  cc?: Address[];
-  bcc?: Address[];
-  replyTo?: Address[];
-  subject?: string | undefined;
-  html?: string | undefined;
-  text?: string | undefined;
-  templateId?: string | undefined;
-  variables?: Variables | undefined;
-  headers?: Record<string, string> | undefined;
-  attachments?: AttachmentInput[] | undefined;
-  tags?: string[] | undefined;
-  metadata?: Record<string, unknown> | undefined;
-  externalId?: string | undefined;
-  type: EmailType;
-  /** Epoch ms; null or past means now. */
-  scheduledAt?: number | null | undefined;
-  trackOpens?: boolean | undefined;
-  trackClicks?: boolean | undefined;
-  campaignId?: string | undefined;
-  subscriberId?: string | undefined;
-  /** The caller's key may send from this domain only (a restricted sending key). */
-  senderDomainId?: string | null | undefined;
-}
-
-export interface SendResult {
-  id: string;
-  status: 'queued' | 'scheduled';
-  type: EmailType;
-  /** Transactional mail over the soft limit, queued at marketing priority. */
-  demoted: boolean;
-}
-
-export interface SendOutcome {
-  results: SendResult[];
-  /** The rate-limit decision to show in X-RateLimit-* headers. */
-  limit: Decision;
-  /** With `permissive`: the messages refused, by position in the request (the others were queued). */
-  errors?: Array<{ index: number; message: string }>;
-}
-
-export interface SendOptions {
-  /**
-   * A batch in which invalid messages are reported and the valid ones queued (Resend's
-   * permissive batch validation); by default a batch is all or nothing.
-   */
-  permissive?: boolean;
-  /** Runs in the transaction that queues the mail (idempotency records its response there). */
-  inTransaction?: (trx: Db, results: SendResult[], errors?: SendOutcome['errors']) => Promise<void>;
-}
-
 export interface SendService {
   send(workspace: Workspace, input: SendInput, options?: SendOptions): Promise<SendOutcome>;
   /** All or nothing: every message is validated before any is queued. */
@@ -111,29 +50,12 @@ export interface SendService {
 
 
 
-/**
- * A whole message submitted as it is (SMTP): the envelope decides the recipients, the
- * message's own headers the rest. `X-Mailsvc-*` headers set what API callers set in JSON.
- */
-export interface RawSendInput {
-  intake: Intake;
-  test: boolean;
-  envelopeFrom: string;
-  recipients: string[];
-  raw: Buffer;
-  senderDomainId?: string | null | undefined;
-}
-
 export interface SendServiceDeps extends ServiceDeps {
   templates: TemplateService;
-  tracking: TrackingService;
-  rateLimiter: RateLimiter;
-  batcher: CommitBatcher;
+  /** The one door into the queue. */
+  enqueue: Enqueue;
   fetchAttachment: AttachmentFetcher | null;
-  /** Told after mail was queued (wakes the delivery workers). */
-  onQueued?: (() => void) | undefined;
-  /** Makes the one-click unsubscribe links of marketing mail. */
-  unsubscribeLink: ((workspaceId: string, address: string, emailId: string) => string) | null;
+  links: MessageLinks;
 }
 
 /** One queue item per recipient: the same address in to and bcc is sent once (local parts keep their case). */
@@ -163,19 +85,13 @@ function checkTags(tags: string[] | undefined): string[] {
   return tags;
 }
 
-/** RFC 2369 and RFC 8058 headers: mailbox providers show an unsubscribe button and POST to it. */
-export const listUnsubscribeHeaders = (url: string): Record<string, string> => ({
-  'List-Unsubscribe': `<${url}>`,
-  'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-});
-
 export function createSendService(deps: SendServiceDeps): SendService {
-  const { db, clock, templates, rateLimiter, batcher } = deps;
+  const { db, clock, templates, links } = deps;
 
   /** The workspace domain a From address may use: verified, or merely added for test keys. */
   async function sendingDomain(workspace: Workspace, from: Address, test: boolean, field: string, only?: string | null): Promise<Domain> {
     const domain = domainOf(from.address);
-    const match = (await listDomains(db, workspace.id)).find((d) => d.name === domain);
+    const match = (await deps.rows.read('domains', workspace.id, () => listDomains(db, workspace.id))).find((d) => d.name === domain);
     if (match && only && match.id !== only) throw new AppError('forbidden', `${field}: this API key may send only from one domain, not ${domain}`, { field });
     if (match && (match.status === 'verified' || test)) return match;
     throw new AppError('forbidden', `${field}: ${domain} is not a verified domain of this workspace`, { field });
@@ -207,7 +123,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
 
     const id = newId();
     // Marketing mail can always be left with one click (RFC 8058), and templates may link to it.
-    const unsubscribeUrl = input.type === 'marketing' && deps.unsubscribeLink ? deps.unsubscribeLink(workspace.id, to[0]!.address, id) : undefined;
+    const unsubscribeUrl = input.type === 'marketing' ? links.unsubscribe(workspace.id, to[0]!.address, id) : undefined;
     const variables = { ...template?.defaults, ...(unsubscribeUrl ? { unsubscribe_url: unsubscribeUrl } : {}), ...input.variables };
     const interpolate = template !== undefined || input.variables !== undefined || unsubscribeUrl !== undefined;
     const subjectSource = input.subject ?? template?.subject ?? undefined;
@@ -231,7 +147,6 @@ export function createSendService(deps: SendServiceDeps): SendService {
     if (scheduledAt !== null && scheduledAt > now + MAX_SCHEDULE_MS) throw validationError('scheduled_at', 'must be within 30 days');
 
     const headers = checkHeaders(input.headers);
-    if (unsubscribeUrl && !Object.keys(headers).some((h) => h.toLowerCase() === 'list-unsubscribe')) Object.assign(headers, listUnsubscribeHeaders(unsubscribeUrl));
     const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
     const messageId = `<${id}@${domain.name}>`;
     // Tracking: on for marketing, off for transactional, unless the request says (SPEC, /v1).
@@ -239,8 +154,10 @@ export function createSendService(deps: SendServiceDeps): SendService {
       opens: html !== undefined && (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)),
       clicks: html !== undefined && (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
     };
-    const body = html !== undefined && (track.opens || track.clicks) ? addTracking(html, deps.tracking.links(id, track)) : html;
-    const raw = await composeInline({ from, to, cc, replyTo, subject, html: body, text, headers, attachments, messageId, date: new Date(now) });
+    const raw = await buildMessage(
+      { emailId: id, from, to, cc, replyTo, subject, html, text, headers, attachments, messageId, date: new Date(now), track, unsubscribeUrl: unsubscribeUrl ?? null },
+      { compose: composeInline, links },
+    );
     return emailRecords(workspace.id, {
       id,
       now,
@@ -272,34 +189,6 @@ export function createSendService(deps: SendServiceDeps): SendService {
     }
   }
 
-  /**
-   * Applies the workspace's sending limits to a set of messages: marketing beyond its hard
-   * limit is refused (429, nothing queued); transactional beyond its soft limit is demoted to
-   * marketing priority (SPEC Limits rule 1).
-   */
-  async function applyLimits(workspace: Workspace, prepared: Prepared[]): Promise<{ decision: Decision; demoted: boolean }> {
-    const now = clock.now();
-    const key = `ws:${workspace.id}`;
-    const marketing = prepared.filter((p) => p.type === 'marketing').length;
-    const transactional = prepared.length - marketing;
-    let decision: Decision | undefined;
-    if (marketing > 0) {
-      const limit = limitFor('send.marketing', workspace);
-      decision = await rateLimiter.hit(`${key}:send.marketing`, limit, now, marketing);
-      if (!decision.allowed) {
-        const retryAfter = retryAfterSeconds(decision, now);
-        deps.metrics?.rateLimited(prepared[0]!.email.intake === 'smtp' ? 'smtp' : 'http', 'send.marketing');
-        throw new AppError('rate_limited', `Marketing send rate of ${limit.limit} per second exceeded; retry after ${retryAfter} s`, { retryAfter, rateLimit: decision });
-      }
-    }
-    let demoted = false;
-    if (transactional > 0) {
-      decision = await rateLimiter.hit(`${key}:send.transactional`, limitFor('send.transactional', workspace), now, transactional);
-      demoted = !decision.allowed;
-    }
-    return { decision: decision!, demoted };
-  }
-
   async function sendMany(workspace: Workspace, inputs: SendInput[], options: SendOptions = {}, indexed = true): Promise<SendOutcome> {
     if (inputs.length === 0) throw validationError('body', 'at least one message is required');
     const prepared: Prepared[] = [];
@@ -320,24 +209,9 @@ export function createSendService(deps: SendServiceDeps): SendService {
     return refused ? { ...outcome, errors: refused } : outcome;
   }
 
-  /** Applies the sending limits, then queues every message in one (group-committed) transaction. */
+  /** Through the one door: the workspace's limits, then the queue. */
   async function commit(workspace: Workspace, prepared: Prepared[], options: SendOptions, refused?: SendOutcome['errors']): Promise<SendOutcome> {
-    const { decision, demoted } = await applyLimits(workspace, prepared);
-    const results: SendResult[] = prepared.map((p) => {
-      const demote = demoted && p.type === 'transactional';
-      if (demote) {
-        p.email.priority = PRIORITY.marketing;
-        for (const r of p.recipients) r.priority = PRIORITY.marketing;
-      }
-      return { id: p.email.id, status: p.email.status === 'scheduled' ? 'scheduled' : 'queued', type: p.type, demoted: demote };
-    });
-    await batcher.run(async (trx) => {
-      for (const p of prepared) await saveEmail(trx, p);
-      await options.inTransaction?.(trx, results, refused);
-    });
-    deps.onQueued?.();
-    for (const p of prepared) deps.metrics?.emailsAccepted(p.email.intake === 'v1' || p.email.intake === 'legacy' ? 'http' : p.email.intake, p.type);
-    return { results, limit: decision };
+    return deps.enqueue(workspace, prepared, { inTransaction: options.inTransaction && ((trx, results) => options.inTransaction!(trx, results, refused)) });
   }
 
   const MAILSVC_HEADER = /^x-mailsvc-/i;
@@ -388,9 +262,9 @@ export function createSendService(deps: SendServiceDeps): SendService {
       headers.remove('return-path');
       if (!parsed.messageId) headers.add('Message-ID', messageId);
       if (!headers.hasHeader('date')) headers.add('Date', new Date(now).toUTCString().replace('GMT', '+0000'));
-      if (options.type === 'marketing' && deps.unsubscribeLink && !headers.hasHeader('list-unsubscribe')) {
+      if (options.type === 'marketing' && !headers.hasHeader('list-unsubscribe')) {
         const first = listed(parsed.to)[0]?.address ?? recipients[0]!;
-        for (const [name, value] of Object.entries(listUnsubscribeHeaders(deps.unsubscribeLink(workspace.id, first, id)))) headers.add(name, value);
+        for (const [name, value] of Object.entries(listUnsubscribeHeaders(links.unsubscribe(workspace.id, first, id)))) headers.add(name, value);
       }
     });
     const sendInput: SendInput = { intake: input.intake, test: input.test, from, to: [], type: options.type, tags: options.tags, metadata: options.metadata, externalId: options.externalId };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { validationError } from '../../shared/errors.js';
 import { checkFieldName, isVarRef, OPERATORS, type ConditionRule } from './conditions.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from '../../shared/duration.js';
 
 /**
  * A workflow's definition, in Resend's automation shape: steps (each with a key, a type and
@@ -44,8 +44,14 @@ const variableValue = z.union([
   z.array(z.union([z.string(), z.number(), z.boolean(), z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))])),
 ]);
 
+/**
+ * Opens and clicks by machines (Apple's prefetch, scanners) start or resume nothing unless a
+ * trigger or wait says `include_machines: true`: a workflow reacts to people by default.
+ */
+const includeMachines = z.boolean().optional();
+
 const configs = {
-  trigger: z.strictObject({ event_name: eventNameSchema }),
+  trigger: z.strictObject({ event_name: eventNameSchema, include_machines: includeMachines }),
   delay: z.strictObject({ duration: z.string() }),
   send_email: z.strictObject({
     template: z.strictObject({ id: z.string(), variables: z.record(z.string(), variableValue).optional() }),
@@ -54,7 +60,7 @@ const configs = {
     reply_to: z.string().optional(),
     topic_id: z.string().optional(),
   }),
-  wait_for_event: z.strictObject({ event_name: eventNameSchema, timeout: z.string().optional(), filter_rule: z.unknown().optional() }),
+  wait_for_event: z.strictObject({ event_name: eventNameSchema, timeout: z.string().optional(), filter_rule: z.unknown().optional(), include_machines: includeMachines }),
   condition: z.looseObject({ type: z.string() }),
   contact_update: z.strictObject({
     first_name: z.union([z.string(), z.null(), varRef]).optional(),

@@ -1,4 +1,5 @@
 import { EVENT_TYPES, isWorkflowTriggerEvent } from '../../events/event-types.js';
+import { domainOf } from '../../shared/domain-name.js';
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { AppError, isAppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
@@ -9,9 +10,9 @@ import { cancelWorkflowRuns, countWorkflowRunsByStatus, findWorkflowRun, listWor
 import { findWorkflow, findWorkflowVersion, listWorkflowsPage, removeWorkflow, saveWorkflow, saveWorkflowVersion, updateWorkflow } from '../../store/workflows.js';
 import { findWorkspace } from '../../store/workspaces.js';
 import type { AudienceService } from '../audiences.js';
-import { keysetPage, type KeysetQuery } from '../keyset-page.js';
+import type { ListPage } from '../../store/list-page.js';
 import type { ServiceDeps } from '../deps.js';
-import { parseMailbox, parseMailboxes, requireAddress, singleLine } from '../send/addresses.js';
+import { parseMailbox, parseMailboxes, requireAddress, singleLine } from '../../messages/addresses.js';
 import type { SendService } from '../send/send-email.js';
 import type { TemplateService } from '../templates.js';
 import { eventNameSchema, parseDefinition, triggerOf, type Definition } from './definition.js';
@@ -90,7 +91,6 @@ export interface RunView extends RunSummary {
   steps: RunStepView[];
 }
 
-export type PageQuery = KeysetQuery;
 
 export interface SendEventInput {
   event: string;
@@ -103,7 +103,7 @@ export interface SendEventInput {
 export interface WorkflowService {
   create(workspaceId: string, input: WorkflowInput): Promise<WorkflowView>;
   get(workspaceId: string, id: string): Promise<WorkflowView>;
-  list(workspaceId: string, query: PageQuery & { status?: unknown }): Promise<{ items: WorkflowListItem[]; more: boolean }>;
+  list(workspaceId: string, page: ListPage, status?: unknown): Promise<{ items: WorkflowListItem[]; more: boolean }>;
   update(workspaceId: string, id: string, input: WorkflowInput): Promise<WorkflowView>;
   /** A copy, as a draft, under "<name> (copy)". */
   duplicate(workspaceId: string, id: string): Promise<WorkflowView>;
@@ -111,7 +111,7 @@ export interface WorkflowService {
   stop(workspaceId: string, id: string): Promise<{ workflow: WorkflowView; cancelled: number }>;
   /** Removes the workflow with its runs; runs in progress end where they are. */
   remove(workspaceId: string, id: string): Promise<void>;
-  runs(workspaceId: string, id: string, query: PageQuery & { status?: unknown }): Promise<{ items: RunSummary[]; more: boolean }>;
+  runs(workspaceId: string, id: string, page: ListPage, status?: unknown): Promise<{ items: RunSummary[]; more: boolean }>;
   run(workspaceId: string, id: string, runId: string): Promise<RunView>;
   /** Cancels one run: its remaining steps are skipped (a finished run cannot be cancelled; a cancelled one stays so). */
   cancelRun(workspaceId: string, id: string, runId: string): Promise<RunView>;
@@ -123,8 +123,6 @@ export interface WorkflowServiceDeps extends ServiceDeps {
   templates: TemplateService;
   audiences: AudienceService;
   send: SendService;
-  /** Told when a trigger was queued (wakes the runner). */
-  onTrigger?: (() => void) | undefined;
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -226,7 +224,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
           const from = parseMailbox(`${at}.from`, c.from);
           // A domain added to the workspace; it must be verified by the time a live run sends.
           await send.checkSender(workspace, from.address, true).catch((err: unknown) => {
-            throw isAppError(err) && err.code === 'forbidden' ? validationError(`${at}.from`, `${from.address.split('@')[1]} is not a domain of this workspace`) : err;
+            throw isAppError(err) && err.code === 'forbidden' ? validationError(`${at}.from`, `${domainOf(from.address)} is not a domain of this workspace`) : err;
           });
         }
         if (c.reply_to !== undefined) parseMailboxes(`${at}.reply_to`, c.reply_to);
@@ -283,8 +281,8 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     get: async (workspaceId, id) => view(await find(workspaceId, id)),
 
-    async list(workspaceId, query) {
-      const { rows, more } = await listWorkflowsPage(db, { workspaceId, status: statusOf(query.status), ...keysetPage(query) });
+    async list(workspaceId, page, status) {
+      const { rows, more } = await listWorkflowsPage(db, { workspaceId, status: statusOf(status) }, page);
       const counts = await countWorkflowRunsByStatus(db, rows.map((w) => w.id));
       return { items: rows.map((w) => ({ ...workflowSummary(w), runs: counts.get(w.id)! })), more };
     },
@@ -339,9 +337,9 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       await removeWorkflow(db, workspaceId, workflow.id);
     },
 
-    async runs(workspaceId, id, query) {
+    async runs(workspaceId, id, page, status) {
       const workflow = await find(workspaceId, id);
-      const { rows, more } = await listWorkflowRunsPage(db, { workflowId: workflow.id, statuses: runStatusesOf(query.status), ...keysetPage(query) });
+      const { rows, more } = await listWorkflowRunsPage(db, { workflowId: workflow.id, statuses: runStatusesOf(status) }, page);
       return { items: rows.map(runSummary), more };
     },
 
@@ -388,7 +386,6 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
         lease_owner: null,
         lease_until: null,
       });
-      deps.onTrigger?.();
       return { id, event: input.event };
     },
   };

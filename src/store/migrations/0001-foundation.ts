@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import type { Dialect } from '../db.js';
+import type { Dialect } from '../dialect.js';
 
 export const foundation = (_dialect: Dialect): Migration => ({
   async up(db: Kysely<any>) {

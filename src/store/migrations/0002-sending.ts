@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import type { Dialect } from '../db.js';
+import { blobType, type Dialect } from '../dialect.js';
 
 /**
  * Sending: emails and their composed content, the queue (one row per recipient), delivery
@@ -7,7 +7,7 @@ import type { Dialect } from '../db.js';
  */
 export const sending = (dialect: Dialect): Migration => ({
   async up(db: Kysely<any>) {
-    const blob = dialect === 'postgres' ? 'bytea' : 'blob';
+    const blob = blobType(dialect);
 
     await db.schema
       .createTable('emails')

@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import type { Dialect } from '../db.js';
+import type { Dialect } from '../dialect.js';
 
 /** Marketing: subscribers and their tags, audiences, campaigns. */
 export const marketing = (_dialect: Dialect): Migration => ({

@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import type { Dialect } from '../db.js';
+import { blobType, type Dialect } from '../dialect.js';
 
 /**
  * Receiving: routes (which addresses of a verified domain take mail, and what happens to
@@ -8,7 +8,7 @@ import type { Dialect } from '../db.js';
  */
 export const receiving = (dialect: Dialect): Migration => ({
   async up(db: Kysely<any>) {
-    const blob = dialect === 'postgres' ? 'bytea' : 'blob';
+    const blob = blobType(dialect);
 
     await db.schema
       .createTable('receiving_routes')

@@ -1,5 +1,5 @@
 import type { Migration } from 'kysely';
-import type { Dialect } from '../db.js';
+import type { Dialect } from '../dialect.js';
 import { foundation } from './0001-foundation.js';
 import { sending } from './0002-sending.js';
 import { webhooks } from './0004-webhooks.js';
@@ -10,6 +10,14 @@ import { resend } from './0013-resend.js';
 import { receiving } from './0014-receiving.js';
 import { deliverability } from './0015-deliverability.js';
 import { workflows } from './0016-workflows.js';
+import { kernel } from './0017-kernel.js';
+import { eventOrder } from './0020-event-order.js';
+import { statsTest } from './0021-stats-test.js';
+import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
+import { abTests } from './0040-ab-tests.js';
+import { rowNotify } from './0043-row-notify.js';
+import { guardEngagement } from './0041-guard-engagement.js';
+import { workspaceBranding } from './0042-workspace-branding.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -27,5 +35,13 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0014-receiving': receiving(dialect),
     '0015-deliverability': deliverability(),
     '0016-workflows': workflows(),
+    '0017-kernel': kernel(),
+    '0020-event-order': eventOrder(dialect),
+    '0021-stats-test': statsTest(dialect),
+    '0022-email-subscriber-index': emailSubscriberIndex(),
+    '0040-ab-tests': abTests(),
+    '0041-guard-engagement': guardEngagement(),
+    '0042-workspace-branding': workspaceBranding(),
+    '0043-row-notify': rowNotify(dialect),
   };
 }

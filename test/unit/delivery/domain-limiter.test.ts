@@ -11,31 +11,31 @@ const setup = (limits: Record<string, { concurrency: number; perMinute: number }
 describe('DomainLimiter', () => {
   it('allows the configured number of simultaneous transactions per domain', () => {
     const { limiter } = setup({ 'gmail.com': { concurrency: 2, perMinute: 6000 } });
-    assert.equal(limiter.tryStart('gmail.com'), true);
-    assert.equal(limiter.tryStart('gmail.com'), true);
-    assert.equal(limiter.tryStart('gmail.com'), false, 'gmail.com is at its limit');
-    assert.equal(limiter.tryStart('other.example'), true, 'other domains are not affected');
+    assert.equal(limiter.tryStart('gmail.com'), 0);
+    assert.equal(limiter.tryStart('gmail.com'), 0);
+    assert.notEqual(limiter.tryStart('gmail.com'), 0, 'gmail.com is at its limit');
+    assert.equal(limiter.tryStart('other.example'), 0, 'other domains are not affected');
     assert.equal(limiter.holdOf('gmail.com'), 'concurrency');
     assert.equal(limiter.holdOf('other.example'), null);
     limiter.finish('gmail.com', 'ok');
-    assert.equal(limiter.tryStart('gmail.com'), true);
+    assert.equal(limiter.tryStart('gmail.com'), 0);
   });
 
   it('spreads messages over the minute: a burst of five seconds, then the rate', () => {
     const { limiter, advance } = setup({ 'slow.example': { concurrency: 100, perMinute: 60 } });
     let started = 0;
-    while (limiter.tryStart('slow.example')) started++;
+    while (limiter.tryStart('slow.example') === 0) started++;
     assert.equal(started, 5, 'five seconds worth at 60/min');
     assert.equal(limiter.waitMs('slow.example'), 1000);
     assert.equal(limiter.holdOf('slow.example'), 'rate');
     advance(1000);
-    assert.equal(limiter.tryStart('slow.example'), true);
-    assert.equal(limiter.tryStart('slow.example'), false);
+    assert.equal(limiter.tryStart('slow.example'), 0);
+    assert.notEqual(limiter.tryStart('slow.example'), 0);
   });
 
   it('halves the concurrency and pauses after a throttling reply, and recovers one slot per success', () => {
     const { limiter, advance } = setup({ 'busy.example': { concurrency: 8, perMinute: 100_000 } });
-    for (let i = 0; i < 4; i++) assert.ok(limiter.tryStart('busy.example'));
+    for (let i = 0; i < 4; i++) assert.equal(limiter.tryStart('busy.example'), 0);
     limiter.finish('busy.example', 'throttled');
     assert.equal(limiter.snapshot('busy.example').allowed, 4);
     assert.equal(limiter.canStart('busy.example'), false, 'paused');
@@ -50,7 +50,7 @@ describe('DomainLimiter', () => {
     assert.equal(limiter.canStart('busy.example'), false);
     limiter.finish('busy.example', 'ok');
     assert.equal(limiter.snapshot('busy.example').allowed, 3);
-    assert.equal(limiter.tryStart('busy.example'), true);
+    assert.equal(limiter.tryStart('busy.example'), 0);
     limiter.finish('busy.example', 'ok');
     limiter.finish('busy.example', 'ok');
     assert.equal(limiter.snapshot('busy.example').allowed, 5);

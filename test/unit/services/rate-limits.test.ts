@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { limitFor, MemoryRateLimiter, retryAfterSeconds, windowStart } from '../../../src/services/rate-limits.js';
+import { limitFor } from '../../../src/services/rate-limits.js';
+import { MemoryRateLimiter, retryAfterSeconds, windowStart } from '../../../src/shared/fixed-window.js';
 
 const starter = { plan: 'starter' as const, transactional_per_second: null, marketing_per_second: null };
 

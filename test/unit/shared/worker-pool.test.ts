@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { SIGN_TASK, poolSigner } from '../../../src/delivery/dkim-signer.js';
-import { COMPOSE_TASK, poolComposer, type ComposeInput } from '../../../src/services/send/compose.js';
+import { COMPOSE_TASK, poolComposer, type ComposeInput } from '../../../src/messages/compose.js';
 import { createWorkerPool } from '../../../src/shared/worker-pool.js';
 
 const input: ComposeInput = {

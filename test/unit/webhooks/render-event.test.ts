@@ -28,7 +28,7 @@ describe('webhook payloads', () => {
     assert.equal(env.created_at, '2025-01-02T03:04:05.000Z');
   });
 
-  const resendFields = { created_at: '2025-01-02T03:04:05.000Z', from: null, message_id: '<m1@example.com>', broadcast_id: 'c1', tags: { welcome: '' } };
+  const resendFields = { created_at: '2025-01-02T03:04:05.000Z', from: null, message_id: '<m1@example.com>', broadcast_id: 'c1', tags: { welcome: '' }, variant: null };
 
   it("versioned email.delivered: email_id, to, subject, and Resend's created_at, from, message_id, broadcast_id, tags", () => {
     assert.deepEqual(renderData('v1', delivered), { email_id: delivered.data.email_id, to: ['bob@example.org'], subject: 'Hello', ...resendFields });
@@ -59,6 +59,7 @@ describe('webhook payloads', () => {
       message_id: null,
       broadcast_id: null,
       tags: {},
+      variant: null,
       bounce: null,
       smtp: null,
       mx_host: null,
@@ -70,13 +71,19 @@ describe('webhook payloads', () => {
   });
 
   it('type-specific fields travel on both surfaces', () => {
-    const clicked = { ...delivered, type: 'email.clicked', data: { ...delivered.data, url: 'https://example.org/x', user_agent: 'UA/1' } };
+    const clicked = { ...delivered, type: 'email.clicked', data: { ...delivered.data, url: 'https://example.org/x', user_agent: 'UA/1', classification: 'scanner', is_machine: true, classified_by: 'head_request' } };
     for (const surface of ['v1', 'legacy'] as const) {
       const data = renderData(surface, clicked);
       assert.equal(data.url, 'https://example.org/x');
       assert.equal(data.user_agent, 'UA/1');
+      assert.equal(data.classification, 'scanner');
+      assert.equal(data.is_machine, true);
+      assert.equal('classified_by' in data, false, 'the rule that decided stays in the event');
       assert.equal('smtp' in data, false);
     }
+    const variant = { ...clicked, data: { ...clicked.data, variant: 'B' } };
+    assert.equal(renderData('v1', variant).variant, 'B', "an A/B test's variant, on the versioned surface");
+    assert.equal('variant' in renderData('legacy', variant), false, "the legacy payload keeps the SPEC's fields");
     const delayed = { ...delivered, type: 'email.delivery_delayed', data: { ...delivered.data, attempt: 2, next_attempt_at: '2025-01-02T03:09:05.000Z' } };
     assert.deepEqual(renderData('v1', delayed), {
       email_id: delivered.data.email_id,

@@ -60,12 +60,16 @@ dl.facts dt{color:#5b6475}dl.facts dd{margin:0}
 .tile{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:.6rem .8rem;display:flex;flex-direction:column}
 .tile b{font-size:1.4rem}
 .chart-box{margin:0 0 1rem;background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:.6rem}
-.chart{width:100%;height:auto;display:block}
+.chart-title{font-weight:600;margin:0 0 .4rem}
+.chart{display:block;overflow:visible}
 .chart .grid{stroke:#e8ebf0;stroke-width:1}
 .chart text{font-size:12px;fill:#5b6475}
-.chart .line{fill:none;stroke-width:2;stroke-linejoin:round}
-.chart .track{fill:#f0f2f5}
-.chart .label,.chart .value{font-size:14px;fill:#1d2330}
+.chart .line{fill:none;stroke-width:2;stroke-linejoin:round;vector-effect:non-scaling-stroke}
+table.bars{background:none}
+table.bars th{text-transform:none;letter-spacing:0;font-size:.85rem;color:#1d2330;width:6rem;padding:.3rem .4rem .3rem 0}
+table.bars td{border:0;padding:.3rem .4rem;vertical-align:middle}
+table.bars td.value{white-space:nowrap;font-size:.85rem;width:1%}
+.bar{display:block}.bar .track{fill:#f0f2f5}
 .legend{list-style:none;display:flex;flex-wrap:wrap;gap:.3rem 1rem;padding:0;margin:.4rem 0;font-size:.85rem}
 .swatch{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;margin-right:.3rem;vertical-align:-1px}
 .s-sent{stroke:#1f5fbf;fill:#1f5fbf;background:#1f5fbf}.s-delivered{stroke:#12b76a;fill:#12b76a;background:#12b76a}
@@ -75,7 +79,20 @@ dl.facts dt{color:#5b6475}dl.facts dd{margin:0}
 .checks{display:flex;flex-wrap:wrap;gap:.2rem .6rem}.check{white-space:nowrap;font-size:.85rem}
 .check-list{list-style:none;padding:0;margin:0;display:grid;gap:.8rem}
 .check-list li{border-bottom:1px solid #e8ebf0;padding-bottom:.6rem}.check-list li:last-child{border-bottom:0}
-@media (min-width:48rem){header nav{width:auto}}
+textarea{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;padding:.45rem .6rem;border:1px solid #b9c0cc;border-radius:6px;width:100%;min-height:8rem}
+form.stack{display:grid;gap:.7rem}
+form.stack .row{display:flex;flex-wrap:wrap;gap:.5rem}
+form.stack .row label{flex:1 1 12rem}
+label.wide{flex-basis:100%}
+.actions{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:.6rem 0 0}
+pre.json{max-height:16rem}
+.groups{display:grid;gap:1rem}
+.group h3{font-size:1rem;margin:0 0 .3rem;display:inline}
+.group summary{cursor:pointer}
+.group>h3{display:block}
+.group .who{font-size:.8rem;text-transform:uppercase;letter-spacing:.03em;color:#5b6475}
+.cols{display:grid;gap:1rem}
+@media (min-width:48rem){header nav{width:auto}.cols{grid-template-columns:1fr 1fr}}
 `;
 
 /** Copy buttons: `data-copy="<id of an input or element>"`. */

@@ -1,4 +1,4 @@
-import { escapeHtml } from '../../../services/send/render-template.js';
+import { escapeHtml } from '../../../messages/render-template.js';
 
 /** Markup that is already escaped; anything else interpolated into `html` is escaped. */
 export class SafeHtml {

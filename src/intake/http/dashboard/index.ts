@@ -15,6 +15,7 @@ import { registerMarketingRoutes } from './pages/marketing.js';
 import { registerOverviewRoutes } from './pages/overview.js';
 import { registerReceivingRoutes } from './pages/receiving.js';
 import { registerSuppressionRoutes } from './pages/suppressions.js';
+import { registerTemplateRoutes } from './pages/templates.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
 import { registerWorkflowRoutes } from './pages/workflows.js';
 import { clearSessionCookie, requireSession, SESSION_COOKIE, type DashCtx, type DashState } from './session.js';
@@ -64,6 +65,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   });
   registerOverviewRoutes(router, deps);
   registerEmailRoutes(router, deps);
+  registerTemplateRoutes(router, deps);
   registerKeyRoutes(router, deps);
   registerDomainRoutes(router, deps);
   registerWebhookRoutes(router, deps);

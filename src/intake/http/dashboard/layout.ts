@@ -14,6 +14,7 @@ export interface DashView {
 export const SECTIONS = [
   ['overview', 'Overview'],
   ['emails', 'Emails'],
+  ['templates', 'Templates'],
   ['keys', 'API keys'],
   ['domains', 'Domains'],
   ['webhooks', 'Webhooks'],
@@ -40,9 +41,23 @@ const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled'
 export const badge = (status: string) =>
   html`<span class="badge ${GOOD.has(status) ? 'good' : BAD.has(status) ? 'bad' : 'wait'}">${status}</span>`;
 
-/** ISO timestamps shown to the minute, in UTC (the API's zone): short enough for a phone. */
+/** ISO timestamps shown to the second, in UTC (the API's zone); the exact time on hover. */
 export const when = (iso: string | null | undefined) =>
-  iso ? html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')}</time>` : html`<span class="muted">—</span>`;
+  iso ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 19).replace('T', ' ')}</time>` : html`<span class="muted">—</span>`;
+
+/** To the millisecond, for timelines where events a moment apart must read in order. */
+export const exactly = (iso: string | null | undefined) =>
+  iso ? html`<time datetime="${iso}">${iso.slice(0, 23).replace('T', ' ')}</time>` : html`<span class="muted">—</span>`;
+
+/** A value of a form to show again after an error, with the rest of the page. */
+export type Kept = Record<string, string>;
+
+/** JSON for people: indented, in a block that wraps. */
+export const jsonBlock = (value: unknown) => html`<pre class="json">${JSON.stringify(value, null, 2)}</pre>`;
+
+/** A card showing a secret once (a new key, a signing secret), with a copy button. */
+export const secretCard = (id: string, shown: { title: string; note: string; secret: string }) =>
+  html`<div class="card" id="${id}"><h2>${shown.title}</h2><p>${shown.note}</p>${copyField(`${id}-value`, shown.secret)}</div>`;
 
 export const table = (head: string[], rows: SafeHtml[], empty: string) =>
   rows.length === 0

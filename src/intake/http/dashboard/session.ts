@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import parse from 'co-body';
 import type { Next, ParameterizedContext } from 'koa';
 import type { SignedIn } from '../../../services/dashboard-auth.js';
@@ -38,6 +38,48 @@ export function redirectWithNotice(ctx: Ctx, url: string, notice: string): void 
   ctx.cookies.set(NOTICE_COOKIE, Buffer.from(notice).toString('base64url'), { ...cookieOptions(ctx), maxAge: 60_000 });
   ctx.status = 303;
   ctx.redirect(url);
+}
+
+/** A secret for the page a form action redirects to (a new key, a webhook's signing secret). */
+const SECRET_COOKIE = 'mailsvc_secret';
+
+export interface ShownSecret {
+  title: string;
+  note: string;
+  secret: string;
+}
+
+// Sealed with a key derived from the session's own cookie and bound to the page it is for: the
+// cookie is useless to anyone without that session, and it is gone after one minute or one view.
+const sealKey = (ctx: Ctx) => createHash('sha256').update(`dashboard-secret:${ctx.cookies.get(SESSION_COOKIE) ?? ''}`).digest();
+
+/**
+ * Post/redirect/get for an answer that holds a secret shown once: a refresh of the page after
+ * it shows nothing again and submits nothing again.
+ */
+export function redirectWithSecret(ctx: Ctx, url: string, shown: ShownSecret): void {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealKey(ctx), iv).setAAD(Buffer.from(url));
+  const sealed = Buffer.concat([cipher.update(JSON.stringify(shown), 'utf8'), cipher.final()]);
+  ctx.cookies.set(SECRET_COOKIE, Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url'), { ...cookieOptions(ctx), maxAge: 60_000 });
+  ctx.status = 303;
+  ctx.redirect(url);
+}
+
+/** The secret left for this page by redirectWithSecret, once. */
+export function takeSecret(ctx: Ctx): ShownSecret | undefined {
+  const value = ctx.cookies.get(SECRET_COOKIE);
+  if (!value) return undefined;
+  ctx.cookies.set(SECRET_COOKIE, null, cookieOptions(ctx));
+  try {
+    const bytes = Buffer.from(value, 'base64url');
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(ctx), bytes.subarray(0, 12)).setAAD(Buffer.from(ctx.path));
+    decipher.setAuthTag(bytes.subarray(12, 28));
+    return JSON.parse(Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8')) as ShownSecret;
+  } catch {
+    // Another session's, another page's, or tampered with: nothing to show.
+    return undefined;
+  }
 }
 
 /** The message left by redirectWithNotice, shown once. */

@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { TRACKING_PATHS } from '../../../services/tracking.js';
+import { TRACKING_PATHS } from '../../../messages/links.js';
 import type { Ctx, HttpDeps } from '../context.js';
 
 /** A transparent 1×1 GIF. */
@@ -10,8 +10,9 @@ const TOKEN_RE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
  * The links in tracked mail, on `http.publicUrl`, outside authentication: the open pixel
  * (`GET /t/o/<token>`: always the GIF, so a broken token shows nothing to the reader) and
  * link redirects (`GET /t/c/<token>`: 302 to the URL signed into the token, 404 for a token
- * that is not genuine, so the redirect can never be aimed elsewhere). HEAD answers without
- * recording: link scanners probe with it.
+ * that is not genuine, so the redirect can never be aimed elsewhere). HEAD is answered the
+ * same and recorded as a scanner's (link checkers probe with it). The client's address is the
+ * socket's, or X-Forwarded-For's behind a trusted proxy (`http.trustProxy`, app.proxy).
  */
 export function trackingRoutes(deps: HttpDeps) {
   const { tracking } = deps.services;
@@ -21,19 +22,17 @@ export function trackingRoutes(deps: HttpDeps) {
     if (!open && !ctx.path.startsWith(TRACKING_PATHS.click)) return next();
     const token = ctx.path.slice((open ? TRACKING_PATHS.open : TRACKING_PATHS.click).length);
     const genuine = TOKEN_RE.test(token);
-    const userAgent = ctx.get('User-Agent') || undefined;
+    const requester = { method: ctx.method, ip: ctx.ip || null, userAgent: ctx.get('User-Agent') || null };
     ctx.set('Cache-Control', 'no-store, no-cache, must-revalidate, private');
     ctx.set('Referrer-Policy', 'no-referrer');
 
     if (open) {
-      if (genuine && ctx.method === 'GET') {
-        await tracking.open(token, userAgent).catch((err: unknown) => deps.logger.error({ err }, 'could not record an open'));
-      }
+      if (genuine) await tracking.open(token, requester).catch((err: unknown) => deps.logger.error({ err }, 'could not record an open'));
       ctx.type = 'image/gif';
       ctx.body = PIXEL;
       return;
     }
-    const target = !genuine ? null : ctx.method === 'GET' ? await tracking.click(token, userAgent) : tracking.clickTarget(token);
+    const target = genuine ? await tracking.click(token, requester) : null;
     if (target === null) {
       ctx.status = 404;
       ctx.type = 'text/plain';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkFieldName, evaluateRule, resolveField, resolveVars, type ConditionRule, type RunContext } from '../../../../src/services/workflows/conditions.js';
+import { checkFieldName, type ConditionRule } from '../../../../src/services/workflows/conditions.js';
+import { evaluateRule, resolveField, resolveVars, type RunContext } from '../../../../src/workflows/evaluate-rule.js';
 
 const context: RunContext = {
   contact: {

@@ -1,18 +1,18 @@
 import type Router from '@koa/router';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
-import { actionButton, badge, copyField, csrfField, page, table, when, type DashView } from '../layout.js';
+import { actionButton, badge, csrfField, page, secretCard, table, when, type DashView, type Kept } from '../layout.js';
+import { formAction } from '../form.js';
 import type { DashState } from '../session.js';
-import { redirectWithNotice, takeNotice } from '../session.js';
+import { redirectWithNotice, redirectWithSecret, takeNotice, takeSecret, type ShownSecret } from '../session.js';
 
 const MAX_LISTED = 200;
 
-async function keysPage(deps: HttpDeps, view: DashView, extra: { created?: { name: string; secret: string }; notice?: string } = {}): Promise<string> {
+async function keysPage(deps: HttpDeps, view: DashView, extra: { created?: ShownSecret | undefined; notice?: string | undefined; error?: string; kept?: Kept } = {}): Promise<string> {
+  const kept = extra.kept ?? {};
   const keys = await deps.services.credentials.list({ workspaceId: view.workspace.id, oauth: false, limit: MAX_LISTED, offset: 0 });
   const domains = new Map((await deps.services.domains.list(view.workspace.id)).map((d) => [d.id, d.domain_name]));
-  const created = extra.created
-    ? html`<div class="card" id="new-key"><h2>Key “${extra.created.name}” created</h2><p>Copy it now: it is shown only this once and cannot be seen again.</p>${copyField('new-key-value', extra.created.secret)}</div>`
-    : '';
+  const created = extra.created ? secretCard('new-key', extra.created) : '';
   const rows = keys.map(
     (k) => html`<tr><td>${k.name}</td><td><code>${k.prefix}…</code></td><td>${k.kind === 'test' ? 'test' : 'live'}</td><td>${k.permission === 'sending_access' ? `sending only${k.domain_id ? ` (${domains.get(k.domain_id) ?? 'removed domain'})` : ''}` : 'full'}</td><td>${when(k.created_at)}</td><td>${when(k.last_used_at)}</td>
 <td>${k.revoked_at ? badge('revoked') : actionButton(view, `/dashboard/keys/${k.id}/revoke`, 'Revoke', 'danger')}</td></tr>`,
@@ -21,29 +21,35 @@ async function keysPage(deps: HttpDeps, view: DashView, extra: { created?: { nam
     title: 'API keys',
     section: 'keys',
     notice: extra.notice,
+    error: extra.error,
     body: html`${created}<div class="card"><h2>Create a key</h2><form class="row" method="post" action="/dashboard/keys">${csrfField(view.csrf)}
-<label>Name<input name="name" required maxlength="200" placeholder="production"></label>
-<label class="check"><input type="checkbox" name="test" value="1"> Test key (sk_test_: simulated delivery)</label>
-<label class="check"><input type="checkbox" name="sending" value="1"> Sending access only</label><button type="submit">Create key</button></form></div>
+<label>Name<input name="name" required maxlength="200" placeholder="production" value="${kept.name ?? ''}"></label>
+<label class="check"><input type="checkbox" name="test" value="1" ${kept.test === '1' ? html`checked` : ''}> Test key (sk_test_: simulated delivery)</label>
+<label class="check"><input type="checkbox" name="sending" value="1" ${kept.sending === '1' ? html`checked` : ''}> Sending access only</label><button type="submit">Create key</button></form></div>
 ${table(['Name', 'Key', 'Kind', 'Access', 'Created', 'Last used', ''], rows, 'No keys yet.')}`,
   });
 }
 
 export function registerKeyRoutes(router: Router<DashState>, deps: HttpDeps): void {
   router.get('/keys', async (ctx) => {
-    ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: takeNotice(ctx) });
+    ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: takeNotice(ctx), created: takeSecret(ctx) });
   });
 
-  // Answered with the page itself, not a redirect: the secret exists only in this response.
   router.post('/keys', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
-    const created = await deps.services.credentials.createKey({
-      name: form.name ?? '',
-      workspaceId: view.workspace.id,
-      test: form.test === '1',
-      permission: form.sending === '1' ? 'sending_access' : 'full_access',
-    });
-    ctx.body = await keysPage(deps, view, { created: { name: created.credential.name, secret: created.secret } });
+    await formAction(
+      ctx,
+      async () => {
+        const created = await deps.services.credentials.createKey({
+          name: form.name ?? '',
+          workspaceId: view.workspace.id,
+          test: form.test === '1',
+          permission: form.sending === '1' ? 'sending_access' : 'full_access',
+        });
+        redirectWithSecret(ctx, '/dashboard/keys', { title: `Key “${created.credential.name}” created`, note: 'Copy it now: it is shown only this once and cannot be seen again.', secret: created.secret });
+      },
+      (error) => keysPage(deps, view, { error, kept: { name: form.name ?? '', test: form.test ?? '', sending: form.sending ?? '' } }),
+    );
   });
 
   router.post('/keys/:id/revoke', async (ctx) => {

@@ -15,8 +15,8 @@ function loginPage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: s
   const form = deps.services.dashboardAuth.passwordEnabled
     ? html`<form method="post" action="/dashboard/login"><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="next" value="${safeNext(options.next)}">
 <label>Password<input type="password" name="password" autocomplete="current-password" required autofocus></label><button type="submit">Sign in</button></form>
-<p class="muted">Or run <code>mailsvc dashboard login</code> on the server for a one-time link.</p>`
-    : html`<p>Run <code>npx mailsvc dashboard login</code> on the server and open the link it prints.</p>
+<p class="muted">Or run <code>mailsvc dashboard login</code> on the server (<code>npx mailsvc dashboard login</code> in a clone of the repository) for a one-time link.</p>`
+    : html`<p>Run <code>mailsvc dashboard login</code> on the server (<code>npx mailsvc dashboard login</code> in a clone of the repository) and open the link it prints.</p>
 <p class="muted">To sign in with a password instead, set <code>dashboard.password</code> (or <code>MAILSVC_DASHBOARD_PASSWORD</code>).</p>`;
   return plainPage('Sign in', html`<div class="card"><h1>Sign in to mailsvc</h1>${options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''}${form}</div>`);
 }

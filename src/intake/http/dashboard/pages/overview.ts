@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
-import type { DomainChecks } from '../../../../services/deliverability/domain-checks.js';
+import type { DomainChecks } from '../../../../checks/domain-checks.js';
 import type { HttpDeps } from '../../context.js';
-import { lineChart, ratioBars, type Series } from '../charts.js';
+import { dayLabel, hourLabel, lineChart, ratioBars, type Series } from '../charts.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table } from '../layout.js';
 import type { DashState } from '../session.js';
@@ -13,8 +13,9 @@ const SERIES = [
   ['delivery_delayed', 'deferred', 's-deferred'],
   ['bounced', 'bounced', 's-bounced'],
   ['complained', 'complained', 's-complained'],
-  ['opened', 'opened', 's-opened'],
-  ['clicked', 'clicked', 's-clicked'],
+  // People's opens and clicks: Apple's prefetch and scanners are not engagement (docs/engagement.md).
+  ['human_opened', 'opened', 's-opened'],
+  ['human_clicked', 'clicked', 's-clicked'],
 ] as const;
 
 const CHECKS = ['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const;
@@ -34,7 +35,7 @@ export function registerOverviewRoutes(router: Router<DashState>, deps: HttpDeps
   router.get('/overview', async (ctx) => {
     const view = ctx.state.dashboard;
     const ws = view.workspace.id;
-    const [hourly, daily, destinations, queue, domains, reputation] = await Promise.all([
+    const [liveHourly, liveDaily, destinations, queue, domains, reputation] = await Promise.all([
       services.emailMetrics.series(ws, 'hour', 48),
       services.emailMetrics.series(ws, 'day', 30),
       services.emailMetrics.destinations(ws, 7),
@@ -42,9 +43,11 @@ export function registerOverviewRoutes(router: Router<DashState>, deps: HttpDeps
       services.domains.list(ws),
       services.reputation.list(ws),
     ]);
+    // A newcomer sends with a test key first: with no live mail in 30 days, the charts show test mail, and say so.
+    const quiet = liveDaily.every((b) => Object.values(b.counts).every((n) => n === 0));
+    const [hourly, daily] = quiet ? await Promise.all([services.emailMetrics.series(ws, 'hour', 48, true), services.emailMetrics.series(ws, 'day', 30, true)]) : [liveHourly, liveDaily];
+    const kind = quiet ? 'Test mail' : 'Mail';
     const toSeries = (buckets: typeof hourly): Series[] => SERIES.map(([metric, name, cls]) => ({ name, cls, values: buckets.map((b) => b.counts[metric]) }));
-    const hourLabel = (ms: number) => new Date(ms).toISOString().slice(11, 16);
-    const dayLabel = (ms: number) => new Date(ms).toISOString().slice(5, 10);
     const classes = Object.entries(destinations) as Array<[string, (typeof destinations)['gmail']]>;
     const attempted = (d: (typeof destinations)['gmail']) => d.delivered + d.bounced + d.failed;
     const reputationOf = new Map(reputation.map((r) => [r.domain_id, r]));
@@ -52,21 +55,26 @@ export function registerOverviewRoutes(router: Router<DashState>, deps: HttpDeps
       const r = reputationOf.get(d.id);
       return html`<tr><td><a href="/dashboard/domains/${d.id}">${d.domain_name}</a><br>${badge(d.status)}</td><td>${checkBadges(d.checks)}</td>
 <td>${badge(!r || r.state === 'sending' ? 'ok' : r.state)}${r && r.held > 0 ? html`<br><span class="muted">${r.held} held</span>` : ''}</td><td>${r ? `${r.bounce.rate}%` : '—'}</td><td>${r ? `${r.complaint.rate}%` : '—'}</td>
+<td>${r && r.engagement.tracked > 0 ? html`${r.engagement.rate}%<br><span class="muted">of ${r.engagement.tracked}; ${r.engagement.machine_opened} by machines only</span>` : '—'}</td>
 <td>${r?.state === 'paused' ? actionButton(view, `/dashboard/domains/${d.id}/resume`, 'Resume', '') : ''}</td></tr>`;
     });
     ctx.body = page(view, {
       title: 'Overview',
       section: 'overview',
       notice: takeNotice(ctx),
-      body: html`<p class="muted">Live mail only (test keys are left out); the figures are brought up to date every minute, in UTC.</p>
+      body: html`${
+        quiet
+          ? html`<div class="notice" role="note" id="test-mail">No live mail in the last 30 days: the charts show <strong>test mail</strong> (sent with <code>sk_test_</code> keys, never delivered). Live mail replaces it once you send from a verified domain with a live key.</div>`
+          : html`<p class="muted">Live mail (test keys are left out).</p>`
+      }<p class="muted">Brought up to date every minute; times in UTC. Opens and clicks are people's: Apple Mail Privacy Protection's prefetch and security scanners are counted apart (<code>GET /v1/emails/metrics</code>).</p>
 <div class="tiles" id="queue">${(['queued', 'sending', 'deferred', 'held'] as const).map((s) => html`<div class="tile"><span class="muted">${s}</span><b>${queue[s]}</b></div>`)}</div>
-<h2>Last 48 hours</h2>${lineChart('Mail per hour over the last 48 hours', hourly.map((b) => hourLabel(b.start)), toSeries(hourly))}
-<h2>Last 30 days</h2>${lineChart('Mail per day over the last 30 days', daily.map((b) => dayLabel(b.start)), toSeries(daily))}
-<h2>By destination, last 7 days</h2>
+<h2>Last 48 hours</h2>${lineChart(`${kind} per hour, last 48 hours (UTC)`, hourly.map((b) => hourLabel(b.start)), toSeries(hourly))}
+<h2>Last 30 days</h2>${lineChart(`${kind} per day, last 30 days (UTC)`, daily.map((b) => dayLabel(b.start)), toSeries(daily))}
+<h2>By destination, last 7 days</h2><p class="muted">Live delivery attempts by mailbox provider.</p><div class="cols">
 ${ratioBars('Delivery rate per mailbox provider', classes.map(([name, d]) => ({ label: name, value: d.delivery_rate, cls: 's-delivered', text: attempted(d) ? `${pct(d.delivery_rate)} of ${attempted(d)}` : 'no mail' })))}
-${ratioBars('Bounce rate per mailbox provider', classes.map(([name, d]) => ({ label: name, value: d.bounce_rate, cls: 's-bounced', text: attempted(d) ? `${pct(d.bounce_rate)} bounced` : 'no mail' })))}
+${ratioBars('Bounce rate per mailbox provider', classes.map(([name, d]) => ({ label: name, value: d.bounce_rate, cls: 's-bounced', text: attempted(d) ? `${pct(d.bounce_rate)} bounced` : 'no mail' })))}</div>
 <h2>Sending domains</h2>
-${table(['Domain', 'Checks', 'Marketing', 'Bounces', 'Complaints', ''], domainRows, 'No domains yet: add the domain you send from under Domains.')}`,
+${table(['Domain', 'Checks', 'Marketing', 'Bounces', 'Complaints', 'Opened by people', ''], domainRows, 'No domains yet: add the domain you send from under Domains.')}`,
     });
   });
 

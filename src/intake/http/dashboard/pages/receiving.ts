@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { AuthenticationResults } from '../../../../services/receiving/authenticate-message.js';
+import type { AuthenticationResults } from '../../../../receiving/routes/authenticate-message.js';
 import { ROUTE_ACTIONS } from '../../../../store/tables.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import { parsePage } from '../../../../store/list-page.js';
 import type { RunSummary, WorkflowSummary } from '../../../../services/workflows/workflows.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
@@ -16,7 +17,7 @@ export function registerWorkflowRoutes(router: Router<DashState>, deps: HttpDeps
 
   router.get('/workflows', async (ctx) => {
     const view = ctx.state.dashboard;
-    const { items, more } = await service.list(view.workspace.id, { limit: 100, after: str(ctx.query.after) });
+    const { items, more } = await service.list(view.workspace.id, parsePage({ limit: '100', after: str(ctx.query.after) }, 'keyset'));
     const rows = items.map(
       (w) => html`<tr><td><a href="/dashboard/workflows/${w.id}">${w.name}</a></td><td>${badge(w.status)}</td><td><code>${w.trigger_event}</code></td>
 <td>${w.runs.running}</td><td>${w.runs.completed}</td><td>${w.runs.failed}</td><td>${when(w.updated_at)}</td></tr>`,
@@ -35,7 +36,7 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
     const view = ctx.state.dashboard;
     const w = await service.get(view.workspace.id, ctx.params.id!);
     const status = str(ctx.query.status);
-    const runs = await service.runs(view.workspace.id, w.id, { limit: 50, status: status || undefined, after: str(ctx.query.after) });
+    const runs = await service.runs(view.workspace.id, w.id, parsePage({ limit: '50', after: str(ctx.query.after) }, 'keyset'), status || undefined);
     const stepRows = w.steps.map((s) => {
       const out = w.connections.filter((c) => c.from === s.key).map((c) => (c.type === 'default' ? c.to : `${c.type} → ${c.to}`));
       return html`<tr><td><code>${s.key}</code></td><td>${s.type}</td><td class="wrap"><code>${json(s.config)}</code></td><td>${out.join(', ')}</td></tr>`;

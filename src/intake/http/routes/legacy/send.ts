@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError, isAppError, validationError } from '../../../../shared/errors.js';
-import { requireAddress, singleLine } from '../../../../services/send/addresses.js';
+import { requireAddress, singleLine } from '../../../../messages/addresses.js';
 import { limitFor } from '../../../../services/rate-limits.js';
 import { setRateLimitHeaders } from '../../rate-limit.js';
 import { defineRoute } from '../../route.js';

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { AppError } from '../../../../shared/errors.js';
 import { KEY_PERMISSIONS } from '../../../../services/credentials.js';
 import { defineRoute } from '../../route.js';
-import { offsetList, parsePage } from '../../pagination.js';
+import { offsetList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 
 const createBody = z.object({
   name: z.string(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute } from '../../route.js';
 
 /**
@@ -54,7 +55,7 @@ export const v1AutomationRoutes = [
     operation: 'api',
     scope: 'workflows:read',
     query: z.looseObject({ ...pageQuery, status: z.string().optional().describe('draft, enabled or disabled') }),
-    handler: async ({ deps, workspace, query }) => list(await deps.services.workflows.list(workspace.id, query)),
+    handler: async ({ deps, workspace, query }) => list(await deps.services.workflows.list(workspace.id, parsePage(query, 'keyset'), query.status)),
   }),
   defineRoute({
     method: 'GET',
@@ -112,7 +113,7 @@ export const v1AutomationRoutes = [
     operation: 'api',
     scope: 'workflows:read',
     query: z.looseObject({ ...pageQuery, status: z.string().optional().describe('running, completed, failed or cancelled; several separated by commas') }),
-    handler: async ({ deps, workspace, params, query }) => list(await deps.services.workflows.runs(workspace.id, params.id!, query)),
+    handler: async ({ deps, workspace, params, query }) => list(await deps.services.workflows.runs(workspace.id, params.id!, parsePage(query, 'keyset'), query.status)),
   }),
   defineRoute({
     method: 'GET',

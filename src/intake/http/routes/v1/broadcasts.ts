@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import type { CampaignInput, CampaignView } from '../../../../services/campaigns.js';
-import { parseMailbox } from '../../../../services/send/addresses.js';
+import { parseMailbox } from '../../../../messages/addresses.js';
 import { validationError } from '../../../../shared/errors.js';
-import { cursorList, parsePage } from '../../pagination.js';
+import { cursorList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 import { limitWorkspace } from '../../rate-limit.js';
 import { defineRoute } from '../../route.js';
 import { parseScheduledAt } from '../../schedule.js';
+import { abTestFields, abTestRoutes, renderAbTest, toAbInput } from './ab-tests.js';
 
 /**
  * Resend's broadcasts: our campaigns, in Resend's shape. A broadcast is created as a draft (or
@@ -31,6 +33,7 @@ const contentFields = {
   /** Ours: the content of a template instead of html. */
   template_id: z.string().optional(),
   variables: z.record(z.string(), z.unknown()).optional(),
+  ...abTestFields,
 };
 
 const createBody = z.object({ ...contentFields, send: z.boolean().optional(), scheduled_at: z.string().optional() });
@@ -55,6 +58,7 @@ function toInput(body: Content): Partial<CampaignInput> {
     replyTo: body.reply_to === undefined ? undefined : Array.isArray(body.reply_to) ? body.reply_to : [body.reply_to],
     previewText: body.preview_text,
     variables: body.variables,
+    ...toAbInput(body),
   };
   return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<CampaignInput>;
 }
@@ -88,6 +92,7 @@ const render = (c: CampaignView, now: number) => ({
   cancelled_at: c.cancelled_at,
   recipients: c.recipients,
   ...(c.counts ? { counts: c.counts } : {}),
+  ...renderAbTest(c),
 });
 
 export const v1BroadcastRoutes = [
@@ -189,4 +194,5 @@ export const v1BroadcastRoutes = [
     status: 201,
     handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.duplicate(workspace, params.id!), deps.clock.now()),
   }),
+  ...abTestRoutes('broadcasts', render),
 ];

@@ -3,7 +3,8 @@ import type { SubscriberView } from '../../../../services/subscribers.js';
 import { TOPIC_SUBSCRIPTIONS } from '../../../../services/topics.js';
 import { isAppError, notFound, validationError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';
-import { cursorList, parsePage } from '../../pagination.js';
+import { cursorList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
 
 /**

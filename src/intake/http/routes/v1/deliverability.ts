@@ -67,7 +67,7 @@ export const v1DomainReportRoutes = [
     operation: 'api',
     scope: 'domains:read',
     query: reportQuery,
-    handler: ({ deps, workspace, params, query }) => deps.services.reportInbox.dmarcSummary(workspace.id, params.id!, query.days),
+    handler: ({ deps, workspace, params, query }) => deps.services.reportSummaries.dmarcSummary(workspace.id, params.id!, query.days),
   }),
   defineRoute({
     method: 'GET',
@@ -76,6 +76,6 @@ export const v1DomainReportRoutes = [
     operation: 'api',
     scope: 'domains:read',
     query: reportQuery,
-    handler: ({ deps, workspace, params, query }) => deps.services.reportInbox.tlsSummary(workspace.id, params.id!, query.days),
+    handler: ({ deps, workspace, params, query }) => deps.services.reportSummaries.tlsSummary(workspace.id, params.id!, query.days),
   }),
 ];

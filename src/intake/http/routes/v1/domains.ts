@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { DnsRecord, DomainView } from '../../../../services/domains.js';
-import type { CheckStatus } from '../../../../services/deliverability/check-status.js';
+import type { CheckStatus } from '../../../../checks/check-status.js';
 import { validationError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';
 import { defineRoute } from '../../route.js';

@@ -4,9 +4,10 @@ import { cursorList } from '../../pagination.js';
 import { parseScheduledAt } from '../../schedule.js';
 import type { Db } from '../../../../store/db.js';
 import { EMAIL_STATUSES } from '../../../../store/tables.js';
-import { EMAIL_PAGE_DEFAULT, EMAIL_PAGE_MAX } from '../../../../services/emails.js';
-import { parseMailbox, parseMailboxes } from '../../../../services/send/addresses.js';
-import { MAX_BATCH, type SendInput, type SendOutcome, type SendResult } from '../../../../services/send/send-email.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../../../store/list-page.js';
+import { parseMailbox, parseMailboxes } from '../../../../messages/addresses.js';
+import { MAX_BATCH } from '../../../../services/send/send-email.js';
+import type { SendInput, SendOutcome, SendResult } from '../../../../services/send/send-input.js';
 import type { Ctx } from '../../context.js';
 import { setRateLimitHeaders } from '../../rate-limit.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
@@ -118,11 +119,20 @@ type EmailBody = z.infer<typeof sendEmailBody>;
 
 /** Keyset pagination of the email log; the service parses the values (query strings). */
 const emailListQuery = z.looseObject({
-  limit: z.string().optional().describe(`Emails per page, 1 to ${EMAIL_PAGE_MAX} (default ${EMAIL_PAGE_DEFAULT})`),
+  limit: z.string().optional().describe(`Emails per page, 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
   after: z.string().optional().describe('An email id: the page of emails older than it (next_cursor of the previous page)'),
   before: z.string().optional().describe('An email id: the page of emails newer than it'),
-  status: z.union([z.enum(EMAIL_STATUSES), z.literal('')], { error: `must be one of ${EMAIL_STATUSES.join(', ')}` }).optional(),
+  status: z
+    .union([z.enum(EMAIL_STATUSES), z.literal('canceled'), z.literal('')], { error: `must be one of ${EMAIL_STATUSES.join(', ')}` })
+    .optional()
+    .describe('Only emails in this status (`canceled`, Resend\'s spelling, is taken for `cancelled`)'),
   to: z.string().optional().describe('Part of a recipient address, matched without regard to case (at most 320 characters)'),
+  q: z.string().optional().describe('Part of the subject, the From or a To address, without regard to case, or an email id (at most 320 characters)'),
+  tag: z.string().optional().describe('A tag (`name:value`), or a tag name with any value'),
+  created_after: z.string().optional().describe('Created at or after this ISO 8601 date (midnight UTC) or date and time'),
+  created_before: z.string().optional().describe('Created before this ISO 8601 date (midnight UTC) or date and time'),
+  campaign_id: z.string().optional().describe('Only the messages of this campaign (broadcast)'),
+  subscriber_id: z.string().optional().describe('Only the messages to this subscriber (contact) from campaigns and workflows'),
 });
 
 const tagStrings = (tags: EmailBody['tags']): string[] | undefined =>
@@ -274,7 +284,7 @@ export const v1EmailRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/emails',
-    summary: 'List emails, newest first, with keyset pagination (limit, after, before), by status or recipient (to)',
+    summary: 'List emails, newest first, with keyset pagination (limit, after, before); filters: status, recipient (to), search (q), tag, creation time',
     operation: 'api',
     scope: 'emails:read',
     query: emailListQuery,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parsePage } from '../../../../store/list-page.js';
 import type { RouteView } from '../../../../services/receiving/routes.js';
 import { notFound, validationError } from '../../../../shared/errors.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
@@ -53,7 +54,7 @@ export const v1InboxRoutes = [
     scope: 'receiving:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
     handler: async ({ deps, workspace, query }) => {
-      const { items, more } = await deps.services.routes.page(workspace.id, 'address', query);
+      const { items, more } = await deps.services.routes.page(workspace.id, 'address', parsePage(query, 'keyset'));
       return { object: 'list', has_more: more, data: items.map(inboxView) };
     },
   }),

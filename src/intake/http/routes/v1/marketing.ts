@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import type { CampaignInput } from '../../../../services/campaigns.js';
-import { offsetList, parsePage } from '../../pagination.js';
+import { offsetList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute } from '../../route.js';
+import { abTestFields, abTestRoutes, toAbInput } from './ab-tests.js';
 
 const metadata = z.record(z.string(), z.unknown());
 
@@ -28,6 +30,7 @@ export const campaignBody = z.object({
   variables: z.record(z.string(), z.unknown()).optional(),
   external_id: z.string().optional(),
   metadata: metadata.optional(),
+  ...abTestFields,
 });
 
 export const toCampaignInput = (body: z.infer<typeof campaignBody>): CampaignInput => ({
@@ -42,6 +45,7 @@ export const toCampaignInput = (body: z.infer<typeof campaignBody>): CampaignInp
   variables: body.variables,
   externalId: body.external_id,
   metadata: body.metadata,
+  ...toAbInput(body),
 });
 
 const subscriberQuery = z
@@ -217,4 +221,5 @@ export const v1MarketingRoutes = [
     scope: 'campaigns:read',
     handler: ({ deps, workspace, params }) => deps.services.campaigns.get(workspace.id, params.id!),
   }),
+  ...abTestRoutes('campaigns', (c) => c),
 ];

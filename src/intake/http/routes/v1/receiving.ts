@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { EMAIL_PAGE_DEFAULT, EMAIL_PAGE_MAX } from '../../../../services/emails.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../../../store/list-page.js';
 import { ROUTE_ACTIONS, ROUTE_KINDS } from '../../../../store/tables.js';
-import { offsetList, parsePage } from '../../pagination.js';
+import { offsetList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute } from '../../route.js';
 
 const routeBody = z.object({
@@ -18,7 +19,7 @@ const routeChanges = z.object({
 });
 
 const receivedListQuery = z.looseObject({
-  limit: z.string().optional().describe(`Messages per page, 1 to ${EMAIL_PAGE_MAX} (default ${EMAIL_PAGE_DEFAULT})`),
+  limit: z.string().optional().describe(`Messages per page, 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
   after: z.string().optional().describe('A received email id: the page of messages older than it (next_cursor of the previous page)'),
   before: z.string().optional().describe('A received email id: the page of messages newer than it'),
 });

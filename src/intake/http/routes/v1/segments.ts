@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AudienceView } from '../../../../services/audiences.js';
-import { cursorList, parsePage } from '../../pagination.js';
+import { cursorList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute } from '../../route.js';
 import { renderContact } from './contacts.js';
 

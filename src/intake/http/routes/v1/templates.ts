@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { offsetList, parsePage } from '../../pagination.js';
+import { offsetList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute } from '../../route.js';
 
 const variable = z.object({

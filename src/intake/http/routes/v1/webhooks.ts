@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { AttemptView, DeliveryView, WebhookView } from '../../../../services/webhooks.js';
 import { validationError } from '../../../../shared/errors.js';
 import { WEBHOOK_DELIVERY_STATUSES } from '../../../../store/tables.js';
-import { cursorList, offsetList, parsePage } from '../../pagination.js';
+import { cursorList, offsetList } from '../../pagination.js';
+import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
 
 /** `url` (SPEC) or `endpoint` (Resend) name the receiving URL. */

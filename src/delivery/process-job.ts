@@ -1,0 +1,99 @@
+import type { Clock } from '../shared/clock.js';
+import { domainOf } from '../shared/domain-name.js';
+import type { Logger } from '../shared/logger.js';
+import type { Email, QueueItem, Suppression } from '../store/tables.js';
+import { deliverJob, type Job, type JobContext } from './deliver-job.js';
+import type { DomainLimiter } from './domain-limiter.js';
+import type { DeliveryGate } from './gate.js';
+import type { Outcome, RecipientResult } from './outcome.js';
+import { isSimulated, simulate } from './simulator.js';
+
+export interface ProcessContext {
+  clock: Clock;
+  /** Suppression entries covering the claimed batch's recipients. */
+  suppressions: Suppression[];
+  gate: DeliveryGate;
+  limiter: DomainLimiter;
+  context: JobContext;
+  log: Logger;
+  /** The stop's grace ran out: transactions cut off have no outcome to record. */
+  abandoning(): boolean;
+  record(results: RecipientResult[]): Promise<void>;
+  release(items: QueueItem[], dueAt: number, note?: string): Promise<void>;
+}
+
+const suppressionOf = (item: QueueItem, email: Email, entries: Suppression[]): Suppression | undefined => {
+  const address = item.recipient.toLowerCase();
+  const domain = `@${domainOf(address)}`;
+  return entries.find((s) => s.workspace_id === item.workspace_id && (s.address === address || s.address === domain) && (s.scope === 'all' || email.type === 'marketing'));
+};
+
+/**
+ * One job (a message, the recipients it has at one domain) as a list of named steps (Postal's
+ * outgoing message processor): hold if suppressed, simulate if a test, wait for a slot,
+ * deliver (route, sign, transmit: deliver-job.ts), record. A step may end the job with an
+ * outcome for each recipient.
+ */
+export async function processJob(job: Job, p: ProcessContext): Promise<void> {
+  const { clock } = p;
+  const startedAt = clock.now();
+  const results: RecipientResult[] = [];
+  const result = (item: QueueItem, outcome: Outcome, start = startedAt) => results.push({ email: job.email, item, outcome, startedAt: start, durationMs: clock.now() - start });
+
+  // Hold: a suppressed address is never sent to.
+  const toSend: QueueItem[] = [];
+  for (const item of job.items) {
+    const entry = suppressionOf(item, job.email, p.suppressions);
+    if (entry) result(item, { kind: 'suppressed', entry });
+    else toSend.push(item);
+  }
+  if (toSend.length === 0) return p.record(results);
+
+  // Simulate: test keys and simulator addresses never open a connection.
+  if (isSimulated(job.email.test, job.domain)) {
+    for (const item of toSend) {
+      const outcome = simulate(item.recipient, item.attempts, clock.now());
+      result(item, outcome.kind === 'suppressed' ? { kind: 'suppressed', entry: { ...outcome.entry, workspace_id: item.workspace_id } } : outcome);
+    }
+    return p.record(results);
+  }
+
+  // Wait for a slot: the node's concurrency and the destination's limits.
+  const slot = await p.gate.acquire(job.domain, toSend.map((i) => i.id));
+  if (slot !== 'go') {
+    await p.record(results);
+    // Stopping: the kernel has given the rows back already.
+    if (slot === 'stopping') return;
+    const until = p.limiter.pausedUntil(job.domain) || clock.now();
+    return p.release(toSend, until, `${job.domain} asked us to slow down: its mail waits until ${new Date(until).toISOString()}`);
+  }
+
+  const sendStart = clock.now();
+  let outcomes: Outcome[];
+  try {
+    outcomes = await deliverJob({ ...job, items: toSend }, p.context);
+  } catch (err) {
+    p.log.error({ err, emailId: job.email.id }, 'delivery step failed');
+    outcomes = toSend.map(() => ({ kind: 'deferred', code: null, response: `internal error: ${(err as Error).message}`, category: 'other', mxHost: null, tls: false }));
+  } finally {
+    // Given back on every path: a slot that is never released stops its destination for good.
+    p.gate.release(job.domain, slotResult(outcomes!));
+  }
+  const throttled = outcomes.some((o) => o.kind === 'deferred' && o.slowDown);
+  if (throttled) p.log.warn({ domain: job.domain, pausedUntil: new Date(p.limiter.pausedUntil(job.domain)).toISOString() }, 'destination throttles us: slowing down');
+
+  toSend.forEach((item, i) => {
+    const outcome = outcomes[i]!;
+    // Cut off by the stop: the outcome is unknown, so the row goes back without an attempt (the kernel gives it back).
+    if (p.abandoning() && outcome.kind === 'deferred' && ['network', 'timeout', 'other'].includes(outcome.category)) return;
+    result(item, outcome, sendStart);
+  });
+  await p.record(results);
+}
+
+/** How the destination answered, for its limiter: a slow-down reply, an accepted message, or neither. */
+function slotResult(outcomes: Outcome[] | undefined): 'ok' | 'throttled' | 'neutral' {
+  if (!outcomes) return 'neutral';
+  if (outcomes.some((o) => o.kind === 'deferred' && o.slowDown)) return 'throttled';
+  return outcomes.some((o) => o.kind === 'delivered') ? 'ok' : 'neutral';
+}

@@ -1,0 +1,125 @@
+import type { Clock } from '../shared/clock.js';
+import type { Db } from '../store/db.js';
+import { findCampaignById } from '../store/campaigns.js';
+import { findEmailContent, saveEmailContent } from '../store/emails.js';
+import { findSubscriber } from '../store/subscribers.js';
+import type { Campaign, CampaignVariant, Email, Subscriber } from '../store/tables.js';
+import { listCampaignVariants } from '../store/ab-tests.js';
+import { contentOf } from './campaign-content.js';
+import { parseMailbox, parseMailboxes } from './addresses.js';
+import { buildMessage } from './build-message.js';
+import type { Composer } from './compose.js';
+import type { MessageLinks } from './links.js';
+import { renderSubject, renderTemplate, type Variables } from './render-template.js';
+
+const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+/** A campaign being sent and its A/B test's variants, read once a minute. */
+interface Sending {
+  campaign: Campaign;
+  variants: Map<string, CampaignVariant>;
+}
+
+type Recipient = Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'external_id' | 'metadata'>;
+
+/**
+ * A subscriber's own fields, over the campaign's variables (SPEC: variables merged with the
+ * subscriber), over its metadata. Resend's names too: `FIRST_NAME`, `LAST_NAME`, `EMAIL`,
+ * `RESEND_UNSUBSCRIBE_URL` and `contact.*` (with the contact's properties).
+ */
+export function subscriberVariables(campaignVariables: Variables | null, s: Recipient, unsubscribeUrl: string): Variables {
+  const metadata = parseJson<Variables>(s.metadata) ?? {};
+  const own = { email: s.email, first_name: s.first_name ?? '', last_name: s.last_name ?? '' };
+  return {
+    ...metadata,
+    ...campaignVariables,
+    ...own,
+    external_id: s.external_id ?? '',
+    metadata,
+    unsubscribe_url: unsubscribeUrl,
+    FIRST_NAME: own.first_name,
+    LAST_NAME: own.last_name,
+    EMAIL: own.email,
+    RESEND_UNSUBSCRIBE_URL: unsubscribeUrl,
+    contact: { ...metadata, ...own },
+  };
+}
+
+/** The subject a campaign has for one recipient. */
+export const campaignSubject = (campaign: Campaign, recipient: Recipient, unsubscribeUrl: string): string =>
+  renderSubject(campaign.subject, subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl));
+
+export interface CampaignMessageDeps {
+  db: Db;
+  clock: Clock;
+  compose: Composer;
+  links: MessageLinks;
+}
+
+/**
+ * The message of a queued email: the stored one, or, for a campaign's (queued without one, so
+ * a page of a large list costs rows, not messages), the campaign personalised for its
+ * recipient and built by the one composer (build-message.ts) when first delivered or shown,
+ * then stored (the first writer wins). Undefined when there is none to make.
+ */
+export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => Promise<Buffer | undefined> {
+  const { db, clock, links } = deps;
+  // A sending campaign's content does not change, and reading it once per message was one
+  // statement per recipient. Kept a minute, for the few campaigns sending at once.
+  const campaigns = new Map<string, { until: number; campaign: Promise<Sending | undefined> }>();
+  const read = async (id: string): Promise<Sending | undefined> => {
+    const campaign = await findCampaignById(db, id);
+    return campaign && { campaign, variants: new Map((await listCampaignVariants(db, id)).map((v) => [v.variant, v])) };
+  };
+  const campaignOf = (id: string) => {
+    const now = clock.now();
+    const hit = campaigns.get(id);
+    if (hit && hit.until > now) return hit.campaign;
+    if (campaigns.size >= 100) campaigns.delete(campaigns.keys().next().value!);
+    const campaign = read(id);
+    campaigns.set(id, { until: now + 60_000, campaign });
+    void campaign.catch(() => campaigns.delete(id));
+    return campaign;
+  };
+
+  return async (email) => {
+    const stored = await findEmailContent(db, email.id);
+    if (stored || !email.campaign_id) return stored;
+    const sending = await campaignOf(email.campaign_id);
+    if (!sending) return undefined;
+    const { campaign } = sending;
+    // An A/B test's message carries its variant's content (the winner's, for the rest).
+    const content = contentOf(campaign, email.variant === null ? undefined : sending.variants.get(email.variant));
+    const to = parseMailbox('to', (JSON.parse(email.to_addresses) as string[])[0]!);
+    const recipient = (email.subscriber_id ? await findSubscriber(db, email.workspace_id, email.subscriber_id) : undefined) ?? {
+      email: to.address,
+      first_name: null,
+      last_name: null,
+      external_id: null,
+      metadata: null,
+    };
+    const unsubscribeUrl = links.unsubscribe(email.workspace_id, to.address, email.id);
+    const variables = subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl);
+    const raw = await buildMessage(
+      {
+        emailId: email.id,
+        from: { name: content.fromName, address: campaign.from_email },
+        to: [to],
+        cc: [],
+        replyTo: parseMailboxes('reply_to', parseJson<string[]>(campaign.reply_to) ?? undefined),
+        subject: email.subject,
+        html: content.html === null ? undefined : renderTemplate(content.html, variables, 'html'),
+        text: content.text === null ? undefined : renderTemplate(content.text, variables, 'text'),
+        headers: {},
+        attachments: [],
+        messageId: email.message_id,
+        date: new Date(email.created_at),
+        track: { opens: email.track_opens === 1, clicks: email.track_clicks === 1 },
+        unsubscribeUrl,
+        previewText: content.previewText,
+      },
+      deps,
+    );
+    return saveEmailContent(db, email.id, raw);
+  };
+}

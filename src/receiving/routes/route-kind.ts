@@ -1,0 +1,155 @@
+import { recordEvent } from '../../events/record-event.js';
+import { newId } from '../../shared/ids.js';
+import type { Config } from '../../config/schema.js';
+import type { Clock } from '../../shared/clock.js';
+import type { DnsResolver } from '../../shared/dns.js';
+import type { Logger } from '../../shared/logger.js';
+import type { CommitBatcher } from '../../store/commit-batcher.js';
+import type { Db } from '../../store/db.js';
+import { listRoutesOfDomainName, saveReceivedEmail, type RouteWithDomain } from '../../store/receiving.js';
+import type { Email, ReceivedEmail, ReceivedEmailContent } from '../../store/tables.js';
+import { InboundRefusal, type InboundKind, type InboundMessage } from '../inbound-kind.js';
+import { matchRoute, splitRecipient } from './match-route.js';
+import { authenticateMessage, dmarcSaysReject, type AuthenticationResults } from './authenticate-message.js';
+import { parseInbound, type ParsedInbound } from './parse-inbound.js';
+import { receivedEventData, type StoredAttachment, type ViewContext } from './received-view.js';
+import { findRepliedEmail } from './threading.js';
+
+/**
+ * The receiving routes, the last kind the inbound listener asks: an address a workspace's
+ * route covers. Taking a message: parse it (mailparser), authenticate it (mailauth), thread it
+ * with what we sent, and store it with its `email.received` event in one transaction, before
+ * the listener answers 250. Recipients in several workspaces give one stored message per
+ * workspace, each with its own recipients.
+ */
+
+export interface RoutedRecipient {
+  address: string;
+  /** The route that accepted the address at RCPT TO. */
+  route: RouteWithDomain;
+}
+
+export interface RouteKindDeps {
+  db: Db;
+  clock: Clock;
+  config: Config;
+  resolver: DnsResolver;
+  logger: Logger;
+  batcher: CommitBatcher;
+}
+
+type InboundDelivery = InboundMessage & { routed: RoutedRecipient[] };
+
+const unknownAuth = (why: string): AuthenticationResults => ({
+  spf: { result: 'temperror', domain: null },
+  dkim: { result: 'temperror', signatures: [] },
+  dmarc: { result: 'temperror', domain: null, policy: null },
+  arc: null,
+  header: `; ${why}`,
+});
+
+export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
+  const { db, clock, config, resolver, logger, batcher } = deps;
+  const log = logger.child({ component: 'receiving' });
+  const view: ViewContext = { publicUrl: config.http.publicUrl, retentionDays: config.retention.days };
+
+  async function authenticate(delivery: InboundDelivery): Promise<AuthenticationResults> {
+    try {
+      return await authenticateMessage(delivery.raw, { ip: delivery.remoteAddress, helo: delivery.helo, sender: delivery.mailFrom, mta: config.delivery.hostname }, resolver);
+    } catch (err) {
+      // Recorded as unknown rather than refused: the application decides what to do with it.
+      log.warn({ err }, 'could not authenticate a received message');
+      return unknownAuth('authentication could not be completed');
+    }
+  }
+
+  function records(delivery: InboundDelivery, parsed: ParsedInbound, auth: AuthenticationResults, workspaceId: string, recipients: RoutedRecipient[], replied: Email | undefined, now: number) {
+    const id = newId();
+    const attachments: StoredAttachment[] = parsed.attachments.map((a) => ({
+      id: newId(),
+      position: a.position,
+      filename: a.filename,
+      content_type: a.contentType,
+      content_disposition: a.disposition,
+      content_id: a.contentId,
+      size: a.size,
+      sha256: a.sha256,
+    }));
+    const email: ReceivedEmail = {
+      id,
+      workspace_id: workspaceId,
+      route_ids: JSON.stringify([...new Set(recipients.map((r) => r.route.id))]),
+      envelope_from: delivery.mailFrom,
+      recipients: JSON.stringify(recipients.map((r) => r.address)),
+      from_header: parsed.from,
+      from_address: parsed.fromAddress,
+      to_addresses: JSON.stringify(parsed.to),
+      cc_addresses: JSON.stringify(parsed.cc),
+      reply_to: JSON.stringify(parsed.replyTo),
+      subject: parsed.subject,
+      sent_at: parsed.date,
+      message_id: parsed.messageId,
+      in_reply_to: parsed.inReplyTo,
+      message_references: JSON.stringify(parsed.references),
+      authentication: JSON.stringify(auth),
+      in_reply_to_email_id: replied?.id ?? null,
+      attachments: JSON.stringify(attachments),
+      size: delivery.raw.length,
+      remote_address: delivery.remoteAddress,
+      helo: delivery.helo,
+      tls: delivery.tls ? 1 : 0,
+      created_at: now,
+    };
+    const content: ReceivedEmailContent = { email_id: id, raw: delivery.raw, text: parsed.text, html: parsed.html, headers: JSON.stringify(parsed.headers) };
+    return { email, content, notify: recipients.some((r) => r.route.action === 'webhook') };
+  }
+
+  return {
+    name: 'route',
+
+    async claim(address) {
+      const split = splitRecipient(address);
+      const route = split ? matchRoute(await listRoutesOfDomainName(db, split.domain), split.localPart) : null;
+      if (!route) return null;
+      if (route.action === 'reject') throw new InboundRefusal(550, `5.7.1 <${address}>: this address does not accept mail`);
+      return { address, route };
+    },
+
+    async receive(message, routed) {
+      const delivery: InboundDelivery = { ...message, routed };
+      let parsed: ParsedInbound;
+      try {
+        parsed = await parseInbound(delivery.raw);
+      } catch (err) {
+        log.warn({ err }, 'could not parse a received message');
+        return { kind: 'refused', code: 554, reason: '5.6.0 The message could not be parsed as MIME' };
+      }
+      const auth = await authenticate(delivery);
+      if (config.smtp.inbound.rejectDmarcFailures && dmarcSaysReject(auth)) {
+        return { kind: 'refused', code: 550, reason: `5.7.1 Rejected by the DMARC policy of ${auth.dmarc.domain ?? 'the sender domain'} (p=reject)` };
+      }
+
+      const byWorkspace = new Map<string, RoutedRecipient[]>();
+      for (const r of delivery.routed) byWorkspace.set(r.route.workspace_id, [...(byWorkspace.get(r.route.workspace_id) ?? []), r]);
+      const now = clock.now();
+      const prepared = await Promise.all(
+        [...byWorkspace].map(async ([workspaceId, recipients]) => {
+          const replied = await findRepliedEmail(db, workspaceId, parsed.inReplyTo, parsed.references);
+          return { ...records(delivery, parsed, auth, workspaceId, recipients, replied, now), replied };
+        }),
+      );
+      await batcher.run(async (trx) => {
+        for (const p of prepared) {
+          await saveReceivedEmail(trx, p.email, p.content);
+          if (p.notify) {
+            await recordEvent(trx, { workspaceId: p.email.workspace_id, type: 'email.received', emailId: p.email.id, at: now, data: receivedEventData(view, p.email, p.content, p.replied) });
+          }
+        }
+      });
+      for (const p of prepared) {
+        log.info({ receivedEmailId: p.email.id, workspaceId: p.email.workspace_id, inReplyToEmailId: p.email.in_reply_to_email_id, size: p.email.size }, 'message received');
+      }
+      return { kind: 'accepted', reply: `2.0.0 Ok: received as ${prepared.map((p) => p.email.id).join(', ')}` };
+    },
+  };
+}

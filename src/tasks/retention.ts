@@ -1,0 +1,44 @@
+import { deleteExpiredWindows } from '../store/rate-limits.js';
+import { deleteReportsBefore } from '../store/deliverability-reports.js';
+import { deleteStatsBefore } from '../store/stats.js';
+import { deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore, deleteWorkflowRunsBefore } from '../store/retention.js';
+import type { Clock } from '../shared/clock.js';
+import type { Config } from '../config/schema.js';
+import type { Db } from '../store/db.js';
+import { IDEMPOTENCY_TTL_MS } from '../services/idempotency.js';
+
+const DAY = 24 * 3600 * 1000;
+
+export interface RetentionReport {
+  idempotencyKeys: number;
+  deliveryAttempts: number;
+  events: number;
+  receivedEmails: number;
+  rateLimitWindows: number;
+  workflowRuns: number;
+  deliverabilityReports: number;
+  hourlyStats: number;
+}
+
+/**
+ * Deletes what is past its keep-by date: idempotency keys after 24 h (the SPEC's replay
+ * window), delivery attempts and events (with their webhook deliveries) after
+ * `retention.days`, received messages and finished workflow runs after `retention.days` too,
+ * finished rate-limit windows, and DMARC and TLS reports and hourly statistics after 400 days
+ * (or `retention.days` if longer). Emails and their status stay.
+ */
+export async function runRetention(deps: { db: Db; clock: Clock; config: Config }): Promise<RetentionReport> {
+  const now = deps.clock.now();
+  const cutoff = now - deps.config.retention.days * DAY;
+  return {
+    idempotencyKeys: await deleteIdempotencyKeysBefore(deps.db, now - IDEMPOTENCY_TTL_MS, now),
+    deliveryAttempts: await deleteAttemptsBefore(deps.db, cutoff),
+    events: await deleteEventsBefore(deps.db, cutoff),
+    receivedEmails: await deleteReceivedEmailsBefore(deps.db, cutoff),
+    rateLimitWindows: await deleteExpiredWindows(deps.db, now),
+    workflowRuns: await deleteWorkflowRunsBefore(deps.db, cutoff),
+    // DMARC and TLS reports are summaries, not mail: kept a year at least, for trends.
+    deliverabilityReports: await deleteReportsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
+    hourlyStats: await deleteStatsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
+  };
+}

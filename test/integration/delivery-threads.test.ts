@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startSink, type Sink } from '../../bench/smtp-sink.js';
+import { eventually, routeDomain } from '../helpers/delivery.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
+import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { queueEmail } from '../helpers/mail.js';
+import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * Issue 23: delivery runs on threads of its own (delivery.workers), off the main event loop
+ * that keeps HTTP and SMTP intake; a thread that dies has its claims given back at once and is
+ * replaced.
+ */
+describe('delivery threads', () => {
+  const SENDER = 'sender.test';
+
+  describe('off the main thread', () => {
+    let dns: TestDns;
+    let sink: Sink;
+    let server: TestServer;
+
+    before(async () => {
+      dns = await startDnsServer();
+      // The MX is a process of its own: nothing of the delivery path lives on this thread.
+      sink = await startSink();
+      server = await startTestServer({
+        delivery: { dnsServers: [dns.server], relay: { host: '127.0.0.1', port: sink.port }, workers: 1, defaultDomainLimit: { concurrency: 10, perMinute: 1_000_000 } },
+        webhooks: { enabled: false },
+        dkim: { host: 'dkim.mailsvc.test' },
+      });
+      await addVerifiedDomain(server, dns, SENDER);
+    });
+    after(async () => {
+      await server.close();
+      await sink.stop();
+      await dns.close();
+    });
+
+    it('delivers while the main thread is busy: the claims are the thread\'s, and attempts are made while the main loop cannot run', async (t) => {
+      const db = server.runtime.store.db;
+      const threads = server.workers.deliveryThreads;
+      assert.ok(threads, 'delivery runs on threads');
+      await eventually(async () => threads.owners().length === 1 || undefined, 15_000, 'the delivery thread ready');
+      const [owner] = threads.owners();
+      assert.notEqual(owner, server.workers.kernel.owner, 'the thread claims under its own lease owner');
+      // One message first: the thread has its SMTP connection and signing thread up.
+      await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: ['warm@dest.test'] });
+      await eventually(async () => (await db.selectFrom('delivery_attempts').select('id').executeTakeFirst()) ?? undefined, 15_000, 'the first delivery');
+      // Due in a second: they become due while this thread (the server's main event loop) is held.
+      const due = Date.now() + 1000;
+      for (let i = 0; i < 200; i++) await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`r${i}@dest.test`], now: due });
+      const from = Date.now();
+      assert.ok(from < due, 'queued before they are due');
+      while (Date.now() - due < 1500) {
+        // busy: nothing on the main loop runs
+      }
+      const until = Date.now();
+      const during = await db.selectFrom('delivery_attempts').select('id').where('started_at', '>=', due).where('started_at', '<', until).execute();
+      t.diagnostic(`${during.length} of 200 attempts started while the main thread was busy (${until - due} ms after they became due)`);
+      assert.ok(during.length > 0, 'delivery went on while the main thread could not run');
+      await eventually(async () => {
+        const n = await db.selectFrom('queue_items').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'delivered').executeTakeFirstOrThrow();
+        return Number(n.n) === 201 || undefined;
+      }, 30_000, 'every message delivered');
+      // The statement counter of /metrics adds the thread's statements (claims, loads, records) to the main thread's own.
+      const counted = async () => Number(/^mailsvc_db_statements_total (\d+)$/m.exec(await (await fetch(`${server.httpUrl}/metrics`)).text())?.[1]);
+      await eventually(async () => ((await counted()) > server.runtime.store.statements() + 201 ? true : undefined), 5000, 'the thread\'s statements in /metrics');
+    });
+  });
+
+  describe('a thread that dies', () => {
+    let dns: TestDns;
+    let mx: TestMx;
+    let server: TestServer;
+
+    before(async () => {
+      dns = await startDnsServer();
+      // One transaction at a time, each answered after 300 ms: most claimed mail waits in the gate.
+      mx = await startMxServer({ hooks: { onData: () => new Promise((r) => setTimeout(() => r(undefined), 300)) } });
+      server = await startTestServer({
+        delivery: { dnsServers: [dns.server], port: mx.port, workers: 1, defaultDomainLimit: { concurrency: 1, perMinute: 1_000_000 }, mtaSts: false },
+        webhooks: { enabled: false },
+        dkim: { host: 'dkim.mailsvc.test' },
+      });
+      await addVerifiedDomain(server, dns, SENDER);
+      routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    });
+    after(async () => {
+      await server.close();
+      await mx.close();
+      await dns.close();
+    });
+
+    it('has its claims given back at once and is replaced; every message arrives, at most the one in flight twice', async () => {
+      const db = server.runtime.store.db;
+      const threads = server.workers.deliveryThreads!;
+      await eventually(async () => threads.owners().length === 1 || undefined, 15_000, 'the delivery thread ready');
+      const [dead] = threads.owners();
+      const ids: string[] = [];
+      for (let i = 0; i < 30; i++) ids.push((await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`r${i}@dest.test`] })).message_id);
+      const heldBy = async (owner: string) =>
+        Number((await db.selectFrom('queue_items').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'sending').where('lease_owner', '=', owner).executeTakeFirstOrThrow()).n);
+      await eventually(async () => (await heldBy(dead!)) >= 10 || undefined, 15_000, 'claimed mail waiting for the slot');
+      await threads.kill(0);
+      // Given back at once, not when the 30 s lease runs out.
+      await eventually(async () => (await heldBy(dead!)) === 0 || undefined, 5000, 'the dead thread\'s claims given back');
+      await eventually(async () => (threads.owners().length === 1 && threads.owners()[0] !== dead) || undefined, 15_000, 'a new thread');
+      await eventually(async () => ids.every((id) => mx.messages.some((m) => m.messageId === id)) || undefined, 60_000, 'every message at the MX');
+      const counts = new Map<string, number>();
+      for (const m of mx.messages) counts.set(m.messageId!, (counts.get(m.messageId!) ?? 0) + 1);
+      const twice = [...counts.values()].filter((n) => n > 1).length;
+      assert.ok(twice <= 1, `only a transaction in flight at the crash may be sent again (${twice} sent twice)`);
+    });
+  });
+});
