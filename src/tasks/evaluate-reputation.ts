@@ -1,5 +1,5 @@
 import type { Config } from '../config/schema.js';
-import { holdWaiting, judge, reputationEvent, type GuardThresholds } from '../services/deliverability/reputation-guard.js';
+import { holdWaiting, judge, reputationEvent, type GuardThresholds } from '../checks/reputation-rule.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db, Dialect } from '../store/db.js';
@@ -11,7 +11,7 @@ import type { ReputationStateRow } from '../store/tables.js';
  * and complaint rates of its live mail are judged against the thresholds; a domain over the
  * pause thresholds has its waiting marketing mail held (delivery holds what is claimed later),
  * with `domain.updated`. Only an operator ends a pause (services/deliverability/
- * reputation-guard.ts resumes).
+ * services/deliverability/reputation-guard.ts resumes).
  */
 export async function evaluateReputation(deps: { db: Db; dialect: Dialect; clock: Clock; config: Config; logger: Logger }): Promise<void> {
   const { db, dialect, clock } = deps;
