@@ -102,7 +102,12 @@ function withStatementCache(sqlite: SQLite.Database, counted: { statements: numb
     close: () => sqlite.close(),
     // kysely prepares once per statement it runs, transactions' BEGIN and COMMIT included,
     // and runs it at once (better-sqlite3 is synchronous).
-    prepare(sqlText: string) {
+    prepare(kyselySql: string) {
+      // Transactions take the write lock when they begin. Delivery threads write through
+      // connections of their own, and a transaction begun deferred that reads, then writes
+      // after another connection committed, fails at once with SQLITE_BUSY (the busy timeout
+      // cannot help a stale snapshot); begun immediate, it waits for the lock instead.
+      const sqlText = kyselySql === 'begin' ? 'begin immediate' : kyselySql;
       counted.statements++;
       wal?.noteStatement(sqlText);
       // better-sqlite3 runs the statement synchronously once prepared: a microtask comes after it.
