@@ -30,6 +30,7 @@ import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
 import { createAttachmentFetcher } from './messages/fetch-attachment.js';
 import { createSendService } from './services/send/send-email.js';
+import { createInboxThreadService } from './services/inboxes/inbox-threads.js';
 import { createSubscriberService } from './services/subscribers.js';
 import { createSuppressionService } from './services/suppressions.js';
 import { createTemplateService } from './services/templates.js';
@@ -138,6 +139,8 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const send = createSendService({ ...deps, templates, enqueue, fetchAttachment: createAttachmentFetcher(deps.config, deps.resolver) });
   const topics = createTopicService(deps);
   const audiences = createAudienceService({ ...deps, subscribers });
+  const routes = createRouteService(deps);
+  const inboxThreads = createInboxThreadService({ ...deps, routes });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
@@ -157,7 +160,8 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     webhooks: createWebhookService(deps),
     tracking: createTrackingService({ ...deps, rules }),
     reportSummaries: createReportSummaries(deps),
-    routes: createRouteService(deps),
+    routes,
+    inboxThreads,
     receivedEmails: createReceivedEmailService(deps),
     workflows: createWorkflowService({ ...deps, templates, audiences, send }),
     dashboardAuth: createDashboardAuthService(deps),

@@ -24,6 +24,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { DashboardAuthService } from './dashboard-auth.js';
 import type { ReceivedEmailService } from './receiving/received-emails.js';
 import type { RouteService } from './receiving/routes.js';
+import type { InboxThreadService } from './inboxes/inbox-threads.js';
 import type { WorkflowService } from './workflows/workflows.js';
 import type { ReputationGuard } from './deliverability/reputation-guard.js';
 import type { ReportSummaries } from './deliverability/report-summaries.js';
@@ -54,6 +55,8 @@ export interface Services {
   /** Receiving: which addresses take mail, and reading what was taken (the taking is receiving/'s). */
   routes: RouteService;
   receivedEmails: ReceivedEmailService;
+  /** Inboxes as mail clients see them: threads, labels (over the routes for one address). */
+  inboxThreads: InboxThreadService;
   /** Workflows: definitions, runs, custom events (the runner in src/workflows/ executes them). */
   workflows: WorkflowService;
   dashboardAuth: DashboardAuthService;

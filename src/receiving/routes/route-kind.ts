@@ -14,6 +14,7 @@ import { authenticateMessage, dmarcSaysReject, type AuthenticationResults } from
 import { parseInbound, type ParsedInbound } from './parse-inbound.js';
 import { receivedEventData, type StoredAttachment, type ViewContext } from './received-view.js';
 import { findRepliedEmail } from './threading.js';
+import { fileInThread, type InboxMessageInput } from './file-in-thread.js';
 
 /**
  * The receiving routes, the last kind the inbound listener asks: an address a workspace's
@@ -101,8 +102,31 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       created_at: now,
     };
     const content: ReceivedEmailContent = { email_id: id, raw: delivery.raw, text: parsed.text, html: parsed.html, headers: JSON.stringify(parsed.headers) };
-    return { email, content, notify: recipients.some((r) => r.route.action === 'webhook') };
+    // A route for one address is an inbox: its mail is also filed in conversations.
+    const inboxIds = [...new Set(recipients.filter((r) => r.route.kind === 'address').map((r) => r.route.id))];
+    return { email, content, inboxIds, notify: recipients.some((r) => r.route.action === 'webhook') };
   }
+
+  const inboxMessage = (email: ReceivedEmail, parsed: ParsedInbound, inboxId: string): InboxMessageInput => ({
+    workspaceId: email.workspace_id,
+    inboxId,
+    direction: 'inbound',
+    receivedEmailId: email.id,
+    messageId: parsed.messageId,
+    inReplyTo: parsed.inReplyTo,
+    references: parsed.references,
+    fromHeader: parsed.from,
+    fromAddress: parsed.fromAddress,
+    to: parsed.to,
+    cc: parsed.cc,
+    bcc: [],
+    replyTo: parsed.replyTo,
+    subject: parsed.subject,
+    text: parsed.text,
+    html: parsed.html,
+    attachments: (JSON.parse(email.attachments) as StoredAttachment[]).map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
+    at: email.created_at,
+  });
 
   return {
     name: 'route',
@@ -141,6 +165,7 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       await batcher.run(async (trx) => {
         for (const p of prepared) {
           await saveReceivedEmail(trx, p.email, p.content);
+          for (const inboxId of p.inboxIds) await fileInThread(trx, inboxMessage(p.email, parsed, inboxId));
           if (p.notify) {
             await recordEvent(trx, { workspaceId: p.email.workspace_id, type: 'email.received', emailId: p.email.id, at: now, data: receivedEventData(view, p.email, p.content, p.replied) });
           }

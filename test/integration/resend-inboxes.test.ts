@@ -1,0 +1,312 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import nodemailer from 'nodemailer';
+import { Resend } from 'resend';
+import { routeDomain } from '../helpers/delivery.js';
+import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
+import { request, show } from '../helpers/http.js';
+import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import { failed, hasFields, ok } from '../helpers/resend.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * The inbox methods of the unchanged Resend SDK (threads, their emails and labels, labels,
+ * drafts, the agent's settings) against a real server: mail arrives at the inbound SMTP
+ * listener, replies leave through the loopback MX. Field lists are copied from the SDK's
+ * declarations (node_modules/resend/dist/index.d.mts).
+ */
+
+const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
+
+const THREAD_FIELDS = {
+  id: 'string',
+  subject: 'string|null',
+  from: 'string|null',
+  to: 'array',
+  cc: 'array',
+  bcc: 'array',
+  labels: 'array',
+  email_count: 'number',
+  has_attachment: 'boolean',
+  has_draft: 'boolean',
+  read: 'boolean',
+  received_at: 'string',
+  folder: 'string',
+} as const;
+const SUMMARY_FIELDS = { object: 'string', id: 'string', subject: 'string|null', folder: 'string', labels: 'array', read: 'boolean' } as const;
+const MESSAGE_FIELDS = {
+  id: 'string',
+  direction: 'string',
+  from: 'string',
+  to: 'array',
+  cc: 'array',
+  bcc: 'array',
+  reply_to: 'array',
+  subject: 'string|null',
+  message_id: 'string|null',
+  html: 'string|null',
+  text: 'string|null',
+  attachments: 'array',
+  read: 'boolean',
+  received_at: 'string',
+} as const;
+const LABEL_FIELDS = { id: 'string', name: 'string', color: 'string', created_at: 'string' } as const;
+
+describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
+  let dns: TestDns;
+  let mx: TestMx;
+  let server: TestServer;
+  let resend: Resend;
+  let inboxId: string;
+  const inbox = () => ({ inboxId });
+  const deliver = async (raw: Buffer, from = 'ann@sender.test', to = ['support@acme.test']) => {
+    const info = await nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } }).sendMail({ envelope: { from, to }, raw });
+    return /received as ([0-9a-f-]{36})/.exec(info.response)?.[1] ?? assert.fail(info.response);
+  };
+  const threadOf = async (subject: string) => {
+    const list = ok(await resend.inboxes.threads.list({ ...inbox(), limit: 100 }), 'threads.list');
+    return list.data.find((t) => t.subject === subject) ?? assert.fail(`no thread ${subject} in ${JSON.stringify(list.data.map((t) => t.subject))}`);
+  };
+
+  let orderThread: string;
+  let orderFirst: string;
+  let refundThread: string;
+
+  before(async () => {
+    dns = await startDnsServer();
+    mx = await startMxServer();
+    server = await startTestServer({
+      delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, pollInterval: 20, signingThreads: 0 },
+      smtp: { inbound: { enabled: true, port: 0 } },
+    });
+    await addVerifiedDomain(server, dns, 'acme.test');
+    routeDomain(dns, 'sender.test', [{ name: 'mx.sender.test', preference: 10, a: ['127.0.0.1'] }]);
+    routeDomain(dns, 'other.test', [{ name: 'mx.other.test', preference: 10, a: ['127.0.0.1'] }]);
+    routeDomain(dns, 'partner.test', [{ name: 'mx.partner.test', preference: 10, a: ['127.0.0.1'] }]);
+    resend = new Resend(await server.key(), { baseUrl: server.httpUrl });
+    inboxId = ok(await resend.inboxes.create({ emailAddress: 'support@acme.test', name: 'Support', fromName: 'Acme Support' }), 'inboxes.create').id;
+
+    // A conversation: a question with an attachment, the customer's follow-up naming it in
+    // In-Reply-To, and a message without threading headers whose subject and sender match.
+    orderFirst = await deliver(
+      await compose({
+        from: 'Ann Sender <ann@sender.test>',
+        to: 'support@acme.test',
+        subject: 'Order 42 is broken',
+        text: 'My order arrived broken.',
+        messageId: '<order-42@sender.test>',
+        attachments: [{ filename: 'photo.txt', content: 'a broken thing', contentType: 'text/plain' }],
+      }),
+    );
+    await deliver(await compose({ from: 'ann@sender.test', to: 'support@acme.test', subject: 'Re: Order 42 is broken', text: 'Any news?', messageId: '<order-42-2@sender.test>', inReplyTo: '<order-42@sender.test>', references: ['<order-42@sender.test>'] }));
+    await deliver(await compose({ from: 'ann@sender.test', to: 'support@acme.test', subject: 'RE: order 42 is  broken', text: 'Hello again', messageId: '<order-42-3@sender.test>' }));
+    // Another conversation, and a same-subject message from someone else: a thread of its own.
+    await deliver(await compose({ from: 'Bob <bob@other.test>', to: 'support@acme.test', cc: 'boss@other.test', subject: 'Invoice question', text: 'I would like a refund for the invoice.', messageId: '<inv@other.test>' }), 'bob@other.test');
+    await deliver(await compose({ from: 'carl@partner.test', to: 'support@acme.test', subject: 'Re: Order 42 is broken', text: 'Not Ann.', messageId: '<carl@partner.test>' }), 'carl@partner.test');
+  });
+  after(async () => {
+    await server?.close();
+    await mx?.close();
+    await dns?.close();
+  });
+
+  it('threads.list: conversations by Message-ID, In-Reply-To and References; by subject and sender only without them', async () => {
+    const list = ok(await resend.inboxes.threads.list(inbox()), 'threads.list');
+    assert.equal(list.object, 'list');
+    assert.equal(list.has_more, false);
+    assert.equal(list.data.length, 3, JSON.stringify(list.data.map((t) => [t.subject, t.email_count])));
+    for (const t of list.data) hasFields(t, THREAD_FIELDS, 'InboxThread');
+    const order = list.data.find((t) => t.email_count === 3) ?? assert.fail('no thread of three');
+    orderThread = order.id;
+    assert.equal(order.subject, 'Order 42 is broken');
+    assert.equal(order.folder, 'inbox');
+    assert.equal(order.read, false);
+    assert.equal(order.has_attachment, true);
+    assert.equal(order.has_draft, false);
+    assert.deepEqual(order.to, ['support@acme.test']);
+    const carl = list.data.find((t) => t.from === 'carl@partner.test') ?? assert.fail('carl has his own thread');
+    assert.equal(carl.email_count, 1);
+    const bob = list.data.find((t) => t.subject === 'Invoice question')!;
+    refundThread = bob.id;
+    assert.deepEqual(bob.cc, ['boss@other.test']);
+    assert.equal(bob.has_attachment, false);
+    // Latest activity first.
+    assert.deepEqual(list.data.map((t) => t.id), [...list.data].sort((a, b) => b.received_at.localeCompare(a.received_at) || b.id.localeCompare(a.id)).map((t) => t.id));
+    const got = ok(await resend.inboxes.get(inboxId), 'inboxes.get');
+    assert.equal(got.unread, 3);
+    assert.equal(got.drafts, 0);
+    // The same inbox by its address.
+    const byAddress = ok(await resend.inboxes.threads.list({ emailAddress: 'support@acme.test' }), 'threads.list by address');
+    assert.equal(byAddress.data.length, 3);
+  });
+
+  it('threads.list pages with limit, after and before', async () => {
+    const first = ok(await resend.inboxes.threads.list({ ...inbox(), limit: 2 }), 'page 1');
+    assert.equal(first.data.length, 2);
+    assert.equal(first.has_more, true);
+    const second = ok(await resend.inboxes.threads.list({ ...inbox(), limit: 2, after: first.data[1]!.id }), 'page 2');
+    assert.equal(second.data.length, 1);
+    assert.equal(second.has_more, false);
+    const back = ok(await resend.inboxes.threads.list({ ...inbox(), limit: 2, before: second.data[0]!.id }), 'back');
+    assert.deepEqual(back.data.map((t) => t.id), first.data.map((t) => t.id));
+  });
+
+  it('threads.emails.list and get: every message of the thread, oldest first, with the declared fields', async () => {
+    const emails = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread }), 'threads.emails.list');
+    assert.equal(emails.object, 'list');
+    assert.equal(emails.data.length, 3);
+    for (const m of emails.data) hasFields(m, MESSAGE_FIELDS, 'InboxMessage');
+    assert.deepEqual(emails.data.map((m) => m.message_id), ['<order-42@sender.test>', '<order-42-2@sender.test>', '<order-42-3@sender.test>']);
+    const first = emails.data[0]!;
+    assert.equal(first.id, orderFirst, 'a received message goes by its received email id');
+    assert.equal(first.direction, 'inbound');
+    assert.equal(first.from, 'Ann Sender <ann@sender.test>');
+    assert.equal(first.text, 'My order arrived broken.');
+    assert.equal(first.read, false);
+    assert.equal(first.attachments.length, 1);
+    hasFields(first.attachments[0], { id: 'string', filename: 'string|null', size: 'number|null' }, 'InboxMessageAttachment');
+    assert.equal(first.attachments[0]!.filename, 'photo.txt');
+    const paged = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread, limit: 2 }), 'page');
+    assert.equal(paged.has_more, true);
+    const rest = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread, limit: 2, after: paged.data[1]!.id }), 'rest');
+    assert.deepEqual(rest.data.map((m) => m.message_id), ['<order-42-3@sender.test>']);
+
+    const one = ok(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: orderThread, emailId: orderFirst }), 'threads.emails.get');
+    hasFields(one, MESSAGE_FIELDS, 'InboxMessage');
+    assert.equal(one.subject, 'Order 42 is broken');
+    failed(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: refundThread, emailId: orderFirst }), 404, 'not_found');
+  });
+
+  it('threads.get and threads.update: read state and folders, and the list filters on them', async () => {
+    const got = ok(await resend.inboxes.threads.get({ ...inbox(), threadId: orderThread }), 'threads.get');
+    hasFields(got, SUMMARY_FIELDS, 'InboxThreadSummary');
+    assert.equal(got.object, 'inbox_thread');
+    assert.equal(got.read, false);
+
+    const read = ok(await resend.inboxes.threads.update({ ...inbox(), threadId: orderThread, read: true }), 'threads.update read');
+    hasFields(read, SUMMARY_FIELDS, 'InboxThreadSummary');
+    assert.equal(read.read, true);
+    const messages = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread }), 'emails after read');
+    assert.ok(messages.data.every((m) => m.read));
+
+    const unread = ok(await resend.inboxes.threads.list({ ...inbox(), read: false }), 'unread threads');
+    assert.ok(!unread.data.some((t) => t.id === orderThread));
+    assert.equal(unread.data.length, 2);
+    const readOnly = ok(await resend.inboxes.threads.list({ ...inbox(), read: true }), 'read threads');
+    assert.deepEqual(readOnly.data.map((t) => t.id), [orderThread]);
+
+    const archived = ok(await resend.inboxes.threads.update({ ...inbox(), threadId: orderThread, folder: 'archive' }), 'archive');
+    assert.equal(archived.folder, 'archive');
+    assert.deepEqual(ok(await resend.inboxes.threads.list({ ...inbox(), folders: ['archive'] }), 'archive list').data.map((t) => t.id), [orderThread]);
+    assert.equal(ok(await resend.inboxes.threads.list({ ...inbox(), folders: ['inbox', 'spam'] }), 'inbox list').data.length, 2);
+
+    // A new message in an archived conversation brings it back to the inbox, unread.
+    await deliver(await compose({ from: 'ann@sender.test', to: 'support@acme.test', subject: 'Re: Order 42 is broken', text: 'Hello? refund maybe', messageId: '<order-42-4@sender.test>', references: ['<order-42@sender.test>', '<order-42-3@sender.test>'] }));
+    const back = ok(await resend.inboxes.threads.get({ ...inbox(), threadId: orderThread }), 'back in inbox');
+    assert.equal(back.folder, 'inbox');
+    assert.equal(back.read, false);
+    assert.equal(ok(await resend.inboxes.threads.list(inbox()), 'list').data[0]!.id, orderThread, 'latest activity first');
+
+    const unreadAgain = ok(await resend.inboxes.threads.update({ ...inbox(), threadId: refundThread, read: true }), 'read');
+    assert.equal(unreadAgain.read, true);
+    assert.equal(ok(await resend.inboxes.threads.update({ ...inbox(), threadId: refundThread, read: false }), 'unread').read, false);
+
+    // `sent` is where threads we start live; a thread cannot be moved there.
+    const bad = await request(server.httpUrl, 'PATCH', `/inboxes/${inboxId}/threads/${orderThread}`, { key: await server.key(), body: { folder: 'sent' } });
+    assert.equal(bad.status, 400, show(bad));
+    failed(await resend.inboxes.threads.get({ ...inbox(), threadId: '00000000-0000-7000-8000-000000000000' }), 404, 'not_found');
+    failed(await resend.inboxes.threads.get({ ...inbox(), threadId: 'not-an-id' }), 404, 'not_found');
+    failed(await resend.inboxes.threads.list({ inboxId: '00000000-0000-7000-8000-000000000000' }), 404, 'not_found');
+    failed(await resend.inboxes.threads.list({ ...inbox(), folders: ['nowhere' as 'inbox'] }), 400, 'validation_error', /folders/);
+  });
+
+  it('threads.search: words through the full-text index, senders, recipients, attachments, dates', async () => {
+    const refund = ok(await resend.inboxes.threads.search({ ...inbox(), query: 'refund' }), 'search refund');
+    assert.deepEqual(refund.data.map((t) => t.id).sort(), [orderThread, refundThread].sort());
+    for (const t of refund.data) hasFields(t, { ...THREAD_FIELDS, matched_email_id: 'string|null' }, 'InboxThreadSearchResult');
+    const order = refund.data.find((t) => t.id === orderThread)!;
+    const fourth = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread }), 'emails').data.at(-1)!;
+    assert.equal(order.matched_email_id, fourth.id, 'the message that matched');
+
+    // All words must match, in one message; case and accents do not matter.
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'REFUND invoice' }), 'two words').data.map((t) => t.id), [refundThread]);
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'refund nothing-like-this' }), 'no match').data, []);
+    // Participants and subjects are indexed too; quotes in a query are words, not syntax.
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'boss@other.test' }), 'participant').data.map((t) => t.id), [refundThread]);
+    assert.ok(ok(await resend.inboxes.threads.search({ ...inbox(), query: '"broken' }), 'quote').data.some((t) => t.id === orderThread));
+
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), from: ['BOB@other.test'] }), 'from').data.map((t) => t.id), [refundThread]);
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), cc: ['boss@other.test'] }), 'cc').data.map((t) => t.id), [refundThread]);
+    assert.equal(ok(await resend.inboxes.threads.search({ ...inbox(), to: ['support@acme.test'] }), 'to').data.length, 3);
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), hasAttachment: true }), 'attachment').data.map((t) => t.id), [orderThread]);
+    const future = new Date(Date.now() + 3600_000).toISOString();
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), startDate: future }), 'future').data, []);
+    assert.equal(ok(await resend.inboxes.threads.search({ ...inbox(), endDate: future }), 'past').data.length, 3);
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'refund', folders: ['archive'] }), 'refund archived').data, []);
+    failed(await resend.inboxes.threads.search({ ...inbox(), startDate: 'yesterday' }), 400, 'validation_error', /start_date/);
+  });
+
+  it('labels: create, list, update, remove; threads.labels add, set, remove; threads filtered by label', async () => {
+    const urgent = ok(await resend.inboxes.labels.create({ ...inbox(), name: 'Urgent', color: '#e93d82' }), 'labels.create');
+    assert.equal(urgent.object, 'inbox_label');
+    const billing = ok(await resend.inboxes.labels.create({ ...inbox(), name: 'Billing' }), 'labels.create without colour');
+    const labels = ok(await resend.inboxes.labels.list(inbox()), 'labels.list');
+    assert.equal(labels.object, 'list');
+    for (const l of labels.data) hasFields(l, LABEL_FIELDS, 'InboxLabel');
+    assert.deepEqual(labels.data.map((l) => l.name), ['Billing', 'Urgent']);
+    assert.equal(labels.data.find((l) => l.id === urgent.id)!.color, '#E93D82');
+    assert.match(labels.data.find((l) => l.id === billing.id)!.color, /^#[0-9A-F]{6}$/);
+    failed(await resend.inboxes.labels.create({ ...inbox(), name: 'Urgent' }), 409, 'validation_error', /already has a label/);
+    failed(await resend.inboxes.labels.create({ ...inbox(), name: 'Bad', color: 'red' }), 400, 'validation_error', /color/);
+    failed(await resend.inboxes.labels.create({ ...inbox(), name: 'x'.repeat(51) }), 400, 'validation_error', /name/);
+    ok(await resend.inboxes.labels.create({ ...inbox(), name: 'x'.repeat(50), color: '#000000' }), '50 characters');
+
+    const updated = ok(await resend.inboxes.labels.update({ ...inbox(), labelId: billing.id, name: 'Invoices', color: '#30A46C' }), 'labels.update');
+    assert.equal(updated.id, billing.id);
+    assert.equal(updated.object, 'inbox_label');
+
+    const added = ok(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: [billing.id] }), 'threads.labels.add');
+    assert.equal(added.object, 'list');
+    for (const l of added.data) hasFields(l, { id: 'string', name: 'string', color: 'string' }, 'InboxThreadLabel');
+    assert.deepEqual(added.data.map((l) => [l.name, l.color]), [['Invoices', '#30A46C']]);
+    const both = ok(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: [urgent.id, billing.id] }), 'add again');
+    assert.deepEqual(both.data.map((l) => l.name), ['Invoices', 'Urgent']);
+    const set = ok(await resend.inboxes.threads.labels.set({ ...inbox(), threadId: orderThread, labels: [urgent.id] }), 'threads.labels.set');
+    assert.deepEqual(set.data.map((l) => l.name), ['Urgent']);
+
+    const byLabel = ok(await resend.inboxes.threads.list({ ...inbox(), labels: [urgent.id] }), 'by label');
+    assert.deepEqual(byLabel.data.map((t) => t.id).sort(), [orderThread, refundThread].sort());
+    assert.deepEqual(ok(await resend.inboxes.threads.list({ ...inbox(), labels: ['Invoices'] }), 'by label name').data.map((t) => t.id), [refundThread]);
+    assert.deepEqual(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'get').labels.map((l) => l.name), ['Invoices', 'Urgent']);
+
+    const removed = ok(await resend.inboxes.threads.labels.remove({ ...inbox(), threadId: refundThread, labelId: urgent.id }), 'threads.labels.remove');
+    assert.deepEqual(removed.data.map((l) => l.name), ['Invoices']);
+    assert.deepEqual(ok(await resend.inboxes.threads.labels.set({ ...inbox(), threadId: orderThread, labels: [] }), 'clear').data, []);
+
+    // Between 1 and 10 labels; labels of this inbox only.
+    const eleven = Array.from({ length: 11 }, () => urgent.id);
+    failed(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: eleven }), 400, 'validation_error', /labels/);
+    ok(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: eleven.slice(0, 10) }), 'ten');
+    failed(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: [] }), 400, 'validation_error', /labels/);
+    failed(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: ['00000000-0000-7000-8000-000000000000'] }), 404, 'not_found');
+
+    const gone = ok(await resend.inboxes.labels.remove({ ...inbox(), labelId: billing.id }), 'labels.remove');
+    assert.deepEqual(gone, { object: 'inbox_label', id: billing.id, deleted: true });
+    assert.deepEqual(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'get').labels.map((l) => l.name), ['Urgent']);
+    failed(await resend.inboxes.labels.update({ ...inbox(), labelId: billing.id, name: 'again' }), 404, 'not_found');
+  });
+  it('threads.remove: the thread leaves the inbox; the received email stays in the receiving log', async () => {
+    const carl = (await threadOf('Re: Order 42 is broken'));
+    const emails = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: carl.id }), 'emails');
+    const removed = ok(await resend.inboxes.threads.remove({ ...inbox(), threadId: carl.id }), 'threads.remove');
+    assert.deepEqual(removed, { object: 'inbox_thread', id: carl.id, deleted: true });
+    failed(await resend.inboxes.threads.get({ ...inbox(), threadId: carl.id }), 404, 'not_found');
+    failed(await resend.inboxes.threads.remove({ ...inbox(), threadId: carl.id }), 404, 'not_found');
+    assert.equal(ok(await resend.inboxes.threads.list(inbox()), 'list').data.length, 2);
+    ok(await resend.emails.receiving.get(emails.data[0]!.id), "still received");
+    // The index forgets it too.
+    assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'Not Ann' }), 'search').data, []);
+  });
+});
