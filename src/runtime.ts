@@ -31,6 +31,7 @@ import { createEnqueue } from './services/send/enqueue.js';
 import { createAttachmentFetcher } from './messages/fetch-attachment.js';
 import { createSendService } from './services/send/send-email.js';
 import { createInboxThreadService } from './services/inboxes/inbox-threads.js';
+import { createInboxReplyService } from './services/inboxes/inbox-replies.js';
 import { createSubscriberService } from './services/subscribers.js';
 import { createSuppressionService } from './services/suppressions.js';
 import { createTemplateService } from './services/templates.js';
@@ -141,6 +142,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const audiences = createAudienceService({ ...deps, subscribers });
   const routes = createRouteService(deps);
   const inboxThreads = createInboxThreadService({ ...deps, routes });
+  const inboxReplies = createInboxReplyService({ ...deps, send, inboxThreads });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
@@ -162,6 +164,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     reportSummaries: createReportSummaries(deps),
     routes,
     inboxThreads,
+    inboxReplies,
     receivedEmails: createReceivedEmailService(deps),
     workflows: createWorkflowService({ ...deps, templates, audiences, send }),
     dashboardAuth: createDashboardAuthService(deps),

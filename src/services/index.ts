@@ -25,6 +25,7 @@ import type { DashboardAuthService } from './dashboard-auth.js';
 import type { ReceivedEmailService } from './receiving/received-emails.js';
 import type { RouteService } from './receiving/routes.js';
 import type { InboxThreadService } from './inboxes/inbox-threads.js';
+import type { InboxReplyService } from './inboxes/inbox-replies.js';
 import type { WorkflowService } from './workflows/workflows.js';
 import type { ReputationGuard } from './deliverability/reputation-guard.js';
 import type { ReportSummaries } from './deliverability/report-summaries.js';
@@ -57,6 +58,8 @@ export interface Services {
   receivedEmails: ReceivedEmailService;
   /** Inboxes as mail clients see them: threads, labels (over the routes for one address). */
   inboxThreads: InboxThreadService;
+  /** Replies and forwards from an inbox, through the send service. */
+  inboxReplies: InboxReplyService;
   /** Workflows: definitions, runs, custom events (the runner in src/workflows/ executes them). */
   workflows: WorkflowService;
   dashboardAuth: DashboardAuthService;

@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import nodemailer from 'nodemailer';
 import { Resend } from 'resend';
-import { routeDomain } from '../helpers/delivery.js';
+import { simpleParser } from 'mailparser';
+import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
@@ -308,5 +309,79 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     ok(await resend.emails.receiving.get(emails.data[0]!.id), "still received");
     // The index forgets it too.
     assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'Not Ann' }), 'search').data, []);
+  });
+  it('threads.emails.reply: from the inbox, quoted, with In-Reply-To and References, through the pipeline (DKIM), filed in the thread', async () => {
+    const replied = ok(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: orderThread, emailId: orderFirst, text: 'We are on it.', html: '<p>We are on it.</p>' }), 'threads.emails.reply');
+    hasFields(replied, { id: 'string' }, 'ReplyInboxThreadEmailResponseSuccess');
+    const [delivered] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('ann@sender.test')); return m.length > 0 && m; }, 15_000, 'the reply at the MX');
+    const parsed = await simpleParser(delivered!.raw);
+    assert.deepEqual(parsed.from?.value.map((a) => [a.name, a.address]), [['Acme Support', 'support@acme.test']]);
+    assert.equal(parsed.subject, 'Re: Order 42 is broken');
+    assert.equal(parsed.inReplyTo, '<order-42@sender.test>');
+    assert.deepEqual([parsed.references].flat(), ['<order-42@sender.test>']);
+    assert.match(parsed.text ?? '', /^We are on it\.\n\nOn .*, Ann Sender <ann@sender\.test> wrote:\n> My order arrived broken\.$/m);
+    assert.match(String(parsed.html), /<blockquote[^>]*>.*My order arrived broken\./s);
+    const dkim = await verifyDkim(delivered!.raw, dns);
+    assert.equal(dkim[0]?.status.result, 'pass', 'signed like any email');
+    // An email like any other: in the email log, with its events.
+    const email = ok(await resend.emails.get(replied.id), 'emails.get');
+    assert.equal(email.subject, 'Re: Order 42 is broken');
+    await eventually(async () => (await resend.emails.get(replied.id)).data?.last_event === 'delivered', 15_000, 'delivered');
+
+    const emails = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread }), 'thread').data;
+    const sent = emails.at(-1)!;
+    hasFields(sent, MESSAGE_FIELDS, 'InboxMessage');
+    assert.equal(sent.id, replied.id);
+    assert.equal(sent.direction, 'outbound');
+    assert.equal(sent.read, true);
+    assert.deepEqual(sent.to, ['ann@sender.test']);
+    assert.equal(sent.message_id, parsed.messageId);
+
+    // The customer answers the reply: In-Reply-To names our Message-ID, and it joins the thread.
+    await deliver(await compose({ from: 'ann@sender.test', to: 'support@acme.test', subject: 'Re: Re: Order 42 is broken', text: 'Thanks!', messageId: '<order-42-5@sender.test>', inReplyTo: parsed.messageId }));
+    const thread = ok(await resend.inboxes.threads.get({ ...inbox(), threadId: orderThread }), 'thread');
+    assert.equal(ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread }), 'thread').data.at(-1)!.text?.trim(), 'Thanks!');
+    assert.equal(thread.read, false);
+
+    // Reply all: the other recipients of the message in cc, never the inbox itself.
+    const bobFirst = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: refundThread }), 'bob').data[0]!;
+    const all = ok(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: refundThread, emailId: bobFirst.id, text: 'Refund sent.', replyAll: true, subject: 'Your refund' }), 'reply all');
+    const [toBob] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('bob@other.test')); return m.length > 0 && m; }, 15_000, 'the reply to bob');
+    const bobParsed = await simpleParser(toBob!.raw);
+    assert.equal(bobParsed.subject, 'Your refund');
+    assert.equal((bobParsed.cc as { text: string } | undefined)?.text, 'boss@other.test');
+    assert.ok(toBob!.to.includes('boss@other.test') || mx.messages.some((x) => x.to.includes('boss@other.test')));
+    assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'get').id, refundThread);
+    assert.equal(ok(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: refundThread, emailId: all.id }), 'sent one').direction, 'outbound');
+
+    // Idempotent with an Idempotency-Key: the same answer, one message.
+    const again1 = ok(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: refundThread, emailId: bobFirst.id, text: 'once' }, { idempotencyKey: 'reply-once' }), 'first');
+    const again2 = ok(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: refundThread, emailId: bobFirst.id, text: 'once' }, { idempotencyKey: 'reply-once' }), 'replayed');
+    assert.equal(again2.id, again1.id);
+    assert.equal(ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: refundThread }), 'thread').data.filter((m) => m.text?.startsWith('once')).length, 1);
+
+    failed(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: refundThread, emailId: bobFirst.id, text: 'x', headers: { 'in-reply-to': '<x@y>' } }), 400, 'validation_error', /In-Reply-To/);
+    failed(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: refundThread, emailId: bobFirst.id } as never), 400, 'validation_error', /text/);
+    failed(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: orderThread, emailId: bobFirst.id, text: 'x' }), 404, 'not_found');
+  });
+
+  it('threads.emails.forward: the original with its attachments and a note, to someone new; filed in the thread', async () => {
+    const forwarded = ok(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'dana@partner.test', text: 'Can you look at this?' }), 'threads.emails.forward');
+    hasFields(forwarded, { id: 'string' }, 'ForwardInboxThreadEmailResponseSuccess');
+    const [delivered] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('dana@partner.test')); return m.length > 0 && m; }, 15_000, 'the forward at the MX');
+    const parsed = await simpleParser(delivered!.raw);
+    assert.equal(parsed.subject, 'Fwd: Order 42 is broken');
+    assert.equal(parsed.inReplyTo, undefined);
+    assert.deepEqual([parsed.references].flat(), ['<order-42@sender.test>']);
+    assert.match(parsed.text ?? '', /^Can you look at this\?\n\n---------- Forwarded message ---------\nFrom: Ann Sender <ann@sender\.test>\n/);
+    assert.match(parsed.text ?? '', /My order arrived broken\./);
+    assert.equal(parsed.attachments.length, 1);
+    assert.equal(parsed.attachments[0]!.filename, 'photo.txt');
+    assert.equal(parsed.attachments[0]!.content.toString(), 'a broken thing');
+    const sent = ok(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: orderThread, emailId: forwarded.id }), 'in the thread');
+    assert.deepEqual(sent.to, ['dana@partner.test']);
+    assert.equal(sent.attachments.length, 1);
+    failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: [] }), 400, 'validation_error', /to/);
+    failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'not an address' }), 400, 'validation_error', /to/);
   });
 });

@@ -33,9 +33,10 @@ export const inboxes = (dialect: Dialect): Migration => ({
       .addColumn('inbox_id', 'text', (c) => c.notNull().references('receiving_routes.id').onDelete('cascade'))
       .addColumn('thread_id', 'text', (c) => c.notNull().references('inbox_threads.id').onDelete('cascade'))
       .addColumn('direction', 'text', (c) => c.notNull())
-      // The message's own record: a received email, or an email we sent; gone with it.
+      // The message's own record: a received email (the thread loses it with it), or an email we
+      // sent, which is filed in the transaction that queues it, before its row is written.
       .addColumn('received_email_id', 'text', (c) => c.references('received_emails.id').onDelete('cascade'))
-      .addColumn('email_id', 'text', (c) => c.references('emails.id').onDelete('cascade'))
+      .addColumn('email_id', 'text')
       .addColumn('message_id', 'text')
       .addColumn('message_references', 'text', (c) => c.notNull())
       .addColumn('from_header', 'text', (c) => c.notNull())

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { parsePage } from '../../../../store/list-page.js';
 import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/tables.js';
 import { validationError } from '../../../../shared/errors.js';
-import { defineRoute } from '../../route.js';
+import { defineRoute, type HandlerInput } from '../../route.js';
+import type { Db } from '../../../../store/db.js';
+import type { SendResult } from '../../../../services/send/send-input.js';
+import { v1AttachmentSchema } from './emails.js';
 
 /**
  * The conversations of an inbox, as the Resend SDK's `inboxes.threads` and `inboxes.labels`
@@ -61,6 +64,29 @@ const threadChanges = z.object({
 const labelIds = z.object({ labels: z.array(z.string().max(100)).max(100) });
 const labelBody = z.object({ name: z.string().max(200), color: z.string().max(20).optional() });
 const labelChanges = z.object({ name: z.string().max(200).optional(), color: z.string().max(20).optional() });
+
+const addresses = z.union([z.string(), z.array(z.string()).max(50)]);
+const outgoing = {
+  cc: addresses.optional(),
+  bcc: addresses.optional(),
+  html: z.string().optional(),
+  text: z.string().optional(),
+  subject: z.string().max(998).optional(),
+  attachments: z.array(v1AttachmentSchema).max(50).optional(),
+  headers: z.record(z.string(), z.string()).nullable().optional(),
+};
+const replyBody = z.object({ ...outgoing, reply_all: z.boolean().optional() });
+const forwardBody = z.object({ ...outgoing, to: addresses });
+
+/** Who is sending: a test key's mail is simulated; a restricted key sends from its domain only. */
+const callerOf = ({ principal }: HandlerInput<unknown, unknown>) => ({ test: principal.kind === 'test', senderDomainId: principal.domainId });
+
+/** The answer to a send, recorded for Idempotency-Key in the transaction that queues the mail. */
+const recordAnswer =
+  ({ idempotency }: HandlerInput<unknown, unknown>) =>
+  async (trx: Db, result: SendResult) => {
+    await idempotency?.complete(200, { id: result.id }, trx);
+  };
 
 export const v1InboxThreadRoutes = [
   defineRoute({
@@ -153,6 +179,32 @@ export const v1InboxThreadRoutes = [
     operation: 'api',
     scope: 'receiving:read',
     handler: ({ deps, workspace, params }) => deps.services.inboxThreads.message(workspace.id, params.id!, params.threadId!, params.emailId!),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/inboxes/:id/threads/:threadId/emails/:emailId/reply',
+    summary: "Reply to a message of a thread from the inbox's address (reply_all: its other recipients in cc), quoting it, with In-Reply-To and References; sent like any email and filed in the thread",
+    operation: null,
+    scope: 'emails:send',
+    idempotent: true,
+    body: replyBody,
+    handler: (input) => {
+      const { deps, workspace, params, body } = input;
+      return deps.services.inboxReplies.reply(workspace, callerOf(input), params.id!, params.threadId!, params.emailId!, { ...body, replyAll: body.reply_all }, recordAnswer(input));
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/inboxes/:id/threads/:threadId/emails/:emailId/forward',
+    summary: "Forward a message of a thread from the inbox's address, with its attachments and the caller's note; filed in the thread",
+    operation: null,
+    scope: 'emails:send',
+    idempotent: true,
+    body: forwardBody,
+    handler: (input) => {
+      const { deps, workspace, params, body } = input;
+      return deps.services.inboxReplies.forward(workspace, callerOf(input), params.id!, params.threadId!, params.emailId!, body, recordAnswer(input));
+    },
   }),
   defineRoute({
     method: 'POST',
