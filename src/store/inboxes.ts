@@ -309,6 +309,12 @@ export async function updateDraft(db: Db, id: string, changes: Partial<Omit<Inbo
   await db.updateTable('inbox_drafts').set(changes).where('id', '=', id).execute();
 }
 
+/** Records the email a draft became; false when another send took it first. */
+export async function markDraftSent(db: Db, id: string, emailId: string, now: number): Promise<boolean> {
+  const r = await db.updateTable('inbox_drafts').set({ email_id: emailId, updated_at: now }).where('id', '=', id).where('email_id', 'is', null).executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
 export async function removeDraft(db: Db, id: string): Promise<void> {
   await db.deleteFrom('inbox_drafts').where('id', '=', id).execute();
 }

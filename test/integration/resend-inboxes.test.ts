@@ -384,4 +384,114 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: [] }), 400, 'validation_error', /to/);
     failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'not an address' }), 400, 'validation_error', /to/);
   });
+  it('drafts: standalone and reply drafts created, listed, read, edited, sent once through the pipeline, removed', async () => {
+    const DRAFT_FIELDS = {
+      object: 'string', id: 'string', type: 'string', to: 'array|null', cc: 'array', bcc: 'array', subject: 'string|null', html: 'string|null', text: 'string|null',
+      thread_id: 'string|null', reply_to_email_id: 'string|null', email_id: 'string|null', created_at: 'string', updated_at: 'string', attachments: 'array',
+    } as const;
+    const LIST_FIELDS = { id: 'string', type: 'string', to: 'array|null', cc: 'array', bcc: 'array', subject: 'string|null', snippet: 'string|null', thread_id: 'string|null', reply_to_email_id: 'string|null', updated_at: 'string', attachments: 'array' } as const;
+
+    const standalone = ok(await resend.inboxes.drafts.create({ ...inbox(), subject: 'Quarterly update' }), 'drafts.create');
+    assert.equal(standalone.object, 'inbox_draft');
+    const got = ok(await resend.inboxes.drafts.get({ ...inbox(), draftId: standalone.id }), 'drafts.get');
+    hasFields(got, DRAFT_FIELDS, 'InboxDraft');
+    assert.equal(got.type, 'standalone');
+    assert.equal(got.to, null);
+    assert.equal(got.email_id, null);
+
+    const edited = ok(
+      await resend.inboxes.drafts.update({
+        ...inbox(),
+        draftId: standalone.id,
+        to: ['Erin <erin@partner.test>'],
+        text: 'Numbers attached.',
+        attachments: [{ filename: 'q3.csv', content: Buffer.from('a,b\n1,2\n'), contentType: 'text/csv' }],
+      }),
+      'drafts.update',
+    );
+    assert.equal(edited.object, 'inbox_draft');
+    const withFile = ok(await resend.inboxes.drafts.get({ ...inbox(), draftId: standalone.id }), 'get');
+    assert.deepEqual(withFile.to, ['Erin <erin@partner.test>']);
+    assert.equal(withFile.attachments.length, 1);
+    hasFields(withFile.attachments[0], { id: 'string', filename: 'string', content_type: 'string', size: 'number' }, 'InboxDraftAttachment');
+    assert.equal(withFile.attachments[0]!.size, 8);
+
+    // A reply draft: addressed and titled as an answer.
+    const bobFirst = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: refundThread }), 'bob').data[0]!;
+    const reply = ok(await resend.inboxes.drafts.create({ ...inbox(), threadId: refundThread, replyToEmailId: bobFirst.id, text: 'Draft answer' }), 'reply draft');
+    const replyDraft = ok(await resend.inboxes.drafts.get({ ...inbox(), draftId: reply.id }), 'get reply');
+    assert.equal(replyDraft.type, 'reply');
+    assert.equal(replyDraft.thread_id, refundThread);
+    assert.equal(replyDraft.reply_to_email_id, bobFirst.id);
+    assert.deepEqual(replyDraft.to, ['bob@other.test']);
+    assert.equal(replyDraft.subject, 'Re: Invoice question');
+    assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'thread').id, refundThread);
+    assert.equal(ok(await resend.inboxes.threads.list({ ...inbox(), limit: 100 }), 'list').data.find((t) => t.id === refundThread)!.has_draft, true);
+    assert.equal(ok(await resend.inboxes.get(inboxId), 'inbox').drafts, 2);
+
+    const drafts = ok(await resend.inboxes.drafts.list(inbox()), 'drafts.list');
+    assert.equal(drafts.object, 'list');
+    assert.equal(drafts.data.length, 2);
+    for (const d of drafts.data) hasFields(d, LIST_FIELDS, 'InboxDraftListItem');
+    assert.deepEqual(drafts.data.map((d) => d.id), [reply.id, standalone.id], 'last edited first');
+    assert.equal(drafts.data[1]!.snippet, 'Numbers attached.');
+    const page = ok(await resend.inboxes.drafts.list({ ...inbox(), limit: 1 }), 'page');
+    assert.equal(page.has_more, true);
+    assert.deepEqual(ok(await resend.inboxes.drafts.list({ ...inbox(), limit: 1, after: page.data[0]!.id }), 'page 2').data.map((d) => d.id), [standalone.id]);
+
+    // Sending: once, from the inbox, through the pipeline.
+    const sent = ok(await resend.inboxes.drafts.send({ ...inbox(), draftId: standalone.id, headers: { 'X-Campaign': 'q3' } }), 'drafts.send');
+    hasFields(sent, { id: 'string' }, 'SendInboxDraftResponseSuccess');
+    const [atMx] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('erin@partner.test')); return m.length > 0 && m; }, 15_000, 'the draft at the MX');
+    const parsed = await simpleParser(atMx!.raw);
+    assert.equal(parsed.subject, 'Quarterly update');
+    assert.equal(parsed.headers.get('x-campaign'), 'q3');
+    assert.equal(parsed.attachments[0]!.content.toString(), 'a,b\n1,2\n');
+    assert.equal(ok(await resend.inboxes.drafts.get({ ...inbox(), draftId: standalone.id }), 'sent draft').email_id, sent.id);
+    failed(await resend.inboxes.drafts.send({ ...inbox(), draftId: standalone.id }), 409, 'validation_error', /already sent/);
+    failed(await resend.inboxes.drafts.update({ ...inbox(), draftId: standalone.id, text: 'late' }), 409, 'validation_error', /no longer be changed/);
+    // A message we started: a thread of its own, in the sent folder.
+    const sentThread = ok(await resend.inboxes.threads.list({ ...inbox(), folders: ['sent'] }), 'sent folder').data;
+    assert.deepEqual(sentThread.map((t) => t.subject), ['Quarterly update']);
+
+    const replySent = ok(await resend.inboxes.drafts.send({ ...inbox(), draftId: reply.id }), 'send the reply draft');
+    const [toBob] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('bob@other.test') && x.raw.includes('Draft answer')); return m.length > 0 && m; }, 15_000, 'the reply draft');
+    assert.equal((await simpleParser(toBob!.raw)).inReplyTo, '<inv@other.test>');
+    assert.equal(ok(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: refundThread, emailId: replySent.id }), 'in the thread').direction, 'outbound');
+    assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'thread').id, refundThread);
+    assert.deepEqual(ok(await resend.inboxes.drafts.list(inbox()), 'after sending').data, []);
+
+    const gone = ok(await resend.inboxes.drafts.create({ ...inbox(), text: 'to delete' }), 'create');
+    assert.deepEqual(ok(await resend.inboxes.drafts.remove({ ...inbox(), draftId: gone.id }), 'drafts.remove'), { object: 'inbox_draft', id: gone.id, deleted: true });
+    failed(await resend.inboxes.drafts.get({ ...inbox(), draftId: gone.id }), 404, 'not_found');
+
+    const empty = ok(await resend.inboxes.drafts.create({ ...inbox(), text: 'no one' }), 'create');
+    failed(await resend.inboxes.drafts.send({ ...inbox(), draftId: empty.id }), 400, 'validation_error', /recipient/);
+    failed(await resend.inboxes.drafts.create({ ...inbox() } as never), 400, 'validation_error');
+    failed(await resend.inboxes.drafts.create({ ...inbox(), text: 'x', attachments: [{ filename: 'empty.txt', content: '', contentType: 'text/plain' }] }), 400, 'validation_error', /attachments/);
+    failed(await resend.inboxes.drafts.update({ ...inbox(), draftId: empty.id, to: 'not an address' }), 400, 'validation_error', /to/);
+    failed(await resend.inboxes.drafts.send({ ...inbox(), draftId: empty.id, headers: { References: '<a@b>' } }), 400, 'validation_error', /References/);
+  });
+
+  it('agent: settings stored and served as the SDK declares; no agent acts on them, and the answer says so', async () => {
+    const initial = ok(await resend.inboxes.agent.get(inbox()), 'agent.get');
+    hasFields(initial, { object: 'string', instructions: 'string|null', tone: 'string|null', actions: 'array' }, 'InboxAgentSettings');
+    assert.deepEqual({ ...initial, runtime: undefined }, { object: 'inbox_agent', instructions: null, tone: null, actions: [], runtime: undefined });
+    assert.equal((initial as unknown as { runtime: { enabled: boolean } }).runtime.enabled, false);
+
+    const updated = ok(await resend.inboxes.agent.update({ ...inbox(), instructions: 'Answer billing questions.', tone: 'concise_professional', actions: ['draft_reply', 'add_labels'] }), 'agent.update');
+    assert.equal(updated.object, 'inbox_agent');
+    assert.equal(updated.id, inboxId);
+    ok(await resend.inboxes.agent.update({ emailAddress: 'support@acme.test', tone: null }), 'by address');
+    const read = ok(await resend.inboxes.agent.get(inbox()), 'agent.get');
+    assert.equal(read.instructions, 'Answer billing questions.');
+    assert.equal(read.tone, null);
+    assert.deepEqual(read.actions, ['draft_reply', 'add_labels']);
+
+    failed(await resend.inboxes.agent.update({ ...inbox(), tone: 'shouty' as 'concise_casual' }), 400, 'validation_error', /tone/);
+    failed(await resend.inboxes.agent.update({ ...inbox(), actions: ['send_everything' as 'archive'] }), 400, 'validation_error', /actions/);
+    ok(await resend.inboxes.agent.update({ ...inbox(), instructions: 'x'.repeat(10_000) }), '10,000 characters');
+    failed(await resend.inboxes.agent.update({ ...inbox(), instructions: 'x'.repeat(10_001) }), 400, 'validation_error', /instructions/);
+    failed(await resend.inboxes.agent.update({ ...inbox() } as never), 400, 'validation_error');
+  });
 });
