@@ -247,6 +247,15 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     assert.equal(ok(await resend.inboxes.threads.search({ ...inbox(), endDate: future }), 'past').data.length, 3);
     assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'refund', folders: ['archive'] }), 'refund archived').data, []);
     failed(await resend.inboxes.threads.search({ ...inbox(), startDate: 'yesterday' }), 400, 'validation_error', /start_date/);
+    // Query syntax of either engine is never interpreted: operators and lone punctuation are words or nothing.
+    for (const query of ['"', '*', 'AND', 'NEAR(refund', '-refund', '^x', "'", 'refund OR nothing', ':', '\\']) {
+      const r = await resend.inboxes.threads.search({ ...inbox(), query });
+      assert.equal(r.error, null, `${query}: ${JSON.stringify(r.error)}`);
+    }
+    assert.equal(ok(await resend.inboxes.threads.search({ ...inbox(), query: `refund ${'x'.repeat(493)}` }), '500 characters').data.length, 0);
+    failed(await resend.inboxes.threads.search({ ...inbox(), query: 'x'.repeat(501) }), 400, 'validation_error', /query/);
+    failed(await resend.inboxes.threads.search({ ...inbox(), query: 'nul\u0000' }), 400, 'validation_error', /query/);
+    failed(await resend.inboxes.threads.search({ ...inbox(), from: ['a\u0000@b.test'] }), 400, 'validation_error', /from/);
   });
 
   it('labels: create, list, update, remove; threads.labels add, set, remove; threads filtered by label', async () => {
@@ -470,6 +479,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     failed(await resend.inboxes.drafts.create({ ...inbox() } as never), 400, 'validation_error');
     failed(await resend.inboxes.drafts.create({ ...inbox(), text: 'x', attachments: [{ filename: 'empty.txt', content: '', contentType: 'text/plain' }] }), 400, 'validation_error', /attachments/);
     failed(await resend.inboxes.drafts.update({ ...inbox(), draftId: empty.id, to: 'not an address' }), 400, 'validation_error', /to/);
+    failed(await resend.inboxes.drafts.update({ ...inbox(), draftId: empty.id, text: 'nul\u0000' }), 400, 'validation_error', /text/);
     failed(await resend.inboxes.drafts.send({ ...inbox(), draftId: empty.id, headers: { References: '<a@b>' } }), 400, 'validation_error', /References/);
   });
 

@@ -2,6 +2,7 @@ import { validationError } from '../../shared/errors.js';
 import { findAgent, saveAgent } from '../../store/inboxes.js';
 import type { ServiceDeps } from '../deps.js';
 import type { InboxThreadService } from './inbox-threads.js';
+import { checkNoNul } from './send-from-inbox.js';
 
 /**
  * The settings of an inbox's agent (Resend's `inboxes.agent`): instructions, tone and the
@@ -58,6 +59,7 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
     async update(workspaceId, inboxRef, changes) {
       if (changes.instructions === undefined && changes.tone === undefined && changes.actions === undefined) throw validationError('instructions', 'give instructions, tone or actions');
       if (typeof changes.instructions === 'string' && changes.instructions.length > MAX_INSTRUCTIONS) throw validationError('instructions', `at most ${MAX_INSTRUCTIONS} characters`);
+      checkNoNul({ instructions: changes.instructions });
       const inbox = await inboxThreads.inbox(workspaceId, inboxRef);
       const current = await read(inbox.id);
       const next = {

@@ -26,7 +26,7 @@ import type { SendService } from '../send/send-email.js';
 import type { InboxReplyService, InTransaction } from './inbox-replies.js';
 import type { InboxThreadService } from './inbox-threads.js';
 import { messageIdOf } from './inbox-views.js';
-import { checkCallerHeaders, sendFromInbox, type Caller } from './send-from-inbox.js';
+import { checkCallerHeaders, checkNoNul, sendFromInbox, type Caller } from './send-from-inbox.js';
 
 /**
  * Drafts of an inbox: standalone messages, or replies to a message of a thread (recipients,
@@ -126,6 +126,8 @@ export function createInboxDraftService(
     });
   }
 
+  const checkText = (c: DraftContent) => checkNoNul({ subject: c.subject, text: c.text, html: c.html });
+
   const hasContent = (c: DraftContent) => [c.to, c.cc, c.bcc, c.subject, c.text, c.html, c.attachments].some((v) => v !== undefined);
 
   return {
@@ -138,6 +140,7 @@ export function createInboxDraftService(
 
     async create(workspaceId, inboxRef, input) {
       if (!hasContent(input)) throw validationError('body', 'give at least one of to, cc, bcc, subject, text, html or attachments');
+      checkText(input);
       if ((input.threadId === undefined) !== (input.replyToEmailId === undefined)) throw validationError('thread_id', 'a reply draft needs thread_id and reply_to_email_id together');
       const inbox = await inboxThreads.inbox(workspaceId, inboxRef);
       const now = clock.now();
@@ -180,6 +183,7 @@ export function createInboxDraftService(
 
     async update(workspaceId, inboxRef, draftId, changes) {
       if (!hasContent(changes)) throw validationError('body', 'give at least one of to, cc, bcc, subject, text, html or attachments');
+      checkText(changes);
       const { draft } = await find(workspaceId, inboxRef, draftId);
       if (draft.email_id) throw new AppError('invalid_state', `Draft ${draft.id} was sent as email ${draft.email_id} and can no longer be changed`);
       const update: Partial<InboxDraft> = {

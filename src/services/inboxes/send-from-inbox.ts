@@ -51,6 +51,11 @@ export function checkCallerHeaders(headers: Record<string, string> | null | unde
   return headers ?? {};
 }
 
+/** PostgreSQL refuses NUL in text, and no mail client writes one: refused before anything is sent. */
+export function checkNoNul(fields: Record<string, string | null | undefined>): void {
+  for (const [field, value] of Object.entries(fields)) if (value?.includes('\u0000')) throw validationError(field, 'must not contain NUL characters');
+}
+
 /** Size of base64 content without decoding it. */
 const decodedSize = (base64: string | undefined): number => {
   if (base64 === undefined) return 0;
@@ -66,6 +71,7 @@ export async function sendFromInbox(
   inTransaction?: (trx: Db, result: SendResult) => Promise<void>,
 ): Promise<{ id: string }> {
   const userHeaders = checkCallerHeaders(m.headers);
+  checkNoNul({ subject: m.subject, text: m.text, html: m.html });
   const references = [...new Set(m.references)].slice(-MAX_REFERENCES);
   const from: Address = { name: m.inbox.from_name ?? '', address: m.inbox.address };
   const outcome = await deps.send.send(

@@ -19,6 +19,7 @@ const commaList = (field: string, value: string | undefined): string[] | undefin
   if (value === undefined || value === '') return undefined;
   const items = value.split(',').map((v) => v.trim()).filter(Boolean);
   if (items.length > 50) throw validationError(field, 'at most 50 values');
+  if (items.some((v) => v.length > 320 || CONTROL.test(v))) throw validationError(field, 'values are at most 320 printable characters');
   return items;
 };
 
@@ -27,6 +28,8 @@ const folders = (value: string | undefined): InboxFolder[] | undefined =>
     if (!(INBOX_FOLDERS as readonly string[]).includes(f)) throw validationError('folders', `must be among ${INBOX_FOLDERS.join(', ')}`);
     return f as InboxFolder;
   });
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 const bool = z.enum(['true', 'false']).optional();
 const toBool = (value: 'true' | 'false' | undefined) => (value === undefined ? undefined : value === 'true');
@@ -46,7 +49,7 @@ const listQuery = z.looseObject({
 });
 
 const searchQuery = listQuery.extend({
-  query: z.string().max(500).optional().describe('Words, all of which appear in the subject, the participants or the text of one message (full-text index)'),
+  query: z.string().max(500).regex(/^[^\u0000]*$/, 'must not contain NUL characters').optional().describe('Words, all of which appear in the subject, the participants or the text of one message (full-text index)'),
   from: z.string().optional().describe('Comma separated sender addresses'),
   to: z.string().optional().describe('Comma separated recipient addresses'),
   cc: z.string().optional(),
