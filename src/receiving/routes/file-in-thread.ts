@@ -1,7 +1,10 @@
 import { newId } from '../../shared/ids.js';
+import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/db.js';
+import { findEmailContent } from '../../store/emails.js';
 import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread } from '../../store/inboxes.js';
-import type { InboxFolder } from '../../store/tables.js';
+import type { Email, InboxFolder } from '../../store/tables.js';
+import { formatMailbox, PARSE_OPTIONS } from './parse-inbound.js';
 import { threadCandidates } from './threading.js';
 
 /**
@@ -106,4 +109,41 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<string
     created_at: m.at,
   });
   return threadId;
+}
+
+/**
+ * An email sent from the inbox's address by any intake (`POST /v1/emails`, SMTP), as the first
+ * message of the thread that a reply to it starts; undefined when it is not from this inbox or
+ * is filed already. Read before the transaction that files the reply: its content is parsed.
+ */
+export async function sentEmailToFile(db: Db, inbox: { id: string; address: string }, email: Email | undefined): Promise<InboxMessageInput | undefined> {
+  if (!email || email.from_address.toLowerCase() !== inbox.address.toLowerCase()) return undefined;
+  if (await findThreadIdByMessageIds(db, inbox.id, [email.message_id])) return undefined;
+  const raw = await findEmailContent(db, email.id);
+  // A campaign's messages are composed when delivered: their content may not be kept.
+  const parsed = raw ? await parseMail(raw, PARSE_OPTIONS) : undefined;
+  const refs = parsed?.references;
+  const author = parsed?.from?.value[0];
+  const list = (json: string | null): string[] => (json ? (JSON.parse(json) as string[]) : []);
+  return {
+    workspaceId: email.workspace_id,
+    inboxId: inbox.id,
+    direction: 'outbound',
+    emailId: email.id,
+    messageId: email.message_id,
+    inReplyTo: parsed?.inReplyTo ?? null,
+    references: Array.isArray(refs) ? refs : refs ? [refs] : [],
+    // As received messages show theirs: `Name <address>`, quoted only where it must be.
+    fromHeader: author?.address ? formatMailbox(author.name ?? '', author.address) : email.from_header,
+    fromAddress: email.from_address,
+    to: list(email.to_addresses),
+    cc: list(email.cc_addresses),
+    bcc: list(email.bcc_addresses),
+    replyTo: list(email.reply_to),
+    subject: email.subject,
+    text: parsed?.text ?? null,
+    html: typeof parsed?.html === 'string' ? parsed.html : null,
+    attachments: (parsed?.attachments ?? []).map((a) => ({ id: newId(), filename: a.filename ?? null, content_type: a.contentType, size: a.size })),
+    at: email.created_at,
+  };
 }

@@ -14,7 +14,7 @@ import { authenticateMessage, dmarcSaysReject, type AuthenticationResults } from
 import { parseInbound, type ParsedInbound } from './parse-inbound.js';
 import { receivedEventData, type StoredAttachment, type ViewContext } from './received-view.js';
 import { findRepliedEmail } from './threading.js';
-import { fileInThread, type InboxMessageInput } from './file-in-thread.js';
+import { fileInThread, sentEmailToFile, type InboxMessageInput } from './file-in-thread.js';
 
 /**
  * The receiving routes, the last kind the inbound listener asks: an address a workspace's
@@ -159,12 +159,17 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       const prepared = await Promise.all(
         [...byWorkspace].map(async ([workspaceId, recipients]) => {
           const replied = await findRepliedEmail(db, workspaceId, parsed.inReplyTo, parsed.references);
-          return { ...records(delivery, parsed, auth, workspaceId, recipients, replied, now), replied };
+          const record = records(delivery, parsed, auth, workspaceId, recipients, replied, now);
+          // A reply to mail an inbox's address sent through any intake starts its thread with that mail.
+          const inboxes = [...new Map(recipients.filter((r) => r.route.kind === 'address').map((r) => [r.route.id, r.route])).values()];
+          const seeds = await Promise.all(inboxes.map((r) => sentEmailToFile(db, { id: r.id, address: `${r.local_part}@${r.domain_name}` }, replied)));
+          return { ...record, replied, seeds: seeds.filter((m): m is InboxMessageInput => m !== undefined) };
         }),
       );
       await batcher.run(async (trx) => {
         for (const p of prepared) {
           await saveReceivedEmail(trx, p.email, p.content);
+          for (const seed of p.seeds) await fileInThread(trx, seed);
           for (const inboxId of p.inboxIds) await fileInThread(trx, inboxMessage(p.email, parsed, inboxId));
           if (p.notify) {
             await recordEvent(trx, { workspaceId: p.email.workspace_id, type: 'email.received', emailId: p.email.id, at: now, data: receivedEventData(view, p.email, p.content, p.replied) });
