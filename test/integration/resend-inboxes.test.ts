@@ -7,6 +7,7 @@ import { simpleParser } from 'mailparser';
 import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
+import { DashboardClient } from '../helpers/dashboard.js';
 import { request, show } from '../helpers/http.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 import { failed, hasFields, ok } from '../helpers/resend.js';
@@ -81,6 +82,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     server = await startTestServer({
       delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, pollInterval: 20, signingThreads: 0 },
       smtp: { inbound: { enabled: true, port: 0 } },
+      dashboard: { password: 'inbox-dashboard-pw' },
     });
     await addVerifiedDomain(server, dns, 'acme.test');
     routeDomain(dns, 'sender.test', [{ name: 'mx.sender.test', preference: 10, a: ['127.0.0.1'] }]);
@@ -520,5 +522,34 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'And another thing', messageId: '<frank-2@partner.test>', inReplyTo: messageId, references: [messageId!] }), 'frank@partner.test');
     assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: thread.id }), 'get').id, thread.id);
     assert.equal(ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: thread.id }), 'emails').data.length, 3);
+  });
+  it('dashboard: the receiving page links each inbox to its threads; folders, search, a thread, marking and moving it', async () => {
+    const dash = new DashboardClient(server.httpUrl);
+    assert.equal((await dash.signIn('inbox-dashboard-pw')).status, 303);
+    const receiving = await dash.get('/dashboard/receiving');
+    assert.equal(receiving.status, 200);
+    assert.ok(receiving.text.includes(`/dashboard/receiving/inboxes/${inboxId}`), 'a link to the threads');
+    const list = await dash.get(`/dashboard/receiving/inboxes/${inboxId}`);
+    assert.equal(list.status, 200);
+    assert.ok(list.text.includes('Invoice question'));
+    assert.ok(!list.text.includes('Quarterly update'), 'sent threads are in their own folder');
+    assert.ok((await dash.get(`/dashboard/receiving/inboxes/${inboxId}?folder=sent`)).text.includes('Quarterly update'));
+    const found = await dash.get(`/dashboard/receiving/inboxes/${inboxId}?q=refund`);
+    assert.ok(found.text.includes('Invoice question'));
+    assert.ok(!found.text.includes('Welcome aboard'));
+    assert.equal((await dash.get(`/dashboard/receiving/inboxes/${inboxId}?q=${'x'.repeat(501)}`)).status, 400);
+
+    const thread = await dash.get(`/dashboard/receiving/inboxes/${inboxId}/threads/${refundThread}`);
+    assert.equal(thread.status, 200);
+    assert.ok(thread.text.includes('I would like a refund for the invoice.'));
+    const moved = await dash.post(`/dashboard/receiving/inboxes/${inboxId}/threads/${refundThread}/folder/archive`, { _csrf: thread.csrf ?? '' });
+    assert.equal(moved.status, 303);
+    assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'get').folder, 'archive');
+    const read = await dash.post(`/dashboard/receiving/inboxes/${inboxId}/threads/${refundThread}/read/yes`, { _csrf: thread.csrf ?? '' });
+    assert.equal(read.status, 303);
+    assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'get').read, true);
+    assert.equal((await dash.post(`/dashboard/receiving/inboxes/${inboxId}/threads/${refundThread}/folder/sent`, { _csrf: thread.csrf ?? '' })).status, 400);
+    assert.equal((await dash.post(`/dashboard/receiving/inboxes/${inboxId}/threads/${refundThread}/folder/inbox`, { _csrf: 'forged' })).status, 403);
+    assert.equal((await dash.get(`/dashboard/receiving/inboxes/${inboxId}/threads/00000000-0000-7000-8000-000000000000`)).status, 404);
   });
 });
