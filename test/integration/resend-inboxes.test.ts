@@ -304,6 +304,15 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     failed(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: [] }), 400, 'validation_error', /labels/);
     failed(await resend.inboxes.threads.labels.add({ ...inbox(), threadId: refundThread, labels: ['00000000-0000-7000-8000-000000000000'] }), 404, 'not_found');
 
+    // At most 100 labels in an inbox (created through the service: the API's rate limit is 100 a second).
+    const have = ok(await resend.inboxes.labels.list(inbox()), 'count').data.length;
+    for (let i = have; i < 100; i++) await server.runtime.services.inboxThreads.createLabel(server.workspaceId, inboxId, { name: `bulk ${i}` });
+    assert.equal(ok(await resend.inboxes.labels.list(inbox()), 'hundred').data.length, 100);
+    failed(await resend.inboxes.labels.create({ ...inbox(), name: 'one too many' }), 409, 'validation_error', /at most 100 labels/);
+    for (const l of ok(await resend.inboxes.labels.list(inbox()), 'bulk').data.filter((x) => x.name.startsWith('bulk '))) {
+      await server.runtime.services.inboxThreads.removeLabel(server.workspaceId, inboxId, l.id);
+    }
+
     const gone = ok(await resend.inboxes.labels.remove({ ...inbox(), labelId: billing.id }), 'labels.remove');
     assert.deepEqual(gone, { object: 'inbox_label', id: billing.id, deleted: true });
     assert.deepEqual(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'get').labels.map((l) => l.name), ['Urgent']);
@@ -475,6 +484,15 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     const gone = ok(await resend.inboxes.drafts.create({ ...inbox(), text: 'to delete' }), 'create');
     assert.deepEqual(ok(await resend.inboxes.drafts.remove({ ...inbox(), draftId: gone.id }), 'drafts.remove'), { object: 'inbox_draft', id: gone.id, deleted: true });
     failed(await resend.inboxes.drafts.get({ ...inbox(), draftId: gone.id }), 404, 'not_found');
+
+    // Files within the limits of sending: 5 at most.
+    const file = (i: number) => ({ filename: `f${i}.txt`, content: Buffer.from(`file ${i}`), contentType: 'text/plain' });
+    const five = ok(await resend.inboxes.drafts.create({ ...inbox(), text: 'five files', attachments: [0, 1, 2, 3, 4].map(file) }), 'five files');
+    assert.equal(ok(await resend.inboxes.drafts.get({ ...inbox(), draftId: five.id }), 'get').attachments.length, 5);
+    failed(await resend.inboxes.drafts.update({ ...inbox(), draftId: five.id, attachments: [0, 1, 2, 3, 4, 5].map(file) }), 400, 'validation_error', /attachments/);
+    ok(await resend.inboxes.drafts.update({ ...inbox(), draftId: five.id, attachments: null }), 'no files');
+    assert.deepEqual(ok(await resend.inboxes.drafts.get({ ...inbox(), draftId: five.id }), 'get').attachments, []);
+    ok(await resend.inboxes.drafts.remove({ ...inbox(), draftId: five.id }), 'remove');
 
     const empty = ok(await resend.inboxes.drafts.create({ ...inbox(), text: 'no one' }), 'create');
     failed(await resend.inboxes.drafts.send({ ...inbox(), draftId: empty.id }), 400, 'validation_error', /recipient/);
