@@ -5,6 +5,7 @@ import { readTimePage, type ListPage, type PageOf } from './list-page.js';
 import type {
   Database,
   InboxAgent,
+  InboxAgentRun,
   InboxDraft,
   InboxDraftAttachment,
   InboxFolder,
@@ -374,3 +375,42 @@ export async function saveAgent(db: Db, agent: InboxAgent): Promise<void> {
     .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: agent.instructions, tone: agent.tone, actions: agent.actions, updated_at: agent.updated_at }))
     .execute();
 }
+
+// ---------------------------------------------------------------- agent runs
+
+export const saveAgentRun = async (db: Db, run: InboxAgentRun): Promise<void> => {
+  await db.insertInto('inbox_agent_runs').values(run).execute();
+};
+
+/**
+ * Takes the due runs (and those left running longer than `staleBefore` allows: a leader that
+ * died mid-run), marking them running; only the leader calls it, one pass at a time.
+ */
+export async function takeDueAgentRuns(db: Db, now: number, staleBefore: number, limit: number): Promise<InboxAgentRun[]> {
+  const due = await db
+    .selectFrom('inbox_agent_runs')
+    .selectAll()
+    .where((eb) => eb.or([eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]), eb.and([eb('status', '=', 'running'), eb('started_at', '<', staleBefore)])]))
+    .orderBy('next_attempt_at')
+    .limit(limit)
+    .execute();
+  if (due.length > 0) {
+    await db.updateTable('inbox_agent_runs').set({ status: 'running', started_at: now, updated_at: now }).where('id', 'in', due.map((r) => r.id)).execute();
+  }
+  return due;
+}
+
+export async function finishAgentRun(db: Db, id: string, changes: Pick<InboxAgentRun, 'status' | 'attempts' | 'next_attempt_at' | 'actions' | 'error' | 'updated_at'>): Promise<void> {
+  await db.updateTable('inbox_agent_runs').set(changes).where('id', '=', id).execute();
+}
+
+/** The agent's runs of each thread, oldest first. */
+export async function listAgentRunsOfThreads(db: Db, threadIds: string[]): Promise<Map<string, InboxAgentRun[]>> {
+  const out = new Map<string, InboxAgentRun[]>();
+  if (threadIds.length === 0) return out;
+  const rows = await db.selectFrom('inbox_agent_runs').selectAll().where('thread_id', 'in', threadIds).orderBy('created_at').orderBy('id').execute();
+  for (const r of rows) out.set(r.thread_id, [...(out.get(r.thread_id) ?? []), r]);
+  return out;
+}
+
+export const findInboxMessage = (db: Db, id: string): Promise<InboxMessage | undefined> => db.selectFrom('inbox_messages').selectAll().where('id', '=', id).executeTakeFirst();

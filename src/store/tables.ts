@@ -673,6 +673,27 @@ export interface InboxDraftAttachmentsTable {
   content: Buffer;
 }
 
+/** pending: waiting for the agent (again, after a failed try); running: with the agent now; done; failed: tries ran out. */
+export type InboxAgentRunStatus = 'pending' | 'running' | 'done' | 'failed';
+
+export interface InboxAgentRunsTable {
+  id: string;
+  workspace_id: string;
+  inbox_id: string;
+  thread_id: string;
+  /** The inbox message that started it. */
+  message_id: string;
+  status: InboxAgentRunStatus;
+  attempts: number;
+  next_attempt_at: number;
+  started_at: number | null;
+  /** JSON array of { type, …, result }: what the agent asked for and what became of it. */
+  actions: string | null;
+  error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface InboxAgentsTable {
   inbox_id: string;
   workspace_id: string;
@@ -932,6 +953,7 @@ export interface Database {
   inbox_drafts: InboxDraftsTable;
   inbox_draft_attachments: InboxDraftAttachmentsTable;
   inbox_agents: InboxAgentsTable;
+  inbox_agent_runs: InboxAgentRunsTable;
   workflows: WorkflowsTable;
   workflow_versions: WorkflowVersionsTable;
   workflow_runs: WorkflowRunsTable;
@@ -1000,6 +1022,7 @@ export type InboxLabel = Selectable<InboxLabelsTable>;
 export type InboxDraft = Selectable<InboxDraftsTable>;
 export type InboxDraftAttachment = Selectable<InboxDraftAttachmentsTable>;
 export type InboxAgent = Selectable<InboxAgentsTable>;
+export type InboxAgentRun = Selectable<InboxAgentRunsTable>;
 export type Workflow = Selectable<WorkflowsTable>;
 export type DeliveryDestination = Selectable<DeliveryDestinationsTable>;
 export type WorkflowRun = Selectable<WorkflowRunsTable>;

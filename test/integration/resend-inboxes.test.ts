@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import nodemailer from 'nodemailer';
@@ -569,5 +570,142 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     assert.equal((await dash.post(`/dashboard/receiving/inboxes/${inboxId}/threads/${refundThread}/folder/sent`, { _csrf: thread.csrf ?? '' })).status, 400);
     assert.equal((await dash.post(`/dashboard/receiving/inboxes/${inboxId}/threads/${refundThread}/folder/inbox`, { _csrf: 'forged' })).status, 403);
     assert.equal((await dash.get(`/dashboard/receiving/inboxes/${inboxId}/threads/00000000-0000-7000-8000-000000000000`)).status, 404);
+  });
+});
+
+/** A model server speaking the OpenAI chat-completions protocol on loopback: it answers from what the message says. */
+async function startChatServer(answer: (userMessage: string) => { status: number; content?: string }) {
+  const requests: Array<{ path: string; headers: IncomingMessage['headers']; body: any }> = [];
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    requests.push({ path: req.url ?? '', headers: req.headers, body });
+    const { status, content } = answer(body.messages?.[1]?.content ?? '');
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(status === 200 ? { id: 'chatcmpl-1', object: 'chat.completion', model: body.model, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content } }] } : { error: { message: 'overloaded' } }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}/v1/chat/completions`, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint, its actions carried out within the settings', () => {
+  let dns: TestDns;
+  let server: TestServer;
+  let chat: Awaited<ReturnType<typeof startChatServer>>;
+  let resend: Resend;
+  let inboxId: string;
+  const deliver = async (raw: Buffer, from: string, to = ['help@acme.test']) => {
+    const info = await nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } }).sendMail({ envelope: { from, to }, raw });
+    return /received as ([0-9a-f-]{36})/.exec(info.response)?.[1] ?? assert.fail(info.response);
+  };
+  const threadOfEmail = async (emailId: string) => {
+    const threads = ok(await resend.inboxes.threads.list({ inboxId, limit: 100, folders: ['inbox', 'archive', 'spam', 'trash'] }), 'threads').data;
+    for (const t of threads) {
+      const emails = ok(await resend.inboxes.threads.emails.list({ inboxId, threadId: t.id }), 'emails').data;
+      if (emails.some((m) => m.id === emailId)) return t;
+    }
+    return assert.fail(`no thread holds ${emailId}`);
+  };
+  type Run = { status: string; attempts: number; error: string | null; email_id: string | null; actions: Array<{ type: string; result: string; detail?: string }> };
+  const runsOf = async (threadId: string) => (ok(await resend.inboxes.threads.get({ inboxId, threadId }), 'thread') as unknown as { agent_runs: Run[] }).agent_runs;
+
+  before(async () => {
+    dns = await startDnsServer();
+    chat = await startChatServer((message) => {
+      if (message.includes('make it fail')) return { status: 500 };
+      if (message.includes('rambling')) return { status: 200, content: 'Sure! I would archive this.' };
+      if (message.includes('cheap pills')) return { status: 200, content: '```json\n{"actions":[{"type":"mark_as_spam"}]}\n```' };
+      return {
+        status: 200,
+        content: JSON.stringify({
+          actions: [
+            { type: 'draft_reply', text: 'Thanks, we are looking into your invoice.' },
+            { type: 'add_labels', labels: ['Billing', 'Nope'] },
+            { type: 'archive' },
+            { type: 'forward_thread', to: 'accounting@partner.test', text: 'FYI' },
+            { type: 'assign_thread', assignee: 'someone' },
+          ],
+        }),
+      };
+    });
+    server = await startTestServer({
+      smtp: { inbound: { enabled: true, port: 0 } },
+      delivery: { dnsServers: [dns.server] },
+      inboxes: { agent: { url: chat.url, model: 'test-model', apiKey: 'sk-test-agent', allowPrivateNetworks: true, pollInterval: 20, attempts: 1, timeoutSeconds: 5 } },
+    });
+    await addVerifiedDomain(server, dns, 'acme.test');
+    resend = new Resend(await server.key(), { baseUrl: server.httpUrl });
+    inboxId = ok(await resend.inboxes.create({ emailAddress: 'help@acme.test' }), 'inbox').id;
+    ok(await resend.inboxes.labels.create({ inboxId, name: 'Billing' }), 'label');
+  });
+  after(async () => {
+    await server?.close();
+    await chat?.close();
+    await dns?.close();
+  });
+
+  it('does nothing for an inbox whose agent may do nothing; says it runs, and with which model', async () => {
+    const settings = ok(await resend.inboxes.agent.get({ inboxId }), 'agent.get') as unknown as { runtime: { enabled: boolean; model: string; reason: string | null } };
+    assert.deepEqual(settings.runtime, { enabled: true, reason: null, model: 'test-model' });
+    const id = await deliver(await compose({ from: 'ann@sender.test', to: 'help@acme.test', subject: 'Before the agent', text: 'hello' }), 'ann@sender.test');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(await runsOf((await threadOfEmail(id)).id), []);
+    assert.equal(chat.requests.length, 0);
+  });
+
+  it('passes a new message with its thread to the endpoint and carries out the allowed actions, recording each on the thread', async () => {
+    ok(await resend.inboxes.agent.update({ inboxId, instructions: 'Label billing questions and draft an answer.', tone: 'concise_professional', actions: ['draft_reply', 'add_labels', 'archive', 'mark_as_spam'] }), 'agent.update');
+    const id = await deliver(await compose({ from: 'Ann <ann@sender.test>', to: 'help@acme.test', subject: 'Invoice 7', text: 'my invoice is wrong', messageId: '<inv7@sender.test>' }), 'ann@sender.test');
+    const thread = await threadOfEmail(id);
+    const [run] = await eventually(async () => { const r = await runsOf(thread.id); return r[0]?.status === 'done' && r; }, 10_000, 'the agent run');
+    assert.equal(run!.email_id, id);
+
+    const request = chat.requests.at(-1)!;
+    assert.equal(request.path, '/v1/chat/completions');
+    assert.equal(request.headers.authorization, 'Bearer sk-test-agent');
+    assert.equal(request.body.model, 'test-model');
+    assert.equal(request.body.messages[0].role, 'system');
+    assert.match(request.body.messages[0].content, /help@acme\.test/);
+    assert.match(request.body.messages[0].content, /Label billing questions and draft an answer\./);
+    assert.match(request.body.messages[0].content, /only these actions: draft_reply, add_labels, archive, mark_as_spam\./);
+    assert.match(request.body.messages[1].content, /From: Ann <ann@sender\.test>[\s\S]*Subject: Invoice 7[\s\S]*my invoice is wrong/);
+
+    assert.deepEqual(
+      run!.actions.map((a) => [a.type, a.result]),
+      [['draft_reply', 'done'], ['add_labels', 'done'], ['archive', 'done'], ['forward_thread', 'refused'], ['assign_thread', 'refused']],
+    );
+    assert.match(run!.actions[1]!.detail!, /no such label: Nope/);
+    const after = ok(await resend.inboxes.threads.get({ inboxId, threadId: thread.id }), 'thread');
+    assert.equal(after.folder, 'archive');
+    assert.deepEqual(after.labels.map((l) => l.name), ['Billing']);
+    const drafts = ok(await resend.inboxes.drafts.list({ inboxId }), 'drafts').data;
+    assert.equal(drafts.length, 1);
+    assert.equal(drafts[0]!.thread_id, thread.id);
+    assert.equal(drafts[0]!.reply_to_email_id, id);
+    assert.equal(drafts[0]!.snippet, 'Thanks, we are looking into your invoice.');
+    assert.deepEqual(drafts[0]!.to, ['ann@sender.test']);
+    // Nothing was sent: a reply is a draft, and forwarding is not allowed here.
+    assert.equal(ok(await resend.emails.list(), 'emails').data.length, 0);
+  });
+
+  it('takes a fenced JSON answer; refuses an answer that is not JSON; records a failed endpoint', async () => {
+    const spam = await deliver(await compose({ from: 'x@spam.test', to: 'help@acme.test', subject: 'Deal', text: 'cheap pills' }), 'x@spam.test');
+    const spamThread = await threadOfEmail(spam);
+    await eventually(async () => (await runsOf(spamThread.id))[0]?.status === 'done', 10_000, 'spam run');
+    assert.equal(ok(await resend.inboxes.threads.get({ inboxId, threadId: spamThread.id }), 'thread').folder, 'spam');
+
+    const rambling = await deliver(await compose({ from: 'bob@sender.test', to: 'help@acme.test', subject: 'Chat', text: 'rambling please' }), 'bob@sender.test');
+    const ramblingThread = await threadOfEmail(rambling);
+    const [bad] = await eventually(async () => { const r = await runsOf(ramblingThread.id); return r[0]?.status === 'failed' && r; }, 10_000, 'rambling run');
+    assert.match(bad!.error!, /not JSON/);
+    assert.equal(ok(await resend.inboxes.threads.get({ inboxId, threadId: ramblingThread.id }), 'thread').folder, 'inbox', 'nothing done');
+
+    const failing = await deliver(await compose({ from: 'carl@sender.test', to: 'help@acme.test', subject: 'Oops', text: 'make it fail' }), 'carl@sender.test');
+    const failingThread = await threadOfEmail(failing);
+    const [failed] = await eventually(async () => { const r = await runsOf(failingThread.id); return r[0]?.status === 'failed' && r; }, 10_000, 'failing run');
+    assert.equal(failed!.attempts, 1, 'inboxes.agent.attempts');
+    assert.match(failed!.error!, /HTTP 500/);
   });
 });

@@ -53,8 +53,8 @@ export interface InboxMessageInput {
   threadId?: string | undefined;
 }
 
-/** Writes the message into its thread (a new one when none is found); returns the thread's id. Call in the caller's transaction. */
-export async function fileInThread(db: Db, m: InboxMessageInput): Promise<string> {
+/** Writes the message into its thread (a new one when none is found); returns both ids. Call in the caller's transaction. */
+export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ threadId: string; messageId: string }> {
   const inbound = m.direction === 'inbound';
   const key = subjectKey(m.subject);
   let threadId = m.threadId ?? (await findThreadIdByMessageIds(db, m.inboxId, threadCandidates(m.inReplyTo, m.references)));
@@ -81,8 +81,9 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<string
     });
   }
   const references = [...m.references, ...(m.inReplyTo && !m.references.includes(m.inReplyTo) ? [m.inReplyTo] : [])];
+  const messageId = newId();
   await saveInboxMessage(db, {
-    id: newId(),
+    id: messageId,
     workspace_id: m.workspaceId,
     inbox_id: m.inboxId,
     thread_id: threadId,
@@ -108,7 +109,7 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<string
     at: m.at,
     created_at: m.at,
   });
-  return threadId;
+  return { threadId, messageId };
 }
 
 /**

@@ -15,6 +15,7 @@ import { parseInbound, type ParsedInbound } from './parse-inbound.js';
 import { receivedEventData, type StoredAttachment, type ViewContext } from './received-view.js';
 import { findRepliedEmail } from './threading.js';
 import { fileInThread, sentEmailToFile, type InboxMessageInput } from './file-in-thread.js';
+import { queueAgentRun } from '../inbox-agent/queue-agent-run.js';
 
 /**
  * The receiving routes, the last kind the inbound listener asks: an address a workspace's
@@ -170,7 +171,10 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
         for (const p of prepared) {
           await saveReceivedEmail(trx, p.email, p.content);
           for (const seed of p.seeds) await fileInThread(trx, seed);
-          for (const inboxId of p.inboxIds) await fileInThread(trx, inboxMessage(p.email, parsed, inboxId));
+          for (const inboxId of p.inboxIds) {
+            const filed = await fileInThread(trx, inboxMessage(p.email, parsed, inboxId));
+            if (config.inboxes.agent.url) await queueAgentRun(trx, { workspaceId: p.email.workspace_id, inboxId, ...filed }, now);
+          }
           if (p.notify) {
             await recordEvent(trx, { workspaceId: p.email.workspace_id, type: 'email.received', emailId: p.email.id, at: now, data: receivedEventData(view, p.email, p.content, p.replied) });
           }

@@ -1,3 +1,4 @@
+import type { AgentActionType } from '../../receiving/inbox-agent/ask-agent.js';
 import { validationError } from '../../shared/errors.js';
 import { findAgent, saveAgent } from '../../store/inboxes.js';
 import type { ServiceDeps } from '../deps.js';
@@ -6,13 +7,14 @@ import { checkNoNul } from './send-from-inbox.js';
 
 /**
  * The settings of an inbox's agent (Resend's `inboxes.agent`): instructions, tone and the
- * actions it may take. They are stored and served; no agent runs here yet, and the answer
- * says so (`runtime`), so that nobody waits for an agent that will not act.
+ * actions it may take. The agent runs (receiving/inbox-agent/) when `inboxes.agent.url` names
+ * a chat-completions endpoint; `runtime` says whether it does, so that nobody waits for an
+ * agent that will not act.
  */
 
-export const AGENT_ACTIONS = ['draft_reply', 'forward_thread', 'add_labels', 'assign_thread', 'mark_as_spam', 'archive', 'move_to_trash'] as const;
+export { AGENT_ACTION_TYPES as AGENT_ACTIONS } from '../../receiving/inbox-agent/ask-agent.js';
 export const AGENT_TONES = ['concise_professional', 'concise_casual', 'expanded_professional', 'expanded_casual'] as const;
-export type AgentAction = (typeof AGENT_ACTIONS)[number];
+export type AgentAction = AgentActionType;
 export type AgentTone = (typeof AGENT_TONES)[number];
 export const MAX_INSTRUCTIONS = 10_000;
 
@@ -21,7 +23,7 @@ export interface AgentSettings {
   instructions: string | null;
   tone: AgentTone | null;
   actions: AgentAction[];
-  runtime: { enabled: false; reason: string };
+  runtime: { enabled: boolean; reason: string | null; model: string | null };
 }
 
 export interface AgentChanges {
@@ -35,10 +37,11 @@ export interface InboxAgentService {
   update(workspaceId: string, inbox: string, changes: AgentChanges): Promise<{ id: string; settings: AgentSettings }>;
 }
 
-const RUNTIME = { enabled: false as const, reason: 'no agent runs on this server: the settings are stored and served, and no message is passed to an agent' };
-
 export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: InboxThreadService }): InboxAgentService {
   const { db, clock, inboxThreads } = deps;
+  const RUNTIME = deps.config.inboxes.agent.url
+    ? { enabled: true, reason: null, model: deps.config.inboxes.agent.model || null }
+    : { enabled: false, reason: 'no agent runs: inboxes.agent.url names no chat-completions endpoint; the settings are stored and served', model: null };
 
   async function read(inboxId: string): Promise<AgentSettings> {
     const row = await findAgent(db, inboxId);

@@ -9,6 +9,7 @@ import {
   findMatchedMessages,
   findThread,
   findThreadMessage,
+  listAgentRunsOfThreads,
   listLabels,
   listLabelsOfThreads,
   listMessagesOfThreads,
@@ -86,11 +87,11 @@ export function createInboxThreadService(deps: ServiceDeps & { routes: RouteServ
     return { inbox: box, thread: row };
   }
 
-  /** Views of threads, with what each is computed from read in three queries. */
+  /** Views of threads, with what each is computed from read in four queries. */
   async function views(rows: InboxThread[]): Promise<ThreadView[]> {
     const ids = rows.map((t) => t.id);
-    const [messages, labels, drafts] = await Promise.all([listMessagesOfThreads(db, ids), listLabelsOfThreads(db, ids), listThreadsWithDrafts(db, ids)]);
-    return rows.map((t) => threadView(t, messages.filter((m) => m.thread_id === t.id), labels.get(t.id) ?? [], drafts.has(t.id)));
+    const [messages, labels, drafts, runs] = await Promise.all([listMessagesOfThreads(db, ids), listLabelsOfThreads(db, ids), listThreadsWithDrafts(db, ids), listAgentRunsOfThreads(db, ids)]);
+    return rows.map((t) => threadView(t, messages.filter((m) => m.thread_id === t.id), labels.get(t.id) ?? [], drafts.has(t.id), runs.get(t.id) ?? []));
   }
 
   async function labelsOf(workspaceId: string, inboxRef: string, labelIds: string[], field: string): Promise<InboxLabel[]> {

@@ -1,5 +1,5 @@
 import { toIso } from '../../shared/clock.js';
-import type { InboxLabel, InboxMessage, InboxThread } from '../../store/tables.js';
+import type { InboxAgentRun, InboxLabel, InboxMessage, InboxThread } from '../../store/tables.js';
 
 /**
  * Threads, their messages and labels as the Resend SDK declares them (InboxThread,
@@ -44,11 +44,23 @@ export const messageView = (m: InboxMessage) => ({
 });
 export type MessageView = ReturnType<typeof messageView>;
 
+/** What the inbox agent did about one message: the actions it asked for, each with its result. */
+export const agentRunView = (r: InboxAgentRun) => ({
+  id: r.id,
+  email_id: null as string | null,
+  status: r.status,
+  attempts: r.attempts,
+  actions: r.actions ? (JSON.parse(r.actions) as Array<Record<string, unknown>>) : [],
+  error: r.error,
+  created_at: toIso(r.created_at),
+  updated_at: toIso(r.updated_at),
+});
+
 /**
  * A thread: its folder, labels and read state, and from its newest message the sender and
  * recipients. `messages` are the thread's, oldest first.
  */
-export function threadView(t: InboxThread, messages: InboxMessage[], labels: InboxLabel[], hasDraft: boolean) {
+export function threadView(t: InboxThread, messages: InboxMessage[], labels: InboxLabel[], hasDraft: boolean, agentRuns: InboxAgentRun[] = []) {
   const newest = messages.at(-1);
   return {
     object: 'inbox_thread' as const,
@@ -65,6 +77,11 @@ export function threadView(t: InboxThread, messages: InboxMessage[], labels: Inb
     read: messages.every((m) => m.read === 1),
     received_at: toIso(t.last_message_at),
     folder: t.folder,
+    /** The inbox agent's record on the thread, oldest first. */
+    agent_runs: agentRuns.map((r) => {
+      const m = messages.find((x) => x.id === r.message_id);
+      return { ...agentRunView(r), email_id: m ? messageIdOf(m) : null };
+    }),
     created_at: toIso(t.created_at),
     updated_at: toIso(t.updated_at),
   };
