@@ -633,6 +633,7 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
     server = await startTestServer({
       smtp: { inbound: { enabled: true, port: 0 } },
       delivery: { dnsServers: [dns.server] },
+      dashboard: { password: 'agent-dashboard-pw' },
       inboxes: { agent: { url: chat.url, model: 'test-model', apiKey: 'sk-test-agent', allowPrivateNetworks: true, pollInterval: 20, attempts: 1, timeoutSeconds: 5 } },
     });
     await addVerifiedDomain(server, dns, 'acme.test');
@@ -686,6 +687,12 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
     assert.equal(drafts[0]!.reply_to_email_id, id);
     assert.equal(drafts[0]!.snippet, 'Thanks, we are looking into your invoice.');
     assert.deepEqual(drafts[0]!.to, ['ann@sender.test']);
+    // The dashboard shows the run on the thread.
+    const dash = new DashboardClient(server.httpUrl);
+    assert.equal((await dash.signIn('agent-dashboard-pw')).status, 303);
+    const page = await dash.get(`/dashboard/receiving/inboxes/${inboxId}/threads/${thread.id}`);
+    assert.match(page.text, /<h2>Agent<\/h2>/);
+    assert.match(page.text, /forward_thread: refused/);
     // Nothing was sent: a reply is a draft, and forwarding is not allowed here.
     assert.equal(ok(await resend.emails.list(), 'emails').data.length, 0);
   });

@@ -60,6 +60,9 @@ ${m.attachments.length ? html`<dt>Attachments</dt><dd>${m.attachments.map((a) =>
 <dt>Message</dt><dd><a href="${m.direction === 'inbound' ? `/dashboard/receiving/${m.id}` : `/dashboard/emails/${m.id}`}">${m.direction === 'inbound' ? 'the received email' : 'the sent email'}</a></dd></dl>
 ${m.text ? html`<pre>${m.text}</pre>` : html`<p class="muted">HTML only: see the message.</p>`}</div>`,
     );
+    const runs = thread.agent_runs.map(
+      (r) => html`<tr><td>${when(r.created_at)}</td><td>${badge(r.status)}</td><td>${r.actions.map((a) => html`${String(a.type)}: ${String(a.result)}${a.detail ? html` <span class="muted">(${String(a.detail)})</span>` : ''}<br>`)}</td><td class="wrap">${r.error ?? ''}</td></tr>`,
+    );
     const moves = MOVES.filter((f) => f !== thread.folder).map((f) => actionButton(view, `${base}/folder/${f}`, `Move to ${f}`));
     ctx.body = page(view, {
       title: thread.subject || '(no subject)',
@@ -67,7 +70,8 @@ ${m.text ? html`<pre>${m.text}</pre>` : html`<p class="muted">HTML only: see the
       notice: takeNotice(ctx),
       body: html`<p>In <a href="/dashboard/receiving/inboxes/${ctx.params.id}?folder=${thread.folder}">${thread.folder}</a> ${labelChips(thread.labels)}</p>
 <p>${actionButton(view, `${base}/read/${thread.read ? 'no' : 'yes'}`, thread.read ? 'Mark unread' : 'Mark read')} ${moves}</p>
-${cards}`,
+${cards}
+${runs.length ? html`<h2>Agent</h2>${table(['When', 'Run', 'Actions', 'Error'], runs, '')}` : ''}`,
     });
   });
 
