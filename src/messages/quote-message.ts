@@ -31,7 +31,8 @@ const roughText = (html: string): string =>
     .replace(/&amp;/g, '&')
     .trim();
 
-const originalText = (m: QuotedMessage): string => m.text ?? (m.html ? roughText(m.html) : '');
+// A message whose text part is empty (HTML-only mail often has one) is quoted from its HTML.
+const originalText = (m: QuotedMessage): string => (m.text?.trim() ? m.text : m.html ? roughText(m.html) : '');
 const originalHtml = (m: QuotedMessage): string => m.html ?? `<pre style="white-space:pre-wrap">${escapeHtml(m.text ?? '')}</pre>`;
 
 /** A reply's bodies: what the caller wrote, then the original quoted. A body the caller left out stays out. */

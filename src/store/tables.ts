@@ -618,6 +618,8 @@ export interface InboxMessagesTable {
   subject: string | null;
   text: string | null;
   html: string | null;
+  /** What search reads of the body: the text part, else the HTML's text. */
+  search_text: string | null;
   /** JSON array of { id, filename, content_type, size }. */
   attachments: string;
   has_attachment: number;

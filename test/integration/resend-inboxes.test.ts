@@ -250,6 +250,16 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     assert.equal(ok(await resend.inboxes.threads.search({ ...inbox(), endDate: future }), 'past').data.length, 3);
     assert.deepEqual(ok(await resend.inboxes.threads.search({ ...inbox(), query: 'refund', folders: ['archive'] }), 'refund archived').data, []);
     failed(await resend.inboxes.threads.search({ ...inbox(), startDate: 'yesterday' }), 400, 'validation_error', /start_date/);
+    // An HTML-only message is searched by the text of its HTML.
+    const htmlOnly = await deliver(
+      await compose({ from: 'bob@other.test', to: 'support@acme.test', subject: 'Re: Invoice question', html: '<p>The shipment is <b>delayed</b> in customs.</p>', messageId: '<inv-2@other.test>', inReplyTo: '<inv@other.test>' }),
+      'bob@other.test',
+    );
+    const delayed = ok(await resend.inboxes.threads.search({ ...inbox(), query: 'delayed customs' }), 'html only').data;
+    assert.deepEqual(delayed.map((t) => [t.id, t.matched_email_id]), [[refundThread, htmlOnly]]);
+    const asReceived = ok(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: refundThread, emailId: htmlOnly }), 'as received');
+    assert.ok(!asReceived.text, 'no text part is made up');
+    assert.match(asReceived.html ?? '', /<p>The shipment is <b>delayed<\/b> in customs\.<\/p>/);
     // Query syntax of either engine is never interpreted: operators and lone punctuation are words or nothing.
     for (const query of ['"', '*', 'AND', 'NEAR(refund', '-refund', '^x', "'", 'refund OR nothing', ':', '\\']) {
       const r = await resend.inboxes.threads.search({ ...inbox(), query });
@@ -402,6 +412,11 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     const sent = ok(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: orderThread, emailId: forwarded.id }), 'in the thread');
     assert.deepEqual(sent.to, ['dana@partner.test']);
     assert.equal(sent.attachments.length, 1);
+    // Suppressions apply as to any email: the forward is accepted and its recipient suppressed.
+    ok(await resend.suppressions.add({ email: 'blocked@partner.test' }), 'suppressions.add');
+    const toBlocked = ok(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'blocked@partner.test' }), 'forward to a suppressed address');
+    await eventually(async () => (await resend.emails.get(toBlocked.id)).data?.last_event === 'suppressed', 15_000, 'suppressed');
+    assert.ok(!mx.messages.some((m) => m.to.includes('blocked@partner.test')));
     failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: [] }), 400, 'validation_error', /to/);
     failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'not an address' }), 400, 'validation_error', /to/);
   });

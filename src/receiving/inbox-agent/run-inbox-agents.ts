@@ -49,7 +49,7 @@ export const transcriptOf = (messages: InboxMessage[]): string =>
         `Date: ${new Date(m.at).toUTCString()}`,
         `Subject: ${m.subject ?? ''}`,
         '',
-        (m.text ?? m.html?.replace(/<[^>]+>/g, ' ') ?? '').slice(0, TRANSCRIPT_CHARS),
+        (m.search_text ?? '').slice(0, TRANSCRIPT_CHARS),
       ].join('\n'),
     )
     .join('\n\n-----\n\n');

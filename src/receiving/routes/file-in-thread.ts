@@ -1,3 +1,4 @@
+import { convert } from 'html-to-text';
 import { newId } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/db.js';
@@ -15,6 +16,14 @@ import { threadCandidates } from './threading.js';
  */
 
 const SUBJECT_WINDOW_MS = 30 * 24 * 3600 * 1000;
+/** Characters of a body the search index reads. */
+const SEARCH_CHARS = 100_000;
+
+/** The body as search reads it: the text part, else the text of the HTML (links and images left out). */
+export function searchText(text: string | null, html: string | null): string | null {
+  const body = text?.trim() ? text : (html ? convert(html, { wordwrap: false, selectors: [{ selector: 'a', options: { ignoreHref: true } }, { selector: 'img', format: 'skip' }] }) : null);
+  return body === null ? null : body.slice(0, SEARCH_CHARS);
+}
 
 // Re:, Fwd:, Fw:, and the prefixes of other languages' clients (Aw:, Sv:, Vs:, Antw:, Wg:, Tr:), repeated or counted (Re[2]:).
 const PREFIX = /^\s*(?:re|fwd?|aw|sv|vs|antw|wg|tr|r)(?:\s*\[\d+\])?\s*:\s*/i;
@@ -102,6 +111,7 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ thre
     subject: m.subject,
     text: m.text,
     html: m.html,
+    search_text: searchText(m.text, m.html),
     attachments: JSON.stringify(m.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size }))),
     has_attachment: m.attachments.length > 0 ? 1 : 0,
     // What we send is read; what arrives is not, until someone reads it.

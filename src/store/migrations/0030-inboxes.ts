@@ -49,6 +49,8 @@ export const inboxes = (dialect: Dialect): Migration => ({
       .addColumn('subject', 'text')
       .addColumn('text', 'text')
       .addColumn('html', 'text')
+      // What search reads of the body: the text part, else the HTML's text.
+      .addColumn('search_text', 'text')
       .addColumn('attachments', 'text', (c) => c.notNull())
       .addColumn('has_attachment', 'integer', (c) => c.notNull())
       .addColumn('read', 'integer', (c) => c.notNull())
@@ -61,16 +63,16 @@ export const inboxes = (dialect: Dialect): Migration => ({
     await db.schema.createIndex('inbox_messages_email').on('inbox_messages').column('email_id').execute();
 
     if (dialect === 'postgres') {
-      await sql`alter table inbox_messages add column search tsvector generated always as (to_tsvector('simple', coalesce(subject, '') || ' ' || participants || ' ' || coalesce(text, ''))) stored`.execute(db);
+      await sql`alter table inbox_messages add column search tsvector generated always as (to_tsvector('simple', coalesce(subject, '') || ' ' || participants || ' ' || coalesce(search_text, ''))) stored`.execute(db);
       await sql`create index inbox_messages_search on inbox_messages using gin (search)`.execute(db);
     } else {
       // External content: the index holds the terms, inbox_messages the text; triggers keep them in step (cascaded deletes fire them too).
-      await sql`create virtual table inbox_message_search using fts5(subject, participants, text, content='inbox_messages', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')`.execute(db);
+      await sql`create virtual table inbox_message_search using fts5(subject, participants, search_text, content='inbox_messages', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')`.execute(db);
       await sql`create trigger inbox_messages_search_insert after insert on inbox_messages begin
-        insert into inbox_message_search(rowid, subject, participants, text) values (new.rowid, new.subject, new.participants, new.text);
+        insert into inbox_message_search(rowid, subject, participants, search_text) values (new.rowid, new.subject, new.participants, new.search_text);
       end`.execute(db);
       await sql`create trigger inbox_messages_search_delete after delete on inbox_messages begin
-        insert into inbox_message_search(inbox_message_search, rowid, subject, participants, text) values ('delete', old.rowid, old.subject, old.participants, old.text);
+        insert into inbox_message_search(inbox_message_search, rowid, subject, participants, search_text) values ('delete', old.rowid, old.subject, old.participants, old.search_text);
       end`.execute(db);
     }
 

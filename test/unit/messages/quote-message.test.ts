@@ -27,6 +27,8 @@ describe('quoting a message in a reply or forward', () => {
   it('quotes the text of an HTML-only original without its tags, scripts or styles', () => {
     const { text } = replyBodies({ ...original, text: null, html: '<style>p{}</style><p>Hi &amp; bye</p><script>x()</script>' }, 'ok', undefined);
     assert.match(text!, /wrote:\n> Hi & bye\n$/);
+    const empty = replyBodies({ ...original, text: '\n', html: '<p>From HTML</p>' }, 'ok', undefined);
+    assert.match(empty.text!, /wrote:\n> From HTML\n$/, 'an empty text part is no text');
   });
 
   it('forwards with the header block, the note and the original, in both parts', () => {
