@@ -30,6 +30,10 @@ import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
 import { createAttachmentFetcher } from './messages/fetch-attachment.js';
 import { createSendService } from './services/send/send-email.js';
+import { createInboxThreadService } from './services/inboxes/inbox-threads.js';
+import { createInboxReplyService } from './services/inboxes/inbox-replies.js';
+import { createInboxDraftService } from './services/inboxes/inbox-drafts.js';
+import { createInboxAgentService } from './services/inboxes/inbox-agent.js';
 import { createSubscriberService } from './services/subscribers.js';
 import { createSuppressionService } from './services/suppressions.js';
 import { createTemplateService } from './services/templates.js';
@@ -135,9 +139,14 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const enqueue = createEnqueue({ clock: deps.clock, rateLimiter, batcher, metrics: deps.metrics });
   const templates = createTemplateService(deps);
   const subscribers = createSubscriberService(deps);
-  const send = createSendService({ ...deps, templates, enqueue, fetchAttachment: createAttachmentFetcher(deps.config, deps.resolver) });
+  const fetchAttachment = createAttachmentFetcher(deps.config, deps.resolver);
+  const send = createSendService({ ...deps, templates, enqueue, fetchAttachment });
   const topics = createTopicService(deps);
   const audiences = createAudienceService({ ...deps, subscribers });
+  const routes = createRouteService(deps);
+  const inboxThreads = createInboxThreadService({ ...deps, routes });
+  const inboxReplies = createInboxReplyService({ ...deps, send, inboxThreads });
+  const inboxDrafts = createInboxDraftService({ ...deps, send, inboxThreads, inboxReplies, fetchAttachment });
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
@@ -157,7 +166,11 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     webhooks: createWebhookService(deps),
     tracking: createTrackingService({ ...deps, rules }),
     reportSummaries: createReportSummaries(deps),
-    routes: createRouteService(deps),
+    routes,
+    inboxThreads,
+    inboxReplies,
+    inboxDrafts,
+    inboxAgent: createInboxAgentService({ ...deps, inboxThreads }),
     receivedEmails: createReceivedEmailService(deps),
     workflows: createWorkflowService({ ...deps, templates, audiences, send }),
     dashboardAuth: createDashboardAuthService(deps),

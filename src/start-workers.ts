@@ -16,6 +16,7 @@ import { evaluateReputation } from './tasks/evaluate-reputation.js';
 import { rollUpStats } from './tasks/roll-up-stats.js';
 import { releaseHeldLeases } from './store/lease.js';
 import { webhookJob } from './webhooks/webhook-job.js';
+import { runInboxAgents } from './receiving/inbox-agent/run-inbox-agents.js';
 import { createKernel, type Kernel } from './workers/kernel.js';
 import { startTasks, type Task } from './workers/tasks.js';
 import { startThreads, type ThreadMessage, type Threads } from './workers/threads.js';
@@ -112,6 +113,10 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
   if (config.deliverability.checkInterval > 0) {
     const interval = config.deliverability.checkInterval;
     tasks.push({ name: 'domain-checks', everyMs: Math.min(interval, 300) * 1000, leader: true, run: () => services.domains.recheckAll(interval) });
+  }
+  if (config.inboxes.agent.url) {
+    // New inbox messages to their agents, one at a time on the leader.
+    tasks.push({ name: 'inbox-agent', everyMs: config.inboxes.agent.pollInterval, leader: true, run: () => runInboxAgents({ ...deps, services }) });
   }
   if (config.deliverability.guard.enabled) {
     tasks.push({ name: 'reputation-guard', everyMs: config.deliverability.guard.interval * 1000, leader: true, run: () => evaluateReputation(deps) });

@@ -274,6 +274,19 @@ export const schema = {
     pollInterval: int(1000, 'Milliseconds between looks for due runs and new triggers when idle.', 10),
     retrySchedule: intList([10, 60, 300, 1800, 7200], 'Seconds before each retry of a step that failed temporarily (rate limit, database); when they run out the run fails.'),
   },
+  inboxes: {
+    agent: {
+      url: optionalStr(
+        "An OpenAI-compatible chat-completions endpoint (`https://…/v1/chat/completions`) that inbox agents call: each new message of an inbox whose agent allows at least one action is passed to it, and the actions it answers with are carried out within what the inbox's settings allow. Null: no agent runs (the settings are still stored and served, and say so).",
+      ),
+      model: str('', 'The model named in every request to inboxes.agent.url.'),
+      apiKey: optionalStr('Sent as `Authorization: Bearer …` to inboxes.agent.url; null: no Authorization header.'),
+      timeoutSeconds: int(60, 'Seconds the endpoint has to answer; no answer fails the run (it is tried again up to inboxes.agent.attempts times).', 1, 600),
+      attempts: int(3, 'Tries per message before its run is recorded as failed.', 1, 20),
+      allowPrivateNetworks: bool(false, 'Allow http:// and private, loopback and link-local endpoint addresses (a model served on the same network).'),
+      pollInterval: int(1000, 'Milliseconds between looks for new messages to pass to inbox agents (the leader node runs them, one at a time).', 10),
+    },
+  },
   attachments: {
     allowPrivateNetworks: bool(false, 'Allow attachment URLs on private, loopback and link-local addresses (local testing only).'),
     fetchTimeoutSeconds: int(10, 'Timeout for fetching an attachment URL.', 1),

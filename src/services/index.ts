@@ -24,6 +24,10 @@ import type { Metrics } from '../observability/metrics.js';
 import type { DashboardAuthService } from './dashboard-auth.js';
 import type { ReceivedEmailService } from './receiving/received-emails.js';
 import type { RouteService } from './receiving/routes.js';
+import type { InboxThreadService } from './inboxes/inbox-threads.js';
+import type { InboxReplyService } from './inboxes/inbox-replies.js';
+import type { InboxDraftService } from './inboxes/inbox-drafts.js';
+import type { InboxAgentService } from './inboxes/inbox-agent.js';
 import type { WorkflowService } from './workflows/workflows.js';
 import type { ReputationGuard } from './deliverability/reputation-guard.js';
 import type { ReportSummaries } from './deliverability/report-summaries.js';
@@ -54,6 +58,14 @@ export interface Services {
   /** Receiving: which addresses take mail, and reading what was taken (the taking is receiving/'s). */
   routes: RouteService;
   receivedEmails: ReceivedEmailService;
+  /** Inboxes as mail clients see them: threads, labels (over the routes for one address). */
+  inboxThreads: InboxThreadService;
+  /** Replies and forwards from an inbox, through the send service. */
+  inboxReplies: InboxReplyService;
+  /** Drafts of an inbox, standalone or replies, sent through the same path. */
+  inboxDrafts: InboxDraftService;
+  /** The settings of an inbox's agent. */
+  inboxAgent: InboxAgentService;
   /** Workflows: definitions, runs, custom events (the runner in src/workflows/ executes them). */
   workflows: WorkflowService;
   dashboardAuth: DashboardAuthService;

@@ -20,10 +20,18 @@ export interface CopiedTable {
 
 export class CopyRefused extends Error {}
 
-/** The application's tables in the store (migration bookkeeping excluded). */
-async function tableNames(store: Store): Promise<string[]> {
+/**
+ * The application's tables in the store (migration bookkeeping excluded, and SQLite's full-text
+ * index: an FTS5 virtual table and its shadow tables are derived from their table's rows, and
+ * PostgreSQL keeps its own index of them).
+ */
+export async function listApplicationTables(store: Store): Promise<string[]> {
   const tables = await store.db.introspection.getTables();
-  return tables.map((t) => t.name).filter((n) => !n.startsWith('kysely_'));
+  const derived =
+    store.dialect === 'sqlite'
+      ? new Set((await sql<{ name: string }>`select name from pragma_table_list where type in ('virtual', 'shadow')`.execute(store.db)).rows.map((r) => r.name))
+      : new Set<string>();
+  return tables.map((t) => t.name).filter((n) => !n.startsWith('kysely_') && !derived.has(n));
 }
 
 async function countRows(db: Store['db'], table: TableName): Promise<number> {
@@ -37,7 +45,7 @@ async function countRows(db: Store['db'], table: TableName): Promise<number> {
  */
 export async function tablesToCopy(source: Store): Promise<TableName[]> {
   if (source.dialect !== 'sqlite') throw new CopyRefused('db copy reads from a SQLite database');
-  const names = await tableNames(source);
+  const names = await listApplicationTables(source);
   const parents = new Map<string, string[]>();
   for (const name of names) {
     const { rows } = await sql<{ table: string }>`select "table" from pragma_foreign_key_list(${name})`.execute(source.db);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../../src/cli/program.js';
+import { listApplicationTables } from '../../src/store/copy.js';
 import { openStore } from '../../src/store/db.js';
 import { queueEmail } from '../helpers/mail.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
@@ -20,7 +21,7 @@ async function counts(url: string): Promise<Record<string, number>> {
   const store = openStore(url);
   try {
     const out: Record<string, number> = {};
-    const tables = (await store.db.introspection.getTables()).map((t) => t.name).filter((n) => !n.startsWith('kysely_'));
+    const tables = await listApplicationTables(store);
     for (const table of tables.sort()) {
       const row = await store.db.selectFrom(table as 'emails').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
       out[table] = Number(row.n);

@@ -14,6 +14,8 @@ import { authenticateMessage, dmarcSaysReject, type AuthenticationResults } from
 import { parseInbound, type ParsedInbound } from './parse-inbound.js';
 import { receivedEventData, type StoredAttachment, type ViewContext } from './received-view.js';
 import { findRepliedEmail } from './threading.js';
+import { fileInThread, sentEmailToFile, type InboxMessageInput } from './file-in-thread.js';
+import { queueAgentRun } from '../inbox-agent/queue-agent-run.js';
 
 /**
  * The receiving routes, the last kind the inbound listener asks: an address a workspace's
@@ -101,8 +103,31 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       created_at: now,
     };
     const content: ReceivedEmailContent = { email_id: id, raw: delivery.raw, text: parsed.text, html: parsed.html, headers: JSON.stringify(parsed.headers) };
-    return { email, content, notify: recipients.some((r) => r.route.action === 'webhook') };
+    // A route for one address is an inbox: its mail is also filed in conversations.
+    const inboxIds = [...new Set(recipients.filter((r) => r.route.kind === 'address').map((r) => r.route.id))];
+    return { email, content, inboxIds, notify: recipients.some((r) => r.route.action === 'webhook') };
   }
+
+  const inboxMessage = (email: ReceivedEmail, parsed: ParsedInbound, inboxId: string): InboxMessageInput => ({
+    workspaceId: email.workspace_id,
+    inboxId,
+    direction: 'inbound',
+    receivedEmailId: email.id,
+    messageId: parsed.messageId,
+    inReplyTo: parsed.inReplyTo,
+    references: parsed.references,
+    fromHeader: parsed.from,
+    fromAddress: parsed.fromAddress,
+    to: parsed.to,
+    cc: parsed.cc,
+    bcc: [],
+    replyTo: parsed.replyTo,
+    subject: parsed.subject,
+    text: parsed.text,
+    html: parsed.html,
+    attachments: (JSON.parse(email.attachments) as StoredAttachment[]).map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
+    at: email.created_at,
+  });
 
   return {
     name: 'route',
@@ -135,12 +160,21 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       const prepared = await Promise.all(
         [...byWorkspace].map(async ([workspaceId, recipients]) => {
           const replied = await findRepliedEmail(db, workspaceId, parsed.inReplyTo, parsed.references);
-          return { ...records(delivery, parsed, auth, workspaceId, recipients, replied, now), replied };
+          const record = records(delivery, parsed, auth, workspaceId, recipients, replied, now);
+          // A reply to mail an inbox's address sent through any intake starts its thread with that mail.
+          const inboxes = [...new Map(recipients.filter((r) => r.route.kind === 'address').map((r) => [r.route.id, r.route])).values()];
+          const seeds = await Promise.all(inboxes.map((r) => sentEmailToFile(db, { id: r.id, address: `${r.local_part}@${r.domain_name}` }, replied)));
+          return { ...record, replied, seeds: seeds.filter((m): m is InboxMessageInput => m !== undefined) };
         }),
       );
       await batcher.run(async (trx) => {
         for (const p of prepared) {
           await saveReceivedEmail(trx, p.email, p.content);
+          for (const seed of p.seeds) await fileInThread(trx, seed);
+          for (const inboxId of p.inboxIds) {
+            const filed = await fileInThread(trx, inboxMessage(p.email, parsed, inboxId));
+            if (config.inboxes.agent.url) await queueAgentRun(trx, { workspaceId: p.email.workspace_id, inboxId, ...filed }, now);
+          }
           if (p.notify) {
             await recordEvent(trx, { workspaceId: p.email.workspace_id, type: 'email.received', emailId: p.email.id, at: now, data: receivedEventData(view, p.email, p.content, p.replied) });
           }

@@ -14,6 +14,8 @@ import { kernel } from './0017-kernel.js';
 import { eventOrder } from './0020-event-order.js';
 import { statsTest } from './0021-stats-test.js';
 import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
+import { inboxes } from './0044-inboxes.js';
+import { inboxAgentRuns } from './0045-inbox-agent-runs.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -43,5 +45,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0041-guard-engagement': guardEngagement(),
     '0042-workspace-branding': workspaceBranding(),
     '0043-row-notify': rowNotify(dialect),
+    '0044-inboxes': inboxes(dialect),
+    '0045-inbox-agent-runs': inboxAgentRuns(),
   };
 }

@@ -14,6 +14,7 @@ import { registerLoginRoutes } from './pages/login.js';
 import { registerMarketingRoutes } from './pages/marketing.js';
 import { registerOverviewRoutes } from './pages/overview.js';
 import { registerReceivingRoutes } from './pages/receiving.js';
+import { registerInboxThreadRoutes } from './pages/inbox-threads.js';
 import { registerSuppressionRoutes } from './pages/suppressions.js';
 import { registerTemplateRoutes } from './pages/templates.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
@@ -71,6 +72,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerWebhookRoutes(router, deps);
   registerMarketingRoutes(router, deps);
   registerSuppressionRoutes(router, deps);
+  registerInboxThreadRoutes(router, deps);
   registerReceivingRoutes(router, deps);
   registerWorkflowRoutes(router, deps);
   return router;

@@ -13,6 +13,8 @@ import { v1DomainRoutes } from './v1/domains.js';
 import { v1DomainReportRoutes, v1EmailMetricsRoutes, v1ReputationRoutes } from './v1/deliverability.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
+import { v1InboxThreadRoutes } from './v1/inbox-threads.js';
+import { v1InboxDraftRoutes } from './v1/inbox-drafts.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
 import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
@@ -40,6 +42,8 @@ export const apiRoutes: Route[] = [
   ...v1WebhookRoutes,
   ...v1RouteRoutes,
   ...v1InboxRoutes,
+  ...v1InboxThreadRoutes,
+  ...v1InboxDraftRoutes,
   ...v1AutomationRoutes,
   ...v1WorkflowEventRoutes,
   ...legacySendRoutes,

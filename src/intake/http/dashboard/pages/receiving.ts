@@ -26,7 +26,7 @@ export function registerReceivingRoutes(router: Router<DashState>, deps: HttpDep
       deps.services.receivedEmails.list(view.workspace.id, { after: str(ctx.query.after), limit: '50' }),
     ]);
     const routeRows = routes.items.map(
-      (r) => html`<tr><td>${r.address}</td><td>${badge(r.action)}</td><td>${r.name ?? ''}</td><td>${when(r.last_received_at)}</td>
+      (r) => html`<tr><td>${r.address}${r.kind === 'address' ? html` · <a href="/dashboard/receiving/inboxes/${r.id}">threads</a>` : ''}</td><td>${badge(r.action)}</td><td>${r.name ?? ''}</td><td>${when(r.last_received_at)}</td>
 <td>${actionButton(view, `/dashboard/receiving/routes/${r.id}/remove`, 'Remove')}</td></tr>`,
     );
     const mailRows = received.data.map(

@@ -5,12 +5,12 @@ import { notFound, validationError } from '../../../../shared/errors.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
 
 /**
- * Resend's inboxes over our routes: an inbox is a route for one address. Threads, labels,
- * drafts and the agent of Resend's inbox product are not served; mailsvc keeps no read
- * state, so `unread` and `drafts` are 0.
+ * Resend's inboxes over our routes: an inbox is a route for one address. Its threads, labels,
+ * drafts and agent are served by inbox-threads.ts and inbox-drafts.ts; `unread` counts its
+ * threads with an unread message, `drafts` its drafts not yet sent.
  */
 
-const inboxView = (r: RouteView) => ({
+const inboxView = (r: RouteView, counts = { unread: 0, drafts: 0 }) => ({
   object: 'inbox' as const,
   id: r.id,
   name: r.name,
@@ -18,8 +18,8 @@ const inboxView = (r: RouteView) => ({
   domain_id: r.domain_id,
   receiving_address: null,
   from_name: r.from_name,
-  unread: 0,
-  drafts: 0,
+  unread: counts.unread,
+  drafts: counts.drafts,
   last_received: r.last_received_at,
   created_at: r.created_at,
   updated_at: r.updated_at,
@@ -55,7 +55,8 @@ export const v1InboxRoutes = [
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
     handler: async ({ deps, workspace, query }) => {
       const { items, more } = await deps.services.routes.page(workspace.id, 'address', parsePage(query, 'keyset'));
-      return { object: 'list', has_more: more, data: items.map(inboxView) };
+      const counts = await deps.services.inboxThreads.counts(items.map((r) => r.id));
+      return { object: 'list', has_more: more, data: items.map((r) => inboxView(r, counts.get(r.id))) };
     },
   }),
   defineRoute({
@@ -81,7 +82,10 @@ export const v1InboxRoutes = [
     summary: 'Read one inbox (by id or address)',
     operation: 'api',
     scope: 'receiving:read',
-    handler: async (input) => inboxView(await findInbox(input)),
+    handler: async (input) => {
+      const inbox = await findInbox(input);
+      return inboxView(inbox, (await input.deps.services.inboxThreads.counts([inbox.id])).get(inbox.id));
+    },
   }),
   defineRoute({
     method: 'PATCH',

@@ -1,0 +1,138 @@
+import type { Config } from '../../config/schema.js';
+import type { Services } from '../../services/index.js';
+import { messageIdOf } from '../../services/inboxes/inbox-views.js';
+import type { Clock } from '../../shared/clock.js';
+import type { DnsResolver } from '../../shared/dns.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Db } from '../../store/db.js';
+import { findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, takeDueAgentRuns } from '../../store/inboxes.js';
+import type { InboxAgentRun, InboxMessage } from '../../store/tables.js';
+import { askAgent, type AgentAction } from './ask-agent.js';
+
+/**
+ * The inbox agent at work, a periodic task on the leader: each new message of an inbox whose
+ * agent may act is passed to the model with its thread, and the actions it answers with are
+ * carried out through the services, each only if the inbox's settings allow it, and recorded
+ * on the run (shown with the thread). Nothing is sent unless the model asks for
+ * `forward_thread` and the settings allow it; a reply is only ever a draft.
+ */
+
+export interface InboxAgentDeps {
+  db: Db;
+  clock: Clock;
+  config: Config;
+  resolver: DnsResolver;
+  logger: Logger;
+  services: Services;
+}
+
+/** Runs taken per pass. */
+const BATCH = 10;
+/** Messages of the thread shown to the agent, the newest ones; characters of each. */
+const TRANSCRIPT_MESSAGES = 10;
+const TRANSCRIPT_CHARS = 8000;
+/** Seconds before the next try of a run whose agent did not answer: doubled each time, at most an hour. */
+const RETRY_BASE_MS = 30_000;
+
+export type ActionRecord = AgentAction & { result: 'done' | 'refused' | 'failed'; detail?: string };
+
+const list = (json: string): string[] => JSON.parse(json) as string[];
+
+export const transcriptOf = (messages: InboxMessage[]): string =>
+  messages
+    .slice(-TRANSCRIPT_MESSAGES)
+    .map((m) =>
+      [
+        `From: ${m.from_header}`,
+        `To: ${list(m.to_addresses).join(', ')}`,
+        ...(list(m.cc_addresses).length ? [`Cc: ${list(m.cc_addresses).join(', ')}`] : []),
+        `Date: ${new Date(m.at).toUTCString()}`,
+        `Subject: ${m.subject ?? ''}`,
+        '',
+        (m.search_text ?? '').slice(0, TRANSCRIPT_CHARS),
+      ].join('\n'),
+    )
+    .join('\n\n-----\n\n');
+
+export async function runInboxAgents(deps: InboxAgentDeps): Promise<number> {
+  const { db, clock, config, services } = deps;
+  const settings = config.inboxes.agent;
+  if (!settings.url) return 0;
+  const now = clock.now();
+  const runs = await takeDueAgentRuns(db, now, now - 2 * settings.timeoutSeconds * 1000, BATCH);
+  for (const run of runs) await runOne(deps, run);
+  return runs.length;
+}
+
+async function runOne(deps: InboxAgentDeps, run: InboxAgentRun): Promise<void> {
+  const { db, clock, config, services } = deps;
+  const log = deps.logger.child({ component: 'inbox-agent', runId: run.id, workspaceId: run.workspace_id });
+  const settings = config.inboxes.agent;
+  const [agent, message, inbox] = await Promise.all([findAgent(db, run.inbox_id), findInboxMessage(db, run.message_id), services.inboxThreads.inbox(run.workspace_id, run.inbox_id).catch(() => undefined)]);
+  const allowed = agent ? list(agent.actions) : [];
+  if (!agent || !message || !inbox || allowed.length === 0) {
+    await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts, next_attempt_at: run.next_attempt_at, actions: '[]', error: 'nothing to do: the message, its inbox or the agent is gone, or no action is allowed', updated_at: clock.now() });
+    return;
+  }
+  let actions: AgentAction[];
+  try {
+    const messages = (await listMessagesOfThreads(db, [run.thread_id])).filter((m) => m.at <= message.at);
+    actions = await askAgent(settings, deps.resolver, { inboxAddress: inbox.address, instructions: agent.instructions, tone: agent.tone, allowed, transcript: transcriptOf(messages) });
+  } catch (err) {
+    const attempts = run.attempts + 1;
+    const failed = attempts >= settings.attempts;
+    const error = (err as Error).message.slice(0, 500);
+    log.warn({ attempts, error }, failed ? 'inbox agent run failed' : 'inbox agent did not answer; trying again later');
+    await finishAgentRun(db, run.id, {
+      status: failed ? 'failed' : 'pending',
+      attempts,
+      next_attempt_at: clock.now() + Math.min(RETRY_BASE_MS * 2 ** (attempts - 1), 3600_000),
+      actions: null,
+      error,
+      updated_at: clock.now(),
+    });
+    return;
+  }
+  const records: ActionRecord[] = [];
+  for (const action of actions) records.push(await carryOut(deps, run, message, allowed, action));
+  await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts + 1, next_attempt_at: run.next_attempt_at, actions: JSON.stringify(records), error: null, updated_at: clock.now() });
+  log.info({ actions: records.map((r) => `${r.type}:${r.result}`) }, 'inbox agent run done');
+}
+
+async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: InboxMessage, allowed: string[], action: AgentAction): Promise<ActionRecord> {
+  const { services, db } = deps;
+  if (!allowed.includes(action.type)) return { ...action, result: 'refused', detail: "not among the actions the inbox's settings allow" };
+  const ws = run.workspace_id;
+  try {
+    switch (action.type) {
+      case 'draft_reply': {
+        const draft = await services.inboxDrafts.create(ws, run.inbox_id, { threadId: run.thread_id, replyToEmailId: messageIdOf(message), text: action.text! });
+        return { ...action, result: 'done', detail: `draft ${draft.id}` };
+      }
+      case 'add_labels': {
+        const labels = await Promise.all((action.labels ?? []).map((name) => findLabelByName(db, run.inbox_id, name)));
+        const known = labels.filter((l) => l !== undefined);
+        if (known.length === 0) return { ...action, result: 'refused', detail: 'no label of the inbox has any of these names' };
+        await services.inboxThreads.addLabels(ws, run.inbox_id, run.thread_id, known.map((l) => l.id));
+        const unknown = (action.labels ?? []).filter((_, i) => !labels[i]);
+        return { ...action, result: 'done', ...(unknown.length ? { detail: `no such label: ${unknown.join(', ')}` } : {}) };
+      }
+      case 'archive':
+      case 'mark_as_spam':
+      case 'move_to_trash': {
+        const folder = action.type === 'archive' ? 'archive' : action.type === 'mark_as_spam' ? 'spam' : 'trash';
+        await services.inboxThreads.update(ws, run.inbox_id, run.thread_id, { folder });
+        return { ...action, result: 'done' };
+      }
+      case 'forward_thread': {
+        const workspace = await services.workspaces.get(ws);
+        const sent = await services.inboxReplies.forward(workspace, { test: false, senderDomainId: null }, run.inbox_id, run.thread_id, messageIdOf(message), { to: action.to!, ...(action.text ? { text: action.text } : {}) });
+        return { ...action, result: 'done', detail: `email ${sent.id}` };
+      }
+      case 'assign_thread':
+        return { ...action, result: 'refused', detail: 'threads have no assignees here' };
+    }
+  } catch (err) {
+    return { ...action, result: 'failed', detail: (err as Error).message.slice(0, 500) };
+  }
+}
