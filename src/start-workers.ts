@@ -16,7 +16,7 @@ import { evaluateReputation } from './tasks/evaluate-reputation.js';
 import { rollUpStats } from './tasks/roll-up-stats.js';
 import { releaseHeldLeases } from './store/lease.js';
 import { webhookJob } from './webhooks/webhook-job.js';
-import { runInboxAgents } from './receiving/inbox-agent/run-inbox-agents.js';
+import { runInboxAgents } from './inbox-agent/run-inbox-agents.js';
 import { createKernel, type Kernel } from './workers/kernel.js';
 import { startTasks, type Task } from './workers/tasks.js';
 import { startThreads, type ThreadMessage, type Threads } from './workers/threads.js';

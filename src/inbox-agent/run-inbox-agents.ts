@@ -1,13 +1,13 @@
-import type { Config } from '../../config/schema.js';
-import type { Services } from '../../services/index.js';
-import { messageIdOf } from '../../services/inboxes/inbox-views.js';
-import type { Clock } from '../../shared/clock.js';
-import type { DnsResolver } from '../../shared/dns.js';
-import type { Logger } from '../../shared/logger.js';
-import type { Db } from '../../store/db.js';
-import { findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, takeDueAgentRuns } from '../../store/inboxes.js';
-import type { InboxAgentRun, InboxMessage } from '../../store/tables.js';
-import { askAgent, type AgentAction } from './ask-agent.js';
+import type { Config } from '../config/schema.js';
+import type { Services } from '../services/index.js';
+import { messageIdOf } from '../services/inboxes/inbox-views.js';
+import type { Clock } from '../shared/clock.js';
+import type { DnsResolver } from '../shared/dns.js';
+import type { Logger } from '../shared/logger.js';
+import type { Db } from '../store/db.js';
+import { findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, takeDueAgentRuns } from '../store/inboxes.js';
+import type { InboxAgentRun, InboxMessage } from '../store/tables.js';
+import { askAgent, type AgentAction } from '../receiving/inbox-agent/ask-agent.js';
 
 /**
  * The inbox agent at work, a periodic task on the leader: each new message of an inbox whose
