@@ -32,6 +32,7 @@ import { createAttachmentFetcher } from './messages/fetch-attachment.js';
 import { createSendService } from './services/send/send-email.js';
 import { createSubscriberService } from './services/subscribers.js';
 import { createSuppressionService } from './services/suppressions.js';
+import { createIpPoolService } from './services/ip-pools.js';
 import { createTemplateService } from './services/templates.js';
 import { createTopicService } from './services/topics.js';
 import { createTrackingService } from './services/tracking.js';
@@ -153,6 +154,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     emails: createEmailService({ ...deps, contentFor: content }),
     idempotency: createIdempotencyService(deps),
     suppressions: createSuppressionService(deps),
+    ipPools: createIpPoolService(deps),
     queue: createQueueService(deps),
     webhooks: createWebhookService(deps),
     tracking: createTrackingService({ ...deps, rules }),

@@ -1,3 +1,4 @@
+import { registerIpPoolCommands } from './ip-pools.js';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, envName } from '../config/load-config.js';
 import { ListenError } from '../shared/listen-error.js';
@@ -37,6 +38,7 @@ export function buildProgram(io: CliIo): Command {
   registerRouteCommands(program, io);
   registerWorkflowCommands(program, io);
   registerQueueCommands(program, io);
+  registerIpPoolCommands(program, io);
   registerReputationCommands(program, io);
   registerDashboardCommands(program, io);
   registerDoctorCommands(program, io);

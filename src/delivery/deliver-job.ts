@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { Config } from '../config/schema.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
@@ -7,6 +8,7 @@ import { hostsAllowedBy, type MtaStsPolicies } from './mta-sts.js';
 import type { Outcome } from './outcome.js';
 import { resolveAddresses, resolveMxRoute, type MxHost } from './resolve-route.js';
 import type { SmtpClient, SmtpResult, TlsMode } from './smtp-client.js';
+import type { Source } from './source-address.js';
 
 /**
  * The delivery of one job, a message to the recipients it has at one domain, as a list of
@@ -19,6 +21,8 @@ export interface Job {
   /** The recipients' domain (lower-case ASCII). */
   domain: string;
   items: QueueItem[];
+  /** The address the connection comes from (its IP pool's); absent: the system's. */
+  source?: Source | undefined;
 }
 
 /** The message as it goes on the wire: DKIM-signed, with its envelope sender. */
@@ -138,6 +142,8 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
     }
     anyAddress = true;
     for (const address of lookup.addresses) {
+      // A socket bound to an address of one family cannot reach the other.
+      if (job.source?.address && isIP(address) !== isIP(job.source.address)) continue;
       if (tried++ >= MAX_ADDRESSES) break;
       const result = await ctx.smtp.send(
         {
@@ -148,11 +154,25 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
           secure: r.relay?.secure === true,
           auth: r.relay?.auth ?? null,
           verifyCertificate: r.relay ? r.relay.rejectUnauthorized : false,
+          localAddress: job.source?.address ?? null,
+          ...(job.source ? { ehlo: job.source.ehlo } : {}),
         },
         envelope,
         prepared.message,
       );
       if (result.kind === 'replied') return fromReplies(job, result, host.name, r.relay !== null);
+      if (result.kind === 'unreachable' && result.errorCode === 'EADDRNOTAVAIL' && job.source?.address) {
+        // Our own address cannot be bound: no other MX would do better; the operator must act.
+        ctx.logger.error({ component: 'delivery', source: job.source.address, pool: job.source.pool }, 'IP pool address cannot be bound on this host (mailsvc doctor)');
+        return everyone(job, {
+          kind: 'deferred',
+          code: null,
+          response: `cannot send from ${job.source.address} (IP pool ${job.source.pool}): it is not an address of this host (EADDRNOTAVAIL); see mailsvc doctor`,
+          category: 'config',
+          mxHost: host.name,
+          tls: false,
+        });
+      }
       last = fromFailure(result, host.name);
       ctx.logger.debug({ component: 'delivery', emailId: job.email.id, mxHost: host.name, address, err: result.message }, 'MX host failed, trying the next');
     }

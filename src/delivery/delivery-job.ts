@@ -22,6 +22,7 @@ import { messagePreparer } from './prepare-message.js';
 import { processJob } from './process-job.js';
 import { recordOutcomes } from './record-outcomes.js';
 import type { SmtpClient } from './smtp-client.js';
+import { sourcePicker } from './source-address.js';
 
 export interface DeliveryDeps {
   db: Db;
@@ -78,6 +79,16 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
   const resolver = cachedResolver(deps.resolver, () => clock.now());
   const prepare = messagePreparer({ db, clock, secretKey: deps.secretKey, signer: deps.signer, returnPathSubdomain: config.returnPathSubdomain, compose: deps.compose });
   const throttledAt = new Map<string, number>();
+  const sources = sourcePicker(db, () => clock.now(), config.hostname);
+  /** Each pool's next address: its mail is spread over all of them in turn. */
+  const turns = new Map<string, number>();
+  const sourceFor = async (job: Job) => {
+    const list = await sources.sourcesOf(job.email.ip_pool_id);
+    const key = job.email.ip_pool_id ?? '';
+    const turn = turns.get(key) ?? 0;
+    turns.set(key, (turn + 1) % list.length);
+    return list[turn % list.length]!;
+  };
   /** Destinations the last claim left out (paused, or with enough of their rows waiting). */
   let heldBack = new Set<string>();
   /** The loop sleeps until room is free. */
@@ -263,6 +274,7 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
             abandoning: () => abandoning,
             record,
             release,
+            sourceFor,
           }),
         );
       }

@@ -7,6 +7,7 @@ import type { DomainLimiter } from './domain-limiter.js';
 import type { DeliveryGate } from './gate.js';
 import type { Outcome, RecipientResult } from './outcome.js';
 import { isSimulated, simulate } from './simulator.js';
+import type { Source } from './source-address.js';
 
 export interface ProcessContext {
   clock: Clock;
@@ -20,6 +21,8 @@ export interface ProcessContext {
   abandoning(): boolean;
   record(results: RecipientResult[]): Promise<void>;
   release(items: QueueItem[], dueAt: number, note?: string): Promise<void>;
+  /** The address the job's connection comes from: one of its IP pool's. */
+  sourceFor(job: Job): Promise<Source>;
 }
 
 const suppressionOf = (item: QueueItem, email: Email, entries: Suppression[]): Suppression | undefined => {
@@ -58,6 +61,16 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
     return p.record(results);
   }
 
+  let source: Source;
+  try {
+    source = await p.sourceFor(job);
+  } catch (err) {
+    // The pools could not be read: the rows go back, never out through another address.
+    p.log.error({ err, emailId: job.email.id }, 'could not read the IP pools');
+    await p.record(results);
+    return p.release(toSend, clock.now() + 1000, 'could not read the IP pools');
+  }
+
   // Wait for a slot: the node's concurrency and the destination's limits.
   const slot = await p.gate.acquire(job.domain, toSend.map((i) => i.id));
   if (slot !== 'go') {
@@ -71,7 +84,7 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
   const sendStart = clock.now();
   let outcomes: Outcome[];
   try {
-    outcomes = await deliverJob({ ...job, items: toSend }, p.context);
+    outcomes = await deliverJob({ ...job, items: toSend, source }, p.context);
   } catch (err) {
     p.log.error({ err, emailId: job.email.id }, 'delivery step failed');
     outcomes = toSend.map(() => ({ kind: 'deferred', code: null, response: `internal error: ${(err as Error).message}`, category: 'other', mxHost: null, tls: false }));

@@ -31,6 +31,10 @@ export interface SmtpTarget {
   auth?: { user: string; pass: string } | null;
   /** For relays only: verify the relay's certificate. */
   verifyCertificate?: boolean;
+  /** The local address to send from (an IP pool's); absent: the system's choice. */
+  localAddress?: string | null;
+  /** The EHLO name for this source address; absent: the client's own (delivery.hostname). */
+  ehlo?: string;
 }
 
 export interface SmtpEnvelope {
@@ -111,7 +115,8 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
   // it from ~150 roots takes some 25 ms, too much for each connection.
   const verifyingContext: SecureContext | null = options.extraCa ? createSecureContext({ ca: [...rootCertificates, options.extraCa] }) : null;
 
-  const keyOf = (t: SmtpTarget) => [t.address, t.port, t.host, t.tls, t.secure ? 'secure' : '', t.auth?.user ?? ''].join('|');
+  // A kept-alive connection serves only the same source address and EHLO name.
+  const keyOf = (t: SmtpTarget) => [t.address, t.port, t.host, t.tls, t.secure ? 'secure' : '', t.auth?.user ?? '', t.localAddress ?? '', t.ehlo ?? ''].join('|');
 
   const discard = (p: Pooled, quit: boolean) => {
     p.broken = true;
@@ -160,7 +165,8 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
         port: target.port,
         secure: target.secure === true,
         servername: target.host,
-        name: options.name,
+        name: target.ehlo ?? options.name,
+        ...(target.localAddress ? { localAddress: target.localAddress } : {}),
         connectionTimeout: options.timeoutMs,
         greetingTimeout: options.timeoutMs,
         socketTimeout: options.timeoutMs,
@@ -337,7 +343,10 @@ const isPooled = (v: Pooled | NodemailerError): v is Pooled => (v as Pooled).con
 
 /** Certificate and handshake failures surface as socket errors; report them as TLS. */
 const errorCodeOf = (e: NodemailerError): string =>
-  /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|ALTNAME/i.test(e.originalCode ?? '') || /certificate/i.test(e.message)
+  // The source address cannot be bound here: the operator's to fix, told apart from network failures.
+  e.originalCode === 'EADDRNOTAVAIL'
+    ? 'EADDRNOTAVAIL'
+    : /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|ALTNAME/i.test(e.originalCode ?? '') || /certificate/i.test(e.message)
     ? 'ETLS'
     : (e.code ?? 'ECONNECTION');
 

@@ -19,6 +19,8 @@ export interface WorkspacesTable {
   created_at: number;
   /** An https URL of the logo shown with the name on the preference centre. */
   logo_url: Generated<string | null>;
+  /** The IP pool of its mail when neither the message nor its sending domain names one (null: the default). */
+  ip_pool_id: Generated<string | null>;
 }
 
 export type CredentialKind = 'live' | 'test' | 'oauth';
@@ -60,6 +62,8 @@ export interface DomainsTable {
   last_check_error: string | null;
   /** JSON: the last deliverability checks (services/deliverability/domain-checks.ts); null until first run. */
   checks: string | null;
+  /** The IP pool of mail from this domain when the message names none (null: the workspace's). */
+  ip_pool_id: Generated<string | null>;
 }
 
 /** One row per DKIM token: the token is the selector, with its own key pair. */
@@ -134,6 +138,8 @@ export interface EmailsTable {
   scheduled_at: number | null;
   created_at: number;
   updated_at: number;
+  /** The IP pool it leaves through, chosen when it was accepted (null: the default, the system's address). */
+  ip_pool_id: Generated<string | null>;
 }
 
 export interface EmailContentsTable {
@@ -830,6 +836,24 @@ export interface Database {
   stats_hourly: StatsHourlyTable;
   instance: InstanceTable;
   delivery_destinations: DeliveryDestinationsTable;
+  ip_pools: IpPoolsTable;
+  ip_pool_addresses: IpPoolAddressesTable;
+}
+
+/** A named set of source addresses that mail leaves from (docs/deliverability.md, IP pools). */
+export interface IpPoolsTable {
+  id: string;
+  name: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One source address of a pool, with the EHLO name it greets with (matching its PTR). */
+export interface IpPoolAddressesTable {
+  pool_id: string;
+  address: string;
+  ehlo: string;
+  position: number;
 }
 
 /** Facts about the database itself (the secret key's check value). */
@@ -889,3 +913,5 @@ export type DmarcReport = Selectable<DmarcReportsTable>;
 export type DmarcReportRecord = Selectable<DmarcReportRecordsTable>;
 export type TlsReport = Selectable<TlsReportsTable>;
 export type ReputationStateRow = Selectable<ReputationStatesTable>;
+export type IpPool = Selectable<IpPoolsTable>;
+export type IpPoolAddress = Selectable<IpPoolAddressesTable>;

@@ -18,6 +18,7 @@ import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
 import { workspaceBranding } from './0042-workspace-branding.js';
+import { ipPools } from './0050-ip-pools.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -43,5 +44,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0041-guard-engagement': guardEngagement(),
     '0042-workspace-branding': workspaceBranding(),
     '0043-row-notify': rowNotify(dialect),
+    '0050-ip-pools': ipPools(),
   };
 }

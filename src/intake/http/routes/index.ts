@@ -13,6 +13,7 @@ import { v1DomainRoutes } from './v1/domains.js';
 import { v1DomainReportRoutes, v1EmailMetricsRoutes, v1ReputationRoutes } from './v1/deliverability.js';
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
+import { v1IpPoolRoutes } from './v1/ip-pools.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
 import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
@@ -40,6 +41,7 @@ export const apiRoutes: Route[] = [
   ...v1WebhookRoutes,
   ...v1RouteRoutes,
   ...v1InboxRoutes,
+  ...v1IpPoolRoutes,
   ...v1AutomationRoutes,
   ...v1WorkflowEventRoutes,
   ...legacySendRoutes,
