@@ -97,17 +97,32 @@ export interface DeliveryThreadData {
 
 /** How often a thread reports what its gate holds and its statement count to the main thread (for /metrics). */
 const GATE_REPORT_MS = 1000;
-/** How often a delivery host writes what its gate holds to the database (for `queue list`). */
-const DESTINATIONS_EVERY_MS = 5000;
-
-/** The periodic task that writes what a delivery host's gate holds to `delivery_destinations`. */
-export const destinationsTask = (db: Db, owner: string, destinations: () => DestinationState[], clock: Clock): Task => ({
+/** The periodic task that writes what a delivery host's gate holds to `delivery_destinations` (every delivery.reportInterval ms). */
+export const destinationsTask = (db: Db, owner: string, destinations: () => DestinationState[], clock: Clock, everyMs: number): Task => ({
   name: 'delivery-destinations',
-  everyMs: DESTINATIONS_EVERY_MS,
+  everyMs,
   leader: false,
   run: () => {
     const now = clock.now();
-    const rows = destinations().map((d) => ({ owner, domain: d.domain, active: d.active, allowed: d.allowed, waiting: d.waiting, paused_until: d.pausedUntil || null, hold: d.hold, updated_at: now }));
+    const rows = destinations().map((d) => ({
+      owner,
+      domain: d.domain,
+      active: d.active,
+      allowed: d.allowed,
+      waiting: d.waiting,
+      paused_until: d.pausedUntil || null,
+      hold: d.hold,
+      updated_at: now,
+      provider: d.provider ?? null,
+      source: d.source ?? null,
+      domains: d.domains?.join(' ') ?? null,
+      state: d.state ?? null,
+      per_minute: d.perMinute ?? null,
+      limit_concurrency: d.limit?.concurrency ?? null,
+      limit_per_minute: d.limit?.perMinute ?? null,
+      last_reply: d.lastReply ?? null,
+      last_reply_at: d.lastReplyAt ?? null,
+    }));
     return saveDeliveryDestinations(db, owner, rows);
   },
 });
@@ -134,7 +149,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   });
   const report = setInterval(() => post({ type: 'destinations', list: job!.destinations(), statements: store.statements() }), GATE_REPORT_MS);
   report.unref();
-  const tasks = startTasks([destinationsTask(store.db, kernel.owner, () => job!.destinations(), clock)], { store, logger });
+  const tasks = startTasks([destinationsTask(store.db, kernel.owner, () => job!.destinations(), clock, config.delivery.reportInterval)], { store, logger });
 
   port.on('message', (message: ThreadMessage) => {
     if (message.type === 'committed') kernel.committed(message.tables as string[]);

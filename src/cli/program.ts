@@ -1,4 +1,5 @@
 import { registerIpPoolCommands } from './ip-pools.js';
+import { registerDeliveryCommands } from './delivery.js';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, envName } from '../config/load-config.js';
 import { ListenError } from '../shared/listen-error.js';
@@ -39,6 +40,7 @@ export function buildProgram(io: CliIo): Command {
   registerWorkflowCommands(program, io);
   registerQueueCommands(program, io);
   registerIpPoolCommands(program, io);
+  registerDeliveryCommands(program, io);
   registerReputationCommands(program, io);
   registerDashboardCommands(program, io);
   registerDoctorCommands(program, io);

@@ -9,6 +9,7 @@ import type { Outcome } from './outcome.js';
 import { resolveAddresses, resolveMxRoute, type MxHost } from './resolve-route.js';
 import type { SmtpClient, SmtpResult, TlsMode } from './smtp-client.js';
 import type { Source } from './source-address.js';
+import type { ResponseRule } from './response-rules.js';
 
 /**
  * The delivery of one job, a message to the recipients it has at one domain, as a list of
@@ -23,6 +24,8 @@ export interface Job {
   items: QueueItem[];
   /** The address the connection comes from (its IP pool's); absent: the system's. */
   source?: Source | undefined;
+  /** Messages a connection carries at most (the destination's limit); absent: the client's default. */
+  messagesPerConnection?: number | undefined;
 }
 
 /** The message as it goes on the wire: DKIM-signed, with its envelope sender. */
@@ -35,6 +38,8 @@ export interface JobContext {
   mtaSts: MtaStsPolicies | null;
   logger: Logger;
   prepare(email: Email): Promise<Prepared>;
+  /** How replies are read (the built-in rules, with delivery.slowDownReplies first). */
+  rules?: readonly ResponseRule[] | undefined;
 }
 
 interface Route {
@@ -91,13 +96,13 @@ async function route(job: Job, ctx: JobContext): Promise<Route | Outcome> {
 }
 
 /** A negative or positive reply for each recipient. */
-function fromReplies(job: Job, result: Extract<SmtpResult, { kind: 'replied' }>, mxHost: string, relayed: boolean): Outcome[] {
+function fromReplies(job: Job, result: Extract<SmtpResult, { kind: 'replied' }>, mxHost: string, relayed: boolean, rules?: readonly ResponseRule[]): Outcome[] {
   const byRecipient = new Map(result.replies.map((r) => [r.recipient, r]));
   return job.items.map((item): Outcome => {
     const reply = byRecipient.get(item.recipient);
     if (!reply) return { kind: 'deferred', code: null, response: 'no reply for this recipient', category: 'protocol', mxHost, tls: result.tls };
     if (reply.accepted) return { kind: 'delivered', code: reply.code, response: reply.response, mxHost, tls: result.tls, relayed };
-    const c = classifyResponse(reply.response);
+    const c = classifyResponse(reply.response, rules);
     return c.action === 'bounce'
       ? { kind: 'bounced', code: reply.code, response: reply.response, category: c.category, bounceType: c.bounceType ?? 'soft', mxHost, tls: result.tls }
       : { kind: 'deferred', code: reply.code, response: reply.response, category: c.category, mxHost, tls: result.tls, slowDown: c.slowDown };
@@ -105,9 +110,9 @@ function fromReplies(job: Job, result: Extract<SmtpResult, { kind: 'replied' }>,
 }
 
 /** A failure before any reply to the transaction: always temporary. */
-function fromFailure(result: Exclude<SmtpResult, { kind: 'replied' }>, mxHost: string): Outcome {
+function fromFailure(result: Exclude<SmtpResult, { kind: 'replied' }>, mxHost: string, rules?: readonly ResponseRule[]): Outcome {
   const response = 'response' in result && result.response ? result.response : null;
-  const c = response ? classifyResponse(response) : classifyError(result.errorCode);
+  const c = response ? classifyResponse(response, rules) : classifyError(result.errorCode);
   return {
     kind: 'deferred',
     code: 'code' in result ? result.code : null,
@@ -155,12 +160,13 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
           auth: r.relay?.auth ?? null,
           verifyCertificate: r.relay ? r.relay.rejectUnauthorized : false,
           localAddress: job.source?.address ?? null,
+          maxMessages: job.messagesPerConnection,
           ...(job.source ? { ehlo: job.source.ehlo } : {}),
         },
         envelope,
         prepared.message,
       );
-      if (result.kind === 'replied') return fromReplies(job, result, host.name, r.relay !== null);
+      if (result.kind === 'replied') return fromReplies(job, result, host.name, r.relay !== null, ctx.rules);
       if (result.kind === 'unreachable' && result.errorCode === 'EADDRNOTAVAIL' && job.source?.address) {
         // Our own address cannot be bound: no other MX would do better; the operator must act.
         ctx.logger.error({ component: 'delivery', source: job.source.address, pool: job.source.pool }, 'IP pool address cannot be bound on this host (mailsvc doctor)');
@@ -173,7 +179,7 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
           tls: false,
         });
       }
-      last = fromFailure(result, host.name);
+      last = fromFailure(result, host.name, ctx.rules);
       ctx.logger.debug({ component: 'delivery', emailId: job.email.id, mxHost: host.name, address, err: result.message }, 'MX host failed, trying the next');
     }
   }

@@ -35,6 +35,8 @@ export interface SmtpTarget {
   localAddress?: string | null;
   /** The EHLO name for this source address; absent: the client's own (delivery.hostname). */
   ehlo?: string;
+  /** Messages a connection to this destination carries before it is retired (its provider's limit); absent: the client's. */
+  maxMessages?: number | undefined;
 }
 
 export interface SmtpEnvelope {
@@ -92,6 +94,7 @@ interface Pooled {
   key: string;
   conn: SMTPConnection;
   uses: number;
+  maxUses: number;
   broken: boolean;
   idleTimer: NodeJS.Timeout | null;
 }
@@ -137,7 +140,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
 
   const park = (p: Pooled) => {
     inUse.delete(p);
-    if (p.broken || p.conn.destroyed || p.uses >= maxUses) return discard(p, !p.broken);
+    if (p.broken || p.conn.destroyed || p.uses >= p.maxUses) return discard(p, !p.broken);
     p.idleTimer = setTimeout(() => discard(p, true), idleMs);
     p.idleTimer.unref();
     const list = idle.get(p.key) ?? [];
@@ -184,7 +187,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
           ...(verify && verifyingContext ? { secureContext: verifyingContext } : {}),
         },
       });
-      const pooled: Pooled = { key: keyOf(target), conn, uses: 0, broken: false, idleTimer: null };
+      const pooled: Pooled = { key: keyOf(target), conn, uses: 0, maxUses: target.maxMessages ?? maxUses, broken: false, idleTimer: null };
       let settled = false;
       conn.on('error', (err: NodemailerError) => {
         pooled.broken = true;

@@ -874,6 +874,19 @@ export interface DeliveryDestinationsTable {
   paused_until: number | null;
   hold: 'paused' | 'concurrency' | 'rate' | null;
   updated_at: number;
+  /** The mailbox provider (or MX host, or domain of its own) the destination's limits apply to. */
+  provider: Generated<string | null>;
+  /** The source address; null: the system's. */
+  source: Generated<string | null>;
+  /** Recipient domains lately delivered through it, space-separated. */
+  domains: Generated<string | null>;
+  state: Generated<'normal' | 'backoff' | 'paused' | null>;
+  /** Messages per minute allowed now (lowered in back-off). */
+  per_minute: Generated<number | null>;
+  limit_concurrency: Generated<number | null>;
+  limit_per_minute: Generated<number | null>;
+  last_reply: Generated<string | null>;
+  last_reply_at: Generated<number | null>;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;

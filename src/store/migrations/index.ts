@@ -19,6 +19,7 @@ import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
 import { workspaceBranding } from './0042-workspace-branding.js';
 import { ipPools } from './0050-ip-pools.js';
+import { destinationState } from './0051-destination-state.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -45,5 +46,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0042-workspace-branding': workspaceBranding(),
     '0043-row-notify': rowNotify(dialect),
     '0050-ip-pools': ipPools(),
+    '0051-destination-state': destinationState(),
   };
 }

@@ -14,6 +14,7 @@ import { v1DomainReportRoutes, v1EmailMetricsRoutes, v1ReputationRoutes } from '
 import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
 import { v1IpPoolRoutes } from './v1/ip-pools.js';
+import { v1DeliveryRoutes } from './v1/delivery.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
 import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
@@ -42,6 +43,7 @@ export const apiRoutes: Route[] = [
   ...v1RouteRoutes,
   ...v1InboxRoutes,
   ...v1IpPoolRoutes,
+  ...v1DeliveryRoutes,
   ...v1AutomationRoutes,
   ...v1WorkflowEventRoutes,
   ...legacySendRoutes,
