@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { IpPoolView } from '../services/ip-pools.js';
+import type { IpPoolView, WarmupView } from '../services/ip-pools.js';
 import { validationError } from '../shared/errors.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
@@ -24,6 +24,9 @@ function addressOptions(cmd: Command): Command {
   });
   return cmd;
 }
+
+const warmupText = (w: WarmupView | null): string =>
+  w === null ? 'warm' : `day ${w.day} of ${w.schedule.length}: ${w.cap}/provider today${w.sent_today.length > 0 ? ` (sent ${w.sent_today.map((s) => `${s.provider} ${s.count}`).join(', ')})` : ''}`;
 
 const text = (p: IpPoolView) => `${p.name} (id ${p.id}): ${p.addresses.map((a) => `${a.address} as ${a.ehlo}`).join(', ')}`;
 
@@ -52,8 +55,29 @@ export function registerIpPoolCommands(program: Command, io: CliIo): void {
       output(cmd, io, items, () =>
         items.length === 0
           ? 'No IP pools: mail leaves from the system address (delivery.hostname).'
-          : table([['POOL', 'ID', 'ADDRESS', 'EHLO'], ...items.flatMap((p) => p.addresses.map((a, i) => [i === 0 ? p.name : '', i === 0 ? p.id : '', a.address, a.ehlo]))]),
+          : table([
+              ['POOL', 'ID', 'ADDRESS', 'EHLO', 'WARM-UP'],
+              ...items.flatMap((p) => p.addresses.map((a, i) => [i === 0 ? p.name : '', i === 0 ? p.id : '', a.address, a.ehlo, warmupText(a.warmup)])),
+            ]),
       );
+    });
+
+  pools
+    .command('warmup <address>')
+    .description('put an address of a pool in warm-up from day 1: each day at most the day\'s cap per provider (default: delivery.warmup, 50 doubling to the target); --stop ends it')
+    .option('--schedule <caps>', 'daily caps, comma-separated, e.g. 50,100,200,400')
+    .option('--stop', 'end the warm-up: the address sends as a warm one')
+    .action(async (address: string, opts: { schedule?: string; stop?: boolean }, cmd: Command) => {
+      const schedule = opts.schedule?.split(',').map((s) => {
+        if (!/^\d+$/.test(s.trim())) throw validationError('schedule', `"${s}" is not a whole number`);
+        return Number(s.trim());
+      });
+      if (opts.stop) {
+        const stopped = await withRuntime(cmd, io, (rt) => rt.services.ipPools.stopWarmup(address));
+        return output(cmd, io, stopped, () => `${stopped.address} is warm: its warm-up ended.`);
+      }
+      const w = await withRuntime(cmd, io, (rt) => rt.services.ipPools.startWarmup(address, schedule));
+      output(cmd, io, w, () => `${w.address} warms up: ${w.schedule.join(', ')} messages per provider on days 1 to ${w.schedule.length} (today: ${w.cap}); next day at ${w.next_day_at}.`);
     });
 
   pools

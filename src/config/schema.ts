@@ -259,6 +259,11 @@ export const schema = {
         return v as string[];
       },
     ),
+    warmup: {
+      start: int(50, 'IP warm-up: messages per provider an address in warm-up may send on its first day; the cap doubles each day (50, 100, 200, 400, …) until it reaches warmup.target. An address may have a schedule of its own (mailsvc ip-pools warmup --schedule).', 1),
+      target: int(100_000, 'IP warm-up: the daily cap per provider at which an address is warm and its warm-up ends.', 1),
+      daySeconds: int(86_400, 'IP warm-up: the length of a warm-up day (shorter only for tests).', 1),
+    },
     reportInterval: int(5000, 'Milliseconds between the reports each node writes of its delivery destinations (state, limits, back-off) for `mailsvc delivery status`, `queue list` and GET /v1/delivery/providers.', 100),
     retrySchedule: intList([60, 300, 900, 1800, 3600, 7200, 14400], 'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.', 0),
     maxQueueLifetime: int(3 * 24 * 3600, 'Seconds after which an undeliverable message bounces.', 1),

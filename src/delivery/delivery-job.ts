@@ -8,7 +8,7 @@ import { listEmailContents, listEmailsByIds } from '../store/emails.js';
 import { releaseLeases } from '../store/lease.js';
 import { claimDueQueueItems } from '../store/queue.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
-import type { Email, QueueItem } from '../store/tables.js';
+import type { Email, IpWarmup, QueueItem } from '../store/tables.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import { cachedResolver } from './cached-resolver.js';
 import { countOutcomes } from './count-outcomes.js';
@@ -26,6 +26,8 @@ import { processJob, type Destination } from './process-job.js';
 import { recordOutcomes } from './record-outcomes.js';
 import type { SmtpClient } from './smtp-client.js';
 import { sourcePicker, type Source } from './source-address.js';
+import { warmupDay, warmupDirectory } from './warmup.js';
+import { reserveWarmup } from '../store/warmups.js';
 import { rulesWith } from './response-rules.js';
 
 export interface DeliveryDeps {
@@ -93,21 +95,34 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
   const sources = sourcePicker(db, () => clock.now(), config.hostname);
   /** Each pool's next address: its mail is spread over all of them in turn. */
   const turns = new Map<string, number>();
-  const sourceFor = async (job: Job): Promise<Source> => {
+  const warmups = warmupDirectory(db, () => clock.now());
+
+  /**
+   * The pool's addresses for a job, in the order to try them: each pool's mail spread over its
+   * addresses in turn; addresses in warm-up (under today's cap) first for marketing, last for
+   * transactional mail, which takes the warm addresses first.
+   */
+  const candidatesFor = async (job: Job): Promise<Array<{ source: Source; warmup: IpWarmup | undefined }>> => {
     const list = await sources.sourcesOf(job.email.ip_pool_id);
     const key = job.email.ip_pool_id ?? '';
-    const turn = turns.get(key) ?? 0;
+    const turn = (turns.get(key) ?? 0) % list.length;
     turns.set(key, (turn + 1) % list.length);
-    return list[turn % list.length]!;
+    const rotated = [...list.slice(turn), ...list.slice(0, turn)];
+    const now = clock.now();
+    const all = await Promise.all(rotated.map(async (source) => ({ source, warmup: source.address ? await warmups.get(source.address) : undefined })));
+    const warming = all.filter((c) => c.warmup && warmupDay(c.warmup, config.warmup, now).cap !== null);
+    const warm = all.filter((c) => !warming.includes(c));
+    return job.email.type === 'transactional' ? [...warm, ...warming] : [...warming, ...warm];
   };
 
   /**
    * Where a job's limits come from: its source address and its group (the recipient domain
    * when delivery.domainLimits names it, else the mailbox provider of its MX hosts, else its
-   * MX host). The MX look-up is the one delivery makes next (cached).
+   * MX host). The MX look-up is the one delivery makes next (cached). An address in warm-up
+   * takes the job only if its recipients fit under today's cap for the group (counted in the
+   * database, shared by the nodes); when no address of the pool can take it, it waits.
    */
-  const destinationOf = async (job: Job): Promise<Destination> => {
-    const source = await sourceFor(job);
+  const destinationOf = async (job: Job, recipients: number): Promise<Destination | { wait: number; reason: string }> => {
     const own = Object.hasOwn(config.domainLimits, job.domain);
     let hosts: Array<{ name: string; priority: number }> = [];
     if (!own && !config.relay) {
@@ -115,6 +130,28 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
       if (mx.kind === 'hosts') hosts = mx.hosts;
     }
     const { group, provider } = groupOf(providers, job.domain, hosts, own);
+    const now = clock.now();
+    let source: Source | null = null;
+    let until = Infinity;
+    const full: string[] = [];
+    for (const c of await candidatesFor(job)) {
+      const day = c.warmup ? warmupDay(c.warmup, config.warmup, now) : null;
+      if (day && day.cap !== null) {
+        const cap = day.cap;
+        const fits = await deps.batcher.run((trx) => reserveWarmup(trx, { address: c.source.address!, provider: group, periodStart: day.periodStart }, recipients, cap), 'background');
+        if (!fits) {
+          until = Math.min(until, day.nextPeriod);
+          full.push(`${c.source.address} has sent its ${cap} of warm-up day ${day.day + 1} to ${group}`);
+          continue;
+        }
+      }
+      source = c.source;
+      break;
+    }
+    if (!source) {
+      const pool = (await sources.sourcesOf(job.email.ip_pool_id))[0]?.pool ?? 'default';
+      return { wait: until, reason: `IP warm-up: ${full.join('; ')}, and pool ${pool} has no warm address: waits until ${new Date(until).toISOString()}` };
+    }
     const key = keyOf(group, source.address);
     let d = destinations.get(key);
     if (!d) {

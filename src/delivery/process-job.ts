@@ -30,7 +30,7 @@ export interface ProcessContext {
   record(results: RecipientResult[]): Promise<void>;
   release(items: QueueItem[], dueAt: number, note?: string): Promise<void>;
   /** The job's destination: the source address its connection comes from (one of its IP pool's) and the group whose limits apply. */
-  destinationOf(job: Job): Promise<Destination>;
+  destinationOf(job: Job, recipients: number): Promise<Destination | { wait: number; reason: string }>;
 }
 
 const suppressionOf = (item: QueueItem, email: Email, entries: Suppression[]): Suppression | undefined => {
@@ -69,14 +69,19 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
     return p.record(results);
   }
 
-  let destination: Destination;
+  let destination: Destination | { wait: number; reason: string };
   try {
-    destination = await p.destinationOf(job);
+    destination = await p.destinationOf(job, toSend.length);
   } catch (err) {
     // The pools could not be read: the rows go back, never out through another address.
-    p.log.error({ err, emailId: job.email.id }, 'could not read the IP pools');
+    p.log.error({ err, emailId: job.email.id }, 'could not choose the source address');
     await p.record(results);
-    return p.release(toSend, clock.now() + 1000, 'could not read the IP pools');
+    return p.release(toSend, clock.now() + 1000, 'could not choose the source address (IP pools, warm-up): retried shortly');
+  }
+  if ('wait' in destination) {
+    // Every address of its pool is at today's warm-up cap: the rows wait, without an attempt.
+    await p.record(results);
+    return p.release(toSend, destination.wait, destination.reason);
   }
 
   const { key, source, group, messagesPerConnection } = destination;

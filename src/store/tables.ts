@@ -838,6 +838,24 @@ export interface Database {
   delivery_destinations: DeliveryDestinationsTable;
   ip_pools: IpPoolsTable;
   ip_pool_addresses: IpPoolAddressesTable;
+  ip_warmups: IpWarmupsTable;
+  warmup_counts: WarmupCountsTable;
+}
+
+/** An address in warm-up (docs/deliverability.md, Warm-up). */
+export interface IpWarmupsTable {
+  address: string;
+  started_at: number;
+  /** JSON array of daily caps per provider; null: the default schedule (delivery.warmup). */
+  schedule: string | null;
+}
+
+/** Messages an address in warm-up sent to one provider on one warm-up day. */
+export interface WarmupCountsTable {
+  address: string;
+  provider: string;
+  period_start: number;
+  count: number;
 }
 
 /** A named set of source addresses that mail leaves from (docs/deliverability.md, IP pools). */
@@ -928,3 +946,5 @@ export type TlsReport = Selectable<TlsReportsTable>;
 export type ReputationStateRow = Selectable<ReputationStatesTable>;
 export type IpPool = Selectable<IpPoolsTable>;
 export type IpPoolAddress = Selectable<IpPoolAddressesTable>;
+export type IpWarmup = Selectable<IpWarmupsTable>;
+export type WarmupCount = Selectable<WarmupCountsTable>;

@@ -57,7 +57,7 @@ describe('IP pools', () => {
   it('the operator manages pools with a master key; workspace keys cannot', async () => {
     const created = await api('POST', '/v1/ip-pools', { name: 'transactional', addresses: [{ address: '127.0.0.2', ehlo: 'tx.mailsvc.test' }] });
     assert.equal(created.status, 201, show(created));
-    assert.deepEqual(created.body.addresses, [{ address: '127.0.0.2', ehlo: 'tx.mailsvc.test' }]);
+    assert.deepEqual(created.body.addresses, [{ address: '127.0.0.2', ehlo: 'tx.mailsvc.test', warmup: null }]);
     assert.equal(created.body.object, 'ip_pool');
 
     const marketing = await api('POST', '/v1/ip-pools', { name: 'marketing', addresses: [{ address: '127.0.0.3', ehlo: 'mk.mailsvc.test' }, { address: '127.0.0.4' }] });
@@ -187,7 +187,7 @@ describe('IP pools', () => {
     const env = { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'warn', MAILSVC_DELIVERY_HOSTNAME: 'mta.mailsvc.test' };
     const created = await runCliProcess(['ip-pools', 'create', 'cli', '--address', '127.0.0.6', '--ehlo', 'six.mailsvc.test', '--address', '127.0.0.7', '--json'], env);
     assert.equal(created.code, 0, created.stderr);
-    assert.deepEqual(JSON.parse(created.stdout).addresses, [{ address: '127.0.0.6', ehlo: 'six.mailsvc.test' }, { address: '127.0.0.7', ehlo: 'mta.mailsvc.test' }]);
+    assert.deepEqual(JSON.parse(created.stdout).addresses, [{ address: '127.0.0.6', ehlo: 'six.mailsvc.test', warmup: null }, { address: '127.0.0.7', ehlo: 'mta.mailsvc.test', warmup: null }]);
     const early = await runCliProcess(['ip-pools', 'create', 'cli2', '--ehlo', 'x.mailsvc.test', '--address', '127.0.0.8'], env);
     assert.notEqual(early.code, 0);
     assert.match(early.stderr, /give --address first/);
