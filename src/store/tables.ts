@@ -427,6 +427,8 @@ export interface CampaignsTable {
   variables: string | null;
   external_id: string | null;
   metadata: string | null;
+  /** The IP pool its messages leave through; null: their domain's or workspace's. */
+  ip_pool_id: Generated<string | null>;
   test: number;
   /** Subscribers selected when the campaign was accepted. */
   recipients: number;

@@ -183,6 +183,27 @@ describe('IP pools', () => {
     assert.notEqual(good?.status, 'failing', JSON.stringify(good));
   });
 
+  it('a broadcast names its pool: every message of it leaves from the pool\'s addresses', async () => {
+    const { services } = server.runtime;
+    const segment = await services.audiences.create(server.workspaceId, 'Pool list');
+    const emails = ['b1@dest.test', 'b2@dest.test', 'b3@dest.test'];
+    for (const email of emails) await services.subscribers.upsert(server.workspaceId, { email });
+    await services.audiences.addMembers(server.workspaceId, segment.id, { emails });
+    const base = { from: 'News <news@plain.test>', subject: 'Pooled news', html: '<p>Hello</p>', segment_id: segment.id };
+    const bad = await api('POST', '/v1/broadcasts', { ...base, ip_pool: 'nope' }, key);
+    assert.equal(bad.status, 400, show(bad));
+    assert.match(bad.body.error?.message ?? bad.body.message, /ip_pool: no IP pool named "nope"/);
+    const created = await api('POST', '/v1/broadcasts', { ...base, ip_pool: 'marketing', send: true }, key);
+    assert.equal(created.status, 201, show(created));
+    const shown = await api('GET', `/v1/broadcasts/${created.body.id}`, undefined, key);
+    assert.equal(shown.body.ip_pool_id, (await api('GET', '/v1/ip-pools/marketing')).body.id);
+    const got = await eventually(async () => {
+      const list = mx.messages.filter((m) => emails.includes(m.to[0]!));
+      return list.length === emails.length ? list : undefined;
+    }, 20_000, 'the broadcast delivered');
+    for (const m of got) assert.match(m.remoteAddress, /^127\.0\.0\.[34]$/, `${m.to[0]} left from ${m.remoteAddress}`);
+  });
+
   it('CLI: ip-pools create with --address/--ehlo pairs, list, use, delete', async () => {
     const env = { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'warn', MAILSVC_DELIVERY_HOSTNAME: 'mta.mailsvc.test' };
     const created = await runCliProcess(['ip-pools', 'create', 'cli', '--address', '127.0.0.6', '--ehlo', 'six.mailsvc.test', '--address', '127.0.0.7', '--json'], env);

@@ -21,6 +21,7 @@ import { workspaceBranding } from './0042-workspace-branding.js';
 import { ipPools } from './0050-ip-pools.js';
 import { destinationState } from './0051-destination-state.js';
 import { ipWarmup } from './0052-ip-warmup.js';
+import { campaignIpPool } from './0053-campaign-ip-pool.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -49,5 +50,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0050-ip-pools': ipPools(),
     '0051-destination-state': destinationState(),
     '0052-ip-warmup': ipWarmup(),
+    '0053-campaign-ip-pool': campaignIpPool(),
   };
 }
