@@ -51,6 +51,8 @@ export interface DeliveryDeps {
 export interface DeliveryJob extends WorkerJob {
   /** Every destination with state, for /metrics and `queue list`. */
   destinations(): DestinationState[];
+  /** Pauses other nodes reported (destination key, until when): this node holds those destinations too. */
+  adoptPauses(pauses: ReadonlyArray<{ key: string; until: number }>): void;
 }
 
 /** RFC 5321 §4.5.3.1.8: servers must take at least 100 recipients per transaction. */
@@ -431,6 +433,17 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
     async close() {
       await deps.smtp.close();
       await deps.signer.close();
+    },
+
+    adoptPauses(pauses) {
+      let changed = false;
+      for (const p of pauses) {
+        if (limiter.pauseUntil(p.key, p.until)) {
+          changed = true;
+          hand.log.info({ destination: groupOfKey(p.key), source: destinations.get(p.key)?.source ?? null, pausedUntil: new Date(p.until).toISOString() }, 'another node was asked to slow down: pausing here too');
+        }
+      }
+      if (changed) gate.paused();
     },
 
     destinations: () => {

@@ -138,6 +138,18 @@ export class DomainLimiter {
     }
   }
 
+  /**
+   * Pauses `domain` until `until` (another node got the slow-down reply): a pause, not a
+   * throttle of our own, so the limits stay as they are. Returns whether it changed anything.
+   */
+  pauseUntil(domain: string, until: number): boolean {
+    if (until <= this.now()) return false;
+    const s = this.state(domain);
+    if (s.pausedUntil >= until) return false;
+    s.pausedUntil = until;
+    return true;
+  }
+
   /** normal, backoff (limits lowered, recovering) or paused. */
   health(domain: string): DestinationHealth {
     const s = this.states.get(domain);

@@ -89,6 +89,11 @@ export class DeliveryGate {
     this.pump();
   }
 
+  /** The limiter paused `domain` from outside (another node's pause): its waiters go back to the queue. */
+  paused(): void {
+    this.pump();
+  }
+
   /** Jobs waiting for a slot of `domain`. */
   waiting(domain: string): number {
     return this.waiters.get(domain)?.length ?? 0;

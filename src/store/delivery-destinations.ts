@@ -22,6 +22,18 @@ export const listDeliveryDestinations = (db: Db, since: number): Promise<Deliver
 /** The recipient domains a row's destination serves (a row of a node before 0051: its key is the domain). */
 const domainsOf = (r: DeliveryDestination): string[] => (r.domains ? r.domains.split(' ').filter(Boolean) : [r.domain]);
 
+/** Pauses other nodes reported since `since` and still running at `now`, by destination key. */
+export const listOthersPauses = async (db: Db, owner: string, since: number, now: number): Promise<Array<{ key: string; until: number }>> =>
+  (
+    await db
+      .selectFrom('delivery_destinations')
+      .select(['domain', 'paused_until'])
+      .where('owner', '!=', owner)
+      .where('updated_at', '>=', since)
+      .where('paused_until', '>', now)
+      .execute()
+  ).map((r) => ({ key: r.domain, until: r.paused_until! }));
+
 /** A node's rows, when it stops. */
 export const removeDeliveryDestinations = async (db: Db, owner: string): Promise<void> => {
   await db.deleteFrom('delivery_destinations').where('owner', '=', owner).execute();

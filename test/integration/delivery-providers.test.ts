@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { runCliProcess } from '../helpers/cli.js';
 import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
@@ -8,6 +9,7 @@ import { request, show } from '../helpers/http.js';
 import { queueEmail } from '../helpers/mail.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { testPostgresUrl } from '../helpers/postgres.js';
 
 const SENDER = 'sender.test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -292,5 +294,87 @@ describe('delivery: adaptive shaping per provider and source address', () => {
     const order = states.join(' > ');
     assert.match(order, /paused > backoff > (.* > )?normal$/, order);
     assert.ok((accepted.get('google 127.0.0.2') ?? 0) > 2, 'Google accepted from 127.0.0.2 again');
+  });
+});
+
+/** Two nodes on one PostgreSQL database: a pause one node was asked for holds the provider on that address on both. */
+describe('delivery: a slow-down reply to one node pauses the provider on every node', { skip: testPostgresUrl() ? false : 'set MAILSVC_TEST_POSTGRES to run' }, () => {
+  let dns: TestDns;
+  let mx: TestMx;
+  let a: TestServer;
+  let b: TestServer;
+  /** Connections opened from each source address. */
+  const connections = new Map<string, number>();
+
+  before(async () => {
+    dns = await startDnsServer();
+    mx = await startMxServer();
+    const secretKey = randomBytes(32).toString('base64');
+    const config = {
+      secretKey,
+      delivery: {
+        enabled: true,
+        dnsServers: [dns.server],
+        port: mx.port,
+        hostname: 'mta.mailsvc.test',
+        pollInterval: 50,
+        signingThreads: 0,
+        workers: 0,
+        retrySchedule: [60],
+        backoff: { pauseSeconds: 20, maxPauseSeconds: 20 },
+        reportInterval: 100,
+      },
+      dkim: { host: 'dkim.mailsvc.test' },
+    };
+    a = await startTestServer(config);
+    b = await startTestServer({ ...config, database: a.config.database });
+    await addVerifiedDomain(a, dns, SENDER);
+    routeDomain(dns, 'one.test', [{ name: 'aspmx.l.google.com', preference: 1, a: ['127.0.0.1'] }]);
+    mx.hooks = {
+      onConnect(session) {
+        const from = session.remoteAddress.replace(/^::ffff:/, '');
+        connections.set(from, (connections.get(from) ?? 0) + 1);
+        return undefined;
+      },
+      onData: () => ({ code: 421, text: '4.7.28 [127.0.0.2] Our system has detected an unusual rate of unsolicited mail originating from your IP address.' }),
+    };
+  });
+  after(async () => {
+    await b?.close();
+    await a?.close();
+    await mx?.close();
+    await dns?.close();
+  });
+
+  it('both nodes hold Google on 127.0.0.2 until the pause ends; nothing more is tried from there', async () => {
+    const master = await a.key({ master: true });
+    const pool = await request(a.httpUrl, 'POST', '/v1/ip-pools', { key: master, body: { name: 'one', addresses: [{ address: '127.0.0.2' }] } });
+    assert.equal(pool.status, 201, show(pool));
+    const db = a.runtime.store.db;
+    const first = (await queueEmail(db, { workspaceId: a.workspaceId, domain: SENDER, to: ['x@one.test'], ipPoolId: pool.body.id })).id;
+    a.workers.wake('delivery');
+    b.workers.wake('delivery');
+    await eventually(async () => (await emailState(db, first)).attempts.length === 1, 15_000, 'the throttled attempt');
+    // Every node reports the pause of google|127.0.0.2 (the one that got the reply, and the other adopting it).
+    await eventually(
+      async () => {
+        const rows = await db.selectFrom('delivery_destinations').selectAll().where('domain', '=', 'google|127.0.0.2').execute();
+        return rows.length === 2 && rows.every((r) => (r.paused_until ?? 0) > Date.now()) ? rows : undefined;
+      },
+      10_000,
+      'both nodes paused',
+    );
+    const tried = connections.get('127.0.0.2') ?? 0;
+    const more: string[] = [];
+    for (let i = 0; i < 6; i++) more.push((await queueEmail(db, { workspaceId: a.workspaceId, domain: SENDER, to: [`m${i}@one.test`], ipPoolId: pool.body.id })).id);
+    a.workers.wake('delivery');
+    b.workers.wake('delivery');
+    await sleep(1500);
+    assert.equal(connections.get('127.0.0.2') ?? 0, tried, 'no node connected from 127.0.0.2 during the pause');
+    for (const id of more) {
+      const s = await emailState(db, id);
+      assert.equal(s.attempts.length, 0, 'waiting without an attempt');
+      assert.ok(['queued', 'sending'].includes(s.email.status), s.email.status);
+    }
   });
 });
