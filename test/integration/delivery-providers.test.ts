@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { runCliProcess } from '../helpers/cli.js';
+import { DashboardClient } from '../helpers/dashboard.js';
 import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
@@ -173,6 +174,7 @@ describe('delivery: adaptive shaping per provider and source address', () => {
         reportInterval: 100,
       },
       dkim: { host: 'dkim.mailsvc.test' },
+      dashboard: { password: 'shaping-dashboard' },
     });
     master = await server.key({ master: true });
     await addVerifiedDomain(server, dns, SENDER);
@@ -259,6 +261,12 @@ describe('delivery: adaptive shaping per provider and source address', () => {
     assert.match(status.stdout, /google from 127\.0\.0\.2: last slow-down reply at \S+: 421 4\.7\.28/);
     const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
     assert.match(metrics, /^mailsvc_delivery_provider_state\{provider="google",source="127\.0\.0\.2",state="(paused|backoff)"\} 1$/m);
+    const dashboard = new DashboardClient(server.httpUrl);
+    assert.equal((await dashboard.signIn('shaping-dashboard')).status, 303);
+    const shown = (await dashboard.get('/dashboard/delivery')).text;
+    assert.match(shown, /<td>google<\/td><td>127\.0\.0\.2<\/td><td><span class="badge (bad|wait)">(paused|backoff)<\/span>/);
+    assert.match(shown, /421 4\.7\.28/);
+    assert.match(shown, /<td>pair<\/td><td>127\.0\.0\.2<\/td><td>a\.mailsvc\.test<\/td>/);
 
     // Google accepts again: the waiting mail goes once the pause is over, limits climb back.
     throttle = false;
