@@ -53,6 +53,7 @@ export async function listWarmupCounts(db: Db, days: Array<{ address: string; pe
 }
 
 /** Counts of warm-up days before `before` are no longer read. */
-export async function pruneWarmupCounts(db: Db, before: number): Promise<void> {
-  await db.deleteFrom('warmup_counts').where('period_start', '<', before).execute();
+export async function pruneWarmupCounts(db: Db, before: number): Promise<number> {
+  const result = await db.deleteFrom('warmup_counts').where('period_start', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
