@@ -20,7 +20,7 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { createCommitBatcher, type CommitBatcher } from './store/commit-batcher.js';
 import { openStore, type Db, type Store } from './store/db.js';
-import { removeDeliveryDestinations, saveDeliveryDestinations } from './store/delivery-destinations.js';
+import { listOthersPauses, removeDeliveryDestinations, saveDeliveryDestinations } from './store/delivery-destinations.js';
 import type { Email } from './store/tables.js';
 import { createKernel } from './workers/kernel.js';
 import { startTasks, type Task } from './workers/tasks.js';
@@ -97,17 +97,41 @@ export interface DeliveryThreadData {
 
 /** How often a thread reports what its gate holds and its statement count to the main thread (for /metrics). */
 const GATE_REPORT_MS = 1000;
-/** How often a delivery host writes what its gate holds to the database (for `queue list`). */
-const DESTINATIONS_EVERY_MS = 5000;
+/** Another node's report older than this is of a node that stopped or died. */
+const REPORT_FRESH_MS = 30_000;
 
-/** The periodic task that writes what a delivery host's gate holds to `delivery_destinations`. */
-export const destinationsTask = (db: Db, owner: string, destinations: () => DestinationState[], clock: Clock): Task => ({
+/**
+ * The periodic task that writes what a delivery host's gate holds to `delivery_destinations`
+ * (every delivery.reportInterval ms), and reads back the pauses other nodes were asked for:
+ * a provider that told one node to slow down from an address is paused on every node.
+ */
+export const destinationsTask = (db: Db, owner: string, job: Pick<DeliveryJob, 'destinations' | 'adoptPauses'>, clock: Clock, everyMs: number): Task => ({
   name: 'delivery-destinations',
-  everyMs: DESTINATIONS_EVERY_MS,
+  everyMs,
   leader: false,
-  run: () => {
+  run: async () => {
     const now = clock.now();
-    const rows = destinations().map((d) => ({ owner, domain: d.domain, active: d.active, allowed: d.allowed, waiting: d.waiting, paused_until: d.pausedUntil || null, hold: d.hold, updated_at: now }));
+    job.adoptPauses(await listOthersPauses(db, owner, now - REPORT_FRESH_MS, now));
+    const destinations = () => job.destinations();
+    const rows = destinations().map((d) => ({
+      owner,
+      domain: d.domain,
+      active: d.active,
+      allowed: d.allowed,
+      waiting: d.waiting,
+      paused_until: d.pausedUntil || null,
+      hold: d.hold,
+      updated_at: now,
+      provider: d.provider ?? null,
+      source: d.source ?? null,
+      domains: d.domains?.join(' ') ?? null,
+      state: d.state ?? null,
+      per_minute: d.perMinute ?? null,
+      limit_concurrency: d.limit?.concurrency ?? null,
+      limit_per_minute: d.limit?.perMinute ?? null,
+      last_reply: d.lastReply ?? null,
+      last_reply_at: d.lastReplyAt ?? null,
+    }));
     return saveDeliveryDestinations(db, owner, rows);
   },
 });
@@ -134,7 +158,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   });
   const report = setInterval(() => post({ type: 'destinations', list: job!.destinations(), statements: store.statements() }), GATE_REPORT_MS);
   report.unref();
-  const tasks = startTasks([destinationsTask(store.db, kernel.owner, () => job!.destinations(), clock)], { store, logger });
+  const tasks = startTasks([destinationsTask(store.db, kernel.owner, job, clock, config.delivery.reportInterval)], { store, logger });
 
   port.on('message', (message: ThreadMessage) => {
     if (message.type === 'committed') kernel.committed(message.tables as string[]);

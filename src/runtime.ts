@@ -36,6 +36,7 @@ import { createInboxDraftService } from './services/inboxes/inbox-drafts.js';
 import { createInboxAgentService } from './services/inboxes/inbox-agent.js';
 import { createSubscriberService } from './services/subscribers.js';
 import { createSuppressionService } from './services/suppressions.js';
+import { createIpPoolService } from './services/ip-pools.js';
 import { createTemplateService } from './services/templates.js';
 import { createTopicService } from './services/topics.js';
 import { createTrackingService } from './services/tracking.js';
@@ -162,6 +163,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     emails: createEmailService({ ...deps, contentFor: content }),
     idempotency: createIdempotencyService(deps),
     suppressions: createSuppressionService(deps),
+    ipPools: createIpPoolService(deps),
     queue: createQueueService(deps),
     webhooks: createWebhookService(deps),
     tracking: createTrackingService({ ...deps, rules }),

@@ -74,7 +74,7 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
         deliveryJob(hand, deliveryDeps({ config, store, batcher: services.batcher, clock, logger: deps.logger, resolver: deps.resolver, secretKey: deps.secretKey, pool: runtime.workers, content: runtime.content, metrics: deps.metrics, mtaStsFetcher: options.mtaStsFetcher })),
       );
       options.metrics?.destinationsFrom(() => job.destinations());
-      tasks.push(destinationsTask(db, kernel.owner, () => job.destinations(), clock));
+      tasks.push(destinationsTask(db, kernel.owner, job, clock, config.delivery.reportInterval));
     } else {
       threads = deliveryThreads(runtime, options, kernel, count);
     }

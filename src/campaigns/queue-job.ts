@@ -121,6 +121,8 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
           scheduledAt: null,
           // Campaigns are marketing: tracked as the configuration says (HTML only).
           track: { opens: content.html !== null && deps.config.tracking.opens, clicks: content.html !== null && deps.config.tracking.clicks },
+          ipPoolId: campaign.ip_pool_id,
+          workspacePoolId: workspace.ip_pool_id,
         }),
       );
     }

@@ -13,6 +13,7 @@ import { measureClockOffset } from './clock-offset.js';
 import type { DomainChecks } from './domain-checks.js';
 import { reversedLabels, ptrName } from './reverse-name.js';
 import { addressesOf, sendingAddresses } from './sending-addresses.js';
+import { ipPoolChecks } from './ip-pool-addresses.js';
 
 /**
  * `mailsvc doctor`: the installation as a receiving mail server sees it, one check per line
@@ -330,6 +331,7 @@ export async function runDoctor(env: DoctorEnv): Promise<DoctorCheck[]> {
     dataDirCheck(env),
     inboundCheck(config),
     await domainsCheck(env),
+    ...(await ipPoolChecks(env.db, env.resolver)),
   ];
 }
 

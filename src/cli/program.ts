@@ -1,3 +1,5 @@
+import { registerIpPoolCommands } from './ip-pools.js';
+import { registerDeliveryCommands } from './delivery.js';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, envName } from '../config/load-config.js';
 import { ListenError } from '../shared/listen-error.js';
@@ -37,6 +39,8 @@ export function buildProgram(io: CliIo): Command {
   registerRouteCommands(program, io);
   registerWorkflowCommands(program, io);
   registerQueueCommands(program, io);
+  registerIpPoolCommands(program, io);
+  registerDeliveryCommands(program, io);
   registerReputationCommands(program, io);
   registerDashboardCommands(program, io);
   registerDoctorCommands(program, io);

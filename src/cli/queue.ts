@@ -17,7 +17,14 @@ const rows = (items: QueueItemView[]) =>
 const gates = (destinations: DestinationView[]) =>
   destinations.length === 0
     ? ''
-    : `${table([['DESTINATION', 'RUNNING', 'ALLOWED', 'WAITING', 'STATE'], ...destinations.map((d) => [d.domain, String(d.active), String(d.allowed), String(d.waiting), gateText(d).replace(/^.*waiting, /, '')])])}\n\n`;
+    : `${table([
+        ['DESTINATION', 'RUNNING', 'ALLOWED', 'WAITING', 'STATE'],
+        ...destinations.map((d) => [d.domain, String(d.active), String(d.allowed), String(d.waiting), `${gateText(d).replace(/^.*waiting, /, '')}${via(d)}`]),
+      ])}\n\n`;
+
+/** The provider and source address a destination's limits are kept for, when not the domain itself from the system address. */
+const via = (d: DestinationView): string =>
+  d.provider === d.domain && !d.source ? '' : ` (${d.provider === d.domain ? '' : `provider ${d.provider}`}${d.provider !== d.domain && d.source ? ', ' : ''}${d.source ? `from ${d.source}` : ''})`;
 
 export function registerQueueCommands(program: Command, io: CliIo): void {
   const queue = program.command('queue').description('the delivery queue: one row per recipient');

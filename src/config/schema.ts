@@ -107,25 +107,51 @@ const relay = json<RelayConfig | null>(
 export interface DomainLimit {
   concurrency: number;
   perMinute: number;
+  /** Messages one connection carries before it is closed (default 100). */
+  messagesPerConnection?: number;
 }
 const isDomainLimit = (v: unknown): v is DomainLimit =>
-  isPlainObject(v) && Number.isInteger(v.concurrency) && (v.concurrency as number) >= 1 && Number.isInteger(v.perMinute) && (v.perMinute as number) >= 1;
-const domainLimits = json<Record<string, DomainLimit>>(
-  '{ [domain]: { concurrency, perMinute } }',
-  {
-    'gmail.com': { concurrency: 5, perMinute: 600 },
-    'googlemail.com': { concurrency: 5, perMinute: 600 },
-    'outlook.com': { concurrency: 3, perMinute: 300 },
-    'hotmail.com': { concurrency: 3, perMinute: 300 },
-    'yahoo.com': { concurrency: 3, perMinute: 300 },
-  },
-  'Per destination domain limits: simultaneous connections and messages per minute. Domains not listed use delivery.defaultDomainLimit.',
-  (v) => {
-    if (!isPlainObject(v)) return settingFail('must be an object keyed by domain');
-    for (const [domain, limit] of Object.entries(v)) {
-      if (!isDomainLimit(limit)) return settingFail(`${domain} must be { "concurrency": integer >= 1, "perMinute": integer >= 1 }`);
+  isPlainObject(v) &&
+  Number.isInteger(v.concurrency) &&
+  (v.concurrency as number) >= 1 &&
+  Number.isInteger(v.perMinute) &&
+  (v.perMinute as number) >= 1 &&
+  (v.messagesPerConnection === undefined || (Number.isInteger(v.messagesPerConnection) && (v.messagesPerConnection as number) >= 1));
+const LIMIT_SHAPE = '{ "concurrency": integer >= 1, "perMinute": integer >= 1, "messagesPerConnection"?: integer >= 1 }';
+const limitMap = (what: string, defaults: Record<string, DomainLimit>, description: string) =>
+  json<Record<string, DomainLimit>>(`{ [${what}]: { concurrency, perMinute, messagesPerConnection? } }`, defaults, description, (v) => {
+    if (!isPlainObject(v)) return settingFail(`must be an object keyed by ${what}`);
+    for (const [key, limit] of Object.entries(v)) {
+      if (!isDomainLimit(limit)) return settingFail(`${key} must be ${LIMIT_SHAPE}`);
     }
     return v as Record<string, DomainLimit>;
+  });
+const domainLimits = limitMap(
+  'domain',
+  {},
+  'Limits of one recipient domain of its own, apart from its mailbox provider (a special case: your own relay, a partner\'s gateway): simultaneous connections, messages per minute and per connection, per source address.',
+);
+const providerLimits = limitMap(
+  'provider',
+  {
+    google: { concurrency: 5, perMinute: 600 },
+    microsoft: { concurrency: 3, perMinute: 300 },
+    microsoft365: { concurrency: 5, perMinute: 600 },
+    yahoo: { concurrency: 3, perMinute: 300 },
+  },
+  'Limits per mailbox provider (docs/deliverability.md, Providers) and source address: simultaneous connections, messages per minute and per connection. Providers not listed, and MX hosts of no known provider, use delivery.defaultDomainLimit.',
+);
+const providers = json<Record<string, string[]>>(
+  '{ [provider]: [MX host pattern] }',
+  {},
+  'Mailbox providers by MX host, over the built-in table (docs/deliverability.md): a pattern matches the host or any name under it; a provider given here replaces its built-in patterns, [] removes it.',
+  (v) => {
+    if (!isPlainObject(v)) return settingFail('must be an object keyed by provider name');
+    for (const [name, patterns] of Object.entries(v)) {
+      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name)) return settingFail(`${name}: a provider name is lower-case letters, digits, "-" and "_"`);
+      if (!Array.isArray(patterns) || !patterns.every((p) => typeof p === 'string' && /^(\*\.)?[a-z0-9.-]+$/i.test(p))) return settingFail(`${name} must be a list of host names, e.g. ["mx.example.net"]`);
+    }
+    return v as Record<string, string[]>;
   },
 );
 
@@ -207,10 +233,38 @@ export const schema = {
     defaultDomainLimit: json<DomainLimit>(
       '{ concurrency, perMinute }',
       { concurrency: 10, perMinute: 1200 },
-      'Limits for destination domains not listed in delivery.domainLimits.',
-      (v) => (isDomainLimit(v) ? v : settingFail('must be { "concurrency": integer >= 1, "perMinute": integer >= 1 }')),
+      'Limits of a destination (a mailbox provider, or an MX host of none) per source address, unless delivery.providerLimits or delivery.domainLimits names it.',
+      (v) => (isDomainLimit(v) ? v : settingFail(`must be ${LIMIT_SHAPE}`)),
     ),
     domainLimits,
+    providerLimits,
+    providers,
+    backoff: {
+      pauseSeconds: int(30, 'A provider that answers "slow down" pauses on that source address this long at first, doubling while such replies continue.', 1),
+      maxPauseSeconds: int(600, 'The longest such pause.', 1),
+    },
+    slowDownReplies: json<string[]>(
+      'string[]',
+      [],
+      'More replies that mean "slow down" (regular expressions, case-insensitive, matched against the whole reply, e.g. "^421 .*try again in a few minutes"), checked before the built-in table (docs/deliverability.md, Adaptive shaping): the provider backs off on that address and the message waits.',
+      (v) => {
+        if (!Array.isArray(v) || !v.every((s) => typeof s === 'string' && s !== '')) return settingFail(`must be an array of regular expressions, got ${JSON.stringify(v)}`);
+        for (const pattern of v) {
+          try {
+            new RegExp(pattern, 'i');
+          } catch (err) {
+            return settingFail(`${JSON.stringify(pattern)} is not a regular expression: ${(err as Error).message}`);
+          }
+        }
+        return v as string[];
+      },
+    ),
+    warmup: {
+      start: int(50, 'IP warm-up: messages per provider an address in warm-up may send on its first day; the cap doubles each day (50, 100, 200, 400, …) until it reaches warmup.target. An address may have a schedule of its own (mailsvc ip-pools warmup --schedule).', 1),
+      target: int(100_000, 'IP warm-up: the daily cap per provider at which an address is warm and its warm-up ends.', 1),
+      daySeconds: int(86_400, 'IP warm-up: the length of a warm-up day (shorter only for tests).', 1),
+    },
+    reportInterval: int(5000, 'Milliseconds between the reports each node writes of its delivery destinations (state, limits, back-off) for `mailsvc delivery status`, `queue list` and GET /v1/delivery/providers.', 100),
     retrySchedule: intList([60, 300, 900, 1800, 3600, 7200, 14400], 'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.', 0),
     maxQueueLifetime: int(3 * 24 * 3600, 'Seconds after which an undeliverable message bounces.', 1),
     leaseSeconds: int(30, 'How long a node owns a claimed message before another may take it; renewed every third of it while the message is in hand, so a node that dies gives its mail up within this long.', 5),

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { Config } from '../config/schema.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
@@ -7,6 +8,8 @@ import { hostsAllowedBy, type MtaStsPolicies } from './mta-sts.js';
 import type { Outcome } from './outcome.js';
 import { resolveAddresses, resolveMxRoute, type MxHost } from './resolve-route.js';
 import type { SmtpClient, SmtpResult, TlsMode } from './smtp-client.js';
+import type { Source } from './source-address.js';
+import type { ResponseRule } from './response-rules.js';
 
 /**
  * The delivery of one job, a message to the recipients it has at one domain, as a list of
@@ -19,6 +22,10 @@ export interface Job {
   /** The recipients' domain (lower-case ASCII). */
   domain: string;
   items: QueueItem[];
+  /** The address the connection comes from (its IP pool's); absent: the system's. */
+  source?: Source | undefined;
+  /** Messages a connection carries at most (the destination's limit); absent: the client's default. */
+  messagesPerConnection?: number | undefined;
 }
 
 /** The message as it goes on the wire: DKIM-signed, with its envelope sender. */
@@ -31,6 +38,8 @@ export interface JobContext {
   mtaSts: MtaStsPolicies | null;
   logger: Logger;
   prepare(email: Email): Promise<Prepared>;
+  /** How replies are read (the built-in rules, with delivery.slowDownReplies first). */
+  rules?: readonly ResponseRule[] | undefined;
 }
 
 interface Route {
@@ -87,13 +96,13 @@ async function route(job: Job, ctx: JobContext): Promise<Route | Outcome> {
 }
 
 /** A negative or positive reply for each recipient. */
-function fromReplies(job: Job, result: Extract<SmtpResult, { kind: 'replied' }>, mxHost: string, relayed: boolean): Outcome[] {
+function fromReplies(job: Job, result: Extract<SmtpResult, { kind: 'replied' }>, mxHost: string, relayed: boolean, rules?: readonly ResponseRule[]): Outcome[] {
   const byRecipient = new Map(result.replies.map((r) => [r.recipient, r]));
   return job.items.map((item): Outcome => {
     const reply = byRecipient.get(item.recipient);
     if (!reply) return { kind: 'deferred', code: null, response: 'no reply for this recipient', category: 'protocol', mxHost, tls: result.tls };
     if (reply.accepted) return { kind: 'delivered', code: reply.code, response: reply.response, mxHost, tls: result.tls, relayed };
-    const c = classifyResponse(reply.response);
+    const c = classifyResponse(reply.response, rules);
     return c.action === 'bounce'
       ? { kind: 'bounced', code: reply.code, response: reply.response, category: c.category, bounceType: c.bounceType ?? 'soft', mxHost, tls: result.tls }
       : { kind: 'deferred', code: reply.code, response: reply.response, category: c.category, mxHost, tls: result.tls, slowDown: c.slowDown };
@@ -101,9 +110,9 @@ function fromReplies(job: Job, result: Extract<SmtpResult, { kind: 'replied' }>,
 }
 
 /** A failure before any reply to the transaction: always temporary. */
-function fromFailure(result: Exclude<SmtpResult, { kind: 'replied' }>, mxHost: string): Outcome {
+function fromFailure(result: Exclude<SmtpResult, { kind: 'replied' }>, mxHost: string, rules?: readonly ResponseRule[]): Outcome {
   const response = 'response' in result && result.response ? result.response : null;
-  const c = response ? classifyResponse(response) : classifyError(result.errorCode);
+  const c = response ? classifyResponse(response, rules) : classifyError(result.errorCode);
   return {
     kind: 'deferred',
     code: 'code' in result ? result.code : null,
@@ -138,6 +147,8 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
     }
     anyAddress = true;
     for (const address of lookup.addresses) {
+      // A socket bound to an address of one family cannot reach the other.
+      if (job.source?.address && isIP(address) !== isIP(job.source.address)) continue;
       if (tried++ >= MAX_ADDRESSES) break;
       const result = await ctx.smtp.send(
         {
@@ -148,12 +159,27 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
           secure: r.relay?.secure === true,
           auth: r.relay?.auth ?? null,
           verifyCertificate: r.relay ? r.relay.rejectUnauthorized : false,
+          localAddress: job.source?.address ?? null,
+          maxMessages: job.messagesPerConnection,
+          ...(job.source ? { ehlo: job.source.ehlo } : {}),
         },
         envelope,
         prepared.message,
       );
-      if (result.kind === 'replied') return fromReplies(job, result, host.name, r.relay !== null);
-      last = fromFailure(result, host.name);
+      if (result.kind === 'replied') return fromReplies(job, result, host.name, r.relay !== null, ctx.rules);
+      if (result.kind === 'unreachable' && result.errorCode === 'EADDRNOTAVAIL' && job.source?.address) {
+        // Our own address cannot be bound: no other MX would do better; the operator must act.
+        ctx.logger.error({ component: 'delivery', source: job.source.address, pool: job.source.pool }, 'IP pool address cannot be bound on this host (mailsvc doctor)');
+        return everyone(job, {
+          kind: 'deferred',
+          code: null,
+          response: `cannot send from ${job.source.address} (IP pool ${job.source.pool}): it is not an address of this host (EADDRNOTAVAIL); see mailsvc doctor`,
+          category: 'config',
+          mxHost: host.name,
+          tls: false,
+        });
+      }
+      last = fromFailure(result, host.name, ctx.rules);
       ctx.logger.debug({ component: 'delivery', emailId: job.email.id, mxHost: host.name, address, err: result.message }, 'MX host failed, trying the next');
     }
   }

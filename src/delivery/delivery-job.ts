@@ -8,20 +8,27 @@ import { listEmailContents, listEmailsByIds } from '../store/emails.js';
 import { releaseLeases } from '../store/lease.js';
 import { claimDueQueueItems } from '../store/queue.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
-import type { Email, QueueItem } from '../store/tables.js';
+import type { Email, IpWarmup, QueueItem } from '../store/tables.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import { cachedResolver } from './cached-resolver.js';
 import { countOutcomes } from './count-outcomes.js';
 import type { Job, JobContext, Prepared } from './deliver-job.js';
 import type { DkimSigner } from './dkim-signer.js';
-import { DomainLimiter, domainLimitOf } from './domain-limiter.js';
+import { DomainLimiter } from './domain-limiter.js';
+import { destinationLimitOf, groupOfKey, keyOf, limitSetting } from './destination-key.js';
+import { groupOf, providerTable } from './providers.js';
+import { resolveMxRoute } from './resolve-route.js';
 import { DeliveryGate, type DestinationState } from './gate.js';
 import type { MtaStsPolicies } from './mta-sts.js';
 import type { Outcome, RecipientResult } from './outcome.js';
 import { messagePreparer } from './prepare-message.js';
-import { processJob } from './process-job.js';
+import { processJob, type Destination } from './process-job.js';
 import { recordOutcomes } from './record-outcomes.js';
 import type { SmtpClient } from './smtp-client.js';
+import { sourcePicker, type Source } from './source-address.js';
+import { warmupDay, warmupDirectory } from './warmup.js';
+import { reserveWarmup } from '../store/warmups.js';
+import { rulesWith } from './response-rules.js';
 
 export interface DeliveryDeps {
   db: Db;
@@ -44,6 +51,8 @@ export interface DeliveryDeps {
 export interface DeliveryJob extends WorkerJob {
   /** Every destination with state, for /metrics and `queue list`. */
   destinations(): DestinationState[];
+  /** Pauses other nodes reported (destination key, until when): this node holds those destinations too. */
+  adoptPauses(pauses: ReadonlyArray<{ key: string; until: number }>): void;
 }
 
 /** RFC 5321 §4.5.3.1.8: servers must take at least 100 recipients per transaction. */
@@ -54,6 +63,8 @@ const RECORD_WINDOW_MS = 20;
 const RECORD_BATCH = 200;
 /** A destination that held mail back within this long is still in the same throttling episode (one log line). */
 const THROTTLE_EPISODE_GAP_MS = 60_000;
+/** A destination used this recently is still shown (GET /v1/delivery/providers) after the limiter forgot it. */
+const RECENT_MS = 5 * 60_000;
 
 /**
  * Delivery, a job on the worker kernel. A pass claims due queue rows, holds what the
@@ -73,11 +84,89 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
   const maxInMemory = Math.max(concurrency * 4, 50);
   /** Claims happen when at least this much room is free: a claim is a write, so rows come in batches. */
   const refillBatch = Math.max(1, Math.floor(maxInMemory / 4));
-  const limitOf = domainLimitOf(config.domainLimits, config.defaultDomainLimit);
-  const limiter = new DomainLimiter(limitOf, () => clock.now());
+  const limitOf = destinationLimitOf(config);
+  const limiter = new DomainLimiter(limitOf, () => clock.now(), { pauseMs: config.backoff.pauseSeconds * 1000, maxPauseMs: config.backoff.maxPauseSeconds * 1000 });
   const resolver = cachedResolver(deps.resolver, () => clock.now());
+  const providers = providerTable(config.providers);
+  /** Each destination (group and source address): what it is, and the recipient domains lately delivered through it. */
+  const destinations = new Map<string, { group: string; provider: string | null; source: string | null; domains: Set<string>; usedAt: number }>();
+  /** Each recipient domain: the destinations its mail went through lately (the claim leaves a domain out when all of them are full or paused). */
+  const domainKeys = new Map<string, Set<string>>();
   const prepare = messagePreparer({ db, clock, secretKey: deps.secretKey, signer: deps.signer, returnPathSubdomain: config.returnPathSubdomain, compose: deps.compose });
   const throttledAt = new Map<string, number>();
+  const sources = sourcePicker(db, () => clock.now(), config.hostname);
+  /** Each pool's next address: its mail is spread over all of them in turn. */
+  const turns = new Map<string, number>();
+  const warmups = warmupDirectory(db, () => clock.now());
+
+  /**
+   * The pool's addresses for a job, in the order to try them: each pool's mail spread over its
+   * addresses in turn; addresses in warm-up (under today's cap) first for marketing, last for
+   * transactional mail, which takes the warm addresses first.
+   */
+  const candidatesFor = async (job: Job): Promise<Array<{ source: Source; warmup: IpWarmup | undefined }>> => {
+    const list = await sources.sourcesOf(job.email.ip_pool_id);
+    const key = job.email.ip_pool_id ?? '';
+    const turn = (turns.get(key) ?? 0) % list.length;
+    turns.set(key, (turn + 1) % list.length);
+    const rotated = [...list.slice(turn), ...list.slice(0, turn)];
+    const now = clock.now();
+    const all = await Promise.all(rotated.map(async (source) => ({ source, warmup: source.address ? await warmups.get(source.address) : undefined })));
+    const warming = all.filter((c) => c.warmup && warmupDay(c.warmup, config.warmup, now).cap !== null);
+    const warm = all.filter((c) => !warming.includes(c));
+    return job.email.type === 'transactional' ? [...warm, ...warming] : [...warming, ...warm];
+  };
+
+  /**
+   * Where a job's limits come from: its source address and its group (the recipient domain
+   * when delivery.domainLimits names it, else the mailbox provider of its MX hosts, else its
+   * MX host). The MX look-up is the one delivery makes next (cached). An address in warm-up
+   * takes the job only if its recipients fit under today's cap for the group (counted in the
+   * database, shared by the nodes); when no address of the pool can take it, it waits.
+   */
+  const destinationOf = async (job: Job, recipients: number): Promise<Destination | { wait: number; reason: string }> => {
+    const own = Object.hasOwn(config.domainLimits, job.domain);
+    let hosts: Array<{ name: string; priority: number }> = [];
+    if (!own && !config.relay) {
+      const mx = await resolveMxRoute(job.domain, resolver);
+      if (mx.kind === 'hosts') hosts = mx.hosts;
+    }
+    const { group, provider } = groupOf(providers, job.domain, hosts, own);
+    const now = clock.now();
+    let source: Source | null = null;
+    let until = Infinity;
+    const full: string[] = [];
+    for (const c of await candidatesFor(job)) {
+      const day = c.warmup ? warmupDay(c.warmup, config.warmup, now) : null;
+      if (day && day.cap !== null) {
+        const cap = day.cap;
+        const fits = await deps.batcher.run((trx) => reserveWarmup(trx, { address: c.source.address!, provider: group, periodStart: day.periodStart }, recipients, cap), 'background');
+        if (!fits) {
+          until = Math.min(until, day.nextPeriod);
+          full.push(`${c.source.address} has sent its ${cap} of warm-up day ${day.day + 1} to ${group}`);
+          continue;
+        }
+      }
+      source = c.source;
+      break;
+    }
+    if (!source) {
+      const pool = (await sources.sourcesOf(job.email.ip_pool_id))[0]?.pool ?? 'default';
+      return { wait: until, reason: `IP warm-up: ${full.join('; ')}, and pool ${pool} has no warm address: waits until ${new Date(until).toISOString()}` };
+    }
+    const key = keyOf(group, source.address);
+    let d = destinations.get(key);
+    if (!d) {
+      d = { group, provider, source: source.address, domains: new Set(), usedAt: 0 };
+      destinations.set(key, d);
+    }
+    d.usedAt = clock.now();
+    d.domains.add(job.domain);
+    const keys = domainKeys.get(job.domain) ?? new Set<string>();
+    keys.add(key);
+    domainKeys.set(job.domain, keys);
+    return { key, source, group, messagesPerConnection: limitOf(key).messagesPerConnection };
+  };
   /** Destinations the last claim left out (paused, or with enough of their rows waiting). */
   let heldBack = new Set<string>();
   /** The loop sleeps until room is free. */
@@ -89,22 +178,27 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
    * A job that waits because of its destination's limit (not the node's own concurrency) is
    * a throttled wait: counted by destination class, and logged once per domain and episode.
    */
-  const throttled = (domain: string) => {
-    const hold = limiter.holdOf(domain);
+  const throttled = (key: string) => {
+    const hold = limiter.holdOf(key);
     if (hold === null) return;
-    deps.metrics?.throttledWait(domain, hold);
+    const d = destinations.get(key);
+    // Counted by the class of a recipient domain it serves (gmail, microsoft, …).
+    deps.metrics?.throttledWait(d ? ([...d.domains][0] ?? d.group) : groupOfKey(key), hold);
     const now = clock.now();
-    const last = throttledAt.get(domain);
-    throttledAt.set(domain, now);
+    const last = throttledAt.get(key);
+    throttledAt.set(key, now);
     if (last !== undefined && now - last < THROTTLE_EPISODE_GAP_MS) return;
-    const limit = limitOf(domain);
+    const limit = limitOf(key);
     hand.log.info(
       {
-        domain,
+        destination: groupOfKey(key),
+        source: d?.source ?? null,
+        domains: d ? [...d.domains].slice(0, 10) : [],
         hold,
-        concurrency: limiter.allowed(domain),
-        perMinute: limit.perMinute,
-        setting: domain in config.domainLimits ? `delivery.domainLimits["${domain}"]` : 'delivery.defaultDomainLimit',
+        concurrency: limiter.allowed(key),
+        perMinute: limiter.snapshot(key).perMinute,
+        limitPerMinute: limit.perMinute,
+        setting: limitSetting(config, groupOfKey(key)),
       },
       hold === 'paused' ? 'destination asked us to slow down: its mail waits' : 'destination limit reached: mail to it waits its turn',
     );
@@ -113,8 +207,9 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
   const gate = new DeliveryGate(limiter, concurrency, {
     throttled,
     // A slot was given: a destination the claim left out whose waiting jobs run low gets a claim.
-    started: (domain) => {
-      if (heldBack.has(domain) && gate.waiting(domain) <= limiter.allowed(domain) / 2) hand.wake();
+    started: (key) => {
+      const d = destinations.get(key);
+      if (d && [...d.domains].some((domain) => heldBack.has(domain)) && gate.waiting(key) <= limiter.allowed(key) / 2) hand.wake();
     },
   });
 
@@ -182,8 +277,10 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
 
   // ---- the claim ---------------------------------------------------------------------------
 
+  const rules = rulesWith(config.slowDownReplies);
   const context = (prepared: Map<string, Promise<Prepared>>, contents: Map<string, Buffer>): JobContext => ({
     config,
+    rules,
     resolver,
     smtp: deps.smtp,
     mtaSts: deps.mtaSts,
@@ -228,8 +325,18 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
    */
   const domainsToLeaveOut = (): string[] => {
     limiter.prune();
-    for (const [domain, at] of throttledAt) if (clock.now() - at >= THROTTLE_EPISODE_GAP_MS) throttledAt.delete(domain);
-    return limiter.domains().filter((d) => limiter.pausedUntil(d) > 0 || gate.waiting(d) >= limiter.allowed(d));
+    for (const [key, at] of throttledAt) if (clock.now() - at >= THROTTLE_EPISODE_GAP_MS) throttledAt.delete(key);
+    const known = new Set(limiter.domains());
+    // Destinations the limiter forgot (idle, at full health) are shown a while longer, then forgotten.
+    for (const [key, d] of destinations) if (!known.has(key) && gate.waiting(key) === 0 && clock.now() - d.usedAt >= RECENT_MS) destinations.delete(key);
+    const full = new Set([...known].filter((k) => limiter.pausedUntil(k) > 0 || gate.waiting(k) >= limiter.allowed(k)));
+    const out: string[] = [];
+    for (const [domain, keys] of domainKeys) {
+      for (const k of keys) if (!destinations.has(k)) keys.delete(k);
+      if (keys.size === 0) domainKeys.delete(domain);
+      else if ([...keys].every((k) => full.has(k))) out.push(domain);
+    }
+    return out;
   };
 
   const claimBatch = async (limit: number, excluded: string[]): Promise<number> => {
@@ -263,6 +370,7 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
             abandoning: () => abandoning,
             record,
             release,
+            destinationOf,
           }),
         );
       }
@@ -277,8 +385,10 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
   const untilHeldBackFree = (): number => {
     let ms = config.pollInterval;
     for (const d of heldBack) {
-      const until = limiter.pausedUntil(d);
-      if (until > 0) ms = Math.min(ms, Math.max(5, until - clock.now()));
+      for (const key of domainKeys.get(d) ?? []) {
+        const until = limiter.pausedUntil(key);
+        if (until > 0) ms = Math.min(ms, Math.max(5, until - clock.now()));
+      }
     }
     return ms;
   };
@@ -325,6 +435,29 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
       await deps.signer.close();
     },
 
-    destinations: () => gate.destinations(),
+    adoptPauses(pauses) {
+      let changed = false;
+      for (const p of pauses) {
+        if (limiter.pauseUntil(p.key, p.until)) {
+          changed = true;
+          hand.log.info({ destination: groupOfKey(p.key), source: destinations.get(p.key)?.source ?? null, pausedUntil: new Date(p.until).toISOString() }, 'another node was asked to slow down: pausing here too');
+        }
+      }
+      if (changed) gate.paused();
+    },
+
+    destinations: () => {
+      const held = gate.destinations();
+      const seen = new Set(held.map((s) => s.domain));
+      // Used lately but idle at full health (the limiter forgot them): shown as normal, at their limits.
+      const idle: DestinationState[] = [...destinations.keys()]
+        .filter((key) => !seen.has(key))
+        .map((key) => ({ domain: key, active: 0, allowed: limitOf(key).concurrency, waiting: 0, pausedUntil: 0, hold: null, state: 'normal', perMinute: limitOf(key).perMinute, lastReply: null, lastReplyAt: null }));
+      return [...held, ...idle].map((s) => {
+        const d = destinations.get(s.domain);
+        const limit = limitOf(s.domain);
+        return { ...s, provider: d?.group ?? groupOfKey(s.domain), source: d?.source ?? null, domains: d ? [...d.domains].sort() : [], limit: { concurrency: limit.concurrency, perMinute: limit.perMinute } };
+      });
+    },
   };
 }

@@ -1,11 +1,27 @@
-import type { DomainLimiter } from './domain-limiter.js';
+import type { DestinationHealth, DomainLimiter } from './domain-limiter.js';
 
 /** What a job waiting at the gate is told: go (it holds a slot), its destination paused, or the node stops. */
 export type SlotResult = 'go' | 'paused' | 'stopping';
 
-/** A destination as the gate sees it: for /metrics, `queue list` and the log. */
+/** A destination as the gate sees it: for /metrics, `queue list`, `delivery status` and the log. */
 export interface DestinationState {
+  /** The destination's key: its group (provider, MX host or domain) and source address (delivery-job.ts). */
   domain: string;
+  /** The mailbox provider (or MX host, or domain of its own) the limits apply to. */
+  provider?: string | undefined;
+  /** The source address; null: the system's. */
+  source?: string | null | undefined;
+  /** Recipient domains recently delivered through it. */
+  domains?: string[] | undefined;
+  /** normal, backoff (limits lowered after slow-down replies, recovering) or paused. */
+  state?: DestinationHealth | undefined;
+  /** Messages per minute allowed now (lowered in back-off). */
+  perMinute?: number | undefined;
+  /** The configured limits. */
+  limit?: { concurrency: number; perMinute: number } | undefined;
+  /** The last slow-down reply and when it came (epoch ms). */
+  lastReply?: string | null | undefined;
+  lastReplyAt?: number | null | undefined;
   /** Transactions running now. */
   active: number;
   /** Transactions allowed at once now (the limit, lowered while the destination throttles us). */
@@ -67,9 +83,14 @@ export class DeliveryGate {
   }
 
   /** A slot is given back; `result` tells the limiter how the destination answered. */
-  release(domain: string, result: 'ok' | 'throttled' | 'neutral'): void {
+  release(domain: string, result: 'ok' | 'throttled' | 'neutral', reply?: string): void {
     this.running--;
-    this.limiter.finish(domain, result);
+    this.limiter.finish(domain, result, reply);
+    this.pump();
+  }
+
+  /** The limiter paused `domain` from outside (another node's pause): its waiters go back to the queue. */
+  paused(): void {
     this.pump();
   }
 
@@ -97,7 +118,18 @@ export class DeliveryGate {
   destinations(): DestinationState[] {
     return this.limiter.domains().map((domain) => {
       const s = this.limiter.snapshot(domain);
-      return { domain, active: s.active, allowed: s.allowed, waiting: this.waiting(domain), pausedUntil: this.limiter.pausedUntil(domain), hold: this.limiter.holdOf(domain) };
+      return {
+        domain,
+        active: s.active,
+        allowed: s.allowed,
+        waiting: this.waiting(domain),
+        pausedUntil: this.limiter.pausedUntil(domain),
+        hold: this.limiter.holdOf(domain),
+        state: this.limiter.health(domain),
+        perMinute: s.perMinute,
+        lastReply: s.lastReply,
+        lastReplyAt: s.lastReplyAt,
+      };
     });
   }
 

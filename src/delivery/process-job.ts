@@ -7,6 +7,15 @@ import type { DomainLimiter } from './domain-limiter.js';
 import type { DeliveryGate } from './gate.js';
 import type { Outcome, RecipientResult } from './outcome.js';
 import { isSimulated, simulate } from './simulator.js';
+import type { Source } from './source-address.js';
+
+/** Where a job goes as the gate sees it: its key (group and source address), and that group's connection limit. */
+export interface Destination {
+  key: string;
+  source: Source;
+  group: string;
+  messagesPerConnection?: number | undefined;
+}
 
 export interface ProcessContext {
   clock: Clock;
@@ -20,6 +29,8 @@ export interface ProcessContext {
   abandoning(): boolean;
   record(results: RecipientResult[]): Promise<void>;
   release(items: QueueItem[], dueAt: number, note?: string): Promise<void>;
+  /** The job's destination: the source address its connection comes from (one of its IP pool's) and the group whose limits apply. */
+  destinationOf(job: Job, recipients: number): Promise<Destination | { wait: number; reason: string }>;
 }
 
 const suppressionOf = (item: QueueItem, email: Email, entries: Suppression[]): Suppression | undefined => {
@@ -58,29 +69,49 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
     return p.record(results);
   }
 
+  let destination: Destination | { wait: number; reason: string };
+  try {
+    destination = await p.destinationOf(job, toSend.length);
+  } catch (err) {
+    // The pools could not be read: the rows go back, never out through another address.
+    p.log.error({ err, emailId: job.email.id }, 'could not choose the source address');
+    await p.record(results);
+    return p.release(toSend, clock.now() + 1000, 'could not choose the source address (IP pools, warm-up): retried shortly');
+  }
+  if ('wait' in destination) {
+    // Every address of its pool is at today's warm-up cap: the rows wait, without an attempt.
+    await p.record(results);
+    return p.release(toSend, destination.wait, destination.reason);
+  }
+
+  const { key, source, group, messagesPerConnection } = destination;
+  const from = source.address ? `from ${source.address}` : 'from the system address';
+
   // Wait for a slot: the node's concurrency and the destination's limits.
-  const slot = await p.gate.acquire(job.domain, toSend.map((i) => i.id));
+  const slot = await p.gate.acquire(key, toSend.map((i) => i.id));
   if (slot !== 'go') {
     await p.record(results);
     // Stopping: the kernel has given the rows back already.
     if (slot === 'stopping') return;
-    const until = p.limiter.pausedUntil(job.domain) || clock.now();
-    return p.release(toSend, until, `${job.domain} asked us to slow down: its mail waits until ${new Date(until).toISOString()}`);
+    // Backed off, not failed: the rows wait, without an attempt, until the pause ends.
+    const until = p.limiter.pausedUntil(key) || clock.now();
+    const why = group === job.domain ? job.domain : `${group} (${job.domain})`;
+    return p.release(toSend, until, `${why} asked us to slow down ${from}: its mail waits until ${new Date(until).toISOString()}`);
   }
 
   const sendStart = clock.now();
   let outcomes: Outcome[];
   try {
-    outcomes = await deliverJob({ ...job, items: toSend }, p.context);
+    outcomes = await deliverJob({ ...job, items: toSend, source, messagesPerConnection }, p.context);
   } catch (err) {
     p.log.error({ err, emailId: job.email.id }, 'delivery step failed');
     outcomes = toSend.map(() => ({ kind: 'deferred', code: null, response: `internal error: ${(err as Error).message}`, category: 'other', mxHost: null, tls: false }));
   } finally {
     // Given back on every path: a slot that is never released stops its destination for good.
-    p.gate.release(job.domain, slotResult(outcomes!));
+    p.gate.release(key, slotResult(outcomes!), slowDownReply(outcomes!));
   }
   const throttled = outcomes.some((o) => o.kind === 'deferred' && o.slowDown);
-  if (throttled) p.log.warn({ domain: job.domain, pausedUntil: new Date(p.limiter.pausedUntil(job.domain)).toISOString() }, 'destination throttles us: slowing down');
+  if (throttled) p.log.warn({ domain: job.domain, destination: group, source: source.address, pausedUntil: new Date(p.limiter.pausedUntil(key)).toISOString() }, 'destination throttles us: slowing down');
 
   toSend.forEach((item, i) => {
     const outcome = outcomes[i]!;
@@ -89,6 +120,12 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
     result(item, outcome, sendStart);
   });
   await p.record(results);
+}
+
+/** The slow-down reply among the outcomes, for the destination's state. */
+function slowDownReply(outcomes: Outcome[] | undefined): string | undefined {
+  const o = outcomes?.find((x) => x.kind === 'deferred' && x.slowDown);
+  return o && 'response' in o ? o.response : undefined;
 }
 
 /** How the destination answered, for its limiter: a slow-down reply, an accepted message, or neither. */

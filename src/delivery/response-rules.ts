@@ -81,7 +81,7 @@ export const RESPONSE_RULES: readonly ResponseRule[] = [
 
   // Throttling: the destination wants fewer connections or messages from us.
   defer(/^4\d\d[ -].*(server busy|\b4\.7\.500\b)/i, 'rate_limit', true), // Microsoft
-  defer(/^4\d\d[ -].*\b(too many (concurrent |simultaneous )?(connections|sessions|messages|mails|emails)|connection (rate )?limit|rate[ -]?limit|ratelimit|throttl|too fast|too quickly|sending rate|unusual rate|exceeded .*(rate|limit))/i, 'rate_limit', true),
+  defer(/^4\d\d[ -].*\b(too many (concurrent |simultaneous )?(smtp )?(connections|sessions|messages|mails|emails)|connection (rate )?limit|rate[ -]?limit|ratelimit|throttl|too fast|too quickly|sending rate|unusual rate|exceeded .*(rate|limit))/i, 'rate_limit', true),
   defer(/^4\d\d[ -]+4\.7\.28\b/, 'rate_limit', true), // Gmail: unusual rate of unsolicited mail
   defer(/^421[ -]+.*\bRP-00\d/, 'rate_limit', true), // Outlook.com
   defer(/^421[ -]+.*\[?TSS?0[1-4]\]?/, 'rate_limit', true), // Yahoo: deferred due to volume or complaints
@@ -138,6 +138,15 @@ export const RESPONSE_RULES: readonly ResponseRule[] = [
   defer(/^4\d\d/, 'other'),
   soft(/^5\d\d/, 'other'),
 ];
+
+/**
+ * The rules with the operator's extra slow-down replies (`delivery.slowDownReplies`) first:
+ * each a deferral that backs the destination off. Patterns were checked when the config loaded.
+ */
+export function rulesWith(slowDownReplies: readonly string[]): readonly ResponseRule[] {
+  if (slowDownReplies.length === 0) return RESPONSE_RULES;
+  return [...slowDownReplies.map((p) => defer(new RegExp(p, 'i'), 'rate_limit', true)), ...RESPONSE_RULES];
+}
 
 /**
  * Failures that carry no SMTP reply (the connection, DNS or TLS failed), by nodemailer's

@@ -31,6 +31,12 @@ export interface SmtpTarget {
   auth?: { user: string; pass: string } | null;
   /** For relays only: verify the relay's certificate. */
   verifyCertificate?: boolean;
+  /** The local address to send from (an IP pool's); absent: the system's choice. */
+  localAddress?: string | null;
+  /** The EHLO name for this source address; absent: the client's own (delivery.hostname). */
+  ehlo?: string;
+  /** Messages a connection to this destination carries before it is retired (its provider's limit); absent: the client's. */
+  maxMessages?: number | undefined;
 }
 
 export interface SmtpEnvelope {
@@ -88,6 +94,7 @@ interface Pooled {
   key: string;
   conn: SMTPConnection;
   uses: number;
+  maxUses: number;
   broken: boolean;
   idleTimer: NodeJS.Timeout | null;
 }
@@ -111,7 +118,8 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
   // it from ~150 roots takes some 25 ms, too much for each connection.
   const verifyingContext: SecureContext | null = options.extraCa ? createSecureContext({ ca: [...rootCertificates, options.extraCa] }) : null;
 
-  const keyOf = (t: SmtpTarget) => [t.address, t.port, t.host, t.tls, t.secure ? 'secure' : '', t.auth?.user ?? ''].join('|');
+  // A kept-alive connection serves only the same source address and EHLO name.
+  const keyOf = (t: SmtpTarget) => [t.address, t.port, t.host, t.tls, t.secure ? 'secure' : '', t.auth?.user ?? '', t.localAddress ?? '', t.ehlo ?? ''].join('|');
 
   const discard = (p: Pooled, quit: boolean) => {
     p.broken = true;
@@ -132,7 +140,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
 
   const park = (p: Pooled) => {
     inUse.delete(p);
-    if (p.broken || p.conn.destroyed || p.uses >= maxUses) return discard(p, !p.broken);
+    if (p.broken || p.conn.destroyed || p.uses >= p.maxUses) return discard(p, !p.broken);
     p.idleTimer = setTimeout(() => discard(p, true), idleMs);
     p.idleTimer.unref();
     const list = idle.get(p.key) ?? [];
@@ -160,7 +168,8 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
         port: target.port,
         secure: target.secure === true,
         servername: target.host,
-        name: options.name,
+        name: target.ehlo ?? options.name,
+        ...(target.localAddress ? { localAddress: target.localAddress } : {}),
         connectionTimeout: options.timeoutMs,
         greetingTimeout: options.timeoutMs,
         socketTimeout: options.timeoutMs,
@@ -178,7 +187,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
           ...(verify && verifyingContext ? { secureContext: verifyingContext } : {}),
         },
       });
-      const pooled: Pooled = { key: keyOf(target), conn, uses: 0, broken: false, idleTimer: null };
+      const pooled: Pooled = { key: keyOf(target), conn, uses: 0, maxUses: target.maxMessages ?? maxUses, broken: false, idleTimer: null };
       let settled = false;
       conn.on('error', (err: NodemailerError) => {
         pooled.broken = true;
@@ -337,7 +346,10 @@ const isPooled = (v: Pooled | NodemailerError): v is Pooled => (v as Pooled).con
 
 /** Certificate and handshake failures surface as socket errors; report them as TLS. */
 const errorCodeOf = (e: NodemailerError): string =>
-  /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|ALTNAME/i.test(e.originalCode ?? '') || /certificate/i.test(e.message)
+  // The source address cannot be bound here: the operator's to fix, told apart from network failures.
+  e.originalCode === 'EADDRNOTAVAIL'
+    ? 'EADDRNOTAVAIL'
+    : /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|ALTNAME/i.test(e.originalCode ?? '') || /certificate/i.test(e.message)
     ? 'ETLS'
     : (e.code ?? 'ECONNECTION');
 

@@ -46,6 +46,10 @@ export interface RecordInput {
   raw?: Buffer;
   /** What the HTML carries: opens and clicks tracked or not. */
   track: TrackingFlags;
+  /** The IP pool the request named (its id), if any. */
+  ipPoolId?: string | null | undefined;
+  /** The workspace's IP pool, the last choice before the default. */
+  workspacePoolId?: string | null | undefined;
 }
 
 /** The email row, its content (when composed now) and one queue item per recipient. */
@@ -83,6 +87,8 @@ export function emailRecords(workspaceId: string, m: RecordInput): Prepared {
     scheduled_at: m.scheduledAt,
     created_at: now,
     updated_at: now,
+    // The message's pool, else its sending domain's, else its workspace's; null is the default.
+    ip_pool_id: m.ipPoolId ?? m.domain.ip_pool_id ?? m.workspacePoolId ?? null,
   };
   const queueItems: QueueItem[] = m.recipients.map((address) => ({
     id: newId(),

@@ -1,3 +1,4 @@
+import { BUILT_IN_PROVIDERS } from '../delivery/providers.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { domainClass, type DomainClass } from './domain-class.js';
 
@@ -56,7 +57,17 @@ export interface DestinationSample {
   allowed: number;
   waiting: number;
   pausedUntil: number;
+  /** The provider (or MX host, or domain of its own) and source address its limits are kept for. */
+  provider?: string | undefined;
+  source?: string | null | undefined;
+  domains?: string[] | undefined;
+  state?: 'normal' | 'backoff' | 'paused' | undefined;
 }
+
+/** The destination class of a gate's destination: its provider's, else its first recipient domain's. */
+const KNOWN_PROVIDERS = new Set(Object.keys(BUILT_IN_PROVIDERS));
+const PROVIDER_CLASS: Record<string, DomainClass> = { google: 'gmail', microsoft: 'microsoft', microsoft365: 'microsoft', yahoo: 'yahoo', apple: 'apple' };
+const classOf = (d: DestinationSample): DomainClass => (d.provider && PROVIDER_CLASS[d.provider]) || domainClass(`@${d.domains?.[0] ?? d.domain}`, null);
 
 export const noMetrics: Metrics = {
   emailsAccepted: () => {},
@@ -156,7 +167,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
         this.reset();
         const sums = new Map<DomainClass, number>();
         for (const d of readDestinations?.() ?? []) {
-          const c = domainClass(`@${d.domain}`, null);
+          const c = classOf(d);
           sums.set(c, (sums.get(c) ?? 0) + value(d));
         }
         for (const [domain_class, n] of sums) this.set({ domain_class }, n);
@@ -166,6 +177,27 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   destinationGauge('mailsvc_delivery_destination_allowed', 'SMTP transactions allowed at once now (the limit, lowered while a destination throttles us), by destination class', (d) => d.allowed);
   destinationGauge('mailsvc_delivery_destination_waiting', 'Claimed deliveries waiting for a slot of their destination, by destination class', (d) => d.waiting);
   destinationGauge('mailsvc_delivery_destination_paused', 'Destinations paused after a slow-down reply, by destination class', (d) => (d.pausedUntil > Date.now() ? 1 : 0));
+  // Adaptive shaping by provider and source address: known providers by name, every other MX host as "other".
+  new Gauge({
+    name: 'mailsvc_delivery_provider_state',
+    help: 'Destinations (a mailbox provider seen from one source address) in each state: normal, backoff (limits lowered after slow-down replies), paused',
+    labelNames: ['provider', 'source', 'state'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const counts = new Map<string, { provider: string; source: string; state: string; n: number }>();
+      for (const d of readDestinations?.() ?? []) {
+        const provider = d.provider && KNOWN_PROVIDERS.has(d.provider) ? d.provider : 'other';
+        const source = d.source ?? 'default';
+        const state = d.pausedUntil > Date.now() ? 'paused' : (d.state ?? 'normal');
+        const id = `${provider} ${source} ${state}`;
+        const c = counts.get(id) ?? { provider, source, state, n: 0 };
+        c.n++;
+        counts.set(id, c);
+      }
+      for (const c of counts.values()) this.set({ provider: c.provider, source: c.source, state: c.state }, c.n);
+    },
+  });
 
   // Every label combination shows from the start, so rate() has a zero to start from.
   for (const intake of ['http', 'smtp', 'campaign', 'workflow'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);

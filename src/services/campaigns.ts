@@ -1,3 +1,4 @@
+import { findIpPool } from '../store/ip-pools.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
@@ -31,6 +32,8 @@ import type { TemplateService } from './templates.js';
 
 export interface CampaignInput extends AbTestInput {
   name?: string | undefined;
+  /** The IP pool its messages leave through (a pool's name or id); else their domain's, their workspace's. */
+  ipPool?: string | undefined;
   subject: string;
   fromName: string;
   fromEmail: string;
@@ -73,6 +76,8 @@ export interface CampaignView {
   template_id: string | null;
   external_id: string | null;
   metadata: Record<string, unknown> | null;
+  /** The IP pool its messages leave through; null: their domain's or workspace's. */
+  ip_pool_id: string | null;
   test: boolean;
   recipients: number;
   created_at: string;
@@ -178,6 +183,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     template_id: c.template_id,
     external_id: c.external_id,
     metadata: parseJson<Record<string, unknown>>(c.metadata),
+    ip_pool_id: c.ip_pool_id,
     test: c.test === 1,
     recipients: c.recipients,
     created_at: toIso(c.created_at),
@@ -266,6 +272,8 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       throw validationError('audience_id', `audience ${input.audienceId} not found`);
     }
     if (input.topicId !== undefined) await topics.check(workspace.id, input.topicId, 'topic_id');
+    const pool = input.ipPool === undefined ? undefined : await findIpPool(db, input.ipPool);
+    if (input.ipPool !== undefined && !pool) throw validationError('ip_pool', `no IP pool named ${JSON.stringify(input.ipPool)} (GET /v1/ip-pools)`);
     const ab = await checkAbTest(input, { subject: input.subject, fromName: input.fromName, previewText: input.previewText ?? null, html, text }, templateContent(workspace.id), kept);
     const fields = {
       name,
@@ -283,6 +291,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       variables: input.variables === undefined ? null : JSON.stringify(input.variables),
       external_id: input.externalId ?? null,
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      ip_pool_id: pool?.id ?? null,
       ...ab.fields,
     };
     return { fields, variants: ab.variants };
@@ -305,6 +314,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     variables: parseJson<Variables>(c.variables) ?? undefined,
     externalId: c.external_id ?? undefined,
     metadata: parseJson<Record<string, unknown>>(c.metadata) ?? undefined,
+    ipPool: c.ip_pool_id ?? undefined,
     ...abSettingsOf(c),
   });
 

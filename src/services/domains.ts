@@ -51,6 +51,8 @@ export interface DomainView {
   metadata: Record<string, unknown> | null;
   /** The last deliverability checks (SPF, DMARC, DKIM, …); null until the first check. */
   checks: DomainChecks | null;
+  /** The IP pool of its mail when a message names none (null: the workspace's). */
+  ip_pool_id: string | null;
 }
 
 export interface AddDomainInput {
@@ -152,6 +154,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       external_id: d.external_id,
       metadata: d.metadata === null ? null : (JSON.parse(d.metadata) as Record<string, unknown>),
       checks: parseChecks(d.checks),
+      ip_pool_id: d.ip_pool_id,
     };
   };
 
@@ -254,6 +257,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         last_checked_at: null,
         last_check_error: null,
         checks: null,
+      ip_pool_id: null,
       };
       // RSA-2048: every mailbox provider verifies it; key generation runs on libuv's pool.
       const pairs = await Promise.all(

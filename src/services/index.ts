@@ -6,6 +6,7 @@ import type { QueueService } from './queue.js';
 import type { limitFor } from './rate-limits.js';
 import type { RateLimiter } from '../shared/fixed-window.js';
 import type { SuppressionService } from './suppressions.js';
+import type { IpPoolService } from './ip-pools.js';
 import type { WebhookService } from './webhooks.js';
 import type { WorkspaceService } from './workspaces.js';
 import type { EmailService } from './emails.js';
@@ -50,6 +51,8 @@ export interface Services {
   emails: EmailService;
   idempotency: IdempotencyService;
   suppressions: SuppressionService;
+  /** IP pools: the source addresses mail leaves from (instance-wide, the operator's). */
+  ipPools: IpPoolService;
   queue: QueueService;
   webhooks: WebhookService;
   tracking: TrackingService;

@@ -1,6 +1,6 @@
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { notFound, validationError } from '../shared/errors.js';
-import { sumDeliveryDestinations, type DestinationSum } from '../store/delivery-destinations.js';
+import { sumDeliveryDestinations, sumProviders, type DestinationSum, type ProviderSum } from '../store/delivery-destinations.js';
 import { refreshEmailStatus } from '../store/emails.js';
 import {
   cancelQueueItems,
@@ -13,6 +13,7 @@ import {
 } from '../store/queue.js';
 import { QUEUE_STATUSES, type QueueItem, type QueueStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
+import { destinationLimitOf, limitSetting } from '../delivery/destination-key.js';
 
 /** Operator views and actions on the delivery queue (`mailsvc queue list|retry|cancel`). */
 
@@ -55,6 +56,8 @@ export interface QueueService {
   retry(ids: string[] | 'all-deferred', workspaceId?: string): Promise<QueueItemView[]>;
   /** Cancels waiting rows; rows in flight or finished are left alone. */
   cancel(ids: string[]): Promise<QueueItemView[]>;
+  /** Each destination (mailbox provider and source address) as the running nodes reported it in the last 30 s: state, limits, last slow-down reply. */
+  providers(): Promise<ProviderSum[]>;
 }
 
 export const queueItemView = (q: QueueItem, waiting: string | null = null): QueueItemView => ({
@@ -76,10 +79,11 @@ export const queueItemView = (q: QueueItem, waiting: string | null = null): Queu
   waiting,
 });
 
-const limitText = (config: ServiceDeps['config']['delivery'], domain: string): string => {
-  const own = config.domainLimits[domain];
-  const limit = own ?? config.defaultDomainLimit;
-  return `${domain} takes ${limit.concurrency} at once and ${limit.perMinute.toLocaleString('en-US')}/min (${own ? `delivery.domainLimits["${domain}"]` : 'delivery.defaultDomainLimit'})`;
+/** A destination's limits in words: `group` is its provider (or MX host, or the domain) when a node reported it. */
+const limitText = (config: ServiceDeps['config']['delivery'], domain: string, group = domain): string => {
+  const limit = destinationLimitOf(config)(group);
+  const name = group === domain ? domain : `${domain} (${group})`;
+  return `${name} takes ${limit.concurrency} at once and ${limit.perMinute.toLocaleString('en-US')}/min (${limitSetting(config, group)})`;
 };
 
 /**
@@ -91,7 +95,7 @@ function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, numbe
   if (q.status === 'sending') {
     const gate = gates.get(q.recipient_domain);
     const seen = gate ? `: ${gateText(gate)}` : ': in an SMTP transaction or waiting for a slot';
-    return `claimed by ${q.lease_owner ?? 'a worker'} until ${toIsoOrNull(q.lease_until) ?? '?'}${seen} (${limitText(config, q.recipient_domain)})`;
+    return `claimed by ${q.lease_owner ?? 'a worker'} until ${toIsoOrNull(q.lease_until) ?? '?'}${seen} (${limitText(config, q.recipient_domain, gate?.provider)}${gate?.source ? `, from ${gate.source}` : ''})`;
   }
   if (q.next_attempt_at > now) {
     const at = toIso(q.next_attempt_at);
@@ -99,10 +103,12 @@ function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, numbe
     return q.last_response ? `held until ${at}: ${q.last_response.slice(0, 120)}` : `scheduled for ${at}`;
   }
   const due = dueByDomain.get(q.recipient_domain) ?? 1;
-  const limit = config.domainLimits[q.recipient_domain] ?? config.defaultDomainLimit;
+  const gate = gates.get(q.recipient_domain);
+  const limit = destinationLimitOf(config)(gate?.provider ?? q.recipient_domain);
   const minutes = due / limit.perMinute;
   const eta = minutes >= 1 ? `; at that rate about ${Math.ceil(minutes)} min for all of them` : '';
-  return `due: waiting its turn, ${due.toLocaleString('en-US')} due for ${limitText(config, q.recipient_domain)}${eta}`;
+  const state = gate?.hold === 'paused' ? `; ${gate.provider} is backed off${gate.source ? ` on ${gate.source}` : ''} until ${gate.paused_until} after a slow-down reply` : '';
+  return `due: waiting its turn, ${due.toLocaleString('en-US')} due for ${limitText(config, q.recipient_domain, gate?.provider)}${eta}${state}`;
 }
 
 /** A destination's gate in words. */
@@ -153,6 +159,8 @@ export function createQueueService(deps: ServiceDeps): QueueService {
       }
       return rows.map((r) => queueItemView(r));
     },
+
+    providers: () => sumProviders(db, clock.now() - DESTINATION_REPORT_MS, clock.now()),
 
     async cancel(ids) {
       const targets = await idsOf(ids);

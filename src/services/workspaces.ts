@@ -47,6 +47,7 @@ export function createWorkspaceService(deps: ServiceDeps): WorkspaceService {
       default_from_email: null,
       created_at: clock.now(),
       logo_url: null,
+      ip_pool_id: null,
     };
     await saveWorkspace(db, row);
     return row;

@@ -19,6 +19,8 @@ export interface WorkspacesTable {
   created_at: number;
   /** An https URL of the logo shown with the name on the preference centre. */
   logo_url: Generated<string | null>;
+  /** The IP pool of its mail when neither the message nor its sending domain names one (null: the default). */
+  ip_pool_id: Generated<string | null>;
 }
 
 export type CredentialKind = 'live' | 'test' | 'oauth';
@@ -60,6 +62,8 @@ export interface DomainsTable {
   last_check_error: string | null;
   /** JSON: the last deliverability checks (services/deliverability/domain-checks.ts); null until first run. */
   checks: string | null;
+  /** The IP pool of mail from this domain when the message names none (null: the workspace's). */
+  ip_pool_id: Generated<string | null>;
 }
 
 /** One row per DKIM token: the token is the selector, with its own key pair. */
@@ -134,6 +138,8 @@ export interface EmailsTable {
   scheduled_at: number | null;
   created_at: number;
   updated_at: number;
+  /** The IP pool it leaves through, chosen when it was accepted (null: the default, the system's address). */
+  ip_pool_id: Generated<string | null>;
 }
 
 export interface EmailContentsTable {
@@ -421,6 +427,8 @@ export interface CampaignsTable {
   variables: string | null;
   external_id: string | null;
   metadata: string | null;
+  /** The IP pool its messages leave through; null: their domain's or workspace's. */
+  ip_pool_id: Generated<string | null>;
   test: number;
   /** Subscribers selected when the campaign was accepted. */
   recipients: number;
@@ -968,6 +976,42 @@ export interface Database {
   stats_hourly: StatsHourlyTable;
   instance: InstanceTable;
   delivery_destinations: DeliveryDestinationsTable;
+  ip_pools: IpPoolsTable;
+  ip_pool_addresses: IpPoolAddressesTable;
+  ip_warmups: IpWarmupsTable;
+  warmup_counts: WarmupCountsTable;
+}
+
+/** An address in warm-up (docs/deliverability.md, Warm-up). */
+export interface IpWarmupsTable {
+  address: string;
+  started_at: number;
+  /** JSON array of daily caps per provider; null: the default schedule (delivery.warmup). */
+  schedule: string | null;
+}
+
+/** Messages an address in warm-up sent to one provider on one warm-up day. */
+export interface WarmupCountsTable {
+  address: string;
+  provider: string;
+  period_start: number;
+  count: number;
+}
+
+/** A named set of source addresses that mail leaves from (docs/deliverability.md, IP pools). */
+export interface IpPoolsTable {
+  id: string;
+  name: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One source address of a pool, with the EHLO name it greets with (matching its PTR). */
+export interface IpPoolAddressesTable {
+  pool_id: string;
+  address: string;
+  ehlo: string;
+  position: number;
 }
 
 /** Facts about the database itself (the secret key's check value). */
@@ -988,6 +1032,19 @@ export interface DeliveryDestinationsTable {
   paused_until: number | null;
   hold: 'paused' | 'concurrency' | 'rate' | null;
   updated_at: number;
+  /** The mailbox provider (or MX host, or domain of its own) the destination's limits apply to. */
+  provider: Generated<string | null>;
+  /** The source address; null: the system's. */
+  source: Generated<string | null>;
+  /** Recipient domains lately delivered through it, space-separated. */
+  domains: Generated<string | null>;
+  state: Generated<'normal' | 'backoff' | 'paused' | null>;
+  /** Messages per minute allowed now (lowered in back-off). */
+  per_minute: Generated<number | null>;
+  limit_concurrency: Generated<number | null>;
+  limit_per_minute: Generated<number | null>;
+  last_reply: Generated<string | null>;
+  last_reply_at: Generated<number | null>;
 }
 
 export type Workspace = Selectable<WorkspacesTable>;
@@ -1034,3 +1091,7 @@ export type DmarcReport = Selectable<DmarcReportsTable>;
 export type DmarcReportRecord = Selectable<DmarcReportRecordsTable>;
 export type TlsReport = Selectable<TlsReportsTable>;
 export type ReputationStateRow = Selectable<ReputationStatesTable>;
+export type IpPool = Selectable<IpPoolsTable>;
+export type IpPoolAddress = Selectable<IpPoolAddressesTable>;
+export type IpWarmup = Selectable<IpWarmupsTable>;
+export type WarmupCount = Selectable<WarmupCountsTable>;

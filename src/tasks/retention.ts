@@ -1,3 +1,4 @@
+import { pruneWarmupCounts } from '../store/warmups.js';
 import { deleteExpiredWindows } from '../store/rate-limits.js';
 import { deleteReportsBefore } from '../store/deliverability-reports.js';
 import { deleteStatsBefore } from '../store/stats.js';
@@ -9,6 +10,9 @@ import { IDEMPOTENCY_TTL_MS } from '../services/idempotency.js';
 
 const DAY = 24 * 3600 * 1000;
 
+/** Warm-up counts of days that began longer ago than this are deleted. */
+const WARMUP_COUNTS_KEPT_MS = 7 * 24 * 3600 * 1000;
+
 export interface RetentionReport {
   idempotencyKeys: number;
   deliveryAttempts: number;
@@ -18,6 +22,7 @@ export interface RetentionReport {
   workflowRuns: number;
   deliverabilityReports: number;
   hourlyStats: number;
+  warmupCounts: number;
 }
 
 /**
@@ -40,5 +45,7 @@ export async function runRetention(deps: { db: Db; clock: Clock; config: Config 
     // DMARC and TLS reports are summaries, not mail: kept a year at least, for trends.
     deliverabilityReports: await deleteReportsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
     hourlyStats: await deleteStatsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
+    // Only the current warm-up day's counts are read; a day's are kept a while to be looked at.
+    warmupCounts: await pruneWarmupCounts(deps.db, now - Math.max(WARMUP_COUNTS_KEPT_MS, 2 * deps.config.delivery.warmup.daySeconds * 1000)),
   };
 }

@@ -16,6 +16,8 @@ export interface QueueOptions {
   type?: EmailType;
   test?: boolean;
   now?: number;
+  /** The IP pool it leaves through (its id). */
+  ipPoolId?: string | null;
 }
 
 /**
@@ -74,6 +76,7 @@ export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> 
     scheduled_at: null,
     created_at: now,
     updated_at: now,
+    ip_pool_id: options.ipPoolId ?? null,
   };
   const recipients: QueueItem[] = options.to.map((address) => ({
     id: newId(),

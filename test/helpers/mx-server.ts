@@ -21,6 +21,8 @@ export interface ReceivedMessage {
   user: string | null;
   /** The address the client connected to (tells MX hosts apart on one port). */
   localAddress: string;
+  /** The address the client connected from (an IP pool's source address). */
+  remoteAddress: string;
   sessionId: string;
   messageId: string | null;
 }
@@ -107,6 +109,7 @@ export async function startMxServer(
           ehlo: session.hostNameAppearsAs,
           user: (session.user as string | undefined) ?? null,
           localAddress: session.localAddress,
+          remoteAddress: session.remoteAddress.replace(/^::ffff:/, ''),
           sessionId: session.id,
           messageId: headerValue(raw, 'Message-ID'),
         };

@@ -112,7 +112,7 @@ for (const target of targets) {
       await a.db.insertInto('rate_limit_windows').values([{ key: 'k', window_start: now - 2000, count: 1, expires_at: now - 1000 }]).execute();
 
       const report = await runRetention({ db: b.db, clock, config });
-      assert.deepEqual(report, { idempotencyKeys: 1, deliveryAttempts: 0, events: 1, receivedEmails: 0, rateLimitWindows: 1, workflowRuns: 0, deliverabilityReports: 0, hourlyStats: 0 });
+      assert.deepEqual(report, { idempotencyKeys: 1, deliveryAttempts: 0, events: 1, receivedEmails: 0, rateLimitWindows: 1, workflowRuns: 0, deliverabilityReports: 0, hourlyStats: 0, warmupCounts: 0 });
       const keys = await a.db.selectFrom('idempotency_keys').select('key').orderBy('key').execute();
       assert.deepEqual(keys.map((k) => k.key), ['fresh', 'old-running']);
       const events = await a.db.selectFrom('events').select('id').execute();

@@ -88,6 +88,19 @@ describe('SMTP submission', () => {
     assert.equal(mail.messageId, info.messageId, "the client's Message-ID is kept");
   });
 
+  it('X-Mailsvc-Ip-Pool names the IP pool the message leaves through; an unknown pool is refused', async () => {
+    const pool = await server.runtime.services.ipPools.create({ name: 'submitted', addresses: [{ address: '127.0.0.2' }] });
+    const info = await transport().sendMail({ from: 'a@acme.example', to: 'b@example.org', subject: 'Pooled', text: 'hi', headers: { 'X-Mailsvc-Ip-Pool': 'submitted' } });
+    const id = queuedId(info.response);
+    const row = await server.runtime.store.db.selectFrom('emails').select('ip_pool_id').where('id', '=', id).executeTakeFirstOrThrow();
+    assert.equal(row.ip_pool_id, pool.id);
+    assert.ok(!/^x-mailsvc-ip-pool/im.test((await rawOf(id)).toString()), 'the header is stripped');
+    await assert.rejects(
+      transport().sendMail({ from: 'a@acme.example', to: 'b@example.org', subject: 'Pooled', text: 'hi', headers: { 'X-Mailsvc-Ip-Pool': 'nope' } }),
+      (err: Error & { responseCode?: number }) => err.responseCode === 554 && /X-Mailsvc-Ip-Pool: no IP pool named "nope"/.test(err.message),
+    );
+  });
+
   it('accepts mail over implicit TLS with AUTH LOGIN, and from a test key', async () => {
     const info = await transport({ implicit: true, method: 'LOGIN' }).sendMail({ from: 'a@acme.example', to: 'b@example.org', subject: 'TLS', text: 'hi' });
     assert.match(info.response, /^250 /);

@@ -61,7 +61,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
     showRateLimit(deps, routeOf, deps.logger),
     authenticate(deps),
     parseBody(deps.config.http.bodyLimit),
-    selectWorkspace(deps),
+    selectWorkspace(deps, (ctx) => routeOf(ctx)?.master === true),
     router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
     async (ctx: Ctx) => {
       await limitWorkspace(ctx, deps, 'api');

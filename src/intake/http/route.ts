@@ -50,6 +50,11 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   paginated?: boolean;
   /** Content type of a successful response that is not JSON. */
   responseType?: string;
+  /**
+   * The instance's, not a workspace's (IP pools, delivery state): a master key only, and no
+   * workspace is chosen. Its handler's `workspace` is absent.
+   */
+  master?: boolean;
   handler(input: HandlerInput<z.infer<B>, z.infer<Q>>): Promise<unknown>;
 }
 
@@ -60,6 +65,7 @@ export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodT
 export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: Record<string, string>): Promise<void> {
   const principal = ctx.state.principal!;
   const workspace = ctx.state.workspace!;
+  if (route.master && !principal.master) throw new AppError('forbidden', `${route.method} ${route.path} is the operator's: it takes a master key`);
   if (route.operation) await limitWorkspace(ctx, deps, route.operation);
   if (!hasScope(principal, route.scope)) {
     throw new AppError('forbidden', `This ${principal.kind === 'oauth' ? 'access token' : 'API key'} lacks the scope ${route.scope}${principal.kind !== 'oauth' ? ' (it has sending access only)' : ''}`);

@@ -1,6 +1,7 @@
 import { AppError, isAppError, validationError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { listDomains } from '../../store/domains.js';
+import { findIpPool } from '../../store/ip-pools.js';
 import type { Domain, EmailType, Workspace } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import { checkMetadata } from '../../shared/metadata.js';
@@ -97,6 +98,14 @@ export function createSendService(deps: SendServiceDeps): SendService {
     throw new AppError('forbidden', `${field}: ${domain} is not a verified domain of this workspace`, { field });
   }
 
+  /** The pool a request names, by name or id: a 400 on the field when there is none. */
+  async function poolOf(field: string, name: string | undefined): Promise<string | null> {
+    if (name === undefined) return null;
+    const pool = await findIpPool(db, name);
+    if (!pool) throw validationError(field, `no IP pool named ${JSON.stringify(name)} (GET /v1/ip-pools)`);
+    return pool.id;
+  }
+
   async function defaultSender(workspace: Workspace): Promise<Address> {
     if (workspace.default_from_email) return { name: '', address: workspace.default_from_email };
     const verified = (await listDomains(db, workspace.id)).find((d) => d.status === 'verified');
@@ -147,6 +156,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
     if (scheduledAt !== null && scheduledAt > now + MAX_SCHEDULE_MS) throw validationError('scheduled_at', 'must be within 30 days');
 
     const headers = checkHeaders(input.headers);
+    const ipPoolId = await poolOf('ip_pool', input.ipPool);
     const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
     const messageId = `<${id}@${domain.name}>`;
     // Tracking: on for marketing, off for transactional, unless the request says (SPEC, /v1).
@@ -176,6 +186,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
       scheduledAt,
       raw,
       track,
+      ipPoolId,
+      workspacePoolId: workspace.ip_pool_id,
     });
   }
 
@@ -236,7 +248,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw validationError('X-Mailsvc-Metadata', 'must be a JSON object');
     }
     const tags = get('x-mailsvc-tags')?.split(',').map((t) => t.trim()).filter(Boolean);
-    return { type: type as EmailType, metadata, tags, externalId: get('x-mailsvc-external-id') };
+    return { type: type as EmailType, metadata, tags, externalId: get('x-mailsvc-external-id'), ipPool: get('x-mailsvc-ip-pool') };
   }
 
   async function prepareRaw(workspace: Workspace, input: RawSendInput): Promise<Prepared> {
@@ -289,6 +301,8 @@ export function createSendService(deps: SendServiceDeps): SendService {
       raw,
       // A submitted message is sent as it is: its HTML is not rewritten for tracking.
       track: { opens: false, clicks: false },
+      ipPoolId: await poolOf('X-Mailsvc-Ip-Pool', options.ipPool),
+      workspacePoolId: workspace.ip_pool_id,
     });
   }
 

@@ -42,6 +42,8 @@ export interface SendInput {
   subscriberId?: string | undefined;
   /** The caller's key may send from this domain only (a restricted sending key). */
   senderDomainId?: string | null | undefined;
+  /** The IP pool it leaves through (name or id); else its sending domain's, its workspace's, the default. */
+  ipPool?: string | undefined;
 }
 
 export interface SendResult {

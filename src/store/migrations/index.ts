@@ -20,6 +20,10 @@ import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
 import { workspaceBranding } from './0042-workspace-branding.js';
+import { ipPools } from './0050-ip-pools.js';
+import { destinationState } from './0051-destination-state.js';
+import { ipWarmup } from './0052-ip-warmup.js';
+import { campaignIpPool } from './0053-campaign-ip-pool.js';
 
 /**
  * Migrations in order. Names sort lexically and never change once released; a new schema
@@ -47,5 +51,9 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0043-row-notify': rowNotify(dialect),
     '0044-inboxes': inboxes(dialect),
     '0045-inbox-agent-runs': inboxAgentRuns(),
+    '0050-ip-pools': ipPools(),
+    '0051-destination-state': destinationState(),
+    '0052-ip-warmup': ipWarmup(),
+    '0053-campaign-ip-pool': campaignIpPool(),
   };
 }

@@ -19,6 +19,7 @@ import { registerSuppressionRoutes } from './pages/suppressions.js';
 import { registerTemplateRoutes } from './pages/templates.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
 import { registerWorkflowRoutes } from './pages/workflows.js';
+import { registerDeliveryRoutes } from './pages/delivery.js';
 import { clearSessionCookie, requireSession, SESSION_COOKIE, type DashCtx, type DashState } from './session.js';
 
 const PAGE_CSP = [
@@ -75,6 +76,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerInboxThreadRoutes(router, deps);
   registerReceivingRoutes(router, deps);
   registerWorkflowRoutes(router, deps);
+  registerDeliveryRoutes(router, deps);
   return router;
 }
 

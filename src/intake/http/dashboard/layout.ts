@@ -22,6 +22,7 @@ export const SECTIONS = [
   ['suppressions', 'Suppressions'],
   ['receiving', 'Receiving'],
   ['workflows', 'Workflows'],
+  ['delivery', 'Delivery'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
 
@@ -36,7 +37,7 @@ export const actionButton = (view: DashView, action: string, label: string, clas
 export const copyField = (id: string, value: string, label = 'Copy') =>
   html`<span class="secret"><input id="${id}" readonly value="${value}" aria-label="${label}"><button type="button" class="secondary" data-copy="${id}">${label}</button></span>`;
 
-const GOOD = new Set(['delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook', 'completed', 'ok']);
+const GOOD = new Set(['normal', 'warm', 'delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook', 'completed', 'ok']);
 const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed', 'reject', 'failing', 'paused']);
 export const badge = (status: string) =>
   html`<span class="badge ${GOOD.has(status) ? 'good' : BAD.has(status) ? 'bad' : 'wait'}">${status}</span>`;

@@ -54,11 +54,13 @@ export function authenticate(deps: HttpDeps) {
 }
 
 /** The workspace the request acts on: a master key's choice, checked; a workspace key's own. */
-export function selectWorkspace(deps: HttpDeps) {
+export function selectWorkspace(deps: HttpDeps, instanceWide: (ctx: Ctx) => boolean = () => false) {
   const { services } = deps;
   return async function selectWorkspaceMiddleware(ctx: Ctx, next: Next): Promise<void> {
     const principal = ctx.state.principal!;
     const requested = requestedWorkspace(ctx);
+    // The instance's routes act on no workspace: a master key names none (the route refuses other keys).
+    if (principal.master && !requested && instanceWide(ctx)) return next();
     if (principal.master) {
       if (!requested) {
         throw new AppError('validation_error', 'workspace_id: is required with a master key (X-Workspace-Id header, workspace_id query parameter or body field)', { field: 'workspace_id' });

@@ -15,6 +15,8 @@ import { v1EmailContentRoutes, v1EmailRoutes } from './v1/emails.js';
 import { v1InboxRoutes } from './v1/inboxes.js';
 import { v1InboxThreadRoutes } from './v1/inbox-threads.js';
 import { v1InboxDraftRoutes } from './v1/inbox-drafts.js';
+import { v1IpPoolRoutes } from './v1/ip-pools.js';
+import { v1DeliveryRoutes } from './v1/delivery.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
 import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
@@ -44,6 +46,8 @@ export const apiRoutes: Route[] = [
   ...v1InboxRoutes,
   ...v1InboxThreadRoutes,
   ...v1InboxDraftRoutes,
+  ...v1IpPoolRoutes,
+  ...v1DeliveryRoutes,
   ...v1AutomationRoutes,
   ...v1WorkflowEventRoutes,
   ...legacySendRoutes,

@@ -33,6 +33,8 @@ const contentFields = {
   /** Ours: the content of a template instead of html. */
   template_id: z.string().optional(),
   variables: z.record(z.string(), z.unknown()).optional(),
+  /** Ours: the IP pool its messages leave through (a pool's name). */
+  ip_pool: z.string().max(100).optional(),
   ...abTestFields,
 };
 
@@ -58,6 +60,7 @@ function toInput(body: Content): Partial<CampaignInput> {
     replyTo: body.reply_to === undefined ? undefined : Array.isArray(body.reply_to) ? body.reply_to : [body.reply_to],
     previewText: body.preview_text,
     variables: body.variables,
+    ipPool: body.ip_pool,
     ...toAbInput(body),
   };
   return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<CampaignInput>;
@@ -83,6 +86,7 @@ const render = (c: CampaignView, now: number) => ({
   subject: c.subject,
   reply_to: c.reply_to,
   preview_text: c.preview_text,
+  ip_pool_id: c.ip_pool_id,
   html: c.html,
   text: c.text,
   status: statusOf(c, now),

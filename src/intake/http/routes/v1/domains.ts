@@ -93,6 +93,19 @@ export const v1DomainRoutes = [
     handler: async ({ deps, workspace, params }) => render(deps, workspace.id, (await deps.services.domains.verify(workspace.id, params.id!)).domain, true),
   }),
   defineRoute({
+    method: 'PATCH',
+    path: '/v1/domains/:id',
+    summary: "Update a domain: `ip_pool`, the IP pool of its mail when a message names none (a pool's name; null: the workspace's). Resend's tracking and TLS fields are taken and ignored",
+    operation: 'domains.write',
+    scope: 'domains:write',
+    body: z.looseObject({ ip_pool: z.string().max(100).nullable().optional() }),
+    handler: async ({ deps, workspace, params, body }) => {
+      const domain = await deps.services.domains.get(workspace.id, params.id!);
+      if (body.ip_pool !== undefined) await deps.services.ipPools.setDomainPool(workspace.id, domain.id, body.ip_pool);
+      return { object: 'domain' as const, id: domain.id };
+    },
+  }),
+  defineRoute({
     method: 'DELETE',
     path: '/v1/domains/:id',
     summary: 'Remove a domain and its DKIM keys',

@@ -101,6 +101,8 @@ const emailFields = {
   track_clicks: z.boolean().optional(),
   metadata: metadata.optional(),
   external_id: z.string().optional(),
+  /** The IP pool it leaves through (a pool's name); else its domain's, its workspace's, the default. */
+  ip_pool: z.string().max(100).optional(),
 };
 
 export const sendEmailBody = z.object({
@@ -177,6 +179,7 @@ export function toSendInput(body: EmailBody, to: string | string[], caller: Call
     scheduledAt: parseScheduledAt(body.scheduled_at, caller.now),
     trackOpens: body.track_opens,
     trackClicks: body.track_clicks,
+    ipPool: body.ip_pool,
     ...overrides,
   };
 }

@@ -1,0 +1,59 @@
+import type { Db } from './db.js';
+import type { IpWarmup, WarmupCount } from './tables.js';
+
+export const listWarmups = (db: Db): Promise<IpWarmup[]> => db.selectFrom('ip_warmups').selectAll().orderBy('address').execute();
+
+/** Starts (or restarts from day 0) the warm-up of an address. */
+export async function saveWarmup(db: Db, row: IpWarmup): Promise<void> {
+  await db
+    .insertInto('ip_warmups')
+    .values(row)
+    .onConflict((oc) => oc.column('address').doUpdateSet({ started_at: row.started_at, schedule: row.schedule }))
+    .execute();
+}
+
+export async function deleteWarmup(db: Db, address: string): Promise<boolean> {
+  const result = await db.deleteFrom('ip_warmups').where('address', '=', address).executeTakeFirst();
+  await db.deleteFrom('warmup_counts').where('address', '=', address).execute();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * Counts `n` messages against the day's cap of `address` for `provider`, if they fit: one
+ * conditional UPDATE, so nodes sharing the database never send more than the cap between them.
+ */
+export async function reserveWarmup(db: Db, key: { address: string; provider: string; periodStart: number }, n: number, cap: number): Promise<boolean> {
+  if (n > cap) return false;
+  await db
+    .insertInto('warmup_counts')
+    .values({ address: key.address, provider: key.provider, period_start: key.periodStart, count: 0 })
+    .onConflict((oc) => oc.columns(['address', 'provider', 'period_start']).doNothing())
+    .execute();
+  const result = await db
+    .updateTable('warmup_counts')
+    .set((eb) => ({ count: eb('count', '+', n) }))
+    .where('address', '=', key.address)
+    .where('provider', '=', key.provider)
+    .where('period_start', '=', key.periodStart)
+    .where('count', '<=', cap - n)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** The counts of the given warm-up days, by address. */
+export async function listWarmupCounts(db: Db, days: Array<{ address: string; periodStart: number }>): Promise<WarmupCount[]> {
+  if (days.length === 0) return [];
+  return db
+    .selectFrom('warmup_counts')
+    .selectAll()
+    .where((eb) => eb.or(days.map((d) => eb.and([eb('address', '=', d.address), eb('period_start', '=', d.periodStart)]))))
+    .orderBy('address')
+    .orderBy('provider')
+    .execute();
+}
+
+/** Counts of warm-up days before `before` are no longer read. */
+export async function pruneWarmupCounts(db: Db, before: number): Promise<number> {
+  const result = await db.deleteFrom('warmup_counts').where('period_start', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
