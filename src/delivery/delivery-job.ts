@@ -456,7 +456,7 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
       return [...held, ...idle].map((s) => {
         const d = destinations.get(s.domain);
         const limit = limitOf(s.domain);
-        return { ...s, provider: d?.group ?? groupOfKey(s.domain), source: d?.source ?? null, domains: d ? [...d.domains].sort() : [], limit: { concurrency: limit.concurrency, perMinute: limit.perMinute } };
+        return { ...s, provider: d?.group ?? groupOfKey(s.domain), named: d ? d.provider !== null : false, source: d?.source ?? null, domains: d ? [...d.domains].sort() : [], limit: { concurrency: limit.concurrency, perMinute: limit.perMinute } };
       });
     },
   };

@@ -9,6 +9,8 @@ export interface DestinationState {
   domain: string;
   /** The mailbox provider (or MX host, or domain of its own) the limits apply to. */
   provider?: string | undefined;
+  /** Whether `provider` names a mailbox provider of the table (built in or delivery.providers), not an MX host or a domain. */
+  named?: boolean | undefined;
   /** The source address; null: the system's. */
   source?: string | null | undefined;
   /** Recipient domains recently delivered through it. */

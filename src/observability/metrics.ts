@@ -1,4 +1,3 @@
-import { BUILT_IN_PROVIDERS } from '../delivery/providers.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { domainClass, type DomainClass } from './domain-class.js';
 
@@ -59,13 +58,14 @@ export interface DestinationSample {
   pausedUntil: number;
   /** The provider (or MX host, or domain of its own) and source address its limits are kept for. */
   provider?: string | undefined;
+  /** `provider` is a mailbox provider's name (a bounded set), not an MX host or a domain. */
+  named?: boolean | undefined;
   source?: string | null | undefined;
   domains?: string[] | undefined;
   state?: 'normal' | 'backoff' | 'paused' | undefined;
 }
 
 /** The destination class of a gate's destination: its provider's, else its first recipient domain's. */
-const KNOWN_PROVIDERS = new Set(Object.keys(BUILT_IN_PROVIDERS));
 const PROVIDER_CLASS: Record<string, DomainClass> = { google: 'gmail', microsoft: 'microsoft', microsoft365: 'microsoft', yahoo: 'yahoo', apple: 'apple' };
 const classOf = (d: DestinationSample): DomainClass => (d.provider && PROVIDER_CLASS[d.provider]) || domainClass(`@${d.domains?.[0] ?? d.domain}`, null);
 
@@ -187,7 +187,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
       this.reset();
       const counts = new Map<string, { provider: string; source: string; state: string; n: number }>();
       for (const d of readDestinations?.() ?? []) {
-        const provider = d.provider && KNOWN_PROVIDERS.has(d.provider) ? d.provider : 'other';
+        const provider = d.provider && d.named ? d.provider : 'other';
         const source = d.source ?? 'default';
         const state = d.pausedUntil > Date.now() ? 'paused' : (d.state ?? 'normal');
         const id = `${provider} ${source} ${state}`;
