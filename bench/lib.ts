@@ -53,7 +53,8 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
  */
 export function serve(env: Record<string, string>): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const flags = [...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+    const child = spawn(process.execPath, [...flags, bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
     child.stderr.on('data', (d) => {
