@@ -60,7 +60,19 @@ export interface DomainsTable {
   last_check_error: string | null;
   /** JSON: the last deliverability checks (services/deliverability/domain-checks.ts); null until first run. */
   checks: string | null;
+  /** 0/1; null: the server's tracking.opens for marketing mail, off for transactional. */
+  open_tracking: number | null;
+  /** 0/1; null: the server's tracking.clicks for marketing mail, off for transactional. */
+  click_tracking: number | null;
+  /** enforced: its mail goes over STARTTLS or not at all. */
+  tls: DomainTls;
+  /** The VERP return path's subdomain; null: delivery.returnPathSubdomain. */
+  return_path_subdomain: string | null;
+  tracking_subdomain: string | null;
 }
+
+export const DOMAIN_TLS = ['opportunistic', 'enforced'] as const;
+export type DomainTls = (typeof DOMAIN_TLS)[number];
 
 /** One row per DKIM token: the token is the selector, with its own key pair. */
 export interface DkimKeysTable {
