@@ -25,6 +25,8 @@ import { createIdempotencyService } from './services/idempotency.js';
 import { createQueueService } from './services/queue.js';
 import { limitFor } from './services/rate-limits.js';
 import { MemoryRateLimiter } from './shared/fixed-window.js';
+import { createCampaignEngagementService } from './services/campaign-engagement.js';
+import { createUsageService } from './services/usage.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
@@ -148,6 +150,8 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     audiences,
     topics,
     campaigns: createCampaignService({ ...deps, send, templates, topics }),
+    campaignEngagement: createCampaignEngagementService(deps),
+    usage: createUsageService(deps),
     unsubscribe: createUnsubscribeService({ ...deps, subscribers }),
     preferences: createPreferenceService({ ...deps, subscribers, topics }),
     emails: createEmailService({ ...deps, contentFor: content }),

@@ -28,6 +28,8 @@ import type { WorkflowService } from './workflows/workflows.js';
 import type { ReputationGuard } from './deliverability/reputation-guard.js';
 import type { ReportSummaries } from './deliverability/report-summaries.js';
 import type { EmailMetricsService } from './deliverability/email-metrics.js';
+import type { CampaignEngagementService } from './campaign-engagement.js';
+import type { UsageService } from './usage.js';
 
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
@@ -40,6 +42,10 @@ export interface Services {
   audiences: AudienceService;
   topics: TopicService;
   campaigns: CampaignService;
+  /** A broadcast's recipients by event and the links they clicked. */
+  campaignEngagement: CampaignEngagementService;
+  /** What a workspace used against its limits (Resend's usage.get). */
+  usage: UsageService;
   unsubscribe: UnsubscribeService;
   /** The preference centre behind every unsubscribe link. */
   preferences: PreferenceService;

@@ -250,4 +250,209 @@ describe('the Resend SDK, the rest of its methods', () => {
       failed(await resend.domains.update({ id: '00000000-0000-7000-8000-000000000000', openTracking: true }), 404, 'not_found');
     });
   });
+
+  describe('broadcasts.recipients and broadcasts.clickedLinks', () => {
+    let broadcastId: string;
+    const people = ['ann@customer.test', 'bob@customer.test', 'cat@customer.test'];
+
+    before(async () => {
+      clock.advance(61_000);
+      const segment = ok(await resend.segments.create({ name: 'Readers' }), 'segments.create');
+      for (const email of people) ok(await resend.contacts.create({ email, segments: [{ id: segment.id }] }), 'contacts.create');
+      const before = mx.messages.length;
+      const created = ok(
+        await resend.broadcasts.create({
+          segmentId: segment.id,
+          from: 'news@acme.test',
+          subject: 'News',
+          html: '<p><a href="https://shop.example/a">A</a> <a href="https://shop.example/b">B</a></p>',
+          send: true,
+        }),
+        'broadcasts.create',
+      );
+      broadcastId = created.id;
+      const arrived = (await mx.waitFor(before + people.length, 20_000)).slice(before);
+      const linksOf = async (to: string) => {
+        const html = String((await simpleParser(arrived.find((m) => m.to.includes(to))!.raw)).html);
+        return [...html.matchAll(/href="([^"]*\/t\/c\/[^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'));
+      };
+      // ann clicks A twice and B once; bob clicks A once; cat clicks nothing.
+      const [annA, annB] = await linksOf('ann@customer.test');
+      const [bobA] = await linksOf('bob@customer.test');
+      // The engagement rules count a click seconds after delivery as a person's.
+      clock.advance(120_000);
+      for (const url of [annA!, annA!, annB!, bobA!]) {
+        const res = await fetch(url, { redirect: 'manual', headers: { 'user-agent': 'Mozilla/5.0 (Macintosh) Safari/605.1.15' } });
+        assert.equal(res.status, 302, url);
+      }
+    });
+
+    it('lists recipients by event type with the fields the SDK declares', async () => {
+      // The MX has the messages; their delivery is recorded a moment later.
+      const delivered = await eventually(async () => {
+        const list = ok(await resend.broadcasts.recipients(broadcastId, { type: 'delivered' }), 'broadcasts.recipients delivered');
+        return list.data.length === people.length ? list : undefined;
+      });
+      assert.equal(delivered.object, 'list');
+      assert.equal(delivered.has_more, false);
+      assert.deepEqual(delivered.data.map((r) => r.email).sort(), people);
+      for (const r of delivered.data) hasFields(r, { id: 'string', contact_id: 'string|null', email: 'string' }, 'BroadcastRecipient');
+      assert.ok(delivered.data.every((r) => typeof r.contact_id === 'string'), 'each is a contact');
+
+      const clicked = ok(await resend.broadcasts.recipients(broadcastId, { type: 'clicked' }), 'broadcasts.recipients clicked');
+      assert.deepEqual(clicked.data.map((r) => r.email).sort(), ['ann@customer.test', 'bob@customer.test']);
+      const ann = clicked.data.find((r) => r.email === 'ann@customer.test')!;
+      hasFields(ann, { id: 'string', contact_id: 'string|null', email: 'string', count: 'number', clicked_links: 'array' }, 'BroadcastRecipient<clicked>');
+      assert.equal(ann.count, 3);
+      assert.deepEqual(ann.clicked_links, [
+        { url: 'https://shop.example/a', clicks: 2 },
+        { url: 'https://shop.example/b', clicks: 1 },
+      ]);
+
+      const onlyBob = ok(await resend.broadcasts.recipients(broadcastId, { type: 'clicked', email: 'BOB@customer.test' }), 'email filter');
+      assert.deepEqual(onlyBob.data.map((r) => r.email), ['bob@customer.test']);
+      assert.deepEqual(ok(await resend.broadcasts.recipients(broadcastId, { type: 'bounced' }), 'bounced').data, []);
+
+      // Pages: one at a time, oldest first, following the cursor.
+      const first = ok(await resend.broadcasts.recipients(broadcastId, { type: 'delivered', limit: 2 }), 'page 1');
+      assert.equal(first.data.length, 2);
+      assert.equal(first.has_more, true);
+      const second = ok(await resend.broadcasts.recipients(broadcastId, { type: 'delivered', limit: 2, after: first.data[1]!.id }), 'page 2');
+      assert.equal(second.data.length, 1);
+      assert.equal(second.has_more, false);
+      assert.deepEqual([...first.data, ...second.data].map((r) => r.email).sort(), people);
+
+      failed(await resend.broadcasts.recipients(broadcastId, { type: 'read' as 'sent' }), 400, 'validation_error');
+      failed(await resend.broadcasts.recipients(broadcastId, { type: 'sent', bounceType: 'permanent' as never }), 400, 'validation_error');
+      failed(await resend.broadcasts.recipients('00000000-0000-7000-8000-000000000000', { type: 'sent' }), 404, 'not_found');
+    });
+
+    it('lists the clicked links with clicks and unique clicks', async () => {
+      const links = ok(await resend.broadcasts.clickedLinks(broadcastId), 'broadcasts.clickedLinks');
+      assert.equal(links.object, 'list');
+      for (const l of links.data) hasFields(l, { id: 'string', url: 'string', clicks: 'number', unique_clicks: 'number' }, 'BroadcastClickedLink');
+      assert.deepEqual(links.data.map(({ url, clicks, unique_clicks }) => ({ url, clicks, unique_clicks })), [
+        { url: 'https://shop.example/a', clicks: 3, unique_clicks: 2 },
+        { url: 'https://shop.example/b', clicks: 1, unique_clicks: 1 },
+      ]);
+      const one = ok(await resend.broadcasts.clickedLinks(broadcastId, { limit: 1 }), 'limit 1');
+      assert.equal(one.data.length, 1);
+      assert.equal(one.has_more, true);
+      const rest = ok(await resend.broadcasts.clickedLinks(broadcastId, { limit: 1, after: one.data[0]!.id }), 'after');
+      assert.deepEqual(rest.data.map((l) => l.url), ['https://shop.example/b']);
+      assert.equal(rest.has_more, false);
+      failed(await resend.broadcasts.clickedLinks('00000000-0000-7000-8000-000000000000'), 404, 'not_found');
+    });
+  });
+
+  describe('emails.share', () => {
+    it('gives an unguessable link to the rendered message that expires; viewing it records no open or click', async () => {
+      clock.advance(61_000);
+      const html = '<p>Your order <a href="https://shop.example/o/42">#42</a></p><script>alert(1)</script>';
+      const sent = ok(await resend.emails.send({ from: 'shop@tracked.test', to: 'ann@customer.test', subject: 'Order #42 <shipped>', html }), 'emails.send');
+      const shared = ok(await resend.emails.share(sent.id), 'emails.share');
+      hasFields(shared, { object: 'string', id: 'string', url: 'string' }, 'ShareEmailResponseSuccess');
+      assert.equal(shared.object, 'email');
+      assert.equal(shared.id, sent.id);
+      assert.match(shared.url, new RegExp(`^${server.httpUrl}/s/[A-Za-z0-9_-]{20,}\\.[A-Za-z0-9_-]{16,}$`));
+      assert.equal(Date.parse((shared as unknown as { expires_at: string }).expires_at), clock.now() + 24 * 3600_000, 'a day by default');
+
+      const page = await fetch(shared.url);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+      assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+      const body = await page.text();
+      assert.match(body, /<title>Order #42 &lt;shipped&gt;<\/title>/);
+      assert.match(body, /srcdoc="[^"]*https:\/\/shop\.example\/o\/42/, 'the link goes straight to its destination');
+      assert.doesNotMatch(body, /\/t\/[oc]\//, 'no tracking in the shared copy');
+      assert.match(body, /<iframe sandbox="allow-popups allow-popups-to-escape-sandbox"/, 'nothing of the message runs');
+      const events = (await emailState(server.runtime.store.db, sent.id)).events.map((e) => e.type);
+      assert.ok(!events.includes('email.opened'), 'viewing is no open');
+
+      // Limits: 30 days is the longest; a minute the shortest.
+      const month = ok(await resend.emails.share(sent.id, { expiresIn: '30d' }), '30d');
+      assert.equal(Date.parse((month as unknown as { expires_at: string }).expires_at), clock.now() + 30 * 24 * 3600_000);
+      ok(await resend.emails.share(sent.id, { expiresIn: '720h' }), '720h');
+      failed(await resend.emails.share(sent.id, { expiresIn: '721h' }), 400, 'validation_error');
+      failed(await resend.emails.share(sent.id, { expiresIn: '31d' }), 400, 'validation_error');
+      failed(await resend.emails.share(sent.id, { expiresIn: 'tomorrow' }), 400, 'validation_error');
+      const short = ok(await resend.emails.share(sent.id, { expiresIn: '1m' }), '1m');
+      clock.advance(60_000);
+      assert.equal((await fetch(short.url)).status, 200, 'at the minute');
+      clock.advance(1);
+      assert.equal((await fetch(short.url)).status, 404, 'just over');
+      assert.equal((await fetch(`${shared.url.slice(0, -2)}xx`)).status, 404, 'tampered');
+      failed(await resend.emails.share('00000000-0000-7000-8000-000000000000'), 404, 'not_found');
+    });
+  });
+
+  describe('usage.get', () => {
+    it("counts today's and this month's mail, contacts, segments, broadcasts and domains", async () => {
+      const usage = ok(await resend.usage.get(), 'usage.get');
+      assert.equal(usage.object, 'usage');
+      for (const period of [usage.emails.daily, usage.emails.monthly]) {
+        hasFields(period, { used: 'number', limit: 'number', sent: 'number', received: 'number', resets_at: 'string' }, 'usage period');
+        assert.equal(period.used, period.sent + period.received);
+      }
+      hasFields(usage.contacts, { used: 'number', limit: 'number' }, 'contacts');
+      hasFields(usage.segments, { used: 'number', limit: 'number|null' }, 'segments');
+      hasFields(usage.broadcasts, { used: 'number', limit: 'object|null' }, 'broadcasts');
+      hasFields(usage.ai_credits, { used: 'number', limit: 'number|null', next_increase_at: 'string|null' }, 'ai_credits');
+      hasFields(usage.automation_runs, { used: 'number', limit: 'number', resets_at: 'string' }, 'automation_runs');
+      hasFields(usage.domains, { used: 'number', limit: 'number|null' }, 'domains');
+      hasFields(usage.rate_limit, { limit: 'number', duration: 'string' }, 'rate_limit');
+      const db = server.runtime.store.db;
+      const n = async (table: 'emails' | 'received_emails') => (await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+      // Everything in this test ran on the same (manual) day.
+      assert.equal(usage.emails.daily.sent, Number(await n('emails')));
+      assert.equal(usage.emails.daily.received, Number(await n('received_emails')));
+      assert.ok(usage.emails.daily.received >= 1);
+      assert.equal(usage.contacts.used, 3);
+      assert.equal(usage.segments.used, 1);
+      assert.equal(usage.broadcasts.used, 1);
+      assert.equal(usage.domains.used, 4, 'acme, tracked, strict, bounce');
+      assert.equal(usage.rate_limit.limit, 5, 'the starter plan sends 5 transactional emails a second');
+      assert.equal(usage.emails.daily.limit, (5 + 500) * 86400);
+      assert.equal(usage.emails.daily.resets_at, '2026-11-25T00:00:00.000Z');
+      assert.equal(usage.emails.monthly.resets_at, '2026-12-01T00:00:00.000Z');
+
+      // One more email counts at once.
+      ok(await resend.emails.send({ from: 'shop@tracked.test', to: 'ann@customer.test', subject: 'One more', text: 'x' }), 'emails.send');
+      assert.equal(ok(await resend.usage.get(), 'usage.get').emails.daily.sent, usage.emails.daily.sent + 1);
+    });
+  });
+
+  describe('oauthGrants', () => {
+    it("lists the workspace's oat_ tokens as grants and revokes one: it is refused from then on", async () => {
+      const made = await server.runtime.services.credentials.createToken({ name: 'Zapier', workspaceId: server.workspaceId, scopes: ['emails:read', 'emails:send'], expiresInSeconds: null });
+      await server.runtime.services.credentials.createToken({ name: 'Other', workspaceId: server.workspaceId, scopes: ['domains:read'], expiresInSeconds: 3600 });
+      const token = new Resend(made.secret, { baseUrl: server.httpUrl });
+      ok(await token.emails.list(), 'the token works');
+
+      const grants = ok(await resend.oauthGrants.list(), 'oauthGrants.list');
+      assert.equal(grants.object, 'list');
+      assert.equal(grants.has_more, false);
+      assert.deepEqual(grants.data.map((g) => g.client.name), ['Other', 'Zapier'], 'newest first');
+      for (const g of grants.data) {
+        hasFields(g, { id: 'string', client_id: 'string', scopes: 'array', created_at: 'string', revoked_at: 'string|null', revoked_reason: 'string|null', client: 'object' }, 'OAuthGrant');
+        hasFields(g.client, { name: 'string', logo_uri: 'string|null' }, 'OAuthGrant.client');
+      }
+      const zapier = grants.data.find((g) => g.client.name === 'Zapier')!;
+      assert.deepEqual(zapier.scopes, ['emails:read', 'emails:send']);
+      assert.ok(!grants.data.some((g) => g.id === made.credential.id && g.revoked_at !== null));
+      const page = ok(await resend.oauthGrants.list({ limit: 1 }), 'limit 1');
+      assert.equal(page.data.length, 1);
+      assert.equal(page.has_more, true);
+
+      const revoked = ok(await resend.oauthGrants.revoke(zapier.id), 'oauthGrants.revoke');
+      hasFields(revoked, { object: 'string', id: 'string', revoked_at: 'string', revoked_reason: 'string' }, 'RevokeOAuthGrantResponseSuccess');
+      assert.equal(revoked.object, 'oauth_grant');
+      failed(await token.emails.list(), 401, 'invalid_api_key');
+      const after = ok(await resend.oauthGrants.list(), 'oauthGrants.list').data.find((g) => g.id === zapier.id)!;
+      assert.equal(after.revoked_at, revoked.revoked_at);
+      failed(await resend.oauthGrants.revoke(zapier.id), 404, 'not_found');
+      const [apiKey] = await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false });
+      failed(await resend.oauthGrants.revoke(apiKey!.id), 404, 'not_found', /OAuth grant/);
+    });
+  });
 });

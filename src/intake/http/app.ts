@@ -17,6 +17,7 @@ import { openApiRoute } from './routes/openapi.js';
 import { metricsRoute } from './routes/metrics.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
 import { attachmentDownloadRoutes } from './routes/public/attachment-download.js';
+import { sharedEmailRoutes } from './routes/public/shared-email.js';
 import { trackingRoutes } from './routes/tracking.js';
 import { dashboardRoutes } from './dashboard/index.js';
 
@@ -89,6 +90,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(metricsRoute(deps));
   app.use(unsubscribeRoutes(deps));
   app.use(attachmentDownloadRoutes(deps));
+  app.use(sharedEmailRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(dashboardRoutes(deps));
   const resources = rootResources(routes);

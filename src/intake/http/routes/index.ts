@@ -18,6 +18,7 @@ import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
 import { v1TemplateRoutes } from './v1/templates.js';
 import { v1WebhookRoutes } from './v1/webhooks.js';
+import { v1AccountRoutes } from './v1/account.js';
 
 /** Every authenticated API route of both surfaces. */
 export const apiRoutes: Route[] = [
@@ -42,6 +43,7 @@ export const apiRoutes: Route[] = [
   ...v1InboxRoutes,
   ...v1AutomationRoutes,
   ...v1WorkflowEventRoutes,
+  ...v1AccountRoutes,
   ...legacySendRoutes,
   ...legacyMarketingRoutes,
   ...legacyDomainRoutes,
