@@ -27,6 +27,7 @@ import { limitFor } from './services/rate-limits.js';
 import { MemoryRateLimiter } from './shared/fixed-window.js';
 import { createCampaignEngagementService } from './services/campaign-engagement.js';
 import { createUsageService } from './services/usage.js';
+import { createApiLogService } from './services/api-logs.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
@@ -152,6 +153,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     campaigns: createCampaignService({ ...deps, send, templates, topics }),
     campaignEngagement: createCampaignEngagementService(deps),
     usage: createUsageService(deps),
+    apiLogs: createApiLogService({ ...deps, batcher }),
     unsubscribe: createUnsubscribeService({ ...deps, subscribers }),
     preferences: createPreferenceService({ ...deps, subscribers, topics }),
     emails: createEmailService({ ...deps, contentFor: content }),

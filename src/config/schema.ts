@@ -288,7 +288,7 @@ export const schema = {
     linkBurstMs: int(1000, "Clicks on two different links of one message closer together than this many milliseconds are a scanner's (0: off).", 0, 60_000),
   },
   retention: {
-    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages and finished workflow runs.', 1),
+    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages, finished workflow runs and API request logs.', 1),
   },
   metrics: {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),

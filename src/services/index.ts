@@ -30,6 +30,7 @@ import type { ReportSummaries } from './deliverability/report-summaries.js';
 import type { EmailMetricsService } from './deliverability/email-metrics.js';
 import type { CampaignEngagementService } from './campaign-engagement.js';
 import type { UsageService } from './usage.js';
+import type { ApiLogService } from './api-logs.js';
 
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
@@ -46,6 +47,8 @@ export interface Services {
   campaignEngagement: CampaignEngagementService;
   /** What a workspace used against its limits (Resend's usage.get). */
   usage: UsageService;
+  /** Every authenticated API request, redacted (Resend's logs). */
+  apiLogs: ApiLogService;
   unsubscribe: UnsubscribeService;
   /** The preference centre behind every unsubscribe link. */
   preferences: PreferenceService;

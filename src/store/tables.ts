@@ -206,6 +206,21 @@ export interface EventsTable {
   created_at: number;
 }
 
+/** One authenticated API request (Resend's logs); bodies are JSON with secrets and attachment content redacted. */
+export interface ApiLogsTable {
+  id: string;
+  workspace_id: string;
+  credential_id: string | null;
+  request_id: string | null;
+  method: string;
+  endpoint: string;
+  response_status: number;
+  user_agent: string | null;
+  request_body: string | null;
+  response_body: string | null;
+  created_at: number;
+}
+
 export interface IdempotencyKeysTable {
   workspace_id: string;
   key: string;
@@ -809,6 +824,7 @@ export interface Database {
   queue_items: QueueItemsTable;
   delivery_attempts: DeliveryAttemptsTable;
   events: EventsTable;
+  api_logs: ApiLogsTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;
   suppressions: SuppressionsTable;
@@ -868,6 +884,7 @@ export type Workspace = Selectable<WorkspacesTable>;
 export type Credential = Selectable<CredentialsTable>;
 export type NewCredential = Insertable<CredentialsTable>;
 export type Domain = Selectable<DomainsTable>;
+export type ApiLog = Selectable<ApiLogsTable>;
 export type DomainUpdate = Updateable<DomainsTable>;
 export type DkimKey = Selectable<DkimKeysTable>;
 export type Email = Selectable<EmailsTable>;

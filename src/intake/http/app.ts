@@ -7,6 +7,7 @@ import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
 import { authenticate, selectWorkspace } from './middleware/authenticate.js';
 import { parseBody } from './middleware/parse-body.js';
 import { renderErrors } from './middleware/render-errors.js';
+import { recordApiLog } from './middleware/record-api-log.js';
 import { requestId } from './middleware/request-id.js';
 import { limitWorkspace, showRateLimit } from './rate-limit.js';
 import { runRoute, type Route } from './route.js';
@@ -76,6 +77,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   ]);
 
   app.use(requestId);
+  app.use(recordApiLog(deps));
   app.use(renderErrors(deps.logger));
   // What a request wrote is on disk before it is answered (SQLite commits do not fsync on the
   // event loop: Store.durable). Writes through the commit batcher (sending) are not counted

@@ -22,7 +22,7 @@ const grantView = (t: CredentialView) => ({
   client: { name: t.name, logo_uri: null },
 });
 
-/** The workspace's own account: usage against its limits, and the OAuth grants (access tokens) that reach it. */
+/** The workspace's own account: usage against its limits, its API request logs, and the OAuth grants (access tokens) that reach it. */
 export const v1AccountRoutes = [
   defineRoute({
     method: 'GET',
@@ -31,6 +31,23 @@ export const v1AccountRoutes = [
     operation: 'api',
     scope: 'emails:read',
     handler: ({ deps, workspace }) => deps.services.usage.get(workspace),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/logs',
+    summary: "The workspace's API requests, newest first (limit, after, before): method, endpoint, status, user agent; kept retention.days",
+    operation: 'api',
+    scope: 'api_keys:read',
+    query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
+    handler: ({ deps, workspace, query }) => deps.services.apiLogs.list(workspace.id, query as Record<string, unknown>),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/logs/:id',
+    summary: 'One API request with its request and response bodies (secrets and attachment content redacted)',
+    operation: 'api',
+    scope: 'api_keys:read',
+    handler: ({ deps, workspace, params }) => deps.services.apiLogs.get(workspace.id, params.id!),
   }),
   defineRoute({
     method: 'GET',
