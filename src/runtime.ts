@@ -28,6 +28,7 @@ import { MemoryRateLimiter } from './shared/fixed-window.js';
 import { createCampaignEngagementService } from './services/campaign-engagement.js';
 import { createUsageService } from './services/usage.js';
 import { createApiLogService } from './services/api-logs.js';
+import { createEventDefinitionService } from './services/workflows/event-definitions.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
@@ -154,6 +155,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     campaignEngagement: createCampaignEngagementService(deps),
     usage: createUsageService(deps),
     apiLogs: createApiLogService({ ...deps, batcher }),
+    eventDefinitions: createEventDefinitionService(deps),
     unsubscribe: createUnsubscribeService({ ...deps, subscribers }),
     preferences: createPreferenceService({ ...deps, subscribers, topics }),
     emails: createEmailService({ ...deps, contentFor: content }),

@@ -31,6 +31,7 @@ import type { EmailMetricsService } from './deliverability/email-metrics.js';
 import type { CampaignEngagementService } from './campaign-engagement.js';
 import type { UsageService } from './usage.js';
 import type { ApiLogService } from './api-logs.js';
+import type { EventDefinitionService } from './workflows/event-definitions.js';
 
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
@@ -49,6 +50,8 @@ export interface Services {
   usage: UsageService;
   /** Every authenticated API request, redacted (Resend's logs). */
   apiLogs: ApiLogService;
+  /** Declared custom events and their payload schemas (Resend's events.create …). */
+  eventDefinitions: EventDefinitionService;
   unsubscribe: UnsubscribeService;
   /** The preference centre behind every unsubscribe link. */
   preferences: PreferenceService;

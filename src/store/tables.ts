@@ -206,6 +206,17 @@ export interface EventsTable {
   created_at: number;
 }
 
+/** A declared custom event: its name and the types of its payload's fields. */
+export interface EventDefinitionsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  /** JSON object field name -> string | number | boolean | date; null: any payload. */
+  schema: string | null;
+  created_at: number;
+  updated_at: number | null;
+}
+
 /** One authenticated API request (Resend's logs); bodies are JSON with secrets and attachment content redacted. */
 export interface ApiLogsTable {
   id: string;
@@ -825,6 +836,7 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
   events: EventsTable;
   api_logs: ApiLogsTable;
+  event_definitions: EventDefinitionsTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;
   suppressions: SuppressionsTable;
@@ -885,6 +897,7 @@ export type Credential = Selectable<CredentialsTable>;
 export type NewCredential = Insertable<CredentialsTable>;
 export type Domain = Selectable<DomainsTable>;
 export type ApiLog = Selectable<ApiLogsTable>;
+export type EventDefinition = Selectable<EventDefinitionsTable>;
 export type DomainUpdate = Updateable<DomainsTable>;
 export type DkimKey = Selectable<DkimKeysTable>;
 export type Email = Selectable<EmailsTable>;

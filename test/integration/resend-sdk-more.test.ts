@@ -461,6 +461,59 @@ describe('the Resend SDK, the rest of its methods', () => {
     });
   });
 
+  describe('events (definitions)', () => {
+    it('declares an event with a typed schema, checked when it is sent', async () => {
+      clock.advance(61_000);
+      const created = ok(await resend.events.create({ name: 'order.placed', schema: { plan: 'string', seats: 'number', trial: 'boolean', renews_at: 'date' } }), 'events.create');
+      hasFields(created, { object: 'string', id: 'string' }, 'CreateEventResponseSuccess');
+      assert.equal(created.object, 'event');
+      const byId = ok(await resend.events.get(created.id), 'events.get');
+      hasFields(byId, { object: 'string', id: 'string', name: 'string', schema: 'object|null', created_at: 'string', updated_at: 'string|null' }, 'GetEventResponseSuccess');
+      assert.deepEqual(byId.schema, { plan: 'string', seats: 'number', trial: 'boolean', renews_at: 'date' });
+      assert.equal(byId.updated_at, null);
+      assert.equal(ok(await resend.events.get('order.placed'), 'events.get by name').id, created.id);
+
+      ok(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { plan: 'pro', seats: 3, trial: false, renews_at: '2027-01-01', note: 'undeclared fields pass' } }), 'events.send typed');
+      failed(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: '3' } }), 400, 'validation_error', /payload\.seats: must be a number/);
+      failed(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { renews_at: 'next year' } }), 400, 'validation_error', /renews_at/);
+      failed(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { trial: 'no' } }), 400, 'validation_error', /trial/);
+
+      ok(await resend.events.create({ name: 'signed.up' }), 'events.create without schema');
+      const list = ok(await resend.events.list(), 'events.list');
+      assert.equal(list.object, 'list');
+      assert.deepEqual(list.data.map((e) => e.name), ['signed.up', 'order.placed'], 'newest first');
+      for (const e of list.data) hasFields(e, { id: 'string', name: 'string', schema: 'object|null', created_at: 'string', updated_at: 'string|null' }, 'Event');
+      const page = ok(await resend.events.list({ limit: 1 }), 'events.list limit 1');
+      assert.equal(page.has_more, true);
+
+      const updated = ok(await resend.events.update('order.placed', { schema: { seats: 'string' } }), 'events.update');
+      hasFields(updated, { object: 'string', id: 'string' }, 'UpdateEventResponseSuccess');
+      assert.equal(ok(await resend.events.get(created.id), 'events.get').updated_at, new Date(clock.now()).toISOString());
+      ok(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: '3' } }), 'the new schema');
+
+      const removed = ok(await resend.events.remove(created.id), 'events.remove');
+      hasFields(removed, { object: 'string', id: 'string', deleted: 'boolean' }, 'RemoveEventResponseSuccess');
+      assert.equal(removed.deleted, true);
+      ok(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: 3 } }), 'undeclared again: anything goes');
+      failed(await resend.events.get(created.id), 404, 'not_found');
+    });
+
+    it('limits: 50 schema fields, valid names and types, no duplicates or platform events', async () => {
+      clock.advance(61_000);
+      const fields = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, 'string' as const]));
+      ok(await resend.events.create({ name: 'fifty', schema: fields(50) }), '50 fields');
+      failed(await resend.events.create({ name: 'fifty-one', schema: fields(51) }), 400, 'validation_error', /at most 50/);
+      failed(await resend.events.create({ name: 'bad-type', schema: { a: 'integer' as 'number' } }), 400, 'validation_error');
+      failed(await resend.events.create({ name: 'bad-field', schema: { '1a': 'string' } }), 400, 'validation_error');
+      failed(await resend.events.create({ name: 'fifty' }), 409, 'validation_error', /already exists/);
+      failed(await resend.events.create({ name: 'email.sent' }), 400, 'validation_error', /platform event/);
+      failed(await resend.events.create({ name: 'has space' }), 400, 'validation_error');
+      ok(await resend.events.create({ name: 'n'.repeat(200) }), 'a name of 200 characters');
+      failed(await resend.events.create({ name: 'n'.repeat(201) }), 400, 'validation_error', /at most 200/);
+      failed(await resend.events.update('nothing.here', { schema: null }), 404, 'not_found');
+    });
+  });
+
   // Last of the groups that rely on the day: it moves the clock past the retention period.
   describe('logs', () => {
     it('records every API request with its bodies, secrets and attachment content redacted, and keeps it retention.days', async () => {

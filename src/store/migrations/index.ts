@@ -16,6 +16,7 @@ import { statsTest } from './0021-stats-test.js';
 import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
 import { domainSettings } from './0035-domain-settings.js';
 import { apiLogs } from './0036-api-logs.js';
+import { eventDefinitions } from './0037-event-definitions.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -43,6 +44,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0022-email-subscriber-index': emailSubscriberIndex(),
     '0035-domain-settings': domainSettings(),
     '0036-api-logs': apiLogs(),
+    '0037-event-definitions': eventDefinitions(),
     '0040-ab-tests': abTests(),
     '0041-guard-engagement': guardEngagement(),
     '0042-workspace-branding': workspaceBranding(),
