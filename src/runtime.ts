@@ -29,6 +29,7 @@ import { createCampaignEngagementService } from './services/campaign-engagement.
 import { createUsageService } from './services/usage.js';
 import { createApiLogService } from './services/api-logs.js';
 import { createEventDefinitionService } from './services/workflows/event-definitions.js';
+import { createContactPropertyService } from './services/contact-properties.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
@@ -156,6 +157,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     usage: createUsageService(deps),
     apiLogs: createApiLogService({ ...deps, batcher }),
     eventDefinitions: createEventDefinitionService(deps),
+    contactProperties: createContactPropertyService(deps),
     unsubscribe: createUnsubscribeService({ ...deps, subscribers }),
     preferences: createPreferenceService({ ...deps, subscribers, topics }),
     emails: createEmailService({ ...deps, contentFor: content }),

@@ -32,6 +32,7 @@ import type { CampaignEngagementService } from './campaign-engagement.js';
 import type { UsageService } from './usage.js';
 import type { ApiLogService } from './api-logs.js';
 import type { EventDefinitionService } from './workflows/event-definitions.js';
+import type { ContactPropertyService } from './contact-properties.js';
 
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
@@ -52,6 +53,8 @@ export interface Services {
   apiLogs: ApiLogService;
   /** Declared custom events and their payload schemas (Resend's events.create …). */
   eventDefinitions: EventDefinitionService;
+  /** Typed custom fields of contacts with fallbacks (Resend's contactProperties). */
+  contactProperties: ContactPropertyService;
   unsubscribe: UnsubscribeService;
   /** The preference centre behind every unsubscribe link. */
   preferences: PreferenceService;

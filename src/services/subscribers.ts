@@ -1,3 +1,4 @@
+import { checkContactProperties } from './contact-properties.js';
 import { recordEvent } from '../events/record-event.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { notFound, validationError } from '../shared/errors.js';
@@ -194,10 +195,17 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     return next;
   }
 
+  /** Declared contact properties (contactProperties.create) keep their types, on both surfaces. */
+  const checkDeclared = async (workspaceId: string, input: Partial<SubscriberInput>): Promise<void> => {
+    if (input.properties) await checkContactProperties(db, workspaceId, input.properties);
+    if (input.metadata) await checkContactProperties(db, workspaceId, input.metadata);
+  };
+
   return {
     async upsert(workspaceId, input, source = 'api') {
       const email = requireAddress('email', input.email);
       const tags = checkTags(input.tags);
+      await checkDeclared(workspaceId, input);
       const changes = await fields(workspaceId, input);
       const run = () =>
         db.transaction().execute(async (trx) => {
@@ -263,6 +271,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
         throw validationError('email', `another subscriber has the address ${email}`);
       }
       const tags = checkTags(input.tags);
+      await checkDeclared(workspaceId, input);
       const changes = await fields(workspaceId, input);
       const row = await db.transaction().execute(async (trx) => {
         const now = clock.now();

@@ -206,6 +206,18 @@ export interface EventsTable {
   created_at: number;
 }
 
+/** A declared contact property: its key, its type and the value templates use when a contact has none. */
+export interface ContactPropertiesTable {
+  id: string;
+  workspace_id: string;
+  key: string;
+  /** string, number, boolean or date (shared/typed-fields.ts). */
+  type: string;
+  /** JSON of the fallback value; null: none. */
+  fallback_value: string | null;
+  created_at: number;
+}
+
 /** A declared custom event: its name and the types of its payload's fields. */
 export interface EventDefinitionsTable {
   id: string;
@@ -837,6 +849,7 @@ export interface Database {
   events: EventsTable;
   api_logs: ApiLogsTable;
   event_definitions: EventDefinitionsTable;
+  contact_properties: ContactPropertiesTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;
   suppressions: SuppressionsTable;
@@ -898,6 +911,7 @@ export type NewCredential = Insertable<CredentialsTable>;
 export type Domain = Selectable<DomainsTable>;
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
+export type ContactProperty = Selectable<ContactPropertiesTable>;
 export type DomainUpdate = Updateable<DomainsTable>;
 export type DkimKey = Selectable<DkimKeysTable>;
 export type Email = Selectable<EmailsTable>;

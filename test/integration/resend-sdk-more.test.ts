@@ -514,6 +514,81 @@ describe('the Resend SDK, the rest of its methods', () => {
     });
   });
 
+  describe('contactProperties', () => {
+    it('declares typed properties, checks contact writes against them, and fills templates with their fallbacks', async () => {
+      clock.advance(61_000);
+      const company = ok(await resend.contactProperties.create({ key: 'company', type: 'string', fallbackValue: 'your company' }), 'contactProperties.create');
+      hasFields(company, { object: 'string', id: 'string' }, 'CreateContactPropertyResponseSuccess');
+      assert.equal(company.object, 'contact_property');
+      ok(await resend.contactProperties.create({ key: 'seats', type: 'number', fallbackValue: 1 }), 'number');
+      // Ours beside Resend's two types.
+      ok(await resend.post('/contact-properties', { key: 'vip', type: 'boolean', fallback_value: false }), 'boolean');
+      ok(await resend.post('/contact-properties', { key: 'renews_at', type: 'date' }), 'date');
+
+      const got = ok(await resend.contactProperties.get(company.id), 'contactProperties.get');
+      hasFields(got, { object: 'string', id: 'string', key: 'string', createdAt: 'string', type: 'string', fallbackValue: 'string|null' }, 'GetContactPropertyResponse');
+      assert.equal(got.key, 'company');
+      assert.equal(got.fallbackValue, 'your company');
+      const list = ok(await resend.contactProperties.list(), 'contactProperties.list');
+      assert.equal(list.object, 'list');
+      assert.deepEqual(list.data.map((p) => p.key), ['renews_at', 'vip', 'seats', 'company']);
+      for (const p of list.data) hasFields(p, { id: 'string', key: 'string', createdAt: 'string', type: 'string' }, 'ContactProperty');
+
+      // Contact writes keep the declared types.
+      ok(await resend.contacts.create({ email: 'typed@customer.test', properties: { company: 'Acme', seats: 3 } }), 'typed contact');
+      failed(await resend.contacts.create({ email: 'wrong@customer.test', properties: { seats: 'three' } }), 400, 'validation_error', /properties\.seats: must be a number/);
+      failed(await resend.contacts.update({ email: 'typed@customer.test', properties: { company: 42 } }), 400, 'validation_error', /company/);
+      failed(await resend.post('/contacts', { email: 'wrong@customer.test', properties: { renews_at: 'soon' } }), 400, 'validation_error');
+      ok(await resend.contacts.update({ email: 'typed@customer.test', properties: { seats: 4, free_form: 'undeclared stays free' } }), 'contacts.update');
+
+      const updated = ok(await resend.contactProperties.update({ id: company.id, fallbackValue: 'your team' }), 'contactProperties.update');
+      hasFields(updated, { object: 'string', id: 'string' }, 'UpdateContactPropertyResponseSuccess');
+      failed(await resend.contactProperties.update({ id: company.id, fallbackValue: 5 }), 400, 'validation_error');
+
+      // The fallback in a broadcast, for a contact without the property.
+      const segment = ok(await resend.segments.create({ name: 'Typed' }), 'segments.create');
+      ok(await resend.contacts.segments.add({ email: 'typed@customer.test', segmentId: segment.id }), 'add');
+      ok(await resend.contacts.create({ email: 'plain@customer.test', segments: [{ id: segment.id }] }), 'plain contact');
+      const before = mx.messages.length;
+      ok(
+        await resend.broadcasts.create({ segmentId: segment.id, from: 'news@acme.test', subject: 'For {{{contact.company}}}', html: '<p>{{{contact.company}}} has {{{contact.seats}}} seats</p>', send: true }),
+        'broadcasts.create',
+      );
+      const arrived = (await mx.waitFor(before + 2, 20_000)).slice(before);
+      const mailTo = async (to: string) => simpleParser(arrived.find((m) => m.to.includes(to))!.raw);
+      const typed = await mailTo('typed@customer.test');
+      assert.equal(typed.subject, 'For Acme');
+      assert.match(String(typed.html), /Acme has 4 seats/);
+      const plain = await mailTo('plain@customer.test');
+      assert.equal(plain.subject, 'For your team');
+      assert.match(String(plain.html), /your team has 1 seats/);
+
+      const removed = ok(await resend.contactProperties.remove(company.id), 'contactProperties.remove');
+      hasFields(removed, { object: 'string', id: 'string', deleted: 'boolean' }, 'RemoveContactPropertyResponseSuccess');
+      failed(await resend.contactProperties.get(company.id), 404, 'not_found');
+      ok(await resend.contacts.update({ email: 'typed@customer.test', properties: { company: 42 } }), 'no longer declared: anything goes');
+    });
+
+    it('limits: key of 64 characters, fallback of 1000, 100 properties per workspace; reserved keys and unknown types refused', async () => {
+      clock.advance(61_000);
+      ok(await resend.contactProperties.create({ key: 'k'.repeat(64), type: 'string' }), '64');
+      failed(await resend.contactProperties.create({ key: 'k'.repeat(65), type: 'string' }), 400, 'validation_error');
+      ok(await resend.contactProperties.create({ key: 'long_fallback', type: 'string', fallbackValue: 'x'.repeat(1000) }), '1000');
+      failed(await resend.contactProperties.create({ key: 'too_long_fallback', type: 'string', fallbackValue: 'x'.repeat(1001) }), 400, 'validation_error');
+      failed(await resend.contactProperties.create({ key: 'first_name', type: 'string' }), 400, 'validation_error', /field of every contact/);
+      failed(await resend.contactProperties.create({ key: 'odd', type: 'json' as 'string' }), 400, 'validation_error');
+      failed(await resend.contactProperties.create({ key: 'seats', type: 'number' }), 409, 'validation_error', /already exists/);
+      const count = ok(await resend.contactProperties.list({ limit: 100 }), 'list').data.length;
+      for (let i = count; i < 100; i++) {
+        if (i % 50 === 0) clock.advance(1000);
+        ok(await resend.contactProperties.create({ key: `p${i}`, type: 'number' }), `property ${i + 1}`);
+      }
+      clock.advance(1000);
+      failed(await resend.contactProperties.create({ key: 'one_too_many', type: 'number' }), 400, 'validation_error', /at most 100/);
+      failed(await resend.contactProperties.remove('00000000-0000-7000-8000-000000000000'), 404, 'not_found');
+    });
+  });
+
   // Last of the groups that rely on the day: it moves the clock past the retention period.
   describe('logs', () => {
     it('records every API request with its bodies, secrets and attachment content redacted, and keeps it retention.days', async () => {

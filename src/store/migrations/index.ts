@@ -17,6 +17,7 @@ import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
 import { domainSettings } from './0035-domain-settings.js';
 import { apiLogs } from './0036-api-logs.js';
 import { eventDefinitions } from './0037-event-definitions.js';
+import { contactProperties } from './0038-contact-properties.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -45,6 +46,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0035-domain-settings': domainSettings(),
     '0036-api-logs': apiLogs(),
     '0037-event-definitions': eventDefinitions(),
+    '0038-contact-properties': contactProperties(),
     '0040-ab-tests': abTests(),
     '0041-guard-engagement': guardEngagement(),
     '0042-workspace-branding': workspaceBranding(),

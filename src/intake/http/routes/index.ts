@@ -19,6 +19,7 @@ import { v1SuppressionRoutes } from './v1/suppressions.js';
 import { v1TemplateRoutes } from './v1/templates.js';
 import { v1WebhookRoutes } from './v1/webhooks.js';
 import { v1AccountRoutes } from './v1/account.js';
+import { v1ContactPropertyRoutes } from './v1/contact-properties.js';
 
 /** Every authenticated API route of both surfaces. */
 export const apiRoutes: Route[] = [
@@ -44,6 +45,7 @@ export const apiRoutes: Route[] = [
   ...v1AutomationRoutes,
   ...v1WorkflowEventRoutes,
   ...v1AccountRoutes,
+  ...v1ContactPropertyRoutes,
   ...legacySendRoutes,
   ...legacyMarketingRoutes,
   ...legacyDomainRoutes,
