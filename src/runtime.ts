@@ -30,6 +30,7 @@ import { createUsageService } from './services/usage.js';
 import { createApiLogService } from './services/api-logs.js';
 import { createEventDefinitionService } from './services/workflows/event-definitions.js';
 import { createContactPropertyService } from './services/contact-properties.js';
+import { createDomainClaimService } from './services/domain-claims.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
@@ -143,10 +144,11 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const send = createSendService({ ...deps, templates, enqueue, fetchAttachment: createAttachmentFetcher(deps.config, deps.resolver) });
   const topics = createTopicService(deps);
   const audiences = createAudienceService({ ...deps, subscribers });
+  const domains = createDomainService(deps);
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
-    domains: createDomainService(deps),
+    domains,
     templates,
     send,
     subscribers,
@@ -158,6 +160,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     apiLogs: createApiLogService({ ...deps, batcher }),
     eventDefinitions: createEventDefinitionService(deps),
     contactProperties: createContactPropertyService(deps),
+    domainClaims: createDomainClaimService({ ...deps, domains }),
     unsubscribe: createUnsubscribeService({ ...deps, subscribers }),
     preferences: createPreferenceService({ ...deps, subscribers, topics }),
     emails: createEmailService({ ...deps, contentFor: content }),

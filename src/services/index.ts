@@ -33,6 +33,7 @@ import type { UsageService } from './usage.js';
 import type { ApiLogService } from './api-logs.js';
 import type { EventDefinitionService } from './workflows/event-definitions.js';
 import type { ContactPropertyService } from './contact-properties.js';
+import type { DomainClaimService } from './domain-claims.js';
 
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
@@ -55,6 +56,8 @@ export interface Services {
   eventDefinitions: EventDefinitionService;
   /** Typed custom fields of contacts with fallbacks (Resend's contactProperties). */
   contactProperties: ContactPropertyService;
+  /** Taking over a domain other workspaces hold, proved by a TXT record (Resend's domains.claims). */
+  domainClaims: DomainClaimService;
   unsubscribe: UnsubscribeService;
   /** The preference centre behind every unsubscribe link. */
   preferences: PreferenceService;

@@ -206,6 +206,28 @@ export interface EventsTable {
   created_at: number;
 }
 
+export const DOMAIN_CLAIM_STATUSES = ['pending', 'verified', 'completed', 'blocked', 'expired', 'superseded', 'canceled', 'failed'] as const;
+export type DomainClaimStatus = (typeof DOMAIN_CLAIM_STATUSES)[number];
+export type DomainClaimBlockedReason = 'grace_period' | 'recent_owner_activity' | 'pending_scheduled_emails';
+
+/** A workspace's claim of a domain other workspaces hold, proved by a TXT record. */
+export interface DomainClaimsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  /** The value the claimant publishes: mailsvc-claim=<token>. */
+  token: string;
+  status: DomainClaimStatus;
+  /** The claimant's domain once the claim completed. */
+  domain_id: string | null;
+  blocked_reason: DomainClaimBlockedReason | null;
+  failure_reason: string | null;
+  /** JSON: the domain settings to apply once it is the claimant's (tracking, return path). */
+  settings: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
 /** A declared contact property: its key, its type and the value templates use when a contact has none. */
 export interface ContactPropertiesTable {
   id: string;
@@ -850,6 +872,7 @@ export interface Database {
   api_logs: ApiLogsTable;
   event_definitions: EventDefinitionsTable;
   contact_properties: ContactPropertiesTable;
+  domain_claims: DomainClaimsTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;
   suppressions: SuppressionsTable;
@@ -912,6 +935,7 @@ export type Domain = Selectable<DomainsTable>;
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
 export type ContactProperty = Selectable<ContactPropertiesTable>;
+export type DomainClaim = Selectable<DomainClaimsTable>;
 export type DomainUpdate = Updateable<DomainsTable>;
 export type DkimKey = Selectable<DkimKeysTable>;
 export type Email = Selectable<EmailsTable>;

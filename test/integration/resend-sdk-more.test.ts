@@ -589,6 +589,83 @@ describe('the Resend SDK, the rest of its methods', () => {
     });
   });
 
+  describe('domains.claims', () => {
+    it('takes over a domain another workspace holds once its TXT record is published and the holder is idle', async () => {
+      clock.advance(61_000);
+      const holderWorkspace = await server.runtime.services.workspaces.create('holder');
+      await addVerifiedDomain(server, dns, 'taken.test', holderWorkspace.id);
+      const holder = new Resend(await server.key({ workspaceId: holderWorkspace.id }), { baseUrl: server.httpUrl });
+      const before = mx.messages.length;
+      const last = ok(await holder.emails.send({ from: 'old@taken.test', to: 'x@customer.test', subject: 'Still mine', text: 'x' }), 'holder sends');
+      await mx.waitFor(before + 1);
+      await eventually(async () => (await emailState(server.runtime.store.db, last.id)).email.status === 'delivered');
+      const sentAt = (await emailState(server.runtime.store.db, last.id)).email.created_at;
+
+      const claim = ok(await resend.domains.claims.create({ name: 'Taken.test', openTracking: true }), 'domains.claims.create');
+      hasFields(claim, { object: 'string', id: 'string', name: 'string', status: 'string', domain_id: 'string|null', region: 'string|null', record: 'object', blocked_reason: 'string|null', failure_reason: 'string|null', created_at: 'string', expires_at: 'string' }, 'ClaimDomainResponseSuccess');
+      hasFields(claim.record, { type: 'string', name: 'string', value: 'string', ttl: 'string' }, 'DomainClaimRecord');
+      assert.equal(claim.object, 'domain_claim');
+      assert.equal(claim.name, 'taken.test');
+      assert.equal(claim.status, 'pending');
+      assert.equal(claim.domain_id, null);
+      assert.equal(claim.record.name, '_mailsvc-claim.taken.test');
+      assert.match(claim.record.value, /^mailsvc-claim=[A-Za-z0-9_-]{32}$/);
+
+      const unproved = ok(await resend.domains.claims.verify(claim.id), 'domains.claims.verify without the record');
+      assert.equal(unproved.status, 'pending');
+      assert.match(unproved.failure_reason ?? '', /no TXT record at _mailsvc-claim\.taken\.test/);
+      dns.set('_mailsvc-claim.taken.test', 'TXT', ['mailsvc-claim=wrong']);
+      assert.match(ok(await resend.domains.claims.verify(claim.id), 'wrong value').failure_reason ?? '', /does not hold/);
+      dns.set('_mailsvc-claim.taken.test', 'TXT', [claim.record.value]);
+
+      // Mail of the holder still to deliver blocks the claim; then its recent sending does.
+      const scheduled = ok(await holder.emails.send({ from: 'old@taken.test', to: 'x@customer.test', subject: 'Later', text: 'x', scheduledAt: new Date(clock.now() + 3600_000).toISOString() }), 'scheduled');
+      const waiting = ok(await resend.domains.claims.verify(claim.id), 'domains.claims.verify');
+      assert.equal(waiting.status, 'blocked');
+      assert.equal(waiting.blocked_reason, 'pending_scheduled_emails');
+      ok(await holder.emails.cancel(scheduled.id), 'cancel');
+      clock.set(sentAt + 24 * 3600_000 - 1);
+      const recent = ok(await resend.domains.claims.verify('taken.test'), 'verify by name');
+      assert.equal(recent.status, 'blocked');
+      assert.equal(recent.blocked_reason, 'recent_owner_activity', 'a day after the last email, less a millisecond');
+      // The cancelled email was written later than the sent one: a day after it.
+      const cancelledAt = (await emailState(server.runtime.store.db, scheduled.id)).email.created_at;
+      clock.set(cancelledAt + 24 * 3600_000);
+      const done = ok(await resend.domains.claims.verify(claim.id), 'domains.claims.verify');
+      hasFields(done, { object: 'string', id: 'string', status: 'string', domain_id: 'string', record: 'object', created_at: 'string', expires_at: 'string' }, 'VerifyDomainClaimResponseSuccess');
+      assert.equal(done.status, 'completed');
+      assert.equal(done.blocked_reason, null);
+
+      assert.deepEqual(ok(await holder.domains.list(), 'holder domains').data.map((d) => d.name), [], 'the holder no longer has it');
+      const mine = ok(await resend.domains.get(done.domain_id!), 'domains.get');
+      assert.equal(mine.name, 'taken.test');
+      assert.equal(mine.status, 'pending', 'to be verified with its own DKIM records');
+      assert.equal(mine.open_tracking, true, 'the settings given with the claim');
+      const got = ok(await resend.domains.claims.get(done.domain_id!), 'domains.claims.get by domain id');
+      hasFields(got, { object: 'string', id: 'string', status: 'string' }, 'GetDomainClaimResponseSuccess');
+      assert.equal(got.id, claim.id);
+      assert.equal(ok(await resend.domains.claims.verify(claim.id), 'again').status, 'completed', 'verifying a completed claim changes nothing');
+    });
+
+    it('refuses a domain nobody else holds; a claim expires after 7 days; a new claim supersedes the last', async () => {
+      clock.advance(61_000);
+      failed(await resend.domains.claims.create({ name: 'acme.test' }), 400, 'validation_error', /held by no other workspace/);
+      failed(await resend.domains.claims.create({ name: 'not a domain' }), 400, 'validation_error');
+      failed(await resend.domains.claims.get('00000000-0000-7000-8000-000000000000'), 404, 'not_found');
+      const other = await server.runtime.services.workspaces.create('holder 2');
+      await server.runtime.services.domains.add(other.id, { domain: 'held.test' });
+      const first = ok(await resend.domains.claims.create({ name: 'held.test' }), 'first claim');
+      const second = ok(await resend.domains.claims.create({ name: 'held.test' }), 'second claim');
+      assert.equal(ok(await resend.domains.claims.get(first.id), 'first').status, 'superseded');
+      failed(await resend.domains.claims.verify(first.id), 409, 'validation_error', /superseded/);
+      clock.advance(7 * 24 * 3600_000 - 1);
+      assert.equal(ok(await resend.domains.claims.get(second.id), 'just under 7 days').status, 'pending');
+      clock.advance(1);
+      assert.equal(ok(await resend.domains.claims.get(second.id), 'at 7 days').status, 'expired');
+      failed(await resend.domains.claims.verify(second.id), 409, 'validation_error', /expired/);
+    });
+  });
+
   // Last of the groups that rely on the day: it moves the clock past the retention period.
   describe('logs', () => {
     it('records every API request with its bodies, secrets and attachment content redacted, and keeps it retention.days', async () => {

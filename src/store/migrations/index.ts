@@ -18,6 +18,7 @@ import { domainSettings } from './0035-domain-settings.js';
 import { apiLogs } from './0036-api-logs.js';
 import { eventDefinitions } from './0037-event-definitions.js';
 import { contactProperties } from './0038-contact-properties.js';
+import { domainClaims } from './0039-domain-claims.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -47,6 +48,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0036-api-logs': apiLogs(),
     '0037-event-definitions': eventDefinitions(),
     '0038-contact-properties': contactProperties(),
+    '0039-domain-claims': domainClaims(),
     '0040-ab-tests': abTests(),
     '0041-guard-engagement': guardEngagement(),
     '0042-workspace-branding': workspaceBranding(),

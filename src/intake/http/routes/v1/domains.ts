@@ -70,6 +70,32 @@ async function render(deps: HttpDeps, workspaceId: string, d: DomainView, withRe
 
 export const v1DomainRoutes = [
   defineRoute({
+    method: 'POST',
+    path: '/v1/domains/claim',
+    summary: 'Claim a domain other workspaces hold: publish the TXT record the claim names, then verify it',
+    operation: 'domains.write',
+    scope: 'domains:write',
+    status: 201,
+    body: z.object({ name: z.string().max(253).optional(), region: z.string().optional() }).extend(updateDomainBody.omit({ capabilities: true }).shape),
+    handler: ({ deps, workspace, body }) => deps.services.domainClaims.create(workspace.id, body),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/domains/:id/claim',
+    summary: "A domain claim (by the claim's id, the domain name, or the id of the domain it gave)",
+    operation: 'domains.read',
+    scope: 'domains:read',
+    handler: ({ deps, workspace, params }) => deps.services.domainClaims.get(workspace.id, params.id!),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/domains/:id/claim/verify',
+    summary: 'Look up the claim\'s TXT record now; when it is there and nothing blocks, the domain becomes this workspace\'s',
+    operation: 'domains.write',
+    scope: 'domains:write',
+    handler: ({ deps, workspace, params }) => deps.services.domainClaims.verify(workspace.id, params.id!),
+  }),
+  defineRoute({
     method: 'GET',
     path: '/v1/domains',
     summary: 'List sending domains (no pagination)',
