@@ -30,6 +30,7 @@ import { createUsageService } from './services/usage.js';
 import { createApiLogService } from './services/api-logs.js';
 import { createEventDefinitionService } from './services/workflows/event-definitions.js';
 import { createContactPropertyService } from './services/contact-properties.js';
+import { createContactImportService } from './services/contact-imports.js';
 import { createDomainClaimService } from './services/domain-claims.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
@@ -160,6 +161,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     apiLogs: createApiLogService({ ...deps, batcher }),
     eventDefinitions: createEventDefinitionService(deps),
     contactProperties: createContactPropertyService(deps),
+    contactImports: createContactImportService({ ...deps, subscribers, audiences, topics }),
     domainClaims: createDomainClaimService({ ...deps, domains }),
     unsubscribe: createUnsubscribeService({ ...deps, subscribers }),
     preferences: createPreferenceService({ ...deps, subscribers, topics }),

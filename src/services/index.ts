@@ -15,6 +15,7 @@ import type { TemplateService } from './templates.js';
 import type { AudienceService } from './audiences.js';
 import type { CampaignService } from './campaigns.js';
 import type { SubscriberService } from './subscribers.js';
+import type { ContactImportService } from './contact-imports.js';
 import type { TopicService } from './topics.js';
 import type { UnsubscribeService } from './unsubscribe.js';
 import type { PreferenceService } from './preferences.js';
@@ -56,6 +57,8 @@ export interface Services {
   eventDefinitions: EventDefinitionService;
   /** Typed custom fields of contacts with fallbacks (Resend's contactProperties). */
   contactProperties: ContactPropertyService;
+  /** CSV imports of contacts, streamed in batches (Resend's contacts.imports, `mailsvc contacts import`). */
+  contactImports: ContactImportService;
   /** Taking over a domain other workspaces hold, proved by a TXT record (Resend's domains.claims). */
   domainClaims: DomainClaimService;
   unsubscribe: UnsubscribeService;

@@ -229,6 +229,31 @@ export interface DomainClaimsTable {
 }
 
 /** A declared contact property: its key, its type and the value templates use when a contact has none. */
+export interface ContactImportsTable {
+  id: string;
+  workspace_id: string;
+  /** queued, in_progress, completed, failed (the SDK's ContactImportStatus). */
+  status: string;
+  file_name: string | null;
+  file_bytes: number;
+  file_sha256: string;
+  /** JSON: column_map, on_conflict, segments, topics as uploaded. */
+  options: string;
+  idempotency_key: string | null;
+  total: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  failed: number;
+  /** JSON array of the first per-row errors: {row, reason}. */
+  errors: string;
+  /** Why the whole import failed (an unreadable CSV). */
+  failure: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
 export interface ContactPropertiesTable {
   id: string;
   workspace_id: string;
@@ -872,6 +897,7 @@ export interface Database {
   api_logs: ApiLogsTable;
   event_definitions: EventDefinitionsTable;
   contact_properties: ContactPropertiesTable;
+  contact_imports: ContactImportsTable;
   domain_claims: DomainClaimsTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;
@@ -935,6 +961,7 @@ export type Domain = Selectable<DomainsTable>;
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
 export type ContactProperty = Selectable<ContactPropertiesTable>;
+export type ContactImport = Selectable<ContactImportsTable>;
 export type DomainClaim = Selectable<DomainClaimsTable>;
 export type DomainUpdate = Updateable<DomainsTable>;
 export type DkimKey = Selectable<DkimKeysTable>;

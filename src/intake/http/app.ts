@@ -62,7 +62,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   const api = compose<Ctx>([
     showRateLimit(deps, routeOf, deps.logger),
     authenticate(deps),
-    parseBody(deps.config.http.bodyLimit),
+    parseBody(deps.config.http.bodyLimit, (ctx) => routeOf(ctx)?.multipart === true),
     selectWorkspace(deps),
     router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
     async (ctx: Ctx) => {

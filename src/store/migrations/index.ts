@@ -19,6 +19,7 @@ import { apiLogs } from './0036-api-logs.js';
 import { eventDefinitions } from './0037-event-definitions.js';
 import { contactProperties } from './0038-contact-properties.js';
 import { domainClaims } from './0039-domain-claims.js';
+import { contactImports } from './0064-contact-imports.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -53,5 +54,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0041-guard-engagement': guardEngagement(),
     '0042-workspace-branding': workspaceBranding(),
     '0043-row-notify': rowNotify(dialect),
+    '0064-contact-imports': contactImports(),
   };
 }
