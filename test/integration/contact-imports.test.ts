@@ -208,6 +208,9 @@ describe('contact imports (contacts.imports with the unchanged SDK, and mailsvc 
     assert.match(((await r1.json()) as { message: string }).message, /file/);
     const r2 = await fetch(`${server.httpUrl}/contacts/imports`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{}' });
     assert.equal(r2.status, 415);
+    assert.match(((await r2.json()) as { message: string }).message, /multipart\/form-data/);
+    const r4 = await fetch(`${server.httpUrl}/contacts/imports`, { method: 'POST', headers: { ...auth, 'Content-Type': 'text/csv' }, body: 'email\na@customer.test\n' });
+    assert.equal(r4.status, 415);
     failed(await resend.contacts.imports.create({ file: csv('name,phone\nAnn,1\n') }), 400, 'validation_error', /column "email"/);
     failed(await resend.contacts.imports.create({ file: csv('') }), 400, 'validation_error', /empty/);
     failed(await resend.contacts.imports.create({ file: csv('email\na@customer.test\n'), columnMap: { email: 'Mail' } }), 400, 'validation_error', /column_map\.email/);
