@@ -320,4 +320,54 @@ describe('a large contact import, streamed', () => {
       await new Promise((r) => child.once('exit', r));
     }
   });
+
+  it('takes up an import after kill -9 of the server, every row there once', { timeout: 300_000 }, async () => {
+    const rows = 60_000;
+    const file = join(dir, 'crash.csv');
+    const out = createWriteStream(file);
+    out.write('email,first_name\n');
+    for (let i = 0; i < rows; i++) {
+      if (!out.write(`crash${i}@big.test,C${i}\n`)) await new Promise<void>((r) => out.once('drain', () => r()));
+    }
+    await new Promise<void>((r) => out.end(() => r()));
+    const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
+    const key = (await runtime.services.credentials.createKey({ name: 'crash', workspaceId })).secret;
+    const first = await serveCli(env);
+    let id: string;
+    try {
+      const resend = new Resend(key, { baseUrl: first.url });
+      id = ok(await resend.contacts.imports.create({ file: await openAsBlob(file, { type: 'text/csv' }) }), 'create').id;
+      for (;;) {
+        const got = ok(await resend.contacts.imports.get(id), 'get');
+        assert.notEqual(got.status, 'completed', 'the import finished before the kill: make the file larger');
+        if (got.counts.total >= 2000) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      first.child.kill('SIGKILL');
+      await new Promise((r) => first.child.once('exit', r));
+    }
+    assert.equal((await runtime.services.contactImports.get(workspaceId, id)).status, 'in_progress');
+    const second = await serveCli(env);
+    try {
+      const done = await finished(new Resend(key, { baseUrl: second.url }), id, 240_000);
+      assert.equal(done.status, 'completed');
+      assert.equal(done.counts.total, rows);
+      assert.equal(done.counts.failed, 0);
+      assert.equal(done.counts.created + done.counts.updated, rows);
+      assert.ok(done.counts.updated >= 2000, 'the rows read before the kill are read again as updates');
+      const counted = await runtime.store.db
+        .selectFrom('subscribers')
+        .where('workspace_id', '=', workspaceId)
+        .where('email_key', 'like', 'crash%@big.test')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(counted.n), rows, 'one subscriber per row, none twice');
+      assert.equal((await runtime.services.subscribers.get(workspaceId, `crash${rows - 1}@big.test`)).first_name, `C${rows - 1}`);
+      assert.deepEqual(readdirSync(join(dir, 'imports')), []);
+    } finally {
+      second.child.kill('SIGTERM');
+      await new Promise((r) => second.child.once('exit', r));
+    }
+  });
 });
