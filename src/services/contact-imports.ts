@@ -9,6 +9,7 @@ import { AppError, isAppError, notFound, validationError } from '../shared/error
 import { isUuid, newId } from '../shared/ids.js';
 import { parseWith } from '../shared/validate.js';
 import { valueMatches, type FieldType } from '../shared/typed-fields.js';
+import { saveMembers } from '../store/audiences.js';
 import { listAllContactProperties } from '../store/contact-properties.js';
 import { findContactImport, findContactImportByKey, listContactImports, listUnfinishedContactImports, saveContactImport, updateContactImport } from '../store/contact-imports.js';
 import type { Db } from '../store/db.js';
@@ -314,21 +315,18 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
             {
               onConflict: options.on_conflict ?? 'upsert',
               after: async (trx: Db, written) => {
-                if (options.topics?.length) for (const w of written) await deps.topics.choose(row.workspace_id, w.id, options.topics, trx);
+                const ids = written.map((w) => w.id);
+                for (const s of options.segments ?? []) await saveMembers(trx, s.id, ids, clock.now());
+                if (options.topics?.length) for (const id of new Set(ids)) await deps.topics.choose(row.workspace_id, id, options.topics, trx);
               },
             },
           );
         // A contact created by the API at the same moment breaks the batch's insert: once more reads it as known.
         const outcomes = await write().catch(() => write());
-        const ids: string[] = [];
         outcomes.forEach((o, i) => {
           if (o.outcome === 'failed') addError({ row: rows[i]!.row, line: rows[i]!.line, reason: o.reason });
-          else {
-            counts[o.outcome]++;
-            if (o.outcome !== 'skipped') ids.push(o.id);
-          }
+          else counts[o.outcome]++;
         });
-        for (const s of options.segments ?? []) if (ids.length) await deps.audiences.addMembers(row.workspace_id, s.id, { subscriberIds: ids });
         await updateContactImport(db, row.id, { ...counts, errors: errorsJson(), updated_at: clock.now() });
         onProgress?.(counts.total, input.bytesRead);
       };
