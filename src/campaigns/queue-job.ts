@@ -76,7 +76,7 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
   /** One page: the next subscribers after the cursor, as queued messages. */
   async function queuePage({ campaign, workspace, variants }: Queuing): Promise<'more' | 'done' | 'lost' | RateLimited> {
     const size = Math.max(1, Math.min(CAMPAIGN_PAGE, limitFor('send.marketing', workspace).limit));
-    const page = await listSelectionPage(db, selectionOf(campaign), campaign.cursor, size);
+    const page = await listSelectionPage(db, selectionOf(campaign), campaign.cursor, size, deps.dialect);
     const now = clock.now();
     if (page.length === 0) return 'done';
     const suppressedDomains = new Set((await listDomainSuppressions(db, workspace.id)).map((s) => s.address));

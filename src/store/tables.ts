@@ -475,6 +475,8 @@ export interface AudiencesTable {
   id: string;
   workspace_id: string;
   name: string;
+  /** JSON array of conditions on contact properties (store/property-conditions.ts); null: none. */
+  conditions: string | null;
   created_at: number;
 }
 

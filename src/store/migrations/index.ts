@@ -20,6 +20,7 @@ import { eventDefinitions } from './0037-event-definitions.js';
 import { contactProperties } from './0038-contact-properties.js';
 import { domainClaims } from './0039-domain-claims.js';
 import { contactImports } from './0064-contact-imports.js';
+import { segmentConditions } from './0065-segment-conditions.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -55,5 +56,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0042-workspace-branding': workspaceBranding(),
     '0043-row-notify': rowNotify(dialect),
     '0064-contact-imports': contactImports(),
+    '0065-segment-conditions': segmentConditions(),
   };
 }
