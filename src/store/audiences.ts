@@ -58,17 +58,18 @@ export const countAudiencesOf = async (db: Db, workspaceId: string, subscriberId
 export const countAudiences = async (db: Db, workspaceId: string): Promise<number> =>
   Number((await db.selectFrom('audiences').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
 
-export const countMembers = async (db: Db, dialect: Dialect, audience: Membership & { workspace_id: string }): Promise<number> =>
-  Number(
-    (
-      await db
-        .selectFrom('subscribers')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('subscribers.workspace_id', '=', audience.workspace_id)
-        .where((eb) => isMember(eb, dialect, audience))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
+/** Members: added ones are counted from the membership index; with conditions, the workspace's subscribers are read. */
+export async function countMembers(db: Db, dialect: Dialect, audience: Membership & { workspace_id: string }): Promise<number> {
+  const q =
+    audience.conditions === null
+      ? db.selectFrom('audience_members').select((eb) => eb.fn.countAll<number>().as('n')).where('audience_id', '=', audience.id)
+      : db
+          .selectFrom('subscribers')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('subscribers.workspace_id', '=', audience.workspace_id)
+          .where((eb) => isMember(eb, dialect, audience));
+  return Number((await q.executeTakeFirstOrThrow()).n);
+}
 
 export const removeAudience = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
   Number((await db.deleteFrom('audiences').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
@@ -92,11 +93,13 @@ export const removeMember = async (db: Db, audienceId: string, subscriberId: str
 
 export const listMembers = (db: Db, dialect: Dialect, audience: Membership & { workspace_id: string }, page: ListPage): Promise<PageOf<Subscriber>> =>
   readPage(
-    db
-      .selectFrom('subscribers')
-      .selectAll('subscribers')
-      .where('subscribers.workspace_id', '=', audience.workspace_id)
-      .where((eb) => isMember(eb, dialect, audience)),
+    audience.conditions === null
+      ? db.selectFrom('subscribers').innerJoin('audience_members', 'audience_members.subscriber_id', 'subscribers.id').selectAll('subscribers').where('audience_members.audience_id', '=', audience.id)
+      : db
+          .selectFrom('subscribers')
+          .selectAll('subscribers')
+          .where('subscribers.workspace_id', '=', audience.workspace_id)
+          .where((eb) => isMember(eb, dialect, audience)),
     'subscribers.id',
     page,
   );
