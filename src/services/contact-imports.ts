@@ -348,7 +348,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
       await updateContactImport(db, row.id, { status: 'completed', completed_at: clock.now(), updated_at: clock.now() });
     } catch (err) {
       if (err === STOPPED) throw err;
-      const reason = isAppError(err) ? (err.field ? `${err.field}: ${err.message}` : err.message) : `not a readable CSV: ${(err as Error).message}`;
+      const reason = isAppError(err) ? err.message : `not a readable CSV: ${(err as Error).message}`;
       logger.warn({ importId: row.id, err: reason }, 'contact import failed');
       await updateContactImport(db, row.id, { ...counts, errors: errorsJson(), status: 'failed', failure: reason, completed_at: clock.now(), updated_at: clock.now() });
     } finally {

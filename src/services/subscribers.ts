@@ -319,7 +319,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       const outcomes: ImportOutcome[] = new Array(inputs.length);
       const fail = (i: number, err: unknown) => {
         if (!isAppError(err)) throw err;
-        outcomes[i] = { outcome: 'failed', reason: err.field ? `${err.field}: ${err.message}` : err.message };
+        outcomes[i] = { outcome: 'failed', reason: err.message };
       };
       const checked: Array<{ index: number; email: string; input: SubscriberInput }> = [];
       for (const [index, input] of inputs.entries()) {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Resend } from 'resend';
 import { serveCli } from '../helpers/cli.js';
+import { DashboardClient } from '../helpers/dashboard.js';
 import { testDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { failed, hasFields, ok } from '../helpers/resend.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -42,6 +43,8 @@ async function importCsv(resend: Resend, text: string, options: Record<string, u
   return finished(resend, created.id);
 }
 
+const DASHBOARD_PASSWORD = 'correct horse battery staple';
+
 /** A limit small enough to test at, under and over without 100 MB files. */
 const IMPORT_LIMIT = 64 * 1024;
 
@@ -50,7 +53,7 @@ describe('contact imports (contacts.imports with the unchanged SDK, and mailsvc 
   let resend: Resend;
 
   before(async () => {
-    server = await startTestServer({ http: { importLimit: IMPORT_LIMIT } });
+    server = await startTestServer({ http: { importLimit: IMPORT_LIMIT }, dashboard: { password: DASHBOARD_PASSWORD } });
     resend = new Resend(await server.key(), { baseUrl: server.httpUrl });
   });
   after(async () => server?.close());
@@ -134,7 +137,7 @@ describe('contact imports (contacts.imports with the unchanged SDK, and mailsvc 
         [6, 7],
       ],
     );
-    assert.match(done.errors[0]!.reason, /email.*not a valid email address/);
+    assert.match(done.errors[0]!.reason, /^email: "not-an-address" is not a valid email address$/);
     assert.match(done.errors[1]!.reason, /properties\.seats.*"many" is not a number/);
     assert.match(done.errors[2]!.reason, /properties\.renews.*ISO 8601/);
     assert.match(done.errors[3]!.reason, /email: missing/);
@@ -222,6 +225,19 @@ describe('contact imports (contacts.imports with the unchanged SDK, and mailsvc 
     const r3 = await fetch(`${server.httpUrl}/contacts/imports`, { method: 'POST', headers: auth, body: twoFiles });
     assert.equal(r3.status, 400);
     failed(await resend.contacts.get({ email: 'a@customer.test' }), 404, 'not_found');
+  });
+
+  it('the dashboard lists imports with their counts and the rows not imported (escaped)', async () => {
+    const done = await importCsv(resend, 'email\n<img src=x onerror=alert(1)>\ndash@customer.test\n');
+    assert.deepEqual(done.counts, { total: 2, created: 1, updated: 0, skipped: 0, failed: 1 });
+    const client = new DashboardClient(server.httpUrl);
+    await client.signIn(DASHBOARD_PASSWORD);
+    const res = await client.get('/dashboard/imports');
+    assert.equal(res.status, 200);
+    assert.match(res.text, /Contact imports/);
+    assert.match(res.text, /line 2: email: &quot;&lt;img src=x onerror=alert\(1\)&gt;&quot; is not a valid email address/);
+    assert.doesNotMatch(res.text, /<img src=x/);
+    assert.match(res.text, /<td>completed<\/td><td>2<\/td><td>1<\/td><td>0<\/td><td>0<\/td><td>1<\/td>/);
   });
 
   it('mailsvc contacts import FILE goes through the same service, with progress on stderr', async () => {

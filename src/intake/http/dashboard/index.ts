@@ -15,6 +15,7 @@ import { registerMarketingRoutes } from './pages/marketing.js';
 import { registerOverviewRoutes } from './pages/overview.js';
 import { registerReceivingRoutes } from './pages/receiving.js';
 import { registerSuppressionRoutes } from './pages/suppressions.js';
+import { registerImportRoutes } from './pages/imports.js';
 import { registerTemplateRoutes } from './pages/templates.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
 import { registerWorkflowRoutes } from './pages/workflows.js';
@@ -71,6 +72,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerWebhookRoutes(router, deps);
   registerMarketingRoutes(router, deps);
   registerSuppressionRoutes(router, deps);
+  registerImportRoutes(router, deps);
   registerReceivingRoutes(router, deps);
   registerWorkflowRoutes(router, deps);
   return router;
