@@ -14,11 +14,11 @@ import { kernel } from './0017-kernel.js';
 import { eventOrder } from './0020-event-order.js';
 import { statsTest } from './0021-stats-test.js';
 import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
-import { domainSettings } from './0035-domain-settings.js';
-import { apiLogs } from './0036-api-logs.js';
-import { eventDefinitions } from './0037-event-definitions.js';
-import { contactProperties } from './0038-contact-properties.js';
-import { domainClaims } from './0039-domain-claims.js';
+import { domainSettings } from './0046-domain-settings.js';
+import { apiLogs } from './0047-api-logs.js';
+import { eventDefinitions } from './0048-event-definitions.js';
+import { contactProperties } from './0049-contact-properties.js';
+import { domainClaims } from './0054-domain-claims.js';
 import { contactImports } from './0064-contact-imports.js';
 import { segmentConditions } from './0065-segment-conditions.js';
 import { abTests } from './0040-ab-tests.js';
@@ -46,15 +46,15 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0020-event-order': eventOrder(dialect),
     '0021-stats-test': statsTest(dialect),
     '0022-email-subscriber-index': emailSubscriberIndex(),
-    '0035-domain-settings': domainSettings(),
-    '0036-api-logs': apiLogs(),
-    '0037-event-definitions': eventDefinitions(),
-    '0038-contact-properties': contactProperties(),
-    '0039-domain-claims': domainClaims(),
     '0040-ab-tests': abTests(),
     '0041-guard-engagement': guardEngagement(),
     '0042-workspace-branding': workspaceBranding(),
     '0043-row-notify': rowNotify(dialect),
+    '0046-domain-settings': domainSettings(),
+    '0047-api-logs': apiLogs(),
+    '0048-event-definitions': eventDefinitions(),
+    '0049-contact-properties': contactProperties(),
+    '0054-domain-claims': domainClaims(),
     '0064-contact-imports': contactImports(),
     '0065-segment-conditions': segmentConditions(),
   };
