@@ -25,6 +25,13 @@ import { createIdempotencyService } from './services/idempotency.js';
 import { createQueueService } from './services/queue.js';
 import { limitFor } from './services/rate-limits.js';
 import { MemoryRateLimiter } from './shared/fixed-window.js';
+import { createCampaignEngagementService } from './services/campaign-engagement.js';
+import { createUsageService } from './services/usage.js';
+import { createApiLogService } from './services/api-logs.js';
+import { createEventDefinitionService } from './services/workflows/event-definitions.js';
+import { createContactPropertyService } from './services/contact-properties.js';
+import { createContactImportService } from './services/contact-imports.js';
+import { createDomainClaimService } from './services/domain-claims.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
 import { createEnqueue } from './services/send/enqueue.js';
@@ -148,16 +155,24 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const inboxThreads = createInboxThreadService({ ...deps, routes });
   const inboxReplies = createInboxReplyService({ ...deps, send, inboxThreads });
   const inboxDrafts = createInboxDraftService({ ...deps, send, inboxThreads, inboxReplies, fetchAttachment });
+  const domains = createDomainService(deps);
   return {
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
-    domains: createDomainService(deps),
+    domains,
     templates,
     send,
     subscribers,
     audiences,
     topics,
     campaigns: createCampaignService({ ...deps, send, templates, topics }),
+    campaignEngagement: createCampaignEngagementService(deps),
+    usage: createUsageService(deps),
+    apiLogs: createApiLogService({ ...deps, batcher }),
+    eventDefinitions: createEventDefinitionService(deps),
+    contactProperties: createContactPropertyService(deps),
+    contactImports: createContactImportService({ ...deps, subscribers, audiences, topics }),
+    domainClaims: createDomainClaimService({ ...deps, domains }),
     unsubscribe: createUnsubscribeService({ ...deps, subscribers }),
     preferences: createPreferenceService({ ...deps, subscribers, topics }),
     emails: createEmailService({ ...deps, contentFor: content }),

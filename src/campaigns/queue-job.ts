@@ -1,3 +1,4 @@
+import { listContactPropertyFallbacks } from '../store/contact-properties.js';
 import type { Config } from '../config/schema.js';
 import { parseMailboxes } from '../messages/addresses.js';
 import { domainOf } from '../shared/domain-name.js';
@@ -75,7 +76,7 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
   /** One page: the next subscribers after the cursor, as queued messages. */
   async function queuePage({ campaign, workspace, variants }: Queuing): Promise<'more' | 'done' | 'lost' | RateLimited> {
     const size = Math.max(1, Math.min(CAMPAIGN_PAGE, limitFor('send.marketing', workspace).limit));
-    const page = await listSelectionPage(db, selectionOf(campaign), campaign.cursor, size);
+    const page = await listSelectionPage(db, selectionOf(campaign), campaign.cursor, size, deps.dialect);
     const now = clock.now();
     if (page.length === 0) return 'done';
     const suppressedDomains = new Set((await listDomainSuppressions(db, workspace.id)).map((s) => s.address));
@@ -89,6 +90,7 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
     const sentAlready = phase === 'winner' ? await listSubscribersSent(db, campaign.id, page.map((s) => s.id)) : new Set<string>();
     const holdouts: string[] = [];
     const prepared: Prepared[] = [];
+    const fallbacks = (await listContactPropertyFallbacks(db, workspace.id)) as Record<string, unknown>;
     for (const subscriber of page) {
       const group = groupOf(campaign.id, subscriber.id, split);
       if (group.kind === 'holdout') {
@@ -114,7 +116,7 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
           bcc: [],
           replyTo,
           recipients: [subscriber.email],
-          subject: campaignSubject({ ...campaign, subject: content.subject }, subscriber, links.unsubscribe(workspace.id, subscriber.email, id)),
+          subject: campaignSubject({ ...campaign, subject: content.subject }, subscriber, links.unsubscribe(workspace.id, subscriber.email, id), fallbacks),
           messageId: `<${id}@${domain.name}>`,
           templateId: campaign.template_id,
           tags,

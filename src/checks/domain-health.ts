@@ -21,7 +21,8 @@ export function createDomainHealth(deps: { config: Config; resolver: DnsResolver
   const { config, resolver, clock } = deps;
   const fetchMtaStsPolicy = deps.mtaStsFetcher ?? fetchWithMailauth(resolver);
   return {
-    async run(domain: string, dkim: DkimTokenResult[]): Promise<DomainChecks> {
+    /** `returnPathSubdomain`: the domain's own (domains.update), else delivery.returnPathSubdomain. */
+    async run(domain: string, dkim: DkimTokenResult[], returnPathSubdomain: string = config.delivery.returnPathSubdomain): Promise<DomainChecks> {
       let sendingIps: string[] = [];
       try {
         sendingIps = await sendingAddresses(config, resolver);
@@ -34,7 +35,7 @@ export function createDomainHealth(deps: { config: Config; resolver: DnsResolver
         {
           resolver,
           hostname: config.delivery.hostname,
-          returnPathSubdomain: config.delivery.returnPathSubdomain,
+          returnPathSubdomain,
           inboundEnabled: config.smtp.inbound.enabled,
           sendingIps,
           reportAddresses: reportAddresses(config),

@@ -17,6 +17,7 @@ import { registerRouteCommands } from './routes.js';
 import { registerServerCommands } from './server.js';
 import { registerTemplateCommands } from './templates.js';
 import { registerSuppressionCommands } from './suppressions.js';
+import { registerContactCommands } from './contacts.js';
 import { registerWorkflowCommands } from './workflows.js';
 import { registerWorkspaceCommands } from './workspaces.js';
 import { packageVersion } from './version.js';
@@ -36,6 +37,7 @@ export function buildProgram(io: CliIo): Command {
   registerDomainCommands(program, io);
   registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);
+  registerContactCommands(program, io);
   registerRouteCommands(program, io);
   registerWorkflowCommands(program, io);
   registerQueueCommands(program, io);

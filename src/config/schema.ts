@@ -186,6 +186,7 @@ export const schema = {
     publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
     bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
     trustProxy: bool(false, 'Trust X-Forwarded-For / X-Forwarded-Proto from a reverse proxy.'),
+    importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory.', 1),
   },
   smtp: {
     submission: {
@@ -355,7 +356,7 @@ export const schema = {
     linkBurstMs: int(1000, "Clicks on two different links of one message closer together than this many milliseconds are a scanner's (0: off).", 0, 60_000),
   },
   retention: {
-    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages and finished workflow runs.', 1),
+    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages, finished workflow runs and API request logs.', 1),
   },
   metrics: {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),

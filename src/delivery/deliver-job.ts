@@ -29,7 +29,10 @@ export interface Job {
 }
 
 /** The message as it goes on the wire: DKIM-signed, with its envelope sender. */
-export type Prepared = { kind: 'message'; message: Buffer; returnPath: string } | { kind: 'failed'; category: 'config' | 'message'; reason: string };
+export type Prepared =
+  /** requireTls: the sending domain's TLS policy is `enforced` (domains.update). */
+  | { kind: 'message'; message: Buffer; returnPath: string; requireTls?: boolean }
+  | { kind: 'failed'; category: 'config' | 'message'; reason: string };
 
 export interface JobContext {
   config: Config['delivery'];
@@ -196,5 +199,7 @@ export async function deliverJob(job: Job, ctx: JobContext): Promise<Outcome[]> 
   if ('kind' in r) return everyone(job, r);
   const prepared = await ctx.prepare(job.email);
   if (prepared.kind === 'failed') return everyone(job, { kind: 'failed', response: prepared.reason, category: prepared.category });
-  return transmit(job, r, prepared, ctx);
+  // A domain that enforces TLS never goes out in the clear; a stricter mode (MTA-STS's verified) stays.
+  const tls: TlsMode = prepared.requireTls && r.tls === 'opportunistic' ? 'required' : r.tls;
+  return transmit(job, { ...r, tls }, prepared, ctx);
 }

@@ -26,24 +26,38 @@ const KEY_CACHE_MS = 60_000;
  */
 export function messagePreparer(deps: PrepareDeps): (email: Email, stored: Buffer | undefined) => Promise<Prepared> {
   const { db, clock, secretKey } = deps;
-  const keys = new Map<string, { until: number; key: DkimKey | null }>();
+  type Sender = { key: DkimKey; returnPathSubdomain: string; requireTls: boolean };
+  const senders = new Map<string, { until: number; sender: Sender | null }>();
 
-  const dkimKeyFor = async (email: Email): Promise<DkimKey | null> => {
+  // The domain's key and its own settings (domains.update), read once a minute.
+  const senderFor = async (email: Email): Promise<Sender | null> => {
     if (!email.domain_id) return null;
-    const cached = keys.get(email.domain_id);
-    if (cached && cached.until > clock.now()) return cached.key;
+    const cached = senders.get(email.domain_id);
+    if (cached && cached.until > clock.now()) return cached.sender;
     const domain = await findDomain(db, email.workspace_id, email.domain_id);
     const active = domain ? (await listDkimKeys(db, [domain.id]))[0] : undefined;
-    const key = domain && active ? { domain: domain.name, selector: active.selector, privateKey: decryptSecret(secretKey, active.private_key_sealed) } : null;
-    keys.set(email.domain_id, { until: clock.now() + KEY_CACHE_MS, key });
-    return key;
+    const sender =
+      domain && active
+        ? {
+            key: { domain: domain.name, selector: active.selector, privateKey: decryptSecret(secretKey, active.private_key_sealed) },
+            returnPathSubdomain: domain.return_path_subdomain ?? deps.returnPathSubdomain,
+            requireTls: domain.tls === 'enforced',
+          }
+        : null;
+    senders.set(email.domain_id, { until: clock.now() + KEY_CACHE_MS, sender });
+    return sender;
   };
 
   return async (email, stored) => {
-    const [content, key] = await Promise.all([stored ?? deps.compose(email), dkimKeyFor(email)]);
+    const [content, sender] = await Promise.all([stored ?? deps.compose(email), senderFor(email)]);
     if (!content) return { kind: 'failed', category: 'message', reason: 'the message content is missing' };
-    if (!key) return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
-    const message = await deps.signer.sign(content, key, clock.now());
-    return { kind: 'message', message, returnPath: returnPathFor(email.id, bounceDomainOf(key.domain, deps.returnPathSubdomain), secretKey) };
+    if (!sender) return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
+    const message = await deps.signer.sign(content, sender.key, clock.now());
+    return {
+      kind: 'message',
+      message,
+      returnPath: returnPathFor(email.id, bounceDomainOf(sender.key.domain, sender.returnPathSubdomain), secretKey),
+      requireTls: sender.requireTls,
+    };
   };
 }

@@ -1,3 +1,4 @@
+import { listContactPropertyFallbacks } from '../store/contact-properties.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
 import { findCampaignById } from '../store/campaigns.js';
@@ -27,11 +28,13 @@ type Recipient = Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'extern
  * subscriber), over its metadata. Resend's names too: `FIRST_NAME`, `LAST_NAME`, `EMAIL`,
  * `RESEND_UNSUBSCRIBE_URL` and `contact.*` (with the contact's properties).
  */
-export function subscriberVariables(campaignVariables: Variables | null, s: Recipient, unsubscribeUrl: string): Variables {
+export function subscriberVariables(campaignVariables: Variables | null, s: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): Variables {
   const metadata = parseJson<Variables>(s.metadata) ?? {};
+  // A declared property's fallback stands in where the contact has no value (contactProperties).
+  const properties = { ...fallbacks, ...Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== null && v !== undefined)) };
   const own = { email: s.email, first_name: s.first_name ?? '', last_name: s.last_name ?? '' };
   return {
-    ...metadata,
+    ...properties,
     ...campaignVariables,
     ...own,
     external_id: s.external_id ?? '',
@@ -41,13 +44,13 @@ export function subscriberVariables(campaignVariables: Variables | null, s: Reci
     LAST_NAME: own.last_name,
     EMAIL: own.email,
     RESEND_UNSUBSCRIBE_URL: unsubscribeUrl,
-    contact: { ...metadata, ...own },
+    contact: { ...properties, ...own },
   };
 }
 
 /** The subject a campaign has for one recipient. */
-export const campaignSubject = (campaign: Campaign, recipient: Recipient, unsubscribeUrl: string): string =>
-  renderSubject(campaign.subject, subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl));
+export const campaignSubject = (campaign: Campaign, recipient: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): string =>
+  renderSubject(campaign.subject, subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl, fallbacks));
 
 export interface CampaignMessageDeps {
   db: Db;
@@ -82,6 +85,19 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
     return campaign;
   };
 
+  // The workspace's property fallbacks, read once a minute as the campaign is.
+  const fallbacks = new Map<string, { until: number; values: Promise<Variables> }>();
+  const fallbacksOf = (workspaceId: string): Promise<Variables> => {
+    const now = clock.now();
+    const hit = fallbacks.get(workspaceId);
+    if (hit && hit.until > now) return hit.values;
+    if (fallbacks.size >= 100) fallbacks.delete(fallbacks.keys().next().value!);
+    const values = listContactPropertyFallbacks(db, workspaceId) as Promise<Variables>;
+    fallbacks.set(workspaceId, { until: now + 60_000, values });
+    void values.catch(() => fallbacks.delete(workspaceId));
+    return values;
+  };
+
   return async (email) => {
     const stored = await findEmailContent(db, email.id);
     if (stored || !email.campaign_id) return stored;
@@ -99,7 +115,7 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
       metadata: null,
     };
     const unsubscribeUrl = links.unsubscribe(email.workspace_id, to.address, email.id);
-    const variables = subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl);
+    const variables = subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl, await fallbacksOf(email.workspace_id));
     const raw = await buildMessage(
       {
         emailId: email.id,

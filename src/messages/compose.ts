@@ -63,7 +63,9 @@ export const COMPOSE_TASK = `(require) => {
       date: new Date(input.date),
       attachments: input.attachments.map((a) => Object.assign(
         { filename: a.filename, content: buffer(a.content), contentType: a.contentType },
-        a.cid ? { cid: a.cid, contentDisposition: 'inline' } : {},
+        // Without a cid it is a file to open: nodemailer would otherwise show a message/rfc822
+        // part (a forwarded .eml) inline, and mail programs would merge it into the body.
+        a.cid ? { cid: a.cid, contentDisposition: 'inline' } : { contentDisposition: 'attachment' },
       )),
       // Our own Message-ID and Date; no X-Mailer advertising the library.
       xMailer: false,

@@ -7,6 +7,7 @@ import {
   findAudience,
   findMember,
   listAudiences,
+  listConditionalAudiences,
   countAudiencesOf,
   listAudiencesOf,
   listMembers,
@@ -15,7 +16,10 @@ import {
   renameAudience,
   saveAudience,
   saveMembers,
+  updateAudienceConditions,
 } from '../store/audiences.js';
+import { parseConditions, type PropertyCondition } from '../store/property-conditions.js';
+import { checkSegmentConditions } from './segment-conditions.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
 import type { ListPage, Listed } from '../store/list-page.js';
 import type { Audience } from '../store/tables.js';
@@ -27,6 +31,8 @@ export interface AudienceView {
   object: 'audience';
   name: string;
   member_count: number;
+  /** Conditions on contact properties: every contact meeting all of them is a member too. */
+  conditions: Array<Omit<PropertyCondition, 'type'>> | null;
   created_at: string;
 }
 
@@ -34,7 +40,9 @@ export interface AudienceView {
 export const MAX_MEMBERS_PER_REQUEST = 1000;
 
 export interface AudienceService {
-  create(workspaceId: string, name: string): Promise<AudienceView>;
+  create(workspaceId: string, name: string, conditions?: unknown): Promise<AudienceView>;
+  /** Sets (or, with null or [], removes) the conditions on contact properties. */
+  setConditions(workspaceId: string, id: string, conditions: unknown): Promise<AudienceView>;
   list(workspaceId: string, page: ListPage): Promise<Listed<AudienceView>>;
   get(workspaceId: string, id: string): Promise<AudienceView>;
   remove(workspaceId: string, id: string): Promise<void>;
@@ -50,7 +58,15 @@ export interface AudienceService {
 
 export function createAudienceService(deps: ServiceDeps & { subscribers: SubscriberService }): AudienceService {
   const { db, clock, subscribers } = deps;
-  const view = (a: Audience, memberCount: number): AudienceView => ({ id: a.id, object: 'audience', name: a.name, member_count: memberCount, created_at: toIso(a.created_at) });
+  const { dialect } = deps;
+  const view = (a: Audience, memberCount: number): AudienceView => ({
+    id: a.id,
+    object: 'audience',
+    name: a.name,
+    member_count: memberCount,
+    conditions: a.conditions === null ? null : parseConditions(a.conditions).map(({ type: _type, ...c }) => c),
+    created_at: toIso(a.created_at),
+  });
   const find = async (workspaceId: string, id: string): Promise<Audience> => {
     const found = isUuid(id) ? await findAudience(db, workspaceId, id) : undefined;
     if (!found) throw notFound(`Audience ${id}`);
@@ -58,7 +74,7 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
   };
   const get = async (workspaceId: string, id: string) => {
     const a = await find(workspaceId, id);
-    return view(a, await countMembers(db, a.id));
+    return view(a, await countMembers(db, dialect, a));
   };
   const checkName = (name: string): string => {
     const trimmed = name.trim();
@@ -66,14 +82,22 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
     return trimmed;
   };
   return {
-    async create(workspaceId, name) {
-      const row: Audience = { id: newId(), workspace_id: workspaceId, name: checkName(name), created_at: clock.now() };
+    async create(workspaceId, name, conditions) {
+      const checked = conditions === undefined ? null : await checkSegmentConditions(db, workspaceId, conditions);
+      const row: Audience = { id: newId(), workspace_id: workspaceId, name: checkName(name), conditions: checked === null ? null : JSON.stringify(checked), created_at: clock.now() };
       await saveAudience(db, row);
-      return view(row, 0);
+      return get(workspaceId, row.id);
+    },
+    async setConditions(workspaceId, id, conditions) {
+      const audience = await find(workspaceId, id);
+      const checked = await checkSegmentConditions(db, workspaceId, conditions);
+      await updateAudienceConditions(db, audience.id, checked === null ? null : JSON.stringify(checked));
+      return get(workspaceId, audience.id);
     },
     async list(workspaceId, page) {
       const [{ rows, more }, total] = await Promise.all([listAudiences(db, workspaceId, page), countAudiences(db, workspaceId)]);
-      return { items: rows.map((r) => view(r, Number(r.member_count ?? 0))), total, more };
+      const counts = await Promise.all(rows.map((a) => countMembers(db, dialect, a)));
+      return { items: rows.map((r, i) => view(r, counts[i]!)), total, more };
     },
     get,
     async remove(workspaceId, id) {
@@ -85,8 +109,11 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
       return get(workspaceId, audience.id);
     },
     async of(workspaceId, subscriberId, page) {
-      const [{ rows, more }, total] = await Promise.all([listAudiencesOf(db, workspaceId, subscriberId, page), countAudiencesOf(db, workspaceId, subscriberId)]);
-      const counts = await Promise.all(rows.map((a) => countMembers(db, a.id)));
+      // Audiences with conditions the subscriber meets count too: each is one indexed look-up.
+      const meeting: string[] = [];
+      for (const a of await listConditionalAudiences(db, workspaceId)) if (await findMember(db, dialect, { id: a.id, conditions: a.conditions }, subscriberId)) meeting.push(a.id);
+      const [{ rows, more }, total] = await Promise.all([listAudiencesOf(db, workspaceId, subscriberId, meeting, page), countAudiencesOf(db, workspaceId, subscriberId, meeting)]);
+      const counts = await Promise.all(rows.map((a) => countMembers(db, dialect, a)));
       return { items: rows.map((a, i) => view(a, counts[i]!)), total, more };
     },
     async addMembers(workspaceId, id, members) {
@@ -109,7 +136,7 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
       return { added, audience: await get(workspaceId, id) };
     },
     async hasMember(workspaceId, id, subscriberId) {
-      return findMember(db, (await find(workspaceId, id)).id, subscriberId);
+      return findMember(db, dialect, await find(workspaceId, id), subscriberId);
     },
     async removeMember(workspaceId, id, subscriberId) {
       const audience = await find(workspaceId, id);
@@ -117,7 +144,7 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
     },
     async members(workspaceId, id, page) {
       const audience = await find(workspaceId, id);
-      const [{ rows, more }, total] = await Promise.all([listMembers(db, audience.id, page), countMembers(db, audience.id)]);
+      const [{ rows, more }, total] = await Promise.all([listMembers(db, dialect, audience, page), countMembers(db, dialect, audience)]);
       return { items: await subscribers.views(rows), total, more };
     },
   };

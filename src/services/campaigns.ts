@@ -357,7 +357,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         cancelled_at: null,
         ...NO_WINNER,
       };
-      if (sendNow) row.recipients = await countSelection(db, selectionOf(row));
+      if (sendNow) row.recipients = await countSelection(db, selectionOf(row), deps.dialect);
       await saveWithVariants(row, variants);
       return view(row);
     },
@@ -395,7 +395,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       requireDraft(campaign, 'sent');
       await checkedSender(workspace, campaign.from_email, test);
       const at = checkSchedule(scheduledAt);
-      const recipients = await countSelection(db, selectionOf(campaign));
+      const recipients = await countSelection(db, selectionOf(campaign), deps.dialect);
       if (!(await startDraftCampaign(db, campaign.id, { scheduled_at: at, recipients, test: test ? 1 : 0, updated_at: clock.now() }))) requireDraft(await find(workspace.id, id), 'sent');
       return view(await find(workspace.id, id));
     },

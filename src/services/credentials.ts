@@ -1,3 +1,4 @@
+import { isUuid } from '../shared/ids.js';
 import { randomInt } from 'node:crypto';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { safeEqual, sha256Hex } from '../shared/crypto.js';
@@ -150,6 +151,10 @@ export interface CredentialService {
   rename(id: string, workspaceId: string, name: string): Promise<CredentialView>;
   count(filter: { workspaceId?: string | undefined; oauth?: boolean }): Promise<number>;
   revoke(id: string, workspaceId?: string): Promise<CredentialView>;
+  /** A page of a workspace's OAuth access tokens (Resend's OAuth grants), revoked ones too, newest first. */
+  listTokens(workspaceId: string, page: ListPage): Promise<{ items: CredentialView[]; more: boolean }>;
+  /** Revokes one OAuth access token of the workspace (404 for anything else, or one already revoked). */
+  revokeToken(workspaceId: string, id: string): Promise<CredentialView>;
   /** Resolves a presented secret to a principal, or throws 401 in the surface's words. */
   authenticate(secret: string | undefined, surface: Surface): Promise<Principal>;
 }
@@ -255,6 +260,18 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       if (!found || (workspaceId !== undefined && found.workspace_id !== workspaceId)) throw notFound(`Key ${id}`);
       await revokeCredential(db, id, clock.now());
       return credentialView((await findCredential(db, id))!);
+    },
+
+    async listTokens(workspaceId, page) {
+      const { rows, more } = await listCredentialPage(db, { workspaceId, oauth: true }, page);
+      return { items: rows.map(credentialView), more };
+    },
+
+    async revokeToken(workspaceId, id) {
+      const found = isUuid(id) ? await findCredential(db, id.toLowerCase()) : undefined;
+      if (!found || found.kind !== 'oauth' || found.workspace_id !== workspaceId || found.revoked_at !== null) throw notFound(`OAuth grant ${id}`);
+      await revokeCredential(db, found.id, clock.now());
+      return credentialView((await findCredential(db, found.id))!);
     },
 
     async authenticate(secret, surface) {

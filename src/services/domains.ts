@@ -7,6 +7,7 @@ import { normalizeDomain, domainOf } from '../shared/domain-name.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import {
+  findDomain,
   findDomainByIdOrName,
   findDomainByName,
   listDkimKeys,
@@ -18,7 +19,7 @@ import {
   updateDomain,
 } from '../store/domains.js';
 import { recordEvent } from '../events/record-event.js';
-import type { DkimKey, Domain } from '../store/tables.js';
+import type { DkimKey, Domain, DomainTls } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 import type { DomainChecks } from '../checks/domain-checks.js';
 import { checkChanges, createDomainHealth, parseChecks } from '../checks/domain-health.js';
@@ -53,6 +54,26 @@ export interface DomainView {
   checks: DomainChecks | null;
   /** The IP pool of its mail when a message names none (null: the workspace's). */
   ip_pool_id: string | null;
+  /** The domain's own settings (domains.update); null tracking: the server's default. */
+  settings: DomainSettingsView;
+}
+
+export interface DomainSettingsView {
+  open_tracking: boolean | null;
+  click_tracking: boolean | null;
+  tls: DomainTls;
+  /** The VERP return path's subdomain in use (the domain's own, or delivery.returnPathSubdomain). */
+  custom_return_path: string;
+  tracking_subdomain: string | null;
+}
+
+/** What `domains.update` may change; absent fields are left as they are, null returns to the default. */
+export interface DomainSettingsInput {
+  open_tracking?: boolean | null | undefined;
+  click_tracking?: boolean | null | undefined;
+  tls?: DomainTls | undefined;
+  custom_return_path?: string | null | undefined;
+  tracking_subdomain?: string | null | undefined;
 }
 
 export interface AddDomainInput {
@@ -77,6 +98,8 @@ export interface DomainService {
   list(workspaceId: string): Promise<DomainView[]>;
   get(workspaceId: string, idOrName: string): Promise<DomainView>;
   remove(workspaceId: string, idOrName: string): Promise<void>;
+  /** Changes the domain's tracking, TLS policy, return-path or tracking subdomain. */
+  update(workspaceId: string, idOrName: string, input: DomainSettingsInput): Promise<DomainView>;
   /** The customer's CNAMEs and, for the operator, the TXT public keys under dkim.host. */
   recordsToPublish(
     workspaceId: string,
@@ -124,9 +147,9 @@ export function createDomainService(deps: ServiceDeps): DomainService {
    * asynchronous bounces come back, and an SPF record naming it, so the envelope domain passes
    * SPF (aligned with the From domain under DMARC's relaxed rule).
    */
-  const returnPathRecords = (domainName: string): DnsRecord[] => {
+  const returnPathSubdomainOf = (d: Domain): string => d.return_path_subdomain ?? config.delivery.returnPathSubdomain;
+  const returnPathRecords = (domainName: string, sub: string): DnsRecord[] => {
     const host = config.delivery.hostname.replace(/\.$/, '').toLowerCase();
-    const sub = config.delivery.returnPathSubdomain;
     // Without a subdomain the envelope domain is the sending domain itself: its MX stays the
     // owner's (bounces then go there), and only SPF needs this server (merge with any existing record).
     if (!sub) return [{ type: 'TXT', name: domainName, value: `v=spf1 a:${host} ~all` }];
@@ -155,6 +178,13 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       metadata: d.metadata === null ? null : (JSON.parse(d.metadata) as Record<string, unknown>),
       checks: parseChecks(d.checks),
       ip_pool_id: d.ip_pool_id,
+      settings: {
+        open_tracking: d.open_tracking === null ? null : d.open_tracking === 1,
+        click_tracking: d.click_tracking === null ? null : d.click_tracking === 1,
+        tls: d.tls,
+        custom_return_path: returnPathSubdomainOf(d),
+        tracking_subdomain: d.tracking_subdomain,
+      },
     };
   };
 
@@ -212,7 +242,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
   const verifyDomain = async (domain: Domain): Promise<VerificationResult> => {
     const keys = await keysOf(domain);
     const checks = await Promise.all(keys.map((k) => checkToken(domain, k)));
-    const deliverability = await health.run(domain.name, checks);
+    const deliverability = await health.run(domain.name, checks, returnPathSubdomainOf(domain));
     const failures = checks.filter((c) => !c.ok).map((c) => c.error);
     const now = clock.now();
     // A verified domain stays verified when a later check fails: flipping it would stop all
@@ -258,6 +288,11 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         last_check_error: null,
         checks: null,
       ip_pool_id: null,
+        open_tracking: null,
+        click_tracking: null,
+        tls: 'opportunistic',
+        return_path_subdomain: null,
+        tracking_subdomain: null,
       };
       // RSA-2048: every mailbox provider verifies it; key generation runs on libuv's pool.
       const pairs = await Promise.all(
@@ -303,6 +338,29 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       await removeDomain(db, workspaceId, domain.id);
     },
 
+    async update(workspaceId, idOrName, input) {
+      const domain = await find(workspaceId, idOrName);
+      const flag = (v: boolean | null | undefined) => (v === undefined ? undefined : v === null ? null : v ? 1 : 0);
+      const label = (field: string, v: string | null | undefined) => {
+        if (v === undefined || v === null) return v;
+        const name = v.trim().toLowerCase();
+        // One DNS label: it is put in front of the domain's name.
+        if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(name)) throw validationError(field, 'must be one DNS label: letters, digits and hyphens, at most 63, not starting or ending with a hyphen');
+        return name;
+      };
+      const changes = {
+        open_tracking: flag(input.open_tracking),
+        click_tracking: flag(input.click_tracking),
+        tls: input.tls,
+        return_path_subdomain: label('custom_return_path', input.custom_return_path),
+        tracking_subdomain: label('tracking_subdomain', input.tracking_subdomain),
+      };
+      const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+      if (Object.keys(set).length > 0) await updateDomain(db, domain.id, set);
+      const updated = (await findDomain(db, workspaceId, domain.id)) ?? domain;
+      return view(updated, await keysOf(updated));
+    },
+
     async recordsToPublish(workspaceId, idOrName) {
       const domain = await find(workspaceId, idOrName);
       const keys = await keysOf(domain);
@@ -311,7 +369,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         domain: v,
         customer: v.dns_records,
         dkimHost: keys.map((k) => ({ type: 'TXT' as const, name: `${k.selector}.${dkimHost}`, value: dkimTxtValue(k.public_key) })),
-        returnPath: returnPathRecords(domain.name),
+        returnPath: returnPathRecords(domain.name, returnPathSubdomainOf(domain)),
         receiving: receivingRecords(domain.name),
         ...reportRecords(domain.name),
       };

@@ -17,6 +17,7 @@ import { listEmailEvents, listEmailEventTypes } from '../store/events.js';
 import type { ParsedMail } from 'mailparser';
 import { parseMail } from '../shared/parse-mail.js';
 import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
+import { sharedCopyHtml } from '../messages/shared-copy.js';
 import { EMAIL_STATUSES, type Email, type EmailStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 import { SIMULATOR_HOST } from '../delivery/simulator.js';
@@ -143,6 +144,40 @@ export interface EmailService {
   attachments(workspaceId: string, id: string): Promise<AttachmentView[]>;
   /** The file a download link names; a 404 for a link that is not genuine or has expired. */
   download(token: string): Promise<{ filename: string; contentType: string; content: Buffer }>;
+  /** A public link to the rendered message that works for `expiresIn` ("30m", "24h", "7d"; default 24h, at most 30 days). */
+  share(workspaceId: string, id: string, expiresIn: string | undefined): Promise<{ object: 'email'; id: string; url: string; expires_at: string }>;
+  /** The message a share link names, for its page; a 404 for a link that is not genuine or has expired. */
+  shared(token: string): Promise<SharedEmail>;
+}
+
+export interface SharedEmail {
+  subject: string;
+  from: string;
+  to: string[];
+  created_at: string;
+  /** Without the tracking pixel, tracked links pointing at their destinations, no unsubscribe link. */
+  html: string | null;
+  text: string | null;
+}
+
+/** Where share links point (outside the API: the signed token is the credential). */
+export const SHARE_PATH = '/s/';
+const SHARE_DEFAULT = '24h';
+const SHARE_MAX_MS = 30 * 24 * 3600 * 1000;
+const DURATION_UNITS: Record<string, number> = { m: 60_000, h: 3600_000, d: 24 * 3600_000 };
+
+interface ShareToken extends Record<string, unknown> {
+  w: string;
+  e: string;
+  x: number;
+}
+
+/** "30m", "24h", "7d" in milliseconds; a validation error for anything else or over 30 days. */
+export function parseShareDuration(value: string): number {
+  const m = /^(\d{1,5})\s*([mhd])$/.exec(value.trim());
+  const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
+  if (!(ms >= 60_000) || ms > SHARE_MAX_MS) throw validationError('expires_in', 'must be a duration from 1m to 30d, such as "30m", "24h" or "7d"');
+  return ms;
 }
 
 export interface AttachmentView {
@@ -247,6 +282,7 @@ function instant(field: string, value: unknown): number | undefined {
 export function createEmailService(deps: ServiceDeps & { contentFor: (email: Email) => Promise<Buffer | undefined> }): EmailService {
   const { db, clock } = deps;
   const linkKey = tokenKey(deps.secretKey, 'attachment download');
+  const shareKey = tokenKey(deps.secretKey, 'email share');
 
   /** The message as composed, parsed (undefined when it has no content yet). */
   const parsed = async (email: Email): Promise<ParsedMail | undefined> => {
@@ -338,6 +374,31 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
         download_url: `${deps.config.http.publicUrl}${DOWNLOAD_PATH}${signToken(linkKey, { w: workspaceId, e: email.id, i, x: expires } satisfies DownloadToken)}`,
         expires_at: toIso(expires),
       }));
+    },
+
+    async share(workspaceId, id, expiresIn) {
+      const email = await find(workspaceId, id);
+      const expires = clock.now() + parseShareDuration(expiresIn ?? SHARE_DEFAULT);
+      const token = signToken(shareKey, { w: workspaceId, e: email.id, x: expires } satisfies ShareToken);
+      return { object: 'email', id: email.id, url: `${deps.config.http.publicUrl}${SHARE_PATH}${token}`, expires_at: toIso(expires) };
+    },
+
+    async shared(token) {
+      const p = verifyToken<ShareToken>(shareKey, token);
+      if (!p || typeof p.w !== 'string' || typeof p.e !== 'string' || typeof p.x !== 'number' || p.x < clock.now()) {
+        throw notFound('This link is not valid or has expired');
+      }
+      const email = await find(p.w, p.e);
+      const content = await parsed(email);
+      const html = content && typeof content.html === 'string' ? sharedCopyHtml(content.html, deps.config.http.publicUrl, deps.links) : null;
+      return {
+        subject: email.subject,
+        from: email.from_header,
+        to: JSON.parse(email.to_addresses) as string[],
+        created_at: toIso(email.created_at),
+        html,
+        text: content?.text ?? null,
+      };
     },
 
     async download(token) {

@@ -16,6 +16,7 @@ import type { TemplateService } from './templates.js';
 import type { AudienceService } from './audiences.js';
 import type { CampaignService } from './campaigns.js';
 import type { SubscriberService } from './subscribers.js';
+import type { ContactImportService } from './contact-imports.js';
 import type { TopicService } from './topics.js';
 import type { UnsubscribeService } from './unsubscribe.js';
 import type { PreferenceService } from './preferences.js';
@@ -33,6 +34,12 @@ import type { WorkflowService } from './workflows/workflows.js';
 import type { ReputationGuard } from './deliverability/reputation-guard.js';
 import type { ReportSummaries } from './deliverability/report-summaries.js';
 import type { EmailMetricsService } from './deliverability/email-metrics.js';
+import type { CampaignEngagementService } from './campaign-engagement.js';
+import type { UsageService } from './usage.js';
+import type { ApiLogService } from './api-logs.js';
+import type { EventDefinitionService } from './workflows/event-definitions.js';
+import type { ContactPropertyService } from './contact-properties.js';
+import type { DomainClaimService } from './domain-claims.js';
 
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
@@ -45,6 +52,20 @@ export interface Services {
   audiences: AudienceService;
   topics: TopicService;
   campaigns: CampaignService;
+  /** A broadcast's recipients by event and the links they clicked. */
+  campaignEngagement: CampaignEngagementService;
+  /** What a workspace used against its limits (Resend's usage.get). */
+  usage: UsageService;
+  /** Every authenticated API request, redacted (Resend's logs). */
+  apiLogs: ApiLogService;
+  /** Declared custom events and their payload schemas (Resend's events.create …). */
+  eventDefinitions: EventDefinitionService;
+  /** Typed custom fields of contacts with fallbacks (Resend's contactProperties). */
+  contactProperties: ContactPropertyService;
+  /** CSV imports of contacts, streamed in batches (Resend's contacts.imports, `mailsvc contacts import`). */
+  contactImports: ContactImportService;
+  /** Taking over a domain other workspaces hold, proved by a TXT record (Resend's domains.claims). */
+  domainClaims: DomainClaimService;
   unsubscribe: UnsubscribeService;
   /** The preference centre behind every unsubscribe link. */
   preferences: PreferenceService;

@@ -1,3 +1,8 @@
+import { checkContactProperties } from './contact-properties.js';
+import { recordEvents, type NewEvent } from '../events/record-event.js';
+import { isAppError } from '../shared/errors.js';
+import { checkTypedValues, type FieldSchema, type FieldType } from '../shared/typed-fields.js';
+import { listAllContactProperties } from '../store/contact-properties.js';
 import { recordEvent } from '../events/record-event.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { notFound, validationError } from '../shared/errors.js';
@@ -71,7 +76,20 @@ export interface SubscriberService {
    * marketing-scope suppression is added, in one transaction with the event.
    */
   unsubscribe(trx: Db, workspaceId: string, address: string, emailId: string | null): Promise<void>;
+  /**
+   * Writes many subscribers in one transaction (contact imports): each input is checked like
+   * an upsert's; a bad one gets its reason at its index and the others are written. With
+   * `onConflict: 'skip'` an address already known is left as it is. `after` runs in the same
+   * transaction with the written subscribers (topic choices, the import's progress).
+   */
+  importBatch(
+    workspaceId: string,
+    inputs: readonly SubscriberInput[],
+    options: { onConflict: 'upsert' | 'skip'; source?: string; after?: (trx: Db, written: Array<{ index: number; id: string }>) => Promise<void> },
+  ): Promise<ImportOutcome[]>;
 }
+
+export type ImportOutcome = { outcome: 'created' | 'updated' | 'skipped'; id: string } | { outcome: 'failed'; reason: string };
 
 const checkName = (field: string, value: string | null | undefined) => {
   if (value != null && (value.length > 200 || hasLineBreak(value))) throw validationError(field, 'must be one line of at most 200 characters');
@@ -194,10 +212,17 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     return next;
   }
 
+  /** Declared contact properties (contactProperties.create) keep their types, on both surfaces. */
+  const checkDeclared = async (workspaceId: string, input: Partial<SubscriberInput>): Promise<void> => {
+    if (input.properties) await checkContactProperties(db, workspaceId, input.properties);
+    if (input.metadata) await checkContactProperties(db, workspaceId, input.metadata);
+  };
+
   return {
     async upsert(workspaceId, input, source = 'api') {
       const email = requireAddress('email', input.email);
       const tags = checkTags(input.tags);
+      await checkDeclared(workspaceId, input);
       const changes = await fields(workspaceId, input);
       const run = () =>
         db.transaction().execute(async (trx) => {
@@ -263,6 +288,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
         throw validationError('email', `another subscriber has the address ${email}`);
       }
       const tags = checkTags(input.tags);
+      await checkDeclared(workspaceId, input);
       const changes = await fields(workspaceId, input);
       const row = await db.transaction().execute(async (trx) => {
         const now = clock.now();
@@ -285,6 +311,124 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       const removed = await view(found);
       await removeSubscriber(db, workspaceId, found.id);
       return removed;
+    },
+
+    async importBatch(workspaceId, inputs, options) {
+      const declared = await listAllContactProperties(db, workspaceId);
+      const schema: FieldSchema = Object.fromEntries(declared.map((p) => [p.key, p.type as FieldType]));
+      const outcomes: ImportOutcome[] = new Array(inputs.length);
+      const fail = (i: number, err: unknown) => {
+        if (!isAppError(err)) throw err;
+        outcomes[i] = { outcome: 'failed', reason: err.message };
+      };
+      const checked: Array<{ index: number; email: string; input: SubscriberInput }> = [];
+      for (const [index, input] of inputs.entries()) {
+        try {
+          const email = requireAddress('email', input.email);
+          checkName('first_name', input.first_name);
+          checkName('last_name', input.last_name);
+          if (input.properties) checkTypedValues('properties', schema, input.properties);
+          checked.push({ index, email, input });
+        } catch (err) {
+          fail(index, err);
+        }
+      }
+      await db.transaction().execute(async (trx) => {
+        const now = clock.now();
+        const keys = [...new Set(checked.map((c) => c.email.toLowerCase()))];
+        const known = new Map<string, Subscriber>();
+        for (let i = 0; i < keys.length; i += 500) {
+          for (const row of await trx.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('email_key', 'in', keys.slice(i, i + 500)).execute()) known.set(row.email_key, row);
+        }
+        const tags = await listTagsOf(trx, [...known.values()].map((r) => r.id));
+        // Rows new to this batch are inserted together at its end; a later line of the same
+        // address changes the pending row.
+        const fresh = new Map<string, Subscriber>();
+        const changed = new Map<string, Subscriber>();
+        const statusChanges: Array<{ row: Subscriber; status: SubscriberStatus }> = [];
+        const written: Array<{ index: number; id: string }> = [];
+        for (const { index, email, input } of checked) {
+          const key = email.toLowerCase();
+          try {
+            const pending = fresh.get(key);
+            const existing = pending ?? changed.get(key) ?? known.get(key);
+            if (existing && !pending && options.onConflict === 'skip') {
+              outcomes[index] = { outcome: 'skipped', id: existing.id };
+              continue;
+            }
+            const metadata = mergedMetadata(existing?.metadata ?? null, input.properties);
+            const base: Subscriber = existing ?? {
+              id: newId(),
+              workspace_id: workspaceId,
+              email,
+              email_key: key,
+              first_name: null,
+              last_name: null,
+              status: 'subscribed',
+              domain_id: null,
+              external_id: null,
+              metadata: null,
+              source: options.source ?? 'import',
+              created_at: now,
+              updated_at: now,
+              unsubscribed_at: null,
+            };
+            const row: Subscriber = {
+              ...base,
+              ...(input.first_name !== undefined ? { first_name: input.first_name } : {}),
+              ...(input.last_name !== undefined ? { last_name: input.last_name } : {}),
+              ...(metadata !== undefined ? { metadata } : {}),
+              updated_at: now,
+            };
+            if (!existing || pending) {
+              if (input.status !== undefined) Object.assign(row, { status: input.status, unsubscribed_at: input.status === 'unsubscribed' ? now : null });
+              fresh.set(key, row);
+            } else {
+              changed.set(key, row);
+              if (input.status !== undefined && input.status !== row.status) statusChanges.push({ row, status: input.status });
+            }
+            // A second line of an address new in this batch updates what the first created.
+            outcomes[index] = { outcome: existing ? 'updated' : 'created', id: row.id };
+            written.push({ index, id: row.id });
+          } catch (err) {
+            fail(index, err);
+          }
+        }
+        const inserts = [...fresh.values()];
+        for (let i = 0; i < inserts.length; i += 500) await trx.insertInto('subscribers').values(inserts.slice(i, i + 500)).execute();
+        for (const row of changed.values()) {
+          const before = known.get(row.email_key)!;
+          if (row.first_name === before.first_name && row.last_name === before.last_name && row.metadata === before.metadata) continue;
+          await updateSubscriber(trx, row.id, { first_name: row.first_name, last_name: row.last_name, metadata: row.metadata, updated_at: now });
+        }
+        for (const row of inserts.filter((r) => r.status === 'unsubscribed')) {
+          await saveSuppressionIfAbsent(trx, { workspace_id: workspaceId, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail: 'unsubscribed in a contact import', email_id: null, created_at: now });
+        }
+        const eventOf = (type: 'subscriber.created' | 'subscriber.updated', s: Subscriber): NewEvent => ({
+          workspaceId,
+          type,
+          at: now,
+          data: {
+            subscriber_id: s.id,
+            email: s.email,
+            status: s.status,
+            first_name: s.first_name,
+            last_name: s.last_name,
+            tags: tags.get(s.id) ?? [],
+            external_id: s.external_id,
+            metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as unknown),
+            timestamp: toIso(now),
+          },
+        });
+        const changedRows = [...changed.values()].filter((r) => {
+          const before = known.get(r.email_key)!;
+          return r.first_name !== before.first_name || r.last_name !== before.last_name || r.metadata !== before.metadata;
+        });
+        await recordEvents(trx, [...inserts.map((r) => eventOf('subscriber.created', r)), ...changedRows.map((r) => eventOf('subscriber.updated', r))]);
+        for (const { row, status } of statusChanges) await applyStatus(trx, row, status, now);
+        if (options.after) await options.after(trx, written);
+      });
+      return outcomes;
     },
 
     async unsubscribe(trx, workspaceId, address, emailId) {

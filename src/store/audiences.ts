@@ -1,6 +1,20 @@
-import type { Db } from './db.js';
+import type { ExpressionBuilder } from 'kysely';
+import type { Db, Dialect } from './db.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
-import type { Audience, Subscriber } from './tables.js';
+import { matchesAll, parseConditions } from './property-conditions.js';
+import type { Audience, Database, Subscriber } from './tables.js';
+
+export type Membership = Pick<Audience, 'id' | 'conditions'>;
+
+/**
+ * Whether the `subscribers` row is a member: added to the audience, or meeting its conditions
+ * on contact properties (when it has some).
+ */
+export function isMember(eb: ExpressionBuilder<Database, 'subscribers'>, dialect: Dialect, audience: Membership) {
+  const added = eb.exists(eb.selectFrom('audience_members').select('audience_members.subscriber_id').whereRef('audience_members.subscriber_id', '=', 'subscribers.id').where('audience_members.audience_id', '=', audience.id));
+  const conditions = parseConditions(audience.conditions);
+  return conditions.length === 0 ? added : eb.or([added, matchesAll(dialect, conditions)]);
+}
 
 export const saveAudience = async (db: Db, row: Audience): Promise<void> => {
   await db.insertInto('audiences').values(row).execute();
@@ -9,40 +23,53 @@ export const saveAudience = async (db: Db, row: Audience): Promise<void> => {
 export const findAudience = (db: Db, workspaceId: string, id: string): Promise<Audience | undefined> =>
   db.selectFrom('audiences').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
 
-export const listAudiences = (db: Db, workspaceId: string, page: ListPage) =>
-  readPage(
-    db
-      .selectFrom('audiences')
-      .selectAll('audiences')
-      .select((eb) => eb.selectFrom('audience_members').select((e) => e.fn.countAll<number>().as('n')).whereRef('audience_members.audience_id', '=', 'audiences.id').as('member_count'))
-      .where('workspace_id', '=', workspaceId),
-    'audiences.id',
-    page,
-  );
+export const listAudiences = (db: Db, workspaceId: string, page: ListPage) => readPage(db.selectFrom('audiences').selectAll('audiences').where('workspace_id', '=', workspaceId), 'audiences.id', page);
+
+/** Audiences of the workspace that have conditions (a contact may meet them without being added). */
+export const listConditionalAudiences = (db: Db, workspaceId: string): Promise<Audience[]> =>
+  db.selectFrom('audiences').selectAll().where('workspace_id', '=', workspaceId).where('conditions', 'is not', null).execute();
+
+export const updateAudienceConditions = async (db: Db, id: string, conditions: string | null): Promise<void> => {
+  await db.updateTable('audiences').set({ conditions }).where('id', '=', id).execute();
+};
 
 export const renameAudience = async (db: Db, id: string, name: string): Promise<void> => {
   await db.updateTable('audiences').set({ name }).where('id', '=', id).execute();
 };
 
-/** The audiences a subscriber is a member of, newest first. */
-const audiencesOf = (db: Db, workspaceId: string, subscriberId: string) =>
+/** The audiences a subscriber is a member of, newest first: added to, or among `meeting` (whose conditions it meets). */
+const audiencesOf = (db: Db, workspaceId: string, subscriberId: string, meeting: readonly string[]) =>
   db
     .selectFrom('audiences')
-    .innerJoin('audience_members', 'audience_members.audience_id', 'audiences.id')
     .where('audiences.workspace_id', '=', workspaceId)
-    .where('audience_members.subscriber_id', '=', subscriberId);
+    .where((eb) =>
+      eb.or([
+        eb.exists(eb.selectFrom('audience_members').select('audience_members.subscriber_id').whereRef('audience_members.audience_id', '=', 'audiences.id').where('audience_members.subscriber_id', '=', subscriberId)),
+        ...(meeting.length > 0 ? [eb('audiences.id', 'in', [...meeting])] : []),
+      ]),
+    );
 
-export const listAudiencesOf = (db: Db, workspaceId: string, subscriberId: string, page: ListPage): Promise<PageOf<Audience>> =>
-  readPage(audiencesOf(db, workspaceId, subscriberId).selectAll('audiences'), 'audiences.id', page);
+export const listAudiencesOf = (db: Db, workspaceId: string, subscriberId: string, meeting: readonly string[], page: ListPage): Promise<PageOf<Audience>> =>
+  readPage(audiencesOf(db, workspaceId, subscriberId, meeting).selectAll('audiences'), 'audiences.id', page);
 
-export const countAudiencesOf = async (db: Db, workspaceId: string, subscriberId: string): Promise<number> =>
-  Number((await audiencesOf(db, workspaceId, subscriberId).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+export const countAudiencesOf = async (db: Db, workspaceId: string, subscriberId: string, meeting: readonly string[]): Promise<number> =>
+  Number((await audiencesOf(db, workspaceId, subscriberId, meeting).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
 export const countAudiences = async (db: Db, workspaceId: string): Promise<number> =>
   Number((await db.selectFrom('audiences').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
 
-export const countMembers = async (db: Db, audienceId: string): Promise<number> =>
-  Number((await db.selectFrom('audience_members').select((eb) => eb.fn.countAll<number>().as('n')).where('audience_id', '=', audienceId).executeTakeFirstOrThrow()).n);
+/** Members: added ones are counted from the membership index; with conditions, the workspace's subscribers are read. */
+export async function countMembers(db: Db, dialect: Dialect, audience: Membership & { workspace_id: string }): Promise<number> {
+  const q =
+    audience.conditions === null
+      ? db.selectFrom('audience_members').select((eb) => eb.fn.countAll<number>().as('n')).where('audience_id', '=', audience.id)
+      : db
+          .selectFrom('subscribers')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('subscribers.workspace_id', '=', audience.workspace_id)
+          .where((eb) => isMember(eb, dialect, audience));
+  return Number((await q.executeTakeFirstOrThrow()).n);
+}
 
 export const removeAudience = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
   Number((await db.deleteFrom('audiences').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
@@ -58,15 +85,21 @@ export async function saveMembers(db: Db, audienceId: string, subscriberIds: rea
   return Number(result.numInsertedOrUpdatedRows ?? 0);
 }
 
-export const findMember = async (db: Db, audienceId: string, subscriberId: string): Promise<boolean> =>
-  (await db.selectFrom('audience_members').select('subscriber_id').where('audience_id', '=', audienceId).where('subscriber_id', '=', subscriberId).executeTakeFirst()) !== undefined;
+export const findMember = async (db: Db, dialect: Dialect, audience: Membership, subscriberId: string): Promise<boolean> =>
+  (await db.selectFrom('subscribers').select('subscribers.id').where('subscribers.id', '=', subscriberId).where((eb) => isMember(eb, dialect, audience)).executeTakeFirst()) !== undefined;
 
 export const removeMember = async (db: Db, audienceId: string, subscriberId: string): Promise<boolean> =>
   Number((await db.deleteFrom('audience_members').where('audience_id', '=', audienceId).where('subscriber_id', '=', subscriberId).executeTakeFirst()).numDeletedRows) > 0;
 
-export const listMembers = (db: Db, audienceId: string, page: ListPage): Promise<PageOf<Subscriber>> =>
+export const listMembers = (db: Db, dialect: Dialect, audience: Membership & { workspace_id: string }, page: ListPage): Promise<PageOf<Subscriber>> =>
   readPage(
-    db.selectFrom('subscribers').innerJoin('audience_members', 'audience_members.subscriber_id', 'subscribers.id').selectAll('subscribers').where('audience_members.audience_id', '=', audienceId),
+    audience.conditions === null
+      ? db.selectFrom('subscribers').innerJoin('audience_members', 'audience_members.subscriber_id', 'subscribers.id').selectAll('subscribers').where('audience_members.audience_id', '=', audience.id)
+      : db
+          .selectFrom('subscribers')
+          .selectAll('subscribers')
+          .where('subscribers.workspace_id', '=', audience.workspace_id)
+          .where((eb) => isMember(eb, dialect, audience)),
     'subscribers.id',
     page,
   );

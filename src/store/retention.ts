@@ -61,3 +61,13 @@ export const deleteWorkflowRunsBefore = (db: Db, cutoff: number): Promise<number
       .executeTakeFirst();
     return Number(r.numDeletedRows);
   });
+
+/** API request logs (Resend's logs) older than `cutoff`. */
+export const deleteApiLogsBefore = (db: Db, cutoff: number): Promise<number> =>
+  deleteInBatches(async () => {
+    const r = await db
+      .deleteFrom('api_logs')
+      .where('id', 'in', (eb) => eb.selectFrom('api_logs').select('id').where('created_at', '<', cutoff).limit(BATCH))
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  });

@@ -1,4 +1,5 @@
-import type { Db } from './db.js';
+import { isMember, type Membership } from './audiences.js';
+import type { Db, Dialect } from './db.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
 import type { ExpressionBuilder } from 'kysely';
 import type { Database, Subscriber, SubscriberStatus } from './tables.js';
@@ -85,17 +86,16 @@ export interface AudienceSelection {
  * The subscribed subscribers a campaign goes to, minus exact-address suppressions, in id
  * order after `after`: the campaign queue walks it in pages.
  */
-const selection = (db: Db, s: AudienceSelection) => {
+const selection = (db: Db, s: AudienceSelection, dialect: Dialect, audience: Membership | undefined) => {
   let q = db.selectFrom('subscribers').where('subscribers.workspace_id', '=', s.workspaceId).where('subscribers.status', '=', 'subscribed');
   if (s.tags.length > 0) {
     const tags = [...s.tags];
     q = q.where((eb) => eb.exists(eb.selectFrom('subscriber_tags').select('tag').whereRef('subscriber_tags.subscriber_id', '=', 'subscribers.id').where('subscriber_tags.tag', 'in', tags)));
   }
   if (s.audienceId !== null) {
-    const audienceId = s.audienceId;
-    q = q.where((eb) =>
-      eb.exists(eb.selectFrom('audience_members').select('subscriber_id').whereRef('audience_members.subscriber_id', '=', 'subscribers.id').where('audience_members.audience_id', '=', audienceId)),
-    );
+    // An audience deleted since (its campaigns keep the id) has no members.
+    const members: Membership = audience ?? { id: s.audienceId, conditions: null };
+    q = q.where((eb) => isMember(eb, dialect, members));
   }
   if (s.topicId) {
     const topicId = s.topicId;
@@ -121,11 +121,15 @@ const selection = (db: Db, s: AudienceSelection) => {
   );
 };
 
-export const countSelection = async (db: Db, s: AudienceSelection): Promise<number> =>
-  Number((await selection(db, s).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+/** The audience of a selection, with its conditions on contact properties. */
+const audienceOf = async (db: Db, s: AudienceSelection): Promise<Membership | undefined> =>
+  s.audienceId === null ? undefined : db.selectFrom('audiences').select(['id', 'conditions']).where('id', '=', s.audienceId).executeTakeFirst();
 
-export const listSelectionPage = (db: Db, s: AudienceSelection, after: string | null, limit: number): Promise<Subscriber[]> => {
-  let q = selection(db, s).selectAll('subscribers');
+export const countSelection = async (db: Db, s: AudienceSelection, dialect: Dialect): Promise<number> =>
+  Number((await selection(db, s, dialect, await audienceOf(db, s)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+export const listSelectionPage = async (db: Db, s: AudienceSelection, after: string | null, limit: number, dialect: Dialect): Promise<Subscriber[]> => {
+  let q = selection(db, s, dialect, await audienceOf(db, s)).selectAll('subscribers');
   if (after !== null) q = q.where('subscribers.id', '>', after);
   return q.orderBy('subscribers.id').limit(limit).execute();
 };

@@ -64,7 +64,19 @@ export interface DomainsTable {
   checks: string | null;
   /** The IP pool of mail from this domain when the message names none (null: the workspace's). */
   ip_pool_id: Generated<string | null>;
+  /** 0/1; null: the server's tracking.opens for marketing mail, off for transactional. */
+  open_tracking: number | null;
+  /** 0/1; null: the server's tracking.clicks for marketing mail, off for transactional. */
+  click_tracking: number | null;
+  /** enforced: its mail goes over STARTTLS or not at all. */
+  tls: DomainTls;
+  /** The VERP return path's subdomain; null: delivery.returnPathSubdomain. */
+  return_path_subdomain: string | null;
+  tracking_subdomain: string | null;
 }
+
+export const DOMAIN_TLS = ['opportunistic', 'enforced'] as const;
+export type DomainTls = (typeof DOMAIN_TLS)[number];
 
 /** One row per DKIM token: the token is the selector, with its own key pair. */
 export interface DkimKeysTable {
@@ -197,6 +209,91 @@ export interface EventsTable {
   email_id: string | null;
   /** JSON: every field any surface renders; webhooks pick their surface's fields. */
   data: string;
+  created_at: number;
+}
+
+export const DOMAIN_CLAIM_STATUSES = ['pending', 'verified', 'completed', 'blocked', 'expired', 'superseded', 'canceled', 'failed'] as const;
+export type DomainClaimStatus = (typeof DOMAIN_CLAIM_STATUSES)[number];
+export type DomainClaimBlockedReason = 'grace_period' | 'recent_owner_activity' | 'pending_scheduled_emails';
+
+/** A workspace's claim of a domain other workspaces hold, proved by a TXT record. */
+export interface DomainClaimsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  /** The value the claimant publishes: mailsvc-claim=<token>. */
+  token: string;
+  status: DomainClaimStatus;
+  /** The claimant's domain once the claim completed. */
+  domain_id: string | null;
+  blocked_reason: DomainClaimBlockedReason | null;
+  failure_reason: string | null;
+  /** JSON: the domain settings to apply once it is the claimant's (tracking, return path). */
+  settings: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+/** A declared contact property: its key, its type and the value templates use when a contact has none. */
+export interface ContactImportsTable {
+  id: string;
+  workspace_id: string;
+  /** queued, in_progress, completed, failed (the SDK's ContactImportStatus). */
+  status: string;
+  file_name: string | null;
+  file_bytes: number;
+  file_sha256: string;
+  /** JSON: column_map, on_conflict, segments, topics as uploaded. */
+  options: string;
+  idempotency_key: string | null;
+  total: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  failed: number;
+  /** JSON array of the first per-row errors: {row, reason}. */
+  errors: string;
+  /** Why the whole import failed (an unreadable CSV). */
+  failure: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export interface ContactPropertiesTable {
+  id: string;
+  workspace_id: string;
+  key: string;
+  /** string, number, boolean or date (shared/typed-fields.ts). */
+  type: string;
+  /** JSON of the fallback value; null: none. */
+  fallback_value: string | null;
+  created_at: number;
+}
+
+/** A declared custom event: its name and the types of its payload's fields. */
+export interface EventDefinitionsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  /** JSON object field name -> string | number | boolean | date; null: any payload. */
+  schema: string | null;
+  created_at: number;
+  updated_at: number | null;
+}
+
+/** One authenticated API request (Resend's logs); bodies are JSON with secrets and attachment content redacted. */
+export interface ApiLogsTable {
+  id: string;
+  workspace_id: string;
+  credential_id: string | null;
+  request_id: string | null;
+  method: string;
+  endpoint: string;
+  response_status: number;
+  user_agent: string | null;
+  request_body: string | null;
+  response_body: string | null;
   created_at: number;
 }
 
@@ -384,6 +481,8 @@ export interface AudiencesTable {
   id: string;
   workspace_id: string;
   name: string;
+  /** JSON array of conditions on contact properties (store/property-conditions.ts); null: none. */
+  conditions: string | null;
   created_at: number;
 }
 
@@ -935,6 +1034,11 @@ export interface Database {
   queue_items: QueueItemsTable;
   delivery_attempts: DeliveryAttemptsTable;
   events: EventsTable;
+  api_logs: ApiLogsTable;
+  event_definitions: EventDefinitionsTable;
+  contact_properties: ContactPropertiesTable;
+  contact_imports: ContactImportsTable;
+  domain_claims: DomainClaimsTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;
   suppressions: SuppressionsTable;
@@ -1051,6 +1155,11 @@ export type Workspace = Selectable<WorkspacesTable>;
 export type Credential = Selectable<CredentialsTable>;
 export type NewCredential = Insertable<CredentialsTable>;
 export type Domain = Selectable<DomainsTable>;
+export type ApiLog = Selectable<ApiLogsTable>;
+export type EventDefinition = Selectable<EventDefinitionsTable>;
+export type ContactProperty = Selectable<ContactPropertiesTable>;
+export type ContactImport = Selectable<ContactImportsTable>;
+export type DomainClaim = Selectable<DomainClaimsTable>;
 export type DomainUpdate = Updateable<DomainsTable>;
 export type DkimKey = Selectable<DkimKeysTable>;
 export type Email = Selectable<EmailsTable>;

@@ -2,7 +2,7 @@ import { pruneWarmupCounts } from '../store/warmups.js';
 import { deleteExpiredWindows } from '../store/rate-limits.js';
 import { deleteReportsBefore } from '../store/deliverability-reports.js';
 import { deleteStatsBefore } from '../store/stats.js';
-import { deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore, deleteWorkflowRunsBefore } from '../store/retention.js';
+import { deleteApiLogsBefore, deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore, deleteWorkflowRunsBefore } from '../store/retention.js';
 import type { Clock } from '../shared/clock.js';
 import type { Config } from '../config/schema.js';
 import type { Db } from '../store/db.js';
@@ -20,6 +20,7 @@ export interface RetentionReport {
   receivedEmails: number;
   rateLimitWindows: number;
   workflowRuns: number;
+  apiLogs: number;
   deliverabilityReports: number;
   hourlyStats: number;
   warmupCounts: number;
@@ -28,7 +29,7 @@ export interface RetentionReport {
 /**
  * Deletes what is past its keep-by date: idempotency keys after 24 h (the SPEC's replay
  * window), delivery attempts and events (with their webhook deliveries) after
- * `retention.days`, received messages and finished workflow runs after `retention.days` too,
+ * `retention.days`, received messages, finished workflow runs and API request logs after `retention.days` too,
  * finished rate-limit windows, and DMARC and TLS reports and hourly statistics after 400 days
  * (or `retention.days` if longer). Emails and their status stay.
  */
@@ -42,6 +43,7 @@ export async function runRetention(deps: { db: Db; clock: Clock; config: Config 
     receivedEmails: await deleteReceivedEmailsBefore(deps.db, cutoff),
     rateLimitWindows: await deleteExpiredWindows(deps.db, now),
     workflowRuns: await deleteWorkflowRunsBefore(deps.db, cutoff),
+    apiLogs: await deleteApiLogsBefore(deps.db, cutoff),
     // DMARC and TLS reports are summaries, not mail: kept a year at least, for trends.
     deliverabilityReports: await deleteReportsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
     hourlyStats: await deleteStatsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),

@@ -132,7 +132,7 @@ describe('IP pools', () => {
     const pooled = domains.body.data.find((d: { name: string }) => d.name === 'pooled.test');
     const patched = await api('PATCH', `/v1/domains/${pooled.id}`, { ip_pool: 'transactional' }, key);
     assert.equal(patched.status, 200, show(patched));
-    assert.deepEqual(patched.body, { object: 'domain', id: pooled.id });
+    assert.deepEqual([patched.body.object, patched.body.id], ['domain', pooled.id]);
     const bad = await api('PATCH', `/v1/domains/${pooled.id}`, { ip_pool: 'nope' }, key);
     assert.equal(bad.status, 400, show(bad));
     assert.equal((await api('GET', `/v1/domains/${pooled.id}`, undefined, key)).body.ip_pool_id, (await api('GET', '/v1/ip-pools/transactional')).body.id);

@@ -140,22 +140,27 @@ describe('receiving: routes, parsing, authentication, threading', () => {
       ],
     );
 
-    // The download URL is under http.publicUrl; the bytes need an API key of the workspace.
-    const [png, pdf] = data.attachments as Array<{ id: string; download_url: string }>;
+    // The download URL is a signed link under http.publicUrl: the token is the credential.
+    const [png, pdf] = data.attachments as Array<{ id: string; download_url: string; expires_at: string }>;
     const path = (url: string) => url.replace('http://api.mailsvc.test', '');
-    assert.equal(pdf!.download_url, `http://api.mailsvc.test/v1/emails/receiving/${id}/attachments/${pdf!.id}/content`);
-    const bytes = await fetch(`${server.httpUrl}${path(pdf!.download_url)}`, { headers: { authorization: `Bearer ${key}` } });
+    assert.match(pdf!.download_url, /^http:\/\/api\.mailsvc\.test\/r\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    assert.ok(Date.parse(pdf!.expires_at) <= server.runtime.deps.clock.now() + 3600_000, 'the link works at most an hour');
+    const bytes = await fetch(`${server.httpUrl}${path(pdf!.download_url)}`);
     assert.equal(bytes.status, 200);
     assert.equal(bytes.headers.get('content-type'), 'application/pdf');
     assert.match(bytes.headers.get('content-disposition') ?? '', /^attachment; filename="invoice\.pdf"/);
     assert.equal(bytes.headers.get('x-content-type-options'), 'nosniff');
     assert.ok(Buffer.from(await bytes.arrayBuffer()).equals(file), 'attachment bytes as sent');
-    const inline = await fetch(`${server.httpUrl}${path(png!.download_url)}`, { headers: { authorization: `Bearer ${key}` } });
+    const inline = await fetch(`${server.httpUrl}${path(png!.download_url)}`);
     assert.ok(Buffer.from(await inline.arrayBuffer()).equals(image));
-    assert.equal((await fetch(`${server.httpUrl}${path(pdf!.download_url)}`)).status, 401, 'no key, no bytes');
+    assert.equal((await fetch(`${server.httpUrl}${path(pdf!.download_url).slice(0, -2)}xx`)).status, 404, 'a tampered link serves nothing');
+    // The API path still serves the bytes, to a key of the workspace only.
+    const apiPath = `/v1/emails/receiving/${id}/attachments/${pdf!.id}/content`;
+    assert.equal((await fetch(`${server.httpUrl}${apiPath}`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
+    assert.equal((await fetch(`${server.httpUrl}${apiPath}`)).status, 401, 'no key, no bytes');
     const otherWorkspace = await server.runtime.services.workspaces.create('other');
     const otherKey = await server.key({ workspaceId: otherWorkspace.id });
-    assert.equal((await fetch(`${server.httpUrl}${path(pdf!.download_url)}`, { headers: { authorization: `Bearer ${otherKey}` } })).status, 404, "another workspace's key");
+    assert.equal((await fetch(`${server.httpUrl}${apiPath}`, { headers: { authorization: `Bearer ${otherKey}` } })).status, 404, "another workspace's key");
 
     // The raw source, byte for byte.
     const rawBack = await fetch(`${server.httpUrl}/v1/emails/receiving/${id}/raw`, { headers: { authorization: `Bearer ${key}` } });
@@ -170,7 +175,10 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(read.body.object, 'email');
     assert.equal(read.body.subject, 'Order 42 is broken — help');
     assert.equal(read.body.html, data.html);
-    assert.equal(read.body.raw.download_url, `http://api.mailsvc.test/v1/emails/receiving/${id}/raw`);
+    const rawLink = await fetch(`${server.httpUrl}${path(read.body.raw.download_url)}`);
+    assert.equal(rawLink.status, 200, 'the raw link needs no key');
+    assert.equal(rawLink.headers.get('content-type'), 'message/rfc822');
+    assert.equal(sha256(Buffer.from(await rawLink.arrayBuffer())), sha256(onTheWire));
   });
 
   it('shows dkim pass for a message signed by its domain, and fail once it is tampered with', async () => {

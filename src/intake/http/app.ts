@@ -7,6 +7,7 @@ import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
 import { authenticate, selectWorkspace } from './middleware/authenticate.js';
 import { parseBody } from './middleware/parse-body.js';
 import { renderErrors } from './middleware/render-errors.js';
+import { recordApiLog } from './middleware/record-api-log.js';
 import { requestId } from './middleware/request-id.js';
 import { limitWorkspace, showRateLimit } from './rate-limit.js';
 import { runRoute, type Route } from './route.js';
@@ -17,6 +18,7 @@ import { openApiRoute } from './routes/openapi.js';
 import { metricsRoute } from './routes/metrics.js';
 import { unsubscribeRoutes } from './routes/public/unsubscribe.js';
 import { attachmentDownloadRoutes } from './routes/public/attachment-download.js';
+import { sharedEmailRoutes } from './routes/public/shared-email.js';
 import { trackingRoutes } from './routes/tracking.js';
 import { dashboardRoutes } from './dashboard/index.js';
 
@@ -60,7 +62,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   const api = compose<Ctx>([
     showRateLimit(deps, routeOf, deps.logger),
     authenticate(deps),
-    parseBody(deps.config.http.bodyLimit),
+    parseBody(deps.config.http.bodyLimit, (ctx) => routeOf(ctx)?.multipart === true),
     selectWorkspace(deps, (ctx) => routeOf(ctx)?.master === true),
     router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
     async (ctx: Ctx) => {
@@ -75,6 +77,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   ]);
 
   app.use(requestId);
+  app.use(recordApiLog(deps));
   app.use(renderErrors(deps.logger));
   // What a request wrote is on disk before it is answered (SQLite commits do not fsync on the
   // event loop: Store.durable). Writes through the commit batcher (sending) are not counted
@@ -89,6 +92,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(metricsRoute(deps));
   app.use(unsubscribeRoutes(deps));
   app.use(attachmentDownloadRoutes(deps));
+  app.use(sharedEmailRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(dashboardRoutes(deps));
   const resources = rootResources(routes);

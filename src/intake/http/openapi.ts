@@ -87,6 +87,17 @@ function operation(route: Route): Json {
   if (route.body) {
     op.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } };
   }
+  if (route.multipart) {
+    // The one upload route today (contact imports): a file part and JSON text fields.
+    op.requestBody = {
+      required: true,
+      content: {
+        'multipart/form-data': {
+          schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary' }, column_map: { type: 'string' }, on_conflict: { type: 'string', enum: ['upsert', 'skip'] }, segments: { type: 'string' }, topics: { type: 'string' } } },
+        },
+      },
+    };
+  }
   return op;
 }
 

@@ -7,7 +7,7 @@ import type { Route } from './route.js';
  */
 
 /** First path segments that belong to something else: the dashboard, links in mail, operations. */
-const TAKEN = new Set(['dashboard', 't', 'a', 'u', 'healthz', 'readyz', 'metrics', 'v1', 'api']);
+const TAKEN = new Set(['dashboard', 't', 'a', 'r', 's', 'u', 'healthz', 'readyz', 'metrics', 'v1', 'api']);
 
 /** The resources of the `/v1` routes (`emails`, `domains`, …); throws if one would shadow a public path. */
 export function rootResources(routes: readonly Route[]): ReadonlySet<string> {

@@ -48,6 +48,8 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   idempotent?: boolean;
   /** An offset list: takes `limit` and `offset` (pagination.ts). */
   paginated?: boolean;
+  /** Takes multipart/form-data, which the handler reads itself as a stream (file uploads). */
+  multipart?: boolean;
   /** Content type of a successful response that is not JSON. */
   responseType?: string;
   /**

@@ -2,6 +2,7 @@ import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import type { ReceivedEmailBody } from '../../store/receiving.js';
 import type { Email, ReceivedEmail } from '../../store/tables.js';
 import type { AuthenticationResults } from './authenticate-message.js';
+import type { ReceivedLinks } from './received-links.js';
 
 /**
  * How a received message is shown: by `GET /v1/emails/receiving/{id}` (Resend's shape, with
@@ -34,14 +35,11 @@ export interface RepliedEmailView {
 }
 
 export interface ViewContext {
-  /** http.publicUrl, for download links. */
-  publicUrl: string;
-  /** retention.days: when the message, and so its links, go away. */
-  retentionDays: number;
+  /** The signed, expiring download links of a message's parts. */
+  links: ReceivedLinks;
 }
 
 const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
-const DAY = 24 * 3600 * 1000;
 
 export const repliedEmailView = (e: Email): RepliedEmailView => ({
   id: e.id,
@@ -65,12 +63,9 @@ export function headerObject(headers: Array<[string, string]>): Record<string, s
   return out;
 }
 
-export const attachmentUrl = (ctx: ViewContext, emailId: string, attachmentId: string): string =>
-  `${ctx.publicUrl}/v1/emails/receiving/${emailId}/attachments/${attachmentId}/content`;
+const link = (ctx: ViewContext, e: ReceivedEmail, part: string) => ctx.links.link(e.workspace_id, e.id, e.created_at, part);
 
-export const expiresAt = (ctx: ViewContext, e: ReceivedEmail): string => toIso(e.created_at + ctx.retentionDays * DAY);
-
-/** Resend's AttachmentData: the description and where to download the bytes (with an API key). */
+/** Resend's AttachmentData: the description and a signed link to the bytes (no API key needed). */
 export const attachmentView = (ctx: ViewContext, e: ReceivedEmail, a: StoredAttachment) => ({
   id: a.id,
   filename: a.filename,
@@ -78,8 +73,7 @@ export const attachmentView = (ctx: ViewContext, e: ReceivedEmail, a: StoredAtta
   content_type: a.content_type,
   content_disposition: a.content_disposition,
   content_id: a.content_id,
-  download_url: attachmentUrl(ctx, e.id, a.id),
-  expires_at: expiresAt(ctx, e),
+  ...link(ctx, e, a.id),
 });
 
 export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Email | undefined) {
@@ -121,7 +115,7 @@ export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: Rece
     html: content?.html ?? null,
     text: content?.text ?? null,
     headers: content ? headerObject(JSON.parse(content.headers) as Array<[string, string]>) : null,
-    raw: content ? { download_url: `${ctx.publicUrl}/v1/emails/receiving/${e.id}/raw`, expires_at: expiresAt(ctx, e), size: e.size } : null,
+    raw: content ? { ...link(ctx, e, 'raw'), size: e.size } : null,
   };
 }
 

@@ -13,6 +13,7 @@ import { matchRoute, splitRecipient } from './match-route.js';
 import { authenticateMessage, dmarcSaysReject, type AuthenticationResults } from './authenticate-message.js';
 import { parseInbound, type ParsedInbound } from './parse-inbound.js';
 import { receivedEventData, type StoredAttachment, type ViewContext } from './received-view.js';
+import { receivedLinks } from './received-links.js';
 import { findRepliedEmail } from './threading.js';
 import { fileInThread, sentEmailToFile, type InboxMessageInput } from './file-in-thread.js';
 import { queueAgentRun } from '../inbox-agent/queue-agent-run.js';
@@ -35,6 +36,8 @@ export interface RouteKindDeps {
   db: Db;
   clock: Clock;
   config: Config;
+  /** Signs the download links in the event's data. */
+  secretKey: Buffer;
   resolver: DnsResolver;
   logger: Logger;
   batcher: CommitBatcher;
@@ -53,7 +56,7 @@ const unknownAuth = (why: string): AuthenticationResults => ({
 export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
   const { db, clock, config, resolver, logger, batcher } = deps;
   const log = logger.child({ component: 'receiving' });
-  const view: ViewContext = { publicUrl: config.http.publicUrl, retentionDays: config.retention.days };
+  const view: ViewContext = { links: receivedLinks(deps.secretKey, config.http.publicUrl, clock, config.retention.days) };
 
   async function authenticate(delivery: InboundDelivery): Promise<AuthenticationResults> {
     try {

@@ -6,6 +6,7 @@ import type { ReceivedEmail } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import { parsePage } from '../../store/list-page.js';
 import { readAttachment } from '../../receiving/routes/parse-inbound.js';
+import { receivedLinks, RECEIVED_DOWNLOAD_PATH } from '../../receiving/routes/received-links.js';
 import { attachmentView, receivedDetail, receivedSummary, type StoredAttachment, type ViewContext } from '../../receiving/routes/received-view.js';
 
 export type ReceivedDetail = ReturnType<typeof receivedDetail>;
@@ -32,11 +33,15 @@ export interface ReceivedEmailService {
   attachments(workspaceId: string, id: string): Promise<ReceivedAttachment[]>;
   attachment(workspaceId: string, id: string, attachmentId: string): Promise<ReceivedAttachment>;
   attachmentContent(workspaceId: string, id: string, attachmentId: string): Promise<AttachmentContent>;
+  /** The part a signed download link names (raw source or attachment); a 404 for a link that is not genuine or has expired. */
+  download(token: string): Promise<AttachmentContent>;
 }
+
+export { RECEIVED_DOWNLOAD_PATH };
 
 export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailService {
   const { db, config } = deps;
-  const view: ViewContext = { publicUrl: config.http.publicUrl, retentionDays: config.retention.days };
+  const view: ViewContext = { links: receivedLinks(deps.secretKey, config.http.publicUrl, deps.clock, config.retention.days) };
 
   const find = async (workspaceId: string, id: string): Promise<ReceivedEmail> => {
     const email = isUuid(id) ? await findReceivedEmail(db, workspaceId, id.toLowerCase()) : undefined;
@@ -93,6 +98,13 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
       const content = raw ? await readAttachment(raw, stored.position) : undefined;
       if (!content) throw notFound(`Content of attachment ${attachmentId}`);
       return { filename: stored.filename, contentType: stored.content_type, content };
+    },
+
+    async download(token) {
+      const named = view.links.read(token);
+      if (!named) throw notFound('This download link is not valid or has expired; read the message again for a new one');
+      if (named.part !== 'raw') return this.attachmentContent(named.workspaceId, named.emailId, named.part);
+      return { filename: `${named.emailId}.eml`, contentType: 'message/rfc822', content: await this.raw(named.workspaceId, named.emailId) };
     },
   };
 }

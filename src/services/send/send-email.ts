@@ -159,10 +159,12 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const ipPoolId = await poolOf('ip_pool', input.ipPool);
     const attachments = await resolveAttachments(input.attachments, deps.fetchAttachment);
     const messageId = `<${id}@${domain.name}>`;
-    // Tracking: on for marketing, off for transactional, unless the request says (SPEC, /v1).
+    // Tracking: the request's word, else the sending domain's (domains.update), else on for
+    // marketing and off for transactional (SPEC, /v1).
+    const byDomain = (flag: number | null) => (flag === null ? undefined : flag === 1);
     const track: TrackingFlags = {
-      opens: html !== undefined && (input.trackOpens ?? (input.type === 'marketing' && deps.config.tracking.opens)),
-      clicks: html !== undefined && (input.trackClicks ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
+      opens: html !== undefined && (input.trackOpens ?? byDomain(domain.open_tracking) ?? (input.type === 'marketing' && deps.config.tracking.opens)),
+      clicks: html !== undefined && (input.trackClicks ?? byDomain(domain.click_tracking) ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
     };
     const raw = await buildMessage(
       { emailId: id, from, to, cc, replyTo, subject, html, text, headers, attachments, messageId, date: new Date(now), track, unsubscribeUrl: unsubscribeUrl ?? null },

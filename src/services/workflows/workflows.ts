@@ -1,4 +1,6 @@
 import { EVENT_TYPES, isWorkflowTriggerEvent } from '../../events/event-types.js';
+import { findEventDefinitionByName } from '../../store/event-definitions.js';
+import { checkTypedValues, type FieldSchema } from '../../shared/typed-fields.js';
 import { domainOf } from '../../shared/domain-name.js';
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { AppError, isAppError, notFound, validationError } from '../../shared/errors.js';
@@ -371,6 +373,9 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       if (!isPlainObject(payload)) throw validationError('payload', 'must be an object');
       const text = JSON.stringify(payload);
       if (Buffer.byteLength(text) > MAX_EVENT_PAYLOAD_BYTES) throw validationError('payload', `must be at most ${MAX_EVENT_PAYLOAD_BYTES} bytes as JSON`);
+      // A declared event's payload follows its schema (events.create), so workflows can rely on it.
+      const declared = await findEventDefinitionByName(db, workspaceId, input.event);
+      if (declared?.schema) checkTypedValues('payload', JSON.parse(declared.schema) as FieldSchema, payload as Record<string, unknown>);
       const id = newId();
       await saveWorkflowTrigger(db, {
         id,

@@ -16,6 +16,13 @@ import { statsTest } from './0021-stats-test.js';
 import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
 import { inboxes } from './0044-inboxes.js';
 import { inboxAgentRuns } from './0045-inbox-agent-runs.js';
+import { domainSettings } from './0046-domain-settings.js';
+import { apiLogs } from './0047-api-logs.js';
+import { eventDefinitions } from './0048-event-definitions.js';
+import { contactProperties } from './0049-contact-properties.js';
+import { domainClaims } from './0054-domain-claims.js';
+import { contactImports } from './0064-contact-imports.js';
+import { segmentConditions } from './0065-segment-conditions.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -51,9 +58,16 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0043-row-notify': rowNotify(dialect),
     '0044-inboxes': inboxes(dialect),
     '0045-inbox-agent-runs': inboxAgentRuns(),
+    '0046-domain-settings': domainSettings(),
+    '0047-api-logs': apiLogs(),
+    '0048-event-definitions': eventDefinitions(),
+    '0049-contact-properties': contactProperties(),
     '0050-ip-pools': ipPools(),
     '0051-destination-state': destinationState(),
     '0052-ip-warmup': ipWarmup(),
     '0053-campaign-ip-pool': campaignIpPool(),
+    '0054-domain-claims': domainClaims(),
+    '0064-contact-imports': contactImports(),
+    '0065-segment-conditions': segmentConditions(),
   };
 }

@@ -16,6 +16,7 @@ import { registerOverviewRoutes } from './pages/overview.js';
 import { registerReceivingRoutes } from './pages/receiving.js';
 import { registerInboxThreadRoutes } from './pages/inbox-threads.js';
 import { registerSuppressionRoutes } from './pages/suppressions.js';
+import { registerImportRoutes } from './pages/imports.js';
 import { registerTemplateRoutes } from './pages/templates.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
 import { registerWorkflowRoutes } from './pages/workflows.js';
@@ -74,6 +75,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerMarketingRoutes(router, deps);
   registerSuppressionRoutes(router, deps);
   registerInboxThreadRoutes(router, deps);
+  registerImportRoutes(router, deps);
   registerReceivingRoutes(router, deps);
   registerWorkflowRoutes(router, deps);
   registerDeliveryRoutes(router, deps);

@@ -19,6 +19,7 @@ export const SECTIONS = [
   ['domains', 'Domains'],
   ['webhooks', 'Webhooks'],
   ['marketing', 'Subscribers & campaigns'],
+  ['imports', 'Imports'],
   ['suppressions', 'Suppressions'],
   ['receiving', 'Receiving'],
   ['workflows', 'Workflows'],

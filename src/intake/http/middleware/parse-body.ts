@@ -20,13 +20,16 @@ const hasBody = (ctx: Ctx): boolean =>
  * Reads a JSON body up to `limit` bytes into ctx.state.body (and its raw text, which
  * idempotency compares). Bodies are JSON only: anything else is a 415, a broken document a
  * 400, an oversized one a 413, one nested deeper than MAX_BODY_DEPTH a 400, each in the
- * surface's envelope.
+ * surface's envelope. Routes marked `multipart` read their body themselves.
  */
-export function parseBody(limit: number) {
+export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean = () => false) {
   return async function parseBodyMiddleware(ctx: Ctx, next: Next): Promise<void> {
     ctx.state.body = undefined;
     ctx.state.rawBody = undefined;
     if (!WITH_BODY.has(ctx.method) || !hasBody(ctx)) return next();
+    // An upload route streams its own body (a file may be far larger than `limit`) and says
+    // what it takes.
+    if (takesMultipart(ctx)) return next();
     if (!ctx.is('application/json', '+json')) {
       throw new AppError('unsupported_media_type', 'Request body must be JSON: send Content-Type: application/json');
     }

@@ -7,6 +7,7 @@ import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1AutomationRoutes, v1WorkflowEventRoutes } from './v1/automations.js';
 import { v1BroadcastRoutes } from './v1/broadcasts.js';
 import { v1ContactRoutes } from './v1/contacts.js';
+import { v1ContactImportRoutes } from './v1/contact-imports.js';
 import { v1SegmentRoutes } from './v1/segments.js';
 import { v1TopicRoutes } from './v1/topics.js';
 import { v1DomainRoutes } from './v1/domains.js';
@@ -22,6 +23,8 @@ import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
 import { v1TemplateRoutes } from './v1/templates.js';
 import { v1WebhookRoutes } from './v1/webhooks.js';
+import { v1AccountRoutes } from './v1/account.js';
+import { v1ContactPropertyRoutes } from './v1/contact-properties.js';
 
 /** Every authenticated API route of both surfaces. */
 export const apiRoutes: Route[] = [
@@ -36,6 +39,8 @@ export const apiRoutes: Route[] = [
   ...v1DomainReportRoutes,
   ...v1SuppressionRoutes,
   ...v1MarketingRoutes,
+  // Before the contact routes: /v1/contacts/:id would match /v1/contacts/imports.
+  ...v1ContactImportRoutes,
   ...v1ContactRoutes,
   ...v1SegmentRoutes,
   ...v1TopicRoutes,
@@ -50,6 +55,8 @@ export const apiRoutes: Route[] = [
   ...v1DeliveryRoutes,
   ...v1AutomationRoutes,
   ...v1WorkflowEventRoutes,
+  ...v1AccountRoutes,
+  ...v1ContactPropertyRoutes,
   ...legacySendRoutes,
   ...legacyMarketingRoutes,
   ...legacyDomainRoutes,

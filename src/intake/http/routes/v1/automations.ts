@@ -133,7 +133,56 @@ export const v1AutomationRoutes = [
   }),
 ];
 
+const eventSchemaDoc = 'An object of payload field names to string, number, boolean or date (at most 50), or null';
+
 export const v1WorkflowEventRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/v1/events',
+    summary: 'Declare a custom event: its name and the types of its payload fields, checked on events/send',
+    operation: 'api',
+    scope: 'workflows:write',
+    status: 201,
+    body: z.object({ name: z.string().optional(), schema: z.unknown().optional().describe(eventSchemaDoc) }),
+    handler: async ({ deps, workspace, body }) => deps.services.eventDefinitions.create(workspace.id, body),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/events',
+    summary: 'List declared custom events, newest first (limit, after, before)',
+    operation: 'api',
+    scope: 'workflows:read',
+    query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
+    handler: ({ deps, workspace, query }) => deps.services.eventDefinitions.list(workspace.id, query as Record<string, unknown>),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/events/:id',
+    summary: 'Read one declared event (by id or name)',
+    operation: 'api',
+    scope: 'workflows:read',
+    handler: ({ deps, workspace, params }) => deps.services.eventDefinitions.get(workspace.id, params.id!),
+  }),
+  defineRoute({
+    method: 'PATCH',
+    path: '/v1/events/:id',
+    summary: "Replace a declared event's schema (null: any payload)",
+    operation: 'api',
+    scope: 'workflows:write',
+    body: z.object({ schema: z.unknown().describe(eventSchemaDoc) }),
+    handler: ({ deps, workspace, params, body }) => deps.services.eventDefinitions.update(workspace.id, params.id!, body.schema),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/v1/events/:id',
+    summary: 'Remove a declared event: its payloads are no longer checked',
+    operation: 'api',
+    scope: 'workflows:write',
+    handler: async ({ deps, workspace, params }) => {
+      const removed = await deps.services.eventDefinitions.remove(workspace.id, params.id!);
+      return { object: 'event', id: removed.id, deleted: true };
+    },
+  }),
   defineRoute({
     method: 'POST',
     path: '/v1/events/send',

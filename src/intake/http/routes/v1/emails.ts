@@ -311,6 +311,15 @@ export const v1EmailRoutes = [
   }),
   defineRoute({
     method: 'POST',
+    path: '/v1/emails/:id/share',
+    summary: 'A public, expiring link to the rendered message (`expires_in`: "30m", "24h", "7d"; default 24h, at most 30 days)',
+    operation: 'api',
+    scope: 'emails:read',
+    body: z.object({ expires_in: z.string().max(20).optional() }),
+    handler: ({ deps, workspace, params, body }) => deps.services.emails.share(workspace.id, params.id!, body.expires_in),
+  }),
+  defineRoute({
+    method: 'POST',
     path: '/v1/emails/:id/cancel',
     summary: 'Cancel a scheduled or queued email (recipients not yet being delivered)',
     operation: 'api',

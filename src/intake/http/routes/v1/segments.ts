@@ -6,19 +6,22 @@ import { defineRoute } from '../../route.js';
 import { renderContact } from './contacts.js';
 
 /** Resend's segments: our audiences, in Resend's shape (the SPEC's /v1/audiences are the same records). */
-const render = (a: AudienceView) => ({ object: 'segment' as const, id: a.id, name: a.name, created_at: a.created_at, member_count: a.member_count });
+const render = (a: AudienceView) => ({ object: 'segment' as const, id: a.id, name: a.name, created_at: a.created_at, member_count: a.member_count, conditions: a.conditions });
+
+/** Ours: conditions on declared contact properties; every contact meeting all of them is a member (services/segment-conditions.ts). */
+const conditions = z.array(z.unknown()).nullable().optional();
 
 export const v1SegmentRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/segments',
-    summary: 'Create a segment (an audience)',
+    summary: 'Create a segment (an audience), optionally with conditions on contact properties',
     operation: 'api',
     scope: 'audiences:write',
     idempotent: true,
     status: 201,
-    body: z.object({ name: z.string() }),
-    handler: async ({ deps, workspace, body }) => render(await deps.services.audiences.create(workspace.id, body.name)),
+    body: z.object({ name: z.string(), conditions }),
+    handler: async ({ deps, workspace, body }) => render(await deps.services.audiences.create(workspace.id, body.name, body.conditions ?? undefined)),
   }),
   defineRoute({
     method: 'GET',
@@ -42,11 +45,16 @@ export const v1SegmentRoutes = [
   defineRoute({
     method: 'PATCH',
     path: '/v1/segments/:id',
-    summary: 'Rename a segment',
+    summary: 'Rename a segment, or set its conditions on contact properties (null or [] removes them)',
     operation: 'api',
     scope: 'audiences:write',
-    body: z.object({ name: z.string() }),
-    handler: async ({ deps, workspace, params, body }) => render(await deps.services.audiences.rename(workspace.id, params.id!, body.name)),
+    body: z.object({ name: z.string().optional(), conditions }),
+    handler: async ({ deps, workspace, params, body }) => {
+      let segment = await deps.services.audiences.get(workspace.id, params.id!);
+      if (body.conditions !== undefined) segment = await deps.services.audiences.setConditions(workspace.id, segment.id, body.conditions);
+      if (body.name !== undefined) segment = await deps.services.audiences.rename(workspace.id, segment.id, body.name);
+      return render(segment);
+    },
   }),
   defineRoute({
     method: 'DELETE',
