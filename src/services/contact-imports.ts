@@ -112,6 +112,28 @@ const view = (r: ContactImport): ContactImportView => ({
 });
 
 /** A CSV cell as a property value of `type`; undefined for an empty cell (the property is left alone). */
+/** A new import, queued, of a file already in place. */
+const queuedImport = (workspaceId: string, file: { id: string; name: string | null; bytes: number; sha256: string; idempotencyKey: string | null }, options: ContactImportOptions, now: number): ContactImport => ({
+  id: file.id,
+  workspace_id: workspaceId,
+  status: 'queued',
+  file_name: file.name?.slice(0, 255) ?? null,
+  file_bytes: file.bytes,
+  file_sha256: file.sha256,
+  options: JSON.stringify(options),
+  idempotency_key: file.idempotencyKey,
+  total: 0,
+  created: 0,
+  updated: 0,
+  skipped: 0,
+  failed: 0,
+  errors: '[]',
+  failure: null,
+  created_at: now,
+  updated_at: now,
+  completed_at: null,
+});
+
 function cellValue(type: FieldType, cell: string): unknown {
   const text = cell.trim();
   if (text === '') return undefined;
@@ -390,27 +412,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
         }
         await checkOptions(workspaceId, options);
         layoutOf(await headerOf(path), options, await declaredOf(workspaceId));
-        const now = clock.now();
-        const row: ContactImport = {
-          id: upload.id,
-          workspace_id: workspaceId,
-          status: 'queued',
-          file_name: upload.fileName?.slice(0, 255) ?? null,
-          file_bytes: upload.bytes,
-          file_sha256: upload.sha256,
-          options: JSON.stringify(options),
-          idempotency_key: upload.idempotencyKey ?? null,
-          total: 0,
-          created: 0,
-          updated: 0,
-          skipped: 0,
-          failed: 0,
-          errors: '[]',
-          failure: null,
-          created_at: now,
-          updated_at: now,
-          completed_at: null,
-        };
+        const row = queuedImport(workspaceId, { id: upload.id, name: upload.fileName ?? null, bytes: upload.bytes, sha256: upload.sha256, idempotencyKey: upload.idempotencyKey ?? null }, options, clock.now());
         await saveContactImport(db, row);
         queue(row, path, true);
         return view(row);
@@ -431,27 +433,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
       await checkOptions(workspaceId, parsed);
       layoutOf(await headerOf(path), parsed, await declaredOf(workspaceId));
       const { sha256 } = await hashFile(path);
-      const now = clock.now();
-      const row: ContactImport = {
-        id: newId(),
-        workspace_id: workspaceId,
-        status: 'queued',
-        file_name: path.split(/[\\/]/).pop()!.slice(0, 255),
-        file_bytes: size,
-        file_sha256: sha256,
-        options: JSON.stringify(parsed),
-        idempotency_key: null,
-        total: 0,
-        created: 0,
-        updated: 0,
-        skipped: 0,
-        failed: 0,
-        errors: '[]',
-        failure: null,
-        created_at: now,
-        updated_at: now,
-        completed_at: null,
-      };
+      const row = queuedImport(workspaceId, { id: newId(), name: path.split(/[\\/]/).pop()!, bytes: size, sha256, idempotencyKey: null }, parsed, clock.now());
       await saveContactImport(db, row);
       await run(row, path, (rows, bytesRead) => onProgress?.(rows, bytesRead, size));
       return view((await findContactImport(db, workspaceId, row.id))!);
