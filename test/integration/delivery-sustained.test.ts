@@ -109,11 +109,12 @@ describe('delivery: a destination over its limit keeps its rate', () => {
     const busy = destinations.find((d) => d.domain === 'busy.test');
     assert.ok(busy, `busy.test reported: ${listed.stdout.slice(0, 300)}`);
     assert.equal(busy.allowed, 10);
-    // Waiting for its per-minute limit (or, the moment a token came, about to start the next).
-    assert.ok(busy.waiting > 0 && (busy.hold === 'rate' || busy.hold === null), `waiting at its per-minute limit: ${JSON.stringify(busy)}`);
+    // Waiting for its per-minute limit (or, the moment a token came, about to start the next; on
+    // a loaded machine transactions last long enough that all ten slots can be busy too).
+    assert.ok(busy.waiting > 0 && [null, 'rate', 'concurrency'].includes(busy.hold), `waiting at its limits: ${JSON.stringify(busy)}`);
     const text = await runCliProcess(['queue', 'list', '--status', 'sending', '--limit', '3'], env);
     assert.match(text.stdout, /^DESTINATION\s+RUNNING\s+ALLOWED\s+WAITING\s+STATE$/m);
-    assert.match(text.stdout, /^busy\.test\s+\d+\s+10\s+\d+\s+(at its per-minute limit|starting the next)/m);
+    assert.match(text.stdout, /^busy\.test\s+\d+\s+10\s+\d+\s+(at its per-minute limit|starting the next|every slot busy)/m);
     assert.ok(items.length > 0);
   });
 });
