@@ -110,9 +110,12 @@ for (const target of targets) {
       const event = (id: string, createdAt: number) => ({ id, workspace_id: 'ws_r', type: 'email.sent', email_id: null, data: '{}', created_at: createdAt });
       await a.db.insertInto('events').values([event('evt_old', now - 31 * DAY), event('evt_new', now - 29 * DAY)]).execute();
       await a.db.insertInto('rate_limit_windows').values([{ key: 'k', window_start: now - 2000, count: 1, expires_at: now - 1000 }]).execute();
+      const apiLog = (id: string, createdAt: number) => ({ id, workspace_id: 'ws_r', credential_id: null, request_id: null, method: 'GET', endpoint: '/v1/emails', response_status: 200, user_agent: null, request_body: null, response_body: null, created_at: createdAt });
+      await a.db.insertInto('api_logs').values([apiLog('log_old', now - 31 * DAY), apiLog('log_new', now - 29 * DAY)]).execute();
 
       const report = await runRetention({ db: b.db, clock, config });
-      assert.deepEqual(report, { idempotencyKeys: 1, deliveryAttempts: 0, events: 1, receivedEmails: 0, rateLimitWindows: 1, workflowRuns: 0, deliverabilityReports: 0, hourlyStats: 0, warmupCounts: 0 });
+      assert.deepEqual(report, { idempotencyKeys: 1, deliveryAttempts: 0, events: 1, receivedEmails: 0, rateLimitWindows: 1, workflowRuns: 0, apiLogs: 1, deliverabilityReports: 0, hourlyStats: 0, warmupCounts: 0 });
+      assert.deepEqual((await a.db.selectFrom('api_logs').select('id').execute()).map((r) => r.id), ['log_new']);
       const keys = await a.db.selectFrom('idempotency_keys').select('key').orderBy('key').execute();
       assert.deepEqual(keys.map((k) => k.key), ['fresh', 'old-running']);
       const events = await a.db.selectFrom('events').select('id').execute();

@@ -73,7 +73,7 @@ describe('db backup and restore', () => {
     const ended = Date.now();
     const deliveredDuring = mx.messages.length - deliveredBefore;
     assert.equal(backup.code, 0, backup.stderr);
-    assert.match(backup.stderr, /db backup: \d+ of \d+ pages \(100%\)/, 'progress on stderr');
+    assert.match(backup.stderr, /db backup: [\d,]+ of [\d,]+ pages \(100%\)/, 'progress on stderr');
     const result = JSON.parse(backup.stdout);
     assert.equal(result.file, backupFile);
     assert.ok(result.pages > 0 && result.bytes > 0);
@@ -94,7 +94,7 @@ describe('db backup and restore', () => {
 
     const restored = await runCliProcess(['db', 'restore', backupFile, '--json'], env());
     assert.equal(restored.code, 0, restored.stderr);
-    assert.match(restored.stderr, /db restore: \d+ of \d+ pages \(100%\)/);
+    assert.match(restored.stderr, /db restore: [\d,]+ of [\d,]+ pages \(100%\)/);
 
     const second = await startTestServer(overrides());
     try {

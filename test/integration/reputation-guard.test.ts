@@ -149,7 +149,8 @@ describe('reputation guard', () => {
     assert.equal(unknown.status, 404, show(unknown));
     // A NUL byte is no id and no name (PostgreSQL refuses it in a text parameter: it was a 500).
     const nul = await request(server.httpUrl, 'GET', '/v1/domains/zx%00zx/reputation', { key });
-    assert.equal(nul.status, 404, show(nul));
+    assert.equal(nul.status, 400, show(nul));
+    assert.match(nul.body.error.message, /^id: must not contain control characters/);
     const byId = await request(server.httpUrl, 'GET', `/v1/domains/${(await reputation()).domain_id.toUpperCase()}/reputation`, { key });
     assert.equal(byId.status, 200, show(byId));
     const list = await request(server.httpUrl, 'GET', '/v1/reputation', { key });

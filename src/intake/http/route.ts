@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AppError } from '../../shared/errors.js';
+import { AppError, validationError } from '../../shared/errors.js';
 import { parseWith } from '../../shared/validate.js';
 import { hasScope, type Principal, type Scope } from '../../services/credentials.js';
 import type { Operation } from '../../services/rate-limits.js';
@@ -63,11 +63,23 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
 export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodType = z.ZodUnknown>(route: Route<B, Q>): Route =>
   route as unknown as Route;
 
+/**
+ * No id, name or filter holds a control character, and PostgreSQL refuses a NUL in a text
+ * parameter (a 500 if it got that far): refused here for every route, whatever its handler does.
+ */
+function refuseControlCharacters(params: Record<string, string>, query: Ctx['query']): void {
+  for (const [name, value] of Object.entries(params)) if (/[\u0000-\u001f\u007f]/.test(value)) throw validationError(name, 'must not contain control characters');
+  for (const [name, value] of Object.entries(query)) {
+    if ([value].flat().some((v) => typeof v === 'string' && v.includes('\u0000'))) throw validationError(name, 'must not contain NUL characters');
+  }
+}
+
 /** Runs a route on an authenticated request: scope, rate limit, validation, handler, status. */
 export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: Record<string, string>): Promise<void> {
   const principal = ctx.state.principal!;
   const workspace = ctx.state.workspace!;
   if (route.master && !principal.master) throw new AppError('forbidden', `${route.method} ${route.path} is the operator's: it takes a master key`);
+  refuseControlCharacters(params, ctx.query);
   if (route.operation) await limitWorkspace(ctx, deps, route.operation);
   if (!hasScope(principal, route.scope)) {
     throw new AppError('forbidden', `This ${principal.kind === 'oauth' ? 'access token' : 'API key'} lacks the scope ${route.scope}${principal.kind !== 'oauth' ? ' (it has sending access only)' : ''}`);
