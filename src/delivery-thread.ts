@@ -19,7 +19,7 @@ import { createResolver, type DnsResolver } from './shared/dns.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { createCommitBatcher, type CommitBatcher } from './store/commit-batcher.js';
-import { openStore, type Db, type Store } from './store/db.js';
+import { openStore, storeOptions, type Db, type Store } from './store/db.js';
 import { listOthersPauses, removeDeliveryDestinations, saveDeliveryDestinations } from './store/delivery-destinations.js';
 import type { Email } from './store/tables.js';
 import { createKernel } from './workers/kernel.js';
@@ -142,7 +142,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   const { config, secretKey } = data;
   // Log lines go to the main thread, which writes them where its own go (and formats them alike).
   const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) } as pino.DestinationStream);
-  const store = openStore(config.database, { poolSize: config.databasePoolSize });
+  const store = openStore(config.database, storeOptions(config, logger));
   const batcher = createCommitBatcher(store.db, store.dialect, config.databasePoolSize, () => store.durable());
   const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK } });
   const clock = systemClock;

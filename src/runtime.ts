@@ -59,7 +59,7 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
-import { migrateToLatest, openStore, type Store } from './store/db.js';
+import { migrateToLatest, openStore, storeOptions, type Store } from './store/db.js';
 
 /**
  * The composition root's first half, shared by the CLI and the server: the one place that
@@ -94,7 +94,7 @@ export interface RuntimeOptions {
  * database's secrets (one line naming `secretKey`), and builds the services.
  */
 export async function openRuntime(config: Config, options: RuntimeOptions): Promise<Runtime> {
-  const store = openStore(config.database, { poolSize: config.databasePoolSize });
+  const store = openStore(config.database, storeOptions(config, options.logger));
   const d = config.delivery;
   const workers = createWorkerPool({
     threads: d.signingThreads === 'auto' ? Math.max(1, availableParallelism() - 1) : d.signingThreads,

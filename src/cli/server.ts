@@ -4,7 +4,7 @@ import { localSettings } from '../checks/doctor.js';
 import { prettyDestination } from '../shared/log-format.js';
 import { createLogger } from '../shared/logger.js';
 import { commandName } from './command-name.js';
-import { migrateToLatest, openStore } from '../store/db.js';
+import { migrateToLatest, openStore, storeOptions } from '../store/db.js';
 import { configOf, output, type CliIo } from './io.js';
 
 export function registerServerCommands(program: Command, io: CliIo): void {
@@ -58,7 +58,7 @@ export function registerServerCommands(program: Command, io: CliIo): void {
     .description('apply pending database migrations (serve also does this on start)')
     .action(async (_opts: unknown, cmd: Command) => {
       const config = configOf(cmd, io);
-      const store = openStore(config.database, { poolSize: config.databasePoolSize });
+      const store = openStore(config.database, storeOptions(config));
       try {
         const { applied, error } = await migrateToLatest(store);
         if (error) throw error;

@@ -167,9 +167,37 @@ const threadCount: Setting<number | 'auto'> = {
   },
 };
 
+const minFreeBytes: Setting<number | 'auto'> = {
+  kind: 'integer | "auto"',
+  default: 'auto',
+  description:
+    'Free space, in bytes, below which new mail, imports and uploads are refused with a temporary error (HTTP 503 `storage_full`, SMTP 452 4.3.1) while queued mail, webhooks and reads go on, as Postfix\'s `queue_minfree`. Checked on the file systems of the SQLite database and of `dataDir`. "auto" is 256 MB or 5% of the file system, whichever is smaller; 0 turns the check off.',
+  parse: (v, fromEnv) => {
+    if (v === 'auto') return 'auto';
+    const n = fromEnv && typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+    if (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0) return n;
+    return settingFail(`must be "auto" or a number of bytes (0 or more), got ${JSON.stringify(v)}`);
+  },
+};
+
 export const schema = {
   database: databaseUrl,
   databasePoolSize: int(10, 'PostgreSQL connection pool size per node.', 1, 1000),
+  databaseAcquireTimeoutMs: int(
+    5000,
+    'Longest a request waits for a database connection (PostgreSQL: a free pool slot or a new connection; SQLite: the write lock) before it is refused with a retryable 503 `storage_unavailable` (SMTP 451 4.3.0).',
+    100,
+    600_000,
+  ),
+  databaseStatementTimeoutMs: int(
+    30_000,
+    'PostgreSQL: longest one statement may run (`statement_timeout`, and the client gives up on a silent server 5 s later); 0 for no limit (e.g. behind a PgBouncer that refuses startup parameters). Migrations run without it.',
+    0,
+    3_600_000,
+  ),
+  storage: {
+    minFreeBytes,
+  },
   dataDir: str('./data', 'Directory for generated files: the secret key, self-signed TLS certificates.'),
   secretKey,
   log: {

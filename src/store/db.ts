@@ -8,6 +8,8 @@ import { migrations } from './migrations/index.js';
 import { listeningRowCache, uncachedRows, type RowCache } from './row-cache.js';
 import { CommitWatch, type CommitListener } from './commit-watch.js';
 import { WalSync, type FileSync } from './wal-sync.js';
+import { faultClassifying } from './fault-driver.js';
+import type { Logger } from '../shared/logger.js';
 import type { Database } from './tables.js';
 import type { Dialect } from './dialect.js';
 
@@ -34,19 +36,47 @@ export interface Store {
   onCommit(listener: CommitListener): void;
   /** Keys, workspaces and domains kept in memory where reading them costs a round trip (PostgreSQL). */
   rows: RowCache;
+  /**
+   * Runs `work` on a database handle without the statement timeouts (PostgreSQL: one
+   * connection of its own): for migrations, which may build an index over a large table.
+   */
+  unbounded<T>(work: (db: Db) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
 export interface OpenOptions {
   poolSize?: number;
+  /**
+   * Longest wait for a connection (PostgreSQL: a pool slot or a new connection; SQLite: the
+   * write lock), so that a request answers a clear refusal instead of hanging.
+   */
+  acquireTimeoutMs?: number;
+  /** PostgreSQL: longest a statement may run (statement_timeout); 0 for none. */
+  statementTimeoutMs?: number;
+  /** Where lost connections are reported. */
+  logger?: Logger;
   /** How SQLite's WAL file is made durable (tests observe it); fdatasync in the thread pool by default. */
   fileSync?: FileSync;
 }
 
+/** The settings of the configuration file the store reads (config/schema.ts declares them). */
+export interface DatabaseSettings {
+  databasePoolSize: number;
+  databaseAcquireTimeoutMs: number;
+  databaseStatementTimeoutMs: number;
+}
+
+export const storeOptions = (c: DatabaseSettings, logger?: Logger): OpenOptions => ({
+  poolSize: c.databasePoolSize,
+  acquireTimeoutMs: c.databaseAcquireTimeoutMs,
+  statementTimeoutMs: c.databaseStatementTimeoutMs,
+  ...(logger ? { logger } : {}),
+});
+
 /** Opens `sqlite:PATH` or `postgres://…`; the only place that knows which engine is underneath. */
 export function openStore(url: string, options: OpenOptions = {}): Store {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options.fileSync);
-  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options.poolSize ?? 10);
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
+  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options);
   throw new Error(`unsupported database URL: ${url.split(':')[0]}:…`);
 }
 
@@ -57,7 +87,10 @@ export function sqliteFile(url: string): string | null {
   return path === ':memory:' ? null : resolve(path);
 }
 
-function openSqlite(path: string, fileSync?: FileSync): Store {
+const DEFAULT_ACQUIRE_TIMEOUT_MS = 5000;
+const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+
+function openSqlite(path: string, options: OpenOptions): Store {
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
@@ -68,11 +101,13 @@ function openSqlite(path: string, fileSync?: FileSync): Store {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
+  // Bounded: better-sqlite3 waits for another connection's write lock (a delivery thread's, the
+  // CLI's) synchronously, and past it the statement fails as a busy database (a retryable 503).
+  sqlite.pragma(`busy_timeout = ${Math.round(options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS)}`);
   const counted = { statements: 0 };
-  const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`, fileSync);
+  const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`, options.fileSync);
   const watch = new CommitWatch();
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, counted, wal, watch.connection()) }) });
+  const db = new Kysely<Database>({ dialect: faultClassifying(new SqliteDialect({ database: withStatementCache(sqlite, counted, wal, watch.connection()) })) });
   const durable = () => wal?.durable() ?? Promise.resolve();
   return {
     db,
@@ -82,6 +117,7 @@ function openSqlite(path: string, fileSync?: FileSync): Store {
     durable,
     onCommit: (listener) => watch.onCommit(listener),
     rows: uncachedRows,
+    unbounded: (work) => work(db),
     close: async () => {
       await wal?.close();
       await db.destroy();
@@ -135,21 +171,39 @@ const CHANGES = /^\s*(?:insert\s+into|update|delete\s+from)\s+"(credentials|work
 // int8 (bigint) columns hold epoch milliseconds and counts: well inside Number's exact range.
 const INT8_OID = 20;
 
-function openPostgres(url: string, poolSize: number): Store {
+function openPostgres(url: string, options: OpenOptions): Store {
   const pg = loadPg();
+  const acquireTimeoutMs = options.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS;
+  const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   const types = {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
       oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
   };
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types,
+    // Waiting for a free connection or for a new one to open ends here, as a retryable fault.
+    connectionTimeoutMillis: acquireTimeoutMs,
+    // A peer that vanished without closing (a failover, a cut network) is found by TCP
+    // keepalive, and a statement that never answers by the client's own timer.
+    keepAlive: true,
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + 5000 } : {}),
+  });
+  const lost = (err: Error) => options.logger?.warn({ err: { message: err.message, code: (err as { code?: unknown }).code } }, 'a database connection was lost; it is replaced on next use');
   // An idle connection the server closes (restart, failover, admin) is dropped by the pool and
   // replaced on the next query; without a listener the 'error' event would end the process.
-  pool.on('error', () => {});
+  pool.on('error', lost);
   const rows = listeningRowCache(() => new pg.Client({ connectionString: url }));
   // Every statement of every connection, BEGIN and COMMIT included: one round trip each.
   let statements = 0;
   const watch = new CommitWatch();
   pool.on('connect', (client) => {
+    // A connection checked out (kysely holds one through a transaction) has no listener of the
+    // pool's: one dropped then would raise an unhandled 'error' and end the process. The
+    // statement in flight fails (a fault, store/fault-driver.ts) and the pool discards the
+    // connection when it comes back.
+    client.on('error', () => {});
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     const watched = watch.connection();
     (client as { query: unknown }).query = (...args: unknown[]) => {
@@ -164,7 +218,7 @@ function openPostgres(url: string, poolSize: number): Store {
       return result;
     };
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: faultClassifying(new PostgresDialect({ pool })) });
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
   return {
     db,
@@ -174,6 +228,17 @@ function openPostgres(url: string, poolSize: number): Store {
     durable: () => Promise.resolve(),
     onCommit: (listener) => watch.onCommit(listener),
     rows,
+    unbounded: async (work) => {
+      const single = new pg.Pool({ connectionString: url, max: 1, types, connectionTimeoutMillis: acquireTimeoutMs });
+      single.on('error', lost);
+      single.on('connect', (client) => client.on('error', () => {}));
+      const own = new Kysely<Database>({ dialect: faultClassifying(new PostgresDialect({ pool: single })) });
+      try {
+        return await work(own);
+      } finally {
+        await own.destroy();
+      }
+    },
     close: async () => {
       await rows.close();
       await db.destroy();
@@ -188,11 +253,12 @@ export interface MigrateOutcome {
 
 /** Applies every pending migration; returns what ran so the CLI can report it. */
 export async function migrateToLatest(store: Store): Promise<MigrateOutcome> {
-  const migrator = new Migrator({
-    db: store.db,
-    provider: { getMigrations: async () => migrations(store.dialect) },
-  });
-  const { error, results } = await migrator.migrateToLatest();
-  const applied = (results ?? []).filter((r: MigrationResult) => r.status === 'Success').map((r) => r.migrationName);
-  return { applied, error };
+  const migrate = async (db: Db) => {
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(store.dialect) } });
+    const { error, results } = await migrator.migrateToLatest();
+    const applied = (results ?? []).filter((r: MigrationResult) => r.status === 'Success').map((r) => r.migrationName);
+    return { applied, error };
+  };
+  // A migration may build an index over a large table: longer than a request's statement timeout.
+  return store.unbounded(migrate);
 }

@@ -44,6 +44,8 @@ export const RESEND_ERROR_NAMES: Record<ErrorCode, string> = {
   rate_limited: 'rate_limit_exceeded',
   internal_error: 'internal_server_error',
   service_unavailable: 'application_error',
+  storage_unavailable: 'application_error',
+  storage_full: 'application_error',
 };
 
 /**

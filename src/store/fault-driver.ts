@@ -1,0 +1,80 @@
+import type { DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from 'kysely';
+import { classifyFault } from '../shared/errors.js';
+
+/**
+ * The store's edge for faults: every error the database driver raises that is a fault of the
+ * machine (a dropped or refused connection, a full or failing disk, a busy database) comes out
+ * of the store as the catalog's `storage_unavailable` or `storage_full`, with the driver's
+ * error as its cause. Everything else (a unique violation, a bug in a query) passes through
+ * untouched, so the repositories that look at it still can. (No savepoints: nothing uses them.)
+ */
+export function faultClassifying(dialect: Dialect): Dialect {
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createDriver: () => new FaultClassifyingDriver(dialect.createDriver()),
+  };
+}
+
+const rethrow = (err: unknown): never => {
+  throw classifyFault(err, true) ?? err;
+};
+
+async function guard<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    return rethrow(err);
+  }
+}
+
+class Connection implements DatabaseConnection {
+  constructor(readonly inner: DatabaseConnection) {}
+
+  executeQuery<R>(query: Parameters<DatabaseConnection['executeQuery']>[0]): Promise<QueryResult<R>> {
+    return guard(() => this.inner.executeQuery<R>(query));
+  }
+
+  async *streamQuery<R>(query: Parameters<DatabaseConnection['streamQuery']>[0], chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    try {
+      yield* this.inner.streamQuery<R>(query, chunkSize);
+    } catch (err) {
+      rethrow(err);
+    }
+  }
+}
+
+const unwrap = (c: DatabaseConnection): DatabaseConnection => (c instanceof Connection ? c.inner : c);
+
+class FaultClassifyingDriver implements Driver {
+  constructor(private readonly inner: Driver) {}
+
+  init(): Promise<void> {
+    return guard(() => this.inner.init());
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new Connection(await guard(() => this.inner.acquireConnection()));
+  }
+
+  beginTransaction(c: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    return guard(() => this.inner.beginTransaction(unwrap(c), settings));
+  }
+
+  commitTransaction(c: DatabaseConnection): Promise<void> {
+    return guard(() => this.inner.commitTransaction(unwrap(c)));
+  }
+
+  rollbackTransaction(c: DatabaseConnection): Promise<void> {
+    return guard(() => this.inner.rollbackTransaction(unwrap(c)));
+  }
+
+  releaseConnection(c: DatabaseConnection): Promise<void> {
+    return this.inner.releaseConnection(unwrap(c));
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy();
+  }
+}
