@@ -1,6 +1,5 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sql } from 'kysely';
 import type { Config } from './config/schema.js';
 import { createHttpApp } from './intake/http/app.js';
 import { startInbound } from './intake/smtp/inbound.js';
@@ -9,8 +8,9 @@ import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createMetrics } from './observability/metrics.js';
 import { inboundKinds } from './receiving/inbound-kinds.js';
 import { openRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
+import { readinessProbe } from './observability/readiness.js';
 import { startWorkers, type Workers } from './start-workers.js';
-import { sqliteFile } from './store/db.js';
+import { pingDatabase, sqliteFile } from './store/db.js';
 import { asListenError } from './shared/listen-error.js';
 import { releaseHeldLeases } from './store/lease.js';
 import { countActiveQueueItems } from './store/queue.js';
@@ -68,6 +68,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
     metrics?.databaseStatementsFrom(() => runtime.store.statements());
     metrics?.reputationFrom(() => runtime.services.reputation.snapshot());
+    metrics?.storageFrom(() => runtime.deps.space.read());
 
     const app = createHttpApp({
       services: runtime.services,
@@ -75,10 +76,11 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       logger,
       clock: runtime.deps.clock,
       metrics,
-      ready: async () => {
-        await sql`select 1`.execute(runtime.store.db);
-        return true;
-      },
+      ready: readinessProbe({
+        ping: () => pingDatabase(runtime.store.db),
+        space: runtime.deps.space,
+        timeoutMs: Math.min(2000, config.databaseAcquireTimeoutMs),
+      }),
     });
     const server = createServer(app.callback());
     const address = await listen(server, config.http.port, config.http.host);

@@ -59,7 +59,9 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
-import { migrateToLatest, openStore, storeOptions, type Store } from './store/db.js';
+import { migrateToLatest, openStore, sqliteFile, storeOptions, type Store } from './store/db.js';
+import { watchFreeSpace } from './store/free-space.js';
+import { dirname } from 'node:path';
 
 /**
  * The composition root's first half, shared by the CLI and the server: the one place that
@@ -115,6 +117,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
       db: store.db,
       dialect: store.dialect,
       durable: () => store.durable(),
+      space: watchFreeSpace(storagePaths(config), config.storage.minFreeBytes),
       rows: store.rows,
       compose: poolComposer(workers),
       config,
@@ -138,13 +141,19 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   }
 }
 
+/** Where the server writes: the SQLite database's directory and `dataDir` (spooled imports, keys). */
+const storagePaths = (config: Config): string[] => {
+  const file = sqliteFile(config.database);
+  return file ? [dirname(file), config.dataDir] : [config.dataDir];
+};
+
 /** Every use case, built once and shared by all intakes. */
 function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: EngagementRules): Services {
   // Nodes sharing PostgreSQL must count against the same windows; one SQLite node counts in memory.
   const rateLimiter = deps.dialect === 'postgres' ? new DatabaseRateLimiter(deps.db) : new MemoryRateLimiter();
   // One batcher for the process: concurrent intakes share its commits.
   const batcher = createCommitBatcher(deps.db, deps.dialect, deps.config.databasePoolSize, deps.durable);
-  const enqueue = createEnqueue({ clock: deps.clock, rateLimiter, batcher, metrics: deps.metrics });
+  const enqueue = createEnqueue({ clock: deps.clock, rateLimiter, batcher, space: deps.space, metrics: deps.metrics });
   const templates = createTemplateService(deps);
   const subscribers = createSubscriberService(deps);
   const fetchAttachment = createAttachmentFetcher(deps.config, deps.resolver);
@@ -198,6 +207,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     limitFor,
     batcher,
     durable: deps.durable,
+    space: deps.space,
     metrics: deps.metrics ?? noMetrics,
   };
 }

@@ -9,7 +9,7 @@ import { limitFor } from '../services/rate-limits.js';
 import { emailRecords, type Prepared } from '../messages/email-records.js';
 import type { Enqueue } from '../services/send/enqueue.js';
 import type { Clock } from '../shared/clock.js';
-import { isAppError } from '../shared/errors.js';
+import { classifyFault, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { advanceCampaign, claimQueuingCampaign, finishQueuingCampaign } from '../store/campaigns.js';
 import type { Db, Dialect } from '../store/db.js';
@@ -139,6 +139,12 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
       else await deps.enqueue(workspace, prepared, { inTransaction: advance });
     } catch (err) {
       if (isAppError(err) && err.code === 'rate_limited') return new RateLimited(Math.max(50, (err.retryAfter ?? 1) * 1000));
+      // The disk below its reserve, the database away: the page waits, as for a rate limit.
+      const fault = classifyFault(err);
+      if (fault) {
+        hand.log.warn({ campaignId: campaign.id, fault: fault.code }, 'campaign queuing waits: storage fault');
+        return new RateLimited((fault.retryAfter ?? 5) * 1000);
+      }
       if (!(err instanceof NotOurs)) throw err;
       hand.log.info({ campaignId: campaign.id }, 'campaign cancelled or taken over while it was queued; this node stopped queuing it');
       return 'lost';

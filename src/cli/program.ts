@@ -3,7 +3,7 @@ import { registerDeliveryCommands } from './delivery.js';
 import { Command, CommanderError } from 'commander';
 import { ConfigError, envName } from '../config/load-config.js';
 import { ListenError } from '../shared/listen-error.js';
-import { isAppError } from '../shared/errors.js';
+import { classifyFault, isAppError, type AppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
 import { registerDashboardCommands } from './dashboard.js';
 import { registerDbCommands } from './db.js';
@@ -54,9 +54,13 @@ export function buildProgram(io: CliIo): Command {
   return program;
 }
 
+/** sysexits.h's EX_TEMPFAIL: the database or the disk failed; the same command may succeed later. */
+export const EXIT_TEMPFAIL = 75;
+
 /**
  * Runs the CLI and returns its exit code: 0 on success, 1 with a one-line message on stderr
- * otherwise (2 for usage errors). Stack traces only with MAILSVC_DEBUG=1.
+ * otherwise (2 for usage errors, 75 for a fault of the database or the disk: try again later).
+ * Stack traces only with MAILSVC_DEBUG=1.
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const program = buildProgram(io);
@@ -72,10 +76,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stderr(`mailsvc: ${err.message}\n`);
       return 1;
     }
-    io.stderr(`mailsvc: ${isAppError(err) ? err.message : describe(err)}\n`);
+    const fault = classifyFault(err, true);
+    io.stderr(`mailsvc: ${fault ? faultLine(fault) : isAppError(err) ? err.message : describe(err)}\n`);
     if (io.env.MAILSVC_DEBUG) io.stderr(`${(err as Error)?.stack ?? ''}\n`);
-    return 1;
+    return fault ? EXIT_TEMPFAIL : 1;
   }
+}
+
+/** A fault in one line: what failed beneath, as the driver said it, and that trying again may work. */
+function faultLine(fault: AppError): string {
+  const cause = (fault.cause as Error | undefined)?.message;
+  const what = fault.code === 'storage_full' ? 'the disk is full' : 'the database or its disk failed';
+  return `${what}${cause && cause !== fault.message ? ` (${cause.split('\n')[0]})` : ''}; try again later`;
 }
 
 function describe(err: unknown): string {

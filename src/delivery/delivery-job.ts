@@ -24,6 +24,7 @@ import type { Outcome, RecipientResult } from './outcome.js';
 import { messagePreparer } from './prepare-message.js';
 import { processJob, type Destination } from './process-job.js';
 import { recordOutcomes } from './record-outcomes.js';
+import { rideOut } from '../workers/ride-out.js';
 import type { SmtpClient } from './smtp-client.js';
 import { sourcePicker, type Source } from './source-address.js';
 import { warmupDay, warmupDirectory } from './warmup.js';
@@ -263,7 +264,14 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
     if (results.length === 0) return;
     const entry: Recorded = { results, written: [] };
     try {
-      await recorder.add(entry);
+      // A delivered message whose result is lost is sent again: through a fault of the
+      // database, the result is written again (backing off) for as long as the lease may
+      // still be ours; after that the rows go to whoever claims them (at least once).
+      await rideOut(() => recorder.add(entry), {
+        forMs: config.leaseSeconds * 1000,
+        stopping: () => hand.stopping,
+        onFault: (err, attempt, retryInMs) => hand.log.warn({ cause: (err as Error).message, attempt, retryInMs, results: results.length }, 'could not record delivery results yet: storage fault'),
+      });
       logResults(results);
       // Counted once committed: a rolled-back batch is written again, one job at a time.
       if (deps.metrics) countOutcomes(deps.metrics, entry.written, clock.now());

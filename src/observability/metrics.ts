@@ -34,9 +34,17 @@ export interface ServerMetrics extends Metrics {
   reputationFrom(read: () => Promise<ReputationSample[]>): void;
   /** Where the delivery gate's gauges read from at scrape time: every destination it holds state for. */
   destinationsFrom(read: () => DestinationSample[]): void;
+  /** Where the storage gauges read from at scrape time: each file system the server writes to. */
+  storageFrom(read: () => StorageSample[]): void;
   /** The text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
+}
+
+export interface StorageSample {
+  path: string;
+  freeBytes: number;
+  minFreeBytes: number;
 }
 
 export interface ReputationSample {
@@ -114,9 +122,42 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     async collect() {
       if (!readQueue) return;
       this.reset();
-      for (const [status, n] of Object.entries(await readQueue())) this.set({ status }, n);
+      // The database down is when the other metrics matter most: this one goes missing, the
+      // scrape does not fail (mailsvc_database_up says why).
+      let depth: Record<string, number>;
+      try {
+        depth = await readQueue();
+        databaseUp = 1;
+      } catch {
+        databaseUp = 0;
+        return;
+      }
+      for (const [status, n] of Object.entries(depth)) this.set({ status }, n);
     },
   });
+  let databaseUp = 1;
+  new Gauge({
+    name: 'mailsvc_database_up',
+    help: '1 when the database answered the scrape\'s queue-depth query, 0 when it failed (unreachable, dropped, busy past its timeout)',
+    registers: [registry],
+    collect() {
+      this.set(databaseUp);
+    },
+  });
+  let readStorage: (() => StorageSample[]) | null = null;
+  const storageGauge = (name: string, help: string, value: (s: StorageSample) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['path'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of readStorage?.() ?? []) this.set({ path: s.path }, value(s));
+      },
+    });
+  storageGauge('mailsvc_storage_free_bytes', 'Free bytes on each file system the server writes to (the SQLite database\'s, dataDir)', (s) => s.freeBytes);
+  storageGauge('mailsvc_storage_min_free_bytes', 'The reserve (storage.minFreeBytes) below which new mail is refused, per file system', (s) => s.minFreeBytes);
 
   const readStatements: Array<() => number> = [];
   let statementsSeen = 0;
@@ -135,7 +176,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   let reputation: Promise<ReputationSample[]> | null = null;
   /** One read per scrape for the four gauges. */
   const samples = () => {
-    reputation ??= (readReputation ? readReputation() : Promise.resolve([])).finally(() => setTimeout(() => (reputation = null), 100).unref());
+    // A database fault leaves these out of the scrape rather than failing it (mailsvc_database_up).
+    reputation ??= (readReputation ? readReputation().catch(() => []) : Promise.resolve([])).finally(() => setTimeout(() => (reputation = null), 100).unref());
     return reputation;
   };
   const reputationGauge = (name: string, help: string, value: (s: ReputationSample) => number) =>
@@ -218,6 +260,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     },
     destinationsFrom: (read) => {
       readDestinations = read;
+    },
+    storageFrom: (read) => {
+      readStorage = read;
     },
     emailsAccepted: (intake, type, count = 1) => accepted.inc({ intake, type }, count),
     deliveryAttempt: (outcome, recipient, mxHost) => attempts.inc({ outcome, domain_class: domainClass(recipient, mxHost) satisfies DomainClass }),

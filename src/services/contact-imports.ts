@@ -392,6 +392,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
 
   const service: ContactImportService = {
     async spoolPath(id) {
+      deps.space.ensure();
       await mkdir(spoolDir, { recursive: true });
       return join(spoolDir, `${id}.csv`);
     },

@@ -8,6 +8,7 @@ import type { Composer } from '../messages/compose.js';
 import type { MessageLinks } from '../messages/links.js';
 import type { Db, Dialect } from '../store/db.js';
 import type { RowCache } from '../store/row-cache.js';
+import type { FreeSpace } from '../store/free-space.js';
 
 /** What every service receives from the composition root; nothing reads globals. */
 export interface ServiceDeps {
@@ -23,6 +24,8 @@ export interface ServiceDeps {
   rows: RowCache;
   /** Resolves once every committed write is on disk (Store.durable): before answering a client. */
   durable: () => Promise<void>;
+  /** The disk's reserve (`storage.minFreeBytes`): new mail, imports and uploads call `ensure()` first. */
+  space: FreeSpace;
   /** Builds a message's MIME on the worker threads shared with DKIM signing: for delivery's work (a campaign's messages are composed when first delivered), not for requests waiting for an answer (composeInline). */
   compose: Composer;
   /** The signed links messages carry (tracking, unsubscribe): made and read with the secret key. */

@@ -23,6 +23,7 @@ import type { PreferenceService } from './preferences.js';
 import type { TrackingService } from './tracking.js';
 import type { CommitBatcher } from '../store/commit-batcher.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { FreeSpace } from '../store/free-space.js';
 import type { DashboardAuthService } from './dashboard-auth.js';
 import type { ReceivedEmailService } from './receiving/received-emails.js';
 import type { RouteService } from './receiving/routes.js';
@@ -105,6 +106,8 @@ export interface Services {
   batcher: CommitBatcher;
   /** Resolves once every committed write is on disk: await it before answering a write. */
   durable: () => Promise<void>;
+  /** The disk's reserve: intakes refuse new mail below it (storage_full), before reading a message. */
+  space: FreeSpace;
   /** The server's metrics (a no-op in the CLI), for the intakes to count with. */
   metrics: Metrics;
 }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationResult } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationResult } from 'kysely';
 import { createRequire } from 'node:module';
 import type PG from 'pg';
 import { migrations } from './migrations/index.js';
@@ -245,6 +245,11 @@ function openPostgres(url: string, options: OpenOptions): Store {
     },
   };
 }
+
+/** A trivial query: the database answers (readiness). */
+export const pingDatabase = async (db: Db): Promise<void> => {
+  await sql`select 1`.execute(db);
+};
 
 export interface MigrateOutcome {
   applied: string[];

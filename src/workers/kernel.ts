@@ -5,6 +5,8 @@ import type { Logger } from '../shared/logger.js';
 import type { CommitBatcher } from '../store/commit-batcher.js';
 import { releaseLeases, renewLeases, type Lease, type LeasedTable } from '../store/lease.js';
 import type { Db } from '../store/db.js';
+import { classifyFault } from '../shared/errors.js';
+import { faultBackoff } from './ride-out.js';
 
 /**
  * The worker kernel: the ground floor of everything driven by rows (Postal's worker process,
@@ -159,14 +161,26 @@ export function createKernel(deps: KernelDeps): Kernel {
 
   const loop = async (r: Running) => {
     let why: Why = 'start';
+    let failures = 0;
     while (!stopping) {
       r.arrived = false;
       let next: Next;
       try {
         next = await r.job.pass(why);
+        if (failures > 0) r.hand.log.info({ failures }, 'worker pass succeeded again after a storage fault');
+        failures = 0;
       } catch (err) {
-        r.hand.log.error({ err }, 'worker pass failed');
-        next = { sleep: 1000, onWork: 'now' };
+        // A fault of the database or the disk is waited out, backing off with jitter (a commit
+        // ends the wait: the database is back). Anything else is a bug: logged, tried again.
+        const fault = classifyFault(err);
+        if (fault) {
+          const wait = faultBackoff(failures++);
+          r.hand.log.warn({ fault: fault.code, cause: (fault.cause as Error | undefined)?.message, failures, retryInMs: wait }, 'worker pass failed: storage fault');
+          next = { sleep: wait, onWork: 'now' };
+        } else {
+          r.hand.log.error({ err }, 'worker pass failed');
+          next = { sleep: 1000, onWork: 'now' };
+        }
       }
       if (stopping) break;
       why = next === 'again' ? 'again' : await sleep(r, next.sleep, next.onWork);
@@ -178,7 +192,10 @@ export function createKernel(deps: KernelDeps): Kernel {
     try {
       await renewLeases(db, r.job.table, owner, [...r.inHand], clock.now() + r.job.leaseMs);
     } catch (err) {
-      r.hand.log.error({ err }, 'could not renew leases');
+      // Renewed again at the next beat; a lease that runs out meanwhile is taken by any worker (at least once).
+      const fault = classifyFault(err);
+      if (fault) r.hand.log.warn({ fault: fault.code, cause: (fault.cause as Error | undefined)?.message, held: r.inHand.size }, 'could not renew leases: storage fault');
+      else r.hand.log.error({ err }, 'could not renew leases');
     }
   };
 

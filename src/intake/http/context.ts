@@ -6,6 +6,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Workspace } from '../../store/tables.js';
 import type { ServerMetrics } from '../../observability/metrics.js';
+import type { Readiness } from '../../observability/readiness.js';
 
 /** What the HTTP adapter needs from the composition root. */
 export interface HttpDeps {
@@ -13,8 +14,8 @@ export interface HttpDeps {
   config: Config;
   logger: Logger;
   clock: Clock;
-  /** Answers whether the database is reachable, for /readyz. */
-  ready(): Promise<boolean>;
+  /** Whether this node should get traffic: the database answers, the disk is above its reserve (/readyz). */
+  ready(): Promise<Readiness>;
   /** Served at GET /metrics; absent when metrics.enabled is false. */
   metrics?: ServerMetrics | undefined;
 }

@@ -8,6 +8,8 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { TlsPair } from './tls-files.js';
 import { asListenError } from '../../shared/listen-error.js';
+import { toAppError } from '../../shared/errors.js';
+import { errorReply, reply } from './reply.js';
 
 export interface InboundDeps {
   services: Services;
@@ -24,8 +26,6 @@ export interface InboundListener {
   close(): Promise<void>;
 }
 
-type Reply = Error & { responseCode: number };
-const reply = (code: number, text: string): Reply => Object.assign(new Error(text), { responseCode: code });
 
 /** The recipients of one transaction: all of one kind. */
 interface Transaction {
@@ -68,7 +68,7 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
       await services.durable();
     } catch (err) {
       log.error({ err, sessionId: session.id, kind: kind.name }, 'could not take an inbound message');
-      throw reply(451, '4.3.0 Temporary failure, try again later');
+      throw errorReply(err);
     }
     const fields = { sessionId: session.id, remoteAddress: session.remoteAddress, kind: kind.name };
     if (outcome.kind === 'refused') {
@@ -145,9 +145,8 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
       void run().then(
         (value) => callback(null, value),
         (err: Error & { responseCode?: number }) => {
-          if (err.responseCode) return callback(err);
-          log.error({ err, sessionId: session.id }, 'inbound command failed');
-          callback(reply(451, '4.3.0 Temporary failure, try again later'));
+          if (!err.responseCode && toAppError(err).code === 'internal_error') log.error({ err, sessionId: session.id }, 'inbound command failed');
+          callback(errorReply(err));
         },
       );
 
@@ -172,7 +171,12 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
       }
     },
     onClose: (session) => onClose(session),
-    onMailFrom: (_address, session, callback) => callbackOf(session, () => countCommand(session))(callback),
+    onMailFrom: (_address, session, callback) =>
+      callbackOf(session, async () => {
+        await countCommand(session);
+        // Below the disk's reserve: refused before the message is sent (Postfix: 452 4.3.1).
+        services.space.ensure();
+      })(callback),
     onRcptTo: (address, session, callback) => callbackOf(session, () => onRcptTo(address.address, session))(callback),
     onData: (stream, session, callback) => callbackOf(session, () => onData(stream, session))(callback),
   });

@@ -7,7 +7,8 @@ import type { Services } from '../../services/index.js';
 import { normalizeAddress } from '../../messages/addresses.js';
 import { retryAfterSeconds } from '../../shared/fixed-window.js';
 import type { Clock } from '../../shared/clock.js';
-import { isAppError, toAppError } from '../../shared/errors.js';
+import { isAppError, isFault, toAppError } from '../../shared/errors.js';
+import { errorReply, reply, type SmtpReply } from './reply.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Workspace } from '../../store/tables.js';
 import { PromptGreetingServer } from './prompt-greeting-server.js';
@@ -27,29 +28,17 @@ interface SessionUser {
   workspace: Workspace;
 }
 
-/** An SMTP reply as an error smtp-server understands: `responseCode` and the text after it. */
-const reply = (code: number, text: string): Error & { responseCode: number } => Object.assign(new Error(text), { responseCode: code });
 
 const isLoopback = (address: string): boolean => /^(127\.|::1$|::ffff:127\.)/.test(address);
 
 /**
- * How a service error is answered at DATA: bad content is permanent (554), a refused sender
- * 550, a rate limit or an outage temporary (451), so a client retries only what can succeed.
+ * How a service error is answered at DATA: bad content is permanent (554 5.6.0, where the
+ * catalog's 501 would name a command's syntax); everything else as the catalog says (a refused
+ * sender 550, a rate limit 451, a full disk 452), so a client retries only what can succeed.
  */
-function dataReply(err: unknown): Error & { responseCode: number } {
+function dataReply(err: unknown): SmtpReply {
   const e = toAppError(err);
-  switch (e.code) {
-    case 'validation_error':
-      return reply(554, `5.6.0 ${e.message}`);
-    case 'forbidden':
-      return reply(550, `5.7.1 ${e.message}`);
-    case 'rate_limited':
-      return reply(451, `4.7.0 ${e.message}`);
-    case 'payload_too_large':
-      return reply(552, `5.3.4 ${e.message}`);
-    default:
-      return reply(451, '4.3.0 Temporary failure, try again later');
-  }
+  return e.code === 'validation_error' ? reply(554, `5.6.0 ${e.message}`) : errorReply(e);
 }
 
 export interface SubmissionListeners {
@@ -89,6 +78,9 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
       if (!workspace) throw reply(535, '5.7.8 Authentication credentials invalid');
       return { principal, workspace };
     } catch (err) {
+      // The database or the disk failed, not the client: a temporary reply (451/452), and the
+      // attempt does not count towards its lockout.
+      if (isFault(err)) throw errorReply(err);
       await services.rateLimiter.hit(failureKey(session), limit, clock.now());
       if ((err as { responseCode?: number }).responseCode) throw err;
       throw reply(535, '5.7.8 Authentication credentials invalid: the password must be an API key (sk_live_ or sk_test_)');
@@ -111,6 +103,8 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
   }
 
   async function onMailFrom(address: string, session: SMTPServerSession): Promise<void> {
+    // Below the disk's reserve: refused before the client sends the message (Postfix: 452 4.3.1).
+    services.space.ensure();
     session.user ??= await trustedUser(session);
     const { workspace, principal } = session.user as SessionUser;
     const normalized = normalizeAddress(address);
@@ -176,21 +170,21 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
       onAuth: (auth, session, callback) =>
         void onAuth(auth, session).then(
           (user) => callback(null, { user }),
-          (err: Error) => callback(err),
+          (err: unknown) => callback(errorReply(err)),
         ),
-      onMailFrom: (address, session, callback) => void onMailFrom(address.address, session).then(() => callback(), (err: Error) => callback(err)),
+      onMailFrom: (address, session, callback) => void onMailFrom(address.address, session).then(() => callback(), (err: unknown) => callback(errorReply(err))),
       onRcptTo: (address, session, callback) => {
         try {
           onRcptTo(address.address, session);
           callback();
         } catch (err) {
-          callback(err as Error);
+          callback(errorReply(err));
         }
       },
       onData: (stream, session, callback) =>
         void onData(stream, session).then(
           (message) => callback(null, message),
-          (err: Error) => callback(err),
+          (err: unknown) => callback(errorReply(err)),
         ),
     });
 

@@ -9,6 +9,7 @@ import { limitFor } from '../rate-limits.js';
 import { retryAfterSeconds, type Decision, type RateLimiter } from '../../shared/fixed-window.js';
 import type { Prepared } from '../../messages/email-records.js';
 import type { SendResult } from './send-input.js';
+import type { FreeSpace } from '../../store/free-space.js';
 
 export interface EnqueueOptions {
   /** Runs in the transaction that queues the mail (idempotency records its response, a campaign moves its cursor); throwing rolls it back. */
@@ -24,10 +25,12 @@ export type Enqueue = (workspace: Workspace, prepared: Prepared[], options?: Enq
  * written, email, content and one row per recipient, in one transaction shared with concurrent
  * callers (group commit), then counted. The delivery workers are woken by the commit itself.
  *
+ * Below the disk's reserve (`storage.minFreeBytes`) it refuses with `storage_full`.
+ *
  * Limits (SPEC Limits): marketing beyond its hard limit is refused (429, nothing queued);
  * transactional beyond its soft limit is demoted to marketing priority (rule 1).
  */
-export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; batcher: CommitBatcher; metrics?: Metrics | undefined }): Enqueue {
+export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; batcher: CommitBatcher; space: FreeSpace; metrics?: Metrics | undefined }): Enqueue {
   const { clock, rateLimiter } = deps;
 
   async function applyLimits(workspace: Workspace, prepared: Prepared[]): Promise<{ decision: Decision; demoted: boolean }> {
@@ -54,6 +57,9 @@ export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; ba
   }
 
   return async (workspace, prepared, options = {}) => {
+    // Below the disk's reserve nothing new is queued, whichever intake: a workflow or a
+    // campaign page waits and tries again, a client is told to retry.
+    deps.space.ensure();
     const { decision, demoted } = await applyLimits(workspace, prepared);
     const results: SendResult[] = prepared.map((p) => {
       const demote = demoted && p.type === 'transactional';

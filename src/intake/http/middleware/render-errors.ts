@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { AppError, toAppError, type ErrorCode } from '../../../shared/errors.js';
+import { AppError, isFault, toAppError, type ErrorCode } from '../../../shared/errors.js';
 import type { Logger } from '../../../shared/logger.js';
 import type { Ctx } from '../context.js';
 import { setRateLimitHeaders } from '../rate-limit.js';
@@ -78,6 +78,8 @@ export function renderErrors(logger: Logger) {
       const err = normalize(thrown);
       if (err.code === 'internal_error') {
         logger.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request failed');
+      } else if (isFault(err)) {
+        logger.warn({ code: err.code, cause: (err.cause as Error | undefined)?.message, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request refused: storage fault');
       }
       ctx.status = err.status;
       if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));
