@@ -66,8 +66,15 @@ class FaultClassifyingDriver implements Driver {
     return guard(() => this.inner.commitTransaction(unwrap(c)));
   }
 
-  rollbackTransaction(c: DatabaseConnection): Promise<void> {
-    return guard(() => this.inner.rollbackTransaction(unwrap(c)));
+  async rollbackTransaction(c: DatabaseConnection): Promise<void> {
+    try {
+      await this.inner.rollbackTransaction(unwrap(c));
+    } catch (err) {
+      // SQLite rolls a transaction back by itself on SQLITE_FULL, SQLITE_IOERR and SQLITE_BUSY;
+      // kysely's ROLLBACK then finds none, and its error would hide the fault that caused it.
+      if ((err as { code?: unknown }).code === 'SQLITE_ERROR' && /no transaction is active/.test((err as Error).message)) return;
+      rethrow(err);
+    }
   }
 
   releaseConnection(c: DatabaseConnection): Promise<void> {

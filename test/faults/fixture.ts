@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime } from '../../src/runtime.js';
@@ -42,6 +43,8 @@ export async function postgresUnavailable(): Promise<string | null> {
 export interface Served {
   child: ChildProcess;
   url: string;
+  /** The submission port with STARTTLS (plain AUTH is allowed on loopback). */
+  smtpPort: number;
   /** Resolves with the exit code once the process is gone. */
   exited: Promise<number | null>;
   /** Whether the process is still running. */
@@ -131,17 +134,20 @@ export async function serveProcess(env: Record<string, string>): Promise<Served>
     }),
   );
   child.stdout!.on('data', (d) => (out += d));
-  const url = await new Promise<string>((resolve, reject) => {
+  // The CLI prints the HTTP address, then the submission ports, once everything listens.
+  const [url, smtpPort] = await new Promise<[string, number]>((resolve, reject) => {
     child.stderr!.on('data', (d) => {
       out += d;
-      const m = /HTTP API on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]!);
+      const http = /HTTP API on (http:\/\/\S+)/.exec(out);
+      const smtp = /SMTP submission with STARTTLS on \S+:(\d+)/.exec(out);
+      if (http && smtp) resolve([http[1]!, Number(smtp[1])]);
     });
     void exited.then((code) => reject(new Error(`serve exited ${code}: ${out.slice(-2000)}`)));
   });
   return {
     child,
     url,
+    smtpPort,
     exited,
     alive: () => running,
     output: () => out,
@@ -168,9 +174,9 @@ export function send(url: string, key: string, n: number): Promise<ApiResponse> 
  * Asserts an answer is one a client can act on during a fault: 2xx, or a retryable refusal of
  * the fault class (503 with Retry-After, `retryable: true`). Returns whether it was accepted.
  */
-export function acceptedOrRefused(res: ApiResponse): boolean {
+export function acceptedOrRefused(res: ApiResponse, node?: Served): boolean {
   if (res.status >= 200 && res.status < 300) return true;
-  assert.equal(res.status, 503, `a fault is a 503, got ${res.status} ${res.text.slice(0, 300)}`);
+  assert.equal(res.status, 503, `a fault is a 503, got ${res.status} ${res.text.slice(0, 300)}${node ? `\nthe node's log:\n${node.output().slice(-3000)}` : ''}`);
   assert.ok(['storage_unavailable', 'storage_full'].includes(res.body?.error?.code), res.text);
   assert.equal(res.body.error.retryable, true);
   assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
@@ -186,5 +192,28 @@ export async function undelivered(mx: TestMx, ids: Iterable<string>, timeoutMs: 
     const missing = wanted.filter((id) => !got.has(id));
     if (missing.length === 0 || Date.now() > deadline) return missing;
     await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export interface SmtpAnswer {
+  accepted: boolean;
+  /** The reply code of the command that refused, when refused. */
+  code: number | null;
+  /** The command it refused at (AUTH, MAIL FROM, DATA, …), as nodemailer names it. */
+  command: string | null;
+  response: string;
+}
+
+/** One message through SMTP submission with a real client (nodemailer), AUTH with the API key. */
+export async function smtpSend(port: number, key: string, n: number, html = `<p>Order ${n}</p>`): Promise<SmtpAnswer> {
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, auth: { user: 'smtp', pass: key } });
+  try {
+    const info = await transport.sendMail({ from: 'Shop <hello@sender.test>', to: `s${n}@dest.test`, subject: `Order ${n}`, html });
+    return { accepted: true, code: null, command: null, response: info.response };
+  } catch (err) {
+    const e = err as { responseCode?: number; command?: string; response?: string; message: string };
+    return { accepted: false, code: e.responseCode ?? null, command: e.command ?? null, response: e.response ?? e.message };
+  } finally {
+    transport.close();
   }
 }
