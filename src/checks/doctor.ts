@@ -14,6 +14,7 @@ import type { DomainChecks } from './domain-checks.js';
 import { reversedLabels, ptrName } from './reverse-name.js';
 import { addressesOf, sendingAddresses } from './sending-addresses.js';
 import { ipPoolChecks } from './ip-pool-addresses.js';
+import { reserveFor } from '../store/free-space.js';
 
 /**
  * `mailsvc doctor`: the installation as a receiving mail server sees it, one check per line
@@ -281,7 +282,9 @@ function dataDirCheck(env: DoctorEnv): DoctorCheck {
   const total = fs.blocks * fs.bsize;
   const failAt = env.diskFailBytes ?? GiB;
   const warnAt = env.diskWarnBytes ?? 5 * GiB;
-  const text = `${dir} is writable; ${(free / GiB).toFixed(1)} GiB free of ${(total / GiB).toFixed(1)} GiB.`;
+  const reserve = reserveFor(env.config.storage.minFreeBytes, total);
+  const text = `${dir} is writable; ${(free / GiB).toFixed(1)} GiB free of ${(total / GiB).toFixed(1)} GiB (new mail is refused below ${(reserve / 1024 ** 2).toFixed(0)} MB: storage.minFreeBytes).`;
+  if (free < reserve) return result('data_dir', 'failing', `${text} The server refuses new mail now (503 storage_full, SMTP 452); queued mail is still delivered.`, 'Free disk space (old logs, backups) or move dataDir and the database to a larger disk; mail is accepted again within a second of it.');
   if (free < failAt) return result('data_dir', 'failing', `${text} Below ${(failAt / GiB).toFixed(1)} GiB the queue and the database can run out of room.`, 'Free disk space or move dataDir (and the database) to a larger disk.');
   if (free < warnAt) return result('data_dir', 'warning', text, 'Free some disk space soon.', false);
   return result('data_dir', 'ok', text);

@@ -63,8 +63,9 @@ describe('mailsvc doctor', () => {
   });
 
   /** The test server's configuration with the doctor's settings changed. */
-  const configWith = (changes: { hostname?: string; dkimHost?: string; publicUrl?: string; sendingIps?: string[]; dnsbl?: string[]; ntp?: string[]; cert?: string; submissionHost?: string; dataDir?: string }): Config => ({
+  const configWith = (changes: { hostname?: string; dkimHost?: string; publicUrl?: string; sendingIps?: string[]; dnsbl?: string[]; ntp?: string[]; cert?: string; submissionHost?: string; dataDir?: string; minFreeBytes?: number }): Config => ({
     ...server.config,
+    storage: { minFreeBytes: changes.minFreeBytes ?? server.config.storage.minFreeBytes },
     dataDir: changes.dataDir ?? join(dir, 'data'),
     http: { ...server.config.http, publicUrl: changes.publicUrl ?? `https://${HOST}` },
     dkim: { host: changes.dkimHost ?? `dkim.${HOST}` },
@@ -185,6 +186,13 @@ describe('mailsvc doctor', () => {
     const full = byName(await doctor(configWith({}), { diskFailBytes: Number.MAX_SAFE_INTEGER })).data_dir!;
     assert.equal(full.status, 'failing');
     assert.match(full.message, /GiB free/);
+    assert.match(full.message, /new mail is refused below \d+ MB: storage\.minFreeBytes/);
+    // Below the reserve the server refuses mail now: doctor says so, whatever its own thresholds.
+    const reserved = byName(await doctor(configWith({ minFreeBytes: Number.MAX_SAFE_INTEGER }), { diskFailBytes: 0 })).data_dir!;
+    assert.equal(reserved.status, 'failing');
+    assert.match(reserved.message, /refuses new mail now \(503 storage_full, SMTP 452\)/);
+    const spacious = byName(await doctor(configWith({ minFreeBytes: 0 }), { diskFailBytes: 0 })).data_dir!;
+    assert.notEqual(spacious.status, 'failing');
     if (process.getuid?.() !== 0) {
       // root writes anywhere; the permission check only means something for other users.
       const { mkdirSync } = await import('node:fs');

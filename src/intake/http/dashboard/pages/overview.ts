@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { DomainChecks } from '../../../../checks/domain-checks.js';
 import type { HttpDeps } from '../../context.js';
+import type { SpaceReading } from '../../../../store/free-space.js';
 import { dayLabel, hourLabel, lineChart, ratioBars, type Series } from '../charts.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table } from '../layout.js';
@@ -28,6 +29,19 @@ export const checkBadges = (checks: DomainChecks | null) =>
   checks
     ? html`<span class="checks">${CHECKS.flatMap((k) => (checks[k] ? [html`<span class="check" title="${checks[k]!.message}">${CHECK_LABELS[k]} ${badge(checks[k]!.status)}</span>`] : []))}</span>`
     : html`<span class="muted">not checked yet</span>`;
+
+const size = (bytes: number) => (bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GB` : `${(bytes / 1024 ** 2).toFixed(0)} MB`);
+
+/** Free space where the server writes, beside the reserve below which new mail is refused. */
+const storageTiles = (readings: SpaceReading[]) =>
+  readings.map(
+    (r) =>
+      html`<div class="tile" id="storage" title="${r.path}"><span class="muted">disk free</span><b>${size(r.freeBytes)}</b>${
+        r.minFreeBytes > 0 && r.freeBytes < r.minFreeBytes
+          ? html`<span>${badge('failing')} below the ${size(r.minFreeBytes)} reserve: new mail is refused</span>`
+          : html`<span class="muted">new mail refused below ${size(r.minFreeBytes)}</span>`
+      }</div>`,
+  );
 
 export function registerOverviewRoutes(router: Router<DashState>, deps: HttpDeps): void {
   const { services } = deps;
@@ -67,7 +81,7 @@ export function registerOverviewRoutes(router: Router<DashState>, deps: HttpDeps
           ? html`<div class="notice" role="note" id="test-mail">No live mail in the last 30 days: the charts show <strong>test mail</strong> (sent with <code>sk_test_</code> keys, never delivered). Live mail replaces it once you send from a verified domain with a live key.</div>`
           : html`<p class="muted">Live mail (test keys are left out).</p>`
       }<p class="muted">Brought up to date every minute; times in UTC. Opens and clicks are people's: Apple Mail Privacy Protection's prefetch and security scanners are counted apart (<code>GET /v1/emails/metrics</code>).</p>
-<div class="tiles" id="queue">${(['queued', 'sending', 'deferred', 'held'] as const).map((s) => html`<div class="tile"><span class="muted">${s}</span><b>${queue[s]}</b></div>`)}</div>
+<div class="tiles" id="queue">${(['queued', 'sending', 'deferred', 'held'] as const).map((s) => html`<div class="tile"><span class="muted">${s}</span><b>${queue[s]}</b></div>`)}${storageTiles(services.space.read())}</div>
 <h2>Last 48 hours</h2>${lineChart(`${kind} per hour, last 48 hours (UTC)`, hourly.map((b) => hourLabel(b.start)), toSeries(hourly))}
 <h2>Last 30 days</h2>${lineChart(`${kind} per day, last 30 days (UTC)`, daily.map((b) => dayLabel(b.start)), toSeries(daily))}
 <h2>By destination, last 7 days</h2><p class="muted">Live delivery attempts by mailbox provider.</p><div class="cols">
