@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse';
 import { z } from 'zod';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
-import { AppError, isAppError, notFound, validationError } from '../shared/errors.js';
+import { AppError, classifyFault, isAppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import { parseWith } from '../shared/validate.js';
 import { valueMatches, type FieldType } from '../shared/typed-fields.js';
@@ -249,7 +249,7 @@ async function headerOf(path: string): Promise<string[]> {
     throw validationError('file', 'the file is empty: a CSV with a header row (one column named email) is expected');
   } catch (err) {
     if (isAppError(err)) throw err;
-    throw validationError('file', `not a readable CSV: ${(err as Error).message}`);
+    throw classifyFault(err) ?? validationError('file', `not a readable CSV: ${(err as Error).message}`);
   } finally {
     input.destroy();
   }

@@ -17,6 +17,11 @@ export interface TestDns {
   remove(name: string, type?: RecordType): void;
   /** Names asked so far, in order, e.g. "MX example.com". */
   queries: string[];
+  /**
+   * Makes questions about `name` fail as a broken resolver would: `servfail` answers SERVFAIL,
+   * `silent` never answers (the client times out); null answers from the zone again.
+   */
+  fail(name: string, how: 'servfail' | 'silent' | null): void;
   close(): Promise<void>;
 }
 
@@ -27,6 +32,7 @@ const chunk = (text: string): string[] => text.match(/.{1,255}/g) ?? [''];
 export async function startDnsServer(): Promise<TestDns> {
   const zone = new Map<string, Map<RecordType, RecordData[]>>();
   const queries: string[] = [];
+  const failing = new Map<string, 'servfail' | 'silent'>();
   const socket: Socket = createSocket('udp4');
 
   const answersFor = (name: string, type: RecordType, depth = 0): dnsPacket.Answer[] => {
@@ -52,6 +58,12 @@ export async function startDnsServer(): Promise<TestDns> {
     const question = query.questions?.[0];
     if (!question) return;
     queries.push(`${question.type} ${key(question.name)}`);
+    const failure = failing.get(key(question.name));
+    if (failure === 'silent') return;
+    if (failure === 'servfail') {
+      socket.send(dnsPacket.encode({ id: query.id, type: 'response', flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | 2 /* SERVFAIL */, questions: query.questions }), rinfo.port, rinfo.address);
+      return;
+    }
     const answers = answersFor(question.name, question.type as RecordType);
     const known = zone.has(key(question.name));
     let response: Buffer;
@@ -79,6 +91,10 @@ export async function startDnsServer(): Promise<TestDns> {
       const records = zone.get(key(name)) ?? new Map<RecordType, RecordData[]>();
       records.set(type, values);
       zone.set(key(name), records);
+    },
+    fail(name, how) {
+      if (how) failing.set(key(name), how);
+      else failing.delete(key(name));
     },
     remove(name, type) {
       if (type) zone.get(key(name))?.delete(type);

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
-import { AppError, validationError } from '../../shared/errors.js';
+import { AppError, classifyFault, validationError } from '../../shared/errors.js';
 import type { Ctx } from './context.js';
 
 export interface SpooledUpload {
@@ -81,6 +81,7 @@ export async function spoolUpload(ctx: Ctx, options: { path: string; limit: numb
     await file?.catch(() => undefined);
     await rm(path, { force: true });
     if (err instanceof AppError) throw err;
-    throw validationError('body', `not a readable multipart body: ${(err as Error).message}`);
+    // The spool's disk full or failing is ours, not the body's.
+    throw classifyFault(err) ?? validationError('body', `not a readable multipart body: ${(err as Error).message}`);
   }
 }

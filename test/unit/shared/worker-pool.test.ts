@@ -55,6 +55,30 @@ describe('worker pool: composing and signing off the event loop', () => {
     assert.match(raw.toString('latin1'), /^Message-ID: <m-1@shop\.test>\r$/m);
   });
 
+  it('a thread that dies (exits, or throws outside a task) fails only its tasks and is replaced; the process goes on', async () => {
+    // A task that can end its own thread, the way a native crash or an out-of-memory would.
+    const pool = createWorkerPool({
+      threads: 1,
+      tasks: {
+        echo: `(require) => async (request) => {
+          if (request === 'exit') process.exit(3);
+          if (request === 'throw') return new Promise(() => setImmediate(() => { throw new Error('thrown outside any task'); }));
+          return { value: request };
+        }`,
+      },
+    });
+    try {
+      assert.equal(await pool.run('echo', 'before'), 'before');
+      await assert.rejects(pool.run('echo', 'exit'), /worker thread exited with code 3/);
+      assert.equal(await pool.run('echo', 'after an exit'), 'after an exit');
+      // The task in flight when its thread died fails: it does not hang.
+      await assert.rejects(pool.run('echo', 'throw'), /thrown outside any task/);
+      assert.equal(await pool.run('echo', 'after an uncaught error'), 'after an uncaught error');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('refuses unknown tasks and work after close', async () => {
     const pool = createWorkerPool({ threads: 1, tasks: { compose: COMPOSE_TASK } });
     await assert.rejects(pool.run('nope', {}), /unknown task nope/);
