@@ -15,6 +15,7 @@ import { COMPOSE_TASK, poolComposer } from './messages/compose.js';
 import { messageLinks } from './messages/links.js';
 import type { Metrics } from './observability/metrics.js';
 import { systemClock, type Clock } from './shared/clock.js';
+import { steadyClock } from './shared/steady-clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
@@ -149,7 +150,8 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   // Counters are the main thread's (one registry per server): each call goes there.
   const metrics = new Proxy({} as Metrics, { get: (_, name: string) => (...args: unknown[]) => post({ type: 'metric', name, args }) });
   const content = campaignMessages({ db: store.db, clock, compose: poolComposer(pool), links: messageLinks(secretKey, config.http.publicUrl) });
-  const kernel = createKernel({ db: store.db, clock, logger, batcher });
+  // Leases and claims by a clock that is never stepped back.
+  const kernel = createKernel({ db: store.db, clock: steadyClock(), logger, batcher });
   let job: DeliveryJob | null = null;
   job = kernel.add('delivery', (hand) => deliveryJob(hand, deliveryDeps({ config, store, batcher, clock, logger, resolver: createResolver(config.delivery.dnsServers), secretKey, pool, content, metrics })));
   store.onCommit((tables) => {

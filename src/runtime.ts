@@ -56,6 +56,7 @@ import { createWorkspaceService } from './services/workspaces.js';
 import { createCommitBatcher } from './store/commit-batcher.js';
 import type { Email } from './store/tables.js';
 import { systemClock, type Clock } from './shared/clock.js';
+import { steadyClock } from './shared/steady-clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
@@ -150,7 +151,7 @@ const storagePaths = (config: Config): string[] => {
 /** Every use case, built once and shared by all intakes. */
 function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: EngagementRules): Services {
   // Nodes sharing PostgreSQL must count against the same windows; one SQLite node counts in memory.
-  const rateLimiter = deps.dialect === 'postgres' ? new DatabaseRateLimiter(deps.db) : new MemoryRateLimiter();
+  const rateLimiter = deps.dialect === 'postgres' ? new DatabaseRateLimiter(deps.db) : new MemoryRateLimiter(deps.clock === systemClock ? steadyClock().now : undefined);
   // One batcher for the process: concurrent intakes share its commits.
   const batcher = createCommitBatcher(deps.db, deps.dialect, deps.config.databasePoolSize, deps.durable);
   const enqueue = createEnqueue({ clock: deps.clock, rateLimiter, batcher, space: deps.space, metrics: deps.metrics });

@@ -1,3 +1,5 @@
+import { systemClock } from './shared/clock.js';
+import { steadyClock } from './shared/steady-clock.js';
 import { availableParallelism } from 'node:os';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -61,7 +63,8 @@ const threadEntry = new URL(`./delivery-thread${extname(fileURLToPath(import.met
 export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metrics?: ServerMetrics | undefined }): Workers {
   const { config, deps, services, store } = runtime;
   const { db, dialect, clock } = deps;
-  const kernel = createKernel({ db, clock, logger: deps.logger, batcher: services.batcher });
+  // Leases and claims by a clock that is never stepped back (a test's own clock as it is).
+  const kernel = createKernel({ db, clock: clock === systemClock ? steadyClock() : clock, logger: deps.logger, batcher: services.batcher });
   // Every insert anywhere in this process wakes the jobs taking that table's rows.
   store.onCommit((tables) => kernel.committed(tables));
 

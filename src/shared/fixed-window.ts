@@ -50,6 +50,13 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>();
   private lastSweep = 0;
 
+  /**
+   * `steady`: a clock that never steps (shared/steady-clock.ts). Windows are kept in its time,
+   * so a wall clock stepped back releases none early; decisions are given back in the time
+   * the caller passed. Without it (tests), windows follow the `now` passed in.
+   */
+  constructor(private readonly steady?: () => number) {}
+
   async hit(key: string, limit: Limit, now: number, cost = 1): Promise<Decision> {
     return this.count(key, limit, now, cost);
   }
@@ -58,7 +65,13 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.count(key, limit, now, 0);
   }
 
-  private count(key: string, limit: Limit, now: number, add: number): Decision {
+  private count(key: string, limit: Limit, callerNow: number, add: number): Decision {
+    const now = this.steady?.() ?? callerNow;
+    const decision = this.countAt(key, limit, now, add);
+    return now === callerNow ? decision : { ...decision, resetAt: decision.resetAt + (callerNow - now) };
+  }
+
+  private countAt(key: string, limit: Limit, now: number, add: number): Decision {
     this.sweep(now);
     const start = windowStart(now, limit.windowMs);
     const mapKey = `${key}|${limit.windowMs}`;
