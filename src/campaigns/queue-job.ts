@@ -16,11 +16,11 @@ import type { Db, Dialect } from '../store/db.js';
 import { listDomains } from '../store/domains.js';
 import { listSelectionPage } from '../store/subscribers.js';
 import { listDomainSuppressions } from '../store/suppressions.js';
-import type { Campaign, CampaignVariant, Workspace } from '../store/tables.js';
+import type { Campaign, CampaignVariant } from '../store/tables.js';
 import { listCampaignVariants, listSubscribersSent, saveHoldouts } from '../store/ab-tests.js';
 import { contentOf } from '../messages/campaign-content.js';
 import { groupOf } from './ab-group.js';
-import { findWorkspace } from '../store/workspaces.js';
+import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 
 export interface CampaignQueueDeps {

@@ -16,7 +16,8 @@ import {
   updateDraftCampaign,
 } from '../store/campaigns.js';
 import { countSelection, listKnownTags, type AudienceSelection } from '../store/subscribers.js';
-import type { Campaign, CampaignVariant, WinnerChoice, WinnerMetric, Workspace } from '../store/tables.js';
+import type { Workspace } from '../store/workspaces.js';
+import type { Campaign, CampaignVariant, WinnerChoice, WinnerMetric } from '../store/tables.js';
 import { listCampaignVariants, saveCampaignVariants, saveWinner } from '../store/ab-tests.js';
 import { abSettingsOf, checkAbTest, type AbTestInput, type VariantRow } from './ab-test.js';
 import { contentOf } from '../messages/campaign-content.js';

@@ -2,9 +2,7 @@
  * Transitional: the row types as they were, while the aggregates move to entities of their
  * repositories. Nothing new imports it.
  */
-import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
-import type { WorkspacesTable } from './tables/workspaces.js';
-import type { CredentialsTable } from './tables/credentials.js';
+import type { Generated, Selectable, Updateable } from 'kysely';
 import type { DomainsTable, DkimKeysTable, DomainClaimsTable } from './tables/domains.js';
 import type { EmailsTable, QueueItemsTable, DeliveryAttemptsTable } from './tables/emails.js';
 import type { EventsTable } from './tables/events.js';
@@ -41,9 +39,6 @@ export * from './tables/delivery.js';
 export * from './tables/instance.js';
 export type { Database } from './tables/database.js';
 
-export type Workspace = Selectable<WorkspacesTable>;
-export type Credential = Selectable<CredentialsTable>;
-export type NewCredential = Insertable<CredentialsTable>;
 export type Domain = Selectable<DomainsTable>;
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;

@@ -20,7 +20,8 @@ import {
   updateDraft,
 } from '../../store/inboxes.js';
 import type { ListPage } from '../../store/list-page.js';
-import type { InboxDraft, InboxDraftAttachment, Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
+import type { InboxDraft, InboxDraftAttachment } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import type { SendService } from '../send/send-email.js';
 import type { InboxReplyService, InTransaction } from './inbox-replies.js';
