@@ -1,7 +1,8 @@
 import { newId } from '../shared/ids.js';
 import type { NewEmail } from '../store/emails.js';
 import { domainOf } from '../shared/domain-name.js';
-import { PRIORITY, type AbPhase, type Domain, type Email, type EmailType, type Intake, type QueueItem } from '../store/tables.js';
+import type { Domain } from '../store/domains.js';
+import { PRIORITY, type AbPhase, type Email, type EmailType, type Intake, type QueueItem } from '../store/tables.js';
 import type { Address } from './addresses.js';
 import type { TrackingFlags } from './links.js';
 

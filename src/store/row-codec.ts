@@ -46,7 +46,7 @@ export interface RowCodec<Row, C> {
   /**
    * The entity of a row (or of the columns a query selected). Decodes in place: a row fresh
    * from the driver belongs to the repository that read it, and delivery reads thousands a
-   * second, so no copy is made.
+   * second, so no copy is made. A row is decoded once, where it is read.
    */
   decode<R extends Partial<Row>>(row: R): Decoded<R, C>;
   decodeAll<R extends Partial<Row>>(rows: R[]): Array<Decoded<R, C>>;

@@ -3,7 +3,6 @@
  * repositories. Nothing new imports it.
  */
 import type { Generated, Selectable, Updateable } from 'kysely';
-import type { DomainsTable, DkimKeysTable, DomainClaimsTable } from './tables/domains.js';
 import type { EmailsTable, QueueItemsTable, DeliveryAttemptsTable } from './tables/emails.js';
 import type { EventsTable } from './tables/events.js';
 import type { SubscribersTable, TopicsTable, AudiencesTable, ContactPropertiesTable, ContactImportsTable } from './tables/subscribers.js';
@@ -39,14 +38,10 @@ export * from './tables/delivery.js';
 export * from './tables/instance.js';
 export type { Database } from './tables/database.js';
 
-export type Domain = Selectable<DomainsTable>;
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
 export type ContactProperty = Selectable<ContactPropertiesTable>;
 export type ContactImport = Selectable<ContactImportsTable>;
-export type DomainClaim = Selectable<DomainClaimsTable>;
-export type DomainUpdate = Updateable<DomainsTable>;
-export type DkimKey = Selectable<DkimKeysTable>;
 export type Email = Selectable<EmailsTable>;
 export type QueueItem = Selectable<QueueItemsTable>;
 export type DeliveryAttempt = Selectable<DeliveryAttemptsTable>;
