@@ -1,7 +1,7 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import { saveEvents } from '../store/events.js';
-import type { NewEventRow, WebhookDelivery } from '../store/tables.js';
+import { saveEvents, type NewEventRecord } from '../store/events.js';
+import type { WebhookDelivery } from '../store/tables.js';
 import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries } from '../store/webhooks.js';
 import { isWorkflowTriggerEvent, type EventType } from './event-types.js';
 import { queueWorkflowTrigger } from './queue-workflow-trigger.js';
@@ -22,7 +22,7 @@ export interface NewEvent {
  * change it reports, so that the change, its event and its deliveries commit together (or
  * not at all): an event is never lost between the database and the dispatcher.
  */
-export async function recordEvent(trx: Db, event: NewEvent): Promise<NewEventRow> {
+export async function recordEvent(trx: Db, event: NewEvent): Promise<NewEventRecord> {
   return (await recordEvents(trx, [event]))[0]!;
 }
 
@@ -32,19 +32,19 @@ export async function recordEvent(trx: Db, event: NewEvent): Promise<NewEventRow
  * written with multi-row inserts. Events that can start or resume a workflow go into the
  * workflow trigger outbox in the same transaction.
  */
-export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<NewEventRow[]> {
+export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<NewEventRecord[]> {
   if (events.length === 0) return [];
-  const rows: NewEventRow[] = events.map((event) => ({
+  const rows: NewEventRecord[] = events.map((event) => ({
     id: newPrefixedId('evt_', 16),
     workspace_id: event.workspaceId,
     type: event.type,
     email_id: event.emailId ?? null,
-    data: JSON.stringify(event.data),
+    data: event.data,
     created_at: event.at,
   }));
   await saveEvents(trx, rows);
-  for (const [i, row] of rows.entries()) {
-    if (isWorkflowTriggerEvent(row.type)) await queueWorkflowTrigger(trx, row, events[i]!.data);
+  for (const row of rows) {
+    if (isWorkflowTriggerEvent(row.type)) await queueWorkflowTrigger(trx, row);
   }
   const endpoints = await listEnabledWebhookEndpointsOf(trx, [...new Set(events.map((e) => e.workspaceId))]);
   if (endpoints.length === 0) return rows;

@@ -2,9 +2,9 @@ import { listContactPropertyFallbacks } from '../store/contact-properties.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
 import { findCampaignById } from '../store/campaigns.js';
-import { findEmailContent, saveEmailContent } from '../store/emails.js';
+import { findEmailContent, saveEmailContent, type Email } from '../store/emails.js';
 import { findSubscriber } from '../store/subscribers.js';
-import type { Campaign, CampaignVariant, Email, Subscriber } from '../store/tables.js';
+import type { Campaign, CampaignVariant, Subscriber } from '../store/tables.js';
 import { listCampaignVariants } from '../store/ab-tests.js';
 import { contentOf } from './campaign-content.js';
 import { parseMailbox, parseMailboxes } from './addresses.js';
@@ -106,7 +106,7 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
     const { campaign } = sending;
     // An A/B test's message carries its variant's content (the winner's, for the rest).
     const content = contentOf(campaign, email.variant === null ? undefined : sending.variants.get(email.variant));
-    const to = parseMailbox('to', (JSON.parse(email.to_addresses) as string[])[0]!);
+    const to = parseMailbox('to', email.to_addresses[0]!);
     const recipient = (email.subscriber_id ? await findSubscriber(db, email.workspace_id, email.subscriber_id) : undefined) ?? {
       email: to.address,
       first_name: null,
@@ -130,7 +130,7 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
         attachments: [],
         messageId: email.message_id,
         date: new Date(email.created_at),
-        track: { opens: email.track_opens === 1, clicks: email.track_clicks === 1 },
+        track: { opens: email.track_opens, clicks: email.track_clicks },
         unsubscribeUrl,
         previewText: content.previewText,
       },

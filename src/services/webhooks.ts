@@ -399,7 +399,7 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
       const endpoint = await requireEndpoint(workspaceId, id);
       const delivery = await requireDelivery(endpoint.id, deliveryId);
       const [event] = await listEventsByIds(db, [delivery.event_id]);
-      const payload = event ? renderEnvelope(endpoint.surface, { ...event, data: JSON.parse(event.data) as Record<string, unknown> }) : null;
+      const payload = event ? renderEnvelope(endpoint.surface, event) : null;
       return { delivery: deliveryView(delivery), payload };
     },
 
@@ -422,7 +422,7 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
         throw validationError('type', `must be an event type this endpoint takes: ${(JSON.parse(endpoint.events) as string[]).join(', ')}`);
       }
       const now = clock.now();
-      const event = { id: newPrefixedId('evt_', 16), workspace_id: workspaceId, type, email_id: null, data: JSON.stringify(sampleEventData(type, now)), created_at: now };
+      const event = { id: newPrefixedId('evt_', 16), workspace_id: workspaceId, type, email_id: null, data: sampleEventData(type, now), created_at: now };
       const delivery: WebhookDelivery = {
         id: newPrefixedId('msg_', 16), endpoint_id: endpoint.id, workspace_id: workspaceId, event_id: event.id, event_type: type, status: 'pending',
         attempt_count: 0, run_attempts: 0, next_attempt_at: now, run_started_at: now, lease_owner: null, lease_until: null, last_attempt_at: null,

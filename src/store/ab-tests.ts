@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
 import { jsonTrue, type Dialect } from './dialect.js';
-import type { AbPhase, Campaign, CampaignVariant, WinnerChoice } from './tables.js';
+import type { AbPhase } from './emails.js';
+import type { Campaign, CampaignVariant, WinnerChoice } from './tables.js';
 
 /**
  * A/B tests and holdouts of campaigns: the variants, the contacts held out, the wait for the

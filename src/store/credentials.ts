@@ -6,23 +6,23 @@ import type { CredentialsTable } from './tables/credentials.js';
 
 export type { CredentialKind } from './tables/credentials.js';
 
-const credentials = rowCodec<Selectable<CredentialsTable>>()({ master: flag, scopes: jsonOrNull<string[]>() });
+const credentialRows = rowCodec<Selectable<CredentialsTable>>()({ master: flag, scopes: jsonOrNull<string[]>() });
 
 /** An API key or OAuth token; `scopes` null: every scope (API keys). */
-export type Credential = EntityOf<typeof credentials>;
+export type Credential = EntityOf<typeof credentialRows>;
 
 export const saveCredential = async (db: Db, credential: Credential): Promise<void> => {
-  await db.insertInto('credentials').values(credentials.encode(credential)).execute();
+  await db.insertInto('credentials').values(credentialRows.encode(credential)).execute();
 };
 
 export const findCredentialByHash = async (db: Db, secretHash: string): Promise<Credential | undefined> => {
   const row = await db.selectFrom('credentials').selectAll().where('secret_hash', '=', secretHash).executeTakeFirst();
-  return row && credentials.decode(row);
+  return row && credentialRows.decode(row);
 };
 
 export const findCredential = async (db: Db, id: string): Promise<Credential | undefined> => {
   const row = await db.selectFrom('credentials').selectAll().where('id', '=', id).executeTakeFirst();
-  return row && credentials.decode(row);
+  return row && credentialRows.decode(row);
 };
 
 export interface CredentialFilter {
@@ -42,12 +42,12 @@ const filtered = (db: Db, filter: CredentialFilter) => {
 export const listCredentials = async (db: Db, filter: CredentialFilter = {}): Promise<Credential[]> => {
   let q = filtered(db, filter).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc');
   if (filter.limit !== undefined) q = q.limit(filter.limit).offset(filter.offset ?? 0);
-  return credentials.decodeAll(await q.execute());
+  return credentialRows.decodeAll(await q.execute());
 };
 
 /** A page of a workspace's keys, newest first (ids are UUIDv7). */
 export const listCredentialPage = async (db: Db, filter: CredentialFilter, page: ListPage): Promise<PageOf<Credential>> =>
-  credentials.decodePage(await readPage(filtered(db, filter).selectAll(), 'id', page));
+  credentialRows.decodePage(await readPage(filtered(db, filter).selectAll(), 'id', page));
 
 export const countCredentials = async (db: Db, filter: CredentialFilter = {}): Promise<number> => {
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

@@ -6,18 +6,18 @@ import type { DomainClaimsTable } from './tables/domains.js';
 export { DOMAIN_CLAIM_STATUSES, type DomainClaimBlockedReason, type DomainClaimStatus } from './tables/domains.js';
 
 // The settings are the domain service's input (services/domains.ts): the store keeps the document.
-const claims = rowCodec<Selectable<DomainClaimsTable>>()({ settings: jsonOrNull<unknown>() });
+const domainClaimRows = rowCodec<Selectable<DomainClaimsTable>>()({ settings: jsonOrNull<unknown>() });
 
 /** A workspace's claim of a domain other workspaces hold; `settings` are applied once it completes. */
-export type DomainClaim = EntityOf<typeof claims>;
+export type DomainClaim = EntityOf<typeof domainClaimRows>;
 
 export const saveDomainClaim = async (db: Db, claim: DomainClaim): Promise<void> => {
-  await db.insertInto('domain_claims').values(claims.encode(claim)).execute();
+  await db.insertInto('domain_claims').values(domainClaimRows.encode(claim)).execute();
 };
 
 export const findDomainClaim = async (db: Db, workspaceId: string, id: string): Promise<DomainClaim | undefined> => {
   const row = await db.selectFrom('domain_claims').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-  return row && claims.decode(row);
+  return row && domainClaimRows.decode(row);
 };
 
 /** The workspace's latest claim of a name, or of the domain a completed claim gave it. */
@@ -29,11 +29,11 @@ export const findLatestDomainClaim = async (db: Db, workspaceId: string, nameOrD
     .where((eb) => eb.or([eb('name', '=', nameOrDomainId), eb('domain_id', '=', nameOrDomainId)]))
     .orderBy('id', 'desc')
     .executeTakeFirst();
-  return row && claims.decode(row);
+  return row && domainClaimRows.decode(row);
 };
 
 export const updateDomainClaim = async (db: Db, id: string, changes: Partial<Omit<DomainClaim, 'id'>>): Promise<void> => {
-  await db.updateTable('domain_claims').set(claims.encode(changes)).where('id', '=', id).execute();
+  await db.updateTable('domain_claims').set(domainClaimRows.encode(changes)).where('id', '=', id).execute();
 };
 
 /** Earlier pending claims of the name by the workspace give way to a new one. */

@@ -8,7 +8,7 @@ import { refuseDuplicate } from './unique-violation.js';
 
 export { DOMAIN_TLS, type DomainStatus, type DomainTls } from './tables/domains.js';
 
-const domains = rowCodec<Selectable<DomainsTable>>()({
+const domainRows = rowCodec<Selectable<DomainsTable>>()({
   metadata: jsonOrNull<Record<string, unknown>>(),
   // The checks' shape is checks/domain-checks.ts's (domainChecksOf): the store keeps the document.
   checks: jsonOrNull<unknown>(),
@@ -17,7 +17,7 @@ const domains = rowCodec<Selectable<DomainsTable>>()({
 });
 
 /** A sending domain; `open_tracking`/`click_tracking` null: the server's default. */
-export type Domain = EntityOf<typeof domains>;
+export type Domain = EntityOf<typeof domainRows>;
 /** One DKIM token of a domain: its selector and key pair. */
 export type DkimKey = Selectable<DkimKeysTable>;
 
@@ -27,7 +27,7 @@ export const saveDomain = (db: Db, domain: Domain, keys: DkimKey[]): Promise<voi
     'domains',
     () =>
       db.transaction().execute(async (trx) => {
-        await trx.insertInto('domains').values(domains.encode(domain)).execute();
+        await trx.insertInto('domains').values(domainRows.encode(domain)).execute();
         await trx.insertInto('dkim_keys').values(keys).execute();
       }),
     `Domain ${domain.name} already exists`,
@@ -36,18 +36,18 @@ export const saveDomain = (db: Db, domain: Domain, keys: DkimKey[]): Promise<voi
 
 export const findDomain = async (db: Db, workspaceId: string, id: string): Promise<Domain | undefined> => {
   const row = await db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-  return row && domains.decode(row);
+  return row && domainRows.decode(row);
 };
 
 /** A domain of any workspace (the reputation guard's round). */
 export const findDomainById = async (db: Db, id: string): Promise<Domain | undefined> => {
   const row = await db.selectFrom('domains').selectAll().where('id', '=', id).executeTakeFirst();
-  return row && domains.decode(row);
+  return row && domainRows.decode(row);
 };
 
 export const findDomainByName = async (db: Db, workspaceId: string, name: string): Promise<Domain | undefined> => {
   const row = await db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).where('name', '=', name).executeTakeFirst();
-  return row && domains.decode(row);
+  return row && domainRows.decode(row);
 };
 
 /** A workspace's domain by id or by name (any case); ids are only looked up when they are uuids. */
@@ -59,21 +59,21 @@ export async function findDomainByIdOrName(db: Db, workspaceId: string, idOrName
 }
 
 export const listDomains = async (db: Db, workspaceId: string): Promise<Domain[]> =>
-  domains.decodeAll(await db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute());
+  domainRows.decodeAll(await db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute());
 
 /** Every domain of every workspace (the operator's view: `mailsvc doctor`). */
-export const listAllDomains = async (db: Db): Promise<Domain[]> => domains.decodeAll(await db.selectFrom('domains').selectAll().orderBy('name').orderBy('id').execute());
+export const listAllDomains = async (db: Db): Promise<Domain[]> => domainRows.decodeAll(await db.selectFrom('domains').selectAll().orderBy('name').orderBy('id').execute());
 
 /** Every workspace's domain of this name (names are unique per workspace, not across them). */
 export const listDomainsNamed = async (db: Db, name: string): Promise<Domain[]> =>
-  domains.decodeAll(await db.selectFrom('domains').selectAll().where('name', '=', name).execute());
+  domainRows.decodeAll(await db.selectFrom('domains').selectAll().where('name', '=', name).execute());
 
 /** The name of every domain, by id. */
 export const listDomainNames = async (db: Db): Promise<Map<string, string>> =>
   new Map((await db.selectFrom('domains').select(['id', 'name']).execute()).map((d) => [d.id, d.name]));
 
 export const listPendingDomains = async (db: Db, checkedBefore: number, limit: number): Promise<Domain[]> =>
-  domains.decodeAll(
+  domainRows.decodeAll(
     await db
       .selectFrom('domains')
       .selectAll()
@@ -86,7 +86,7 @@ export const listPendingDomains = async (db: Db, checkedBefore: number, limit: n
 
 /** Every domain not checked since `checkedBefore` (or never), least recently checked first. */
 export const listDomainsCheckedBefore = async (db: Db, checkedBefore: number, limit: number): Promise<Domain[]> =>
-  domains.decodeAll(
+  domainRows.decodeAll(
     await db
       .selectFrom('domains')
       .selectAll()
@@ -98,7 +98,7 @@ export const listDomainsCheckedBefore = async (db: Db, checkedBefore: number, li
   );
 
 export const updateDomain = async (db: Db, id: string, changes: Partial<Omit<Domain, 'id'>>): Promise<void> => {
-  await db.updateTable('domains').set(domains.encode(changes)).where('id', '=', id).execute();
+  await db.updateTable('domains').set(domainRows.encode(changes)).where('id', '=', id).execute();
 };
 
 export const removeDomain = async (db: Db, workspaceId: string, id: string): Promise<boolean> => {

@@ -3,8 +3,6 @@
  * repositories. Nothing new imports it.
  */
 import type { Generated, Selectable, Updateable } from 'kysely';
-import type { EmailsTable, QueueItemsTable, DeliveryAttemptsTable } from './tables/emails.js';
-import type { EventsTable } from './tables/events.js';
 import type { SubscribersTable, TopicsTable, AudiencesTable, ContactPropertiesTable, ContactImportsTable } from './tables/subscribers.js';
 import type { WorkflowsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './tables/workflows.js';
 import type { ApiLogsTable } from './tables/requests.js';
@@ -42,12 +40,6 @@ export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
 export type ContactProperty = Selectable<ContactPropertiesTable>;
 export type ContactImport = Selectable<ContactImportsTable>;
-export type Email = Selectable<EmailsTable>;
-export type QueueItem = Selectable<QueueItemsTable>;
-export type DeliveryAttempt = Selectable<DeliveryAttemptsTable>;
-export type EventRow = Selectable<EventsTable>;
-/** An event as written: the database assigns `seq`. */
-export type NewEventRow = Omit<EventRow, 'seq'>;
 export type Suppression = Selectable<SuppressionsTable>;
 export type Template = Selectable<TemplatesTable>;
 export type WebhookEndpoint = Selectable<WebhookEndpointsTable>;

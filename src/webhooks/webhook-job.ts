@@ -132,7 +132,7 @@ export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
           surface: endpoint.surface,
           url: endpoint.url,
           messageId: delivery.id,
-          event: { id: event.id, type: event.type, created_at: event.created_at, data: JSON.parse(event.data) as Record<string, unknown> },
+          event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data },
           secrets: activeSecrets(endpoint, startedAt),
           timestamp: Math.floor(startedAt / 1000),
         },

@@ -2,9 +2,9 @@ import { convert } from 'html-to-text';
 import { newId } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/db.js';
-import { findEmailContent } from '../../store/emails.js';
+import { findEmailContent, type Email } from '../../store/emails.js';
 import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread } from '../../store/inboxes.js';
-import type { Email, InboxFolder } from '../../store/tables.js';
+import type { InboxFolder } from '../../store/tables.js';
 import { formatMailbox, PARSE_OPTIONS } from './parse-inbound.js';
 import { threadCandidates } from './threading.js';
 
@@ -135,7 +135,6 @@ export async function sentEmailToFile(db: Db, inbox: { id: string; address: stri
   const parsed = raw ? await parseMail(raw, PARSE_OPTIONS) : undefined;
   const refs = parsed?.references;
   const author = parsed?.from?.value[0];
-  const list = (json: string | null): string[] => (json ? (JSON.parse(json) as string[]) : []);
   return {
     workspaceId: email.workspace_id,
     inboxId: inbox.id,
@@ -147,10 +146,10 @@ export async function sentEmailToFile(db: Db, inbox: { id: string; address: stri
     // As received messages show theirs: `Name <address>`, quoted only where it must be.
     fromHeader: author?.address ? formatMailbox(author.name ?? '', author.address) : email.from_header,
     fromAddress: email.from_address,
-    to: list(email.to_addresses),
-    cc: list(email.cc_addresses),
-    bcc: list(email.bcc_addresses),
-    replyTo: list(email.reply_to),
+    to: email.to_addresses,
+    cc: email.cc_addresses ?? [],
+    bcc: email.bcc_addresses ?? [],
+    replyTo: email.reply_to ?? [],
     subject: email.subject,
     text: parsed?.text ?? null,
     html: typeof parsed?.html === 'string' ? parsed.html : null,

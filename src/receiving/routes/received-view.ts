@@ -1,6 +1,7 @@
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import type { ReceivedEmailBody } from '../../store/receiving.js';
-import type { Email, ReceivedEmail } from '../../store/tables.js';
+import type { Email } from '../../store/emails.js';
+import type { ReceivedEmail } from '../../store/tables.js';
 import type { AuthenticationResults } from './authenticate-message.js';
 import type { ReceivedLinks } from './received-links.js';
 
@@ -44,11 +45,11 @@ const json = <T>(text: string | null): T | null => (text === null ? null : (JSON
 export const repliedEmailView = (e: Email): RepliedEmailView => ({
   id: e.id,
   subject: e.subject,
-  to: JSON.parse(e.to_addresses) as string[],
+  to: e.to_addresses,
   campaign_id: e.campaign_id,
   subscriber_id: e.subscriber_id,
-  tags: json<string[]>(e.tags) ?? [],
-  metadata: json<Record<string, unknown>>(e.metadata),
+  tags: e.tags ?? [],
+  metadata: e.metadata,
   external_id: e.external_id,
   created_at: toIso(e.created_at),
 });

@@ -3,7 +3,7 @@ import { newId } from '../../shared/ids.js';
 import { listDomains, type Domain } from '../../store/domains.js';
 import { findIpPool } from '../../store/ip-pools.js';
 import type { Workspace } from '../../store/workspaces.js';
-import type { EmailType } from '../../store/tables.js';
+import type { EmailType } from '../../store/emails.js';
 import type { ServiceDeps } from '../deps.js';
 import { checkMetadata } from '../../shared/metadata.js';
 import type { TemplateService } from '../templates.js';
