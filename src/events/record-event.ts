@@ -1,8 +1,7 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import { saveEvents, type NewEventRecord } from '../store/events.js';
-import type { WebhookDelivery } from '../store/tables.js';
-import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries } from '../store/webhooks.js';
+import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries, type WebhookDelivery } from '../store/webhooks.js';
 import { isWorkflowTriggerEvent, type EventType } from './event-types.js';
 import { queueWorkflowTrigger } from './queue-workflow-trigger.js';
 import { subscribesTo } from './subscriptions.js';
@@ -48,12 +47,11 @@ export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promis
   }
   const endpoints = await listEnabledWebhookEndpointsOf(trx, [...new Set(events.map((e) => e.workspaceId))]);
   if (endpoints.length === 0) return rows;
-  const subscribed = endpoints.map((e) => ({ ...e, types: JSON.parse(e.events) as string[] }));
   const deliveries: WebhookDelivery[] = [];
   rows.forEach((row, i) => {
     const at = events[i]!.at;
-    for (const e of subscribed) {
-      if (e.workspace_id !== row.workspace_id || !subscribesTo(e.types, row.type)) continue;
+    for (const e of endpoints) {
+      if (e.workspace_id !== row.workspace_id || !subscribesTo(e.events, row.type)) continue;
       deliveries.push({
         id: newPrefixedId('msg_', 16),
         endpoint_id: e.id,

@@ -2,13 +2,12 @@
  * Transitional: the row types as they were, while the aggregates move to entities of their
  * repositories. Nothing new imports it.
  */
-import type { Generated, Selectable, Updateable } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 import type { SubscribersTable, TopicsTable, AudiencesTable, ContactPropertiesTable, ContactImportsTable } from './tables/subscribers.js';
 import type { WorkflowsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './tables/workflows.js';
 import type { ApiLogsTable } from './tables/requests.js';
 import type { TemplatesTable } from './tables/templates.js';
 import type { SuppressionsTable } from './tables/suppressions.js';
-import type { WebhookEndpointsTable, WebhookDeliveriesTable, WebhookAttemptsTable } from './tables/webhooks.js';
 import type { CampaignsTable, CampaignVariantsTable } from './tables/campaigns.js';
 import type { DashboardSessionsTable } from './tables/dashboard.js';
 import type { ReceivingRoutesTable, ReceivedEmailsTable, ReceivedEmailContentsTable } from './tables/receiving.js';
@@ -42,10 +41,6 @@ export type ContactProperty = Selectable<ContactPropertiesTable>;
 export type ContactImport = Selectable<ContactImportsTable>;
 export type Suppression = Selectable<SuppressionsTable>;
 export type Template = Selectable<TemplatesTable>;
-export type WebhookEndpoint = Selectable<WebhookEndpointsTable>;
-export type WebhookEndpointUpdate = Updateable<WebhookEndpointsTable>;
-export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
-export type WebhookAttempt = Selectable<WebhookAttemptsTable>;
 export type Subscriber = Selectable<SubscribersTable>;
 export type Audience = Selectable<AudiencesTable>;
 export type Campaign = Selectable<CampaignsTable>;

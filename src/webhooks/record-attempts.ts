@@ -2,16 +2,7 @@ import { newPrefixedId } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db } from '../store/db.js';
 import type { EventRecord } from '../store/events.js';
-import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../store/tables.js';
-import {
-  failPendingWebhookDeliveries,
-  findWebhookDeliveryById,
-  findWebhookEndpoint,
-  markWebhookEndpointHealthy,
-  saveWebhookAttempts,
-  updateLeasedWebhookDelivery,
-  updateWebhookEndpoint,
-} from '../store/webhooks.js';
+import { failPendingWebhookDeliveries, findWebhookDeliveryById, findWebhookEndpoint, markWebhookEndpointHealthy, saveWebhookAttempts, updateLeasedWebhookDelivery, updateWebhookEndpoint, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../store/webhooks.js';
 import { endpointHealthAfter, nextAttemptAt, type EndpointHealth, type RetryPolicy } from './retry-policy.js';
 import type { AttemptResult } from './send-webhook.js';
 
