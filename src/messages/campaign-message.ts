@@ -3,8 +3,8 @@ import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
 import { findCampaignById } from '../store/campaigns.js';
 import { findEmailContent, saveEmailContent, type Email } from '../store/emails.js';
-import { findSubscriber } from '../store/subscribers.js';
-import type { Campaign, CampaignVariant, Subscriber } from '../store/tables.js';
+import { findSubscriber, type Subscriber } from '../store/subscribers.js';
+import type { Campaign, CampaignVariant } from '../store/tables.js';
 import { listCampaignVariants } from '../store/ab-tests.js';
 import { contentOf } from './campaign-content.js';
 import { parseMailbox, parseMailboxes } from './addresses.js';
@@ -29,7 +29,7 @@ type Recipient = Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'extern
  * `RESEND_UNSUBSCRIBE_URL` and `contact.*` (with the contact's properties).
  */
 export function subscriberVariables(campaignVariables: Variables | null, s: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): Variables {
-  const metadata = parseJson<Variables>(s.metadata) ?? {};
+  const metadata: Variables = s.metadata ?? {};
   // A declared property's fallback stands in where the contact has no value (contactProperties).
   const properties = { ...fallbacks, ...Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== null && v !== undefined)) };
   const own = { email: s.email, first_name: s.first_name ?? '', last_name: s.last_name ?? '' };

@@ -3,7 +3,6 @@
  * repositories. Nothing new imports it.
  */
 import type { Generated, Selectable } from 'kysely';
-import type { SubscribersTable, TopicsTable, AudiencesTable, ContactPropertiesTable, ContactImportsTable } from './tables/subscribers.js';
 import type { WorkflowsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './tables/workflows.js';
 import type { ApiLogsTable } from './tables/requests.js';
 import type { TemplatesTable } from './tables/templates.js';
@@ -37,15 +36,10 @@ export type { Database } from './tables/database.js';
 
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
-export type ContactProperty = Selectable<ContactPropertiesTable>;
-export type ContactImport = Selectable<ContactImportsTable>;
 export type Suppression = Selectable<SuppressionsTable>;
 export type Template = Selectable<TemplatesTable>;
-export type Subscriber = Selectable<SubscribersTable>;
-export type Audience = Selectable<AudiencesTable>;
 export type Campaign = Selectable<CampaignsTable>;
 export type CampaignVariant = Selectable<CampaignVariantsTable>;
-export type Topic = Selectable<TopicsTable>;
 export type { Generated };
 export type DashboardSession = Selectable<DashboardSessionsTable>;
 export type ReceivingRoute = Selectable<ReceivingRoutesTable>;
