@@ -5,7 +5,6 @@
 import type { Generated, Selectable } from 'kysely';
 import type { WorkflowsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './tables/workflows.js';
 import type { ApiLogsTable } from './tables/requests.js';
-import type { TemplatesTable } from './tables/templates.js';
 import type { SuppressionsTable } from './tables/suppressions.js';
 import type { CampaignsTable, CampaignVariantsTable } from './tables/campaigns.js';
 import type { DashboardSessionsTable } from './tables/dashboard.js';
@@ -37,7 +36,6 @@ export type { Database } from './tables/database.js';
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
 export type Suppression = Selectable<SuppressionsTable>;
-export type Template = Selectable<TemplatesTable>;
 export type Campaign = Selectable<CampaignsTable>;
 export type CampaignVariant = Selectable<CampaignVariantsTable>;
 export type { Generated };

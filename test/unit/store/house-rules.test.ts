@@ -92,7 +92,6 @@ const NOT_YET_MOVED: Record<string, string[]> = {
     'src/services/receiving/received-emails.ts',
     'src/services/receiving/routes.ts',
     'src/services/suppressions.ts',
-    'src/services/templates.ts',
     'src/services/workflows/event-definitions.ts',
     'src/services/workflows/workflows.ts',
     'src/tasks/evaluate-reputation.ts',
@@ -128,16 +127,12 @@ const NOT_YET_MOVED: Record<string, string[]> = {
     'src/services/inboxes/inbox-views.ts',
     'src/services/ip-pools.ts',
     'src/services/receiving/received-emails.ts',
-    'src/services/templates.ts',
     'src/services/workflows/event-definitions.ts',
     'src/services/workflows/workflows.ts',
     'src/workflows/definition-cache.ts',
     'src/workflows/execute-step.ts',
     'src/workflows/run-context.ts',
     'src/workflows/start-runs.ts',
-  ],
-  'recognises a unique violation': [
-    'src/services/templates.ts',
   ],
 };
 
