@@ -1,11 +1,10 @@
 import { listContactPropertyFallbacks } from '../store/contact-properties.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
-import { findCampaignById } from '../store/campaigns.js';
+import { findCampaignById, type Campaign } from '../store/campaigns.js';
 import { findEmailContent, saveEmailContent, type Email } from '../store/emails.js';
 import { findSubscriber, type Subscriber } from '../store/subscribers.js';
-import type { Campaign, CampaignVariant } from '../store/tables.js';
-import { listCampaignVariants } from '../store/ab-tests.js';
+import { listCampaignVariants, type CampaignVariant } from '../store/ab-tests.js';
 import { contentOf } from './campaign-content.js';
 import { parseMailbox, parseMailboxes } from './addresses.js';
 import { buildMessage } from './build-message.js';
@@ -13,7 +12,6 @@ import type { Composer } from './compose.js';
 import type { MessageLinks } from './links.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
 
-const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
 /** A campaign being sent and its A/B test's variants, read once a minute. */
 interface Sending {
@@ -50,7 +48,7 @@ export function subscriberVariables(campaignVariables: Variables | null, s: Reci
 
 /** The subject a campaign has for one recipient. */
 export const campaignSubject = (campaign: Campaign, recipient: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): string =>
-  renderSubject(campaign.subject, subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl, fallbacks));
+  renderSubject(campaign.subject, subscriberVariables(campaign.variables, recipient, unsubscribeUrl, fallbacks));
 
 export interface CampaignMessageDeps {
   db: Db;
@@ -115,14 +113,14 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
       metadata: null,
     };
     const unsubscribeUrl = links.unsubscribe(email.workspace_id, to.address, email.id);
-    const variables = subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl, await fallbacksOf(email.workspace_id));
+    const variables = subscriberVariables(campaign.variables, recipient, unsubscribeUrl, await fallbacksOf(email.workspace_id));
     const raw = await buildMessage(
       {
         emailId: email.id,
         from: { name: content.fromName, address: campaign.from_email },
         to: [to],
         cc: [],
-        replyTo: parseMailboxes('reply_to', parseJson<string[]>(campaign.reply_to) ?? undefined),
+        replyTo: parseMailboxes('reply_to', campaign.reply_to ?? undefined),
         subject: email.subject,
         html: content.html === null ? undefined : renderTemplate(content.html, variables, 'html'),
         text: content.text === null ? undefined : renderTemplate(content.text, variables, 'text'),

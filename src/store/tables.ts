@@ -5,7 +5,6 @@
 import type { Generated, Selectable } from 'kysely';
 import type { WorkflowsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './tables/workflows.js';
 import type { ApiLogsTable } from './tables/requests.js';
-import type { CampaignsTable, CampaignVariantsTable } from './tables/campaigns.js';
 import type { DashboardSessionsTable } from './tables/dashboard.js';
 import type { ReceivingRoutesTable, ReceivedEmailsTable, ReceivedEmailContentsTable } from './tables/receiving.js';
 import type { InboxThreadsTable, InboxMessagesTable, InboxLabelsTable, InboxDraftsTable, InboxDraftAttachmentsTable, InboxAgentRunsTable, InboxAgentsTable } from './tables/inboxes.js';
@@ -34,8 +33,6 @@ export type { Database } from './tables/database.js';
 
 export type ApiLog = Selectable<ApiLogsTable>;
 export type EventDefinition = Selectable<EventDefinitionsTable>;
-export type Campaign = Selectable<CampaignsTable>;
-export type CampaignVariant = Selectable<CampaignVariantsTable>;
 export type { Generated };
 export type DashboardSession = Selectable<DashboardSessionsTable>;
 export type ReceivingRoute = Selectable<ReceivingRoutesTable>;
