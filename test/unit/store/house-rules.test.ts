@@ -91,12 +91,6 @@ const NOT_YET_MOVED: Record<string, string[]> = {
     'src/workflows/start-runs.ts',
     'src/workflows/trigger-job.ts',
   ],
-  'imports kysely': [
-    'src/main.ts',
-  ],
-  'builds SQL': [
-    'src/main.ts',
-  ],
   'parses JSON': [
     'src/delivery/warmup.ts',
     'src/inbox-agent/run-inbox-agents.ts',
