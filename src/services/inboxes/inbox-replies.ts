@@ -2,7 +2,6 @@ import { parseMailboxes, type Address } from '../../messages/addresses.js';
 import type { AttachmentInput } from '../../messages/attachments.js';
 import { forwardBodies, prefixedSubject, replyBodies, type QuotedMessage } from '../../messages/quote-message.js';
 import { PARSE_OPTIONS } from '../../receiving/routes/parse-inbound.js';
-import type { StoredAttachment } from '../../receiving/routes/received-view.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
@@ -94,7 +93,7 @@ export function createInboxReplyService(deps: ServiceDeps & { send: SendService;
     if (m.received_email_id) {
       const [received, raw] = await Promise.all([findReceivedEmail(db, m.workspace_id, m.received_email_id), findReceivedRaw(db, m.received_email_id)]);
       if (!received || !raw) throw notFound('The original message');
-      const positions = JSON.parse(received.attachments) as StoredAttachment[];
+      const positions = received.attachments;
       const parsed = await parseMail(raw, PARSE_OPTIONS);
       return stored.map((a, i) => {
         const content = parsed.attachments[positions.find((p) => p.id === a.id)?.position ?? i]?.content;
