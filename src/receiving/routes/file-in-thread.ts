@@ -3,8 +3,7 @@ import { newId } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/db.js';
 import { findEmailContent, type Email } from '../../store/emails.js';
-import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread } from '../../store/inboxes.js';
-import type { InboxFolder } from '../../store/tables.js';
+import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread, type InboxFolder } from '../../store/inboxes.js';
 import { formatMailbox, PARSE_OPTIONS } from './parse-inbound.js';
 import { threadCandidates } from './threading.js';
 
@@ -100,22 +99,22 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ thre
     received_email_id: m.receivedEmailId ?? null,
     email_id: m.emailId ?? null,
     message_id: m.messageId,
-    message_references: JSON.stringify(references),
+    message_references: references,
     from_header: m.fromHeader,
     from_address: m.fromAddress,
-    to_addresses: JSON.stringify(m.to),
-    cc_addresses: JSON.stringify(m.cc),
-    bcc_addresses: JSON.stringify(m.bcc),
-    reply_to: JSON.stringify(m.replyTo),
+    to_addresses: m.to,
+    cc_addresses: m.cc,
+    bcc_addresses: m.bcc,
+    reply_to: m.replyTo,
     participants: [...new Set([m.fromAddress, ...m.to, ...m.cc, ...m.bcc, ...m.replyTo].filter((a): a is string => Boolean(a)).map((a) => a.toLowerCase()))].join(' '),
     subject: m.subject,
     text: m.text,
     html: m.html,
     search_text: searchText(m.text, m.html),
-    attachments: JSON.stringify(m.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size }))),
-    has_attachment: m.attachments.length > 0 ? 1 : 0,
+    attachments: m.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
+    has_attachment: m.attachments.length > 0,
     // What we send is read; what arrives is not, until someone reads it.
-    read: inbound ? 0 : 1,
+    read: !inbound,
     at: m.at,
     created_at: m.at,
   });
