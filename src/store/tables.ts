@@ -3,7 +3,6 @@
  * repositories. Nothing new imports it.
  */
 import type { Generated, Selectable } from 'kysely';
-import type { WorkflowsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './tables/workflows.js';
 import type { ApiLogsTable } from './tables/requests.js';
 import type { DashboardSessionsTable } from './tables/dashboard.js';
 import type { DmarcReportsTable, DmarcReportRecordsTable, TlsReportsTable, ReputationStatesTable } from './tables/deliverability.js';
@@ -30,14 +29,9 @@ export * from './tables/instance.js';
 export type { Database } from './tables/database.js';
 
 export type ApiLog = Selectable<ApiLogsTable>;
-export type EventDefinition = Selectable<EventDefinitionsTable>;
 export type { Generated };
 export type DashboardSession = Selectable<DashboardSessionsTable>;
-export type Workflow = Selectable<WorkflowsTable>;
 export type DeliveryDestination = Selectable<DeliveryDestinationsTable>;
-export type WorkflowRun = Selectable<WorkflowRunsTable>;
-export type WorkflowRunStep = Selectable<WorkflowRunStepsTable>;
-export type WorkflowTrigger = Selectable<WorkflowTriggersTable>;
 export type DmarcReport = Selectable<DmarcReportsTable>;
 export type DmarcReportRecord = Selectable<DmarcReportRecordsTable>;
 export type TlsReport = Selectable<TlsReportsTable>;

@@ -3,7 +3,7 @@ import { isAppError } from '../shared/errors.js';
 import type { Db } from '../store/db.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
 import type { Workspace } from '../store/workspaces.js';
-import type { WorkflowRun } from '../store/tables.js';
+import type { WorkflowRun } from '../store/workflow-runs.js';
 import type { AudienceService } from '../services/audiences.js';
 import type { IdempotencyService } from '../services/idempotency.js';
 import { parseMailbox, parseMailboxes } from '../messages/addresses.js';
@@ -174,7 +174,7 @@ async function sendEmail(input: StepInput, step: Step & { type: 'send_email' }):
       workspace,
       {
         intake: 'workflow',
-        test: run.test === 1,
+        test: run.test,
         from: c.from === undefined ? null : parseMailbox('from', c.from),
         to: [{ name: [contact.first_name, contact.last_name].filter(Boolean).join(' '), address: contact.email }],
         replyTo: c.reply_to === undefined ? undefined : parseMailboxes('reply_to', c.reply_to),

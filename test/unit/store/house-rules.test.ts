@@ -65,15 +65,7 @@ const NOT_YET_MOVED: Record<string, string[]> = {
     'src/services/ab-test.ts',
     'src/services/api-logs.ts',
     'src/services/deliverability/reputation-guard.ts',
-    'src/services/workflows/event-definitions.ts',
-    'src/services/workflows/workflows.ts',
     'src/tasks/evaluate-reputation.ts',
-    'src/workflows/advance-run.ts',
-    'src/workflows/execute-step.ts',
-    'src/workflows/run-context.ts',
-    'src/workflows/run-job.ts',
-    'src/workflows/start-runs.ts',
-    'src/workflows/trigger-job.ts',
   ],
   'parses JSON': [
     'src/delivery/warmup.ts',
@@ -81,12 +73,7 @@ const NOT_YET_MOVED: Record<string, string[]> = {
     'src/services/api-logs.ts',
     'src/services/deliverability/report-summaries.ts',
     'src/services/ip-pools.ts',
-    'src/services/workflows/event-definitions.ts',
-    'src/services/workflows/workflows.ts',
-    'src/workflows/definition-cache.ts',
     'src/workflows/execute-step.ts',
-    'src/workflows/run-context.ts',
-    'src/workflows/start-runs.ts',
   ],
 };
 
