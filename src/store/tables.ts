@@ -3,7 +3,6 @@
  * repositories. Nothing new imports it.
  */
 import type { Generated, Selectable } from 'kysely';
-import type { ApiLogsTable } from './tables/requests.js';
 import type { DashboardSessionsTable } from './tables/dashboard.js';
 import type { DmarcReportsTable, DmarcReportRecordsTable, TlsReportsTable, ReputationStatesTable } from './tables/deliverability.js';
 import type { IpPoolsTable, IpPoolAddressesTable, IpWarmupsTable, WarmupCountsTable, DeliveryDestinationsTable } from './tables/delivery.js';
@@ -28,7 +27,6 @@ export * from './tables/delivery.js';
 export * from './tables/instance.js';
 export type { Database } from './tables/database.js';
 
-export type ApiLog = Selectable<ApiLogsTable>;
 export type { Generated };
 export type DashboardSession = Selectable<DashboardSessionsTable>;
 export type DeliveryDestination = Selectable<DeliveryDestinationsTable>;

@@ -158,7 +158,7 @@ async function sendEmail(input: StepInput, step: Step & { type: 'send_email' }):
   }
   if (claim.kind === 'replay') {
     // Sent by an earlier attempt whose run did not move on: the same email, not a second one.
-    const sent = JSON.parse(claim.body) as { email_id?: string };
+    const sent = claim.body as { email_id?: string };
     return done('default', { email_id: sent.email_id ?? null, replayed: true });
   }
   const handle = claim.handle!;

@@ -117,7 +117,7 @@ async function claimIdempotencyKey(route: Route, ctx: Ctx, deps: HttpDeps): Prom
   const outcome = await deps.services.idempotency.claim(ctx.state.workspace!.id, key, fingerprint);
   if (outcome.kind === 'replay') {
     ctx.status = outcome.status;
-    ctx.body = JSON.parse(outcome.body);
+    ctx.body = outcome.body;
     ctx.set('Idempotent-Replayed', 'true');
     return 'replayed';
   }

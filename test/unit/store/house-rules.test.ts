@@ -62,18 +62,13 @@ const NOT_YET_MOVED: Record<string, string[]> = {
     'src/checks/reputation-rule.ts',
     'src/delivery/delivery-job.ts',
     'src/delivery/warmup.ts',
-    'src/services/ab-test.ts',
-    'src/services/api-logs.ts',
     'src/services/deliverability/reputation-guard.ts',
     'src/tasks/evaluate-reputation.ts',
   ],
   'parses JSON': [
     'src/delivery/warmup.ts',
-    'src/intake/http/route.ts',
-    'src/services/api-logs.ts',
     'src/services/deliverability/report-summaries.ts',
     'src/services/ip-pools.ts',
-    'src/workflows/execute-step.ts',
   ],
 };
 
