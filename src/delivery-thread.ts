@@ -22,7 +22,7 @@ import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { createCommitBatcher, type CommitBatcher } from './store/commit-batcher.js';
 import { openStore, storeOptions, type Db, type Store } from './store/db.js';
 import { listOthersPauses, removeDeliveryDestinations, saveDeliveryDestinations } from './store/delivery-destinations.js';
-import type { Email } from './store/tables.js';
+import type { Email } from './store/emails.js';
 import { createKernel } from './workers/kernel.js';
 import { startTasks, type Task } from './workers/tasks.js';
 import type { ThreadMessage } from './workers/threads.js';

@@ -54,7 +54,7 @@ import { createWebhookService } from './services/webhooks.js';
 import { createWorkflowService } from './services/workflows/workflows.js';
 import { createWorkspaceService } from './services/workspaces.js';
 import { createCommitBatcher } from './store/commit-batcher.js';
-import type { Email } from './store/tables.js';
+import type { Email } from './store/emails.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { steadyClock } from './shared/steady-clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';

@@ -11,16 +11,15 @@ import type { Enqueue } from '../services/send/enqueue.js';
 import type { Clock } from '../shared/clock.js';
 import { classifyFault, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { advanceCampaign, claimQueuingCampaign, finishQueuingCampaign } from '../store/campaigns.js';
+import { advanceCampaign, claimQueuingCampaign, finishQueuingCampaign, type Campaign } from '../store/campaigns.js';
 import type { Db, Dialect } from '../store/db.js';
 import { listDomains } from '../store/domains.js';
 import { listSelectionPage } from '../store/subscribers.js';
 import { listDomainSuppressions } from '../store/suppressions.js';
-import type { Campaign, CampaignVariant, Workspace } from '../store/tables.js';
-import { listCampaignVariants, listSubscribersSent, saveHoldouts } from '../store/ab-tests.js';
+import { listCampaignVariants, listSubscribersSent, saveHoldouts, type CampaignVariant } from '../store/ab-tests.js';
 import { contentOf } from '../messages/campaign-content.js';
 import { groupOf } from './ab-group.js';
-import { findWorkspace } from '../store/workspaces.js';
+import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 
 export interface CampaignQueueDeps {
@@ -82,9 +81,9 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
     const suppressedDomains = new Set((await listDomainSuppressions(db, workspace.id)).map((s) => s.address));
     const domain = (await listDomains(db, workspace.id)).find((d) => d.name === domainOf(campaign.from_email));
     if (!domain) throw new Error(`campaign ${campaign.id}: the sending domain was removed`);
-    const tags = campaign.tags ? (JSON.parse(campaign.tags) as string[]) : [];
-    const replyTo = parseMailboxes('reply_to', campaign.reply_to ? (JSON.parse(campaign.reply_to) as string[]) : undefined);
-    const metadata = campaign.metadata ? (JSON.parse(campaign.metadata) as Record<string, unknown>) : undefined;
+    const tags = campaign.tags ?? [];
+    const replyTo = parseMailboxes('reply_to', campaign.reply_to ?? undefined);
+    const metadata = campaign.metadata ?? undefined;
     const phase = phaseOf(campaign);
     const split = { holdoutPercentage: campaign.holdout_percentage, testPercentage: campaign.test_percentage, variants: [...variants.keys()] };
     const sentAlready = phase === 'winner' ? await listSubscribersSent(db, campaign.id, page.map((s) => s.id)) : new Set<string>();
@@ -108,7 +107,7 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
         emailRecords(workspace.id, {
           id,
           now,
-          input: { intake: 'campaign', test: campaign.test === 1, type: 'marketing', metadata, externalId: campaign.external_id ?? undefined, campaignId: campaign.id, subscriberId: subscriber.id, variant },
+          input: { intake: 'campaign', test: campaign.test, type: 'marketing', metadata, externalId: campaign.external_id ?? undefined, campaignId: campaign.id, subscriberId: subscriber.id, variant },
           domain,
           from: { name: content.fromName, address: campaign.from_email },
           to: [to],

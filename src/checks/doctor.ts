@@ -10,7 +10,7 @@ import { listAllDomains } from '../store/domains.js';
 import type { Db } from '../store/db.js';
 import { needsAction, type CheckStatus } from './check-status.js';
 import { measureClockOffset } from './clock-offset.js';
-import type { DomainChecks } from './domain-checks.js';
+import { domainChecksOf } from './domain-checks.js';
 import { reversedLabels, ptrName } from './reverse-name.js';
 import { addressesOf, sendingAddresses } from './sending-addresses.js';
 import { ipPoolChecks } from './ip-pool-addresses.js';
@@ -300,11 +300,11 @@ async function domainsCheck(env: DoctorEnv): Promise<DoctorCheck> {
   if (domains.length === 0) return result('domains', 'not_published', 'No sending domain yet.', 'Add one: mailsvc domains add example.com, then publish what mailsvc domains dns prints.', false);
   const problems: string[] = [];
   for (const d of domains) {
-    if (!d.checks) {
+    const checks = domainChecksOf(d);
+    if (!checks) {
       problems.push(`${d.name} (never checked)`);
       continue;
     }
-    const checks = JSON.parse(d.checks) as DomainChecks;
     const bad = (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).filter((k) => checks[k] && needsAction(checks[k]!));
     if (bad.length > 0 || d.status !== 'verified') problems.push(`${d.name} (${[...(d.status !== 'verified' ? ['not verified'] : []), ...bad].join(', ')})`);
   }

@@ -50,6 +50,9 @@ export interface DomainChecks {
   tls_rpt: Check;
 }
 
+/** A domain's last checks as the store keeps them (null: never run); they were written by runDomainChecks. */
+export const domainChecksOf = (domain: { checks: unknown }): DomainChecks | null => domain.checks as DomainChecks | null;
+
 const check = (status: CheckStatus, required: boolean, message: string, found: string | null = null, publish: PublishRecord[] = []): Check => ({
   status,
   required,

@@ -14,8 +14,6 @@ export function checkChanges(before: DomainChecks | null, after: DomainChecks): 
     .map(([name, status]) => ({ check: name, from: old[name] ?? null, to: status }));
 }
 
-export const parseChecks = (json: string | null): DomainChecks | null => (json ? (JSON.parse(json) as DomainChecks) : null);
-
 /** Runs a domain's deliverability checks with the configured resolver, addresses and report mailboxes. */
 export function createDomainHealth(deps: { config: Config; resolver: DnsResolver; clock: Clock; mtaStsFetcher?: PolicyFetcher | undefined }) {
   const { config, resolver, clock } = deps;

@@ -4,7 +4,8 @@ import type { Clock } from '../shared/clock.js';
 import { toIsoOrNull } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
 import { holdWaitingMarketing, type DomainEngagement, type DomainOutcomeCounts } from '../store/reputation.js';
-import type { Domain, ReputationState, ReputationStateRow } from '../store/tables.js';
+import type { Domain } from '../store/domains.js';
+import type { ReputationState, ReputationStateRow } from '../store/tables.js';
 import type { CheckStatus } from './check-status.js';
 
 /**

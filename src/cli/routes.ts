@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { RouteView } from '../services/receiving/routes.js';
 import { validationError } from '../shared/errors.js';
-import { ROUTE_ACTIONS, ROUTE_KINDS, type RouteAction, type RouteKind } from '../store/tables.js';
+import { ROUTE_ACTIONS, ROUTE_KINDS, type RouteAction, type RouteKind } from '../store/receiving.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
 const oneOf =

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { SUPPRESSION_REASONS, SUPPRESSION_SCOPES, type SuppressionReason, type SuppressionView } from '../services/suppressions.js';
-import type { SuppressionScope } from '../store/tables.js';
+import type { SuppressionScope } from '../store/suppressions.js';
 import { validationError } from '../shared/errors.js';
 import { output, progressOn, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { PLANS } from '../services/workspaces.js';
-import type { Plan } from '../store/tables.js';
+import type { Plan } from '../store/workspaces.js';
 import { toIso } from '../shared/clock.js';
 import { validationError } from '../shared/errors.js';
 import { output, table, withRuntime, type CliIo } from './io.js';

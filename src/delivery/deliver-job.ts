@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { Config } from '../config/schema.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
-import type { Email, QueueItem } from '../store/tables.js';
+import type { Email, QueueItem } from '../store/emails.js';
 import { classifyError, classifyResponse } from './classify-response.js';
 import { hostsAllowedBy, type MtaStsPolicies } from './mta-sts.js';
 import type { Outcome } from './outcome.js';

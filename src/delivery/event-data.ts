@@ -1,14 +1,5 @@
 import { toIso } from '../shared/clock.js';
-import type { Email } from '../store/tables.js';
-
-const parseJson = (text: string | null): unknown => {
-  if (text === null) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
-};
+import type { Email } from '../store/emails.js';
 
 /**
  * The data of a delivery event about one recipient: every field either surface renders
@@ -26,10 +17,10 @@ export function recipientEventData(email: Email, recipient: string, at: number, 
     campaign_id: email.campaign_id,
     subscriber_id: email.subscriber_id,
     variant: email.variant,
-    tags: parseJson(email.tags),
-    metadata: parseJson(email.metadata),
+    tags: email.tags,
+    metadata: email.metadata,
     external_id: email.external_id,
-    test: email.test === 1,
+    test: email.test,
     timestamp: toIso(at),
     ...extra,
   };

@@ -1,9 +1,8 @@
 import { recordEvent } from '../events/record-event.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
-import { listEmailsByIds, refreshEmailStatus } from '../store/emails.js';
+import { listEmailsByIds, refreshEmailStatus, type Email, type QueueItem } from '../store/emails.js';
 import { holdClaimedQueueItems, listPausedDomainIds } from '../store/reputation.js';
-import type { Email, QueueItem } from '../store/tables.js';
 import { recipientEventData } from './event-data.js';
 
 /** `email.held` for each email that had rows held, and its new status; in the caller's transaction. */
@@ -36,7 +35,7 @@ export function pausedDomainHold(db: Db, clock: Clock): (owner: string, items: Q
     if (ids.size === 0) return items;
     const toHold = items.filter((item) => {
       const email = emails.get(item.email_id);
-      return email !== undefined && email.type === 'marketing' && email.test === 0 && email.domain_id !== null && ids.has(email.domain_id);
+      return email !== undefined && email.type === 'marketing' && !email.test && email.domain_id !== null && ids.has(email.domain_id);
     });
     if (toHold.length === 0) return items;
     const now = clock.now();

@@ -1,4 +1,5 @@
-import type { Email, QueueItem, Suppression } from '../store/tables.js';
+import type { Email, QueueItem } from '../store/emails.js';
+import type { Suppression } from '../store/suppressions.js';
 import type { BounceType, Category } from './response-rules.js';
 
 /**

@@ -1,7 +1,8 @@
 import type { Clock } from '../shared/clock.js';
 import { domainOf } from '../shared/domain-name.js';
 import type { Logger } from '../shared/logger.js';
-import type { Email, QueueItem, Suppression } from '../store/tables.js';
+import type { Email, QueueItem } from '../store/emails.js';
+import type { Suppression } from '../store/suppressions.js';
 import { deliverJob, type Job, type JobContext } from './deliver-job.js';
 import type { DomainLimiter } from './domain-limiter.js';
 import type { DeliveryGate } from './gate.js';

@@ -2,10 +2,9 @@ import { recordEvents, type NewEvent } from '../events/record-event.js';
 import { toIso } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import { refreshEmailStatuses } from '../store/emails.js';
+import { refreshEmailStatuses, type AttemptOutcome, type DeliveryAttempt, type QueueStatus } from '../store/emails.js';
 import { finishQueueItems, saveDeliveryAttempts } from '../store/queue.js';
 import { saveSuppressionIfAbsent } from '../store/suppressions.js';
-import type { AttemptOutcome, DeliveryAttempt, QueueStatus } from '../store/tables.js';
 import { recipientEventData } from './event-data.js';
 import type { Outcome, RecipientResult } from './outcome.js';
 import { planRetry } from './retry-schedule.js';
@@ -102,7 +101,7 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
         mx_host: 'mxHost' in outcome ? outcome.mxHost : null,
         code,
         response: responseOf(outcome),
-        tls: 'tls' in outcome && outcome.tls ? 1 : 0,
+        tls: 'tls' in outcome && outcome.tls,
       });
     }
 
@@ -132,7 +131,7 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
         });
         // A hard bounce means the address does not exist: never send to it again. Simulated
         // bounces (test keys, simulator addresses) leave the real list alone.
-        if (outcome.bounceType === 'hard' && email.test === 0 && !outcome.simulated) {
+        if (outcome.bounceType === 'hard' && !email.test && !outcome.simulated) {
           await saveSuppressionIfAbsent(trx, {
             workspace_id: item.workspace_id,
             address: item.recipient.toLowerCase(),

@@ -25,7 +25,7 @@ export const RESEND_TEST_DOMAIN = 'resend.dev';
 export const SIMULATOR_HOST = 'simulator';
 const HOST = SIMULATOR_HOST;
 
-export const isSimulated = (test: number, recipientDomain: string): boolean => test === 1 || recipientDomain === SIMULATOR_DOMAIN || recipientDomain === RESEND_TEST_DOMAIN;
+export const isSimulated = (test: boolean, recipientDomain: string): boolean => test || recipientDomain === SIMULATOR_DOMAIN || recipientDomain === RESEND_TEST_DOMAIN;
 
 export function simulate(recipient: string, attemptsSoFar: number, now: number): Outcome {
   const local = recipient.toLowerCase().split('@')[0]!.split('+')[0]!;

@@ -1,7 +1,7 @@
 import { newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
-import type { NewEventRow } from '../store/tables.js';
+import type { NewEventRecord } from '../store/events.js';
 import { saveWorkflowTrigger, triggerContactKey } from '../store/workflow-triggers.js';
 import { hasWorkflowListener } from '../store/workflows.js';
 
@@ -11,7 +11,8 @@ import { hasWorkflowListener } from '../store/workflows.js';
  * the state change and the trigger commit together, so no trigger is lost to a crash. Events
  * nothing listens to cost two indexed look-ups (a workflow started by it, a run waiting for it).
  */
-export async function queueWorkflowTrigger(trx: Db, event: NewEventRow, data: Record<string, unknown>): Promise<void> {
+export async function queueWorkflowTrigger(trx: Db, event: NewEventRecord): Promise<void> {
+  const { data } = event;
   if (!(await hasWorkflowListener(trx, event.workspace_id, event.type))) return;
   // subscriber.* name the subscriber; email.* name it when the mail was a campaign's, else the recipient.
   const byId = typeof data.subscriber_id === 'string' ? await findSubscriber(trx, event.workspace_id, data.subscriber_id) : undefined;
@@ -26,8 +27,8 @@ export async function queueWorkflowTrigger(trx: Db, event: NewEventRow, data: Re
     subscriber_id: subscriber.id,
     email: subscriber.email,
     contact_key: triggerContactKey(event.workspace_id, subscriber.email),
-    payload: event.data,
-    test: data.test === true ? 1 : 0,
+    payload: data,
+    test: data.test === true,
     created_at: event.created_at,
     lease_owner: null,
     lease_until: null,

@@ -1,8 +1,7 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import { saveEvents } from '../store/events.js';
-import type { NewEventRow, WebhookDelivery } from '../store/tables.js';
-import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries } from '../store/webhooks.js';
+import { saveEvents, type NewEventRecord } from '../store/events.js';
+import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries, type WebhookDelivery } from '../store/webhooks.js';
 import { isWorkflowTriggerEvent, type EventType } from './event-types.js';
 import { queueWorkflowTrigger } from './queue-workflow-trigger.js';
 import { subscribesTo } from './subscriptions.js';
@@ -22,7 +21,7 @@ export interface NewEvent {
  * change it reports, so that the change, its event and its deliveries commit together (or
  * not at all): an event is never lost between the database and the dispatcher.
  */
-export async function recordEvent(trx: Db, event: NewEvent): Promise<NewEventRow> {
+export async function recordEvent(trx: Db, event: NewEvent): Promise<NewEventRecord> {
   return (await recordEvents(trx, [event]))[0]!;
 }
 
@@ -32,28 +31,27 @@ export async function recordEvent(trx: Db, event: NewEvent): Promise<NewEventRow
  * written with multi-row inserts. Events that can start or resume a workflow go into the
  * workflow trigger outbox in the same transaction.
  */
-export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<NewEventRow[]> {
+export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promise<NewEventRecord[]> {
   if (events.length === 0) return [];
-  const rows: NewEventRow[] = events.map((event) => ({
+  const rows: NewEventRecord[] = events.map((event) => ({
     id: newPrefixedId('evt_', 16),
     workspace_id: event.workspaceId,
     type: event.type,
     email_id: event.emailId ?? null,
-    data: JSON.stringify(event.data),
+    data: event.data,
     created_at: event.at,
   }));
   await saveEvents(trx, rows);
-  for (const [i, row] of rows.entries()) {
-    if (isWorkflowTriggerEvent(row.type)) await queueWorkflowTrigger(trx, row, events[i]!.data);
+  for (const row of rows) {
+    if (isWorkflowTriggerEvent(row.type)) await queueWorkflowTrigger(trx, row);
   }
   const endpoints = await listEnabledWebhookEndpointsOf(trx, [...new Set(events.map((e) => e.workspaceId))]);
   if (endpoints.length === 0) return rows;
-  const subscribed = endpoints.map((e) => ({ ...e, types: JSON.parse(e.events) as string[] }));
   const deliveries: WebhookDelivery[] = [];
   rows.forEach((row, i) => {
     const at = events[i]!.at;
-    for (const e of subscribed) {
-      if (e.workspace_id !== row.workspace_id || !subscribesTo(e.types, row.type)) continue;
+    for (const e of endpoints) {
+      if (e.workspace_id !== row.workspace_id || !subscribesTo(e.events, row.type)) continue;
       deliveries.push({
         id: newPrefixedId('msg_', 16),
         endpoint_id: e.id,

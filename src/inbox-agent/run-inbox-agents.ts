@@ -5,8 +5,7 @@ import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db } from '../store/db.js';
-import { findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, takeDueAgentRuns } from '../store/inboxes.js';
-import type { InboxAgentRun, InboxMessage } from '../store/tables.js';
+import { findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, takeDueAgentRuns, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';
 import { askAgent, type AgentAction } from '../receiving/inbox-agent/ask-agent.js';
 
 /**
@@ -36,16 +35,14 @@ const RETRY_BASE_MS = 30_000;
 
 export type ActionRecord = AgentAction & { result: 'done' | 'refused' | 'failed'; detail?: string };
 
-const list = (json: string): string[] => JSON.parse(json) as string[];
-
 export const transcriptOf = (messages: InboxMessage[]): string =>
   messages
     .slice(-TRANSCRIPT_MESSAGES)
     .map((m) =>
       [
         `From: ${m.from_header}`,
-        `To: ${list(m.to_addresses).join(', ')}`,
-        ...(list(m.cc_addresses).length ? [`Cc: ${list(m.cc_addresses).join(', ')}`] : []),
+        `To: ${m.to_addresses.join(', ')}`,
+        ...(m.cc_addresses.length ? [`Cc: ${m.cc_addresses.join(', ')}`] : []),
         `Date: ${new Date(m.at).toUTCString()}`,
         `Subject: ${m.subject ?? ''}`,
         '',
@@ -69,9 +66,9 @@ async function runOne(deps: InboxAgentDeps, run: InboxAgentRun): Promise<void> {
   const log = deps.logger.child({ component: 'inbox-agent', runId: run.id, workspaceId: run.workspace_id });
   const settings = config.inboxes.agent;
   const [agent, message, inbox] = await Promise.all([findAgent(db, run.inbox_id), findInboxMessage(db, run.message_id), services.inboxThreads.inbox(run.workspace_id, run.inbox_id).catch(() => undefined)]);
-  const allowed = agent ? list(agent.actions) : [];
+  const allowed = agent?.actions ?? [];
   if (!agent || !message || !inbox || allowed.length === 0) {
-    await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts, next_attempt_at: run.next_attempt_at, actions: '[]', error: 'nothing to do: the message, its inbox or the agent is gone, or no action is allowed', updated_at: clock.now() });
+    await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts, next_attempt_at: run.next_attempt_at, actions: [], error: 'nothing to do: the message, its inbox or the agent is gone, or no action is allowed', updated_at: clock.now() });
     return;
   }
   let actions: AgentAction[];
@@ -95,7 +92,7 @@ async function runOne(deps: InboxAgentDeps, run: InboxAgentRun): Promise<void> {
   }
   const records: ActionRecord[] = [];
   for (const action of actions) records.push(await carryOut(deps, run, message, allowed, action));
-  await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts + 1, next_attempt_at: run.next_attempt_at, actions: JSON.stringify(records), error: null, updated_at: clock.now() });
+  await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts + 1, next_attempt_at: run.next_attempt_at, actions: records, error: null, updated_at: clock.now() });
   log.info({ actions: records.map((r) => `${r.type}:${r.result}`) }, 'inbox agent run done');
 }
 

@@ -1,4 +1,5 @@
-import type { Campaign, CampaignVariant } from '../store/tables.js';
+import type { CampaignVariant } from '../store/ab-tests.js';
+import type { Campaign } from '../store/campaigns.js';
 
 /** The content a message of the campaign carries: the variant's where it changed it, else the campaign's. */
 export interface Content {

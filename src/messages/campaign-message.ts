@@ -1,11 +1,10 @@
 import { listContactPropertyFallbacks } from '../store/contact-properties.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
-import { findCampaignById } from '../store/campaigns.js';
-import { findEmailContent, saveEmailContent } from '../store/emails.js';
-import { findSubscriber } from '../store/subscribers.js';
-import type { Campaign, CampaignVariant, Email, Subscriber } from '../store/tables.js';
-import { listCampaignVariants } from '../store/ab-tests.js';
+import { findCampaignById, type Campaign } from '../store/campaigns.js';
+import { findEmailContent, saveEmailContent, type Email } from '../store/emails.js';
+import { findSubscriber, type Subscriber } from '../store/subscribers.js';
+import { listCampaignVariants, type CampaignVariant } from '../store/ab-tests.js';
 import { contentOf } from './campaign-content.js';
 import { parseMailbox, parseMailboxes } from './addresses.js';
 import { buildMessage } from './build-message.js';
@@ -13,7 +12,6 @@ import type { Composer } from './compose.js';
 import type { MessageLinks } from './links.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
 
-const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
 /** A campaign being sent and its A/B test's variants, read once a minute. */
 interface Sending {
@@ -29,7 +27,7 @@ type Recipient = Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'extern
  * `RESEND_UNSUBSCRIBE_URL` and `contact.*` (with the contact's properties).
  */
 export function subscriberVariables(campaignVariables: Variables | null, s: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): Variables {
-  const metadata = parseJson<Variables>(s.metadata) ?? {};
+  const metadata: Variables = s.metadata ?? {};
   // A declared property's fallback stands in where the contact has no value (contactProperties).
   const properties = { ...fallbacks, ...Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== null && v !== undefined)) };
   const own = { email: s.email, first_name: s.first_name ?? '', last_name: s.last_name ?? '' };
@@ -50,7 +48,7 @@ export function subscriberVariables(campaignVariables: Variables | null, s: Reci
 
 /** The subject a campaign has for one recipient. */
 export const campaignSubject = (campaign: Campaign, recipient: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): string =>
-  renderSubject(campaign.subject, subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl, fallbacks));
+  renderSubject(campaign.subject, subscriberVariables(campaign.variables, recipient, unsubscribeUrl, fallbacks));
 
 export interface CampaignMessageDeps {
   db: Db;
@@ -106,7 +104,7 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
     const { campaign } = sending;
     // An A/B test's message carries its variant's content (the winner's, for the rest).
     const content = contentOf(campaign, email.variant === null ? undefined : sending.variants.get(email.variant));
-    const to = parseMailbox('to', (JSON.parse(email.to_addresses) as string[])[0]!);
+    const to = parseMailbox('to', email.to_addresses[0]!);
     const recipient = (email.subscriber_id ? await findSubscriber(db, email.workspace_id, email.subscriber_id) : undefined) ?? {
       email: to.address,
       first_name: null,
@@ -115,14 +113,14 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
       metadata: null,
     };
     const unsubscribeUrl = links.unsubscribe(email.workspace_id, to.address, email.id);
-    const variables = subscriberVariables(parseJson<Variables>(campaign.variables), recipient, unsubscribeUrl, await fallbacksOf(email.workspace_id));
+    const variables = subscriberVariables(campaign.variables, recipient, unsubscribeUrl, await fallbacksOf(email.workspace_id));
     const raw = await buildMessage(
       {
         emailId: email.id,
         from: { name: content.fromName, address: campaign.from_email },
         to: [to],
         cc: [],
-        replyTo: parseMailboxes('reply_to', parseJson<string[]>(campaign.reply_to) ?? undefined),
+        replyTo: parseMailboxes('reply_to', campaign.reply_to ?? undefined),
         subject: email.subject,
         html: content.html === null ? undefined : renderTemplate(content.html, variables, 'html'),
         text: content.text === null ? undefined : renderTemplate(content.text, variables, 'text'),
@@ -130,7 +128,7 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
         attachments: [],
         messageId: email.message_id,
         date: new Date(email.created_at),
-        track: { opens: email.track_opens === 1, clicks: email.track_clicks === 1 },
+        track: { opens: email.track_opens, clicks: email.track_clicks },
         unsubscribeUrl,
         previewText: content.previewText,
       },

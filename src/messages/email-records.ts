@@ -1,7 +1,7 @@
 import { newId } from '../shared/ids.js';
-import type { NewEmail } from '../store/emails.js';
+import { type NewEmail, PRIORITY, type AbPhase, type Email, type EmailType, type Intake, type QueueItem } from '../store/emails.js';
 import { domainOf } from '../shared/domain-name.js';
-import { PRIORITY, type AbPhase, type Domain, type Email, type EmailType, type Intake, type QueueItem } from '../store/tables.js';
+import type { Domain } from '../store/domains.js';
 import type { Address } from './addresses.js';
 import type { TrackingFlags } from './links.js';
 
@@ -59,7 +59,7 @@ export function emailRecords(workspaceId: string, m: RecordInput): Prepared {
   const email: Email = {
     id: m.id,
     workspace_id: workspaceId,
-    test: input.test ? 1 : 0,
+    test: input.test,
     type: input.type,
     priority,
     status: m.scheduledAt ? 'scheduled' : 'queued',
@@ -67,10 +67,10 @@ export function emailRecords(workspaceId: string, m: RecordInput): Prepared {
     domain_id: m.domain.id,
     from_address: m.from.address,
     from_header: formatMailbox(m.from),
-    to_addresses: JSON.stringify(m.to.map(formatMailbox)),
-    cc_addresses: m.cc.length ? JSON.stringify(m.cc.map(formatMailbox)) : null,
-    bcc_addresses: m.bcc.length ? JSON.stringify(m.bcc.map(formatMailbox)) : null,
-    reply_to: m.replyTo.length ? JSON.stringify(m.replyTo.map(formatMailbox)) : null,
+    to_addresses: m.to.map(formatMailbox),
+    cc_addresses: m.cc.length ? m.cc.map(formatMailbox) : null,
+    bcc_addresses: m.bcc.length ? m.bcc.map(formatMailbox) : null,
+    reply_to: m.replyTo.length ? m.replyTo.map(formatMailbox) : null,
     subject: m.subject,
     message_id: m.messageId,
     template_id: m.templateId,
@@ -78,11 +78,11 @@ export function emailRecords(workspaceId: string, m: RecordInput): Prepared {
     subscriber_id: input.subscriberId ?? null,
     variant: input.variant?.key ?? null,
     ab_phase: input.variant?.phase ?? null,
-    tags: m.tags.length ? JSON.stringify(m.tags) : null,
-    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    tags: m.tags.length ? m.tags : null,
+    metadata: input.metadata ?? null,
     external_id: input.externalId ?? null,
-    track_opens: m.track.opens ? 1 : 0,
-    track_clicks: m.track.clicks ? 1 : 0,
+    track_opens: m.track.opens,
+    track_clicks: m.track.clicks,
     size: m.raw?.length ?? 0,
     scheduled_at: m.scheduledAt,
     created_at: now,

@@ -2,10 +2,9 @@ import { toIso } from '../shared/clock.js';
 import { notFound } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import { redactBody } from '../shared/redact-body.js';
-import { findApiLog, listApiLogs, saveApiLogs } from '../store/api-logs.js';
+import { findApiLog, listApiLogs, saveApiLogs, type ApiLog, type NewApiLog } from '../store/api-logs.js';
 import { Collector, type CommitBatcher } from '../store/commit-batcher.js';
 import { parsePage } from '../store/list-page.js';
-import type { ApiLog } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 
 /** Every authenticated API request of a workspace, as Resend's `logs` shows them. */
@@ -53,7 +52,7 @@ export function createApiLogService(deps: ServiceDeps & { batcher: CommitBatcher
   const { db, clock } = deps;
   // Requests answered together share one multi-row insert, off the foreground lane: a log row
   // never delays a send.
-  const collector = new Collector<ApiLog>(deps.batcher, saveApiLogs, { windowMs: 20, max: 200 });
+  const collector = new Collector<NewApiLog>(deps.batcher, saveApiLogs, { windowMs: 20, max: 200 });
   return {
     record(e) {
       return collector.add({
@@ -79,8 +78,7 @@ export function createApiLogService(deps: ServiceDeps & { batcher: CommitBatcher
     async get(workspaceId, id) {
       const row = isUuid(id) ? await findApiLog(db, workspaceId, id.toLowerCase()) : undefined;
       if (!row) throw notFound(`Log ${id}`);
-      const parse = (text: string | null): unknown => (text === null ? null : (JSON.parse(text) as unknown));
-      return { object: 'log', ...summary(row), request_id: row.request_id, request_body: parse(row.request_body), response_body: parse(row.response_body) };
+      return { object: 'log', ...summary(row), request_id: row.request_id, request_body: row.request_body, response_body: row.response_body };
     },
   };
 }

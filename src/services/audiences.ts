@@ -1,28 +1,11 @@
 import { toIso } from '../shared/clock.js';
 import { notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
-import {
-  countAudiences,
-  countMembers,
-  findAudience,
-  findMember,
-  listAudiences,
-  listConditionalAudiences,
-  countAudiencesOf,
-  listAudiencesOf,
-  listMembers,
-  removeAudience,
-  removeMember,
-  renameAudience,
-  saveAudience,
-  saveMembers,
-  updateAudienceConditions,
-} from '../store/audiences.js';
-import { parseConditions, type PropertyCondition } from '../store/property-conditions.js';
+import { countAudiences, countMembers, findAudience, findMember, listAudiences, listConditionalAudiences, countAudiencesOf, listAudiencesOf, listMembers, removeAudience, removeMember, renameAudience, saveAudience, saveMembers, updateAudienceConditions, type Audience } from '../store/audiences.js';
+import type { PropertyCondition } from '../store/property-conditions.js';
 import { checkSegmentConditions } from './segment-conditions.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
 import type { ListPage, Listed } from '../store/list-page.js';
-import type { Audience } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 import type { SubscriberService, SubscriberView } from './subscribers.js';
 
@@ -64,7 +47,7 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
     object: 'audience',
     name: a.name,
     member_count: memberCount,
-    conditions: a.conditions === null ? null : parseConditions(a.conditions).map(({ type: _type, ...c }) => c),
+    conditions: a.conditions === null ? null : a.conditions.map(({ type: _type, ...c }) => c),
     created_at: toIso(a.created_at),
   });
   const find = async (workspaceId: string, id: string): Promise<Audience> => {
@@ -84,14 +67,14 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
   return {
     async create(workspaceId, name, conditions) {
       const checked = conditions === undefined ? null : await checkSegmentConditions(db, workspaceId, conditions);
-      const row: Audience = { id: newId(), workspace_id: workspaceId, name: checkName(name), conditions: checked === null ? null : JSON.stringify(checked), created_at: clock.now() };
+      const row: Audience = { id: newId(), workspace_id: workspaceId, name: checkName(name), conditions: checked, created_at: clock.now() };
       await saveAudience(db, row);
       return get(workspaceId, row.id);
     },
     async setConditions(workspaceId, id, conditions) {
       const audience = await find(workspaceId, id);
       const checked = await checkSegmentConditions(db, workspaceId, conditions);
-      await updateAudienceConditions(db, audience.id, checked === null ? null : JSON.stringify(checked));
+      await updateAudienceConditions(db, audience.id, checked);
       return get(workspaceId, audience.id);
     },
     async list(workspaceId, page) {

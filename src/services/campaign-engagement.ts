@@ -50,13 +50,13 @@ export interface CampaignEngagementService {
   clickedLinks(workspaceId: string, campaignId: string, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: ClickedLinkView[] }>;
 }
 
-const bounceTypeOf = (data: string): BounceType => {
-  const type = (JSON.parse(data) as { bounce?: { type?: string } }).bounce?.type;
+const bounceTypeOf = (data: Record<string, unknown>): BounceType => {
+  const type = (data as { bounce?: { type?: string } }).bounce?.type;
   return type === 'hard' ? 'permanent' : type === 'soft' ? 'transient' : 'undetermined';
 };
 
-const addressOf = (toAddresses: string): string => {
-  const first = (JSON.parse(toAddresses) as string[])[0] ?? '';
+const addressOf = (toAddresses: string[]): string => {
+  const first = toAddresses[0] ?? '';
   return /<([^>]+)>\s*$/.exec(first)?.[1] ?? first;
 };
 

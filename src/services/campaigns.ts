@@ -3,21 +3,10 @@ import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import { findAudience } from '../store/audiences.js';
-import {
-  cancelCampaignMessages,
-  countCampaigns,
-  findCampaign,
-  listCampaigns,
-  markCampaignCancelled,
-  removeUnstartedCampaign,
-  saveCampaign,
-  startDraftCampaign,
-  unscheduleCampaign,
-  updateDraftCampaign,
-} from '../store/campaigns.js';
+import { cancelCampaignMessages, countCampaigns, findCampaign, listCampaigns, markCampaignCancelled, removeUnstartedCampaign, saveCampaign, startDraftCampaign, unscheduleCampaign, updateDraftCampaign, type Campaign, type WinnerChoice, type WinnerMetric } from '../store/campaigns.js';
 import { countSelection, listKnownTags, type AudienceSelection } from '../store/subscribers.js';
-import type { Campaign, CampaignVariant, WinnerChoice, WinnerMetric, Workspace } from '../store/tables.js';
-import { listCampaignVariants, saveCampaignVariants, saveWinner } from '../store/ab-tests.js';
+import type { Workspace } from '../store/workspaces.js';
+import { listCampaignVariants, saveCampaignVariants, saveWinner, type CampaignVariant } from '../store/ab-tests.js';
 import { abSettingsOf, checkAbTest, type AbTestInput, type VariantRow } from './ab-test.js';
 import { contentOf } from '../messages/campaign-content.js';
 import { campaignReport, type GroupStats } from './campaign-report.js';
@@ -158,10 +147,8 @@ const MAX_PREVIEW_TEXT = 500;
 /** How far ahead a campaign may be scheduled (as emails). */
 const MAX_SCHEDULE_MS = 30 * 24 * 3600 * 1000;
 
-const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
-
 /** The subscribers a campaign goes to. */
-export const selectionOf = (c: Campaign): AudienceSelection => ({ workspaceId: c.workspace_id, tags: parseJson<string[]>(c.tags) ?? [], audienceId: c.audience_id, topicId: c.topic_id });
+export const selectionOf = (c: Campaign): AudienceSelection => ({ workspaceId: c.workspace_id, tags: c.tags ?? [], audienceId: c.audience_id, topicId: c.topic_id });
 
 export function createCampaignService(deps: CampaignServiceDeps): CampaignService {
   const { db, clock, logger, send, templates, topics } = deps;
@@ -173,18 +160,18 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     status: c.status,
     subject: c.subject,
     from: c.from_name ? `${JSON.stringify(c.from_name)} <${c.from_email}>` : c.from_email,
-    reply_to: parseJson<string[]>(c.reply_to),
+    reply_to: c.reply_to,
     preview_text: c.preview_text,
     html: c.html,
     text: c.text,
-    tags: parseJson<string[]>(c.tags),
+    tags: c.tags,
     audience_id: c.audience_id,
     topic_id: c.topic_id,
     template_id: c.template_id,
     external_id: c.external_id,
-    metadata: parseJson<Record<string, unknown>>(c.metadata),
+    metadata: c.metadata,
     ip_pool_id: c.ip_pool_id,
-    test: c.test === 1,
+    test: c.test,
     recipients: c.recipients,
     created_at: toIso(c.created_at),
     updated_at: toIso(c.updated_at ?? c.created_at),
@@ -282,15 +269,15 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       from_email: fromEmail,
       html,
       text,
-      reply_to: replyTo.length > 0 ? JSON.stringify(replyTo.map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address))) : null,
+      reply_to: replyTo.length > 0 ? replyTo.map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address)) : null,
       preview_text: input.previewText ?? null,
       template_id: input.templateId ?? null,
-      tags: tags.length > 0 ? JSON.stringify(tags) : null,
+      tags: tags.length > 0 ? tags : null,
       audience_id: input.audienceId ?? null,
       topic_id: input.topicId ?? null,
-      variables: input.variables === undefined ? null : JSON.stringify(input.variables),
+      variables: input.variables ?? null,
       external_id: input.externalId ?? null,
-      metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      metadata: input.metadata ?? null,
       ip_pool_id: pool?.id ?? null,
       ...ab.fields,
     };
@@ -306,14 +293,14 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     // A template was copied into html when the campaign was made.
     html: c.html ?? undefined,
     text: c.text ?? undefined,
-    tags: parseJson<string[]>(c.tags) ?? undefined,
+    tags: c.tags ?? undefined,
     audienceId: c.audience_id ?? undefined,
     topicId: c.topic_id ?? undefined,
-    replyTo: parseJson<string[]>(c.reply_to) ?? undefined,
+    replyTo: c.reply_to ?? undefined,
     previewText: c.preview_text ?? undefined,
-    variables: parseJson<Variables>(c.variables) ?? undefined,
+    variables: c.variables ?? undefined,
     externalId: c.external_id ?? undefined,
-    metadata: parseJson<Record<string, unknown>>(c.metadata) ?? undefined,
+    metadata: c.metadata ?? undefined,
     ipPool: c.ip_pool_id ?? undefined,
     ...abSettingsOf(c),
   });
@@ -344,7 +331,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         status: sendNow ? 'queuing' : 'draft',
         ...fields,
         scheduled_at: sendNow ? checkSchedule(options.scheduledAt) : null,
-        test: test ? 1 : 0,
+        test,
         recipients: 0,
         queued: 0,
         cursor: null,
@@ -396,7 +383,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       await checkedSender(workspace, campaign.from_email, test);
       const at = checkSchedule(scheduledAt);
       const recipients = await countSelection(db, selectionOf(campaign), deps.dialect);
-      if (!(await startDraftCampaign(db, campaign.id, { scheduled_at: at, recipients, test: test ? 1 : 0, updated_at: clock.now() }))) requireDraft(await find(workspace.id, id), 'sent');
+      if (!(await startDraftCampaign(db, campaign.id, { scheduled_at: at, recipients, test, updated_at: clock.now() }))) requireDraft(await find(workspace.id, id), 'sent');
       return view(await find(workspace.id, id));
     },
 

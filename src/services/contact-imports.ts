@@ -11,10 +11,18 @@ import { parseWith } from '../shared/validate.js';
 import { valueMatches, type FieldType } from '../shared/typed-fields.js';
 import { saveMembers } from '../store/audiences.js';
 import { listAllContactProperties } from '../store/contact-properties.js';
-import { findContactImport, findContactImportByKey, listContactImports, listUnfinishedContactImports, saveContactImport, updateContactImport } from '../store/contact-imports.js';
+import {
+  findContactImport,
+  findContactImportByKey,
+  listContactImports,
+  listUnfinishedContactImports,
+  saveContactImport,
+  updateContactImport,
+  type ContactImport,
+  type RowError,
+} from '../store/contact-imports.js';
 import type { Db } from '../store/db.js';
 import { parsePage } from '../store/list-page.js';
-import type { ContactImport } from '../store/tables.js';
 import type { AudienceService } from './audiences.js';
 import type { ServiceDeps } from './deps.js';
 import type { SubscriberInput, SubscriberService } from './subscribers.js';
@@ -53,14 +61,8 @@ const optionsSchema = z.object({
   topics: z.array(z.object({ id: z.string(), subscription: z.enum(TOPIC_SUBSCRIPTIONS) })).max(100).optional(),
 });
 export type ContactImportOptions = z.infer<typeof optionsSchema>;
-
-export interface RowError {
-  /** Data row, from 1 (the header is not counted). */
-  row: number;
-  /** Line of the file the row ends on (the header is line 1). */
-  line: number;
-  reason: string;
-}
+/** An import's options as it was created with them (checked then). */
+const optionsOfImport = (r: ContactImport): ContactImportOptions => r.options as ContactImportOptions;
 
 export interface ContactImportView {
   object: 'contact_import';
@@ -106,9 +108,9 @@ const view = (r: ContactImport): ContactImportView => ({
   completed_at: toIsoOrNull(r.completed_at),
   counts: { total: Number(r.total), created: Number(r.created), updated: Number(r.updated), skipped: Number(r.skipped), failed: Number(r.failed) },
   file: { name: r.file_name, bytes: Number(r.file_bytes), sha256: r.file_sha256 },
-  on_conflict: ((JSON.parse(r.options) as ContactImportOptions).on_conflict ?? 'upsert'),
+  on_conflict: optionsOfImport(r).on_conflict ?? 'upsert',
   failure: r.failure,
-  errors: JSON.parse(r.errors) as RowError[],
+  errors: r.errors,
 });
 
 /** A CSV cell as a property value of `type`; undefined for an empty cell (the property is left alone). */
@@ -120,14 +122,14 @@ const queuedImport = (workspaceId: string, file: { id: string; name: string | nu
   file_name: file.name?.slice(0, 255) ?? null,
   file_bytes: file.bytes,
   file_sha256: file.sha256,
-  options: JSON.stringify(options),
+  options,
   idempotency_key: file.idempotencyKey,
   total: 0,
   created: 0,
   updated: 0,
   skipped: 0,
   failed: 0,
-  errors: '[]',
+  errors: [],
   failure: null,
   created_at: now,
   updated_at: now,
@@ -308,7 +310,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
 
   /** Reads the file and writes its rows; the import row carries progress, counts and errors. */
   async function run(row: ContactImport, path: string, onProgress?: (rows: number, bytesRead: number) => void): Promise<void> {
-    const options = JSON.parse(row.options) as ContactImportOptions;
+    const options = optionsOfImport(row);
     const counts = { total: 0, created: 0, updated: 0, skipped: 0, failed: 0 };
     const errors: RowError[] = [];
     const addError = (e: RowError) => {
@@ -316,7 +318,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
       if (errors.length < MAX_REPORTED_ERRORS) errors.push(e);
     };
     // Rows refused while read come before those the batch refused: reported in file order.
-    const errorsJson = () => JSON.stringify(errors.sort((a, b) => a.row - b.row));
+    const sortedErrors = () => errors.sort((a, b) => a.row - b.row);
     await updateContactImport(db, row.id, { status: 'in_progress', updated_at: clock.now() });
     const input = createReadStream(path);
     const parser = csvParser();
@@ -349,7 +351,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
           if (o.outcome === 'failed') addError({ row: rows[i]!.row, line: rows[i]!.line, reason: o.reason });
           else counts[o.outcome]++;
         });
-        await updateContactImport(db, row.id, { ...counts, errors: errorsJson(), updated_at: clock.now() });
+        await updateContactImport(db, row.id, { ...counts, errors: sortedErrors(), updated_at: clock.now() });
         onProgress?.(counts.total, input.bytesRead);
       };
       for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
@@ -372,7 +374,7 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
       if (err === STOPPED) throw err;
       const reason = isAppError(err) ? err.message : `not a readable CSV: ${(err as Error).message}`;
       logger.warn({ importId: row.id, err: reason }, 'contact import failed');
-      await updateContactImport(db, row.id, { ...counts, errors: errorsJson(), status: 'failed', failure: reason, completed_at: clock.now(), updated_at: clock.now() });
+      await updateContactImport(db, row.id, { ...counts, errors: sortedErrors(), status: 'failed', failure: reason, completed_at: clock.now(), updated_at: clock.now() });
     } finally {
       input.destroy();
     }
@@ -404,7 +406,8 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
         if (upload.idempotencyKey) {
           const earlier = await findContactImportByKey(db, workspaceId, upload.idempotencyKey);
           if (earlier) {
-            if (earlier.file_sha256 !== upload.sha256 || earlier.options !== JSON.stringify(options)) {
+            // The options as written then, compared as the JSON they were stored as.
+            if (earlier.file_sha256 !== upload.sha256 || JSON.stringify(earlier.options) !== JSON.stringify(options)) {
               throw new AppError('invalid_idempotent_request', 'This Idempotency-Key was used with another file or other options');
             }
             await rm(path, { force: true });

@@ -2,19 +2,9 @@ import { toIso } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import { checkTypedValues, FIELD_NAME, FIELD_TYPES, isFieldType, valueMatches, type FieldSchema, type FieldType } from '../shared/typed-fields.js';
-import {
-  countContactProperties,
-  findContactProperty,
-  findContactPropertyByKey,
-  listAllContactProperties,
-  listContactProperties,
-  removeContactProperty,
-  saveContactProperty,
-  updateContactPropertyFallback,
-} from '../store/contact-properties.js';
+import { countContactProperties, findContactProperty, findContactPropertyByKey, listAllContactProperties, listContactProperties, removeContactProperty, saveContactProperty, updateContactPropertyFallback, type ContactProperty } from '../store/contact-properties.js';
 import type { Db } from '../store/db.js';
 import { parsePage } from '../store/list-page.js';
-import type { ContactProperty } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 
 /**
@@ -52,7 +42,7 @@ const view = (p: ContactProperty): ContactPropertyView => ({
   id: p.id,
   key: p.key,
   type: p.type as FieldType,
-  fallback_value: p.fallback_value === null ? null : (JSON.parse(p.fallback_value) as string | number | boolean),
+  fallback_value: p.fallback_value,
   created_at: toIso(p.created_at),
 });
 
@@ -64,11 +54,11 @@ export async function checkContactProperties(db: Db, workspaceId: string, proper
   checkTypedValues('properties', schema, properties);
 }
 
-const fallbackOf = (type: FieldType, value: unknown): string | null => {
+const fallbackOf = (type: FieldType, value: unknown): string | number | boolean | null => {
   if (value === undefined || value === null) return null;
   if (!valueMatches(type, value)) throw validationError('fallback_value', `must be a ${type}${type === 'date' ? ' (ISO 8601)' : ''}, or null`);
   if (typeof value === 'string' && value.length > 1000) throw validationError('fallback_value', 'must be at most 1000 characters');
-  return JSON.stringify(value);
+  return value as string | number | boolean;
 };
 
 export function createContactPropertyService(deps: ServiceDeps): ContactPropertyService {
@@ -90,12 +80,7 @@ export function createContactPropertyService(deps: ServiceDeps): ContactProperty
       if (await findContactPropertyByKey(db, workspaceId, key)) throw new AppError('already_exists', `Contact property ${key} already exists`, { field: 'key' });
       if ((await countContactProperties(db, workspaceId)) >= MAX_CONTACT_PROPERTIES) throw validationError('key', `a workspace has at most ${MAX_CONTACT_PROPERTIES} contact properties`);
       const row: ContactProperty = { id: newId(), workspace_id: workspaceId, key, type, fallback_value: fallback, created_at: clock.now() };
-      try {
-        await saveContactProperty(db, row);
-      } catch (err) {
-        if (await findContactPropertyByKey(db, workspaceId, key)) throw new AppError('already_exists', `Contact property ${key} already exists`, { field: 'key' });
-        throw err;
-      }
+      await saveContactProperty(db, row);
       return view(row);
     },
 

@@ -14,8 +14,9 @@ import {
   revokeCredential,
   saveCredential,
   touchCredential,
+  type Credential,
+  type CredentialKind,
 } from '../store/credentials.js';
-import type { Credential, CredentialKind } from '../store/tables.js';
 import { findWorkspace } from '../store/workspaces.js';
 import { findDomain, findDomainByName } from '../store/domains.js';
 import type { ListPage, Listed } from '../store/list-page.js';
@@ -96,10 +97,10 @@ export const credentialView = (c: Credential): CredentialView => ({
   id: c.id,
   name: c.name,
   kind: c.kind,
-  master: c.master === 1,
+  master: c.master,
   prefix: c.prefix,
   workspace_id: c.workspace_id,
-  scopes: c.scopes === null ? null : (JSON.parse(c.scopes) as string[]),
+  scopes: c.scopes,
   permission: c.kind !== 'oauth' && c.scopes !== null ? 'sending_access' : 'full_access',
   domain_id: c.domain_id,
   created_at: toIso(c.created_at),
@@ -183,11 +184,11 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       id: newId(),
       workspace_id: fields.workspaceId,
       kind,
-      master: fields.master ? 1 : 0,
+      master: fields.master,
       name: fields.name,
       prefix: secret.slice(0, PREFIXES[kind].length + DISPLAY_PREFIX_CHARS),
       secret_hash: sha256Hex(secret),
-      scopes: fields.scopes === null ? null : JSON.stringify(fields.scopes),
+      scopes: fields.scopes === null ? null : [...fields.scopes],
       expires_at: fields.expiresInSeconds === null ? null : now + fields.expiresInSeconds * 1000,
       created_at: now,
       last_used_at: null,
@@ -297,9 +298,9 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       return {
         credentialId: found.id,
         kind: found.kind,
-        master: found.master === 1,
+        master: found.master,
         workspaceId: found.workspace_id,
-        scopes: found.scopes === null ? 'all' : new Set(JSON.parse(found.scopes) as Scope[]),
+        scopes: found.scopes === null ? 'all' : new Set(found.scopes as Scope[]),
         domainId: found.domain_id,
       };
     },

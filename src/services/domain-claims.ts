@@ -4,17 +4,8 @@ import { isNoRecordError } from '../shared/dns.js';
 import { normalizeDomain } from '../shared/domain-name.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
-import {
-  findDomainClaim,
-  findLatestDomainClaim,
-  hasEmailsSince,
-  hasUnfinishedEmails,
-  listDomainsNamed,
-  saveDomainClaim,
-  supersedeDomainClaims,
-  updateDomainClaim,
-} from '../store/domain-claims.js';
-import type { DomainClaim } from '../store/tables.js';
+import { findDomainClaim, findLatestDomainClaim, hasEmailsSince, hasUnfinishedEmails, saveDomainClaim, supersedeDomainClaims, updateDomainClaim, type DomainClaim } from '../store/domain-claims.js';
+import { listDomainsNamed } from '../store/domains.js';
 import type { ServiceDeps } from './deps.js';
 import type { DomainService, DomainSettingsInput } from './domains.js';
 
@@ -114,7 +105,7 @@ export function createDomainClaimService(deps: ServiceDeps & { domains: DomainSe
         domain_id: null,
         blocked_reason: null,
         failure_reason: null,
-        settings: Object.values(settings).some((v) => v !== undefined) ? JSON.stringify(settings) : null,
+        settings: Object.values(settings).some((v) => v !== undefined) ? settings : null,
         created_at: now,
         expires_at: now + CLAIM_TTL_MS,
       };
@@ -153,7 +144,7 @@ export function createDomainClaimService(deps: ServiceDeps & { domains: DomainSe
       for (const d of holders) await domains.remove(d.workspace_id, d.id);
       const own = (await listDomainsNamed(db, claim.name)).find((d) => d.workspace_id === workspaceId);
       const domainId = own?.id ?? (await domains.add(workspaceId, { domain: claim.name })).id;
-      if (claim.settings) await domains.update(workspaceId, domainId, JSON.parse(claim.settings) as DomainSettingsInput);
+      if (claim.settings) await domains.update(workspaceId, domainId, claim.settings as DomainSettingsInput);
       const done = { status: 'completed' as const, domain_id: domainId, blocked_reason: null, failure_reason: null };
       await updateDomainClaim(db, claim.id, done);
       return view({ ...claim, ...done });

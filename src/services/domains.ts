@@ -17,12 +17,14 @@ import {
   removeDomain,
   saveDomain,
   updateDomain,
+  type DkimKey,
+  type Domain,
+  type DomainTls,
 } from '../store/domains.js';
 import { recordEvent } from '../events/record-event.js';
-import type { DkimKey, Domain, DomainTls } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
-import type { DomainChecks } from '../checks/domain-checks.js';
-import { checkChanges, createDomainHealth, parseChecks } from '../checks/domain-health.js';
+import { domainChecksOf, type DomainChecks } from '../checks/domain-checks.js';
+import { checkChanges, createDomainHealth } from '../checks/domain-health.js';
 import { reportAddresses } from '../config/report-addresses.js';
 import { checkMetadata } from '../shared/metadata.js';
 
@@ -175,12 +177,12 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       last_checked_at: toIsoOrNull(d.last_checked_at),
       last_check_error: d.last_check_error,
       external_id: d.external_id,
-      metadata: d.metadata === null ? null : (JSON.parse(d.metadata) as Record<string, unknown>),
-      checks: parseChecks(d.checks),
+      metadata: d.metadata,
+      checks: domainChecksOf(d),
       ip_pool_id: d.ip_pool_id,
       settings: {
-        open_tracking: d.open_tracking === null ? null : d.open_tracking === 1,
-        click_tracking: d.click_tracking === null ? null : d.click_tracking === 1,
+        open_tracking: d.open_tracking,
+        click_tracking: d.click_tracking,
         tls: d.tls,
         custom_return_path: returnPathSubdomainOf(d),
         tracking_subdomain: d.tracking_subdomain,
@@ -251,11 +253,11 @@ export function createDomainService(deps: ServiceDeps): DomainService {
     const changes = {
       last_checked_at: now,
       last_check_error: failures.length > 0 ? failures.join('; ') : null,
-      checks: JSON.stringify(deliverability),
+      checks: deliverability,
       ...(verifiedNow && domain.status !== 'verified' ? { status: 'verified' as const, verified_at: now } : {}),
     };
     const updated = view({ ...domain, ...changes }, keys);
-    const changed = checkChanges(parseChecks(domain.checks), deliverability);
+    const changed = checkChanges(domainChecksOf(domain), deliverability);
     await db.transaction().execute(async (trx) => {
       await updateDomain(trx, domain.id, changes);
       if (changed.length > 0 || updated.status !== domain.status) {
@@ -281,7 +283,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         name,
         status: 'pending',
         external_id: input.external_id ?? null,
-        metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+        metadata: input.metadata ?? null,
         created_at: now,
         verified_at: null,
         last_checked_at: null,
@@ -312,13 +314,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         public_key: pair.publicKey.toString('base64'),
         created_at: now,
       }));
-      try {
-        await saveDomain(db, domain, keys);
-      } catch (err) {
-        // Two concurrent adds of one name: the unique constraint decides, the loser gets 409.
-        if (await findDomainByName(db, workspaceId, name)) throw new AppError('already_exists', `Domain ${name} already exists`, { field: 'domain' });
-        throw err;
-      }
+      await saveDomain(db, domain, keys);
       return view(domain, keys);
     },
 
@@ -340,7 +336,6 @@ export function createDomainService(deps: ServiceDeps): DomainService {
 
     async update(workspaceId, idOrName, input) {
       const domain = await find(workspaceId, idOrName);
-      const flag = (v: boolean | null | undefined) => (v === undefined ? undefined : v === null ? null : v ? 1 : 0);
       const label = (field: string, v: string | null | undefined) => {
         if (v === undefined || v === null) return v;
         const name = v.trim().toLowerCase();
@@ -349,8 +344,8 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         return name;
       };
       const changes = {
-        open_tracking: flag(input.open_tracking),
-        click_tracking: flag(input.click_tracking),
+        open_tracking: input.open_tracking,
+        click_tracking: input.click_tracking,
         tls: input.tls,
         return_path_subdomain: label('custom_return_path', input.custom_return_path),
         tracking_subdomain: label('tracking_subdomain', input.tracking_subdomain),

@@ -3,26 +3,15 @@ import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import {
-  cancelQueuedItems,
-  countSubscriberEmails,
-  findEmail,
-  listAttemptsOfEmail,
-  listEmails,
-  listQueueItemsOfEmail,
-  refreshEmailStatus,
-  rescheduleEmail,
-} from '../store/emails.js';
+import { cancelQueuedItems, countSubscriberEmails, findEmail, listAttemptsOfEmail, listEmails, listQueueItemsOfEmail, refreshEmailStatus, rescheduleEmail, EMAIL_STATUSES, type Email, type EmailStatus } from '../store/emails.js';
 import { listEmailEvents, listEmailEventTypes } from '../store/events.js';
 import type { ParsedMail } from 'mailparser';
 import { parseMail } from '../shared/parse-mail.js';
 import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
 import { sharedCopyHtml } from '../messages/shared-copy.js';
-import { EMAIL_STATUSES, type Email, type EmailStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 import { SIMULATOR_HOST } from '../delivery/simulator.js';
 
-const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
 /** Resend's `last_event` vocabulary. */
 export type LastEvent =
@@ -80,15 +69,15 @@ export const emailSummary = (e: Email): EmailSummary => ({
   last_event: LAST_EVENT_OF_STATUS[e.status],
   type: e.type,
   from: e.from_header,
-  to: JSON.parse(e.to_addresses) as string[],
-  cc: parseJson<string[]>(e.cc_addresses),
-  bcc: parseJson<string[]>(e.bcc_addresses),
-  reply_to: parseJson<string[]>(e.reply_to),
+  to: e.to_addresses,
+  cc: e.cc_addresses,
+  bcc: e.bcc_addresses,
+  reply_to: e.reply_to,
   subject: e.subject,
   message_id: e.message_id,
   created_at: toIso(e.created_at),
   scheduled_at: toIsoOrNull(e.scheduled_at),
-  test: e.test === 1,
+  test: e.test,
 });
 
 export interface EmailPage {
@@ -220,15 +209,15 @@ async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
     last_event: lastEvent !== undefined && !UNFINISHED.has(email.status) ? lastEvent : summary.last_event,
     html: content && typeof content.html === 'string' ? content.html : null,
     text: content?.text ?? null,
-    cc: parseJson<string[]>(email.cc_addresses) ?? [],
-    bcc: parseJson<string[]>(email.bcc_addresses) ?? [],
-    reply_to: parseJson<string[]>(email.reply_to) ?? [],
+    cc: email.cc_addresses ?? [],
+    bcc: email.bcc_addresses ?? [],
+    reply_to: email.reply_to ?? [],
     intake: email.intake,
     priority: email.priority === 0 ? 'transactional' : 'marketing',
     template_id: email.template_id,
     campaign_id: email.campaign_id,
-    tags: parseJson<string[]>(email.tags) ?? [],
-    metadata: parseJson<Record<string, unknown>>(email.metadata),
+    tags: email.tags ?? [],
+    metadata: email.metadata,
     external_id: email.external_id,
     size: email.size,
     updated_at: toIso(email.updated_at),
@@ -249,7 +238,7 @@ async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
       mx_host: a.mx_host,
       code: a.code,
       response: a.response,
-      tls: a.tls === 1,
+      tls: a.tls,
       /** The simulator's answer (test keys, simulator addresses): no connection was made. */
       simulated: a.mx_host === SIMULATOR_HOST,
     })),
@@ -335,7 +324,7 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
     async events(workspaceId, id) {
       const email = await find(workspaceId, id);
       const events = await listEmailEvents(db, workspaceId, email.id);
-      return events.map((e) => ({ id: e.id, type: e.type, created_at: toIso(e.created_at), data: JSON.parse(e.data) as unknown }));
+      return events.map((e) => ({ id: e.id, type: e.type, created_at: toIso(e.created_at), data: e.data }));
     },
 
     async cancel(workspaceId, id) {
@@ -394,7 +383,7 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
       return {
         subject: email.subject,
         from: email.from_header,
-        to: JSON.parse(email.to_addresses) as string[],
+        to: email.to_addresses,
         created_at: toIso(email.created_at),
         html,
         text: content?.text ?? null,

@@ -15,7 +15,8 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** A request holding a key longer than this is presumed dead, and the key may be taken over. */
 const LOCK_MS = 60_000;
 
-export type ClaimOutcome = { kind: 'proceed' } | { kind: 'replay'; status: number; body: string };
+/** `replay`: the response the key answered first, its body as it was sent. */
+export type ClaimOutcome = { kind: 'proceed' } | { kind: 'replay'; status: number; body: unknown };
 
 /** One claimed key: complete it in the transaction that commits the request's effects. */
 export interface IdempotencyClaim {
@@ -53,7 +54,7 @@ export function createIdempotencyService(deps: ServiceDeps): IdempotencyService 
         return completed;
       },
       async complete(status, body, trx = db) {
-        await completeIdempotencyClaim(trx, workspaceId, key, status, JSON.stringify(body));
+        await completeIdempotencyClaim(trx, workspaceId, key, status, body);
         completed = true;
       },
       release: () => removeIdempotencyClaim(db, workspaceId, key),
@@ -85,7 +86,7 @@ export function createIdempotencyService(deps: ServiceDeps): IdempotencyService 
         if (existing.state === 'in_flight') {
           throw new AppError('concurrent_idempotent_requests', 'A request with this Idempotency-Key is still being processed; retry shortly', { retryAfter: 1 });
         }
-        return { kind: 'replay', status: existing.response_status!, body: existing.response_body! };
+        return { kind: 'replay', status: existing.response_status!, body: existing.response_body };
       }
       throw new AppError('concurrent_idempotent_requests', 'A request with this Idempotency-Key is still being processed; retry shortly', { retryAfter: 1 });
     },

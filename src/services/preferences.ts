@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { recordEvent } from '../events/record-event.js';
 import { AppError, validationError } from '../shared/errors.js';
 import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
-import { findSubscriberByEmail, updateSubscriber } from '../store/subscribers.js';
+import { findSubscriberByEmail, updateSubscriber, type Subscriber, type SubscriberStatus } from '../store/subscribers.js';
 import { saveSubscriptions } from '../store/topics.js';
-import type { Subscriber, SubscriberStatus } from '../store/tables.js';
 import { findWorkspace } from '../store/workspaces.js';
 import type { MessageLinks } from '../messages/links.js';
 import type { ServiceDeps } from './deps.js';
@@ -125,7 +124,6 @@ export function createPreferenceService(deps: ServiceDeps & { links: MessageLink
 /** A contact's language from its properties (`language` or `locale`: `de`, `fr-CA`, `es_MX`). */
 function languageOf(s: Subscriber): string | null {
   if (s.metadata === null) return null;
-  const properties = JSON.parse(s.metadata) as Record<string, unknown>;
-  const value = properties.language ?? properties.locale;
+  const value = s.metadata.language ?? s.metadata.locale;
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
 }

@@ -1,7 +1,7 @@
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { notFound, validationError } from '../shared/errors.js';
 import { sumDeliveryDestinations, sumProviders, type DestinationSum, type ProviderSum } from '../store/delivery-destinations.js';
-import { refreshEmailStatus } from '../store/emails.js';
+import { refreshEmailStatus, QUEUE_STATUSES, type QueueItem, type QueueStatus } from '../store/emails.js';
 import {
   cancelQueueItems,
   countDueQueueItemsByDomain,
@@ -11,7 +11,6 @@ import {
   listWaitingQueueItemIds,
   makeQueueItemsDue,
 } from '../store/queue.js';
-import { QUEUE_STATUSES, type QueueItem, type QueueStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 import { destinationLimitOf, limitSetting } from '../delivery/destination-key.js';
 
@@ -67,7 +66,7 @@ export const queueItemView = (q: QueueItem, waiting: string | null = null): Queu
   recipient: q.recipient,
   status: q.status,
   priority: q.priority === 0 ? 'transactional' : 'marketing',
-  test: q.test === 1,
+  test: q.test,
   attempts: q.attempts,
   next_attempt_at: toIso(q.next_attempt_at),
   last_code: q.last_code,

@@ -1,5 +1,5 @@
 import type { Limit } from '../shared/fixed-window.js';
-import type { Plan, Workspace } from '../store/tables.js';
+import type { Plan, Workspace } from '../store/workspaces.js';
 
 /** Rate-limit policy (SPEC Limits): which limit each operation has, by plan; counted by shared/fixed-window.ts. */
 

@@ -16,14 +16,17 @@ import {
   listSubscribers,
   listTagsOf,
   removeSubscriber,
+  listSubscribersByEmailKeys,
   saveSubscriber,
+  saveSubscribers,
   saveSubscriberTags,
   updateSubscriber,
+  type Subscriber,
   type SubscriberFilter,
+  type SubscriberStatus,
 } from '../store/subscribers.js';
 import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../store/suppressions.js';
 import type { ListPage, Listed } from '../store/list-page.js';
-import type { Subscriber, SubscriberStatus } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 import { checkMetadata } from '../shared/metadata.js';
 import { hasLineBreak, requireAddress } from '../messages/addresses.js';
@@ -115,7 +118,7 @@ export async function subscriberEventData(trx: Db, s: Subscriber): Promise<Recor
     last_name: s.last_name,
     tags,
     external_id: s.external_id,
-    metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as unknown),
+    metadata: s.metadata,
     timestamp: toIso(s.updated_at),
   };
 }
@@ -137,7 +140,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       domain_id: s.domain_id,
       primary_domain: s.domain_id && domains.has(s.domain_id) ? { id: s.domain_id, domain_name: domains.get(s.domain_id)! } : null,
       external_id: s.external_id,
-      metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as Record<string, unknown>),
+      metadata: s.metadata,
       source: s.source,
       created_at: toIso(s.created_at),
       updated_at: toIso(s.updated_at),
@@ -160,7 +163,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     if (input.last_name !== undefined) changes.last_name = input.last_name;
     if (input.domain_id !== undefined) changes.domain_id = input.domain_id;
     if (input.external_id !== undefined) changes.external_id = input.external_id;
-    if (input.metadata !== undefined) changes.metadata = input.metadata === null ? null : JSON.stringify(input.metadata);
+    if (input.metadata !== undefined) changes.metadata = input.metadata;
     return changes;
   }
 
@@ -175,16 +178,16 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
   }
 
   /** Metadata with `properties` merged in (null removes a key), within the size limit. */
-  function mergedMetadata(current: string | null, properties: Record<string, unknown> | undefined): string | null | undefined {
+  function mergedMetadata(current: Record<string, unknown> | null, properties: Record<string, unknown> | undefined): Record<string, unknown> | null | undefined {
     if (properties === undefined) return undefined;
-    const merged: Record<string, unknown> = { ...(current === null ? {} : (JSON.parse(current) as Record<string, unknown>)) };
+    const merged: Record<string, unknown> = { ...current };
     for (const [key, value] of Object.entries(properties)) {
       if (value === null) delete merged[key];
       else merged[key] = value;
     }
     // The limit applies to the merged result: the contact's properties together.
     checkMetadata('properties', merged);
-    return Object.keys(merged).length === 0 ? null : JSON.stringify(merged);
+    return Object.keys(merged).length === 0 ? null : merged;
   }
 
   /** Applies a status change (and the opt-out suppression it brings) in the caller's transaction. */
@@ -336,10 +339,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       await db.transaction().execute(async (trx) => {
         const now = clock.now();
         const keys = [...new Set(checked.map((c) => c.email.toLowerCase()))];
-        const known = new Map<string, Subscriber>();
-        for (let i = 0; i < keys.length; i += 500) {
-          for (const row of await trx.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('email_key', 'in', keys.slice(i, i + 500)).execute()) known.set(row.email_key, row);
-        }
+        const known = new Map((await listSubscribersByEmailKeys(trx, workspaceId, keys)).map((row) => [row.email_key, row]));
         const tags = await listTagsOf(trx, [...known.values()].map((r) => r.id));
         // Rows new to this batch are inserted together at its end; a later line of the same
         // address changes the pending row.
@@ -395,10 +395,12 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
           }
         }
         const inserts = [...fresh.values()];
-        for (let i = 0; i < inserts.length; i += 500) await trx.insertInto('subscribers').values(inserts.slice(i, i + 500)).execute();
+        await saveSubscribers(trx, inserts);
+        // Whether a line changed what the contact had: its properties compared as stored, as JSON.
+        const edited = (row: Subscriber, before: Subscriber) =>
+          row.first_name !== before.first_name || row.last_name !== before.last_name || JSON.stringify(row.metadata) !== JSON.stringify(before.metadata);
         for (const row of changed.values()) {
-          const before = known.get(row.email_key)!;
-          if (row.first_name === before.first_name && row.last_name === before.last_name && row.metadata === before.metadata) continue;
+          if (!edited(row, known.get(row.email_key)!)) continue;
           await updateSubscriber(trx, row.id, { first_name: row.first_name, last_name: row.last_name, metadata: row.metadata, updated_at: now });
         }
         for (const row of inserts.filter((r) => r.status === 'unsubscribed')) {
@@ -416,14 +418,11 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
             last_name: s.last_name,
             tags: tags.get(s.id) ?? [],
             external_id: s.external_id,
-            metadata: s.metadata === null ? null : (JSON.parse(s.metadata) as unknown),
+            metadata: s.metadata,
             timestamp: toIso(now),
           },
         });
-        const changedRows = [...changed.values()].filter((r) => {
-          const before = known.get(r.email_key)!;
-          return r.first_name !== before.first_name || r.last_name !== before.last_name || r.metadata !== before.metadata;
-        });
+        const changedRows = [...changed.values()].filter((r) => edited(r, known.get(r.email_key)!));
         await recordEvents(trx, [...inserts.map((r) => eventOf('subscriber.created', r)), ...changedRows.map((r) => eventOf('subscriber.updated', r))]);
         for (const { row, status } of statusChanges) await applyStatus(trx, row, status, now);
         if (options.after) await options.after(trx, written);

@@ -8,9 +8,11 @@ import {
   removeSuppression,
   saveSuppression,
   saveSuppressionIfAbsent,
+  type Suppression,
+  type SuppressionReason,
+  type SuppressionScope,
 } from '../store/suppressions.js';
 import type { ListPage, Listed } from '../store/list-page.js';
-import type { Suppression, SuppressionScope, SuppressionsTable } from '../store/tables.js';
 import type { ServiceDeps } from './deps.js';
 
 /**
@@ -19,7 +21,7 @@ import type { ServiceDeps } from './deps.js';
  * `email.suppressed`. Hard bounces add addresses on their own; people add and remove them here.
  */
 
-export type SuppressionReason = SuppressionsTable['reason'];
+export type { SuppressionReason };
 export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'unsubscribe', 'manual'] as const satisfies readonly SuppressionReason[];
 export const SUPPRESSION_SCOPES = ['all', 'marketing'] as const satisfies readonly SuppressionScope[];
 

@@ -1,19 +1,24 @@
 import { toIso, toIsoOrNull } from '../shared/clock.js';
-import { AppError, notFound, validationError } from '../shared/errors.js';
+import { notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import type { ListPage, Listed } from '../store/list-page.js';
-import { countTemplates, findTemplate, findTemplateByAlias, listTemplates, removeTemplate, saveTemplate, updateTemplate } from '../store/templates.js';
-import type { Template } from '../store/tables.js';
+import {
+  countTemplates,
+  findTemplate,
+  findTemplateByAlias,
+  listTemplates,
+  removeTemplate,
+  saveTemplate,
+  updateTemplate,
+  type PublishedTemplate,
+  type Template,
+  type TemplateVariable,
+} from '../store/templates.js';
 import type { ServiceDeps } from './deps.js';
 import { parseMailbox, parseMailboxes, singleLine } from '../messages/addresses.js';
 import type { Variables } from '../messages/render-template.js';
 
-/** A declared variable: its type, and the value used when a send gives none. */
-export interface TemplateVariable {
-  key: string;
-  type: 'string' | 'number';
-  fallback_value: string | number | null;
-}
+export type { TemplateVariable } from '../store/templates.js';
 
 export interface TemplateInput {
   name: string;
@@ -82,19 +87,8 @@ const ALIAS = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 const VARIABLE_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,49}$/;
 export const MAX_TEMPLATE_VARIABLES = 50;
 
-interface Published {
-  subject: string;
-  html: string;
-  text: string | null;
-  from: string | null;
-  reply_to: string | null;
-  variables: string | null;
-}
-
-const parseJson = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
-
 export function templateView(t: Template): TemplateView {
-  const variables = parseJson<TemplateVariable[]>(t.variables);
+  const { variables } = t;
   const updated = toIso(t.updated_at);
   return {
     id: t.id,
@@ -105,7 +99,7 @@ export function templateView(t: Template): TemplateView {
     text: t.text,
     alias: t.alias,
     from: t.from_address,
-    reply_to: parseJson<string[]>(t.reply_to),
+    reply_to: t.reply_to,
     variables: variables?.map((v) => ({ ...v, created_at: updated, updated_at: updated })) ?? null,
     status: t.published_at === null ? 'draft' : 'published',
     published_at: toIsoOrNull(t.published_at),
@@ -156,16 +150,14 @@ function fieldsOf(input: Partial<TemplateInput>): Partial<Template> {
     changes.from_address = input.from;
   }
   if (input.reply_to !== undefined) {
-    changes.reply_to = input.reply_to === null ? null : JSON.stringify(parseMailboxes('reply_to', input.reply_to).map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address)));
+    changes.reply_to = input.reply_to === null ? null : parseMailboxes('reply_to', input.reply_to).map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address));
   }
-  if (input.variables !== undefined) changes.variables = input.variables === null ? null : JSON.stringify(checkVariables(input.variables));
+  if (input.variables !== undefined) changes.variables = input.variables === null ? null : checkVariables(input.variables);
   return changes;
 }
 
-const defaultsOf = (variables: string | null): Variables =>
-  Object.fromEntries((parseJson<TemplateVariable[]>(variables) ?? []).filter((v) => v.fallback_value !== null).map((v) => [v.key, v.fallback_value]));
-
-const isUniqueViolation = (err: unknown): boolean => /UNIQUE constraint failed|duplicate key value/i.test(String((err as Error)?.message));
+const defaultsOf = (variables: TemplateVariable[] | null): Variables =>
+  Object.fromEntries((variables ?? []).filter((v) => v.fallback_value !== null).map((v) => [v.key, v.fallback_value]));
 
 export function createTemplateService(deps: ServiceDeps): TemplateService {
   const { db, clock } = deps;
@@ -174,16 +166,6 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
     const found = isUuid(idOrAlias) ? await findTemplate(db, workspaceId, idOrAlias.toLowerCase()) : await findTemplateByAlias(db, workspaceId, idOrAlias);
     if (!found) throw notFound(`Template ${idOrAlias}`);
     return found;
-  };
-
-  /** Writes a row; a taken alias is a 409 rather than a database error. */
-  const writing = async <T>(alias: string | null | undefined, write: () => Promise<T>): Promise<T> => {
-    try {
-      return await write();
-    } catch (err) {
-      if (alias && isUniqueViolation(err)) throw new AppError('already_exists', `alias: another template is named ${alias}`, { field: 'alias' });
-      throw err;
-    }
   };
 
   const insert = async (workspaceId: string, fields: Partial<Template>): Promise<TemplateView> => {
@@ -205,7 +187,7 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
       updated_at: now,
       ...fields,
     };
-    await writing(row.alias, () => saveTemplate(db, row));
+    await saveTemplate(db, row);
     return templateView(row);
   };
 
@@ -225,14 +207,14 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
 
     async content(workspaceId, idOrAlias) {
       const t = await find(workspaceId, idOrAlias);
-      const version: Published = parseJson<Published>(t.published) ?? { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
+      const version: PublishedTemplate = t.published ?? { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
       return {
         id: t.id,
         subject: version.subject === '' ? null : version.subject,
         html: version.html,
         text: version.text,
         from: version.from,
-        reply_to: parseJson<string[]>(version.reply_to),
+        reply_to: version.reply_to,
         defaults: defaultsOf(version.variables),
       };
     },
@@ -240,7 +222,7 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
     async update(workspaceId, idOrAlias, input) {
       const changes = fieldsOf(input);
       const t = await find(workspaceId, idOrAlias);
-      await writing(changes.alias, () => updateTemplate(db, workspaceId, t.id, { ...changes, updated_at: clock.now() }));
+      await updateTemplate(db, workspaceId, t.id, { ...changes, updated_at: clock.now() });
       return templateView(await find(workspaceId, t.id));
     },
 
@@ -252,9 +234,9 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
 
     async publish(workspaceId, idOrAlias) {
       const t = await find(workspaceId, idOrAlias);
-      const published: Published = { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
+      const published: PublishedTemplate = { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
       // The update time stays: publishing does not make the content newer than what is published.
-      await updateTemplate(db, workspaceId, t.id, { published: JSON.stringify(published), published_at: Math.max(clock.now(), t.updated_at) });
+      await updateTemplate(db, workspaceId, t.id, { published, published_at: Math.max(clock.now(), t.updated_at) });
       return templateView(await find(workspaceId, t.id));
     },
 

@@ -3,8 +3,7 @@ import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
 import { findSubscriber } from '../store/subscribers.js';
-import type { Topic, TopicSubscription } from '../store/tables.js';
-import { countOpenCampaignsOf, findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic } from '../store/topics.js';
+import { countOpenCampaignsOf, findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic, type Topic, type TopicSubscription } from '../store/topics.js';
 import type { ServiceDeps } from './deps.js';
 import { hasLineBreak } from '../messages/addresses.js';
 

@@ -1,5 +1,5 @@
 import { toIso } from '../shared/clock.js';
-import type { Workspace } from '../store/tables.js';
+import type { Workspace } from '../store/workspaces.js';
 import { countEmailsSince, countReceivedSince, countRows, countWorkflowRunsSince } from '../store/usage.js';
 import type { ServiceDeps } from './deps.js';
 import { limitFor } from './rate-limits.js';

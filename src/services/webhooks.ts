@@ -6,35 +6,7 @@ import { encryptSecret } from '../shared/crypto.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId, newPrefixedId } from '../shared/ids.js';
 import { checkUrl, NetworkPolicyError } from '../shared/network-policy.js';
-import type {
-  WebhookAttempt,
-  WebhookDelivery,
-  WebhookDeliveryStatus,
-  WebhookEndpoint,
-  WebhookEndpointStatus,
-  WebhookEndpointUpdate,
-  WebhookSurface,
-} from '../store/tables.js';
-import {
-  countWebhookAttempts,
-  countWebhookDeliveries,
-  countWebhookEndpoints,
-  failPendingWebhookDeliveries,
-  findWebhookDelivery,
-  findWebhookDeliveryOfEvent,
-  findWebhookEndpoint,
-  findWebhookEndpointByUrl,
-  listWebhookAttempts,
-  listWebhookDeliveriesOfEmail,
-  listWebhookAttemptsOfDelivery,
-  listWebhookDeliveries,
-  listWebhookEndpoints,
-  removeWebhookEndpoint,
-  requeueWebhookDelivery,
-  saveWebhookDeliveries,
-  saveWebhookEndpoint,
-  updateWebhookEndpoint,
-} from '../store/webhooks.js';
+import { countWebhookAttempts, countWebhookDeliveries, countWebhookEndpoints, failPendingWebhookDeliveries, findWebhookDelivery, findWebhookDeliveryOfEvent, findWebhookEndpoint, findWebhookEndpointByUrl, listWebhookAttempts, listWebhookDeliveriesOfEmail, listWebhookAttemptsOfDelivery, listWebhookDeliveries, listWebhookEndpoints, removeWebhookEndpoint, requeueWebhookDelivery, saveWebhookDeliveries, saveWebhookEndpoint, updateWebhookEndpoint, type WebhookAttempt, type WebhookDelivery, type WebhookDeliveryStatus, type WebhookEndpoint, type WebhookEndpointStatus, type WebhookSurface } from '../store/webhooks.js';
 import type { ListPage, Listed } from '../store/list-page.js';
 import type { ServiceDeps } from './deps.js';
 import { listEventsByIds, saveEvents } from '../store/events.js';
@@ -160,7 +132,7 @@ export const webhookView = (e: WebhookEndpoint, now: number): WebhookView => ({
   id: e.id,
   surface: e.surface,
   url: e.url,
-  events: JSON.parse(e.events) as string[],
+  events: e.events,
   description: e.description,
   secret: maskSecret(e.secret_hint),
   previous_secret_expires_at: e.previous_secret_expires_at !== null && e.previous_secret_expires_at > now ? toIso(e.previous_secret_expires_at) : null,
@@ -234,8 +206,6 @@ export function parseEvents(events: unknown): string[] {
   return unique.includes(ALL_EVENTS) ? [ALL_EVENTS] : unique;
 }
 
-const isUniqueViolation = (err: unknown): boolean => /UNIQUE constraint failed|duplicate key value/i.test(String((err as Error)?.message));
-
 export function createWebhookService(deps: ServiceDeps): WebhookService {
   const { db, clock, config, resolver, secretKey } = deps;
   const policy = { allowPrivateNetworks: config.webhooks.allowPrivateNetworks, resolver };
@@ -297,7 +267,7 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
         workspace_id: workspaceId,
         surface,
         url,
-        events: JSON.stringify(events),
+        events,
         description: description(input.description),
         secret_sealed: encryptSecret(secretKey, secret),
         secret_hint: secret.slice(-HINT_CHARS),
@@ -312,12 +282,7 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
         created_at: now,
         updated_at: now,
       };
-      try {
-        await saveWebhookEndpoint(db, row);
-      } catch (err) {
-        if (isUniqueViolation(err)) throw new AppError('already_exists', `A webhook for ${url} exists already`);
-        throw err;
-      }
+      await saveWebhookEndpoint(db, row);
       return { webhook: webhookView(row, now), secret };
     },
 
@@ -332,12 +297,12 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
     async update(workspaceId, id, input) {
       const endpoint = await requireEndpoint(workspaceId, id);
       const now = clock.now();
-      const changes: WebhookEndpointUpdate = { updated_at: now };
+      const changes: Partial<WebhookEndpoint> = { updated_at: now };
       if (input.url !== undefined) {
         changes.url = await checkedUrl(input.url);
         await refuseDuplicate(workspaceId, changes.url, endpoint.id);
       }
-      if (input.events !== undefined) changes.events = JSON.stringify(parseEvents(input.events));
+      if (input.events !== undefined) changes.events = parseEvents(input.events);
       if (input.description !== undefined) changes.description = description(input.description);
       const disabling = input.status === 'disabled' && endpoint.status !== 'disabled';
       if (disabling) Object.assign(changes, { status: 'disabled', disabled_reason: 'manual', disabled_at: now });
@@ -345,15 +310,10 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
         // A fresh start: the failure streak that may have disabled it is forgotten.
         Object.assign(changes, { status: 'enabled', disabled_reason: null, disabled_at: null, failing_since: null });
       }
-      try {
-        await db.transaction().execute(async (trx) => {
-          await updateWebhookEndpoint(trx, endpoint.id, changes);
-          if (disabling) await failPendingWebhookDeliveries(trx, endpoint.id, now, 'endpoint disabled');
-        });
-      } catch (err) {
-        if (isUniqueViolation(err)) throw new AppError('already_exists', `A webhook for ${changes.url} exists already`);
-        throw err;
-      }
+      await db.transaction().execute(async (trx) => {
+        await updateWebhookEndpoint(trx, endpoint.id, changes);
+        if (disabling) await failPendingWebhookDeliveries(trx, endpoint.id, now, 'endpoint disabled');
+      });
       return webhookView((await findWebhookEndpoint(db, workspaceId, endpoint.id))!, now);
     },
 
@@ -399,7 +359,7 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
       const endpoint = await requireEndpoint(workspaceId, id);
       const delivery = await requireDelivery(endpoint.id, deliveryId);
       const [event] = await listEventsByIds(db, [delivery.event_id]);
-      const payload = event ? renderEnvelope(endpoint.surface, { ...event, data: JSON.parse(event.data) as Record<string, unknown> }) : null;
+      const payload = event ? renderEnvelope(endpoint.surface, event) : null;
       return { delivery: deliveryView(delivery), payload };
     },
 
@@ -418,11 +378,11 @@ export function createWebhookService(deps: ServiceDeps): WebhookService {
     async sendTest(workspaceId, id, type) {
       const endpoint = await requireEndpoint(workspaceId, id);
       if (endpoint.status !== 'enabled') throw new AppError('invalid_state', 'The webhook is disabled; enable it before sending a test event');
-      if (!isEventType(type) || !subscribesTo(JSON.parse(endpoint.events) as string[], type)) {
-        throw validationError('type', `must be an event type this endpoint takes: ${(JSON.parse(endpoint.events) as string[]).join(', ')}`);
+      if (!isEventType(type) || !subscribesTo(endpoint.events, type)) {
+        throw validationError('type', `must be an event type this endpoint takes: ${endpoint.events.join(', ')}`);
       }
       const now = clock.now();
-      const event = { id: newPrefixedId('evt_', 16), workspace_id: workspaceId, type, email_id: null, data: JSON.stringify(sampleEventData(type, now)), created_at: now };
+      const event = { id: newPrefixedId('evt_', 16), workspace_id: workspaceId, type, email_id: null, data: sampleEventData(type, now), created_at: now };
       const delivery: WebhookDelivery = {
         id: newPrefixedId('msg_', 16), endpoint_id: endpoint.id, workspace_id: workspaceId, event_id: event.id, event_type: type, status: 'pending',
         attempt_count: 0, run_attempts: 0, next_attempt_at: now, run_started_at: now, lease_owner: null, lease_until: null, last_attempt_at: null,

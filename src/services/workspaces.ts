@@ -1,7 +1,6 @@
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { findWorkspace, listWorkspaces, saveWorkspace, updateWorkspace } from '../store/workspaces.js';
-import type { Plan, Workspace } from '../store/tables.js';
+import { findWorkspace, listWorkspaces, saveWorkspace, updateWorkspace, type Plan, type Workspace } from '../store/workspaces.js';
 import type { ServiceDeps } from './deps.js';
 import { requireAddress } from '../messages/addresses.js';
 

@@ -1,7 +1,12 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import { campaignRows, type Campaign, type WinnerChoice } from './campaigns.js';
 import type { Db } from './db.js';
 import { jsonTrue, type Dialect } from './dialect.js';
-import type { AbPhase, Campaign, CampaignVariant, WinnerChoice } from './tables.js';
+import type { AbPhase } from './emails.js';
+import type { CampaignVariantsTable } from './tables/campaigns.js';
+
+/** One variant of an A/B test: what it changes of the campaign's content (null: the campaign's own). */
+export type CampaignVariant = Selectable<CampaignVariantsTable>;
 
 /**
  * A/B tests and holdouts of campaigns: the variants, the contacts held out, the wait for the
@@ -39,8 +44,8 @@ export async function listSubscribersSent(db: Db, campaignId: string, subscriber
 }
 
 /** Tests whose time is up: their winner is due. */
-export const listDueTests = (db: Db, now: number, limit: number): Promise<Campaign[]> =>
-  db.selectFrom('campaigns').selectAll().where('status', '=', 'testing').where('winner_due_at', '<=', now).orderBy('winner_due_at').limit(limit).execute();
+export const listDueTests = async (db: Db, now: number, limit: number): Promise<Campaign[]> =>
+  campaignRows.decodeAll(await db.selectFrom('campaigns').selectAll().where('status', '=', 'testing').where('winner_due_at', '<=', now).orderBy('winner_due_at').limit(limit).execute());
 
 /**
  * Records the winner of a test still waiting for it, and queues the campaign again for the

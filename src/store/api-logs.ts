@@ -1,9 +1,20 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
-import type { ApiLog } from './tables.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { ApiLogsTable } from './tables/requests.js';
 
-export const saveApiLogs = async (db: Db, rows: ApiLog[]): Promise<void> => {
-  if (rows.length > 0) await db.insertInto('api_logs').values(rows).execute();
+const logRows = rowCodec<Selectable<ApiLogsTable>>()({ request_body: jsonOrNull<unknown>(), response_body: jsonOrNull<unknown>() });
+/** One authenticated API request (Resend's logs), its bodies decoded. */
+export type ApiLog = EntityOf<typeof logRows>;
+/**
+ * A log as written: its bodies are the JSON text shared/redact-body.ts made of them (it
+ * measures that text to cut what is long), kept as they are.
+ */
+export type NewApiLog = Omit<ApiLog, 'request_body' | 'response_body'> & { request_body: string | null; response_body: string | null };
+
+export const saveApiLogs = async (db: Db, logs: NewApiLog[]): Promise<void> => {
+  if (logs.length > 0) await db.insertInto('api_logs').values(logs).execute();
 };
 
 /** A page of a workspace's request logs, newest first, without the bodies. */
@@ -17,5 +28,7 @@ export const listApiLogs = (db: Db, workspaceId: string, page: ListPage): Promis
     page,
   );
 
-export const findApiLog = (db: Db, workspaceId: string, id: string): Promise<ApiLog | undefined> =>
-  db.selectFrom('api_logs').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findApiLog = async (db: Db, workspaceId: string, id: string): Promise<ApiLog | undefined> => {
+  const row = await db.selectFrom('api_logs').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && logRows.decode(row);
+};

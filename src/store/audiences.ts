@@ -1,36 +1,29 @@
-import type { ExpressionBuilder } from 'kysely';
 import type { Db, Dialect } from './db.js';
+import { audienceRows, isMember, type Audience, type Membership } from './audience-membership.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { matchesAll, parseConditions } from './property-conditions.js';
-import type { Audience, Database, Subscriber } from './tables.js';
+import type { PropertyCondition } from './property-conditions.js';
+import { subscriberRows, type Subscriber } from './subscribers.js';
 
-export type Membership = Pick<Audience, 'id' | 'conditions'>;
+export type { Audience, Membership } from './audience-membership.js';
 
-/**
- * Whether the `subscribers` row is a member: added to the audience, or meeting its conditions
- * on contact properties (when it has some).
- */
-export function isMember(eb: ExpressionBuilder<Database, 'subscribers'>, dialect: Dialect, audience: Membership) {
-  const added = eb.exists(eb.selectFrom('audience_members').select('audience_members.subscriber_id').whereRef('audience_members.subscriber_id', '=', 'subscribers.id').where('audience_members.audience_id', '=', audience.id));
-  const conditions = parseConditions(audience.conditions);
-  return conditions.length === 0 ? added : eb.or([added, matchesAll(dialect, conditions)]);
-}
-
-export const saveAudience = async (db: Db, row: Audience): Promise<void> => {
-  await db.insertInto('audiences').values(row).execute();
+export const saveAudience = async (db: Db, audience: Audience): Promise<void> => {
+  await db.insertInto('audiences').values(audienceRows.encode(audience)).execute();
 };
 
-export const findAudience = (db: Db, workspaceId: string, id: string): Promise<Audience | undefined> =>
-  db.selectFrom('audiences').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findAudience = async (db: Db, workspaceId: string, id: string): Promise<Audience | undefined> => {
+  const row = await db.selectFrom('audiences').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && audienceRows.decode(row);
+};
 
-export const listAudiences = (db: Db, workspaceId: string, page: ListPage) => readPage(db.selectFrom('audiences').selectAll('audiences').where('workspace_id', '=', workspaceId), 'audiences.id', page);
+export const listAudiences = async (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<Audience>> =>
+  audienceRows.decodePage(await readPage(db.selectFrom('audiences').selectAll('audiences').where('workspace_id', '=', workspaceId), 'audiences.id', page));
 
 /** Audiences of the workspace that have conditions (a contact may meet them without being added). */
-export const listConditionalAudiences = (db: Db, workspaceId: string): Promise<Audience[]> =>
-  db.selectFrom('audiences').selectAll().where('workspace_id', '=', workspaceId).where('conditions', 'is not', null).execute();
+export const listConditionalAudiences = async (db: Db, workspaceId: string): Promise<Audience[]> =>
+  audienceRows.decodeAll(await db.selectFrom('audiences').selectAll().where('workspace_id', '=', workspaceId).where('conditions', 'is not', null).execute());
 
-export const updateAudienceConditions = async (db: Db, id: string, conditions: string | null): Promise<void> => {
-  await db.updateTable('audiences').set({ conditions }).where('id', '=', id).execute();
+export const updateAudienceConditions = async (db: Db, id: string, conditions: PropertyCondition[] | null): Promise<void> => {
+  await db.updateTable('audiences').set(audienceRows.encode({ conditions })).where('id', '=', id).execute();
 };
 
 export const renameAudience = async (db: Db, id: string, name: string): Promise<void> => {
@@ -49,8 +42,8 @@ const audiencesOf = (db: Db, workspaceId: string, subscriberId: string, meeting:
       ]),
     );
 
-export const listAudiencesOf = (db: Db, workspaceId: string, subscriberId: string, meeting: readonly string[], page: ListPage): Promise<PageOf<Audience>> =>
-  readPage(audiencesOf(db, workspaceId, subscriberId, meeting).selectAll('audiences'), 'audiences.id', page);
+export const listAudiencesOf = async (db: Db, workspaceId: string, subscriberId: string, meeting: readonly string[], page: ListPage): Promise<PageOf<Audience>> =>
+  audienceRows.decodePage(await readPage(audiencesOf(db, workspaceId, subscriberId, meeting).selectAll('audiences'), 'audiences.id', page));
 
 export const countAudiencesOf = async (db: Db, workspaceId: string, subscriberId: string, meeting: readonly string[]): Promise<number> =>
   Number((await audiencesOf(db, workspaceId, subscriberId, meeting).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
@@ -91,15 +84,17 @@ export const findMember = async (db: Db, dialect: Dialect, audience: Membership,
 export const removeMember = async (db: Db, audienceId: string, subscriberId: string): Promise<boolean> =>
   Number((await db.deleteFrom('audience_members').where('audience_id', '=', audienceId).where('subscriber_id', '=', subscriberId).executeTakeFirst()).numDeletedRows) > 0;
 
-export const listMembers = (db: Db, dialect: Dialect, audience: Membership & { workspace_id: string }, page: ListPage): Promise<PageOf<Subscriber>> =>
-  readPage(
-    audience.conditions === null
-      ? db.selectFrom('subscribers').innerJoin('audience_members', 'audience_members.subscriber_id', 'subscribers.id').selectAll('subscribers').where('audience_members.audience_id', '=', audience.id)
-      : db
-          .selectFrom('subscribers')
-          .selectAll('subscribers')
-          .where('subscribers.workspace_id', '=', audience.workspace_id)
-          .where((eb) => isMember(eb, dialect, audience)),
-    'subscribers.id',
-    page,
+export const listMembers = async (db: Db, dialect: Dialect, audience: Membership & { workspace_id: string }, page: ListPage): Promise<PageOf<Subscriber>> =>
+  subscriberRows.decodePage(
+    await readPage(
+      audience.conditions === null
+        ? db.selectFrom('subscribers').innerJoin('audience_members', 'audience_members.subscriber_id', 'subscribers.id').selectAll('subscribers').where('audience_members.audience_id', '=', audience.id)
+        : db
+            .selectFrom('subscribers')
+            .selectAll('subscribers')
+            .where('subscribers.workspace_id', '=', audience.workspace_id)
+            .where((eb) => isMember(eb, dialect, audience)),
+      'subscribers.id',
+      page,
+    ),
   );

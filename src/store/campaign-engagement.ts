@@ -1,5 +1,7 @@
 import type { Db, Dialect } from './db.js';
 import { jsonText } from './dialect.js';
+import { emailRows } from './emails.js';
+import { eventRows } from './events.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
 
 /**
@@ -12,10 +14,10 @@ export interface CampaignRecipientRow {
   subscriber_id: string | null;
   /** The contact's address; null when the contact was removed since. */
   subscriber_email: string | null;
-  to_addresses: string;
+  to_addresses: string[];
   count: number;
-  /** JSON of the last event's data (bounces: its `bounce.type`). */
-  last_data: string;
+  /** The last event's data (bounces: its `bounce.type`). */
+  last_data: Record<string, unknown>;
 }
 
 export async function listCampaignRecipients(
@@ -42,16 +44,16 @@ export async function listCampaignRecipients(
     ]);
   const { rows, more } = await readPage(query, 'emails.id', page, true);
   if (rows.length === 0) return { rows: [], more };
-  const last = await db.selectFrom('events').select(['seq', 'data']).where('seq', 'in', rows.map((r) => Number(r.last_seq))).execute();
+  const last = eventRows.decodeAll(await db.selectFrom('events').select(['seq', 'data']).where('seq', 'in', rows.map((r) => Number(r.last_seq))).execute());
   const dataOf = new Map(last.map((e) => [Number(e.seq), e.data]));
   return {
     rows: rows.map((r) => ({
       email_id: r.email_id,
       subscriber_id: r.subscriber_id,
       subscriber_email: r.subscriber_email,
-      to_addresses: r.to_addresses,
+      to_addresses: emailRows.decode({ to_addresses: r.to_addresses }).to_addresses,
       count: Number(r.count),
-      last_data: dataOf.get(Number(r.last_seq)) ?? '{}',
+      last_data: dataOf.get(Number(r.last_seq)) ?? {},
     })),
     more,
   };

@@ -1,20 +1,38 @@
+import type { Selectable } from 'kysely';
 import type { Db, Dialect } from './db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
-import type { Updateable } from 'kysely';
-import type { Campaign, CampaignsTable } from './tables.js';
+import { flag, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { CampaignsTable } from './tables/campaigns.js';
 
-export const saveCampaign = async (db: Db, row: Campaign): Promise<void> => {
-  await db.insertInto('campaigns').values(row).execute();
+export { CAMPAIGN_STATUSES, WINNER_METRICS, type CampaignStatus, type WinnerChoice, type WinnerMetric } from './tables/campaigns.js';
+
+export const campaignRows = rowCodec<Selectable<CampaignsTable>>()({
+  reply_to: jsonOrNull<string[]>(),
+  tags: jsonOrNull<string[]>(),
+  variables: jsonOrNull<Record<string, unknown>>(),
+  metadata: jsonOrNull<Record<string, unknown>>(),
+  test: flag,
+});
+/** A campaign (Resend's broadcast): its content, who it goes to, how far queuing got, its A/B test. */
+export type Campaign = EntityOf<typeof campaignRows>;
+
+export const saveCampaign = async (db: Db, campaign: Campaign): Promise<void> => {
+  await db.insertInto('campaigns').values(campaignRows.encode(campaign)).execute();
 };
 
-export const findCampaign = (db: Db, workspaceId: string, id: string): Promise<Campaign | undefined> =>
-  db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findCampaign = async (db: Db, workspaceId: string, id: string): Promise<Campaign | undefined> => {
+  const row = await db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && campaignRows.decode(row);
+};
 
-export const findCampaignById = (db: Db, id: string): Promise<Campaign | undefined> => db.selectFrom('campaigns').selectAll().where('id', '=', id).executeTakeFirst();
+export const findCampaignById = async (db: Db, id: string): Promise<Campaign | undefined> => {
+  const row = await db.selectFrom('campaigns').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && campaignRows.decode(row);
+};
 
-export const listCampaigns = (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<Campaign>> =>
-  readPage(db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId), 'id', page);
+export const listCampaigns = async (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<Campaign>> =>
+  campaignRows.decodePage(await readPage(db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId), 'id', page));
 
 export const countCampaigns = async (db: Db, workspaceId: string): Promise<number> =>
   Number((await db.selectFrom('campaigns').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
@@ -29,7 +47,8 @@ export async function claimQueuingCampaign(db: Db, dialect: Dialect, lease: Leas
     .where(unleased(lease.now))
     .orderBy('created_at')
     .limit(1);
-  return (await claimRows(db, dialect, 'campaigns', lease, pick))[0];
+  const [row] = await claimRows(db, dialect, 'campaigns', lease, pick);
+  return row && campaignRows.decode(row);
 }
 
 /** Records a queued page, only while `owner` still holds the campaign (the worker kernel renews the lease). */
@@ -60,8 +79,8 @@ const changed = (result: { numUpdatedRows: bigint } | { numDeletedRows: bigint }
   Number('numUpdatedRows' in result ? result.numUpdatedRows : result.numDeletedRows) > 0;
 
 /** Changes a campaign only while it is a draft (compare-and-set: a draft being sent is not). */
-export const updateDraftCampaign = async (db: Db, id: string, changes: Updateable<CampaignsTable>): Promise<boolean> =>
-  changed(await db.updateTable('campaigns').set(changes).where('id', '=', id).where('status', '=', 'draft').executeTakeFirst());
+export const updateDraftCampaign = async (db: Db, id: string, changes: Partial<Omit<Campaign, 'id'>>): Promise<boolean> =>
+  changed(await db.updateTable('campaigns').set(campaignRows.encode(changes)).where('id', '=', id).where('status', '=', 'draft').executeTakeFirst());
 
 /** A draft starts: queued by the campaign workers from `scheduled_at` (null: now). */
 export const startDraftCampaign = (db: Db, id: string, fields: Pick<Campaign, 'scheduled_at' | 'recipients' | 'test' | 'updated_at'>): Promise<boolean> =>
@@ -124,8 +143,8 @@ export async function cancelCampaignMessages(trx: Db, campaignId: string, now: n
   return Number(result.numUpdatedRows);
 }
 
-export const listSendingCampaigns = (db: Db, limit: number): Promise<Campaign[]> =>
-  db.selectFrom('campaigns').selectAll().where('status', '=', 'sending').orderBy('queued_at').limit(limit).execute();
+export const listSendingCampaigns = async (db: Db, limit: number): Promise<Campaign[]> =>
+  campaignRows.decodeAll(await db.selectFrom('campaigns').selectAll().where('status', '=', 'sending').orderBy('queued_at').limit(limit).execute());
 
 /** Marks a campaign sent; false when another node did it first (it emits campaign.sent then). */
 export async function markCampaignSent(db: Db, id: string, now: number): Promise<boolean> {

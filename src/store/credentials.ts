@@ -1,16 +1,29 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
-import type { Credential, NewCredential } from './tables.js';
+import { flag, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { CredentialsTable } from './tables/credentials.js';
 
-export const saveCredential = async (db: Db, row: NewCredential): Promise<void> => {
-  await db.insertInto('credentials').values(row).execute();
+export type { CredentialKind } from './tables/credentials.js';
+
+const credentialRows = rowCodec<Selectable<CredentialsTable>>()({ master: flag, scopes: jsonOrNull<string[]>() });
+
+/** An API key or OAuth token; `scopes` null: every scope (API keys). */
+export type Credential = EntityOf<typeof credentialRows>;
+
+export const saveCredential = async (db: Db, credential: Credential): Promise<void> => {
+  await db.insertInto('credentials').values(credentialRows.encode(credential)).execute();
 };
 
-export const findCredentialByHash = (db: Db, secretHash: string): Promise<Credential | undefined> =>
-  db.selectFrom('credentials').selectAll().where('secret_hash', '=', secretHash).executeTakeFirst();
+export const findCredentialByHash = async (db: Db, secretHash: string): Promise<Credential | undefined> => {
+  const row = await db.selectFrom('credentials').selectAll().where('secret_hash', '=', secretHash).executeTakeFirst();
+  return row && credentialRows.decode(row);
+};
 
-export const findCredential = (db: Db, id: string): Promise<Credential | undefined> =>
-  db.selectFrom('credentials').selectAll().where('id', '=', id).executeTakeFirst();
+export const findCredential = async (db: Db, id: string): Promise<Credential | undefined> => {
+  const row = await db.selectFrom('credentials').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && credentialRows.decode(row);
+};
 
 export interface CredentialFilter {
   workspaceId?: string | undefined;
@@ -26,15 +39,15 @@ const filtered = (db: Db, filter: CredentialFilter) => {
   return q;
 };
 
-export const listCredentials = (db: Db, filter: CredentialFilter = {}): Promise<Credential[]> => {
+export const listCredentials = async (db: Db, filter: CredentialFilter = {}): Promise<Credential[]> => {
   let q = filtered(db, filter).selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc');
   if (filter.limit !== undefined) q = q.limit(filter.limit).offset(filter.offset ?? 0);
-  return q.execute();
+  return credentialRows.decodeAll(await q.execute());
 };
 
 /** A page of a workspace's keys, newest first (ids are UUIDv7). */
-export const listCredentialPage = (db: Db, filter: CredentialFilter, page: ListPage): Promise<PageOf<Credential>> =>
-  readPage(filtered(db, filter).selectAll(), 'id', page);
+export const listCredentialPage = async (db: Db, filter: CredentialFilter, page: ListPage): Promise<PageOf<Credential>> =>
+  credentialRows.decodePage(await readPage(filtered(db, filter).selectAll(), 'id', page));
 
 export const countCredentials = async (db: Db, filter: CredentialFilter = {}): Promise<number> => {
   const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();

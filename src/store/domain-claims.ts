@@ -1,26 +1,39 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { DomainClaim, DomainClaimsTable } from './tables.js';
-import type { Updateable } from 'kysely';
+import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { DomainClaimsTable } from './tables/domains.js';
 
-export const saveDomainClaim = async (db: Db, row: DomainClaim): Promise<void> => {
-  await db.insertInto('domain_claims').values(row).execute();
+export { DOMAIN_CLAIM_STATUSES, type DomainClaimBlockedReason, type DomainClaimStatus } from './tables/domains.js';
+
+// The settings are the domain service's input (services/domains.ts): the store keeps the document.
+const domainClaimRows = rowCodec<Selectable<DomainClaimsTable>>()({ settings: jsonOrNull<unknown>() });
+
+/** A workspace's claim of a domain other workspaces hold; `settings` are applied once it completes. */
+export type DomainClaim = EntityOf<typeof domainClaimRows>;
+
+export const saveDomainClaim = async (db: Db, claim: DomainClaim): Promise<void> => {
+  await db.insertInto('domain_claims').values(domainClaimRows.encode(claim)).execute();
 };
 
-export const findDomainClaim = (db: Db, workspaceId: string, id: string): Promise<DomainClaim | undefined> =>
-  db.selectFrom('domain_claims').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findDomainClaim = async (db: Db, workspaceId: string, id: string): Promise<DomainClaim | undefined> => {
+  const row = await db.selectFrom('domain_claims').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && domainClaimRows.decode(row);
+};
 
 /** The workspace's latest claim of a name, or of the domain a completed claim gave it. */
-export const findLatestDomainClaim = (db: Db, workspaceId: string, nameOrDomainId: string): Promise<DomainClaim | undefined> =>
-  db
+export const findLatestDomainClaim = async (db: Db, workspaceId: string, nameOrDomainId: string): Promise<DomainClaim | undefined> => {
+  const row = await db
     .selectFrom('domain_claims')
     .selectAll()
     .where('workspace_id', '=', workspaceId)
     .where((eb) => eb.or([eb('name', '=', nameOrDomainId), eb('domain_id', '=', nameOrDomainId)]))
     .orderBy('id', 'desc')
     .executeTakeFirst();
+  return row && domainClaimRows.decode(row);
+};
 
-export const updateDomainClaim = async (db: Db, id: string, changes: Updateable<DomainClaimsTable>): Promise<void> => {
-  await db.updateTable('domain_claims').set(changes).where('id', '=', id).execute();
+export const updateDomainClaim = async (db: Db, id: string, changes: Partial<Omit<DomainClaim, 'id'>>): Promise<void> => {
+  await db.updateTable('domain_claims').set(domainClaimRows.encode(changes)).where('id', '=', id).execute();
 };
 
 /** Earlier pending claims of the name by the workspace give way to a new one. */
@@ -33,9 +46,6 @@ export const supersedeDomainClaims = async (db: Db, workspaceId: string, name: s
     .where('status', 'in', ['pending', 'blocked', 'verified'])
     .execute();
 };
-
-/** Every workspace's domain of this name (names are unique per workspace, not across them). */
-export const listDomainsNamed = (db: Db, name: string) => db.selectFrom('domains').selectAll().where('name', '=', name).execute();
 
 /** Whether any of these domains has mail not yet finished (scheduled, queued or being delivered). */
 export const hasUnfinishedEmails = async (db: Db, domainIds: string[]): Promise<boolean> =>

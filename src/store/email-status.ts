@@ -1,4 +1,4 @@
-import type { EmailStatus, QueueStatus } from './tables.js';
+import type { EmailStatus, QueueStatus } from './tables/emails.js';
 
 /**
  * An email's status from its recipients' queue states. While any recipient is in progress the

@@ -1,7 +1,43 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db, Dialect } from './db.js';
 import { aggregateStatus } from './email-status.js';
-import type { DeliveryAttempt, Email, QueueItem } from './tables.js';
+import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { DeliveryAttemptsTable, EmailsTable, QueueItemsTable } from './tables/emails.js';
+
+export {
+  EMAIL_STATUSES,
+  FINAL_QUEUE_STATUSES,
+  PRIORITY,
+  QUEUE_STATUSES,
+  type AbPhase,
+  type AttemptOutcome,
+  type EmailStatus,
+  type EmailType,
+  type Intake,
+  type QueueStatus,
+} from './tables/emails.js';
+
+export const emailRows = rowCodec<Selectable<EmailsTable>>()({
+  test: flag,
+  to_addresses: json<string[]>(),
+  cc_addresses: jsonOrNull<string[]>(),
+  bcc_addresses: jsonOrNull<string[]>(),
+  reply_to: jsonOrNull<string[]>(),
+  tags: jsonOrNull<string[]>(),
+  metadata: jsonOrNull<Record<string, unknown>>(),
+  track_opens: flag,
+  track_clicks: flag,
+});
+/** An email: its addresses as mailboxes (`"Name" <address>`), tags, metadata. */
+export type Email = EntityOf<typeof emailRows>;
+
+export const queueItemRows = rowCodec<Selectable<QueueItemsTable>>()({ test: flag });
+/** One recipient of an email: its place in the delivery queue. */
+export type QueueItem = EntityOf<typeof queueItemRows>;
+
+export const deliveryAttemptRows = rowCodec<Selectable<DeliveryAttemptsTable>>()({ tls: flag });
+/** One SMTP transaction's outcome for one recipient. */
+export type DeliveryAttempt = EntityOf<typeof deliveryAttemptRows>;
 
 export interface NewEmail {
   email: Email;
@@ -12,9 +48,9 @@ export interface NewEmail {
 
 /** Writes an email, its content and its queue items; call inside the caller's transaction. */
 export async function saveEmail(trx: Db, { email, raw, recipients }: NewEmail): Promise<void> {
-  await trx.insertInto('emails').values(email).execute();
+  await trx.insertInto('emails').values(emailRows.encode(email)).execute();
   if (raw) await trx.insertInto('email_contents').values({ email_id: email.id, raw }).execute();
-  if (recipients.length > 0) await trx.insertInto('queue_items').values(recipients).execute();
+  if (recipients.length > 0) await trx.insertInto('queue_items').values(recipients.map(queueItemRows.encode)).execute();
 }
 
 /** Writes many emails at once with multi-row inserts (campaign pages). */
@@ -23,10 +59,10 @@ export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<
   const CHUNK = 300;
   for (let i = 0; i < emails.length; i += CHUNK) {
     const chunk = emails.slice(i, i + CHUNK);
-    await trx.insertInto('emails').values(chunk.map((e) => e.email)).execute();
+    await trx.insertInto('emails').values(chunk.map((e) => emailRows.encode(e.email))).execute();
     const contents = chunk.filter((e) => e.raw).map((e) => ({ email_id: e.email.id, raw: e.raw! }));
     if (contents.length > 0) await trx.insertInto('email_contents').values(contents).execute();
-    const items = chunk.flatMap((e) => e.recipients);
+    const items = chunk.flatMap((e) => e.recipients.map(queueItemRows.encode));
     if (items.length > 0) await trx.insertInto('queue_items').values(items).execute();
   }
 }
@@ -42,11 +78,15 @@ export async function saveEmailContent(db: Db, emailId: string, raw: Buffer): Pr
   return raw;
 }
 
-export const findEmail = (db: Db, workspaceId: string, id: string): Promise<Email | undefined> =>
-  db.selectFrom('emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findEmail = async (db: Db, workspaceId: string, id: string): Promise<Email | undefined> => {
+  const row = await db.selectFrom('emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && emailRows.decode(row);
+};
 
-export const findEmailById = (db: Db, id: string): Promise<Email | undefined> =>
-  db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirst();
+export const findEmailById = async (db: Db, id: string): Promise<Email | undefined> => {
+  const row = await db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && emailRows.decode(row);
+};
 
 export async function findEmailContent(db: Db, emailId: string): Promise<Buffer | undefined> {
   const row = await db.selectFrom('email_contents').select('raw').where('email_id', '=', emailId).executeTakeFirst();
@@ -110,11 +150,11 @@ export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Ema
   if (q.createdUntil !== undefined) query = query.where('created_at', '<', q.createdUntil);
   if (q.before !== undefined) {
     const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
-    return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };
+    return { rows: emailRows.decodeAll(rows.slice(0, q.limit).reverse()), more: rows.length > q.limit };
   }
   if (q.after !== undefined) query = query.where('id', '<', q.after);
   const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
-  return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
+  return { rows: emailRows.decodeAll(rows.slice(0, q.limit)), more: rows.length > q.limit };
 }
 
 /**
@@ -126,11 +166,11 @@ export async function lockEmail(trx: Db, dialect: Dialect, emailId: string): Pro
   if (dialect === 'postgres') await trx.selectFrom('emails').select('id').where('id', '=', emailId).forUpdate().execute();
 }
 
-export const listQueueItemsOfEmail = (db: Db, emailId: string): Promise<QueueItem[]> =>
-  db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('id').execute();
+export const listQueueItemsOfEmail = async (db: Db, emailId: string): Promise<QueueItem[]> =>
+  queueItemRows.decodeAll(await db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('id').execute());
 
-export const listAttemptsOfEmail = (db: Db, emailId: string): Promise<DeliveryAttempt[]> =>
-  db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute();
+export const listAttemptsOfEmail = async (db: Db, emailId: string): Promise<DeliveryAttempt[]> =>
+  deliveryAttemptRows.decodeAll(await db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute());
 
 /** Recomputes an email's status from its queue items; call after changing any of them. */
 export async function refreshEmailStatus(trx: Db, emailId: string, now: number): Promise<Email['status']> {
@@ -205,12 +245,14 @@ export async function cancelQueuedItems(trx: Db, emailId: string, now: number): 
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
-export const listEmailsByIds = (db: Db, ids: readonly string[]): Promise<Email[]> =>
-  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute();
+export const listEmailsByIds = async (db: Db, ids: readonly string[]): Promise<Email[]> =>
+  ids.length === 0 ? [] : emailRows.decodeAll(await db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute());
 
 /** The email that went out with this Message-ID (with angle brackets), if it was ours. */
-export const findEmailByMessageId = (db: Db, messageId: string): Promise<Email | undefined> =>
-  db.selectFrom('emails').selectAll().where('message_id', '=', messageId).orderBy('created_at', 'desc').executeTakeFirst();
+export const findEmailByMessageId = async (db: Db, messageId: string): Promise<Email | undefined> => {
+  const row = await db.selectFrom('emails').selectAll().where('message_id', '=', messageId).orderBy('created_at', 'desc').executeTakeFirst();
+  return row && emailRows.decode(row);
+};
 
 /**
  * A workspace's emails sent with any of these Message-IDs. The workspace is checked here, not
@@ -220,7 +262,7 @@ export const findEmailByMessageId = (db: Db, messageId: string): Promise<Email |
 export async function listEmailsByMessageIds(db: Db, workspaceId: string, messageIds: readonly string[]): Promise<Email[]> {
   if (messageIds.length === 0) return [];
   const rows = await db.selectFrom('emails').selectAll().where('message_id', 'in', [...messageIds]).execute();
-  return rows.filter((e) => e.workspace_id === workspaceId);
+  return emailRows.decodeAll(rows.filter((e) => e.workspace_id === workspaceId));
 }
 
 /** How many of a subscriber's emails are in each status, and how many were opened, clicked or complained about. */

@@ -1,7 +1,11 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { IdempotencyKeysTable } from './tables.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { IdempotencyKeysTable } from './tables/requests.js';
 
-export type IdempotencyRecord = Omit<IdempotencyKeysTable, 'workspace_id' | 'key'>;
+const recordRows = rowCodec<Selectable<IdempotencyKeysTable>>()({ response_body: jsonOrNull<unknown>() });
+/** A key's claim and, once done, the response it answered (its body decoded). */
+export type IdempotencyRecord = Omit<EntityOf<typeof recordRows>, 'workspace_id' | 'key'>;
 
 /** Inserts an in-flight claim; false when the key already has a row (the unique key decides races). */
 export async function insertIdempotencyClaim(db: Db, workspaceId: string, key: string, requestHash: string, now: number, lockedUntil: number): Promise<boolean> {
@@ -13,13 +17,15 @@ export async function insertIdempotencyClaim(db: Db, workspaceId: string, key: s
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-export const findIdempotencyRecord = (db: Db, workspaceId: string, key: string): Promise<IdempotencyRecord | undefined> =>
-  db
+export const findIdempotencyRecord = async (db: Db, workspaceId: string, key: string): Promise<IdempotencyRecord | undefined> => {
+  const row = await db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'state', 'response_status', 'response_body', 'created_at', 'locked_until'])
     .where('workspace_id', '=', workspaceId)
     .where('key', '=', key)
     .executeTakeFirst();
+  return row && recordRows.decode(row);
+};
 
 /**
  * Takes over a record whose claim is stale (expired after 24 h, or in flight past its lock:
@@ -44,10 +50,10 @@ export async function takeOverIdempotencyClaim(
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function completeIdempotencyClaim(db: Db, workspaceId: string, key: string, status: number, body: string): Promise<void> {
+export async function completeIdempotencyClaim(db: Db, workspaceId: string, key: string, status: number, body: unknown): Promise<void> {
   await db
     .updateTable('idempotency_keys')
-    .set({ state: 'done', response_status: status, response_body: body })
+    .set(recordRows.encode({ state: 'done', response_status: status, response_body: body }))
     .where('workspace_id', '=', workspaceId)
     .where('key', '=', key)
     .execute();

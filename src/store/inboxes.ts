@@ -1,18 +1,60 @@
-import { sql, type ExpressionBuilder, type Expression, type SqlBool } from 'kysely';
+import { sql, type ExpressionBuilder, type Expression, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from './db.js';
 import type { Dialect } from './dialect.js';
 import { readTimePage, type ListPage, type PageOf } from './list-page.js';
+import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Database } from './tables/database.js';
+import { refuseDuplicate } from './unique-violation.js';
 import type {
-  Database,
-  InboxAgent,
-  InboxAgentRun,
-  InboxDraft,
-  InboxDraftAttachment,
+  InboxAgentRunsTable,
+  InboxAgentsTable,
+  InboxDraftAttachmentsTable,
+  InboxDraftsTable,
   InboxFolder,
-  InboxLabel,
-  InboxMessage,
-  InboxThread,
-} from './tables.js';
+  InboxLabelsTable,
+  InboxMessagesTable,
+  InboxThreadsTable,
+} from './tables/inboxes.js';
+
+export { INBOX_FOLDERS, type InboxAgentRunStatus, type InboxFolder } from './tables/inboxes.js';
+
+const addresses = json<string[]>();
+
+export type InboxThread = Selectable<InboxThreadsTable>;
+export type InboxLabel = Selectable<InboxLabelsTable>;
+export type InboxDraftAttachment = Selectable<InboxDraftAttachmentsTable>;
+
+const messageRows = rowCodec<Selectable<InboxMessagesTable>>()({
+  message_references: addresses,
+  to_addresses: addresses,
+  cc_addresses: addresses,
+  bcc_addresses: addresses,
+  reply_to: addresses,
+  attachments: json<Array<{ id: string; filename: string | null; content_type: string; size: number }>>(),
+  has_attachment: flag,
+  read: flag,
+});
+/** A message of a thread, received or sent: its addresses and its attachments' descriptions. */
+export type InboxMessage = EntityOf<typeof messageRows>;
+
+const draftRows = rowCodec<Selectable<InboxDraftsTable>>()({ to_addresses: jsonOrNull<string[]>(), cc_addresses: addresses, bcc_addresses: addresses });
+/** A draft; `to_addresses` null until set. */
+export type InboxDraft = EntityOf<typeof draftRows>;
+
+const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: addresses });
+/** An inbox's agent settings; `actions` the names of the actions it may take. */
+export type InboxAgent = EntityOf<typeof agentRows>;
+
+/** What the agent asked for (an action of receiving/inbox-agent/ask-agent.ts, with its fields) and what became of it. */
+export interface AgentActionRecord {
+  type: string;
+  result: string;
+  detail?: string;
+}
+
+const agentRunRows = rowCodec<Selectable<InboxAgentRunsTable>>()({ actions: jsonOrNull<AgentActionRecord[]>() });
+/** One run of the agent on a message; `actions` what it asked for and what became of each. */
+export type InboxAgentRun = EntityOf<typeof agentRunRows>;
 
 /**
  * The inbox side of receiving: threads, their messages, labels, drafts and agent settings.
@@ -59,7 +101,7 @@ export const saveThread = async (db: Db, thread: InboxThread): Promise<void> => 
 };
 
 export const saveInboxMessage = async (db: Db, message: InboxMessage): Promise<void> => {
-  await db.insertInto('inbox_messages').values(message).execute();
+  await db.insertInto('inbox_messages').values(messageRows.encode(message)).execute();
 };
 
 /** A new message in a thread: its time is the thread's, and a thread in one of `fromFolders` moves to `folder`. */
@@ -182,13 +224,13 @@ export async function findMatchedMessages(db: Db, dialect: Dialect, threadIds: s
   if (threadIds.length === 0) return new Map();
   const rows = await db.selectFrom('inbox_messages').selectAll().where('thread_id', 'in', threadIds).where(messageConditions(dialect, search)).orderBy('at', 'desc').execute();
   const out = new Map<string, InboxMessage>();
-  for (const r of rows) if (!out.has(r.thread_id)) out.set(r.thread_id, r);
+  for (const r of rows) if (!out.has(r.thread_id)) out.set(r.thread_id, messageRows.decode(r));
   return out;
 }
 
 /** Every message of these threads, oldest first: what a thread's summary is computed from. */
-export const listMessagesOfThreads = (db: Db, threadIds: string[]): Promise<InboxMessage[]> =>
-  threadIds.length === 0 ? Promise.resolve([]) : db.selectFrom('inbox_messages').selectAll().where('thread_id', 'in', threadIds).orderBy('at', 'asc').orderBy('id', 'asc').execute();
+export const listMessagesOfThreads = async (db: Db, threadIds: string[]): Promise<InboxMessage[]> =>
+  threadIds.length === 0 ? [] : messageRows.decodeAll(await db.selectFrom('inbox_messages').selectAll().where('thread_id', 'in', threadIds).orderBy('at', 'asc').orderBy('id', 'asc').execute());
 
 /** The threads among these with a draft not yet sent. */
 export async function listThreadsWithDrafts(db: Db, threadIds: string[]): Promise<Set<string>> {
@@ -210,21 +252,23 @@ export async function listThreadMessagesPage(db: Db, threadId: string, page: Lis
       .orderBy('id', 'desc')
       .limit(page.limit + 1)
       .execute();
-    return { rows: rows.slice(0, page.limit).reverse(), more: rows.length > page.limit };
+    return { rows: messageRows.decodeAll(rows.slice(0, page.limit).reverse()), more: rows.length > page.limit };
   }
   const from = at ? base.where((eb) => eb.or([eb('at', '>', at.at), eb.and([eb('at', '=', at.at), eb('id', '>', at.id)])])) : base;
   const rows = await from.orderBy('at', 'asc').orderBy('id', 'asc').limit(page.limit + 1).offset(at ? 0 : page.offset).execute();
-  return { rows: rows.slice(0, page.limit), more: rows.length > page.limit };
+  return { rows: messageRows.decodeAll(rows.slice(0, page.limit)), more: rows.length > page.limit };
 }
 
 /** A message of a thread by the id the API shows: its received email's or sent email's. */
-export const findThreadMessage = (db: Db, threadId: string, emailId: string): Promise<InboxMessage | undefined> =>
-  db
+export const findThreadMessage = async (db: Db, threadId: string, emailId: string): Promise<InboxMessage | undefined> => {
+  const row = await db
     .selectFrom('inbox_messages')
     .selectAll()
     .where('thread_id', '=', threadId)
     .where((eb) => eb.or([eb('received_email_id', '=', emailId), eb('email_id', '=', emailId)]))
     .executeTakeFirst();
+  return row && messageRows.decode(row);
+};
 
 /** Unread threads of each inbox: the inbox's `unread`. */
 export async function countUnreadThreads(db: Db, inboxIds: string[]): Promise<Map<string, number>> {
@@ -250,13 +294,21 @@ export const findLabel = (db: Db, inboxId: string, id: string): Promise<InboxLab
 export const findLabelByName = (db: Db, inboxId: string, name: string): Promise<InboxLabel | undefined> =>
   db.selectFrom('inbox_labels').selectAll().where('inbox_id', '=', inboxId).where('name', '=', name).executeTakeFirst();
 
-export const saveLabel = async (db: Db, label: InboxLabel): Promise<void> => {
-  await db.insertInto('inbox_labels').values(label).execute();
-};
+/** A label name the inbox has already is `already_exists` (two at once: the unique index decides). */
+const refuseTakenName = (name: string | undefined, write: () => Promise<unknown>): Promise<void> =>
+  refuseDuplicate(
+    'inbox_labels',
+    async () => {
+      await write();
+    },
+    `name: the inbox already has a label named ${name}`,
+    { field: 'name' },
+  );
 
-export async function updateLabel(db: Db, id: string, changes: Partial<Pick<InboxLabel, 'name' | 'color'>>): Promise<void> {
-  await db.updateTable('inbox_labels').set(changes).where('id', '=', id).execute();
-}
+export const saveLabel = (db: Db, label: InboxLabel): Promise<void> => refuseTakenName(label.name, () => db.insertInto('inbox_labels').values(label).execute());
+
+export const updateLabel = (db: Db, id: string, changes: Partial<Pick<InboxLabel, 'name' | 'color'>>): Promise<void> =>
+  refuseTakenName(changes.name, () => db.updateTable('inbox_labels').set(changes).where('id', '=', id).execute());
 
 export async function removeLabel(db: Db, id: string): Promise<void> {
   await db.deleteFrom('inbox_labels').where('id', '=', id).execute();
@@ -300,14 +352,16 @@ export async function removeThreadLabels(db: Db, threadId: string, labelIds?: st
 // ---------------------------------------------------------------- drafts
 
 export const saveDraft = async (db: Db, draft: InboxDraft): Promise<void> => {
-  await db.insertInto('inbox_drafts').values(draft).execute();
+  await db.insertInto('inbox_drafts').values(draftRows.encode(draft)).execute();
 };
 
-export const findDraft = (db: Db, inboxId: string, id: string): Promise<InboxDraft | undefined> =>
-  db.selectFrom('inbox_drafts').selectAll().where('inbox_id', '=', inboxId).where('id', '=', id).executeTakeFirst();
+export const findDraft = async (db: Db, inboxId: string, id: string): Promise<InboxDraft | undefined> => {
+  const row = await db.selectFrom('inbox_drafts').selectAll().where('inbox_id', '=', inboxId).where('id', '=', id).executeTakeFirst();
+  return row && draftRows.decode(row);
+};
 
 export async function updateDraft(db: Db, id: string, changes: Partial<Omit<InboxDraft, 'id' | 'workspace_id' | 'inbox_id' | 'created_at'>>): Promise<void> {
-  await db.updateTable('inbox_drafts').set(changes).where('id', '=', id).execute();
+  await db.updateTable('inbox_drafts').set(draftRows.encode(changes)).where('id', '=', id).execute();
 }
 
 /** Records the email a draft became; false when another send took it first. */
@@ -325,7 +379,7 @@ export async function listDraftsPage(db: Db, inboxId: string, page: ListPage): P
   const query = db.selectFrom('inbox_drafts').selectAll().where('inbox_id', '=', inboxId).where('email_id', 'is', null);
   const cursor = page.before ?? page.after;
   const cursorTime = cursor ? (await db.selectFrom('inbox_drafts').select('updated_at').where('inbox_id', '=', inboxId).where('id', '=', cursor).executeTakeFirst())?.updated_at : undefined;
-  return readTimePage(query, { time: 'updated_at', key: 'id' }, page, cursorTime);
+  return draftRows.decodePage(await readTimePage(query, { time: 'updated_at', key: 'id' }, page, cursorTime));
 }
 
 export async function countOpenDrafts(db: Db, inboxIds: string[]): Promise<Map<string, number>> {
@@ -365,21 +419,24 @@ export async function replaceDraftAttachments(db: Db, draftId: string, attachmen
 
 // ---------------------------------------------------------------- agent
 
-export const findAgent = (db: Db, inboxId: string): Promise<InboxAgent | undefined> =>
-  db.selectFrom('inbox_agents').selectAll().where('inbox_id', '=', inboxId).executeTakeFirst();
+export const findAgent = async (db: Db, inboxId: string): Promise<InboxAgent | undefined> => {
+  const row = await db.selectFrom('inbox_agents').selectAll().where('inbox_id', '=', inboxId).executeTakeFirst();
+  return row && agentRows.decode(row);
+};
 
 export async function saveAgent(db: Db, agent: InboxAgent): Promise<void> {
+  const row = agentRows.encode(agent);
   await db
     .insertInto('inbox_agents')
-    .values(agent)
-    .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: agent.instructions, tone: agent.tone, actions: agent.actions, updated_at: agent.updated_at }))
+    .values(row)
+    .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: row.instructions, tone: row.tone, actions: row.actions, updated_at: row.updated_at }))
     .execute();
 }
 
 // ---------------------------------------------------------------- agent runs
 
 export const saveAgentRun = async (db: Db, run: InboxAgentRun): Promise<void> => {
-  await db.insertInto('inbox_agent_runs').values(run).execute();
+  await db.insertInto('inbox_agent_runs').values(agentRunRows.encode(run)).execute();
 };
 
 /**
@@ -397,20 +454,23 @@ export async function takeDueAgentRuns(db: Db, now: number, staleBefore: number,
   if (due.length > 0) {
     await db.updateTable('inbox_agent_runs').set({ status: 'running', started_at: now, updated_at: now }).where('id', 'in', due.map((r) => r.id)).execute();
   }
-  return due;
+  return agentRunRows.decodeAll(due);
 }
 
 export async function finishAgentRun(db: Db, id: string, changes: Pick<InboxAgentRun, 'status' | 'attempts' | 'next_attempt_at' | 'actions' | 'error' | 'updated_at'>): Promise<void> {
-  await db.updateTable('inbox_agent_runs').set(changes).where('id', '=', id).execute();
+  await db.updateTable('inbox_agent_runs').set(agentRunRows.encode(changes)).where('id', '=', id).execute();
 }
 
 /** The agent's runs of each thread, oldest first. */
 export async function listAgentRunsOfThreads(db: Db, threadIds: string[]): Promise<Map<string, InboxAgentRun[]>> {
   const out = new Map<string, InboxAgentRun[]>();
   if (threadIds.length === 0) return out;
-  const rows = await db.selectFrom('inbox_agent_runs').selectAll().where('thread_id', 'in', threadIds).orderBy('created_at').orderBy('id').execute();
+  const rows = agentRunRows.decodeAll(await db.selectFrom('inbox_agent_runs').selectAll().where('thread_id', 'in', threadIds).orderBy('created_at').orderBy('id').execute());
   for (const r of rows) out.set(r.thread_id, [...(out.get(r.thread_id) ?? []), r]);
   return out;
 }
 
-export const findInboxMessage = (db: Db, id: string): Promise<InboxMessage | undefined> => db.selectFrom('inbox_messages').selectAll().where('id', '=', id).executeTakeFirst();
+export const findInboxMessage = async (db: Db, id: string): Promise<InboxMessage | undefined> => {
+  const row = await db.selectFrom('inbox_messages').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && messageRows.decode(row);
+};

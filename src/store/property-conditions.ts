@@ -49,5 +49,3 @@ export function matchesAll(dialect: Dialect, conditions: readonly PropertyCondit
   });
   return sql<boolean>`(${sql.join(parts, sql` and `)})`;
 }
-
-export const parseConditions = (text: string | null): PropertyCondition[] => (text === null ? [] : (JSON.parse(text) as PropertyCondition[]));

@@ -1,7 +1,9 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db, Dialect } from './db.js';
+import { deliveryAttemptRows, queueItemRows, type DeliveryAttempt, type QueueItem } from './emails.js';
 import { claimRows, type Lease } from './lease.js';
-import { PRIORITY, type Database, type DeliveryAttempt, type QueueItem, type QueueStatus } from './tables.js';
+import type { Database } from './tables/database.js';
+import { PRIORITY, type QueueStatus } from './tables/emails.js';
 
 /**
  * The delivery queue: one row per recipient, claimed with a lease (lease_owner,
@@ -56,7 +58,7 @@ export async function claimDueQueueItems(trx: Db, dialect: Dialect, lease: Lease
     const union = arms.reduce((all, a) => all.unionAll(a), expired);
     pick = trx.selectFrom(union.as('due')).select('id').orderBy('priority').orderBy('next_attempt_at').limit(limit);
   }
-  const claimed = await claimRows(trx, dialect, 'queue_items', lease, pick, { set: { status: 'sending', updated_at: now } });
+  const claimed = queueItemRows.decodeAll(await claimRows(trx, dialect, 'queue_items', lease, pick, { set: { status: 'sending', updated_at: now } }));
   // RETURNING does not keep the sub-select's order: restore it, so work starts by priority.
   claimed.sort((x, y) => x.priority - y.priority || x.next_attempt_at - y.next_attempt_at);
   const emailIds = [...new Set(claimed.map((c) => c.email_id))];
@@ -125,7 +127,7 @@ export async function finishQueueItems(trx: Db, owner: string, rows: readonly Fi
 }
 
 export const saveDeliveryAttempts = async (trx: Db, attempts: DeliveryAttempt[]): Promise<void> => {
-  for (let i = 0; i < attempts.length; i += CHUNK) await trx.insertInto('delivery_attempts').values(attempts.slice(i, i + CHUNK)).execute();
+  for (let i = 0; i < attempts.length; i += CHUNK) await trx.insertInto('delivery_attempts').values(attempts.slice(i, i + CHUNK).map(deliveryAttemptRows.encode)).execute();
 };
 
 export interface QueueListQuery {
@@ -145,8 +147,8 @@ const filtered = (db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>) => {
 };
 
 /** Queue rows for operators, soonest due first. */
-export const listQueueItems = (db: Db, q: QueueListQuery): Promise<QueueItem[]> =>
-  filtered(db, q).selectAll().orderBy('next_attempt_at').orderBy('id').limit(q.limit).offset(q.offset).execute();
+export const listQueueItems = async (db: Db, q: QueueListQuery): Promise<QueueItem[]> =>
+  queueItemRows.decodeAll(await filtered(db, q).selectAll().orderBy('next_attempt_at').orderBy('id').limit(q.limit).offset(q.offset).execute());
 
 export async function countQueueItems(db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>): Promise<number> {
   const row = await filtered(db, q).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
@@ -168,38 +170,44 @@ export async function countDueQueueItemsByDomain(db: Db, domains: readonly strin
 }
 
 /** Rows named by their own id or by their email's id. */
-export const listQueueItemsByIds = (db: Db, ids: readonly string[]): Promise<QueueItem[]> =>
+export const listQueueItemsByIds = async (db: Db, ids: readonly string[]): Promise<QueueItem[]> =>
   ids.length === 0
-    ? Promise.resolve([])
-    : db
-        .selectFrom('queue_items')
-        .selectAll()
-        .where((eb) => eb.or([eb('id', 'in', [...ids]), eb('email_id', 'in', [...ids])]))
-        .orderBy('id')
-        .execute();
+    ? []
+    : queueItemRows.decodeAll(
+        await db
+          .selectFrom('queue_items')
+          .selectAll()
+          .where((eb) => eb.or([eb('id', 'in', [...ids]), eb('email_id', 'in', [...ids])]))
+          .orderBy('id')
+          .execute(),
+      );
 
 /** Makes waiting rows due now (operator retry). Rows in flight or finished are left alone. */
 export async function makeQueueItemsDue(trx: Db, ids: readonly string[], now: number): Promise<QueueItem[]> {
   if (ids.length === 0) return [];
-  return trx
-    .updateTable('queue_items')
-    .set({ next_attempt_at: now, updated_at: now })
-    .where('id', 'in', [...ids])
-    .where('status', 'in', ['queued', 'deferred'])
-    .returningAll()
-    .execute();
+  return queueItemRows.decodeAll(
+    await trx
+      .updateTable('queue_items')
+      .set({ next_attempt_at: now, updated_at: now })
+      .where('id', 'in', [...ids])
+      .where('status', 'in', ['queued', 'deferred'])
+      .returningAll()
+      .execute(),
+  );
 }
 
 /** Cancels waiting rows (operator cancel), held ones included. Rows in flight or finished are left alone. */
 export async function cancelQueueItems(trx: Db, ids: readonly string[], now: number): Promise<QueueItem[]> {
   if (ids.length === 0) return [];
-  return trx
-    .updateTable('queue_items')
-    .set({ status: 'cancelled', lease_owner: null, lease_until: null, finished_at: now, updated_at: now, last_response: 'cancelled by an operator' })
-    .where('id', 'in', [...ids])
-    .where('status', 'in', ['queued', 'deferred', 'held'])
-    .returningAll()
-    .execute();
+  return queueItemRows.decodeAll(
+    await trx
+      .updateTable('queue_items')
+      .set({ status: 'cancelled', lease_owner: null, lease_until: null, finished_at: now, updated_at: now, last_response: 'cancelled by an operator' })
+      .where('id', 'in', [...ids])
+      .where('status', 'in', ['queued', 'deferred', 'held'])
+      .returningAll()
+      .execute(),
+  );
 }
 
 /** Ids of waiting rows, for `queue retry --all`. */
@@ -210,13 +218,15 @@ export const listWaitingQueueItemIds = async (db: Db, statuses: readonly QueueSt
 };
 
 /** The queue item of one recipient of an email (addresses compared without case). */
-export const findQueueItemOfRecipient = (db: Db, emailId: string, recipient: string): Promise<QueueItem | undefined> =>
-  db
+export const findQueueItemOfRecipient = async (db: Db, emailId: string, recipient: string): Promise<QueueItem | undefined> => {
+  const row = await db
     .selectFrom('queue_items')
     .selectAll()
     .where('email_id', '=', emailId)
     .where((eb) => eb(eb.fn('lower', ['recipient']), '=', recipient.toLowerCase()))
     .executeTakeFirst();
+  return row && queueItemRows.decode(row);
+};
 
 /**
  * Marks a recipient bounced after the fact (an asynchronous bounce: the MX accepted, then

@@ -1,6 +1,46 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
-import type { ReceivedEmail, ReceivedEmailContent, ReceivingRoute, RouteKind } from './tables.js';
+import { flag, json, rowCodec, type EntityOf } from './row-codec.js';
+import type { ReceivedEmailContentsTable, ReceivedEmailsTable, ReceivingRoutesTable, RouteKind } from './tables/receiving.js';
+import { refuseDuplicate } from './unique-violation.js';
+
+export { ROUTE_ACTIONS, ROUTE_KINDS, type RouteAction, type RouteKind } from './tables/receiving.js';
+
+/** Which addresses of a workspace's domain take mail: every column is kept as it is read. */
+export type ReceivingRoute = Selectable<ReceivingRoutesTable>;
+
+/** One attachment as stored with a received message: its description; the bytes stay in the raw message. */
+export interface StoredAttachment {
+  id: string;
+  position: number;
+  filename: string | null;
+  content_type: string;
+  content_disposition: 'attachment' | 'inline';
+  content_id: string | null;
+  size: number;
+  sha256: string;
+}
+
+const addresses = json<string[]>();
+const receivedRows = rowCodec<Selectable<ReceivedEmailsTable>>()({
+  route_ids: addresses,
+  recipients: addresses,
+  to_addresses: addresses,
+  cc_addresses: addresses,
+  reply_to: addresses,
+  message_references: addresses,
+  // The results' shape is receiving/routes/authenticate-message.ts's (authenticationOf): the store keeps the document.
+  authentication: json<unknown>(),
+  attachments: json<StoredAttachment[]>(),
+  tls: flag,
+});
+/** A message the inbound listener took for one workspace's routes. */
+export type ReceivedEmail = EntityOf<typeof receivedRows>;
+
+const contentRows = rowCodec<Selectable<ReceivedEmailContentsTable>>()({ headers: json<Array<[string, string]>>() });
+/** A received message as it came, and its parsed bodies and headers (in message order). */
+export type ReceivedEmailContent = EntityOf<typeof contentRows>;
 
 /** A route with the name of its domain, as the inbound listener and the API show it. */
 export type RouteWithDomain = ReceivingRoute & { domain_name: string };
@@ -8,9 +48,17 @@ export type RouteWithDomain = ReceivingRoute & { domain_name: string };
 const routesWithDomain = (db: Db) =>
   db.selectFrom('receiving_routes').innerJoin('domains', 'domains.id', 'receiving_routes.domain_id').selectAll('receiving_routes').select('domains.name as domain_name');
 
-export const saveRoute = async (db: Db, route: ReceivingRoute): Promise<void> => {
-  await db.insertInto('receiving_routes').values(route).execute();
-};
+/** A new route; `already_exists` when its domain has a route for the address (two concurrent adds: the unique index decides). */
+export const saveRoute = (db: Db, route: ReceivingRoute & { domain_name: string }): Promise<void> =>
+  refuseDuplicate(
+    'receiving_routes',
+    async () => {
+      const { domain_name: _domain, ...row } = route;
+      await db.insertInto('receiving_routes').values(row).execute();
+    },
+    `A route for ${route.local_part}@${route.domain_name} exists already`,
+    { field: 'address' },
+  );
 
 export const findRoute = (db: Db, workspaceId: string, id: string): Promise<RouteWithDomain | undefined> =>
   routesWithDomain(db).where('receiving_routes.workspace_id', '=', workspaceId).where('receiving_routes.id', '=', id).executeTakeFirst();
@@ -63,20 +111,23 @@ export async function removeRoute(db: Db, workspaceId: string, id: string): Prom
 
 /** Writes a received message and its content, and marks its routes; call inside the caller's transaction. */
 export async function saveReceivedEmail(trx: Db, email: ReceivedEmail, content: ReceivedEmailContent): Promise<void> {
-  await trx.insertInto('received_emails').values(email).execute();
-  await trx.insertInto('received_email_contents').values(content).execute();
-  const routeIds = JSON.parse(email.route_ids) as string[];
-  if (routeIds.length > 0) await trx.updateTable('receiving_routes').set({ last_received_at: email.created_at }).where('id', 'in', routeIds).execute();
+  await trx.insertInto('received_emails').values(receivedRows.encode(email)).execute();
+  await trx.insertInto('received_email_contents').values(contentRows.encode(content)).execute();
+  if (email.route_ids.length > 0) await trx.updateTable('receiving_routes').set({ last_received_at: email.created_at }).where('id', 'in', email.route_ids).execute();
 }
 
-export const findReceivedEmail = (db: Db, workspaceId: string, id: string): Promise<ReceivedEmail | undefined> =>
-  db.selectFrom('received_emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findReceivedEmail = async (db: Db, workspaceId: string, id: string): Promise<ReceivedEmail | undefined> => {
+  const row = await db.selectFrom('received_emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && receivedRows.decode(row);
+};
 
 /** The parsed bodies and headers, without the raw source. */
 export type ReceivedEmailBody = Omit<ReceivedEmailContent, 'raw'>;
 
-export const findReceivedEmailBody = (db: Db, emailId: string): Promise<ReceivedEmailBody | undefined> =>
-  db.selectFrom('received_email_contents').select(['email_id', 'text', 'html', 'headers']).where('email_id', '=', emailId).executeTakeFirst();
+export const findReceivedEmailBody = async (db: Db, emailId: string): Promise<ReceivedEmailBody | undefined> => {
+  const row = await db.selectFrom('received_email_contents').select(['email_id', 'text', 'html', 'headers']).where('email_id', '=', emailId).executeTakeFirst();
+  return row && contentRows.decode(row);
+};
 
 export async function findReceivedRaw(db: Db, emailId: string): Promise<Buffer | undefined> {
   const row = await db.selectFrom('received_email_contents').select('raw').where('email_id', '=', emailId).executeTakeFirst();
@@ -97,8 +148,8 @@ export async function listReceivedEmails(db: Db, q: ReceivedListQuery): Promise<
   const query = db.selectFrom('received_emails').selectAll().where('workspace_id', '=', q.workspaceId);
   if (q.before !== undefined) {
     const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
-    return { rows: rows.slice(0, q.limit).reverse(), more: rows.length > q.limit };
+    return { rows: receivedRows.decodeAll(rows.slice(0, q.limit).reverse()), more: rows.length > q.limit };
   }
   const rows = await (q.after !== undefined ? query.where('id', '<', q.after) : query).orderBy('id', 'desc').limit(q.limit + 1).execute();
-  return { rows: rows.slice(0, q.limit), more: rows.length > q.limit };
+  return { rows: receivedRows.decodeAll(rows.slice(0, q.limit)), more: rows.length > q.limit };
 }

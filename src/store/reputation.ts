@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from './db.js';
 import { jsonText, jsonTrue, type Dialect } from './dialect.js';
-import type { QueueStatus, ReputationStateRow } from './tables.js';
+import type { QueueStatus } from './emails.js';
+import type { ReputationStateRow } from './tables.js';
 
 /**
  * The reputation guard's data: what each sending domain's live mail met with recently

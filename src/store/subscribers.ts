@@ -1,8 +1,16 @@
-import { isMember, type Membership } from './audiences.js';
+import { audienceRows, isMember, type Membership } from './audience-membership.js';
 import type { Db, Dialect } from './db.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
-import type { ExpressionBuilder } from 'kysely';
-import type { Database, Subscriber, SubscriberStatus } from './tables.js';
+import type { ExpressionBuilder, Selectable } from 'kysely';
+import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Database } from './tables/database.js';
+import type { SubscribersTable, SubscriberStatus } from './tables/subscribers.js';
+
+export type { SubscriberStatus } from './tables/subscribers.js';
+
+export const subscriberRows = rowCodec<Selectable<SubscribersTable>>()({ metadata: jsonOrNull<Record<string, unknown>>() });
+/** A contact; its metadata holds its properties. */
+export type Subscriber = EntityOf<typeof subscriberRows>;
 
 export interface SubscriberFilter {
   workspaceId: string;
@@ -24,24 +32,46 @@ const filtered = (db: Db, f: SubscriberFilter) => {
   return q;
 };
 
-export const listSubscribers = (db: Db, f: SubscriberFilter, page: ListPage): Promise<PageOf<Subscriber>> =>
-  readPage(filtered(db, f).selectAll('subscribers'), 'subscribers.id', page);
+export const listSubscribers = async (db: Db, f: SubscriberFilter, page: ListPage): Promise<PageOf<Subscriber>> =>
+  subscriberRows.decodePage(await readPage(filtered(db, f).selectAll('subscribers'), 'subscribers.id', page));
 
 export const countSubscribers = async (db: Db, f: SubscriberFilter): Promise<number> =>
   Number((await filtered(db, f).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
-export const findSubscriber = (db: Db, workspaceId: string, id: string): Promise<Subscriber | undefined> =>
-  db.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
-
-export const findSubscriberByEmail = (db: Db, workspaceId: string, email: string): Promise<Subscriber | undefined> =>
-  db.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('email_key', '=', email.toLowerCase()).executeTakeFirst();
-
-export const saveSubscriber = async (db: Db, row: Subscriber): Promise<void> => {
-  await db.insertInto('subscribers').values(row).execute();
+export const findSubscriber = async (db: Db, workspaceId: string, id: string): Promise<Subscriber | undefined> => {
+  const row = await db.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && subscriberRows.decode(row);
 };
 
+export const findSubscriberByEmail = async (db: Db, workspaceId: string, email: string): Promise<Subscriber | undefined> => {
+  const row = await db.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('email_key', '=', email.toLowerCase()).executeTakeFirst();
+  return row && subscriberRows.decode(row);
+};
+
+/** Rows per statement when many are read or written: well under both engines' parameter limits. */
+const CHUNK = 500;
+
+/** A workspace's subscribers of these lower-cased addresses (a contact import's batch). */
+export async function listSubscribersByEmailKeys(db: Db, workspaceId: string, emailKeys: readonly string[]): Promise<Subscriber[]> {
+  const found: Subscriber[] = [];
+  for (let i = 0; i < emailKeys.length; i += CHUNK) {
+    const rows = await db.selectFrom('subscribers').selectAll().where('workspace_id', '=', workspaceId).where('email_key', 'in', emailKeys.slice(i, i + CHUNK)).execute();
+    found.push(...subscriberRows.decodeAll(rows));
+  }
+  return found;
+}
+
+export const saveSubscriber = async (db: Db, subscriber: Subscriber): Promise<void> => {
+  await db.insertInto('subscribers').values(subscriberRows.encode(subscriber)).execute();
+};
+
+/** Many new subscribers, with multi-row inserts (a contact import's batch). */
+export async function saveSubscribers(db: Db, subscribers: readonly Subscriber[]): Promise<void> {
+  for (let i = 0; i < subscribers.length; i += CHUNK) await db.insertInto('subscribers').values(subscribers.slice(i, i + CHUNK).map(subscriberRows.encode)).execute();
+}
+
 export const updateSubscriber = async (db: Db, id: string, changes: Partial<Subscriber>): Promise<void> => {
-  await db.updateTable('subscribers').set(changes).where('id', '=', id).execute();
+  await db.updateTable('subscribers').set(subscriberRows.encode(changes)).where('id', '=', id).execute();
 };
 
 export const removeSubscriber = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
@@ -122,8 +152,10 @@ const selection = (db: Db, s: AudienceSelection, dialect: Dialect, audience: Mem
 };
 
 /** The audience of a selection, with its conditions on contact properties. */
-const audienceOf = async (db: Db, s: AudienceSelection): Promise<Membership | undefined> =>
-  s.audienceId === null ? undefined : db.selectFrom('audiences').select(['id', 'conditions']).where('id', '=', s.audienceId).executeTakeFirst();
+const audienceOf = async (db: Db, s: AudienceSelection): Promise<Membership | undefined> => {
+  const row = s.audienceId === null ? undefined : await db.selectFrom('audiences').select(['id', 'conditions']).where('id', '=', s.audienceId).executeTakeFirst();
+  return row && audienceRows.decode(row);
+};
 
 export const countSelection = async (db: Db, s: AudienceSelection, dialect: Dialect): Promise<number> =>
   Number((await selection(db, s, dialect, await audienceOf(db, s)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
@@ -131,5 +163,5 @@ export const countSelection = async (db: Db, s: AudienceSelection, dialect: Dial
 export const listSelectionPage = async (db: Db, s: AudienceSelection, after: string | null, limit: number, dialect: Dialect): Promise<Subscriber[]> => {
   let q = selection(db, s, dialect, await audienceOf(db, s)).selectAll('subscribers');
   if (after !== null) q = q.where('subscribers.id', '>', after);
-  return q.orderBy('subscribers.id').limit(limit).execute();
+  return subscriberRows.decodeAll(await q.orderBy('subscribers.id').limit(limit).execute());
 };

@@ -1,7 +1,14 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
 import { domainOf } from '../shared/domain-name.js';
 import { readTimePage, type ListPage, type PageOf } from './list-page.js';
-import type { Suppression } from './tables.js';
+import type { SuppressionsTable } from './tables/suppressions.js';
+
+export type { SuppressionScope } from './tables/suppressions.js';
+
+/** An address (or `@domain`) no mail goes to: every column is kept as it is read. */
+export type Suppression = Selectable<SuppressionsTable>;
+export type SuppressionReason = Suppression['reason'];
 
 /**
  * The workspace suppression list: lower-cased addresses, and `@domain` rows that cover a

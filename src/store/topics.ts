@@ -1,6 +1,11 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { Topic, TopicSubscription, TopicsTable } from './tables.js';
-import type { Updateable } from 'kysely';
+import type { TopicsTable, TopicSubscription } from './tables/subscribers.js';
+
+export type { TopicSubscription } from './tables/subscribers.js';
+
+/** A subject contacts opt in to or out of (Resend's topics): every column is kept as it is read. */
+export type Topic = Selectable<TopicsTable>;
 
 export const saveTopic = async (db: Db, row: Topic): Promise<void> => {
   await db.insertInto('topics').values(row).execute();
@@ -12,7 +17,7 @@ export const findTopic = (db: Db, workspaceId: string, id: string): Promise<Topi
 export const listTopics = (db: Db, workspaceId: string): Promise<Topic[]> =>
   db.selectFrom('topics').selectAll().where('workspace_id', '=', workspaceId).orderBy('id', 'desc').execute();
 
-export const updateTopic = async (db: Db, id: string, changes: Updateable<TopicsTable>): Promise<void> => {
+export const updateTopic = async (db: Db, id: string, changes: Partial<Omit<Topic, 'id'>>): Promise<void> => {
   await db.updateTable('topics').set(changes).where('id', '=', id).execute();
 };
 

@@ -1,28 +1,52 @@
+import type { Selectable } from 'kysely';
 import { readPage, readTimePage, type ListPage, type PageOf } from './list-page.js';
 import type { Db, Dialect } from './db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import type {
-  WebhookAttempt,
-  WebhookDelivery,
-  WebhookDeliveryStatus,
-  WebhookEndpoint,
-  WebhookEndpointUpdate,
-} from './tables.js';
+import { json, rowCodec, type EntityOf } from './row-codec.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookEndpointsTable } from './tables/webhooks.js';
+import { refuseDuplicate } from './unique-violation.js';
+
+export {
+  WEBHOOK_DELIVERY_STATUSES,
+  WEBHOOK_DISABLED_REASONS,
+  type WebhookAttemptOutcome,
+  type WebhookDeliveryStatus,
+  type WebhookDisabledReason,
+  type WebhookEndpointStatus,
+  type WebhookSurface,
+} from './tables/webhooks.js';
+
+const endpointRows = rowCodec<Selectable<WebhookEndpointsTable>>()({ events: json<string[]>() });
+/** A webhook endpoint; `events` the types it takes (`["*"]`: every type). */
+export type WebhookEndpoint = EntityOf<typeof endpointRows>;
+/** One event's delivery to one endpoint (the outbox row), across its attempts. */
+export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
+export type WebhookAttempt = Selectable<WebhookAttemptsTable>;
 
 // Endpoints
 
-export const saveWebhookEndpoint = async (db: Db, row: WebhookEndpoint): Promise<void> => {
-  await db.insertInto('webhook_endpoints').values(row).execute();
+/** A new endpoint; `already_exists` when the workspace has one for its URL (the unique index decides). */
+export const saveWebhookEndpoint = (db: Db, endpoint: WebhookEndpoint): Promise<void> =>
+  refuseDuplicate(
+    'webhook_endpoints',
+    async () => {
+      await db.insertInto('webhook_endpoints').values(endpointRows.encode(endpoint)).execute();
+    },
+    `A webhook for ${endpoint.url} exists already`,
+  );
+
+export const findWebhookEndpoint = async (db: Db, workspaceId: string, id: string): Promise<WebhookEndpoint | undefined> => {
+  const row = await db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  return row && endpointRows.decode(row);
 };
 
-export const findWebhookEndpoint = (db: Db, workspaceId: string, id: string): Promise<WebhookEndpoint | undefined> =>
-  db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findWebhookEndpointByUrl = async (db: Db, workspaceId: string, url: string): Promise<WebhookEndpoint | undefined> => {
+  const row = await db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId).where('url', '=', url).executeTakeFirst();
+  return row && endpointRows.decode(row);
+};
 
-export const findWebhookEndpointByUrl = (db: Db, workspaceId: string, url: string): Promise<WebhookEndpoint | undefined> =>
-  db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId).where('url', '=', url).executeTakeFirst();
-
-export const listWebhookEndpoints = (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<WebhookEndpoint>> =>
-  readPage(db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId), 'id', page);
+export const listWebhookEndpoints = async (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<WebhookEndpoint>> =>
+  endpointRows.decodePage(await readPage(db.selectFrom('webhook_endpoints').selectAll().where('workspace_id', '=', workspaceId), 'id', page));
 
 export const countWebhookEndpoints = async (db: Db, workspaceId: string): Promise<number> => {
   const row = await db
@@ -34,17 +58,25 @@ export const countWebhookEndpoints = async (db: Db, workspaceId: string): Promis
 };
 
 /** What the fan-out needs of each enabled endpoint of the workspaces named (read once per batch of events). */
-export const listEnabledWebhookEndpointsOf = (db: Db, workspaceIds: readonly string[]): Promise<Array<Pick<WebhookEndpoint, 'id' | 'workspace_id' | 'events'>>> =>
+export const listEnabledWebhookEndpointsOf = async (db: Db, workspaceIds: readonly string[]): Promise<Array<Pick<WebhookEndpoint, 'id' | 'workspace_id' | 'events'>>> =>
   workspaceIds.length === 0
-    ? Promise.resolve([])
-    : db.selectFrom('webhook_endpoints').select(['id', 'workspace_id', 'events']).where('workspace_id', 'in', [...workspaceIds]).where('status', '=', 'enabled').execute();
+    ? []
+    : endpointRows.decodeAll(
+        await db.selectFrom('webhook_endpoints').select(['id', 'workspace_id', 'events']).where('workspace_id', 'in', [...workspaceIds]).where('status', '=', 'enabled').execute(),
+      );
 
-export const listWebhookEndpointsByIds = (db: Db, ids: string[]): Promise<WebhookEndpoint[]> =>
-  ids.length === 0 ? Promise.resolve([]) : db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', ids).execute();
+export const listWebhookEndpointsByIds = async (db: Db, ids: string[]): Promise<WebhookEndpoint[]> =>
+  ids.length === 0 ? [] : endpointRows.decodeAll(await db.selectFrom('webhook_endpoints').selectAll().where('id', 'in', ids).execute());
 
-export const updateWebhookEndpoint = async (db: Db, id: string, changes: WebhookEndpointUpdate): Promise<void> => {
-  await db.updateTable('webhook_endpoints').set(changes).where('id', '=', id).execute();
-};
+/** Changes an endpoint; a URL another of the workspace's endpoints has is `already_exists`. */
+export const updateWebhookEndpoint = (db: Db, id: string, changes: Partial<Omit<WebhookEndpoint, 'id'>>): Promise<void> =>
+  refuseDuplicate(
+    'webhook_endpoints',
+    async () => {
+      await db.updateTable('webhook_endpoints').set(endpointRows.encode(changes)).where('id', '=', id).execute();
+    },
+    `A webhook for ${changes.url} exists already`,
+  );
 
 /** Removes an endpoint; its deliveries and attempts go with it (foreign keys cascade). */
 export const removeWebhookEndpoint = async (db: Db, workspaceId: string, id: string): Promise<boolean> => {

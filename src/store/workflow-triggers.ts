@@ -1,6 +1,12 @@
+import type { Selectable } from 'kysely';
 import type { Db, Dialect } from './db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import type { WorkflowTrigger } from './tables.js';
+import { flag, json, rowCodec, type EntityOf } from './row-codec.js';
+import type { WorkflowTriggersTable } from './tables/workflows.js';
+
+const triggerRows = rowCodec<Selectable<WorkflowTriggersTable>>()({ payload: json<Record<string, unknown>>(), test: flag });
+/** An event that may start or resume runs of a contact, with its payload. */
+export type WorkflowTrigger = EntityOf<typeof triggerRows>;
 
 /**
  * The trigger outbox: events that may start or resume workflow runs. Rows are written in the
@@ -9,8 +15,8 @@ import type { WorkflowTrigger } from './tables.js';
  * once, and a node killed mid-way leaves the row to be claimed again.
  */
 
-export const saveWorkflowTrigger = async (db: Db, row: WorkflowTrigger): Promise<void> => {
-  await db.insertInto('workflow_triggers').values(row).execute();
+export const saveWorkflowTrigger = async (db: Db, trigger: WorkflowTrigger): Promise<void> => {
+  await db.insertInto('workflow_triggers').values(triggerRows.encode(trigger)).execute();
 };
 
 export const triggerContactKey = (workspaceId: string, email: string): string => `${workspaceId}:${email.toLowerCase()}`;
@@ -29,7 +35,7 @@ export async function claimWorkflowTriggers(db: Db, dialect: Dialect, lease: Lea
     .where((eb) => eb.not(eb.exists(eb.selectFrom('workflow_triggers as older').select('older.id').whereRef('older.contact_key', '=', 't.contact_key').whereRef('older.id', '<', 't.id'))))
     .orderBy('t.id')
     .limit(limit);
-  const rows = await claimRows(db, dialect, 'workflow_triggers', lease, pick, { lockOf: 't' });
+  const rows = triggerRows.decodeAll(await claimRows(db, dialect, 'workflow_triggers', lease, pick, { lockOf: 't' }));
   return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 

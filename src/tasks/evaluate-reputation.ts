@@ -3,6 +3,7 @@ import { holdWaiting, judge, reputationEvent, type GuardThresholds } from '../ch
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db, Dialect } from '../store/db.js';
+import { findDomainById } from '../store/domains.js';
 import { countDomainEngagement, countDomainOutcomes, listReputationStates, saveReputationState } from '../store/reputation.js';
 import type { ReputationStateRow } from '../store/tables.js';
 
@@ -52,7 +53,7 @@ export async function evaluateReputation(deps: { db: Db; dialect: Dialect; clock
       await saveReputationState(db, row);
       continue;
     }
-    const domain = await db.selectFrom('domains').selectAll().where('id', '=', domainId).executeTakeFirst();
+    const domain = await findDomainById(db, domainId);
     if (!domain) continue;
     await db.transaction().execute(async (trx) => {
       await saveReputationState(trx, row);

@@ -1,16 +1,8 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db } from '../store/db.js';
-import type { EventRow, WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../store/tables.js';
-import {
-  failPendingWebhookDeliveries,
-  findWebhookDeliveryById,
-  findWebhookEndpoint,
-  markWebhookEndpointHealthy,
-  saveWebhookAttempts,
-  updateLeasedWebhookDelivery,
-  updateWebhookEndpoint,
-} from '../store/webhooks.js';
+import type { EventRecord } from '../store/events.js';
+import { failPendingWebhookDeliveries, findWebhookDeliveryById, findWebhookEndpoint, markWebhookEndpointHealthy, saveWebhookAttempts, updateLeasedWebhookDelivery, updateWebhookEndpoint, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../store/webhooks.js';
 import { endpointHealthAfter, nextAttemptAt, type EndpointHealth, type RetryPolicy } from './retry-policy.js';
 import type { AttemptResult } from './send-webhook.js';
 
@@ -18,7 +10,7 @@ import type { AttemptResult } from './send-webhook.js';
 export interface WebhookJob {
   delivery: WebhookDelivery;
   endpoint: WebhookEndpoint;
-  event: EventRow;
+  event: EventRecord;
 }
 
 /** What to record for a job: its attempt's result, or null when it was cancelled unsent. */

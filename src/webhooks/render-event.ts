@@ -1,5 +1,5 @@
 import { toIso } from '../shared/clock.js';
-import type { WebhookSurface } from '../store/tables.js';
+import type { WebhookSurface } from '../store/webhooks.js';
 
 /**
  * The webhook envelope `{id, type, created_at, data}` and each surface's `data` for each

@@ -1,4 +1,4 @@
-import type { WebhookDisabledReason, WebhookEndpoint, WebhookSurface } from '../store/tables.js';
+import type { WebhookDisabledReason, WebhookEndpoint, WebhookSurface } from '../store/webhooks.js';
 
 /**
  * When a failed delivery is tried again, and when an endpoint is given up on. Pure: the

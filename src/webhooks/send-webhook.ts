@@ -3,7 +3,7 @@ import type { Agent as HttpAgent } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
 import { NetworkPolicyError, type NetworkPolicy } from '../shared/network-policy.js';
 import { RequestTimeoutError, safeRequest } from '../shared/safe-request.js';
-import type { WebhookSurface } from '../store/tables.js';
+import type { WebhookSurface } from '../store/webhooks.js';
 import { renderEnvelope, type EventToRender } from './render-event.js';
 import { legacyHeaders, standardHeaders } from './sign.js';
 

@@ -9,8 +9,7 @@ import type { DnsResolver } from '../shared/dns.js';
 import { Collector, type CommitBatcher } from '../store/commit-batcher.js';
 import type { Db, Dialect } from '../store/db.js';
 import { listEventsByIds } from '../store/events.js';
-import type { WebhookEndpoint } from '../store/tables.js';
-import { claimWebhookDeliveries, failPendingWebhookDeliveries, listDueWebhookEndpointIds, listWebhookEndpointsByIds } from '../store/webhooks.js';
+import { claimWebhookDeliveries, failPendingWebhookDeliveries, listDueWebhookEndpointIds, listWebhookEndpointsByIds, type WebhookEndpoint } from '../store/webhooks.js';
 import type { Hand, Next, WorkerJob, Why } from '../workers/kernel.js';
 import { recordAttempts, type Outcome, type WebhookJob } from './record-attempts.js';
 import type { RetryPolicy } from './retry-policy.js';
@@ -132,7 +131,7 @@ export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
           surface: endpoint.surface,
           url: endpoint.url,
           messageId: delivery.id,
-          event: { id: event.id, type: event.type, created_at: event.created_at, data: JSON.parse(event.data) as Record<string, unknown> },
+          event: { id: event.id, type: event.type, created_at: event.created_at, data: event.data },
           secrets: activeSecrets(endpoint, startedAt),
           timestamp: Math.floor(startedAt / 1000),
         },

@@ -3,10 +3,9 @@ import type { EventType } from '../events/event-types.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import type { RunChanges } from '../store/workflow-runs.js';
+import type { RunChanges, WorkflowRun, WorkflowRunStep } from '../store/workflow-runs.js';
 import { saveWorkflowRunStep } from '../store/workflow-runs.js';
 import { findWorkflow } from '../store/workflows.js';
-import type { WorkflowRun, WorkflowRunStep } from '../store/tables.js';
 import { findStep, nextStepKey, type ConnectionType, type Definition } from '../services/workflows/definition.js';
 import { parseDuration } from '../shared/duration.js';
 
@@ -62,7 +61,7 @@ async function recordRunEvent(trx: Db, type: EventType, run: WorkflowRun, now: n
       started_at: toIso(run.created_at),
       completed_at: toIsoOrNull(run.completed_at),
       error: run.error,
-      test: run.test === 1,
+      test: run.test,
       timestamp: toIso(now),
     },
   });

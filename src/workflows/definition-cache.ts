@@ -1,6 +1,6 @@
 import type { Db } from '../store/db.js';
 import { findWorkflowVersion } from '../store/workflows.js';
-import type { Definition } from '../services/workflows/definition.js';
+import { definitionOf, type Definition } from '../services/workflows/definition.js';
 
 const CACHE_SIZE = 500;
 
@@ -17,7 +17,7 @@ export class DefinitionCache {
     if (hit) return hit;
     const row = await findWorkflowVersion(db, versionId);
     if (!row) throw new Error(`workflow version ${versionId} not found`);
-    const definition = JSON.parse(row.definition) as Definition;
+    const definition = definitionOf(row);
     if (this.entries.size >= CACHE_SIZE) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(versionId, definition);
     return definition;

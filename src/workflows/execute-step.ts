@@ -2,7 +2,8 @@ import { sha256Hex } from '../shared/crypto.js';
 import { isAppError } from '../shared/errors.js';
 import type { Db } from '../store/db.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
-import type { Workspace, WorkflowRun } from '../store/tables.js';
+import type { Workspace } from '../store/workspaces.js';
+import type { WorkflowRun } from '../store/workflow-runs.js';
 import type { AudienceService } from '../services/audiences.js';
 import type { IdempotencyService } from '../services/idempotency.js';
 import { parseMailbox, parseMailboxes } from '../messages/addresses.js';
@@ -157,7 +158,7 @@ async function sendEmail(input: StepInput, step: Step & { type: 'send_email' }):
   }
   if (claim.kind === 'replay') {
     // Sent by an earlier attempt whose run did not move on: the same email, not a second one.
-    const sent = JSON.parse(claim.body) as { email_id?: string };
+    const sent = claim.body as { email_id?: string };
     return done('default', { email_id: sent.email_id ?? null, replayed: true });
   }
   const handle = claim.handle!;
@@ -173,7 +174,7 @@ async function sendEmail(input: StepInput, step: Step & { type: 'send_email' }):
       workspace,
       {
         intake: 'workflow',
-        test: run.test === 1,
+        test: run.test,
         from: c.from === undefined ? null : parseMailbox('from', c.from),
         to: [{ name: [contact.first_name, contact.last_name].filter(Boolean).join(' '), address: contact.email }],
         replyTo: c.reply_to === undefined ? undefined : parseMailboxes('reply_to', c.reply_to),

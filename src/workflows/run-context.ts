@@ -1,4 +1,4 @@
-import type { WorkflowRun } from '../store/tables.js';
+import type { WorkflowRun } from '../store/workflow-runs.js';
 import type { SubscriberView } from '../services/subscribers.js';
 import type { ContactFields, RunContext } from './evaluate-rule.js';
 
@@ -15,10 +15,8 @@ export const contactFields = (s: SubscriberView): ContactFields => ({
   properties: s.metadata ?? {},
 });
 
-const object = (text: string): Record<string, unknown> => {
-  const value = JSON.parse(text) as unknown;
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-};
+/** A payload that is not an object (a run saved from a malformed event) reads as empty. */
+const object = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
 
 /** What a run's steps read: its contact now (null once deleted), its trigger's payload, and what its waits received. */
 export const runContext = (run: WorkflowRun, contact: SubscriberView | null): RunContext => ({

@@ -3,9 +3,8 @@ import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
 import type { CommitBatcher } from '../store/commit-batcher.js';
 import type { Db, Dialect } from '../store/db.js';
-import type { Workspace, WorkflowRun } from '../store/tables.js';
-import { claimDueWorkflowRuns, updateLeasedWorkflowRun, updateWorkflowRunStep, type RunChanges } from '../store/workflow-runs.js';
-import { findWorkspace } from '../store/workspaces.js';
+import { claimDueWorkflowRuns, updateLeasedWorkflowRun, updateWorkflowRunStep, type RunChanges, type WorkflowRun } from '../store/workflow-runs.js';
+import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import { findStep, type Definition } from '../services/workflows/definition.js';
 import type { SubscriberView } from '../services/subscribers.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
@@ -48,7 +47,7 @@ export function runJob(hand: Hand, deps: RunJobDeps): WorkerJob {
       changes = { ...moved.changes, ...(moved.finished ? {} : goesOn ? { lease_until: now + leaseMs } : { lease_owner: null, lease_until: null }) };
       await updateWorkflowRunStep(trx, run.step_id!, {
         status: outcome.status,
-        output: outcome.output === null ? null : JSON.stringify(outcome.output),
+        output: outcome.output,
         started_at: run.step_state === 'waiting' || run.step_state === 'event_received' ? (run.step_started_at ?? startedAt) : startedAt,
         completed_at: now,
         attempts: run.attempts + 1,
@@ -59,7 +58,7 @@ export function runJob(hand: Hand, deps: RunJobDeps): WorkerJob {
       const final = outcome.kind === 'fail' || attempts > schedule.length;
       await updateWorkflowRunStep(trx, run.step_id!, {
         status: final ? 'failed' : 'running',
-        error: JSON.stringify(outcome.error),
+        error: outcome.error,
         started_at: startedAt,
         attempts,
         ...(final ? { completed_at: now } : {}),

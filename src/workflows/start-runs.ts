@@ -2,9 +2,8 @@ import { isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import type { CommitBatcher } from '../store/commit-batcher.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
-import type { WorkflowRun, WorkflowTrigger } from '../store/tables.js';
-import { removeLeasedWorkflowTrigger } from '../store/workflow-triggers.js';
-import { listRunsWaitingFor, resumeWaitingWorkflowRun, saveWorkflowRun, saveWorkflowRunStep, updateWorkflowRun, wasInWorkflowRun } from '../store/workflow-runs.js';
+import { removeLeasedWorkflowTrigger, type WorkflowTrigger } from '../store/workflow-triggers.js';
+import { listRunsWaitingFor, resumeWaitingWorkflowRun, saveWorkflowRun, saveWorkflowRunStep, updateWorkflowRun, wasInWorkflowRun, type WorkflowRun } from '../store/workflow-runs.js';
 import { listEnabledWorkflowsFor } from '../store/workflows.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
@@ -54,7 +53,7 @@ export function createRunStarter(deps: { db: Db; clock: Clock; subscribers: Subs
       const ws = trigger.workspace_id;
       const workflows = await listEnabledWorkflowsFor(db, ws, trigger.event_name);
       const contact = await contactOf(trigger, workflows.length > 0);
-      const payload = JSON.parse(trigger.payload) as Record<string, unknown>;
+      const { payload } = trigger;
       // An open or click by a machine (classified by services/tracking.ts) counts only where asked for.
       const byMachine = payload.is_machine === true;
       const fields = contact ? contactFields(contact) : null;
@@ -69,10 +68,10 @@ export function createRunStarter(deps: { db: Db; clock: Clock; subscribers: Subs
           for (const run of await listRunsWaitingFor(trx, ws, contact.id, trigger.event_name, trigger.created_at)) {
             const step = findStep(await definitions.get(trx, run.version_id), run.step_key ?? '');
             if (step?.type !== 'wait_for_event' || (byMachine && !step.config.include_machines)) continue;
-            const waited = JSON.parse(run.wait_events) as Record<string, unknown>;
+            const waited = run.wait_events;
             const filter = step.config.filter_rule;
             if (filter && !evaluateRule(filter, { contact: fields, event: payload, wait_events: waited })) continue;
-            if (await resumeWaitingWorkflowRun(trx, run, trigger.event_name, JSON.stringify({ ...waited, [trigger.event_name]: payload }), now)) resumed++;
+            if (await resumeWaitingWorkflowRun(trx, run, trigger.event_name, { ...waited, [trigger.event_name]: payload }, now)) resumed++;
           }
           let started = 0;
           for (const workflow of workflows) {
@@ -91,7 +90,7 @@ export function createRunStarter(deps: { db: Db; clock: Clock; subscribers: Subs
               status: 'running',
               trigger_event: trigger.event_name,
               trigger_payload: trigger.payload,
-              wait_events: '{}',
+              wait_events: {},
               step_key: trigger_.key,
               step_id: newId(),
               step_state: 'ready',
@@ -117,7 +116,7 @@ export function createRunStarter(deps: { db: Db; clock: Clock; subscribers: Subs
               step_key: trigger_.key,
               type: 'trigger',
               status: 'completed',
-              output: JSON.stringify({ event: trigger.event_name }),
+              output: { event: trigger.event_name },
               error: null,
               attempts: 0,
               created_at: now,

@@ -2,8 +2,7 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import { newId } from '../../src/shared/ids.js';
 import type { Db } from '../../src/store/db.js';
 import { findDomainByName } from '../../src/store/domains.js';
-import { saveEmail } from '../../src/store/emails.js';
-import { PRIORITY, type Email, type EmailType, type QueueItem } from '../../src/store/tables.js';
+import { PRIORITY, saveEmail, type Email, type EmailType, type QueueItem } from '../../src/store/emails.js';
 
 export interface QueueOptions {
   workspaceId: string;
@@ -48,7 +47,7 @@ export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> 
   const email: Email = {
     id,
     workspace_id: options.workspaceId,
-    test: options.test ? 1 : 0,
+    test: options.test === true,
     type,
     priority: PRIORITY[type],
     status: 'queued',
@@ -56,7 +55,7 @@ export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> 
     domain_id: domain?.id ?? null,
     from_address: from,
     from_header: `Sender <${from}>`,
-    to_addresses: JSON.stringify(options.to),
+    to_addresses: options.to,
     cc_addresses: null,
     bcc_addresses: null,
     reply_to: null,
@@ -68,10 +67,10 @@ export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> 
     variant: null,
     ab_phase: null,
     tags: null,
-    metadata: JSON.stringify({ case: 'test' }),
+    metadata: { case: 'test' },
     external_id: null,
-    track_opens: 0,
-    track_clicks: 0,
+    track_opens: false,
+    track_clicks: false,
     size: raw.length,
     scheduled_at: null,
     created_at: now,
@@ -86,7 +85,7 @@ export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> 
     recipient_domain: address.slice(address.lastIndexOf('@') + 1).toLowerCase(),
     status: 'queued',
     priority: PRIORITY[type],
-    test: options.test ? 1 : 0,
+    test: options.test === true,
     attempts: 0,
     next_attempt_at: now,
     lease_owner: null,

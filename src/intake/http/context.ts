@@ -4,7 +4,7 @@ import type { Services } from '../../services/index.js';
 import type { Config } from '../../config/schema.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Clock } from '../../shared/clock.js';
-import type { Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
 import type { ServerMetrics } from '../../observability/metrics.js';
 import type { Readiness } from '../../observability/readiness.js';
 

@@ -2,7 +2,7 @@ import { AppError, isAppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { type Operation } from '../../services/rate-limits.js';
 import { retryAfterSeconds, type Decision } from '../../shared/fixed-window.js';
-import type { Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
 import type { Ctx, HttpDeps } from './context.js';
 
 export function setRateLimitHeaders(ctx: Ctx, decision: Pick<Decision, 'limit' | 'remaining' | 'resetAt'>): void {

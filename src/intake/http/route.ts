@@ -3,7 +3,7 @@ import { AppError, validationError } from '../../shared/errors.js';
 import { parseWith } from '../../shared/validate.js';
 import { hasScope, type Principal, type Scope } from '../../services/credentials.js';
 import type { Operation } from '../../services/rate-limits.js';
-import type { Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
 import type { Ctx, HttpDeps } from './context.js';
 import type { IdempotencyClaim } from '../../services/idempotency.js';
 import { sha256Hex } from '../../shared/crypto.js';
@@ -117,7 +117,7 @@ async function claimIdempotencyKey(route: Route, ctx: Ctx, deps: HttpDeps): Prom
   const outcome = await deps.services.idempotency.claim(ctx.state.workspace!.id, key, fingerprint);
   if (outcome.kind === 'replay') {
     ctx.status = outcome.status;
-    ctx.body = JSON.parse(outcome.body);
+    ctx.body = outcome.body;
     ctx.set('Idempotent-Replayed', 'true');
     return 'replayed';
   }

@@ -10,7 +10,7 @@ import type { Clock } from '../../shared/clock.js';
 import { isAppError, isFault, toAppError } from '../../shared/errors.js';
 import { errorReply, reply, type SmtpReply } from './reply.js';
 import type { Logger } from '../../shared/logger.js';
-import type { Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
 import { PromptGreetingServer } from './prompt-greeting-server.js';
 import type { TlsPair } from './tls-files.js';
 import { asListenError } from '../../shared/listen-error.js';

@@ -7,11 +7,10 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/db.js';
-import { findEmailById, findEmailByMessageId, listQueueItemsOfEmail, refreshEmailStatus } from '../../store/emails.js';
+import { findEmailById, findEmailByMessageId, listQueueItemsOfEmail, refreshEmailStatus, type Email } from '../../store/emails.js';
 import { listEmailEvents } from '../../store/events.js';
 import { bounceQueueItem, findQueueItemOfRecipient } from '../../store/queue.js';
 import { saveSuppressionIfAbsent } from '../../store/suppressions.js';
-import type { Email } from '../../store/tables.js';
 import type { InboundKind } from '../inbound-kind.js';
 import { addressOf, readReport, type Dsn, type FeedbackReport } from './parse-feedback.js';
 
@@ -73,7 +72,7 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
         const response = reply.slice(0, MAX_TEXT);
         if (!(await bounceQueueItem(trx, item.id, { code: code ? Number(code) : null, response }, now))) continue;
         bounced.push(item.recipient);
-        if (type === 'hard' && email.test === 0) {
+        if (type === 'hard' && !email.test) {
           await saveSuppressionIfAbsent(trx, {
             workspace_id: email.workspace_id,
             address: item.recipient.toLowerCase(),
@@ -119,12 +118,12 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
     if (!email) return { kind: 'ignored', reason: 'the message is not known' };
     const recipient = await complainant(report, email);
     const seen = (await listEmailEvents(db, email.workspace_id, email.id)).some(
-      (e) => e.type === 'email.complained' && (JSON.parse(e.data) as { recipient?: string }).recipient === (recipient ?? ''),
+      (e) => e.type === 'email.complained' && e.data.recipient === (recipient ?? ''),
     );
     if (seen) return { kind: 'ignored', reason: 'this complaint was recorded already' };
     const now = clock.now();
     await db.transaction().execute(async (trx) => {
-      if (recipient && email.test === 0) {
+      if (recipient && !email.test) {
         await saveSuppressionIfAbsent(trx, {
           workspace_id: email.workspace_id,
           address: recipient.toLowerCase(),

@@ -8,7 +8,7 @@ import { findAgent, saveAgentRun } from '../../store/inboxes.js';
  */
 export async function queueAgentRun(trx: Db, m: { workspaceId: string; inboxId: string; threadId: string; messageId: string }, now: number): Promise<void> {
   const agent = await findAgent(trx, m.inboxId);
-  if (!agent || (JSON.parse(agent.actions) as string[]).length === 0) return;
+  if (!agent || agent.actions.length === 0) return;
   await saveAgentRun(trx, {
     id: newId(),
     workspace_id: m.workspaceId,

@@ -29,6 +29,9 @@ export interface AuthenticationResults {
   header: string;
 }
 
+/** A received message's results as the store keeps them; they were written by summarizeAuthentication (or unknownAuth). */
+export const authenticationOf = (email: { authentication: unknown }): AuthenticationResults => email.authentication as AuthenticationResults;
+
 /** Summarises mailauth's result. Pure. */
 export function summarizeAuthentication(result: AuthenticateResult): AuthenticationResults {
   const signatures = (result.dkim.results ?? [])

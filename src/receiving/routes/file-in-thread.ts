@@ -2,9 +2,8 @@ import { convert } from 'html-to-text';
 import { newId } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/db.js';
-import { findEmailContent } from '../../store/emails.js';
-import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread } from '../../store/inboxes.js';
-import type { Email, InboxFolder } from '../../store/tables.js';
+import { findEmailContent, type Email } from '../../store/emails.js';
+import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread, type InboxFolder } from '../../store/inboxes.js';
 import { formatMailbox, PARSE_OPTIONS } from './parse-inbound.js';
 import { threadCandidates } from './threading.js';
 
@@ -100,22 +99,22 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ thre
     received_email_id: m.receivedEmailId ?? null,
     email_id: m.emailId ?? null,
     message_id: m.messageId,
-    message_references: JSON.stringify(references),
+    message_references: references,
     from_header: m.fromHeader,
     from_address: m.fromAddress,
-    to_addresses: JSON.stringify(m.to),
-    cc_addresses: JSON.stringify(m.cc),
-    bcc_addresses: JSON.stringify(m.bcc),
-    reply_to: JSON.stringify(m.replyTo),
+    to_addresses: m.to,
+    cc_addresses: m.cc,
+    bcc_addresses: m.bcc,
+    reply_to: m.replyTo,
     participants: [...new Set([m.fromAddress, ...m.to, ...m.cc, ...m.bcc, ...m.replyTo].filter((a): a is string => Boolean(a)).map((a) => a.toLowerCase()))].join(' '),
     subject: m.subject,
     text: m.text,
     html: m.html,
     search_text: searchText(m.text, m.html),
-    attachments: JSON.stringify(m.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size }))),
-    has_attachment: m.attachments.length > 0 ? 1 : 0,
+    attachments: m.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
+    has_attachment: m.attachments.length > 0,
     // What we send is read; what arrives is not, until someone reads it.
-    read: inbound ? 0 : 1,
+    read: !inbound,
     at: m.at,
     created_at: m.at,
   });
@@ -135,7 +134,6 @@ export async function sentEmailToFile(db: Db, inbox: { id: string; address: stri
   const parsed = raw ? await parseMail(raw, PARSE_OPTIONS) : undefined;
   const refs = parsed?.references;
   const author = parsed?.from?.value[0];
-  const list = (json: string | null): string[] => (json ? (JSON.parse(json) as string[]) : []);
   return {
     workspaceId: email.workspace_id,
     inboxId: inbox.id,
@@ -147,10 +145,10 @@ export async function sentEmailToFile(db: Db, inbox: { id: string; address: stri
     // As received messages show theirs: `Name <address>`, quoted only where it must be.
     fromHeader: author?.address ? formatMailbox(author.name ?? '', author.address) : email.from_header,
     fromAddress: email.from_address,
-    to: list(email.to_addresses),
-    cc: list(email.cc_addresses),
-    bcc: list(email.bcc_addresses),
-    replyTo: list(email.reply_to),
+    to: email.to_addresses,
+    cc: email.cc_addresses ?? [],
+    bcc: email.bcc_addresses ?? [],
+    replyTo: email.reply_to ?? [],
     subject: email.subject,
     text: parsed?.text ?? null,
     html: typeof parsed?.html === 'string' ? parsed.html : null,

@@ -1,5 +1,5 @@
 import { normalizeDomain } from '../../shared/domain-name.js';
-import type { RouteKind } from '../../store/tables.js';
+import type { RouteKind } from '../../store/receiving.js';
 
 /**
  * Route addresses and how a recipient finds its route. Pure: no I/O.

@@ -1,25 +1,13 @@
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
-import type { ReceivedEmailBody } from '../../store/receiving.js';
-import type { Email, ReceivedEmail } from '../../store/tables.js';
-import type { AuthenticationResults } from './authenticate-message.js';
+import type { ReceivedEmail, ReceivedEmailBody, StoredAttachment } from '../../store/receiving.js';
+import type { Email } from '../../store/emails.js';
+import { authenticationOf } from './authenticate-message.js';
 import type { ReceivedLinks } from './received-links.js';
 
 /**
  * How a received message is shown: by `GET /v1/emails/receiving/{id}` (Resend's shape, with
  * our fields beside it) and, the same fields, in the `email.received` event. Pure.
  */
-
-/** One attachment as stored with the message: its description; the bytes stay in the raw message. */
-export interface StoredAttachment {
-  id: string;
-  position: number;
-  filename: string | null;
-  content_type: string;
-  content_disposition: 'attachment' | 'inline';
-  content_id: string | null;
-  size: number;
-  sha256: string;
-}
 
 /** What the sent email a reply answers belonged to. */
 export interface RepliedEmailView {
@@ -39,16 +27,14 @@ export interface ViewContext {
   links: ReceivedLinks;
 }
 
-const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
-
 export const repliedEmailView = (e: Email): RepliedEmailView => ({
   id: e.id,
   subject: e.subject,
-  to: JSON.parse(e.to_addresses) as string[],
+  to: e.to_addresses,
   campaign_id: e.campaign_id,
   subscriber_id: e.subscriber_id,
-  tags: json<string[]>(e.tags) ?? [],
-  metadata: json<Record<string, unknown>>(e.metadata),
+  tags: e.tags ?? [],
+  metadata: e.metadata,
   external_id: e.external_id,
   created_at: toIso(e.created_at),
 });
@@ -77,9 +63,7 @@ export const attachmentView = (ctx: ViewContext, e: ReceivedEmail, a: StoredAtta
 });
 
 export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Email | undefined) {
-  const to = JSON.parse(e.to_addresses) as string[];
-  const cc = JSON.parse(e.cc_addresses) as string[];
-  const receivedFor = JSON.parse(e.recipients) as string[];
+  const { to_addresses: to, cc_addresses: cc, recipients: receivedFor } = e;
   const visible = new Set([...to, ...cc].map((a) => a.toLowerCase()));
   return {
     id: e.id,
@@ -89,18 +73,18 @@ export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Ema
     cc,
     // Recipients of ours the headers do not name were blind-copied.
     bcc: receivedFor.filter((a) => !visible.has(a.toLowerCase())),
-    reply_to: JSON.parse(e.reply_to) as string[],
+    reply_to: e.reply_to,
     received_for: receivedFor,
     subject: e.subject,
     date: toIsoOrNull(e.sent_at),
     message_id: e.message_id,
     in_reply_to: e.in_reply_to,
-    references: JSON.parse(e.message_references) as string[],
+    references: e.message_references,
     size: e.size,
-    attachments: (JSON.parse(e.attachments) as StoredAttachment[]).map((a) => attachmentView(ctx, e, a)),
-    envelope: { mail_from: e.envelope_from, rcpt_to: receivedFor, remote_address: e.remote_address, helo: e.helo, tls: e.tls === 1 },
-    authentication: JSON.parse(e.authentication) as AuthenticationResults,
-    route_ids: JSON.parse(e.route_ids) as string[],
+    attachments: e.attachments.map((a) => attachmentView(ctx, e, a)),
+    envelope: { mail_from: e.envelope_from, rcpt_to: receivedFor, remote_address: e.remote_address, helo: e.helo, tls: e.tls },
+    authentication: authenticationOf(e),
+    route_ids: e.route_ids,
     in_reply_to_email_id: e.in_reply_to_email_id,
     in_reply_to_email: replied ? repliedEmailView(replied) : null,
   };
@@ -114,7 +98,7 @@ export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: Rece
     ...receivedSummary(ctx, e, replied),
     html: content?.html ?? null,
     text: content?.text ?? null,
-    headers: content ? headerObject(JSON.parse(content.headers) as Array<[string, string]>) : null,
+    headers: content ? headerObject(content.headers) : null,
     raw: content ? { ...link(ctx, e, 'raw'), size: e.size } : null,
   };
 }

@@ -6,13 +6,13 @@ import type { DnsResolver } from '../../shared/dns.js';
 import type { Logger } from '../../shared/logger.js';
 import type { CommitBatcher } from '../../store/commit-batcher.js';
 import type { Db } from '../../store/db.js';
-import { listRoutesOfDomainName, saveReceivedEmail, type RouteWithDomain } from '../../store/receiving.js';
-import type { Email, ReceivedEmail, ReceivedEmailContent } from '../../store/tables.js';
+import { listRoutesOfDomainName, saveReceivedEmail, type ReceivedEmail, type ReceivedEmailContent, type RouteWithDomain, type StoredAttachment } from '../../store/receiving.js';
+import type { Email } from '../../store/emails.js';
 import { InboundRefusal, type InboundKind, type InboundMessage } from '../inbound-kind.js';
 import { matchRoute, splitRecipient } from './match-route.js';
 import { authenticateMessage, dmarcSaysReject, type AuthenticationResults } from './authenticate-message.js';
 import { parseInbound, type ParsedInbound } from './parse-inbound.js';
-import { receivedEventData, type StoredAttachment, type ViewContext } from './received-view.js';
+import { receivedEventData, type ViewContext } from './received-view.js';
 import { receivedLinks } from './received-links.js';
 import { findRepliedEmail } from './threading.js';
 import { fileInThread, sentEmailToFile, type InboxMessageInput } from './file-in-thread.js';
@@ -83,29 +83,29 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
     const email: ReceivedEmail = {
       id,
       workspace_id: workspaceId,
-      route_ids: JSON.stringify([...new Set(recipients.map((r) => r.route.id))]),
+      route_ids: [...new Set(recipients.map((r) => r.route.id))],
       envelope_from: delivery.mailFrom,
-      recipients: JSON.stringify(recipients.map((r) => r.address)),
+      recipients: recipients.map((r) => r.address),
       from_header: parsed.from,
       from_address: parsed.fromAddress,
-      to_addresses: JSON.stringify(parsed.to),
-      cc_addresses: JSON.stringify(parsed.cc),
-      reply_to: JSON.stringify(parsed.replyTo),
+      to_addresses: parsed.to,
+      cc_addresses: parsed.cc,
+      reply_to: parsed.replyTo,
       subject: parsed.subject,
       sent_at: parsed.date,
       message_id: parsed.messageId,
       in_reply_to: parsed.inReplyTo,
-      message_references: JSON.stringify(parsed.references),
-      authentication: JSON.stringify(auth),
+      message_references: parsed.references,
+      authentication: auth,
       in_reply_to_email_id: replied?.id ?? null,
-      attachments: JSON.stringify(attachments),
+      attachments,
       size: delivery.raw.length,
       remote_address: delivery.remoteAddress,
       helo: delivery.helo,
-      tls: delivery.tls ? 1 : 0,
+      tls: delivery.tls,
       created_at: now,
     };
-    const content: ReceivedEmailContent = { email_id: id, raw: delivery.raw, text: parsed.text, html: parsed.html, headers: JSON.stringify(parsed.headers) };
+    const content: ReceivedEmailContent = { email_id: id, raw: delivery.raw, text: parsed.text, html: parsed.html, headers: parsed.headers };
     // A route for one address is an inbox: its mail is also filed in conversations.
     const inboxIds = [...new Set(recipients.filter((r) => r.route.kind === 'address').map((r) => r.route.id))];
     return { email, content, inboxIds, notify: recipients.some((r) => r.route.action === 'webhook') };
@@ -128,7 +128,7 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
     subject: parsed.subject,
     text: parsed.text,
     html: parsed.html,
-    attachments: (JSON.parse(email.attachments) as StoredAttachment[]).map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
+    attachments: email.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
     at: email.created_at,
   });
 

@@ -1,6 +1,5 @@
 import type { Db } from '../../store/db.js';
-import { listEmailsByMessageIds } from '../../store/emails.js';
-import type { Email } from '../../store/tables.js';
+import { listEmailsByMessageIds, type Email } from '../../store/emails.js';
 
 /**
  * Threading a received message with what we sent: its In-Reply-To names the message it

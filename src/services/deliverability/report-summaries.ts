@@ -1,7 +1,6 @@
 import { notFound } from '../../shared/errors.js';
-import { findDomainByIdOrName } from '../../store/domains.js';
+import { findDomainByIdOrName, type Domain } from '../../store/domains.js';
 import { listDmarcReportRecords, listDmarcReports, listTlsReports } from '../../store/deliverability-reports.js';
-import type { Domain } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import { sendingAddresses } from '../../checks/sending-addresses.js';
 

@@ -1,10 +1,10 @@
 import { BATCH, percent, reputationEvent, reputationView, type GuardThresholds, type ReputationView } from '../../checks/reputation-rule.js';
 import { notFound } from '../../shared/errors.js';
-import { findDomainByIdOrName, listDomains } from '../../store/domains.js';
+import { findDomainByIdOrName, listDomainNames, listDomains, type Domain } from '../../store/domains.js';
 import { refreshEmailStatus } from '../../store/emails.js';
 import { countHeldByDomain, findReputationState, listReputationStates, releaseHeldQueueItems, saveReputationState } from '../../store/reputation.js';
 import type { Db } from '../../store/db.js';
-import type { Domain, ReputationState, ReputationStateRow } from '../../store/tables.js';
+import type { ReputationState, ReputationStateRow } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 
 export interface ReputationGuard {
@@ -87,8 +87,7 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
     },
 
     async snapshot() {
-      const [states, held] = await Promise.all([listReputationStates(db), countHeldByDomain(db)]);
-      const names = new Map((await db.selectFrom('domains').select(['id', 'name']).execute()).map((d) => [d.id, d.name]));
+      const [states, held, names] = await Promise.all([listReputationStates(db), countHeldByDomain(db), listDomainNames(db)]);
       return states.map((s) => ({
         workspace_id: s.workspace_id,
         domain: names.get(s.domain_id) ?? s.domain_id,

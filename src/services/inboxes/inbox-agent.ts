@@ -49,7 +49,7 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
       object: 'inbox_agent',
       instructions: row?.instructions ?? null,
       tone: (row?.tone as AgentTone | null | undefined) ?? null,
-      actions: row ? (JSON.parse(row.actions) as AgentAction[]) : [],
+      actions: row ? (row.actions as AgentAction[]) : [],
       runtime: RUNTIME,
     };
   }
@@ -70,7 +70,7 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
         tone: changes.tone !== undefined ? changes.tone : current.tone,
         actions: changes.actions !== undefined ? [...new Set(changes.actions)] : current.actions,
       };
-      await saveAgent(db, { inbox_id: inbox.id, workspace_id: workspaceId, instructions: next.instructions, tone: next.tone, actions: JSON.stringify(next.actions), updated_at: clock.now() });
+      await saveAgent(db, { inbox_id: inbox.id, workspace_id: workspaceId, instructions: next.instructions, tone: next.tone, actions: next.actions, updated_at: clock.now() });
       await deps.durable();
       return { id: inbox.id, settings: { object: 'inbox_agent', ...next, runtime: RUNTIME } };
     },

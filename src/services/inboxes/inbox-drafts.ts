@@ -6,21 +6,9 @@ import { toIso } from '../../shared/clock.js';
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import type { Db } from '../../store/db.js';
-import {
-  findDraft,
-  findThread,
-  findThreadMessage,
-  listDraftAttachmentInfo,
-  listDraftAttachments,
-  listDraftsPage,
-  markDraftSent,
-  removeDraft,
-  replaceDraftAttachments,
-  saveDraft,
-  updateDraft,
-} from '../../store/inboxes.js';
+import { findDraft, findThread, findThreadMessage, listDraftAttachmentInfo, listDraftAttachments, listDraftsPage, markDraftSent, removeDraft, replaceDraftAttachments, saveDraft, updateDraft, type InboxDraft, type InboxDraftAttachment } from '../../store/inboxes.js';
 import type { ListPage } from '../../store/list-page.js';
-import type { InboxDraft, InboxDraftAttachment, Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
 import type { ServiceDeps } from '../deps.js';
 import type { SendService } from '../send/send-email.js';
 import type { InboxReplyService, InTransaction } from './inbox-replies.js';
@@ -53,7 +41,6 @@ export interface NewDraft extends DraftContent {
 }
 
 const SNIPPET = 120;
-const list = (json: string | null): string[] | null => (json === null ? null : (JSON.parse(json) as string[]));
 
 const attachmentView = (a: Omit<InboxDraftAttachment, 'content'>) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size });
 
@@ -62,9 +49,9 @@ export function draftView(d: InboxDraft, attachments: Array<Omit<InboxDraftAttac
     object: 'inbox_draft' as const,
     id: d.id,
     type: d.thread_id ? ('reply' as const) : ('standalone' as const),
-    to: list(d.to_addresses),
-    cc: list(d.cc_addresses)!,
-    bcc: list(d.bcc_addresses)!,
+    to: d.to_addresses,
+    cc: d.cc_addresses,
+    bcc: d.bcc_addresses,
     subject: d.subject,
     html: d.html,
     text: d.text,
@@ -158,9 +145,9 @@ export function createInboxDraftService(
         thread_id: replyTo?.threadId ?? null,
         reply_to_message_id: replyTo?.messageId ?? null,
         // A reply is addressed, and titled, as an answer unless the draft says otherwise.
-        to_addresses: input.to !== undefined && input.to !== null ? JSON.stringify(addresses('to', input.to)) : replyTo ? JSON.stringify(replyTo.to) : null,
-        cc_addresses: JSON.stringify(addresses('cc', input.cc)),
-        bcc_addresses: JSON.stringify(addresses('bcc', input.bcc)),
+        to_addresses: input.to !== undefined && input.to !== null ? addresses('to', input.to) : replyTo ? replyTo.to : null,
+        cc_addresses: addresses('cc', input.cc),
+        bcc_addresses: addresses('bcc', input.bcc),
         subject: input.subject !== undefined ? input.subject : (replyTo?.subject ?? null),
         text: input.text ?? null,
         html: input.html ?? null,
@@ -187,9 +174,9 @@ export function createInboxDraftService(
       const { draft } = await find(workspaceId, inboxRef, draftId);
       if (draft.email_id) throw new AppError('invalid_state', `Draft ${draft.id} was sent as email ${draft.email_id} and can no longer be changed`);
       const update: Partial<InboxDraft> = {
-        ...(changes.to !== undefined ? { to_addresses: changes.to === null ? null : JSON.stringify(addresses('to', changes.to)) } : {}),
-        ...(changes.cc !== undefined ? { cc_addresses: JSON.stringify(addresses('cc', changes.cc)) } : {}),
-        ...(changes.bcc !== undefined ? { bcc_addresses: JSON.stringify(addresses('bcc', changes.bcc)) } : {}),
+        ...(changes.to !== undefined ? { to_addresses: changes.to === null ? null : addresses('to', changes.to) } : {}),
+        ...(changes.cc !== undefined ? { cc_addresses: addresses('cc', changes.cc) } : {}),
+        ...(changes.bcc !== undefined ? { bcc_addresses: addresses('bcc', changes.bcc) } : {}),
         ...(changes.subject !== undefined ? { subject: changes.subject } : {}),
         ...(changes.text !== undefined ? { text: changes.text } : {}),
         ...(changes.html !== undefined ? { html: changes.html } : {}),
@@ -215,7 +202,7 @@ export function createInboxDraftService(
       checkCallerHeaders(headers);
       const { inbox, draft } = await find(workspace.id, inboxRef, draftId);
       if (draft.email_id) throw new AppError('invalid_state', `Draft ${draft.id} was already sent as email ${draft.email_id}`);
-      const to = parseMailboxes('to', list(draft.to_addresses) ?? []);
+      const to = parseMailboxes('to', draft.to_addresses ?? []);
       if (to.length === 0) throw validationError('to', 'the draft has no recipient');
       if (!draft.subject) throw validationError('subject', 'the draft has no subject');
       if (draft.text === null && draft.html === null) throw validationError('text', 'the draft has no text or html');
@@ -235,8 +222,8 @@ export function createInboxDraftService(
           inbox,
           threadId: draft.thread_id ?? undefined,
           to,
-          cc: parseMailboxes('cc', list(draft.cc_addresses)!),
-          bcc: parseMailboxes('bcc', list(draft.bcc_addresses)!),
+          cc: parseMailboxes('cc', draft.cc_addresses),
+          bcc: parseMailboxes('bcc', draft.bcc_addresses),
           subject: draft.subject,
           text: draft.text ?? undefined,
           html: draft.html ?? undefined,

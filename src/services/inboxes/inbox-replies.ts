@@ -2,15 +2,14 @@ import { parseMailboxes, type Address } from '../../messages/addresses.js';
 import type { AttachmentInput } from '../../messages/attachments.js';
 import { forwardBodies, prefixedSubject, replyBodies, type QuotedMessage } from '../../messages/quote-message.js';
 import { PARSE_OPTIONS } from '../../receiving/routes/parse-inbound.js';
-import type { StoredAttachment } from '../../receiving/routes/received-view.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/db.js';
 import { findEmailContent } from '../../store/emails.js';
-import { findThreadMessage } from '../../store/inboxes.js';
+import { findThreadMessage, type InboxMessage } from '../../store/inboxes.js';
 import { findReceivedEmail, findReceivedRaw } from '../../store/receiving.js';
-import type { InboxMessage, Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
 import type { ServiceDeps } from '../deps.js';
 import type { RouteView } from '../receiving/routes.js';
 import type { SendService } from '../send/send-email.js';
@@ -53,12 +52,10 @@ export interface InboxReplyService {
   original(workspaceId: string, inbox: string, threadId: string, emailId: string): Promise<{ inbox: RouteView; message: InboxMessage }>;
 }
 
-const list = (json: string): string[] => JSON.parse(json) as string[];
-
 export const quotedOf = (m: InboxMessage): QuotedMessage => ({
   from: m.from_header,
-  to: list(m.to_addresses),
-  cc: list(m.cc_addresses),
+  to: m.to_addresses,
+  cc: m.cc_addresses,
   subject: m.subject,
   at: m.at,
   text: m.text,
@@ -78,22 +75,22 @@ export function createInboxReplyService(deps: ServiceDeps & { send: SendService;
   function replyRecipients(inbox: RouteView, m: InboxMessage, replyAll: boolean) {
     const own = inbox.address.toLowerCase();
     // Answering what we sent goes to its recipients again; answering what arrived, to its Reply-To or sender.
-    const direct = m.direction === 'outbound' ? list(m.to_addresses) : list(m.reply_to).length > 0 ? list(m.reply_to) : m.from_address ? [m.from_address] : [];
+    const direct = m.direction === 'outbound' ? m.to_addresses : m.reply_to.length > 0 ? m.reply_to : m.from_address ? [m.from_address] : [];
     const to = [...new Set(direct.map((a) => a.toLowerCase()))].filter((a) => a !== own);
-    const others = replyAll ? [...list(m.to_addresses), ...list(m.cc_addresses)].map((a) => a.toLowerCase()).filter((a) => a !== own && !to.includes(a)) : [];
+    const others = replyAll ? [...m.to_addresses, ...m.cc_addresses].map((a) => a.toLowerCase()).filter((a) => a !== own && !to.includes(a)) : [];
     return { to: to.map((address) => ({ name: '', address })), cc: [...new Set(others)].map((address) => ({ name: '', address })) };
   }
 
-  const threading = (m: InboxMessage) => ({ inReplyTo: m.message_id, references: [...list(m.message_references), ...(m.message_id ? [m.message_id] : [])] });
+  const threading = (m: InboxMessage) => ({ inReplyTo: m.message_id, references: [...m.message_references, ...(m.message_id ? [m.message_id] : [])] });
 
   /** The original's files, as attachments of the forward. */
   async function originalAttachments(m: InboxMessage): Promise<AttachmentInput[]> {
-    const stored = JSON.parse(m.attachments) as Array<{ id: string; filename: string | null; content_type: string }>;
+    const stored = m.attachments;
     if (stored.length === 0) return [];
     if (m.received_email_id) {
       const [received, raw] = await Promise.all([findReceivedEmail(db, m.workspace_id, m.received_email_id), findReceivedRaw(db, m.received_email_id)]);
       if (!received || !raw) throw notFound('The original message');
-      const positions = JSON.parse(received.attachments) as StoredAttachment[];
+      const positions = received.attachments;
       const parsed = await parseMail(raw, PARSE_OPTIONS);
       return stored.map((a, i) => {
         const content = parsed.attachments[positions.find((p) => p.id === a.id)?.position ?? i]?.content;

@@ -1,33 +1,7 @@
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import {
-  addThreadLabels,
-  countOpenDrafts,
-  countUnreadThreads,
-  findLabel,
-  findLabelByName,
-  findMatchedMessages,
-  findThread,
-  findThreadMessage,
-  listAgentRunsOfThreads,
-  listLabels,
-  listLabelsOfThreads,
-  listMessagesOfThreads,
-  listThreadMessagesPage,
-  listThreadsPage,
-  listThreadsWithDrafts,
-  removeLabel,
-  removeThread,
-  removeThreadLabels,
-  saveLabel,
-  setThreadRead,
-  updateLabel,
-  updateThreadFolder,
-  type MessageSearch,
-  type ThreadFilter,
-} from '../../store/inboxes.js';
+import { addThreadLabels, countOpenDrafts, countUnreadThreads, findLabel, findLabelByName, findMatchedMessages, findThread, findThreadMessage, listAgentRunsOfThreads, listLabels, listLabelsOfThreads, listMessagesOfThreads, listThreadMessagesPage, listThreadsPage, listThreadsWithDrafts, removeLabel, removeThread, removeThreadLabels, saveLabel, setThreadRead, updateLabel, updateThreadFolder, type MessageSearch, type ThreadFilter, type InboxFolder, type InboxLabel, type InboxThread } from '../../store/inboxes.js';
 import type { ListPage } from '../../store/list-page.js';
-import type { InboxFolder, InboxLabel, InboxThread } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import type { RouteService, RouteView } from '../receiving/routes.js';
 import { labelView, messageIdOf, messageView, threadLabelView, threadView, type MessageView, type ThreadView } from './inbox-views.js';
@@ -204,13 +178,7 @@ export function createInboxThreadService(deps: ServiceDeps & { routes: RouteServ
       const name = input.name.trim();
       if (existing.some((l) => l.name === name)) throw new AppError('already_exists', `name: the inbox already has a label named ${name}`, { field: 'name' });
       const label: InboxLabel = { id: newId(), workspace_id: workspaceId, inbox_id: box.id, name, color: (input.color ?? PALETTE[existing.length % PALETTE.length]!).toUpperCase(), created_at: clock.now() };
-      try {
-        await saveLabel(db, label);
-      } catch (err) {
-        // Two concurrent creations of one name: the unique constraint decides.
-        if (await findLabelByName(db, box.id, name)) throw new AppError('already_exists', `name: the inbox already has a label named ${name}`, { field: 'name' });
-        throw err;
-      }
+      await saveLabel(db, label);
       await deps.durable();
       return labelView(label);
     },
@@ -220,9 +188,7 @@ export function createInboxThreadService(deps: ServiceDeps & { routes: RouteServ
       if (changes.name === undefined && changes.color === undefined) throw validationError('name', 'give name or color');
       checkLabel(changes);
       const name = changes.name?.trim();
-      if (name !== undefined && name !== label!.name && (await findLabelByName(db, label!.inbox_id, name))) {
-        throw new AppError('already_exists', `name: the inbox already has a label named ${name}`, { field: 'name' });
-      }
+      // A name another label of the inbox has is already_exists (store/inboxes.ts).
       const update = { ...(name !== undefined ? { name } : {}), ...(changes.color !== undefined ? { color: changes.color.toUpperCase() } : {}) };
       await updateLabel(db, label!.id, update);
       await deps.durable();

@@ -1,13 +1,10 @@
 import { toIso } from '../../shared/clock.js';
-import type { InboxAgentRun, InboxLabel, InboxMessage, InboxThread } from '../../store/tables.js';
+import type { InboxAgentRun, InboxLabel, InboxMessage, InboxThread } from '../../store/inboxes.js';
 
 /**
  * Threads, their messages and labels as the Resend SDK declares them (InboxThread,
- * InboxThreadSummary, InboxMessage, InboxLabel in resend's index.d.mts). Rows are decoded
- * here, once.
+ * InboxThreadSummary, InboxMessage, InboxLabel in resend's index.d.mts).
  */
-
-const list = (json: string): string[] => JSON.parse(json) as string[];
 
 export const labelView = (l: InboxLabel) => ({ object: 'inbox_label' as const, id: l.id, name: l.name, color: l.color, created_at: toIso(l.created_at) });
 
@@ -17,7 +14,7 @@ export const threadLabelView = (l: InboxLabel) => ({ id: l.id, name: l.name, col
 export const messageIdOf = (m: InboxMessage): string => (m.received_email_id ?? m.email_id)!;
 
 export const messageAttachments = (m: InboxMessage) =>
-  (JSON.parse(m.attachments) as Array<{ id: string; filename: string | null; content_type: string; size: number }>).map((a) => ({
+  m.attachments.map((a) => ({
     id: a.id,
     filename: a.filename,
     content_type: a.content_type,
@@ -30,16 +27,16 @@ export const messageView = (m: InboxMessage) => ({
   thread_id: m.thread_id,
   direction: m.direction,
   from: m.from_header,
-  to: list(m.to_addresses),
-  cc: list(m.cc_addresses),
-  bcc: list(m.bcc_addresses),
-  reply_to: list(m.reply_to),
+  to: m.to_addresses,
+  cc: m.cc_addresses,
+  bcc: m.bcc_addresses,
+  reply_to: m.reply_to,
   subject: m.subject,
   message_id: m.message_id,
   html: m.html,
   text: m.text,
   attachments: messageAttachments(m),
-  read: m.read === 1,
+  read: m.read,
   received_at: toIso(m.at),
 });
 export type MessageView = ReturnType<typeof messageView>;
@@ -50,7 +47,7 @@ export const agentRunView = (r: InboxAgentRun) => ({
   email_id: null as string | null,
   status: r.status,
   attempts: r.attempts,
-  actions: r.actions ? (JSON.parse(r.actions) as Array<Record<string, unknown>>) : [],
+  actions: r.actions ?? [],
   error: r.error,
   created_at: toIso(r.created_at),
   updated_at: toIso(r.updated_at),
@@ -67,14 +64,14 @@ export function threadView(t: InboxThread, messages: InboxMessage[], labels: Inb
     id: t.id,
     subject: t.subject,
     from: newest?.from_header ?? null,
-    to: newest ? list(newest.to_addresses) : [],
-    cc: newest ? list(newest.cc_addresses) : [],
-    bcc: newest ? list(newest.bcc_addresses) : [],
+    to: newest?.to_addresses ?? [],
+    cc: newest?.cc_addresses ?? [],
+    bcc: newest?.bcc_addresses ?? [],
     labels: labels.map(threadLabelView),
     email_count: messages.length,
-    has_attachment: messages.some((m) => m.has_attachment === 1),
+    has_attachment: messages.some((m) => m.has_attachment),
     has_draft: hasDraft,
-    read: messages.every((m) => m.read === 1),
+    read: messages.every((m) => m.read),
     received_at: toIso(t.last_message_at),
     folder: t.folder,
     /** The inbox agent's record on the thread, oldest first. */

@@ -5,7 +5,7 @@ import { newId } from '../../shared/ids.js';
 import type { Address } from '../../messages/addresses.js';
 import { contentTypeOf, type AttachmentInput } from '../../messages/attachments.js';
 import type { Db } from '../../store/db.js';
-import type { Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
 import type { RouteView } from '../receiving/routes.js';
 import type { SendService } from '../send/send-email.js';
 import type { SendResult } from '../send/send-input.js';

@@ -1,13 +1,12 @@
 import { notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { findEmailById, listEmailsByIds } from '../../store/emails.js';
-import { findReceivedEmail, findReceivedEmailBody, findReceivedRaw, listReceivedEmails } from '../../store/receiving.js';
-import type { ReceivedEmail } from '../../store/tables.js';
+import { findReceivedEmail, findReceivedEmailBody, findReceivedRaw, listReceivedEmails, type ReceivedEmail } from '../../store/receiving.js';
 import type { ServiceDeps } from '../deps.js';
 import { parsePage } from '../../store/list-page.js';
 import { readAttachment } from '../../receiving/routes/parse-inbound.js';
 import { receivedLinks, RECEIVED_DOWNLOAD_PATH } from '../../receiving/routes/received-links.js';
-import { attachmentView, receivedDetail, receivedSummary, type StoredAttachment, type ViewContext } from '../../receiving/routes/received-view.js';
+import { attachmentView, receivedDetail, receivedSummary, type ViewContext } from '../../receiving/routes/received-view.js';
 
 export type ReceivedDetail = ReturnType<typeof receivedDetail>;
 export type ReceivedAttachment = ReturnType<typeof attachmentView>;
@@ -51,7 +50,7 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
 
   const findAttachment = async (workspaceId: string, id: string, attachmentId: string) => {
     const email = await find(workspaceId, id);
-    const stored = (JSON.parse(email.attachments) as StoredAttachment[]).find((a) => a.id === attachmentId.toLowerCase());
+    const stored = email.attachments.find((a) => a.id === attachmentId.toLowerCase());
     if (!stored) throw notFound(`Attachment ${attachmentId} of received email ${id}`);
     return { email, stored };
   };
@@ -84,7 +83,7 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
 
     async attachments(workspaceId, id) {
       const email = await find(workspaceId, id);
-      return (JSON.parse(email.attachments) as StoredAttachment[]).map((a) => attachmentView(view, email, a));
+      return email.attachments.map((a) => attachmentView(view, email, a));
     },
 
     async attachment(workspaceId, id, attachmentId) {

@@ -2,17 +2,7 @@ import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { findDomainByName } from '../../store/domains.js';
-import {
-  findRoute,
-  findRouteByAddress,
-  listRoutes,
-  listRoutesPage,
-  removeRoute,
-  saveRoute,
-  updateRoute,
-  type RouteWithDomain,
-} from '../../store/receiving.js';
-import { ROUTE_ACTIONS, type RouteAction, type RouteKind } from '../../store/tables.js';
+import { findRoute, findRouteByAddress, listRoutes, listRoutesPage, removeRoute, saveRoute, updateRoute, type RouteWithDomain, ROUTE_ACTIONS, type RouteAction, type RouteKind } from '../../store/receiving.js';
 import type { ServiceDeps } from '../deps.js';
 import type { ListPage } from '../../store/list-page.js';
 import { hasLineBreak } from '../../messages/addresses.js';
@@ -112,7 +102,7 @@ export function createRouteService(deps: ServiceDeps): RouteService {
       if (!domain) throw new AppError('forbidden', `${parsed.domain} is not a domain of this workspace: add and verify it first`, { field: 'address' });
       if (domain.status !== 'verified') throw new AppError('forbidden', `${parsed.domain} is not verified: mail is received only for verified domains`, { field: 'address' });
       const now = clock.now();
-      const route = {
+      const route: RouteWithDomain = {
         id: newId(),
         workspace_id: workspaceId,
         domain_id: domain.id,
@@ -124,17 +114,11 @@ export function createRouteService(deps: ServiceDeps): RouteService {
         last_received_at: null,
         created_at: now,
         updated_at: now,
+        domain_name: domain.name,
       };
-      const exists = () => new AppError('already_exists', `A route for ${parsed.localPart}@${parsed.domain} exists already`, { field: 'address' });
-      if (await findRouteByAddress(db, workspaceId, parsed.domain, parsed.localPart)) throw exists();
-      try {
-        await saveRoute(db, route);
-      } catch (err) {
-        // Two concurrent adds: the unique constraint decides, the loser gets 409.
-        if (await findRouteByAddress(db, workspaceId, parsed.domain, parsed.localPart)) throw exists();
-        throw err;
-      }
-      return routeView({ ...route, domain_name: domain.name });
+      // A second route for the address is already_exists (store/receiving.ts: the unique index decides).
+      await saveRoute(db, route);
+      return routeView(route);
     },
 
     async list(workspaceId, page) {

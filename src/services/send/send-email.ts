@@ -1,8 +1,9 @@
 import { AppError, isAppError, validationError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
-import { listDomains } from '../../store/domains.js';
+import { listDomains, type Domain } from '../../store/domains.js';
 import { findIpPool } from '../../store/ip-pools.js';
-import type { Domain, EmailType, Workspace } from '../../store/tables.js';
+import type { Workspace } from '../../store/workspaces.js';
+import type { EmailType } from '../../store/emails.js';
 import type { ServiceDeps } from '../deps.js';
 import { checkMetadata } from '../../shared/metadata.js';
 import type { TemplateService } from '../templates.js';
@@ -161,10 +162,9 @@ export function createSendService(deps: SendServiceDeps): SendService {
     const messageId = `<${id}@${domain.name}>`;
     // Tracking: the request's word, else the sending domain's (domains.update), else on for
     // marketing and off for transactional (SPEC, /v1).
-    const byDomain = (flag: number | null) => (flag === null ? undefined : flag === 1);
     const track: TrackingFlags = {
-      opens: html !== undefined && (input.trackOpens ?? byDomain(domain.open_tracking) ?? (input.type === 'marketing' && deps.config.tracking.opens)),
-      clicks: html !== undefined && (input.trackClicks ?? byDomain(domain.click_tracking) ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
+      opens: html !== undefined && (input.trackOpens ?? domain.open_tracking ?? (input.type === 'marketing' && deps.config.tracking.opens)),
+      clicks: html !== undefined && (input.trackClicks ?? domain.click_tracking ?? (input.type === 'marketing' && deps.config.tracking.clicks)),
     };
     const raw = await buildMessage(
       { emailId: id, from, to, cc, replyTo, subject, html, text, headers, attachments, messageId, date: new Date(now), track, unsubscribeUrl: unsubscribeUrl ?? null },

@@ -1,4 +1,4 @@
-import type { EmailType, Intake } from '../../store/tables.js';
+import type { EmailType, Intake } from '../../store/emails.js';
 import type { Address } from '../../messages/addresses.js';
 import type { Variables } from '../../messages/render-template.js';
 import type { Db } from '../../store/db.js';

@@ -124,6 +124,9 @@ export interface Definition {
   connections: Connection[];
 }
 
+/** A saved version's definition as the store keeps it; it was checked by parseDefinition when saved. */
+export const definitionOf = (version: { definition: unknown }): Definition => version.definition as Definition;
+
 /** Which connection types leave each step type. */
 const OUTGOING: Record<StepType, readonly ConnectionType[]> = {
   trigger: ['default'],

@@ -1,18 +1,10 @@
 import { EVENT_TYPES } from '../../events/event-types.js';
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
-import { AppError, notFound, validationError } from '../../shared/errors.js';
+import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { parseSchema, type FieldSchema } from '../../shared/typed-fields.js';
-import {
-  findEventDefinition,
-  findEventDefinitionByName,
-  listEventDefinitions,
-  removeEventDefinition,
-  saveEventDefinition,
-  updateEventDefinitionSchema,
-} from '../../store/event-definitions.js';
+import { findEventDefinition, findEventDefinitionByName, listEventDefinitions, removeEventDefinition, saveEventDefinition, updateEventDefinitionSchema, type EventDefinition } from '../../store/event-definitions.js';
 import { parsePage } from '../../store/list-page.js';
-import type { EventDefinition } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 import { eventNameSchema } from './definition.js';
 
@@ -47,7 +39,7 @@ const view = (d: EventDefinition): EventDefinitionView => ({
   object: 'event',
   id: d.id,
   name: d.name,
-  schema: d.schema === null ? null : (JSON.parse(d.schema) as FieldSchema),
+  schema: d.schema,
   created_at: toIso(d.created_at),
   updated_at: toIsoOrNull(d.updated_at),
 });
@@ -67,15 +59,9 @@ export function createEventDefinitionService(deps: ServiceDeps): EventDefinition
       if (!name.success) throw validationError('name', typeof input.name === 'string' ? name.error.issues[0]!.message : 'is required');
       if ((EVENT_TYPES as readonly string[]).includes(name.data)) throw validationError('name', `${name.data} is a platform event: mailsvc emits it itself`);
       const schema = parseSchema('schema', input.schema);
-      if (await findEventDefinitionByName(db, workspaceId, name.data)) throw new AppError('already_exists', `Event ${name.data} already exists`, { field: 'name' });
-      const row: EventDefinition = { id: newId(), workspace_id: workspaceId, name: name.data, schema: schema === null ? null : JSON.stringify(schema), created_at: clock.now(), updated_at: null };
-      try {
-        await saveEventDefinition(db, row);
-      } catch (err) {
-        // Two concurrent creates of one name: the unique constraint decides.
-        if (await findEventDefinitionByName(db, workspaceId, name.data)) throw new AppError('already_exists', `Event ${name.data} already exists`, { field: 'name' });
-        throw err;
-      }
+      const row: EventDefinition = { id: newId(), workspace_id: workspaceId, name: name.data, schema, created_at: clock.now(), updated_at: null };
+      // A name the workspace declared already is already_exists (store/event-definitions.ts).
+      await saveEventDefinition(db, row);
       return view(row);
     },
 
@@ -89,7 +75,7 @@ export function createEventDefinitionService(deps: ServiceDeps): EventDefinition
     async update(workspaceId, idOrName, schemaInput) {
       const found = await find(workspaceId, idOrName);
       const schema = parseSchema('schema', schemaInput);
-      await updateEventDefinitionSchema(db, found.id, schema === null ? null : JSON.stringify(schema), clock.now());
+      await updateEventDefinitionSchema(db, found.id, schema, clock.now());
       return view((await findEventDefinition(db, workspaceId, found.id))!);
     },
 
@@ -101,7 +87,7 @@ export function createEventDefinitionService(deps: ServiceDeps): EventDefinition
 
     async schemaOf(workspaceId, name) {
       const found = await findEventDefinitionByName(db, workspaceId, name);
-      return found?.schema ? (JSON.parse(found.schema) as FieldSchema) : null;
+      return found?.schema ?? null;
     },
   };
 }

@@ -6,10 +6,9 @@ import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { AppError, isAppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { findSubscriber } from '../../store/subscribers.js';
-import { WORKFLOW_RUN_STATUSES, WORKFLOW_STATUSES, type Workflow, type WorkflowRun, type WorkflowRunStatus, type WorkflowRunStep, type WorkflowStatus } from '../../store/tables.js';
 import { saveWorkflowTrigger, triggerContactKey } from '../../store/workflow-triggers.js';
-import { cancelWorkflowRuns, countWorkflowRunsByStatus, findWorkflowRun, listWorkflowRunSteps, listWorkflowRunsPage } from '../../store/workflow-runs.js';
-import { findWorkflow, findWorkflowVersion, listWorkflowsPage, removeWorkflow, saveWorkflow, saveWorkflowVersion, updateWorkflow } from '../../store/workflows.js';
+import { cancelWorkflowRuns, countWorkflowRunsByStatus, findWorkflowRun, listWorkflowRunSteps, listWorkflowRunsPage, type WorkflowRun, type WorkflowRunStep } from '../../store/workflow-runs.js';
+import { findWorkflow, findWorkflowVersion, listWorkflowsPage, removeWorkflow, saveWorkflow, saveWorkflowVersion, updateWorkflow, WORKFLOW_RUN_STATUSES, WORKFLOW_STATUSES, type Workflow, type WorkflowRunStatus, type WorkflowStatus } from '../../store/workflows.js';
 import { findWorkspace } from '../../store/workspaces.js';
 import type { AudienceService } from '../audiences.js';
 import type { ListPage } from '../../store/list-page.js';
@@ -17,7 +16,7 @@ import type { ServiceDeps } from '../deps.js';
 import { parseMailbox, parseMailboxes, requireAddress, singleLine } from '../../messages/addresses.js';
 import type { SendService } from '../send/send-email.js';
 import type { TemplateService } from '../templates.js';
-import { eventNameSchema, parseDefinition, triggerOf, type Definition } from './definition.js';
+import { definitionOf, eventNameSchema, parseDefinition, triggerOf, type Definition } from './definition.js';
 
 /**
  * Workflows as a use case: definitions (validated when saved, each save a new version that
@@ -128,7 +127,6 @@ export interface WorkflowServiceDeps extends ServiceDeps {
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const parseJson = (text: string | null): Record<string, unknown> | null => (text === null ? null : (JSON.parse(text) as Record<string, unknown>));
 
 export const workflowSummary = (w: Workflow): WorkflowSummary => ({
   object: 'automation',
@@ -136,7 +134,7 @@ export const workflowSummary = (w: Workflow): WorkflowSummary => ({
   name: w.name,
   status: w.status,
   trigger_event: w.trigger_event,
-  allow_reentry: w.allow_reentry === 1,
+  allow_reentry: w.allow_reentry,
   created_at: toIso(w.created_at),
   updated_at: toIso(w.updated_at),
 });
@@ -152,7 +150,7 @@ export const runSummary = (r: WorkflowRun): RunSummary => ({
   current_step: r.step_key,
   next_at: toIsoOrNull(r.status === 'running' && r.step_state === 'waiting' ? r.next_at : null),
   error: r.error,
-  test: r.test === 1,
+  test: r.test,
   started_at: toIso(r.created_at),
   completed_at: toIsoOrNull(r.completed_at),
   created_at: toIso(r.created_at),
@@ -163,8 +161,8 @@ export const runStepView = (s: WorkflowRunStep): RunStepView => ({
   key: s.step_key,
   type: s.type,
   status: s.status,
-  output: parseJson(s.output),
-  error: parseJson(s.error),
+  output: s.output,
+  error: s.error,
   attempts: s.attempts,
   started_at: toIsoOrNull(s.started_at),
   completed_at: toIsoOrNull(s.completed_at),
@@ -202,7 +200,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   }
 
   async function view(w: Workflow): Promise<WorkflowView> {
-    const parsed = JSON.parse((await findWorkflowVersion(db, w.version_id))!.definition) as Definition;
+    const parsed = definitionOf((await findWorkflowVersion(db, w.version_id))!);
     return { ...workflowSummary(w), runs: (await countWorkflowRunsByStatus(db, [w.id])).get(w.id)!, steps: parsed.steps, connections: parsed.connections };
   }
 
@@ -255,7 +253,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
   async function saveVersion(workspaceId: string, workflowId: string, input: WorkflowInput, now: number) {
     const definition = parseDefinition({ steps: input.steps, connections: input.connections });
     await checkReferences(workspaceId, definition);
-    return { definition, version: { id: newId(), workflow_id: workflowId, definition: JSON.stringify(definition), created_at: now } };
+    return { definition, version: { id: newId(), workflow_id: workflowId, definition, created_at: now } };
   }
 
   return {
@@ -272,7 +270,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
         name,
         status,
         trigger_event: triggerOf(definition).config.event_name,
-        allow_reentry: input.allow_reentry ? 1 : 0,
+        allow_reentry: input.allow_reentry === true,
         version_id: version.id,
         created_at: now,
         updated_at: now,
@@ -300,7 +298,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       const changes: Partial<Workflow> = { updated_at: now };
       if (input.name !== undefined) changes.name = checkName(input.name);
       if (status !== undefined) changes.status = status;
-      if (input.allow_reentry !== undefined) changes.allow_reentry = input.allow_reentry ? 1 : 0;
+      if (input.allow_reentry !== undefined) changes.allow_reentry = input.allow_reentry;
       const saved = input.steps !== undefined ? await saveVersion(workspaceId, existing.id, input, now) : null;
       if (saved) {
         changes.version_id = saved.version.id;
@@ -375,7 +373,7 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       if (Buffer.byteLength(text) > MAX_EVENT_PAYLOAD_BYTES) throw validationError('payload', `must be at most ${MAX_EVENT_PAYLOAD_BYTES} bytes as JSON`);
       // A declared event's payload follows its schema (events.create), so workflows can rely on it.
       const declared = await findEventDefinitionByName(db, workspaceId, input.event);
-      if (declared?.schema) checkTypedValues('payload', JSON.parse(declared.schema) as FieldSchema, payload as Record<string, unknown>);
+      if (declared?.schema) checkTypedValues('payload', declared.schema, payload);
       const id = newId();
       await saveWorkflowTrigger(db, {
         id,
@@ -385,8 +383,8 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
         subscriber_id: subscriberId,
         email,
         contact_key: triggerContactKey(workspaceId, email),
-        payload: text,
-        test: input.test ? 1 : 0,
+        payload,
+        test: input.test === true,
         created_at: clock.now(),
         lease_owner: null,
         lease_until: null,

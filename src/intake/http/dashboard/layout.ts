@@ -1,5 +1,5 @@
 import type { DashboardSessionInfo } from '../../../services/dashboard-auth.js';
-import type { Workspace } from '../../../store/tables.js';
+import type { Workspace } from '../../../store/workspaces.js';
 import { assets } from './assets.js';
 import { html, type SafeHtml } from './html.js';
 

@@ -3,7 +3,7 @@ import type { ParsedMail } from 'mailparser';
 import type { EmailDetail } from '../../../../services/emails.js';
 import { parseMail } from '../../../../shared/parse-mail.js';
 import { isAppError } from '../../../../shared/errors.js';
-import { EMAIL_STATUSES } from '../../../../store/tables.js';
+import { EMAIL_STATUSES } from '../../../../store/emails.js';
 import type { HttpDeps } from '../../context.js';
 import { html, type SafeHtml } from '../html.js';
 import { actionButton, badge, exactly, jsonBlock, page, table, when, type DashView } from '../layout.js';

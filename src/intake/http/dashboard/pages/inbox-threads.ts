@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { validationError } from '../../../../shared/errors.js';
 import { parsePage } from '../../../../store/list-page.js';
-import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/tables.js';
+import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/inboxes.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table, when } from '../layout.js';

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { AuthenticationResults } from '../../../../receiving/routes/authenticate-message.js';
-import { ROUTE_ACTIONS } from '../../../../store/tables.js';
+import { ROUTE_ACTIONS } from '../../../../store/receiving.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, csrfField, page, table, when } from '../layout.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AbTestInput } from '../../../../services/ab-test.js';
 import type { CampaignView } from '../../../../services/campaigns.js';
-import type { WinnerMetric } from '../../../../store/tables.js';
+import type { WinnerMetric } from '../../../../store/campaigns.js';
 import { defineRoute } from '../../route.js';
 
 /**

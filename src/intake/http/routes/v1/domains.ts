@@ -4,7 +4,7 @@ import type { CheckStatus } from '../../../../checks/check-status.js';
 import { validationError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';
 import { defineRoute } from '../../route.js';
-import { DOMAIN_TLS } from '../../../../store/tables.js';
+import { DOMAIN_TLS } from '../../../../store/domains.js';
 
 const dnsLabel = z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, 'must be one DNS label: letters, digits and hyphens, at most 63');
 

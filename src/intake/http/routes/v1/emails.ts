@@ -3,7 +3,7 @@ import { AppError, isAppError, notFound, validationError } from '../../../../sha
 import { cursorList } from '../../pagination.js';
 import { parseScheduledAt } from '../../schedule.js';
 import type { Db } from '../../../../store/db.js';
-import { EMAIL_STATUSES } from '../../../../store/tables.js';
+import { EMAIL_STATUSES } from '../../../../store/emails.js';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../../../store/list-page.js';
 import { parseMailbox, parseMailboxes } from '../../../../messages/addresses.js';
 import { MAX_BATCH } from '../../../../services/send/send-email.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parsePage } from '../../../../store/list-page.js';
-import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/tables.js';
+import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/inboxes.js';
 import { validationError } from '../../../../shared/errors.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
 import type { Db } from '../../../../store/db.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AttemptView, DeliveryView, WebhookView } from '../../../../services/webhooks.js';
 import { validationError } from '../../../../shared/errors.js';
-import { WEBHOOK_DELIVERY_STATUSES } from '../../../../store/tables.js';
+import { WEBHOOK_DELIVERY_STATUSES } from '../../../../store/webhooks.js';
 import { cursorList, offsetList } from '../../pagination.js';
 import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
