@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import SQLite from 'better-sqlite3';
+import { SQLite, type SQLiteDatabase, type SQLiteStatement } from './sqlite-driver.js';
 import { migrations } from './migrations/index.js';
 import { takeRestoreLock } from './serve-lock.js';
 
@@ -37,7 +37,7 @@ const ALL_PAGES = 0x7fffffff;
  * done than the steps so far copied), the rest is copied in one step, which holds one read
  * snapshot of the source for its duration and always finishes.
  */
-async function copyPages(source: SQLite.Database, destination: string, onProgress: (p: BackupProgress) => void): Promise<number> {
+async function copyPages(source: SQLiteDatabase, destination: string, onProgress: (p: BackupProgress) => void): Promise<number> {
   let expected: number | null = null;
   let rate = STEP_PAGES;
   const done = await source.backup(destination, {
@@ -52,7 +52,7 @@ async function copyPages(source: SQLite.Database, destination: string, onProgres
   return done.totalPages;
 }
 
-function quickCheck(db: SQLite.Database, what: string): void {
+function quickCheck(db: SQLiteDatabase, what: string): void {
   const result = db.pragma('quick_check', { simple: true });
   if (result !== 'ok') throw new BackupRefused(`${what} failed its integrity check: ${String(result)}`);
 }
@@ -101,7 +101,7 @@ export async function backupDatabase(databaseFile: string, destination: string, 
  */
 export async function restoreDatabase(backupFile: string, databaseFile: string, onProgress: (p: BackupProgress) => void): Promise<BackupResult> {
   if (!existsSync(backupFile)) throw new BackupRefused(`no backup at ${backupFile}`);
-  let source: SQLite.Database;
+  let source: SQLiteDatabase;
   try {
     source = new SQLite(backupFile, { readonly: true, fileMustExist: true });
     quickCheck(source, backupFile);
@@ -126,7 +126,7 @@ export async function restoreDatabase(backupFile: string, databaseFile: string, 
 }
 
 /** A mailsvc database whose migrations this program knows (it may be older: serve migrates it). */
-function checkSchema(db: SQLite.Database, file: string): void {
+function checkSchema(db: SQLiteDatabase, file: string): void {
   const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kysely_migration'").get();
   if (!hasTable) throw new BackupRefused(`${file} is not a mailsvc database (no migration table)`);
   const known = new Set(Object.keys(migrations('sqlite')));

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import SQLite from 'better-sqlite3';
+import { SQLite, type SQLiteDatabase, type SQLiteStatement } from './sqlite-driver.js';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type MigrationResult } from 'kysely';
 import { createRequire } from 'node:module';
 import type PG from 'pg';
@@ -132,8 +132,8 @@ const STATEMENT_CACHE_SIZE = 500;
  * costs as much as running a small query. Queries are built from a fixed set of shapes, so a
  * bounded cache keyed by SQL text keeps nearly all of them prepared.
  */
-function withStatementCache(sqlite: SQLite.Database, counted: { statements: number }, wal: WalSync | null, watched: ReturnType<CommitWatch['connection']>) {
-  const cache = new Map<string, SQLite.Statement>();
+function withStatementCache(sqlite: SQLiteDatabase, counted: { statements: number }, wal: WalSync | null, watched: ReturnType<CommitWatch['connection']>) {
+  const cache = new Map<string, SQLiteStatement>();
   return {
     close: () => sqlite.close(),
     // kysely prepares once per statement it runs, transactions' BEGIN and COMMIT included,

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import SQLite from 'better-sqlite3';
+import { SQLite, type SQLiteDatabase, type SQLiteStatement } from './sqlite-driver.js';
 
 /**
  * Whether a server has a SQLite database open, told reliably: every `mailsvc serve` holds a
@@ -22,7 +22,7 @@ export class ServeLockBusy extends Error {}
 
 export const serveLockFile = (databaseFile: string): string => `${databaseFile}.serve-lock`;
 
-function open(lockFile: string): SQLite.Database {
+function open(lockFile: string): SQLiteDatabase {
   mkdirSync(dirname(lockFile), { recursive: true });
   // No busy timeout: the answer is wanted now, not after the other side finishes.
   return new SQLite(lockFile, { timeout: 0 });

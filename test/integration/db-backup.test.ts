@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import SQLite from 'better-sqlite3';
+import { SQLite } from '../../src/store/sqlite-driver.js';
 import { takeRestoreLock } from '../../src/store/serve-lock.js';
 import { runCliProcess } from '../helpers/cli.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';

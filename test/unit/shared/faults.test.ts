@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import SQLite from 'better-sqlite3';
+import { SQLite } from '../../../src/store/sqlite-driver.js';
 import { runCli } from '../../../src/cli/program.js';
 import { errorReply } from '../../../src/intake/smtp/reply.js';
 import { legacyBody, versionedBody } from '../../../src/intake/http/middleware/render-errors.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import SQLite from 'better-sqlite3';
+import { SQLite } from '../../../src/store/sqlite-driver.js';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import { Collector, CommitBatcher } from '../../../src/store/commit-batcher.js';
 import type { Db } from '../../../src/store/db.js';
