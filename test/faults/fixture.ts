@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +7,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { spawnCli } from '../helpers/cli.js';
+import { serveCli, type Served } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { verifyDomainWith } from '../helpers/domains.js';
@@ -38,20 +37,6 @@ export async function postgresUnavailable(): Promise<string | null> {
   } finally {
     await client.end().catch(() => {});
   }
-}
-
-export interface Served {
-  child: ChildProcess;
-  url: string;
-  /** The submission port with STARTTLS (plain AUTH is allowed on loopback). */
-  smtpPort: number;
-  /** Resolves with the exit code once the process is gone. */
-  exited: Promise<number | null>;
-  /** Whether the process is still running. */
-  alive(): boolean;
-  /** Everything it wrote (the log on stdout, the CLI's lines on stderr). */
-  output(): string;
-  stop(): Promise<number | null>;
 }
 
 export interface FaultRig {
@@ -109,7 +94,7 @@ export async function faultRig(options: { database: 'postgres' | { sqliteFile: s
     key,
     database,
     async serve(extra = {}) {
-      const s = await serveProcess({ ...env, ...extra });
+      const s = await serveCli({ ...env, ...extra });
       served.push(s);
       return s;
     },
@@ -119,45 +104,6 @@ export async function faultRig(options: { database: 'postgres' | { sqliteFile: s
       await dns.close();
       await database?.drop();
       rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-export async function serveProcess(env: Record<string, string>): Promise<Served> {
-  const child = spawnCli(['serve'], env);
-  let out = '';
-  let running = true;
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code, signal) => {
-      running = false;
-      resolve(code ?? (signal ? -1 : null));
-    }),
-  );
-  child.stdout!.on('data', (d) => (out += d));
-  // The CLI prints the HTTP address, then the submission ports, once everything listens.
-  const [url, smtpPort] = await new Promise<[string, number]>((resolve, reject) => {
-    child.stderr!.on('data', (d) => {
-      out += d;
-      const http = /HTTP API on (http:\/\/\S+)/.exec(out);
-      const smtp = /SMTP submission with STARTTLS on \S+:(\d+)/.exec(out);
-      if (http && smtp) resolve([http[1]!, Number(smtp[1])]);
-    });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${out.slice(-2000)}`)));
-  });
-  return {
-    child,
-    url,
-    smtpPort,
-    exited,
-    alive: () => running,
-    output: () => out,
-    async stop() {
-      if (!running) return exited;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
     },
   };
 }

@@ -3,7 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { request } from '../helpers/http.js';
-import { faultRig, postgresUnavailable, send, smtpSend, undelivered, type FaultRig, type Served } from './fixture.js';
+import type { Served } from '../helpers/cli.js';
+import { faultRig, postgresUnavailable, send, smtpSend, undelivered, type FaultRig } from './fixture.js';
 
 /**
  * PostgreSQL stopped for a few seconds (a restart for a minor upgrade, a failover), under two

@@ -41,17 +41,70 @@ export function runCliProcess(args: string[], env: Record<string, string>, cwd?:
   });
 }
 
-/** Starts `mailsvc serve` in a child process; resolves with its HTTP address once it listens. */
-export async function serveCli(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+export interface Served {
+  child: ChildProcess;
+  /** The HTTP API's address. */
+  url: string;
+  /** The submission port with STARTTLS (plain AUTH is allowed on loopback); throws when the listener is off. */
+  readonly smtpPort: number;
+  /** Resolves with the exit code once the process is gone (-1 when a signal ended it). */
+  exited: Promise<number | null>;
+  alive(): boolean;
+  /** Everything it wrote: its log (stdout) and the CLI's lines (stderr). */
+  output(): string;
+  /** SIGTERM, then SIGKILL after 20 s; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** kill -9, as a crash would; resolves once the process is gone. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts `mailsvc serve` in a child process, as an operator runs it; resolves once the HTTP API
+ * listens (the CLI prints its address). The one helper the tests start, stop and kill servers with.
+ */
+export async function serveCli(env: Record<string, string>): Promise<Served> {
   const child = spawnCli(['serve'], env);
+  let out = '';
+  let running = true;
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code, signal) => {
+      running = false;
+      resolve(code ?? (signal ? -1 : null));
+    }),
+  );
+  child.stdout!.on('data', (d) => (out += d));
   const url = await new Promise<string>((resolve, reject) => {
-    let err = '';
     child.stderr!.on('data', (d) => {
-      err += d;
-      const m = /HTTP API on (http:\/\/\S+)/.exec(err);
+      out += d;
+      const m = /HTTP API on (http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]!);
     });
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+    void exited.then((code) => reject(new Error(`serve exited ${code}: ${out.slice(-2000)}`)));
   });
-  return { child, url };
+  return {
+    child,
+    url,
+    get smtpPort() {
+      // Printed in the same turn as the HTTP address, after it.
+      const m = /SMTP submission with STARTTLS on \S+:(\d+)/.exec(out);
+      if (!m) throw new Error(`the submission listener is not running: ${out.slice(-500)}`);
+      return Number(m[1]);
+    },
+    exited,
+    alive: () => running,
+    output: () => out,
+    async stop() {
+      if (!running) return exited;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+    async kill() {
+      if (!running) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
 }

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { runCliProcess, spawnCli } from '../helpers/cli.js';
+import { runCliProcess, serveCli } from '../helpers/cli.js';
 import { startDnsServer } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { createTestDatabase, testDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
@@ -45,17 +45,9 @@ describe('mailsvc CLI', () => {
     assert.ok(!list.stdout.includes(key), 'never the key itself');
     assert.ok(statSync(join(dir, 'secret.key')).mode % 0o1000 === 0o600, 'secret key file is private');
 
-    const serve = spawnCli(['serve'], env);
+    const serve = await serveCli(env);
+    const url = serve.url;
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let err = '';
-        serve.stderr!.on('data', (d) => {
-          err += d;
-          const m = /HTTP API on (http:\/\/\S+)/.exec(err);
-          if (m) resolve(m[1]!);
-        });
-        serve.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-      });
       const a = await request(url, 'GET', '/v1/domains', { key });
       assert.equal(a.status, 200, show(a));
       const b = await request(url, 'GET', '/api/v1/domains', { key });
@@ -67,9 +59,7 @@ describe('mailsvc CLI', () => {
       assert.equal(after.status, 401);
       assert.equal(after.body.code, 'UNAUTHORIZED');
     } finally {
-      const exited = new Promise<number | null>((resolve) => serve.on('exit', (code) => resolve(code)));
-      serve.kill('SIGTERM');
-      assert.equal(await exited, 0, 'graceful stop exits 0');
+      assert.equal(await serve.stop(), 0, 'graceful stop exits 0');
     }
   });
 

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -10,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { spawnCli } from '../helpers/cli.js';
+import { serveCli, type Served } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { verifyDomainWith } from '../helpers/domains.js';
@@ -33,7 +32,7 @@ describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? fal
   let runtime: Runtime;
   let key: string;
   const dirs: string[] = [];
-  const nodes: ChildProcess[] = [];
+  const nodes: Served[] = [];
   // Every node has the same secret key (it unseals the DKIM keys) and its own hostname.
   const secretKey = randomBytes(32).toString('base64');
 
@@ -62,19 +61,10 @@ describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? fal
     };
   };
 
-  const serve = async (name: string): Promise<{ child: ChildProcess; url: string }> => {
-    const child = spawnCli(['serve'], envFor(name));
-    nodes.push(child);
-    const url = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr!.on('data', (d) => {
-        err += d;
-        const m = /HTTP API on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      child.on('exit', (code) => reject(new Error(`node ${name} exited ${code}: ${err}`)));
-    });
-    return { child, url };
+  const serve = async (name: string): Promise<Served> => {
+    const node = await serveCli(envFor(name));
+    nodes.push(node);
+    return node;
   };
 
   const send = (url: string, to: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
@@ -113,7 +103,7 @@ describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? fal
     await verifyDomainWith(runtime.services.domains, dns, 'sender.test', workspaceId);
   });
   after(async () => {
-    for (const child of nodes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const node of nodes) await node.kill();
     await runtime?.close();
     await mx?.close();
     await dns?.close();
@@ -185,9 +175,7 @@ describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? fal
       second.add(`<${res.body.id}@sender.test>`);
     }
     await aHolds;
-    const exited = new Promise((r) => a.child.once('exit', r));
-    a.child.kill('SIGKILL');
-    await exited;
+    await a.kill();
     const heldByDead = await runtime.store.db.selectFrom('queue_items').select('id').where('status', '=', 'sending').where('lease_owner', 'is not', null).execute();
     const afterKill = await arrivals(second, 60_000);
     assert.equal(afterKill.size, second.size);
@@ -195,8 +183,6 @@ describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? fal
     t.diagnostic(`kill -9: ${held.length} message(s) held at DATA by node a, ${heldByDead.length} row(s) leased when it died, all delivered by node b`);
     for (const release of held) release();
 
-    const stopped = new Promise<number | null>((r) => b.child.once('exit', (code) => r(code)));
-    b.child.kill('SIGTERM');
-    assert.equal(await stopped, 0);
+    assert.equal(await b.stop(), 0);
   });
 });

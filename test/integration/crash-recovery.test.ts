@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { spawnCli } from '../helpers/cli.js';
+import { serveCli } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { verifyDomainWith } from '../helpers/domains.js';
@@ -65,19 +64,6 @@ describe('crash recovery of delivery', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const serve = async (): Promise<{ child: ChildProcess; url: string }> => {
-    const child = spawnCli(['serve'], env);
-    const url = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr!.on('data', (d) => {
-        err += d;
-        const m = /HTTP API on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-    });
-    return { child, url };
-  };
 
   it('delivers every accepted message after kill -9 and a restart', async (t) => {
     const total = 60;
@@ -94,17 +80,15 @@ describe('crash recovery of delivery', () => {
       }
     };
 
-    const { child: first, url } = await serve();
-    await accept(url, total / 2);
+    const first = await serveCli(env);
+    await accept(first.url, total / 2);
     await mx.waitFor(5, 30_000);
-    await accept(url, total / 2); // more mail accepted while the server delivers
-    const exited = new Promise((r) => first.once('exit', r));
-    first.kill('SIGKILL');
-    await exited;
+    await accept(first.url, total / 2); // more mail accepted while the server delivers
+    await first.kill();
     const beforeRestart = mx.messages.length;
     const inFlight = await runtime.store.db.selectFrom('queue_items').select('id').where('status', '=', 'sending').execute();
 
-    const { child: second } = await serve();
+    const second = await serveCli(env);
     try {
       const expected = new Set(ids);
       const deadline = Date.now() + 60_000;
@@ -127,9 +111,7 @@ describe('crash recovery of delivery', () => {
       }
       assert.equal(waiting.length, 0, 'every row ends delivered');
     } finally {
-      const stopped = new Promise<number | null>((r) => second.once('exit', (code) => r(code)));
-      second.kill('SIGTERM');
-      assert.equal(await stopped, 0);
+      assert.equal(await second.stop(), 0);
     }
   });
 });

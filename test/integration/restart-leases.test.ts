@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { spawnCli } from '../helpers/cli.js';
+import { serveCli } from '../helpers/cli.js';
 import { routeDomain } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { verifyDomainWith } from '../helpers/domains.js';
@@ -64,26 +63,7 @@ describe('claimed mail after kill -9', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const serve = async (): Promise<{ child: ChildProcess; url: string }> => {
-    const child = spawnCli(['serve'], env);
-    const url = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr!.on('data', (d) => {
-        err += d;
-        const m = /HTTP API on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-    });
-    return { child, url };
-  };
-
-  const stop = async (child: ChildProcess) => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  };
+  const serve = () => serveCli(env);
 
   /** Sends TOTAL messages through the API; returns their Message-IDs. */
   const accept = async (url: string): Promise<Set<string>> => {
@@ -111,22 +91,20 @@ describe('claimed mail after kill -9', () => {
 
   it('a single SQLite node gives back every lease as it restarts: all mail within 10 s', { skip: testPostgresUrl() ? 'SQLite only (one node)' : false }, async (t) => {
     slow = true;
-    const { child: first, url } = await serve();
-    const ids = await accept(url);
+    const first = await serve();
+    const ids = await accept(first.url);
     // Rows claimed ahead of their slot, held under the dead process's lease.
     for (let i = 0; i < 100 && (await claimed()) < 20; i++) await new Promise((r) => setTimeout(r, 100));
     const held = await claimed();
     assert.ok(held >= 20, `rows held waiting for a slot (${held})`);
-    const exited = new Promise((r) => first.once('exit', r));
-    first.kill('SIGKILL');
-    await exited;
+    await first.kill();
     slow = false;
-    const { child: second } = await serve();
+    const second = await serve();
     try {
       const took = await allArrived(ids, 10_000);
       t.diagnostic(`${held} rows held by the killed process; every message arrived ${took} ms after the restart`);
     } finally {
-      await stop(second);
+      await second.stop();
     }
   });
 
@@ -138,15 +116,13 @@ describe('claimed mail after kill -9', () => {
       const ids = await accept(a.url);
       for (let i = 0; i < 100 && (await claimed()) < 20; i++) await new Promise((r) => setTimeout(r, 100));
       const owners = await runtime.store.db.selectFrom('queue_items').select('lease_owner').distinct().where('status', '=', 'sending').execute();
-      const exited = new Promise((r) => a.child.once('exit', r));
-      a.child.kill('SIGKILL');
-      await exited;
+      await a.kill();
       slow = false;
       const took = await allArrived(ids, 60_000);
       t.diagnostic(`claims held by ${owners.length} node(s) at the kill; every message arrived ${took} ms after it`);
     } finally {
-      await stop(a.child);
-      await stop(b.child);
+      await a.stop();
+      await b.stop();
     }
   });
 });
