@@ -11,6 +11,13 @@ import type BetterSqlite3 from 'better-sqlite3';
  */
 const major = Number(process.versions.node.split('.')[0]);
 
-export const SQLite: typeof BetterSqlite3 = createRequire(import.meta.url)(major >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3') as typeof BetterSqlite3;
+/**
+ * The package loaded. Every connection in a process must come from this one copy: two copies of
+ * SQLite in one process do not see each other's locks (each keeps its own table of the file's
+ * POSIX locks), so a second copy could write under a transaction of the first.
+ */
+export const SQLITE_MODULE = major >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3';
+
+export const SQLite: typeof BetterSqlite3 = createRequire(import.meta.url)(SQLITE_MODULE) as typeof BetterSqlite3;
 export type SQLiteDatabase = BetterSqlite3.Database;
 export type SQLiteStatement = BetterSqlite3.Statement;

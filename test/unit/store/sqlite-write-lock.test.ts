@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { openStore, type Store } from '../../../src/store/db.js';
+import { SQLITE_MODULE } from '../../../src/store/sqlite-driver.js';
 
 /**
  * Delivery threads write the SQLite file through connections of their own. A transaction
@@ -39,7 +40,7 @@ describe('SQLite transactions beside another writer', () => {
          try { db.prepare('insert into t (n) values (2)').run(); parentPort.postMessage('written'); }
          catch (err) { parentPort.postMessage('failed: ' + err.code); }
          db.close();`,
-        { eval: true, workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), file: join(dir, 'db.sqlite') } },
+        { eval: true, workerData: { module: createRequire(import.meta.url).resolve(SQLITE_MODULE), file: join(dir, 'db.sqlite') } },
       );
       other = new Promise((resolve) => worker.once('message', resolve));
       // Until it has written, or long enough to be sure it waits for this transaction.
