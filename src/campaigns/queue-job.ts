@@ -89,7 +89,7 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
     const sentAlready = phase === 'winner' ? await listSubscribersSent(db, campaign.id, page.map((s) => s.id)) : new Set<string>();
     const holdouts: string[] = [];
     const prepared: Prepared[] = [];
-    const fallbacks = (await listContactPropertyFallbacks(db, workspace.id)) as Record<string, unknown>;
+    const fallbacks = (await listContactPropertyFallbacks(db, workspace.id));
     for (const subscriber of page) {
       const group = groupOf(campaign.id, subscriber.id, split);
       if (group.kind === 'holdout') {

@@ -52,7 +52,7 @@ export const transcriptOf = (messages: InboxMessage[]): string =>
     .join('\n\n-----\n\n');
 
 export async function runInboxAgents(deps: InboxAgentDeps): Promise<number> {
-  const { db, clock, config, services } = deps;
+  const { db, clock, config } = deps;
   const settings = config.inboxes.agent;
   if (!settings.url) return 0;
   const now = clock.now();

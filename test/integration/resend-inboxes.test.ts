@@ -544,7 +544,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     const sent = ok(await resend.emails.send({ from: 'Acme Support <support@acme.test>', to: 'frank@partner.test', subject: 'Welcome aboard', text: 'Hello Frank' }), 'emails.send');
     const messageId = (await eventually(async () => (await resend.emails.get(sent.id)).data, 15_000, 'the email')).message_id;
     assert.ok(messageId);
-    const answer = await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'Thanks', messageId: '<frank-1@partner.test>', inReplyTo: messageId, references: [messageId!] }), 'frank@partner.test');
+    const answer = await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'Thanks', messageId: '<frank-1@partner.test>', inReplyTo: messageId, references: [messageId] }), 'frank@partner.test');
     const thread = await threadOf('Welcome aboard');
     assert.equal(thread.email_count, 2);
     assert.equal(thread.folder, 'inbox');
@@ -553,7 +553,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     assert.equal(emails[0]!.text?.trim(), 'Hello Frank');
     assert.equal(emails[0]!.from, 'Acme Support <support@acme.test>');
     // A second answer joins the same thread; the sent mail is filed once.
-    await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'And another thing', messageId: '<frank-2@partner.test>', inReplyTo: messageId, references: [messageId!] }), 'frank@partner.test');
+    await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'And another thing', messageId: '<frank-2@partner.test>', inReplyTo: messageId, references: [messageId] }), 'frank@partner.test');
     assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: thread.id }), 'get').id, thread.id);
     assert.equal(ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: thread.id }), 'emails').data.length, 3);
   });

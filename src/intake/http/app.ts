@@ -64,6 +64,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
     authenticate(deps),
     parseBody(deps.config.http.bodyLimit, (ctx) => routeOf(ctx)?.multipart === true),
     selectWorkspace(deps, (ctx) => routeOf(ctx)?.master === true),
+    // eslint-disable-next-line no-restricted-syntax -- @koa/router types its middleware over its own context; ours extends Koa's
     router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
     async (ctx: Ctx) => {
       await limitWorkspace(ctx, deps, 'api');
