@@ -4,7 +4,7 @@ import type { EngagementClass, EngagementRules } from './engagement-rules.js';
 export interface Fetch {
   kind: 'open' | 'click';
   method: string;
-  /** The client's address (X-Forwarded-For only behind a trusted proxy). */
+  /** The client's address, behind the trusted proxies (intake/http/client-address.ts). */
   ip: string | null;
   userAgent: string | null;
   /** Milliseconds since the message was delivered; null when its delivery is not recorded. */
