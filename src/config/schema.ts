@@ -160,6 +160,7 @@ const providers = json<Record<string, string[]>>(
  * intake/http/client-address.ts). `true` is kept from the boolean this setting once was and
  * means one hop; `false` none.
  */
+const proxyList = stringList([], '');
 const trustProxy: Setting<number | string[]> = {
   kind: 'integer | string[] (addresses, CIDR)',
   default: 0,
@@ -171,13 +172,8 @@ const trustProxy: Setting<number | string[]> = {
       const text = v.trim();
       if (/^(true|false)$/i.test(text)) value = text.toLowerCase() === 'true';
       else if (/^\d+$/.test(text)) value = Number(text);
-      else if (text.startsWith('[')) {
-        try {
-          value = JSON.parse(text);
-        } catch {
-          return settingFail('must be a JSON array of addresses, a comma-separated list, a hop count or true/false');
-        }
-      } else value = text.split(',').map((s) => s.trim()).filter(Boolean);
+      // A JSON array or a comma-separated list, read as every list of strings is.
+      else value = proxyList.parse(text, true);
     }
     if (value === false) return 0;
     if (value === true) return 1;
