@@ -422,7 +422,7 @@ export const schema = {
     engagementRules: optionalStr(
       'Directory holding agents.txt, networks.txt and apple-egress.csv, the data that tells people from machines (Apple Mail Privacy Protection, image proxies, scanners) in opens and clicks; null: the files shipped in config/engagement/ (docs/engagement.md). Read at start.',
     ),
-    scannerClickSeconds: int(10, "A click sooner than this many seconds after the message was delivered is classified as a security scanner's (0: off).", 0, 3600),
+    scannerClickSeconds: int(10, "A click sooner than this many seconds after the message was delivered, with no open by a browser from the same client before it, is classified as a security scanner's (0: off). Timing alone never decides: an earlier open by the same client makes it a person's.", 0, 3600),
     linkBurstMs: int(1000, "Clicks on two different links of one message closer together than this many milliseconds are a scanner's (0: off).", 0, 60_000),
   },
   retention: {

@@ -13,7 +13,7 @@ const GMAIL = 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggp
 const YAHOO = 'YahooMailProxy; https://help.yahoo.com/kb/yahoo-mail-proxy-SLN28749.html';
 const OUTLOOK_DESKTOP = 'Mozilla/4.0 (compatible; ms-office; MSOffice 16)';
 
-const fetchOf = (f: Partial<Fetch>): Fetch => ({ kind: 'open', method: 'GET', ip: '198.51.100.7', userAgent: CHROME, sinceDelivery: 3_600_000, sinceOtherLink: null, ...f });
+const fetchOf = (f: Partial<Fetch>): Fetch => ({ kind: 'open', method: 'GET', ip: '198.51.100.7', userAgent: CHROME, sinceDelivery: 3_600_000, sinceOtherLink: null, openedBySameClient: false, ...f });
 const verdict = (f: Partial<Fetch>) => {
   const c = classifyEngagement(fetchOf(f), rules);
   return `${c.class} ${c.by}`;
@@ -59,6 +59,14 @@ describe('engagement classification', () => {
       [{ kind: 'click', sinceDelivery: null }, 'human default'],
       [{ kind: 'click', sinceOtherLink: 999 }, 'scanner link_burst'],
       [{ kind: 'click', sinceOtherLink: 1000 }, 'human default'],
+      // Timing alone never makes a scanner: a browser's open from the same client first makes a fast click a person's…
+      [{ kind: 'click', sinceDelivery: 9_500, openedBySameClient: true }, 'human opened_first'],
+      [{ kind: 'click', sinceDelivery: 0, openedBySameClient: true }, 'human opened_first'],
+      // …and any other sign still makes a scanner.
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, method: 'HEAD' }, 'scanner head_request'],
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, userAgent: 'Barracuda Sentinel (EE)' }, 'scanner agent:barracuda'],
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, ip: '40.107.22.15' }, 'scanner network:microsoft-eop'],
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, sinceOtherLink: 999 }, 'scanner link_burst'],
       // Opens are not judged by timing: Apple and people alike open at delivery.
       [{ sinceDelivery: 100, sinceOtherLink: 10 }, 'human default'],
     ];
