@@ -32,6 +32,15 @@ describe('engagement classification', () => {
       [{ userAgent: SAFARI_IOS, ip: '2a02:26f7:b3c0:4000::1' }, 'apple_mpp network:apple-egress'],
       [{ userAgent: SAFARI_IOS, ip: '17.58.0.1' }, 'apple_mpp network:apple'],
       [{ userAgent: SAFARI_IOS, ip: '::ffff:104.28.1.2' }, 'apple_mpp network:apple-egress'],
+      // Apple's published egress list: Akamai's 172.224–226 (not 172.227–239), Cloudflare's and Fastly's relays.
+      [{ userAgent: SAFARI_IOS, ip: '172.226.43.65' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '172.227.0.1' }, 'human default'],
+      [{ userAgent: SAFARI_IOS, ip: '172.239.255.1' }, 'human default'],
+      [{ userAgent: SAFARI_IOS, ip: '146.75.168.84' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '140.248.40.70' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '2a04:4e41:1301:8000::1' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '2a09:bac2:8::1' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '2606:54c0:8::1' }, 'apple_mpp network:apple-egress'],
       // …but a click through Apple's relay is a person browsing with iCloud Private Relay.
       [{ kind: 'click', userAgent: SAFARI_IOS, ip: '172.224.226.10' }, 'human default'],
       // Image proxies: a person's open, device unknown; never a click.
