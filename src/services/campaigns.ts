@@ -343,6 +343,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         sent_at: null,
         cancelled_at: null,
         ...NO_WINNER,
+        group_cuts: null,
       };
       if (sendNow) row.recipients = await countSelection(db, selectionOf(row), deps.dialect);
       await saveWithVariants(row, variants);
