@@ -256,7 +256,7 @@ export const schema = {
     publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
     bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
     trustProxy,
-    importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory.', 1),
+    importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory, then kept in the database until imported, so that any node can finish it.', 1),
   },
   smtp: {
     submission: {
@@ -409,7 +409,7 @@ export const schema = {
       timeoutSeconds: int(60, 'Seconds the endpoint has to answer; no answer fails the run (it is tried again up to inboxes.agent.attempts times).', 1, 600),
       attempts: int(3, 'Tries per message before its run is recorded as failed.', 1, 20),
       allowPrivateNetworks: bool(false, 'Allow http:// and private, loopback and link-local endpoint addresses (a model served on the same network).'),
-      pollInterval: int(1000, 'Milliseconds between looks for new messages to pass to inbox agents (the leader node runs them, one at a time).', 10),
+      pollInterval: int(1000, 'Milliseconds between looks for inbox-agent runs whose retry came due or whose node died (a new message wakes its node at once); each node runs one at a time, under a lease of twice timeoutSeconds.', 10),
     },
   },
   attachments: {

@@ -8,7 +8,6 @@ import { listEmailContents, listEmailsByIds, type Email, type QueueItem } from '
 import { releaseLeases } from '../store/lease.js';
 import { claimDueQueueItems } from '../store/queue.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
-import type { IpWarmup } from '../store/tables.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import { cachedResolver } from './cached-resolver.js';
 import { countOutcomes } from './count-outcomes.js';
@@ -28,7 +27,7 @@ import { rideOut } from '../workers/ride-out.js';
 import type { SmtpClient } from './smtp-client.js';
 import { sourcePicker, type Source } from './source-address.js';
 import { warmupDay, warmupDirectory } from './warmup.js';
-import { findWarmupCount, giveBackWarmup, reserveWarmup } from '../store/warmups.js';
+import { findWarmupCount, giveBackWarmup, reserveWarmup, type IpWarmup } from '../store/warmups.js';
 import { rulesWith } from './response-rules.js';
 
 export interface DeliveryDeps {

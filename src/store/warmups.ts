@@ -1,10 +1,18 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { IpWarmup, WarmupCount } from './tables.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { IpWarmupsTable, WarmupCountsTable } from './tables/delivery.js';
 
-export const listWarmups = (db: Db): Promise<IpWarmup[]> => db.selectFrom('ip_warmups').selectAll().orderBy('address').execute();
+/** An address in warm-up; `schedule` its own daily caps per provider, null for the default (delivery.warmup). */
+const warmupRows = rowCodec<Selectable<IpWarmupsTable>>()({ schedule: jsonOrNull<number[]>() });
+export type IpWarmup = EntityOf<typeof warmupRows>;
+export type WarmupCount = Selectable<WarmupCountsTable>;
+
+export const listWarmups = async (db: Db): Promise<IpWarmup[]> => warmupRows.decodeAll(await db.selectFrom('ip_warmups').selectAll().orderBy('address').execute());
 
 /** Starts (or restarts from day 0) the warm-up of an address. */
-export async function saveWarmup(db: Db, row: IpWarmup): Promise<void> {
+export async function saveWarmup(db: Db, warmup: IpWarmup): Promise<void> {
+  const row = warmupRows.encode(warmup);
   await db
     .insertInto('ip_warmups')
     .values(row)

@@ -715,4 +715,27 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
     assert.equal(failed!.attempts, 1, 'inboxes.agent.attempts');
     assert.match(failed!.error!, /HTTP 500/);
   });
+
+  it('takes over a run whose node died once its lease runs out, and never one whose lease holds', async () => {
+    const id = await deliver(await compose({ from: 'dora@sender.test', to: 'help@acme.test', subject: 'Spam?', text: 'cheap pills again' }), 'dora@sender.test');
+    const thread = await threadOfEmail(id);
+    await eventually(async () => (await runsOf(thread.id))[0]?.status === 'done', 10_000, 'the first run');
+    // The run as a node that died mid-run leaves it: running, leased by an owner that will never renew it.
+    const db = server.runtime.store.db;
+    const [run] = await db.selectFrom('inbox_agent_runs').select(['id', 'attempts']).where('thread_id', '=', thread.id).execute();
+    const requestsBefore = chat.requests.length;
+    const leaseUntil = Date.now() + 1500;
+    await db.updateTable('inbox_agent_runs').set({ status: 'running', lease_owner: 'dead-node:1:0', lease_until: leaseUntil, actions: null, attempts: 0 }).where('id', '=', run!.id).execute();
+    await new Promise((r) => setTimeout(r, 1000));
+    const held = await db.selectFrom('inbox_agent_runs').select(['status', 'lease_owner']).where('id', '=', run!.id).executeTakeFirstOrThrow();
+    assert.deepEqual(held, { status: 'running', lease_owner: 'dead-node:1:0' }, 'a live lease is not taken (the job polls every 20 ms)');
+    assert.equal(chat.requests.length, requestsBefore);
+    const [taken] = await eventually(async () => { const r = await runsOf(thread.id); return r[0]?.status === 'done' && r; }, 10_000, 'the run taken over');
+    assert.ok(Date.now() >= leaseUntil);
+    assert.equal(taken!.attempts, 1);
+    assert.deepEqual(taken!.actions.map((a) => [a.type, a.result]), [['mark_as_spam', 'done']]);
+    assert.equal(chat.requests.length, requestsBefore + 1, 'asked the model once more');
+    const after = await db.selectFrom('inbox_agent_runs').select(['lease_owner', 'lease_until']).where('id', '=', run!.id).executeTakeFirstOrThrow();
+    assert.deepEqual(after, { lease_owner: null, lease_until: null });
+  });
 });

@@ -4,32 +4,33 @@ import { messageIdOf } from '../services/inboxes/inbox-views.js';
 import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
-import type { Db } from '../store/db.js';
+import type { Db, Dialect } from '../store/db.js';
 import { prefixedSubject } from '../messages/quote-message.js';
 import { checkForward } from './forward-policy.js';
-import { findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, takeDueAgentRuns, type InboxAgent, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';
+import { claimAgentRuns, findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, type InboxAgent, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';
+import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import { askAgent, type AgentAction, type ThreadMessage } from '../receiving/inbox-agent/ask-agent.js';
 
 /**
- * The inbox agent at work, a periodic task on the leader: each new message of an inbox whose
- * agent may act is passed to the model with its thread, and the actions it answers with are
- * carried out through the services, each only if the inbox's settings allow it, and recorded
- * on the run (shown with the thread). Nothing is sent unless the model asks for
- * `forward_thread`, the settings allow it and every address is one the operator allowed
- * (forward-policy.ts); a forward elsewhere, and every reply, is only ever a draft.
+ * The inbox agent at work, a job on the worker kernel: each new message of an inbox whose
+ * agent may act is a run (a row); a node claims one under a lease, passes the message to the
+ * model with its thread, and carries out the actions it answers with through the services,
+ * each only if the inbox's settings allow it, recorded on the run (shown with the thread).
+ * Nothing is sent unless the model asks for `forward_thread`, the settings allow it and every
+ * address is one the operator allowed (forward-policy.ts); a forward elsewhere, and every
+ * reply, is only ever a draft. A run whose node died is taken over by any node once its lease
+ * runs out (its actions may then be carried out twice, as any leased work is at least once).
  */
 
 export interface InboxAgentDeps {
   db: Db;
+  dialect: Dialect;
   clock: Clock;
   config: Config;
   resolver: DnsResolver;
   logger: Logger;
   services: Services;
 }
-
-/** Runs taken per pass. */
-const BATCH = 10;
 /** Messages of the thread shown to the agent, the newest ones; characters of each. */
 const TRANSCRIPT_MESSAGES = 10;
 const TRANSCRIPT_CHARS = 8000;
@@ -49,24 +50,49 @@ export const threadOf = (messages: InboxMessage[]): ThreadMessage[] =>
     text: (m.search_text ?? '').slice(0, TRANSCRIPT_CHARS),
   }));
 
-export async function runInboxAgents(deps: InboxAgentDeps): Promise<number> {
-  const { db, clock, config } = deps;
-  const settings = config.inboxes.agent;
-  if (!settings.url) return 0;
-  const now = clock.now();
-  const runs = await takeDueAgentRuns(db, now, now - 2 * settings.timeoutSeconds * 1000, BATCH);
-  for (const run of runs) await runOne(deps, run);
-  return runs.length;
+/** Runs in hand at once per node: the model is slow and shared, and the runs of a thread are ordered by their due time. */
+const CONCURRENCY = 1;
+
+export function agentRunJob(hand: Hand, deps: InboxAgentDeps): WorkerJob {
+  const settings = deps.config.inboxes.agent;
+  let running = 0;
+  return {
+    table: 'inbox_agent_runs',
+    wakeOn: ['inbox_agent_runs'],
+    // Twice the model's timeout (renewed while the run is in hand): a run outlives a slow answer, not its node.
+    leaseMs: 2 * settings.timeoutSeconds * 1000,
+    graceMs: settings.timeoutSeconds * 1000,
+    async pass(): Promise<Next> {
+      const room = CONCURRENCY - running;
+      if (room <= 0 || hand.stopping) return { sleep: settings.pollInterval, onWork: 'ignore' };
+      const runs = await claimAgentRuns(deps.db, deps.dialect, hand.lease(), room);
+      hand.hold(runs.map((r) => r.id));
+      for (const run of runs) {
+        running++;
+        hand.run(async () => {
+          try {
+            await runOne(deps, hand.owner, run);
+          } finally {
+            hand.settle([run.id]);
+            running--;
+            hand.wake();
+          }
+        });
+      }
+      return { sleep: settings.pollInterval, onWork: runs.length < room ? 'now' : 'ignore' };
+    },
+    halt: () => [],
+  };
 }
 
-async function runOne(deps: InboxAgentDeps, run: InboxAgentRun): Promise<void> {
+async function runOne(deps: InboxAgentDeps, owner: string, run: InboxAgentRun): Promise<void> {
   const { db, clock, config, services } = deps;
   const log = deps.logger.child({ component: 'inbox-agent', runId: run.id, workspaceId: run.workspace_id });
   const settings = config.inboxes.agent;
   const [agent, message, inbox] = await Promise.all([findAgent(db, run.inbox_id), findInboxMessage(db, run.message_id), services.inboxThreads.inbox(run.workspace_id, run.inbox_id).catch(() => undefined)]);
   const allowed = agent?.actions ?? [];
   if (!agent || !message || !inbox || allowed.length === 0) {
-    await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts, next_attempt_at: run.next_attempt_at, actions: [], error: 'nothing to do: the message, its inbox or the agent is gone, or no action is allowed', updated_at: clock.now() });
+    await finishAgentRun(db, run.id, owner, { status: 'done', attempts: run.attempts, next_attempt_at: run.next_attempt_at, actions: [], error: 'nothing to do: the message, its inbox or the agent is gone, or no action is allowed', updated_at: clock.now() });
     return;
   }
   let actions: AgentAction[];
@@ -78,7 +104,7 @@ async function runOne(deps: InboxAgentDeps, run: InboxAgentRun): Promise<void> {
     const failed = attempts >= settings.attempts;
     const error = (err as Error).message.slice(0, 500);
     log.warn({ attempts, error }, failed ? 'inbox agent run failed' : 'inbox agent did not answer; trying again later');
-    await finishAgentRun(db, run.id, {
+    await finishAgentRun(db, run.id, owner, {
       status: failed ? 'failed' : 'pending',
       attempts,
       next_attempt_at: clock.now() + Math.min(RETRY_BASE_MS * 2 ** (attempts - 1), 3600_000),
@@ -90,8 +116,8 @@ async function runOne(deps: InboxAgentDeps, run: InboxAgentRun): Promise<void> {
   }
   const records: ActionRecord[] = [];
   for (const action of actions) records.push(await carryOut(deps, run, message, agent, action));
-  await finishAgentRun(db, run.id, { status: 'done', attempts: run.attempts + 1, next_attempt_at: run.next_attempt_at, actions: records, error: null, updated_at: clock.now() });
-  log.info({ actions: records.map((r) => `${r.type}:${r.result}`) }, 'inbox agent run done');
+  const recorded = await finishAgentRun(db, run.id, owner, { status: 'done', attempts: run.attempts + 1, next_attempt_at: run.next_attempt_at, actions: records, error: null, updated_at: clock.now() });
+  log.info({ actions: records.map((r) => `${r.type}:${r.result}`), recorded }, recorded ? 'inbox agent run done' : 'inbox agent run done, but another node had taken it over (its lease ran out): its record stands');
 }
 
 async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: InboxMessage, agent: InboxAgent, action: AgentAction): Promise<ActionRecord> {
