@@ -1,11 +1,9 @@
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
-import { pino } from 'pino';
 import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/schema.js';
 import { deliveryJob, type DeliveryDeps, type DeliveryJob } from './delivery/delivery-job.js';
-import type { DestinationState } from './delivery/gate.js';
 import { poolSigner, SIGN_TASK } from './delivery/dkim-signer.js';
 import { pausedDomainHold } from './delivery/hold-paused.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
@@ -142,7 +140,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   const post = (message: ThreadMessage) => port.postMessage(message);
   const { config, secretKey } = data;
   // Log lines go to the main thread, which writes them where its own go (and formats them alike).
-  const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) } as pino.DestinationStream);
+  const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) });
   const store = openStore(config.database, storeOptions(config, logger));
   const batcher = createCommitBatcher(store.db, store.dialect, config.databasePoolSize, () => store.durable());
   const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK } });
@@ -158,7 +156,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
     kernel.committed(tables);
     post({ type: 'committed', tables: [...tables] });
   });
-  const report = setInterval(() => post({ type: 'destinations', list: job!.destinations(), statements: store.statements() }), GATE_REPORT_MS);
+  const report = setInterval(() => post({ type: 'destinations', list: job.destinations(), statements: store.statements() }), GATE_REPORT_MS);
   report.unref();
   const tasks = startTasks([destinationsTask(store.db, kernel.owner, job, clock, config.delivery.reportInterval)], { store, logger });
 

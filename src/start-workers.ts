@@ -157,6 +157,7 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
   const statements = new Map<number, number>();
   let statementsOfDead = 0;
   // The thread's log lines are written where the main thread's go, formatted alike.
+  // eslint-disable-next-line no-restricted-syntax -- pino keeps its destination under a symbol its types do not declare
   const destination = (deps.logger as unknown as Record<symbol, { write(line: string): void }>)[pino.symbols.streamSym]!;
   const data: DeliveryThreadData = { config, secretKey: deps.secretKey, signingThreads: Math.max(signingThreads(config) > 0 ? 1 : 0, Math.floor(signingThreads(config) / count)) };
   const threads = startThreads({

@@ -3,10 +3,10 @@ import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { CommitBatcher } from '../store/commit-batcher.js';
 import type { Db } from '../store/db.js';
-import { reserveWarmup, type IpWarmup } from '../store/warmups.js';
+import { findWarmupCount, giveBackWarmup, reserveWarmup, type IpWarmup } from '../store/warmups.js';
 import type { DestinationBook } from './destination-book.js';
 import { keyOf } from './destination-key.js';
-import type { Destination } from './job-steps.js';
+import type { Destination, WarmupShare } from './job-steps.js';
 import { groupOf, providerTable } from './providers.js';
 import { resolveMxRoute } from './resolve-route.js';
 import { sourcePicker, type Source } from './source-address.js';
@@ -30,8 +30,9 @@ export type DestinationChoice = Destination | { wait: number; reason: string };
  * Where a job's limits come from: its source address and its group (the recipient domain
  * when delivery.domainLimits names it, else the mailbox provider of its MX hosts, else its
  * MX host). An address in warm-up takes the job only if its recipients fit under today's cap
- * for the group (counted in the database, shared by the nodes); when no address of the pool
- * can take it, it waits.
+ * for the group (counted in the database, shared by the nodes; only looked at here: the job
+ * counts against the cap once it has its slot, job-steps.ts); when no address of the pool can
+ * take it, it waits.
  */
 export function destinationChooser(deps: ChooseDestinationDeps): (job: Job, recipients: number) => Promise<DestinationChoice> {
   const { config, clock } = deps;
@@ -59,8 +60,8 @@ export function destinationChooser(deps: ChooseDestinationDeps): (job: Job, reci
     return job.email.type === 'transactional' ? [...warm, ...warming] : [...warming, ...warm];
   };
 
-  /** The first candidate that may take `recipients` more today (its warm-up cap reserved), or why none may. */
-  const sourceFor = async (job: Job, group: string, recipients: number): Promise<Source | { wait: number; reason: string }> => {
+  /** The first candidate that may take `recipients` more today (with its share of the warm-up cap to take), or why none may. */
+  const sourceFor = async (job: Job, group: string, recipients: number): Promise<{ source: Source; warmup: WarmupShare | undefined } | { wait: number; reason: string }> => {
     const now = clock.now();
     let until = Infinity;
     const full: string[] = [];
@@ -68,14 +69,22 @@ export function destinationChooser(deps: ChooseDestinationDeps): (job: Job, reci
       const day = c.warmup ? warmupDay(c.warmup, config.warmup, now) : null;
       if (day && day.cap !== null) {
         const cap = day.cap;
-        const fits = await deps.batcher.run((trx) => reserveWarmup(trx, { address: c.source.address!, provider: group, periodStart: day.periodStart }, recipients, cap), 'background');
-        if (!fits) {
+        const share = { address: c.source.address!, provider: group, periodStart: day.periodStart };
+        // Only a look here: the job counts against the cap when it has its slot (job-steps.ts).
+        if (recipients > cap || (await findWarmupCount(deps.db, share)) + recipients > cap) {
           until = Math.min(until, day.nextPeriod);
           full.push(`${c.source.address} has sent its ${cap} of warm-up day ${day.day + 1} to ${group}`);
           continue;
         }
+        return {
+          source: c.source,
+          warmup: {
+            reserve: () => deps.batcher.run((trx) => reserveWarmup(trx, share, recipients, cap), 'background'),
+            giveBack: (n) => deps.batcher.run((trx) => giveBackWarmup(trx, share, n), 'background'),
+          },
+        };
       }
-      return c.source;
+      return { source: c.source, warmup: undefined };
     }
     const pool = (await sources.sourcesOf(job.email.ip_pool_id))[0]?.pool ?? 'default';
     return { wait: until, reason: `IP warm-up: ${full.join('; ')}, and pool ${pool} has no warm address: waits until ${new Date(until).toISOString()}` };
@@ -89,10 +98,11 @@ export function destinationChooser(deps: ChooseDestinationDeps): (job: Job, reci
       if (mx.kind === 'hosts') hosts = mx.hosts;
     }
     const { group, provider } = groupOf(providers, job.domain, hosts, own);
-    const source = await sourceFor(job, group, recipients);
-    if ('wait' in source) return source;
+    const chosen = await sourceFor(job, group, recipients);
+    if ('wait' in chosen) return chosen;
+    const { source, warmup } = chosen;
     const key = keyOf(group, source.address);
     deps.book.use(key, job.domain, { group, provider, source: source.address });
-    return { key, source, group, messagesPerConnection: deps.limitOf(key).messagesPerConnection };
+    return { key, source, group, messagesPerConnection: deps.limitOf(key).messagesPerConnection, warmup };
   };
 }

@@ -24,7 +24,7 @@ import { rulesWith } from './response-rules.js';
 import { resultRecorder } from './result-recorder.js';
 import type { SmtpClient } from './smtp-client.js';
 import { throttleLog, type ThrottleLog } from './throttle-log.js';
-import type { Job, JobContext, Prepared } from './transmit-job.js';
+import type { JobContext, Prepared } from './transmit-job.js';
 
 export interface DeliveryDeps {
   db: Db;

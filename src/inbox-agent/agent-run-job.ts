@@ -5,17 +5,20 @@ import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db, Dialect } from '../store/db.js';
-import { claimAgentRuns, findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';
+import { prefixedSubject } from '../messages/quote-message.js';
+import { checkForward } from './forward-policy.js';
+import { claimAgentRuns, findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, type InboxAgent, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
-import { askAgent, type AgentAction } from '../receiving/inbox-agent/ask-agent.js';
+import { askAgent, type AgentAction, type ThreadMessage } from '../receiving/inbox-agent/ask-agent.js';
 
 /**
  * The inbox agent at work, a job on the worker kernel: each new message of an inbox whose
  * agent may act is a run (a row); a node claims one under a lease, passes the message to the
  * model with its thread, and carries out the actions it answers with through the services,
  * each only if the inbox's settings allow it, recorded on the run (shown with the thread).
- * Nothing is sent unless the model asks for `forward_thread` and the settings allow it; a
- * reply is only ever a draft. A run whose node died is taken over by any node once its lease
+ * Nothing is sent unless the model asks for `forward_thread`, the settings allow it and every
+ * address is one the operator allowed (forward-policy.ts); a forward elsewhere, and every
+ * reply, is only ever a draft. A run whose node died is taken over by any node once its lease
  * runs out (its actions may then be carried out twice, as any leased work is at least once).
  */
 
@@ -34,23 +37,18 @@ const TRANSCRIPT_CHARS = 8000;
 /** Seconds before the next try of a run whose agent did not answer: doubled each time, at most an hour. */
 const RETRY_BASE_MS = 30_000;
 
-export type ActionRecord = AgentAction & { result: 'done' | 'refused' | 'failed'; detail?: string };
+/** `drafted`: what the agent asked to send was saved as a draft for a person instead. */
+export type ActionRecord = AgentAction & { result: 'done' | 'drafted' | 'refused' | 'failed'; detail?: string };
 
-export const transcriptOf = (messages: InboxMessage[]): string =>
-  messages
-    .slice(-TRANSCRIPT_MESSAGES)
-    .map((m) =>
-      [
-        `From: ${m.from_header}`,
-        `To: ${m.to_addresses.join(', ')}`,
-        ...(m.cc_addresses.length ? [`Cc: ${m.cc_addresses.join(', ')}`] : []),
-        `Date: ${new Date(m.at).toUTCString()}`,
-        `Subject: ${m.subject ?? ''}`,
-        '',
-        (m.search_text ?? '').slice(0, TRANSCRIPT_CHARS),
-      ].join('\n'),
-    )
-    .join('\n\n-----\n\n');
+export const threadOf = (messages: InboxMessage[]): ThreadMessage[] =>
+  messages.slice(-TRANSCRIPT_MESSAGES).map((m) => ({
+    from: m.from_header ?? '',
+    to: m.to_addresses,
+    cc: m.cc_addresses,
+    date: new Date(m.at).toUTCString(),
+    subject: m.subject ?? '',
+    text: (m.search_text ?? '').slice(0, TRANSCRIPT_CHARS),
+  }));
 
 /** Runs in hand at once per node: the model is slow and shared, and the runs of a thread are ordered by their due time. */
 const CONCURRENCY = 1;
@@ -100,7 +98,7 @@ async function runOne(deps: InboxAgentDeps, owner: string, run: InboxAgentRun): 
   let actions: AgentAction[];
   try {
     const messages = (await listMessagesOfThreads(db, [run.thread_id])).filter((m) => m.at <= message.at);
-    actions = await askAgent(settings, deps.resolver, { inboxAddress: inbox.address, instructions: agent.instructions, tone: agent.tone, allowed, transcript: transcriptOf(messages) });
+    actions = await askAgent(settings, deps.resolver, { inboxAddress: inbox.address, instructions: agent.instructions, tone: agent.tone, allowed, thread: threadOf(messages) });
   } catch (err) {
     const attempts = run.attempts + 1;
     const failed = attempts >= settings.attempts;
@@ -117,14 +115,14 @@ async function runOne(deps: InboxAgentDeps, owner: string, run: InboxAgentRun): 
     return;
   }
   const records: ActionRecord[] = [];
-  for (const action of actions) records.push(await carryOut(deps, run, message, allowed, action));
+  for (const action of actions) records.push(await carryOut(deps, run, message, agent, action));
   const recorded = await finishAgentRun(db, run.id, owner, { status: 'done', attempts: run.attempts + 1, next_attempt_at: run.next_attempt_at, actions: records, error: null, updated_at: clock.now() });
   log.info({ actions: records.map((r) => `${r.type}:${r.result}`), recorded }, recorded ? 'inbox agent run done' : 'inbox agent run done, but another node had taken it over (its lease ran out): its record stands');
 }
 
-async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: InboxMessage, allowed: string[], action: AgentAction): Promise<ActionRecord> {
+async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: InboxMessage, agent: InboxAgent, action: AgentAction): Promise<ActionRecord> {
   const { services, db } = deps;
-  if (!allowed.includes(action.type)) return { ...action, result: 'refused', detail: "not among the actions the inbox's settings allow" };
+  if (!agent.actions.includes(action.type)) return { ...action, result: 'refused', detail: "not among the actions the inbox's settings allow" };
   const ws = run.workspace_id;
   try {
     switch (action.type) {
@@ -148,8 +146,21 @@ async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: Inbox
         return { ...action, result: 'done' };
       }
       case 'forward_thread': {
+        const verified = (await services.domains.list(ws)).filter((d) => d.status === 'verified').map((d) => d.domain_name);
+        const verdict = checkForward(action.to!, verified, agent.forward_to);
+        if ('invalid' in verdict) return { ...action, result: 'refused', detail: verdict.invalid };
+        if (!verdict.allowed) {
+          const draft = await services.inboxDrafts.create(ws, run.inbox_id, {
+            threadId: run.thread_id,
+            replyToEmailId: messageIdOf(message),
+            to: verdict.to,
+            subject: prefixedSubject('Fwd', message.subject),
+            text: action.text ?? '',
+          });
+          return { ...action, result: 'drafted', detail: `${verdict.outside.join(', ')} not among the addresses the agent may forward to (the workspace's verified domains and the agent's forward_to): saved as draft ${draft.id} for a person` };
+        }
         const workspace = await services.workspaces.get(ws);
-        const sent = await services.inboxReplies.forward(workspace, { test: false, senderDomainId: null }, run.inbox_id, run.thread_id, messageIdOf(message), { to: action.to!, ...(action.text ? { text: action.text } : {}) });
+        const sent = await services.inboxReplies.forward(workspace, { test: false, senderDomainId: null }, run.inbox_id, run.thread_id, messageIdOf(message), { to: verdict.to, ...(action.text ? { text: action.text } : {}) });
         return { ...action, result: 'done', detail: `email ${sent.id}` };
       }
       case 'assign_thread':

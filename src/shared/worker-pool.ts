@@ -106,7 +106,7 @@ export function createWorkerPool(options: { threads: number; tasks: Record<strin
       const slot = slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
       const id = nextId++;
       return new Promise<T>((resolve, reject) => {
-        slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        slot.pending.set(id, { resolve: resolve, reject });
         slot.worker.postMessage({ id, task, request }, transfer);
       });
     },

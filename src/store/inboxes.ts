@@ -42,8 +42,8 @@ const draftRows = rowCodec<Selectable<InboxDraftsTable>>()({ to_addresses: jsonO
 /** A draft; `to_addresses` null until set. */
 export type InboxDraft = EntityOf<typeof draftRows>;
 
-const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: addresses });
-/** An inbox's agent settings; `actions` the names of the actions it may take. */
+const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: addresses, forward_to: addresses });
+/** An inbox's agent settings; `actions` the names of the actions it may take, `forward_to` where else than the workspace's verified domains it may forward. */
 export type InboxAgent = EntityOf<typeof agentRows>;
 
 /** What the agent asked for (an action of receiving/inbox-agent/ask-agent.ts, with its fields) and what became of it. */
@@ -430,7 +430,7 @@ export async function saveAgent(db: Db, agent: InboxAgent): Promise<void> {
   await db
     .insertInto('inbox_agents')
     .values(row)
-    .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: row.instructions, tone: row.tone, actions: row.actions, updated_at: row.updated_at }))
+    .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: row.instructions, tone: row.tone, actions: row.actions, forward_to: row.forward_to, updated_at: row.updated_at }))
     .execute();
 }
 

@@ -48,6 +48,31 @@ export async function reserveWarmup(db: Db, key: { address: string; provider: st
   return Number(result.numUpdatedRows) > 0;
 }
 
+/** Messages counted against the day's cap of `address` for `provider` so far. */
+export async function findWarmupCount(db: Db, key: { address: string; provider: string; periodStart: number }): Promise<number> {
+  const row = await db
+    .selectFrom('warmup_counts')
+    .select('count')
+    .where('address', '=', key.address)
+    .where('provider', '=', key.provider)
+    .where('period_start', '=', key.periodStart)
+    .executeTakeFirst();
+  return row ? Number(row.count) : 0;
+}
+
+/** Gives back `n` of what reserveWarmup counted: messages that were not sent after all. */
+export async function giveBackWarmup(db: Db, key: { address: string; provider: string; periodStart: number }, n: number): Promise<void> {
+  if (n <= 0) return;
+  await db
+    .updateTable('warmup_counts')
+    .set((eb) => ({ count: eb('count', '-', n) }))
+    .where('address', '=', key.address)
+    .where('provider', '=', key.provider)
+    .where('period_start', '=', key.periodStart)
+    .where('count', '>=', n)
+    .execute();
+}
+
 /** The counts of the given warm-up days, by address. */
 export async function listWarmupCounts(db: Db, days: Array<{ address: string; periodStart: number }>): Promise<WarmupCount[]> {
   if (days.length === 0) return [];

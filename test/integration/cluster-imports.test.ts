@@ -82,8 +82,8 @@ describe('a contact import taken over by another node', { skip: testPostgresUrl(
       if (row.lease_owner && Number(row.total) >= 2000) break;
       await new Promise((r) => setTimeout(r, 20));
     }
-    const [running, survivor] = row.lease_owner!.split(':')[1] === String(a.child.pid) ? [a, b] : [b, a];
-    assert.equal(row.lease_owner!.split(':')[1], String(running.child.pid));
+    const [running, survivor] = row.lease_owner.split(':')[1] === String(a.child.pid) ? [a, b] : [b, a];
+    assert.equal(row.lease_owner.split(':')[1], String(running.child.pid));
     await running.kill();
     const atKill = await importRow(id);
     assert.equal(atKill.status, 'in_progress');
@@ -93,7 +93,7 @@ describe('a contact import taken over by another node', { skip: testPostgresUrl(
     const deadline = Date.now() + 240_000;
     let done: { status: string; counts: { total: number; created: number; updated: number; skipped: number; failed: number } };
     for (;;) {
-      done = ok(await resend.contacts.imports.get(id), 'get') as unknown as typeof done;
+      done = ok(await resend.contacts.imports.get(id), 'get');
       if (done.status === 'completed' || done.status === 'failed') break;
       assert.ok(Date.now() < deadline, `still ${done.status}: ${JSON.stringify(done.counts)}`);
       await new Promise((r) => setTimeout(r, 100));

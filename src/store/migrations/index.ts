@@ -16,6 +16,8 @@ import { statsTest } from './0021-stats-test.js';
 import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
 import { inboxes } from './0044-inboxes.js';
 import { inboxAgentRuns } from './0045-inbox-agent-runs.js';
+import { inboxAgentForwardTo } from './0090-inbox-agent-forward-to.js';
+import { campaignGroupCuts } from './0091-campaign-group-cuts.js';
 import { domainSettings } from './0046-domain-settings.js';
 import { apiLogs } from './0047-api-logs.js';
 import { eventDefinitions } from './0048-event-definitions.js';
@@ -71,5 +73,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0064-contact-imports': contactImports(),
     '0065-segment-conditions': segmentConditions(),
     '0070-import-and-agent-leases': importAndAgentLeases(dialect),
+    '0090-inbox-agent-forward-to': inboxAgentForwardTo(),
+    '0091-campaign-group-cuts': campaignGroupCuts(),
   };
 }

@@ -131,5 +131,7 @@ export interface InboxAgentsTable {
   tone: string | null;
   /** JSON array of action names. */
   actions: string;
+  /** JSON array of addresses and "@domain" entries the agent may forward to, besides the workspace's verified domains. */
+  forward_to: string;
   updated_at: number;
 }
