@@ -17,6 +17,7 @@ import type { Metrics } from './observability/metrics.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { steadyClock } from './shared/steady-clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
+import { isolateMemory } from './shared/isolate-memory.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { createCommitBatcher, type CommitBatcher } from './store/commit-batcher.js';
@@ -96,7 +97,7 @@ export interface DeliveryThreadData {
   signingThreads: number;
 }
 
-/** How often a thread reports what its gate holds and its statement count to the main thread (for /metrics). */
+/** How often a thread reports what its gate holds, its statement count and its memory (its own isolate's, its signing threads') to the main thread (for /metrics). */
 const GATE_REPORT_MS = 1000;
 /** Another node's report older than this is of a node that stopped or died. */
 const REPORT_FRESH_MS = 30_000;
@@ -158,7 +159,14 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
     kernel.committed(tables);
     post({ type: 'committed', tables: [...tables] });
   });
-  const report = setInterval(() => post({ type: 'destinations', list: job!.destinations(), statements: store.statements() }), GATE_REPORT_MS);
+  const report = setInterval(
+    () =>
+      void pool
+        .memory()
+        .catch(() => [])
+        .then((signing) => post({ type: 'destinations', list: job!.destinations(), statements: store.statements(), memory: { thread: isolateMemory(), signing } })),
+    GATE_REPORT_MS,
+  );
   report.unref();
   const tasks = startTasks([destinationsTask(store.db, kernel.owner, job, clock, config.delivery.reportInterval)], { store, logger });
 

@@ -11,7 +11,8 @@ import type { Config } from './config/schema.js';
 import { deliveryDeps, destinationsTask, signingThreads, type DeliveryThreadData } from './delivery-thread.js';
 import { deliveryJob } from './delivery/delivery-job.js';
 import type { DestinationState } from './delivery/gate.js';
-import type { Metrics, ServerMetrics } from './observability/metrics.js';
+import type { Metrics, ServerMetrics, ThreadMemorySample } from './observability/metrics.js';
+import type { IsolateMemory } from './shared/isolate-memory.js';
 import type { Runtime, RuntimeOptions } from './runtime.js';
 import { runRetention } from './tasks/retention.js';
 import { evaluateReputation } from './tasks/evaluate-reputation.js';
@@ -152,6 +153,8 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
   // Statements of each running thread's store, and of the threads that died (a counter never goes back).
   const statements = new Map<number, number>();
   let statementsOfDead = 0;
+  // Each running thread's last memory report: its own isolate's and its signing threads'.
+  const memory = new Map<number, { thread: IsolateMemory; signing: IsolateMemory[] }>();
   // The thread's log lines are written where the main thread's go, formatted alike.
   const destination = (deps.logger as unknown as Record<symbol, { write(line: string): void }>)[pino.symbols.streamSym]!;
   const data: DeliveryThreadData = { config, secretKey: deps.secretKey, signingThreads: Math.max(signingThreads(config) > 0 ? 1 : 0, Math.floor(signingThreads(config) / count)) };
@@ -171,6 +174,7 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
         case 'destinations':
           gates.set(index, message.list as DestinationState[]);
           statements.set(index, message.statements as number);
+          memory.set(index, message.memory as { thread: IsolateMemory; signing: IsolateMemory[] });
           break;
         case 'log':
           destination.write(message.line as string);
@@ -181,11 +185,18 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
       gates.delete(index);
       statementsOfDead += statements.get(index) ?? 0;
       statements.delete(index);
+      memory.delete(index);
       if (owner) deps.logger.warn({ owner, released: await releaseHeldLeases(store.db, owner, deps.clock.now()) }, 'gave back the claims of a dead delivery thread');
     },
   });
   options.metrics?.destinationsFrom(() => [...gates.values()].flat());
   options.metrics?.databaseStatementsFrom(() => statementsOfDead + [...statements.values()].reduce((a, b) => a + b, 0));
+  options.metrics?.threadMemoryFrom(async () =>
+    [...memory].flatMap(([index, m]): ThreadMemorySample[] => [
+      { thread: `delivery-${index}`, memory: m.thread },
+      ...m.signing.map((s, i) => ({ thread: `delivery-${index}-pool-${i}`, memory: s })),
+    ]),
+  );
   // New mail committed here wakes the threads' delivery jobs.
   store.onCommit((tables) => {
     if (tables.has('queue_items')) threads.broadcast({ type: 'committed', tables: [...tables] });

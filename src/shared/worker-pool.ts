@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
+import { MEMORY_PROBE, type IsolateMemory } from './isolate-memory.js';
 
 /**
  * CPU-bound work that would otherwise hold the event loop (DKIM signing, MIME composition) runs
@@ -21,6 +22,8 @@ export interface TaskResult {
 export interface WorkerPool {
   /** Runs `task` with `request` (structured-cloned; `transfer` is moved); rejects with the task's error. */
   run<T>(task: string, request: unknown, transfer?: ArrayBuffer[]): Promise<T>;
+  /** What each running thread's isolate holds (none before the first task, or with no threads): for /metrics. */
+  memory(): Promise<IsolateMemory[]>;
   close(): Promise<void>;
 }
 
@@ -34,7 +37,9 @@ const factories = { ${Object.entries(tasks)
   .map(([name, source]) => `${JSON.stringify(name)}: ${source}`)
   .join(',\n')} };
 const ready = new Map();
+const memory = (${MEMORY_PROBE})(require);
 parentPort.on('message', async ({ id, task, request }) => {
+  if (task === undefined) return parentPort.postMessage({ id, value: memory() });
   try {
     let run = ready.get(task);
     if (!run) ready.set(task, (run = factories[task](require)));
@@ -55,6 +60,7 @@ function inlinePool(tasks: Record<string, string>): WorkerPool {
       if (!run) ready.set(task, (run = runInThisContext(`(${tasks[task]})`, { filename: `${task}.cjs` })(requireHere)));
       return (await run!(request)).value as T;
     },
+    memory: async () => [],
     close: async () => {},
   };
 }
@@ -109,6 +115,19 @@ export function createWorkerPool(options: { threads: number; tasks: Record<strin
         slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
         slot.worker.postMessage({ id, task, request }, transfer);
       });
+    },
+    memory() {
+      // A message without a task asks the thread for its memory; it queues behind the thread's tasks.
+      return Promise.all(
+        slots.map(
+          (slot) =>
+            new Promise<IsolateMemory>((resolve, reject) => {
+              const id = nextId++;
+              slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+              slot.worker.postMessage({ id });
+            }),
+        ),
+      );
     },
     async close() {
       closing = true;

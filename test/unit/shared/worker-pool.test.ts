@@ -79,6 +79,23 @@ describe('worker pool: composing and signing off the event loop', () => {
     }
   });
 
+  it('reports each running thread\'s memory, none before the first task or without threads', async () => {
+    const pool = createWorkerPool({ threads: 2, tasks: { compose: COMPOSE_TASK } });
+    try {
+      assert.deepEqual(await pool.memory(), [], 'no thread before the first task');
+      await poolComposer(pool)(input);
+      const memory = await pool.memory();
+      assert.equal(memory.length, 2);
+      for (const m of memory) {
+        assert.ok(m.heapUsed > 0 && m.heapUsed <= m.heapTotal && m.young > 0 && m.heapLimit > m.heapTotal, JSON.stringify(m));
+        assert.ok(m.external >= m.arrayBuffers);
+      }
+      assert.deepEqual(await inline.memory(), []);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('refuses unknown tasks and work after close', async () => {
     const pool = createWorkerPool({ threads: 1, tasks: { compose: COMPOSE_TASK } });
     await assert.rejects(pool.run('nope', {}), /unknown task nope/);

@@ -1,0 +1,38 @@
+import { createRequire } from 'node:module';
+import { runInThisContext } from 'node:vm';
+
+/**
+ * What one V8 isolate (the main thread, a delivery thread, a signing thread) holds, from inside
+ * it: Node 20 cannot ask a worker's heap from outside (`worker.getHeapStatistics()` came in
+ * 22.16), so each thread measures itself and reports. `rss` is the process's, whichever thread
+ * asks; what is left of it beyond the isolates' heaps and external memory is native (SQLite's
+ * page cache, TLS, libuv, malloc's slack, code).
+ */
+export interface IsolateMemory {
+  /** V8 heap reserved (young and old generations, code, large objects). */
+  heapTotal: number;
+  heapUsed: number;
+  /** The young generation's semi-spaces as reserved now: what V8 flags size (`maxYoungGenerationSizeMb`). */
+  young: number;
+  /** Memory V8 objects hold outside the heap (Buffers and ArrayBuffers among it). */
+  external: number;
+  arrayBuffers: number;
+  /** The heap limit this isolate runs under (`resourceLimits`, --max-old-space-size). */
+  heapLimit: number;
+}
+
+/**
+ * The probe as CommonJS source `(require) => () => IsolateMemory`, so that a pool thread
+ * (shared/worker-pool.ts) runs the very same code as this thread.
+ */
+export const MEMORY_PROBE = `(require) => {
+  const v8 = require('node:v8');
+  return () => {
+    const m = process.memoryUsage();
+    const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+    return { heapTotal: m.heapTotal, heapUsed: m.heapUsed, young: young ? young.space_size : 0, external: m.external, arrayBuffers: m.arrayBuffers, heapLimit: v8.getHeapStatistics().heap_size_limit };
+  };
+}`;
+
+/** This isolate's memory, now. */
+export const isolateMemory: () => IsolateMemory = runInThisContext(`(${MEMORY_PROBE})`, { filename: 'isolate-memory.cjs' })(createRequire(import.meta.url));
