@@ -146,7 +146,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) } as pino.DestinationStream);
   const store = openStore(config.database, storeOptions(config, logger));
   const batcher = createCommitBatcher(store.db, store.dialect, config.databasePoolSize, () => store.durable());
-  const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK } });
+  const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK }, size: config.delivery.signingThreadMemory });
   const clock = systemClock;
   // Counters are the main thread's (one registry per server): each call goes there.
   const metrics = new Proxy({} as Metrics, { get: (_, name: string) => (...args: unknown[]) => post({ type: 'metric', name, args }) });

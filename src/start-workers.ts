@@ -162,6 +162,7 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
     entry: threadEntry,
     count,
     data: { delivery: data },
+    size: config.delivery.threadMemory,
     logger: deps.logger,
     onMessage(message: ThreadMessage, index: number) {
       switch (message.type) {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { runInThisContext } from 'node:vm';
+import type { ResourceLimits } from 'node:worker_threads';
 
 /**
  * What one V8 isolate (the main thread, a delivery thread, a signing thread) holds, from inside
@@ -36,3 +37,13 @@ export const MEMORY_PROBE = `(require) => {
 
 /** This isolate's memory, now. */
 export const isolateMemory: () => IsolateMemory = runInThisContext(`(${MEMORY_PROBE})`, { filename: 'isolate-memory.cjs' })(createRequire(import.meta.url));
+
+/** How large a worker thread's isolate may grow (`delivery.threadMemory`, `delivery.signingThreadMemory`). */
+export interface IsolateSize {
+  youngGenerationMb: number;
+  heapMb: number;
+}
+
+/** The Worker option for `size` (V8's defaults without one). */
+export const resourceLimits = (size: IsolateSize | undefined): ResourceLimits | undefined =>
+  size && { maxYoungGenerationSizeMb: size.youngGenerationMb, maxOldGenerationSizeMb: size.heapMb };

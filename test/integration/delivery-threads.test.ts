@@ -84,6 +84,10 @@ describe('delivery threads', () => {
         assert.ok(m.get(`${thread} heap_limit`)! > m.get(`${thread} heap_total`)!, `${thread}: under its limit`);
         assert.ok(m.get(`${thread} external`)! >= m.get(`${thread} array_buffers`)!, `${thread}: array buffers are part of external memory`);
       }
+      // Sized by delivery.threadMemory and delivery.signingThreadMemory (V8's limit is old + young).
+      const { threadMemory, signingThreadMemory } = server.runtime.config.delivery;
+      assert.equal(m.get('delivery-0 heap_limit'), (threadMemory.heapMb + threadMemory.youngGenerationMb) * 2 ** 20);
+      assert.equal(m.get('delivery-0-pool-0 heap_limit'), (signingThreadMemory.heapMb + signingThreadMemory.youngGenerationMb) * 2 ** 20);
       const isolates = ['main', 'delivery-0', 'delivery-0-pool-0'].reduce((sum, t) => sum + m.get(`${t} heap_total`)! + m.get(`${t} external`)!, 0);
       assert.ok(m.get('process rss')! > isolates, 'the process holds every isolate');
       assert.ok(m.get('process native')! > 0 && m.get('process native')! < m.get('process rss')!, 'native: what RSS holds beyond the isolates');

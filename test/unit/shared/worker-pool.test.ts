@@ -79,15 +79,20 @@ describe('worker pool: composing and signing off the event loop', () => {
     }
   });
 
-  it('reports each running thread\'s memory, none before the first task or without threads', async () => {
-    const pool = createWorkerPool({ threads: 2, tasks: { compose: COMPOSE_TASK } });
+  it('starts threads as tasks need them, up to its size, each sized as asked; reports each one\'s memory', async () => {
+    const pool = createWorkerPool({ threads: 2, tasks: { compose: COMPOSE_TASK }, size: { youngGenerationMb: 6, heapMb: 64 } });
     try {
       assert.deepEqual(await pool.memory(), [], 'no thread before the first task');
       await poolComposer(pool)(input);
+      await poolComposer(pool)(input);
+      assert.equal((await pool.memory()).length, 1, 'one at a time: one thread');
+      await Promise.all(Array.from({ length: 10 }, () => poolComposer(pool)(input)));
       const memory = await pool.memory();
-      assert.equal(memory.length, 2);
+      assert.equal(memory.length, 2, 'busy: a second thread, and no more');
       for (const m of memory) {
-        assert.ok(m.heapUsed > 0 && m.heapUsed <= m.heapTotal && m.young > 0 && m.heapLimit > m.heapTotal, JSON.stringify(m));
+        assert.ok(m.heapUsed > 0 && m.heapUsed <= m.heapTotal && m.young > 0 && m.heapTotal < m.heapLimit, JSON.stringify(m));
+        assert.equal(m.heapLimit, (64 + 6) * 1024 * 1024, 'old generation and young generation as asked');
+        assert.ok(m.young <= 4 * 1024 * 1024, 'two semi-spaces of a third each');
         assert.ok(m.external >= m.arrayBuffers);
       }
       assert.deepEqual(await inline.memory(), []);
