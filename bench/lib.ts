@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestDns } from '../test/helpers/dns-server.js';
+import { launchFlags } from '../scripts/launch-flags.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'dist/src/cli/bin.js');
@@ -48,12 +49,13 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
 }
 
 /**
- * Starts the built `mailsvc serve` as its own process, as an operator would.
+ * Starts the built `mailsvc serve` as its own process, as an operator would (with the launcher's
+ * Node.js options).
  * BENCH_SERVER_NODE_ARGS adds node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
  */
 export function serve(env: Record<string, string>): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
-    const flags = [...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+    const flags = [...launchFlags(root), ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
     const child = spawn(process.execPath, [...flags, bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
