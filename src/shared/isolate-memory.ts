@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { setFlagsFromString } from 'node:v8';
 import { runInThisContext } from 'node:vm';
 import type { ResourceLimits } from 'node:worker_threads';
 
@@ -44,6 +45,15 @@ export interface IsolateSize {
   heapMb: number;
 }
 
-/** The Worker option for `size` (V8's defaults without one). */
-export const resourceLimits = (size: IsolateSize | undefined): ResourceLimits | undefined =>
-  size && { maxYoungGenerationSizeMb: size.youngGenerationMb, maxOldGenerationSizeMb: size.heapMb };
+/**
+ * The Worker option for `size` (V8's defaults without one). V8 lets its command-line sizes
+ * (`--max-semi-space-size` on the launcher's line, bin/mailsvc.js, which sizes the main
+ * isolate) override a worker's own limits; they are read when an isolate is made, so clearing
+ * them once the main isolate is made leaves it as it is and lets each worker have its size.
+ */
+export function resourceLimits(size: IsolateSize | undefined): ResourceLimits | undefined {
+  if (!size) return undefined;
+  setFlagsFromString('--max-semi-space-size=0');
+  setFlagsFromString('--max-old-space-size=0');
+  return { maxYoungGenerationSizeMb: size.youngGenerationMb, maxOldGenerationSizeMb: size.heapMb };
+}

@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { SIGN_TASK, poolSigner } from '../../../src/delivery/dkim-signer.js';
 import { COMPOSE_TASK, poolComposer, type ComposeInput } from '../../../src/messages/compose.js';
@@ -99,6 +103,24 @@ describe('worker pool: composing and signing off the event loop', () => {
     } finally {
       await pool.close();
     }
+  });
+
+  it('sizes its threads as asked even when the process was started with V8 sizes of its own (the launcher\'s)', () => {
+    const script = `
+      import { createWorkerPool } from ${JSON.stringify(new URL('../../../src/shared/worker-pool.ts', import.meta.url).href)};
+      import { getHeapStatistics } from 'node:v8';
+      const pool = createWorkerPool({ threads: 1, tasks: { echo: '(require) => async (r) => ({ value: r })' }, size: { youngGenerationMb: 6, heapMb: 64 } });
+      await pool.run('echo', 1);
+      const [thread] = await pool.memory();
+      console.log(JSON.stringify({ main: getHeapStatistics().heap_size_limit, thread: thread.heapLimit }));
+      await pool.close();`;
+    // A file, not -e: a thread inherits --input-type, and the pool's threads run CommonJS.
+    const file = join(mkdtempSync(join(tmpdir(), 'pool-')), 'sized.mjs');
+    writeFileSync(file, script);
+    const out = execFileSync(process.execPath, ['--max-semi-space-size=16', '--max-old-space-size=300', '--import', 'tsx', file], { encoding: 'utf8' });
+    const { main, thread } = JSON.parse(out) as { main: number; thread: number };
+    assert.equal(main, (300 + 3 * 16) * 2 ** 20, 'the main isolate keeps the sizes it started with');
+    assert.equal(thread, (64 + 6) * 2 ** 20, 'the thread has its own');
   });
 
   it('refuses unknown tasks and work after close', async () => {
