@@ -51,7 +51,8 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
 /**
  * Starts the built `mailsvc serve` as its own process, as an operator would (with the launcher's
  * Node.js options).
- * BENCH_SERVER_NODE_ARGS adds node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+ * BENCH_SERVER_NODE_ARGS adds node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`;
+ * BENCH_SERVER_STDERR=1 passes its log (stderr) through.
  */
 export function serve(env: Record<string, string>): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
@@ -60,6 +61,7 @@ export function serve(env: Record<string, string>): Promise<BenchServer> {
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
     child.stderr.on('data', (d) => {
+      if (process.env.BENCH_SERVER_STDERR) process.stderr.write(d);
       err += d;
       const m = /HTTP API on (http:\/\/\S+)/.exec(err);
       if (m) {
