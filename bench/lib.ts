@@ -108,9 +108,9 @@ export interface LoadResult {
 }
 
 /** HTTP load from a separate process (autocannon), so the generator does not share our event loop: for a duration or a number of requests. */
-export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number } & ({ seconds: number } | { amount: number })): Promise<LoadResult> {
+export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number; timeoutSeconds?: number } & ({ seconds: number } | { amount: number })): Promise<LoadResult> {
   const span = 'seconds' in options ? ['-d', String(options.seconds)] : ['-a', String(options.amount)];
-  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), ...span, '-m', options.method, '-b', options.body];
+  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), ...span, '-m', options.method, '-b', options.body, '-t', String(options.timeoutSeconds ?? 10)];
   for (const [k, v] of Object.entries(options.headers)) args.push('-H', `${k}=${v}`);
   args.push(options.url);
   return new Promise((resolve, reject) => {
