@@ -144,7 +144,7 @@ interface LoadOptions {
 }
 
 /** Runs bench/smtp-load-process.ts; rejects when any message was refused. */
-function loadGenerator(options: LoadOptions): Promise<void> {
+export function loadGenerator(options: LoadOptions): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/smtp-load-process.ts'), JSON.stringify(options)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';

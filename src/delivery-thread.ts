@@ -15,6 +15,7 @@ import type { Metrics } from './observability/metrics.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { steadyClock } from './shared/steady-clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
+import { isolateMemory } from './shared/isolate-memory.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { createCommitBatcher, type CommitBatcher } from './store/commit-batcher.js';
@@ -94,7 +95,7 @@ export interface DeliveryThreadData {
   signingThreads: number;
 }
 
-/** How often a thread reports what its gate holds and its statement count to the main thread (for /metrics). */
+/** How often a thread reports what its gate holds, its statement count and its memory (its own isolate's, its signing threads') to the main thread (for /metrics). */
 const GATE_REPORT_MS = 1000;
 /** Another node's report older than this is of a node that stopped or died. */
 const REPORT_FRESH_MS = 30_000;
@@ -143,7 +144,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) });
   const store = openStore(config.database, storeOptions(config, logger));
   const batcher = createCommitBatcher(store.db, store.dialect, config.databasePoolSize, () => store.durable());
-  const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK } });
+  const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK }, size: config.delivery.signingThreadMemory });
   const clock = systemClock;
   // Counters are the main thread's (one registry per server): each call goes there.
   const metrics = new Proxy({} as Metrics, { get: (_, name: string) => (...args: unknown[]) => post({ type: 'metric', name, args }) });
@@ -156,7 +157,14 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
     kernel.committed(tables);
     post({ type: 'committed', tables: [...tables] });
   });
-  const report = setInterval(() => post({ type: 'destinations', list: job.destinations(), statements: store.statements() }), GATE_REPORT_MS);
+  const report = setInterval(
+    () =>
+      void pool
+        .memory()
+        .catch(() => [])
+        .then((signing) => post({ type: 'destinations', list: job.destinations(), statements: store.statements(), memory: { thread: isolateMemory(), signing } })),
+    GATE_REPORT_MS,
+  );
   report.unref();
   const tasks = startTasks([destinationsTask(store.db, kernel.owner, job, clock, config.delivery.reportInterval)], { store, logger });
 

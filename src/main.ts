@@ -6,6 +6,7 @@ import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createMetrics } from './observability/metrics.js';
+import { isolateMemory } from './shared/isolate-memory.js';
 import { inboundKinds } from './receiving/inbound-kinds.js';
 import { openRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 import { readinessProbe } from './observability/readiness.js';
@@ -69,6 +70,10 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     metrics?.databaseStatementsFrom(() => runtime.store.statements());
     metrics?.reputationFrom(() => runtime.services.reputation.snapshot());
     metrics?.storageFrom(() => runtime.deps.space.read());
+    metrics?.threadMemoryFrom(async () => [
+      { thread: 'main', memory: isolateMemory() },
+      ...(await runtime.workers.memory()).map((memory, i) => ({ thread: `main-pool-${i}`, memory })),
+    ]);
 
     const app = createHttpApp({
       services: runtime.services,

@@ -102,6 +102,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   const workers = createWorkerPool({
     threads: d.signingThreads === 'auto' ? Math.max(1, availableParallelism() - 1) : d.signingThreads,
     tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK },
+    size: d.signingThreadMemory,
   });
   const close = async () => {
     await workers.close();

@@ -11,7 +11,8 @@ import type { Config } from './config/schema.js';
 import { deliveryDeps, destinationsTask, signingThreads, type DeliveryThreadData } from './delivery-thread.js';
 import { deliveryJob } from './delivery/delivery-job.js';
 import type { DestinationState } from './delivery/gate.js';
-import type { Metrics, ServerMetrics } from './observability/metrics.js';
+import type { Metrics, ServerMetrics, ThreadMemorySample } from './observability/metrics.js';
+import type { IsolateMemory } from './shared/isolate-memory.js';
 import type { Runtime, RuntimeOptions } from './runtime.js';
 import { runRetention } from './tasks/retention.js';
 import { evaluateReputation } from './tasks/evaluate-reputation.js';
@@ -156,6 +157,8 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
   // Statements of each running thread's store, and of the threads that died (a counter never goes back).
   const statements = new Map<number, number>();
   let statementsOfDead = 0;
+  // Each running thread's last memory report: its own isolate's and its signing threads'.
+  const memory = new Map<number, { thread: IsolateMemory; signing: IsolateMemory[] }>();
   // The thread's log lines are written where the main thread's go, formatted alike.
   // eslint-disable-next-line no-restricted-syntax -- pino keeps its destination under a symbol its types do not declare
   const destination = (deps.logger as unknown as Record<symbol, { write(line: string): void }>)[pino.symbols.streamSym]!;
@@ -164,6 +167,7 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
     entry: threadEntry,
     count,
     data: { delivery: data },
+    size: config.delivery.threadMemory,
     logger: deps.logger,
     onMessage(message: ThreadMessage, index: number) {
       switch (message.type) {
@@ -176,6 +180,7 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
         case 'destinations':
           gates.set(index, message.list as DestinationState[]);
           statements.set(index, message.statements as number);
+          memory.set(index, message.memory as { thread: IsolateMemory; signing: IsolateMemory[] });
           break;
         case 'log':
           destination.write(message.line as string);
@@ -186,11 +191,18 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
       gates.delete(index);
       statementsOfDead += statements.get(index) ?? 0;
       statements.delete(index);
+      memory.delete(index);
       if (owner) deps.logger.warn({ owner, released: await releaseHeldLeases(store.db, owner, deps.clock.now()) }, 'gave back the claims of a dead delivery thread');
     },
   });
   options.metrics?.destinationsFrom(() => [...gates.values()].flat());
   options.metrics?.databaseStatementsFrom(() => statementsOfDead + [...statements.values()].reduce((a, b) => a + b, 0));
+  options.metrics?.threadMemoryFrom(async () =>
+    [...memory].flatMap(([index, m]): ThreadMemorySample[] => [
+      { thread: `delivery-${index}`, memory: m.thread },
+      ...m.signing.map((s, i) => ({ thread: `delivery-${index}-pool-${i}`, memory: s })),
+    ]),
+  );
   // New mail committed here wakes the threads' delivery jobs.
   store.onCommit((tables) => {
     if (tables.has('queue_items')) threads.broadcast({ type: 'committed', tables: [...tables] });

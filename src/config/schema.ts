@@ -351,6 +351,32 @@ export const schema = {
       description: 'Delivery threads: each runs the delivery job with its own database connection, off the main event loop that keeps HTTP and SMTP intake; "auto" is half the CPU cores (1 on 2 cores, 0 on 1); 0 delivers on the main thread.',
     },
     signingThreads: threadCount,
+    // Each thread is a V8 isolate of its own, sized for what it does; V8's defaults are sized
+    // for a browser tab or a lone server (a 4 GB heap that grows to 4 times what it holds, a
+    // young generation of 48 MB on Node 20 and 192 MB on Node 24, per isolate).
+    threadMemory: {
+      youngGenerationMb: int(
+        6,
+        'Young generation of each delivery thread\'s V8 heap, in MB (resourceLimits.maxYoungGenerationSizeMb; a third of it is each semi-space): short-lived objects of a delivery (rows, replies, timers) die there; larger trades memory for fewer scavenges.',
+        3,
+        1024,
+      ),
+      heapMb: int(
+        128,
+        'Old generation limit of each delivery thread\'s V8 heap, in MB (resourceLimits.maxOldGenerationSizeMb). Message bodies are Buffers outside the heap; under 256 MB V8 also grows the heap less eagerly past what it holds. A thread over it is replaced and its mail given back to the queue.',
+        32,
+        16384,
+      ),
+    },
+    signingThreadMemory: {
+      youngGenerationMb: int(6, 'Young generation of each signing thread\'s V8 heap, in MB (threads that DKIM-sign and compose, delivery.signingThreads).', 3, 1024),
+      heapMb: int(
+        128,
+        'Old generation limit of each signing thread\'s V8 heap, in MB. Composing a message at smtp.submission.maxMessageSize holds its parts on the heap for a moment; a thread over it is replaced and the message tried again later.',
+        32,
+        16384,
+      ),
+    },
     returnPathSubdomain: str('bounces', 'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (docs/api.md, Domains).'),
     shutdownTimeout: int(20, 'Seconds a stopping server lets SMTP transactions in flight finish before it abandons them (they are released to the queue).', 0),
   },
