@@ -3,7 +3,7 @@ import { decryptSecret } from '../shared/crypto.js';
 import type { Db } from '../store/db.js';
 import { findDomain, listDkimKeys } from '../store/domains.js';
 import type { Email } from '../store/emails.js';
-import type { Prepared } from './deliver-job.js';
+import type { Prepared } from './transmit-job.js';
 import type { DkimKey, DkimSigner } from './dkim-signer.js';
 import { bounceDomainOf, returnPathFor } from './return-path.js';
 

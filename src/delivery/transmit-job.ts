@@ -194,7 +194,7 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
 }
 
 /** Runs the steps; returns one outcome per item of the job, in order. */
-export async function deliverJob(job: Job, ctx: JobContext): Promise<Outcome[]> {
+export async function transmitJob(job: Job, ctx: JobContext): Promise<Outcome[]> {
   const r = await route(job, ctx);
   if ('kind' in r) return everyone(job, r);
   const prepared = await ctx.prepare(job.email);

@@ -3,7 +3,7 @@ import { domainOf } from '../shared/domain-name.js';
 import type { Logger } from '../shared/logger.js';
 import type { Email, QueueItem } from '../store/emails.js';
 import type { Suppression } from '../store/suppressions.js';
-import { deliverJob, type Job, type JobContext } from './deliver-job.js';
+import { transmitJob, type Job, type JobContext } from './transmit-job.js';
 import type { DomainLimiter } from './domain-limiter.js';
 import type { DeliveryGate } from './gate.js';
 import type { Outcome, RecipientResult } from './outcome.js';
@@ -29,7 +29,7 @@ export interface WarmupShare {
   giveBack(n: number): Promise<void>;
 }
 
-export interface ProcessContext {
+export interface JobStepsContext {
   clock: Clock;
   /** Suppression entries covering the claimed batch's recipients. */
   suppressions: Suppression[];
@@ -54,10 +54,10 @@ const suppressionOf = (item: QueueItem, email: Email, entries: Suppression[]): S
 /**
  * One job (a message, the recipients it has at one domain) as a list of named steps (Postal's
  * outgoing message processor): hold if suppressed, simulate if a test, wait for a slot,
- * deliver (route, sign, transmit: deliver-job.ts), record. A step may end the job with an
+ * transmit (route, sign, send over SMTP: transmit-job.ts), record. A step may end the job with an
  * outcome for each recipient.
  */
-export async function processJob(job: Job, p: ProcessContext): Promise<void> {
+export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
   const { clock } = p;
   const startedAt = clock.now();
   const results: RecipientResult[] = [];
@@ -136,7 +136,7 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
   const sendStart = clock.now();
   let outcomes: Outcome[];
   try {
-    outcomes = await deliverJob({ ...job, items: toSend, source, messagesPerConnection }, p.context);
+    outcomes = await transmitJob({ ...job, items: toSend, source, messagesPerConnection }, p.context);
   } catch (err) {
     p.log.error({ err, emailId: job.email.id }, 'delivery step failed');
     outcomes = toSend.map(() => ({ kind: 'deferred', code: null, response: `internal error: ${(err as Error).message}`, category: 'other', mxHost: null, tls: false }));
