@@ -107,7 +107,7 @@ export async function* readContactImportFile(db: Db, importId: string): AsyncGen
   for (let seq = 0; ; seq++) {
     const row = await db.selectFrom('contact_import_files').select('data').where('import_id', '=', importId).where('seq', '=', seq).executeTakeFirst();
     if (!row) return;
-    yield Buffer.from(row.data);
+    yield row.data;
   }
 }
 

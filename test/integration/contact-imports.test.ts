@@ -323,9 +323,11 @@ describe('a large contact import, streamed', () => {
       assert.deepEqual(done.counts, { total: rows, created: rows, updated: 0, skipped: 0, failed: 0 });
       const grownMb = (peakKb() - baseline) / 1024;
       const fileMb = readFileSync(file).length / 1024 / 1024;
-      // Holding the rows would cost several times the file (strings, arrays, row objects);
-      // streaming costs a batch. The bound is about the file's size, well under holding it.
-      assert.ok(grownMb < 64, `server peak RSS grew ${grownMb.toFixed(1)} MB for a ${fileMb.toFixed(1)} MB file`);
+      // Holding the rows would cost more than 100 MB on top (200,000 row objects with their
+      // strings, measured alone); streaming costs a batch, plus the file twice in dead Buffers
+      // (spool to database, database to parser) that V8 collects only once external memory has
+      // grown by 64 MB. The bound sits between the two.
+      assert.ok(grownMb < 96, `server peak RSS grew ${grownMb.toFixed(1)} MB for a ${fileMb.toFixed(1)} MB file`);
       const total = (await runtime.services.subscribers.list({ workspaceId }, { limit: 1, offset: 0 })).total;
       assert.equal(total, rows + 1);
       const last = await runtime.services.subscribers.get(workspaceId, `person${rows - 1}@big.test`);
