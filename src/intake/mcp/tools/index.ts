@@ -1,0 +1,8 @@
+import type { Tool } from '../tool.js';
+import { contactTools } from './contacts.js';
+import { domainTools } from './domains.js';
+import { emailTools } from './emails.js';
+import { templateTools } from './templates.js';
+
+/** Every MCP tool, in the order the tool list and docs/assistants.md show them. */
+export const mcpTools: Tool[] = [...templateTools, ...emailTools, ...contactTools, ...domainTools];
