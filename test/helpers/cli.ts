@@ -11,7 +11,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  * run on its own after an edit still runs what was edited. Decided once per test process.
  */
 let command: string[] | undefined;
-const cliCommand = (): string[] =>
+export const cliCommand = (): string[] =>
   (command ??= distIsFresh(root) ? [fileURLToPath(new URL('../../bin/mailsvc.js', import.meta.url))] : ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))]);
 
 export interface CliResult {

@@ -2,7 +2,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
-import { callTool, toolListing, type CallOptions } from './call-tool.js';
+import { toAppError } from '../../shared/errors.js';
+import { callTool, errorResult, toolListing, type CallOptions } from './call-tool.js';
 import type { McpCaller, McpDeps, Tool } from './tool.js';
 import { mcpTools } from './tools/index.js';
 
@@ -35,7 +36,14 @@ export function buildMcpServer(
     const tool = byName.get(request.params.name);
     // An unknown tool is the client's protocol mistake (the list says what there is), as the SDK answers it.
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
-    return callTool(deps, tool, request.params.arguments, await callerOf(extra), optionsOf(extra));
+    let caller: McpCaller;
+    try {
+      caller = await callerOf(extra);
+    } catch (err) {
+      // A key revoked or expired since the session began: refused like any call, with the catalog's code.
+      return errorResult(toAppError(err));
+    }
+    return callTool(deps, tool, request.params.arguments, caller, optionsOf(extra));
   });
   return server;
 }

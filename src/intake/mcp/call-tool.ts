@@ -6,6 +6,8 @@ import { AppError, toAppError } from '../../shared/errors.js';
 import { sha256Hex } from '../../shared/crypto.js';
 import { stableStringify } from '../../shared/stable-json.js';
 import { parseWith } from '../../shared/validate.js';
+import { jsonDepth } from '../../shared/json-depth.js';
+import { MAX_BODY_DEPTH } from '../http/middleware/parse-body.js';
 import { writeScope } from '../../store/wal-sync.js';
 import { jsonSchema } from '../http/openapi.js';
 import { countAgainstLimit } from '../http/rate-limit.js';
@@ -84,6 +86,8 @@ export async function callTool(deps: McpDeps, tool: Tool, rawArgs: unknown, call
       throw new AppError('forbidden', `This ${principal.kind === 'oauth' ? 'access token' : 'API key'} lacks the scope ${tool.scope}${principal.kind !== 'oauth' ? ' (it has sending access only)' : ''}`);
     }
     if (tool.operation) await countAgainstLimit(deps, tool.operation, `ws:${workspace.id}`, workspace);
+    // HTTP bodies are bounded before this; stdio messages are bounded here the same way.
+    if (jsonDepth(rawArgs, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) throw new AppError('validation_error', `arguments: objects and arrays may nest at most ${MAX_BODY_DEPTH} levels deep`, { field: 'arguments' });
     const { idempotency_key: key, ...args } = parseWith(argumentsSchema(tool), rawArgs ?? {}, 'arguments') as Record<string, unknown> & { idempotency_key?: string };
     const claim = key === undefined ? undefined : await services.idempotency.claim(workspace.id, key, sha256Hex(`MCP ${tool.name}\n${stableStringify(args)}`));
     if (claim?.kind === 'replay') return claim.body;
