@@ -18,6 +18,7 @@ import { inboxes } from './0044-inboxes.js';
 import { inboxAgentRuns } from './0045-inbox-agent-runs.js';
 import { domainSettings } from './0046-domain-settings.js';
 import { apiLogs } from './0047-api-logs.js';
+import { templateStudio } from './0080-template-studio.js';
 import { eventDefinitions } from './0048-event-definitions.js';
 import { contactProperties } from './0049-contact-properties.js';
 import { domainClaims } from './0054-domain-claims.js';
@@ -69,5 +70,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0054-domain-claims': domainClaims(),
     '0064-contact-imports': contactImports(),
     '0065-segment-conditions': segmentConditions(),
+    '0080-template-studio': templateStudio(),
   };
 }

@@ -35,6 +35,7 @@ const PARSES_WHAT_IS_NOT_STORED: Record<string, string> = {
   'src/receiving/inbox-agent/ask-agent.ts': "the inbox agent's answer",
   'src/services/contact-imports.ts': "an upload's multipart fields",
   'src/services/send/send-email.ts': 'the X-Mailsvc-Metadata header of a submitted message',
+  'src/messages/client-support.ts': "the shipped client-support data (config/email-clients/)",
 };
 
 interface Rule {

@@ -21,7 +21,7 @@ import { v1DeliveryRoutes } from './v1/delivery.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
 import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
-import { v1TemplateRoutes } from './v1/templates.js';
+import { v1TemplateRoutes, v1TemplateStudioRoutes } from './v1/templates.js';
 import { v1WebhookRoutes } from './v1/webhooks.js';
 import { v1AccountRoutes } from './v1/account.js';
 import { v1ContactPropertyRoutes } from './v1/contact-properties.js';
@@ -34,6 +34,7 @@ export const apiRoutes: Route[] = [
   ...v1EmailRoutes,
   ...v1EmailContentRoutes,
   ...v1TemplateRoutes,
+  ...v1TemplateStudioRoutes,
   ...v1DomainRoutes,
   ...v1ReputationRoutes,
   ...v1DomainReportRoutes,
