@@ -6,6 +6,8 @@ import { toAppError } from '../../shared/errors.js';
 import { callTool, errorResult, toolListing, type CallOptions } from './call-tool.js';
 import type { McpCaller, McpDeps, Tool } from './tool.js';
 import { mcpTools } from './tools/index.js';
+import { registerPrompts } from './prompts.js';
+import { registerTemplateResources } from './resources.js';
 
 export type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -45,5 +47,7 @@ export function buildMcpServer(
     }
     return callTool(deps, tool, request.params.arguments, caller, optionsOf(extra));
   });
+  registerTemplateResources(server, deps, callerOf);
+  registerPrompts(server);
   return server;
 }

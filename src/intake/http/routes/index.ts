@@ -5,7 +5,7 @@ import { legacySendRoutes } from './legacy/send.js';
 import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1AutomationRoutes, v1WorkflowEventRoutes } from './v1/automations.js';
-import { v1BroadcastRoutes } from './v1/broadcasts.js';
+import { v1BroadcastPreviewRoutes, v1BroadcastRoutes } from './v1/broadcasts.js';
 import { v1ContactRoutes } from './v1/contacts.js';
 import { v1ContactImportRoutes } from './v1/contact-imports.js';
 import { v1SegmentRoutes } from './v1/segments.js';
@@ -46,6 +46,7 @@ export const apiRoutes: Route[] = [
   ...v1SegmentRoutes,
   ...v1TopicRoutes,
   ...v1BroadcastRoutes,
+  ...v1BroadcastPreviewRoutes,
   ...v1ApiKeyRoutes,
   ...v1WebhookRoutes,
   ...v1RouteRoutes,
