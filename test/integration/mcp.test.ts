@@ -38,7 +38,8 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
     );
     const create = tools.find((t) => t.name === 'templates_create')!;
     assert.equal(create.title, 'Create a template');
-    assert.deepEqual(create.inputSchema.required, ['name', 'html']);
+    assert.deepEqual(create.inputSchema.required, ['name']);
+    assert.ok(create.inputSchema.properties?.mjml, 'MJML or HTML');
     assert.ok(create.inputSchema.properties?.idempotency_key, 'a creating tool takes an idempotency key');
     const remove = tools.find((t) => t.name === 'domains_remove')!;
     assert.equal(remove.annotations?.destructiveHint, true);
