@@ -84,7 +84,9 @@ describe('`mailsvc mcp`: MCP over stdio against the database of a running server
     child.stdin.end();
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     assert.equal(code, 0, 'ends when stdin ends');
+    // Every line is a JSON-RPC message; answers to calls in flight together may come in any order.
     const messages = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { jsonrpc: string; id: number; result: Result });
+    messages.sort((a, b) => a.id - b.id);
     assert.deepEqual(messages.map((m) => [m.jsonrpc, m.id]), [['2.0', 1], ['2.0', 2], ['2.0', 3]]);
     assert.equal(messages[2]!.result.structuredContent.error.code, 'not_found');
   });
