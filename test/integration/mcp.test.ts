@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { call, mcpClient } from '../helpers/mcp.js';
 import { request } from '../helpers/http.js';
 import { MAX_SESSIONS_PER_KEY } from '../../src/intake/mcp/http-endpoint.js';
@@ -214,5 +214,35 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
     for (let i = 0; i < 70; i++) nested = [nested];
     const deep = await post(server, { Authorization: `Bearer ${key}` }, { ...INIT, params: { ...INIT.params, capabilities: { x: nested } } });
     assert.equal(deep.status, 400);
+  });
+});
+
+describe('MCP tool calls count against the workspace rate limits as REST calls do', () => {
+  let server: TestServer;
+  let client: Client;
+  const clock = manualClock(Date.parse('2026-01-05T10:00:00Z'));
+
+  before(async () => {
+    server = await startTestServer({}, { clock });
+    client = await mcpClient(server, await server.key());
+  });
+  after(async () => {
+    await client?.close();
+    await server?.close();
+  });
+
+  it('domains.read: 60 a minute are answered, the 61st is rate_limited (retryable), the next minute answers again; REST shares the bucket', async () => {
+    for (let i = 1; i <= 59; i++) assert.equal((await call(client, 'domains_list')).isError, undefined, `call ${i}`);
+    // The 60th, at the limit, through REST: one bucket for both surfaces.
+    const rest = await request(server.httpUrl, 'GET', '/v1/domains', { key: await server.key() });
+    assert.equal(rest.status, 200);
+    assert.equal(rest.headers.get('x-ratelimit-remaining'), '0');
+    const over = await call(client, 'domains_list');
+    assert.equal(over.isError, true);
+    assert.deepEqual([over.structuredContent.error.code, over.structuredContent.error.retryable], ['rate_limited', true]);
+    // Another bucket is not touched.
+    assert.equal((await call(client, 'templates_list')).isError, undefined);
+    clock.advance(60_000);
+    assert.equal((await call(client, 'domains_list')).isError, undefined);
   });
 });

@@ -16,7 +16,7 @@ const createForm = (view: DashView, kept: Kept = {}) => html`<form class="stack 
 <div class="row"><label>Name<input name="name" required maxlength="200" value="${kept.name ?? ''}" placeholder="Welcome"></label>
 <label>Alias <span class="muted">(optional: send and read it by this name)</span><input name="alias" maxlength="100" value="${kept.alias ?? ''}" placeholder="welcome-email"></label></div>
 <label>Subject<input name="subject" maxlength="998" value="${kept.subject ?? ''}" placeholder="Welcome, {{first_name}}"></label>
-<label>Source language<select name="language"><option value="html"${kept.language === 'mjml' ? '' : ' selected'}>HTML</option><option value="mjml"${kept.language === 'mjml' ? ' selected' : ''}>MJML (compiled to HTML that Outlook and Gmail render)</option></select></label>
+<label>Source language <span class="muted">(MJML compiles to HTML that Outlook and Gmail render)</span><select name="language"><option value="html"${kept.language === 'mjml' ? '' : ' selected'}>HTML</option><option value="mjml"${kept.language === 'mjml' ? ' selected' : ''}>MJML</option></select></label>
 <label>Source<textarea name="html" required rows="10" placeholder="<p>Hello {{first_name}}</p> or <mjml><mj-body>…</mj-body></mjml>">${kept.html ?? ''}</textarea></label>
 <label>Text <span class="muted">(optional: derived from the HTML when left empty)</span><textarea name="text" rows="4">${kept.text ?? ''}</textarea></label>
 <p class="muted">Variables are written <code>{{name}}</code>; a send or a workflow step supplies them.</p>
