@@ -20,6 +20,7 @@ import {
   type TemplateVersion,
 } from '../store/templates.js';
 import { compileMjml } from '../messages/compile-mjml.js';
+import { inlineCss } from '../messages/inline-css.js';
 import { plainTextOf } from '../messages/plain-text.js';
 import { renderSubject, renderTemplate, variableNames } from '../messages/render-template.js';
 import { checkTemplate, type Finding } from '../messages/template-checks.js';
@@ -38,6 +39,8 @@ export interface TemplateInput {
   /** The HTML; or give `mjml`, and the HTML is what it compiles to. */
   html?: string | undefined;
   mjml?: string | undefined;
+  /** With `html`: move its `<style>` CSS into style attributes first (MJML does it itself). */
+  inline_css?: boolean | undefined;
   text?: string | null | undefined;
   /** Another name to send or read the template by. */
   alias?: string | null | undefined;
@@ -235,9 +238,10 @@ async function fieldsOf(input: Partial<TemplateInput>): Promise<Partial<Template
     if (subject.length > 998) throw validationError('subject', 'must be at most 998 characters');
     changes.subject = subject;
   }
+  if (input.inline_css && input.html === undefined) throw validationError('inline_css', 'applies to html');
   if (input.html !== undefined) {
     if (input.html.trim() === '') throw validationError('html', 'must not be empty');
-    changes.html = sized('html', input.html);
+    changes.html = sized('html', input.inline_css ? inlineCss(sized('html', input.html)) : input.html);
     changes.language = 'html';
     changes.source = null;
   }

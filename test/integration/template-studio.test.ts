@@ -85,6 +85,18 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     assert.equal(badName.body.error.message.startsWith('variables[0].key'), true);
   });
 
+  it('inlines the CSS of an HTML source on request (inline_css)', async () => {
+    const html = '<html><head><style>p { color: red; } @media (max-width: 480px) { p { color: blue; } }</style></head><body><p>Hi</p></body></html>';
+    const inlined = await call(client, 'templates_create', { name: 'inline', html, inline_css: true });
+    assert.match(inlined.structuredContent.html, /<p style="color: red;">Hi<\/p>/);
+    assert.match(inlined.structuredContent.html, /@media \(max-width: 480px\)/, 'media queries stay in <style>');
+    const asIs = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'as is', html } });
+    assert.equal(asIs.body.html, html, 'nothing is inlined unless asked');
+    const mjml = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'x', mjml: MJML, inline_css: true } });
+    assert.equal(mjml.status, 400);
+    assert.match(mjml.body.error.message, /^inline_css: applies to html/);
+  });
+
   it(`a source of ${MAX_TEMPLATE_BYTES} bytes is taken, one byte more is a 413`, async () => {
     const html = (bytes: number) => `<p>${'x'.repeat(bytes - 7)}</p>`;
     assert.equal(Buffer.byteLength(html(MAX_TEMPLATE_BYTES)), MAX_TEMPLATE_BYTES);

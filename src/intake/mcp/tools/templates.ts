@@ -17,6 +17,7 @@ const fields = {
   subject: z.string().nullable().optional(),
   html: z.string().optional().describe('The HTML body; {{variables}} are filled at send time. Give html or mjml'),
   mjml: z.string().optional().describe('The body in MJML (<mjml><mj-body>…), compiled to HTML under strict validation; errors name their lines'),
+  inline_css: z.boolean().optional().describe('With html: move <style> CSS into style attributes, for clients that drop <style>'),
   text: z.string().nullable().optional().describe('The plain-text part (derived from the HTML when absent)'),
   alias: z.string().nullable().optional().describe('Another name to send or read it by'),
   from: z.string().nullable().optional().describe('The default sender of mail using it'),

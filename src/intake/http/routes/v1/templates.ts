@@ -15,6 +15,7 @@ const templateFields = {
   subject: z.string().nullable().optional(),
   html: z.string().optional().describe('The HTML body (or give mjml)'),
   mjml: z.string().optional().describe('The body in MJML, compiled to html under strict validation; its errors are 400s naming their lines'),
+  inline_css: z.boolean().optional().describe("With html: move the CSS of its <style> elements into style attributes (juice), for clients that drop <style>"),
   text: z.string().nullable().optional(),
   alias: z.string().nullable().optional(),
   from: z.string().nullable().optional(),
