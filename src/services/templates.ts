@@ -21,6 +21,8 @@ import {
 } from '../store/templates.js';
 import { compileMjml } from '../messages/compile-mjml.js';
 import { inlineCss } from '../messages/inline-css.js';
+import { generationPrompt, parseGeneratedTemplate } from '../messages/generated-template.js';
+import { chatCompletion } from '../shared/chat-completion.js';
 import { plainTextOf } from '../messages/plain-text.js';
 import { renderSubject, renderTemplate, variableNames } from '../messages/render-template.js';
 import { checkTemplate, type Finding } from '../messages/template-checks.js';
@@ -114,7 +116,12 @@ export interface TemplateService {
   preview(workspaceId: string, idOrAlias: string, input: PreviewInput): Promise<TemplatePreview>;
   /** What would break the template in mail clients. */
   check(workspaceId: string, idOrAlias: string, input: CheckOptions): Promise<TemplateCheck>;
+  /** Asks the configured model (inboxes.agent) for an MJML template from a description; saves it as a draft, checked. */
+  generate(workspaceId: string, description: string): Promise<{ object: 'template_generation'; template: TemplateView; check: TemplateCheck }>;
 }
+
+/** Longest description a generation takes: a brief, not a document. */
+export const MAX_GENERATE_DESCRIPTION = 4000;
 
 export interface TemplateVersionView {
   object: 'template_version';
@@ -429,6 +436,32 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
         text: c.text === null ? plainTextOf(html) : renderTemplate(c.text, values, 'text'),
         variables: { used, missing: used.filter((n) => values[n] === undefined || values[n] === null), unknown: Object.keys(given).filter((n) => !used.includes(n)) },
       };
+    },
+
+    async generate(workspaceId, description) {
+      if (description.trim() === '' || description.length > MAX_GENERATE_DESCRIPTION) throw validationError('description', `must be 1 to ${MAX_GENERATE_DESCRIPTION} characters`);
+      const settings = deps.config.inboxes.agent;
+      if (!settings.url) throw new AppError('invalid_state', 'No model is configured: set inboxes.agent.url (an OpenAI-compatible endpoint) to generate templates; an assistant over MCP needs none');
+      let content: unknown;
+      try {
+        content = await chatCompletion(settings, deps.resolver, [
+          { role: 'system', content: generationPrompt() },
+          { role: 'user', content: description },
+        ], { json: true });
+      } catch (err) {
+        throw new AppError('service_unavailable', `The model could not be asked: ${(err as Error).message}`, { retryAfter: 5 });
+      }
+      const answer = parseGeneratedTemplate(content);
+      if ('error' in answer) throw new AppError('service_unavailable', `The model's answer was not a template (${answer.error}); try again`, { retryAfter: 1 });
+      let template: TemplateView;
+      try {
+        template = await this.create(workspaceId, { name: answer.name, subject: answer.subject, mjml: answer.mjml, variables: answer.variables });
+      } catch (err) {
+        // The model's MJML failed validation: its fault, not the caller's request.
+        if (err instanceof AppError && err.code === 'validation_error') throw new AppError('service_unavailable', `The model's template did not validate (${err.message}); try again`, { retryAfter: 1 });
+        throw err;
+      }
+      return { object: 'template_generation', template, check: await this.check(workspaceId, template.id, {}) };
     },
 
     async check(workspaceId, idOrAlias, input) {

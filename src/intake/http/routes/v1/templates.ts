@@ -102,6 +102,16 @@ const version = z.number().int().min(1).optional().describe('A published version
 /** The studio: versions, previews and client checks, over the same service as the MCP tools. */
 export const v1TemplateStudioRoutes = [
   defineRoute({
+    method: 'POST',
+    path: '/v1/templates/generate',
+    summary: "Ask the configured model (inboxes.agent.url) for an MJML template from a description: saved as a draft, compiled and checked; nothing is published (409 without a model, 503 when its answer is not a valid template)",
+    operation: 'api',
+    scope: 'templates:write',
+    status: 201,
+    body: z.object({ description: z.string().describe('What the email is for, its tone and brand') }),
+    handler: ({ deps, workspace, body }) => deps.services.templates.generate(workspace.id, body.description),
+  }),
+  defineRoute({
     method: 'GET',
     path: '/v1/templates/:id/versions',
     summary: 'The published versions of a template, newest first; `published` marks the one sends use',
