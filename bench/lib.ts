@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestDns } from '../test/helpers/dns-server.js';
+import { launchFlags } from '../scripts/launch-flags.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'dist/src/cli/bin.js');
@@ -48,16 +49,19 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
 }
 
 /**
- * Starts the built `mailsvc serve` as its own process, as an operator would.
- * BENCH_SERVER_NODE_ARGS adds node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+ * Starts the built `mailsvc serve` as its own process, as an operator would (with the launcher's
+ * Node.js options).
+ * BENCH_SERVER_NODE_ARGS adds node flags, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`;
+ * BENCH_SERVER_STDERR=1 passes its log (stderr) through.
  */
 export function serve(env: Record<string, string>): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
-    const flags = [...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+    const flags = [...launchFlags(root), ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
     const child = spawn(process.execPath, [...flags, bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
     child.stderr.on('data', (d) => {
+      if (process.env.BENCH_SERVER_STDERR) process.stderr.write(d);
       err += d;
       const m = /HTTP API on (http:\/\/\S+)/.exec(err);
       if (m) {
@@ -104,9 +108,9 @@ export interface LoadResult {
 }
 
 /** HTTP load from a separate process (autocannon), so the generator does not share our event loop: for a duration or a number of requests. */
-export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number } & ({ seconds: number } | { amount: number })): Promise<LoadResult> {
+export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number; timeoutSeconds?: number } & ({ seconds: number } | { amount: number })): Promise<LoadResult> {
   const span = 'seconds' in options ? ['-d', String(options.seconds)] : ['-a', String(options.amount)];
-  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), ...span, '-m', options.method, '-b', options.body];
+  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), ...span, '-m', options.method, '-b', options.body, '-t', String(options.timeoutSeconds ?? 10)];
   for (const [k, v] of Object.entries(options.headers)) args.push('-H', `${k}=${v}`);
   args.push(options.url);
   return new Promise((resolve, reject) => {

@@ -9,6 +9,7 @@ import { deliveryEndToEnd } from './delivery.js';
 import { campaignDelivery } from './campaign-delivery.js';
 import { campaignQueue } from './campaign-queue.js';
 import { clusterDelivery } from './cluster-delivery.js';
+import { memoryProfile } from './memory.js';
 import { sideBySide } from './side-by-side.js';
 import { sendAcceptance } from './send-acceptance.js';
 import { smtpSubmission } from './smtp-submission.js';
@@ -30,6 +31,7 @@ const benches: Record<string, () => Promise<void>> = {
   backlog: () => backlog({ messages: Number(process.env.BENCH_BACKLOG ?? 5000), runs }),
   'api-latency': () => apiLatency({ seconds: Number(process.env.BENCH_SECONDS ?? 30), runs, rates: (process.env.BENCH_RATES ?? '300,500').split(',').map(Number) }),
   'side-by-side': () => sideBySide({ messages: Number(process.env.BENCH_MESSAGES ?? 10_000), each: Number(process.env.BENCH_EACH ?? 2000), runs }),
+  memory: () => memoryProfile({ messages: Number(process.env.BENCH_MESSAGES ?? 6000), campaign: Number(process.env.BENCH_CAMPAIGN ?? 100_000) }),
   workflows: () => workflowRuns({ events: Number(process.env.BENCH_EVENTS ?? 2000), waiting: Number(process.env.BENCH_WAITING ?? 10_000), runs }),
 };
 

@@ -1,11 +1,9 @@
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
-import { pino } from 'pino';
 import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/schema.js';
 import { deliveryJob, type DeliveryDeps, type DeliveryJob } from './delivery/delivery-job.js';
-import type { DestinationState } from './delivery/gate.js';
 import { poolSigner, SIGN_TASK } from './delivery/dkim-signer.js';
 import { pausedDomainHold } from './delivery/hold-paused.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
@@ -17,6 +15,7 @@ import type { Metrics } from './observability/metrics.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { steadyClock } from './shared/steady-clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
+import { isolateMemory } from './shared/isolate-memory.js';
 import { createLogger, type Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { createCommitBatcher, type CommitBatcher } from './store/commit-batcher.js';
@@ -96,7 +95,7 @@ export interface DeliveryThreadData {
   signingThreads: number;
 }
 
-/** How often a thread reports what its gate holds and its statement count to the main thread (for /metrics). */
+/** How often a thread reports what its gate holds, its statement count and its memory (its own isolate's, its signing threads') to the main thread (for /metrics). */
 const GATE_REPORT_MS = 1000;
 /** Another node's report older than this is of a node that stopped or died. */
 const REPORT_FRESH_MS = 30_000;
@@ -142,10 +141,10 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   const post = (message: ThreadMessage) => port.postMessage(message);
   const { config, secretKey } = data;
   // Log lines go to the main thread, which writes them where its own go (and formats them alike).
-  const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) } as pino.DestinationStream);
+  const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) });
   const store = openStore(config.database, storeOptions(config, logger));
   const batcher = createCommitBatcher(store.db, store.dialect, config.databasePoolSize, () => store.durable());
-  const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK } });
+  const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK }, size: config.delivery.signingThreadMemory });
   const clock = systemClock;
   // Counters are the main thread's (one registry per server): each call goes there.
   const metrics = new Proxy({} as Metrics, { get: (_, name: string) => (...args: unknown[]) => post({ type: 'metric', name, args }) });
@@ -158,7 +157,14 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
     kernel.committed(tables);
     post({ type: 'committed', tables: [...tables] });
   });
-  const report = setInterval(() => post({ type: 'destinations', list: job!.destinations(), statements: store.statements() }), GATE_REPORT_MS);
+  const report = setInterval(
+    () =>
+      void pool
+        .memory()
+        .catch(() => [])
+        .then((signing) => post({ type: 'destinations', list: job.destinations(), statements: store.statements(), memory: { thread: isolateMemory(), signing } })),
+    GATE_REPORT_MS,
+  );
   report.unref();
   const tasks = startTasks([destinationsTask(store.db, kernel.owner, job, clock, config.delivery.reportInterval)], { store, logger });
 

@@ -8,6 +8,7 @@ import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';
 import { createMetrics } from './observability/metrics.js';
+import { isolateMemory } from './shared/isolate-memory.js';
 import { inboundKinds } from './receiving/inbound-kinds.js';
 import { openRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 import { readinessProbe } from './observability/readiness.js';
@@ -71,6 +72,10 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     metrics?.databaseStatementsFrom(() => runtime.store.statements());
     metrics?.reputationFrom(() => runtime.services.reputation.snapshot());
     metrics?.storageFrom(() => runtime.deps.space.read());
+    metrics?.threadMemoryFrom(async () => [
+      { thread: 'main', memory: isolateMemory() },
+      ...(await runtime.workers.memory()).map((memory, i) => ({ thread: `main-pool-${i}`, memory })),
+    ]);
 
     const httpDeps = {
       services: runtime.services,
@@ -118,9 +123,6 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     // Stopped first (stops run in reverse): the listeners are closed by then.
     const workers = startWorkers(runtime, { ...options, metrics });
     stops.unshift(() => workers.stop());
-    // Imports the previous run left half done go on (their rows are upserts); stopping leaves the rest for the next start.
-    await runtime.services.contactImports.resume();
-    stops.unshift(() => runtime.services.contactImports.stop());
 
     let stopped: Promise<void> | undefined;
     const stop = () =>

@@ -30,7 +30,7 @@ import { createUsageService } from './services/usage.js';
 import { createApiLogService } from './services/api-logs.js';
 import { createEventDefinitionService } from './services/workflows/event-definitions.js';
 import { createContactPropertyService } from './services/contact-properties.js';
-import { createContactImportService } from './services/contact-imports.js';
+import { createContactImportService } from './services/contact-imports/contact-imports.js';
 import { createDomainClaimService } from './services/domain-claims.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';
@@ -102,6 +102,7 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
   const workers = createWorkerPool({
     threads: d.signingThreads === 'auto' ? Math.max(1, availableParallelism() - 1) : d.signingThreads,
     tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK },
+    size: d.signingThreadMemory,
   });
   const close = async () => {
     await workers.close();

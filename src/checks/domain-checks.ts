@@ -1,13 +1,20 @@
-import { spf as evaluateSpf } from 'mailauth/lib/spf/index.js';
-import getDmarcRecord from 'mailauth/lib/dmarc/get-dmarc-record.js';
 import { validateMx } from 'mailauth/lib/mta-sts.js';
-import { getAlignment } from 'mailauth/lib/tools.js';
 import type { MTASTSPolicy } from 'mailauth';
 import type { PolicyFetcher } from '../delivery/mta-sts.js';
 import { bounceDomainOf } from '../delivery/return-path.js';
 import { isNoRecordError, type DnsResolver } from '../shared/dns.js';
 import { mailauthResolver } from '../shared/mailauth-resolver.js';
 import { worstStatus, type Check, type CheckStatus, type PublishRecord } from './check-status.js';
+
+/**
+ * SPF evaluation and DMARC look-ups: about 5 MB of heap (the public suffix list among it),
+ * loaded with the first check rather than by every server as it starts.
+ */
+const loadChecks = async () => {
+  const [spf, dmarc, tools] = await Promise.all([import('mailauth/lib/spf/index.js'), import('mailauth/lib/dmarc/get-dmarc-record.js'), import('mailauth/lib/tools.js')]);
+  return { evaluateSpf: spf.spf, getDmarcRecord: dmarc.default, getAlignment: tools.getAlignment };
+};
+let checks: ReturnType<typeof loadChecks> | undefined;
 
 /**
  * The deliverability checks of one sending domain, as a receiver sees it, every look-up
@@ -128,10 +135,11 @@ async function spfCheck(domain: string, env: DomainCheckEnv): Promise<DomainChec
     return { ...base, ...check('warning', true, `Cannot tell which address this server sends from: publish an A record for ${host} or set deliverability.sendingIps.`, found) };
   }
   const resolver = mailauthResolver(env.resolver);
+  const { evaluateSpf } = await (checks ??= loadChecks());
   const results = await Promise.all(
     env.sendingIps.map(async (ip) => {
       const result = await evaluateSpf({ sender: `postmaster@${envelopeDomain}`, ip, helo: host, mta: host, resolver });
-      return { ip, result: result.status.result as string };
+      return { ip, result: result.status.result };
     }),
   );
   const withResults = { ...base, results };
@@ -158,6 +166,7 @@ async function dmarcCheck(domain: string, env: DomainCheckEnv): Promise<DomainCh
   if (ownRecords.length > 1) {
     return { ...base, ...check('failing', true, `${name} has ${ownRecords.length} DMARC records; receivers then apply none (RFC 7489 §6.6.3): keep one.`, ownRecords.join('\n'), publish) };
   }
+  const { getDmarcRecord, getAlignment } = await (checks ??= loadChecks());
   let record: Awaited<ReturnType<typeof getDmarcRecord>>;
   try {
     record = await getDmarcRecord(domain, mailauthResolver(env.resolver));
@@ -310,5 +319,5 @@ export async function runDomainChecks(domain: string, dkim: DkimTokenResult[], e
 /** The checks of a domain by name, for lists and change detection. */
 export const checkStatuses = (checks: DomainChecks): Record<string, CheckStatus> =>
   Object.fromEntries(
-    (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (checks[k] ? [[k, checks[k]!.status]] : [])),
+    (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (checks[k] ? [[k, checks[k].status]] : [])),
   );

@@ -54,7 +54,6 @@ const LEVELS = { n: 'not supported', a: 'partly supported', u: 'unknown' } as co
 const MAJOR = /^(gmail|outlook\.windows|outlook\.outlook-com|apple-mail)/;
 
 type Node = DefaultTreeAdapterMap['node'];
-type Element = DefaultTreeAdapterMap['element'];
 
 export interface CheckInput {
   html: string;
@@ -114,9 +113,9 @@ export function checkTemplate(input: CheckInput, data: ClientSupportData): Findi
     const node = stack.pop()!;
     if ('childNodes' in node) stack.push(...[...node.childNodes].reverse());
     // A <template> element's children live in its content fragment.
-    if ('content' in node) stack.push(node.content as unknown as Node);
+    if ('content' in node) stack.push(node.content);
     if (!('tagName' in node)) continue;
-    const el = node as Element;
+    const el = node;
     const line = el.sourceCodeLocation?.startLine ?? 0;
     // The document skeleton is implied by the parser even when the source has none.
     if (!['html', 'head', 'body'].includes(el.tagName) || el.sourceCodeLocation) use(`html-${el.tagName}`, line);

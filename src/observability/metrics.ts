@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { IsolateMemory } from '../shared/isolate-memory.js';
 import { domainClass, type DomainClass } from './domain-class.js';
 
 /**
@@ -36,9 +38,17 @@ export interface ServerMetrics extends Metrics {
   destinationsFrom(read: () => DestinationSample[]): void;
   /** Where the storage gauges read from at scrape time: each file system the server writes to. */
   storageFrom(read: () => StorageSample[]): void;
+  /** Adds a source of the per-thread memory gauges (the main thread and its pool; the delivery threads and theirs), read at scrape time. */
+  threadMemoryFrom(read: () => Promise<ThreadMemorySample[]>): void;
   /** The text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
+}
+
+/** One thread's isolate, named for what it is: `main`, `main-pool-0`, `delivery-0`, `delivery-0-pool-0`. */
+export interface ThreadMemorySample {
+  thread: string;
+  memory: IsolateMemory;
 }
 
 export interface StorageSample {
@@ -159,6 +169,42 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   storageGauge('mailsvc_storage_free_bytes', 'Free bytes on each file system the server writes to (the SQLite database\'s, dataDir)', (s) => s.freeBytes);
   storageGauge('mailsvc_storage_min_free_bytes', 'The reserve (storage.minFreeBytes) below which new mail is refused, per file system', (s) => s.minFreeBytes);
 
+  // Memory the way it is spent: each isolate's heap (and young generation) and external
+  // memory, and what the process holds beyond them (native: SQLite's page cache, TLS, malloc).
+  const readMemory: Array<() => Promise<ThreadMemorySample[]>> = [];
+  let threadSamples: Promise<ThreadMemorySample[]> | null = null;
+  /** One read per scrape for both gauges. */
+  const memorySamples = () =>
+    (threadSamples ??= Promise.all(readMemory.map((read) => read().catch(() => [])))
+      .then((lists) => lists.flat())
+      .finally(() => setTimeout(() => (threadSamples = null), 100).unref()));
+  const THREAD_KINDS: Record<string, keyof IsolateMemory> = { heap_used: 'heapUsed', heap_total: 'heapTotal', heap_young: 'young', heap_limit: 'heapLimit', external: 'external', array_buffers: 'arrayBuffers' };
+  new Gauge({
+    name: 'mailsvc_thread_memory_bytes',
+    help: 'Memory of each thread\'s V8 isolate (main, main-pool-N, delivery-N, delivery-N-pool-N), by kind: heap_total, heap_used, heap_young (the young generation as reserved), heap_limit, external (Buffers and other memory outside the heap), array_buffers',
+    labelNames: ['thread', 'kind'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const s of await memorySamples()) for (const [kind, field] of Object.entries(THREAD_KINDS)) this.set({ thread: s.thread, kind }, s.memory[field]);
+    },
+  });
+  new Gauge({
+    name: 'mailsvc_process_memory_bytes',
+    help: 'Memory of the whole process, by kind: rss, peak_rss (VmHWM, Linux), native (rss beyond every isolate\'s heap and external memory: SQLite\'s page cache, TLS, malloc\'s slack, code)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const rss = process.memoryUsage.rss();
+      const isolates = (await memorySamples()).reduce((sum, s) => sum + s.memory.heapTotal + s.memory.external, 0);
+      this.set({ kind: 'rss' }, rss);
+      this.set({ kind: 'native' }, Math.max(0, rss - isolates));
+      const peak = peakRss();
+      if (peak !== null) this.set({ kind: 'peak_rss' }, peak);
+    },
+  });
+
   const readStatements: Array<() => number> = [];
   let statementsSeen = 0;
   new Counter({
@@ -255,6 +301,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     databaseStatementsFrom: (read) => {
       readStatements.push(read);
     },
+    threadMemoryFrom: (read) => {
+      readMemory.push(read);
+    },
     reputationFrom: (read) => {
       readReputation = read;
     },
@@ -272,4 +321,14 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     rateLimited: (surface, operation) => limited.inc({ surface, operation }),
     throttledWait: (domain, hold) => throttled.inc({ domain_class: domainClass(`@${domain}`, null), hold }),
   };
+}
+
+/** The process's peak resident memory (VmHWM), in bytes; null where /proc is not there. */
+function peakRss(): number | null {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    return kb ? Number(kb) * 1024 : null;
+  } catch {
+    return null;
+  }
 }

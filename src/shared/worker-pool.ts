@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { runInThisContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
+import { MEMORY_PROBE, resourceLimits, type IsolateMemory, type IsolateSize } from './isolate-memory.js';
 
 /**
  * CPU-bound work that would otherwise hold the event loop (DKIM signing, MIME composition) runs
@@ -21,6 +22,8 @@ export interface TaskResult {
 export interface WorkerPool {
   /** Runs `task` with `request` (structured-cloned; `transfer` is moved); rejects with the task's error. */
   run<T>(task: string, request: unknown, transfer?: ArrayBuffer[]): Promise<T>;
+  /** What each running thread's isolate holds (none before the first task, or with no threads; threads start as tasks need them): for /metrics. */
+  memory(): Promise<IsolateMemory[]>;
   close(): Promise<void>;
 }
 
@@ -34,7 +37,9 @@ const factories = { ${Object.entries(tasks)
   .map(([name, source]) => `${JSON.stringify(name)}: ${source}`)
   .join(',\n')} };
 const ready = new Map();
+const memory = (${MEMORY_PROBE})(require);
 parentPort.on('message', async ({ id, task, request }) => {
+  if (task === undefined) return parentPort.postMessage({ id, value: memory() });
   try {
     let run = ready.get(task);
     if (!run) ready.set(task, (run = factories[task](require)));
@@ -55,6 +60,7 @@ function inlinePool(tasks: Record<string, string>): WorkerPool {
       if (!run) ready.set(task, (run = runInThisContext(`(${tasks[task]})`, { filename: `${task}.cjs` })(requireHere)));
       return (await run!(request)).value as T;
     },
+    memory: async () => [],
     close: async () => {},
   };
 }
@@ -64,15 +70,16 @@ interface Slot {
   pending: Map<number, { resolve(value: unknown): void; reject(err: Error): void }>;
 }
 
-export function createWorkerPool(options: { threads: number; tasks: Record<string, string> }): WorkerPool {
+export function createWorkerPool(options: { threads: number; tasks: Record<string, string>; size?: IsolateSize | undefined }): WorkerPool {
   const { threads, tasks } = options;
+  const limits = resourceLimits(options.size);
   if (threads <= 0) return inlinePool(tasks);
   const source = workerSource(tasks);
   let nextId = 1;
   let closing = false;
 
   const spawn = (): Slot => {
-    const slot: Slot = { worker: new Worker(source, { eval: true }), pending: new Map() };
+    const slot: Slot = { worker: new Worker(source, { eval: true, ...(limits ? { resourceLimits: limits } : {}) }), pending: new Map() };
     slot.worker.unref();
     slot.worker.on('message', (reply: Reply) => {
       const waiter = slot.pending.get(reply.id);
@@ -94,21 +101,36 @@ export function createWorkerPool(options: { threads: number; tasks: Record<strin
     });
     return slot;
   };
-  // Threads start with the first task, so a process that never needs one spawns none.
+  // Threads start as tasks need them: a process that never needs one spawns none, and one that
+  // composes a message now and then (a campaign's preview on the main thread) spawns one, not
+  // a thread per core (each is an isolate: 15-30 MB).
   const slots: Slot[] = [];
 
   return {
     run<T>(task: string, request: unknown, transfer: ArrayBuffer[] = []): Promise<T> {
       if (closing) return Promise.reject(new Error('worker pool is closed'));
       if (!(task in tasks)) return Promise.reject(new Error(`unknown task ${task}`));
-      if (slots.length === 0) for (let i = 0; i < threads; i++) slots.push(spawn());
-      // The least busy thread takes it.
-      const slot = slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+      // The least busy thread takes it; another starts when every one is busy.
+      let slot = slots.reduce<Slot | null>((a, b) => (a && a.pending.size <= b.pending.size ? a : b), null);
+      if (!slot || (slot.pending.size > 0 && slots.length < threads)) slots.push((slot = spawn()));
       const id = nextId++;
       return new Promise<T>((resolve, reject) => {
-        slot.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+        slot.pending.set(id, { resolve: resolve, reject });
         slot.worker.postMessage({ id, task, request }, transfer);
       });
+    },
+    memory() {
+      // A message without a task asks the thread for its memory; it queues behind the thread's tasks.
+      return Promise.all(
+        slots.map(
+          (slot) =>
+            new Promise<IsolateMemory>((resolve, reject) => {
+              const id = nextId++;
+              slot.pending.set(id, { resolve: resolve, reject });
+              slot.worker.postMessage({ id });
+            }),
+        ),
+      );
     },
     async close() {
       closing = true;

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { resourceLimits, type IsolateSize } from '../shared/isolate-memory.js';
 import type { Logger } from '../shared/logger.js';
 
 /**
@@ -30,6 +31,8 @@ export interface ThreadsOptions {
   count: number;
   /** Passed to each thread as workerData (structured-cloned). */
   data: unknown;
+  /** Each thread's V8 heap (V8's defaults without one). */
+  size?: IsolateSize | undefined;
   logger: Logger;
   onMessage(message: ThreadMessage, index: number): void;
   /** A thread died; `owner` is the lease owner it announced (null before it did). Runs before its replacement starts. */
@@ -65,9 +68,11 @@ export function startThreads(options: ThreadsOptions): Threads {
   }
 
   const slots: Slot[] = [];
+  const limits = resourceLimits(options.size);
 
   const spawn = (index: number): Slot => {
-    const worker = fromSource(options.entry) ? new Worker(tsxBootstrap(options.entry), { eval: true, workerData: options.data }) : new Worker(options.entry, { workerData: options.data });
+    const common = { workerData: options.data, ...(limits ? { resourceLimits: limits } : {}) };
+    const worker = fromSource(options.entry) ? new Worker(tsxBootstrap(options.entry), { eval: true, ...common }) : new Worker(options.entry, common);
     const slot: Slot = { worker, owner: null, exited: Promise.resolve(), startedAt: Date.now() };
     worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'ready' && typeof message.owner === 'string') slot.owner = message.owner;

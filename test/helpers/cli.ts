@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { distIsFresh } from '../../scripts/dist-fresh.js';
+import { launchFlags } from '../../scripts/launch-flags.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -9,10 +10,14 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  * (`npm test` builds it first: a compiled start takes a third of the time tsx takes to load
  * the sources, and the suite starts hundreds), else the sources through tsx, so that a test
  * run on its own after an edit still runs what was edited. Decided once per test process.
+ * Either way with the Node.js options the shipped launcher sets (scripts/launch-flags.ts).
  */
 let command: string[] | undefined;
 export const cliCommand = (): string[] =>
-  (command ??= distIsFresh(root) ? [fileURLToPath(new URL('../../bin/mailsvc.js', import.meta.url))] : ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))]);
+  (command ??= [
+    ...launchFlags(root),
+    ...(distIsFresh(root) ? [fileURLToPath(new URL('../../bin/mailsvc.js', import.meta.url))] : ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))]),
+  ]);
 
 export interface CliResult {
   code: number | null;

@@ -68,6 +68,30 @@ describe('delivery threads', () => {
       // The statement counter of /metrics adds the thread's statements (claims, loads, records) to the main thread's own.
       const counted = async () => Number(/^mailsvc_db_statements_total (\d+)$/m.exec(await (await fetch(`${server.httpUrl}/metrics`)).text())?.[1]);
       await eventually(async () => ((await counted()) > server.runtime.store.statements() + 201 ? true : undefined), 5000, 'the thread\'s statements in /metrics');
+      // Memory per isolate: the main thread's, the delivery thread's and its signing thread's
+      // (each reports its own; Node 20 cannot read a worker's heap from outside).
+      const memory = async () => {
+        const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
+        const m = new Map<string, number>();
+        for (const x of text.matchAll(/^mailsvc_(?:thread|process)_memory_bytes\{(?:thread="([^"]+)",)?kind="([^"]+)"\} (\S+)$/gm)) m.set(`${x[1] ?? 'process'} ${x[2]}`, Number(x[3]));
+        return m;
+      };
+      const m = await eventually(async () => ((await memory()).has('delivery-0-pool-0 heap_used') ? memory() : undefined), 5000, 'the signing thread\'s memory in /metrics');
+      for (const thread of ['main', 'delivery-0', 'delivery-0-pool-0']) {
+        const used = m.get(`${thread} heap_used`)!;
+        assert.ok(used > 1e6 && used <= m.get(`${thread} heap_total`)!, `${thread}: heap used ${used} within its total`);
+        assert.ok(m.get(`${thread} heap_young`)! > 0 && m.get(`${thread} heap_young`)! < m.get(`${thread} heap_total`)!, `${thread}: a young generation`);
+        assert.ok(m.get(`${thread} heap_limit`)! > m.get(`${thread} heap_total`)!, `${thread}: under its limit`);
+        assert.ok(m.get(`${thread} external`)! >= m.get(`${thread} array_buffers`)!, `${thread}: array buffers are part of external memory`);
+      }
+      // Sized by delivery.threadMemory and delivery.signingThreadMemory (V8's limit is old + young).
+      const { threadMemory, signingThreadMemory } = server.runtime.config.delivery;
+      assert.equal(m.get('delivery-0 heap_limit'), (threadMemory.heapMb + threadMemory.youngGenerationMb) * 2 ** 20);
+      assert.equal(m.get('delivery-0-pool-0 heap_limit'), (signingThreadMemory.heapMb + signingThreadMemory.youngGenerationMb) * 2 ** 20);
+      const isolates = ['main', 'delivery-0', 'delivery-0-pool-0'].reduce((sum, t) => sum + m.get(`${t} heap_total`)! + m.get(`${t} external`)!, 0);
+      assert.ok(m.get('process rss')! > isolates, 'the process holds every isolate');
+      assert.ok(m.get('process native')! > 0 && m.get('process native')! < m.get('process rss')!, 'native: what RSS holds beyond the isolates');
+      assert.ok(m.get('process peak_rss')! >= m.get('process rss')! * 0.9, 'the peak is at least about what is held now');
     });
   });
 
@@ -102,7 +126,7 @@ describe('delivery threads', () => {
       const emails = new Map<string, string>();
       for (let i = 0; i < 30; i++) {
         const email = await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`r${i}@dest.test`] });
-        emails.set(email.message_id!, email.id);
+        emails.set(email.message_id, email.id);
       }
       const ids = [...emails.keys()];
       const heldBy = async (owner: string) =>

@@ -272,6 +272,85 @@ describe('limits on every intake', () => {
   });
 });
 
+describe('the largest messages, several at once, inside the default memory sizes', () => {
+  // One delivery thread and one signing thread, each under its default size
+  // (delivery.threadMemory, delivery.signingThreadMemory): messages at the attachment limit by
+  // HTTP and at smtp.submission.maxMessageSize by SMTP, on several connections at once, all
+  // composed, signed and delivered in flight together. A thread over its heap would be
+  // replaced (and the mail retried): none is.
+  let dns: TestDns;
+  let mx: TestMx;
+  let server: TestServer;
+  let key: string;
+
+  before(async () => {
+    dns = await startDnsServer();
+    // Each message is answered after the others have arrived: they are in flight together.
+    mx = await startMxServer({ hooks: { onData: () => new Promise((r) => setTimeout(() => r(undefined), 500)) } });
+    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    server = await startTestServer({
+      delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, mtaSts: false, workers: 1, signingThreads: 1, defaultDomainLimit: { concurrency: 10, perMinute: 1_000_000 } },
+      webhooks: { enabled: false },
+    });
+    key = await server.key();
+    await addVerifiedDomain(server, dns, 'sender.test');
+  });
+  after(async () => {
+    await server.close();
+    await mx.close();
+    await dns.close();
+  });
+
+  it('7 MB of attachments by HTTP on 4 connections and messages of smtp.submission.maxMessageSize by SMTP on 3 arrive byte for byte; a byte over is refused; no thread replaced', async () => {
+    const threads = server.workers.deliveryThreads!;
+    await eventually(async () => threads.owners().length === 1 || undefined, 15_000, 'the delivery thread ready');
+    const [owner] = threads.owners();
+    const max = server.runtime.config.smtp.submission.maxMessageSize;
+    assert.equal(max, 25 * MB, 'the default limit');
+    const seven = (seed: number) => [bytes(5 * MB, seed), bytes(2 * MB, seed + 1)];
+    const http = [0, 1, 2, 3].map((i) => ({ subject: `http ${i}`, files: seven(10 * i) }));
+    /** A raw message of exactly `size` bytes, its base64 body cut to fit. */
+    const raw = (subject: string, size: number, seed: number) => {
+      const head = `From: shop@sender.test\r\nTo: ann@dest.test\r\nSubject: ${subject}\r\nMIME-Version: 1.0\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n`;
+      const body = bytes(size, seed).toString('base64').replace(/.{76}/g, '$&\r\n').slice(0, size - head.length - 2).replace(/\r$/, 'A');
+      return Buffer.from(`${head}${body}\r\n`);
+    };
+    const smtp = [0, 1, 2].map((i) => ({ subject: `smtp ${i}`, raw: raw(`smtp ${i}`, max, 50 + i) }));
+    smtp.forEach((m) => assert.equal(m.raw.length, max));
+    const transport = () =>
+      nodemailer.createTransport({ host: '127.0.0.1', port: server.smtp!.starttls, requireTLS: true, auth: { user: 'apikey', pass: key }, tls: { rejectUnauthorized: false } });
+    const sent = await Promise.all([
+      ...http.map((m) =>
+        request(server.httpUrl, 'POST', '/v1/emails', {
+          key,
+          body: { from: 'shop@sender.test', to: 'ann@dest.test', subject: m.subject, html: '<p>Hi</p>', attachments: m.files.map((b, j) => ({ filename: `f${j}.bin`, content: b.toString('base64') })) },
+        }),
+      ),
+      ...smtp.map((m) => transport().sendMail({ envelope: { from: 'shop@sender.test', to: ['ann@dest.test'] }, raw: m.raw })),
+    ]);
+    for (const res of sent.slice(0, http.length)) ok(res as ApiResponse);
+    for (const info of sent.slice(http.length)) assert.match((info as { response: string }).response, /^250 /);
+    const over = await transport()
+      .sendMail({ envelope: { from: 'shop@sender.test', to: ['ann@dest.test'] }, raw: raw('over', max + 1, 60) })
+      .then(() => assert.fail('a byte over the limit was accepted'), (e: { responseCode?: number }) => e);
+    assert.equal(over.responseCode, 552);
+
+    const received = await mx.waitFor(http.length + smtp.length, 180_000);
+    const bySubject = (subject: string) => received.find((r) => r.raw.includes(Buffer.from(`Subject: ${subject}\r\n`)));
+    for (const m of http) {
+      const parsed = await simpleParser(bySubject(m.subject)!.raw);
+      assert.deepEqual(parsed.attachments.map((a) => sha(a.content)), m.files.map(sha), `${m.subject}: attachments byte for byte`);
+    }
+    for (const m of smtp) {
+      const got = bySubject(m.subject)!.raw;
+      // The delivered message is the submitted one under the headers added on the way (DKIM-Signature, Message-ID, ...).
+      assert.ok(got.length > max && got.includes(m.raw.subarray(m.raw.indexOf('\r\n\r\n'))), `${m.subject}: the body byte for byte`);
+      assert.match(got.toString('latin1', 0, 4096), /^DKIM-Signature: /m);
+    }
+    assert.deepEqual(threads.owners(), [owner], 'the delivery thread was never replaced');
+  });
+});
+
 describe('limits on campaigns', () => {
   let dns: TestDns;
   let server: TestServer;

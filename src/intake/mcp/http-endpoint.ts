@@ -81,20 +81,25 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
       throw new AppError('rate_limited', `This key has ${MAX_SESSIONS_PER_KEY} open MCP sessions: end one (DELETE ${MCP_PATH} with its Mcp-Session-Id) or let one expire`, { retryAfter: 60 });
     }
     const server = buildMcpServer(deps, version, callerOf, optionsOf);
-    const session: Session = { server, credentialId: principalId, workspaceId, lastUsed: deps.clock.now(), transport: undefined as unknown as StreamableHTTPServerTransport };
-    session.transport = new StreamableHTTPServerTransport({
+    // The transport's callbacks name the session, so it is made first and filled in below.
+    const made: { session?: Session } = {};
+    const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       // The body was read and bounded by parseBody; answers are JSON, not a stream per POST:
       // every tool answers once, and proxies pass JSON more readily than event streams.
       enableJsonResponse: true,
       onsessioninitialized: (id) => {
-        sessions.set(id, session);
+        if (made.session) sessions.set(id, made.session);
       },
       // DELETE /mcp: the client ended it.
-      onsessionclosed: (id) => void closeSession(id, session),
+      onsessionclosed: (id) => {
+        if (made.session) void closeSession(id, made.session);
+      },
     });
-    session.transport.onerror = (err) => deps.logger.debug({ err, component: 'mcp' }, 'MCP transport error');
-    await server.connect(session.transport);
+    const session: Session = { server, transport, credentialId: principalId, workspaceId, lastUsed: deps.clock.now() };
+    made.session = session;
+    transport.onerror = (err) => deps.logger.debug({ err, component: 'mcp' }, 'MCP transport error');
+    await server.connect(transport);
     return session;
   }
 
@@ -114,7 +119,7 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
     }
     session.lastUsed = deps.clock.now();
     const auth: RequestAuth = { caller: { principal, workspace }, options: { requestId: ctx.state.requestId, userAgent: ctx.get('User-Agent') || null } };
-    const req = Object.assign(ctx.req, { auth: { token: '', clientId: principal.credentialId, scopes: [], extra: auth as unknown as Record<string, unknown> } });
+    const req = Object.assign(ctx.req, { auth: { token: '', clientId: principal.credentialId, scopes: [], extra: { ...auth } } });
     // The transport writes the response itself.
     ctx.respond = false;
     await session.transport.handleRequest(req, ctx.res, ctx.state.body);

@@ -54,7 +54,7 @@ export interface Tool<S extends z.ZodObject = z.ZodObject> {
   handler(input: ToolInput<z.infer<S>>): Promise<unknown>;
 }
 
-export const defineTool = <S extends z.ZodObject>(tool: Tool<S>): Tool => tool as unknown as Tool;
+export const defineTool = <S extends z.ZodObject>(tool: Tool<S>): Tool => tool;
 
 /** Annotations of the three kinds of tool there are. */
 export const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;

@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { SIGN_TASK, poolSigner } from '../../../src/delivery/dkim-signer.js';
 import { COMPOSE_TASK, poolComposer, type ComposeInput } from '../../../src/messages/compose.js';
@@ -77,6 +81,46 @@ describe('worker pool: composing and signing off the event loop', () => {
     } finally {
       await pool.close();
     }
+  });
+
+  it('starts threads as tasks need them, up to its size, each sized as asked; reports each one\'s memory', async () => {
+    const pool = createWorkerPool({ threads: 2, tasks: { compose: COMPOSE_TASK }, size: { youngGenerationMb: 6, heapMb: 64 } });
+    try {
+      assert.deepEqual(await pool.memory(), [], 'no thread before the first task');
+      await poolComposer(pool)(input);
+      await poolComposer(pool)(input);
+      assert.equal((await pool.memory()).length, 1, 'one at a time: one thread');
+      await Promise.all(Array.from({ length: 10 }, () => poolComposer(pool)(input)));
+      const memory = await pool.memory();
+      assert.equal(memory.length, 2, 'busy: a second thread, and no more');
+      for (const m of memory) {
+        assert.ok(m.heapUsed > 0 && m.heapUsed <= m.heapTotal && m.young > 0 && m.heapTotal < m.heapLimit, JSON.stringify(m));
+        assert.equal(m.heapLimit, (64 + 6) * 1024 * 1024, 'old generation and young generation as asked');
+        assert.ok(m.young <= 4 * 1024 * 1024, 'two semi-spaces of a third each');
+        assert.ok(m.external >= m.arrayBuffers);
+      }
+      assert.deepEqual(await inline.memory(), []);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('sizes its threads as asked even when the process was started with V8 sizes of its own (the launcher\'s)', () => {
+    const script = `
+      import { createWorkerPool } from ${JSON.stringify(new URL('../../../src/shared/worker-pool.ts', import.meta.url).href)};
+      import { getHeapStatistics } from 'node:v8';
+      const pool = createWorkerPool({ threads: 1, tasks: { echo: '(require) => async (r) => ({ value: r })' }, size: { youngGenerationMb: 6, heapMb: 64 } });
+      await pool.run('echo', 1);
+      const [thread] = await pool.memory();
+      console.log(JSON.stringify({ main: getHeapStatistics().heap_size_limit, thread: thread.heapLimit }));
+      await pool.close();`;
+    // A file, not -e: a thread inherits --input-type, and the pool's threads run CommonJS.
+    const file = join(mkdtempSync(join(tmpdir(), 'pool-')), 'sized.mjs');
+    writeFileSync(file, script);
+    const out = execFileSync(process.execPath, ['--max-semi-space-size=16', '--max-old-space-size=300', '--import', 'tsx', file], { encoding: 'utf8' });
+    const { main, thread } = JSON.parse(out) as { main: number; thread: number };
+    assert.equal(main, (300 + 3 * 16) * 2 ** 20, 'the main isolate keeps the sizes it started with');
+    assert.equal(thread, (64 + 6) * 2 ** 20, 'the thread has its own');
   });
 
   it('refuses unknown tasks and work after close', async () => {

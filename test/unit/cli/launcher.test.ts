@@ -1,0 +1,26 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { launchFlags } from '../../../scripts/launch-flags.js';
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+
+describe('the launcher (bin/mailsvc.js)', () => {
+  it('sizes V8 young generation as Node.js 20 did, on the line the kernel reads', () => {
+    assert.deepEqual(launchFlags(root), ['--max-semi-space-size=16']);
+  });
+
+  it('runs when executed itself, as the systemd unit and an npm-installed `mailsvc` run it', () => {
+    const out = execFileSync(`${root}bin/mailsvc.js`, ['--version'], { encoding: 'utf8', env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` } });
+    assert.match(out.trim(), /^\d+\.\d+\.\d+$/);
+  });
+
+  it('gives V8 no more young generation than the option says (Node.js 24 alone grows it to 128 MB)', () => {
+    const script =
+      "const v8=require('v8');let k=[],most=0;for(let i=0;i<3e6;i++){k.push({a:'x'+i,b:[i]});if(k.length>5e4)k=[];" +
+      "if(i%1e5===0)most=Math.max(most,v8.getHeapSpaceStatistics().find((s)=>s.space_name==='new_space').space_size)}console.log(most)";
+    const newSpace = Number(execFileSync(process.execPath, [...launchFlags(root), '-e', script], { encoding: 'utf8' }));
+    assert.ok(newSpace > 0 && newSpace <= 2 * 16 * 1024 * 1024, `new space ${newSpace}`);
+  });
+});
