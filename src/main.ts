@@ -2,6 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config/schema.js';
 import { createHttpApp } from './intake/http/app.js';
+import { createMcpEndpoint } from './intake/mcp/http-endpoint.js';
+import { packageVersion } from './cli/version.js';
 import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';
@@ -75,7 +77,7 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
       ...(await runtime.workers.memory()).map((memory, i) => ({ thread: `main-pool-${i}`, memory })),
     ]);
 
-    const app = createHttpApp({
+    const httpDeps = {
       services: runtime.services,
       config,
       logger,
@@ -86,7 +88,9 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         space: runtime.deps.space,
         timeoutMs: Math.min(2000, config.databaseAcquireTimeoutMs),
       }),
-    });
+    };
+    const mcp = config.mcp.enabled ? createMcpEndpoint(httpDeps, packageVersion()) : undefined;
+    const app = createHttpApp({ ...httpDeps, mcp });
     const server = createServer(app.callback());
     const address = await listen(server, config.http.port, config.http.host);
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -98,6 +102,8 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
           server.closeIdleConnections();
         }),
     );
+    // Stopped before the listener (stops run in reverse): an assistant's open stream (GET /mcp) would hold it open.
+    if (mcp) stops.push(() => mcp.close());
     logger.info({ component: 'http', url: httpUrl }, 'HTTP API listening');
 
     let smtp: RunningServer['smtp'] = null;

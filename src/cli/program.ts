@@ -7,6 +7,7 @@ import { classifyFault, isAppError, type AppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
 import { registerDashboardCommands } from './dashboard.js';
 import { registerDbCommands } from './db.js';
+import { registerMcpCommands } from './mcp.js';
 import { registerDoctorCommands } from './doctor.js';
 import { registerInitCommands } from './init.js';
 import { registerDomainCommands } from './domains.js';
@@ -47,6 +48,7 @@ export function buildProgram(io: CliIo): Command {
   registerDashboardCommands(program, io);
   registerDoctorCommands(program, io);
   registerDbCommands(program, io);
+  registerMcpCommands(program, io);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

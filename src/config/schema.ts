@@ -458,6 +458,15 @@ export const schema = {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),
     token: optionalStr('Bearer token required by GET /metrics; null leaves it open.'),
   },
+  templates: {
+    clientSupportData: optionalStr(
+      "A JSON file of which email clients lack which HTML and CSS features, in the form of config/email-clients/caniemail.json (rebuilt from caniemail.com's data by scripts/client-support-data.ts); null: the file shipped with mailsvc. Read on first check, never fetched.",
+    ),
+  },
+  mcp: {
+    enabled: bool(true, 'Serve the Model Context Protocol (assistants: docs/assistants.md) at /mcp on the HTTP port; `mailsvc mcp` (stdio) works either way.'),
+    allowedOrigins: stringList([], 'Origins (`https://app.example`) allowed to call /mcp from a browser besides http.publicUrl\'s; a request with any other Origin header is refused with 403 (DNS rebinding). Clients that send no Origin (desktop assistants, SDKs) are not affected.'),
+  },
   dashboard: {
     password: optionalStr('Dashboard password; null allows only one-time links from `mailsvc dashboard login`.'),
   },

@@ -36,3 +36,10 @@ export function renderTemplate(template: string, variables: Variables, mode: 'ht
 /** Subjects are one header line: line breaks that variables bring in become spaces. */
 export const renderSubject = (template: string, variables: Variables): string =>
   renderTemplate(template, variables, 'text').replace(/[\r\n\u2028\u2029]+/g, ' ');
+
+/** The variables a template names (`{{a.b}}` names `a`), each once, in order of appearance. */
+export function variableNames(template: string): string[] {
+  const names = new Set<string>();
+  for (const m of template.matchAll(PLACEHOLDER)) names.add((m[1] ?? m[3])!.split('.')[0]!);
+  return [...names];
+}

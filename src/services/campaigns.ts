@@ -13,7 +13,9 @@ import { campaignReport, type GroupStats } from './campaign-report.js';
 import type { ServiceDeps } from './deps.js';
 import { checkMetadata } from '../shared/metadata.js';
 import { hasLineBreak, parseMailboxes, requireAddress, singleLine } from '../messages/addresses.js';
-import type { Variables } from '../messages/render-template.js';
+import { renderSubject, renderTemplate, type Variables } from '../messages/render-template.js';
+import { subscriberVariables } from '../messages/campaign-message.js';
+import { plainTextOf } from '../messages/plain-text.js';
 import type { TopicService } from './topics.js';
 import type { ListPage, Listed } from '../store/list-page.js';
 import type { SendService } from './send/send-email.js';
@@ -134,6 +136,26 @@ export interface CampaignService {
   duplicate(workspace: Workspace, id: string): Promise<CampaignView>;
   /** Ends an A/B test waiting for its winner with the variant chosen by hand: it goes to the rest now. */
   chooseWinner(workspaceId: string, id: string, variant: string): Promise<CampaignView>;
+  /** How many recipients sending it now would reach: subscribed members of its segment (and topic), suppressed ones not counted. */
+  reach(workspaceId: string, id: string): Promise<number>;
+  /** Its subject, HTML and text as one recipient would get them (a sample contact, its variables filled). */
+  preview(workspaceId: string, id: string, contact?: PreviewContact): Promise<CampaignPreview>;
+}
+
+export interface PreviewContact {
+  email?: string | undefined;
+  first_name?: string | undefined;
+  last_name?: string | undefined;
+  properties?: Record<string, unknown> | undefined;
+}
+
+export interface CampaignPreview {
+  object: 'broadcast_preview';
+  id: string;
+  subject: string;
+  preview_text: string | null;
+  html: string | null;
+  text: string | null;
 }
 
 export interface CampaignServiceDeps extends ServiceDeps {
@@ -356,6 +378,25 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     },
 
     get: async (workspaceId, id) => detailed(await find(workspaceId, id)),
+
+    reach: async (workspaceId, id) => countSelection(db, selectionOf(await find(workspaceId, id)), deps.dialect),
+
+    async preview(workspaceId, id, contact = {}) {
+      const c = await find(workspaceId, id);
+      const content = contentOf(c, undefined);
+      const recipient = { email: contact.email ?? 'ada@example.com', first_name: contact.first_name ?? 'Ada', last_name: contact.last_name ?? 'Lovelace', external_id: null, metadata: contact.properties ?? null };
+      // A link that goes nowhere: a preview must not unsubscribe anyone.
+      const variables = subscriberVariables(c.variables, recipient, `${deps.config.http.publicUrl}/unsubscribe/preview`);
+      const html = content.html === null ? null : renderTemplate(content.html, variables, 'html');
+      return {
+        object: 'broadcast_preview',
+        id: c.id,
+        subject: renderSubject(content.subject, variables),
+        preview_text: content.previewText,
+        html,
+        text: content.text !== null ? renderTemplate(content.text, variables, 'text') : html === null ? null : plainTextOf(html),
+      };
+    },
 
     async update(workspace, id, changes, test) {
       const campaign = await find(workspace.id, id);

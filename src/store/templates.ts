@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
 import { jsonOrNull, rowCodec, type Column, type EntityOf } from './row-codec.js';
-import type { TemplatesTable } from './tables/templates.js';
+import type { TemplatesTable, TemplateVersionsTable } from './tables/templates.js';
 import { refuseDuplicate } from './unique-violation.js';
 
 /** A declared variable: its type, and the value used when a send gives none. */
@@ -10,6 +10,8 @@ export interface TemplateVariable {
   key: string;
   type: 'string' | 'number';
   fallback_value: string | number | null;
+  /** What previews fill in when they are given no value (never sent). */
+  sample_value?: string | number | null;
 }
 
 /** The version of a template mail is sent with, once published. */
@@ -70,3 +72,28 @@ export const updateTemplate = async (db: Db, workspaceId: string, id: string, ch
 
 export const removeTemplate = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
   Number((await db.deleteFrom('templates').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
+
+const versionRows = rowCodec<Selectable<TemplateVersionsTable>>()({ reply_to: replyToColumn, variables: variablesColumn });
+/** A published version of a template, as it was published. */
+export type TemplateVersion = EntityOf<typeof versionRows>;
+
+/** Writes a new version; a number the template already has is `already_exists` (two publishes at once: one wins). */
+export const saveTemplateVersion = async (db: Db, version: TemplateVersion): Promise<void> => {
+  await refuseDuplicate('template_versions', () => db.insertInto('template_versions').values(versionRows.encode(version)).execute(), 'version: the template was published at the same moment; publish again', { field: 'version' });
+};
+
+/** The template's versions, newest first. */
+export const listTemplateVersions = async (db: Db, workspaceId: string, templateId: string): Promise<TemplateVersion[]> =>
+  (
+    await db.selectFrom('template_versions').selectAll().where('workspace_id', '=', workspaceId).where('template_id', '=', templateId).orderBy('version', 'desc').execute()
+  ).map((r) => versionRows.decode(r));
+
+export const findTemplateVersion = async (db: Db, workspaceId: string, templateId: string, version: number): Promise<TemplateVersion | undefined> => {
+  const row = await db.selectFrom('template_versions').selectAll().where('workspace_id', '=', workspaceId).where('template_id', '=', templateId).where('version', '=', version).executeTakeFirst();
+  return row && versionRows.decode(row);
+};
+
+export const lastTemplateVersion = async (db: Db, workspaceId: string, templateId: string): Promise<number> =>
+  Number(
+    (await db.selectFrom('template_versions').select((eb) => eb.fn.max<number>('version').as('n')).where('workspace_id', '=', workspaceId).where('template_id', '=', templateId).executeTakeFirst())?.n ?? 0,
+  );

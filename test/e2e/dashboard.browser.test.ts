@@ -248,7 +248,7 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.waitForURL(/\/dashboard\/templates\/[0-9a-f-]{36}$/);
     assert.equal(await page.textContent('h1'), 'Welcome');
     assert.match((await page.textContent('dl.facts')) ?? '', /draft[\s\S]*welcome-email[\s\S]*Welcome, \{\{first_name\}\}/);
-    assert.equal(await page.frameLocator('iframe.preview').locator('h1').textContent(), 'Welcome aboard');
+    assert.equal(await page.frameLocator('iframe.preview.desktop').locator('h1').textContent(), 'Welcome aboard');
     await shot('template');
     await assertFitsPhone();
     await page.click('button:has-text("Publish")');

@@ -13,7 +13,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
  * Either way with the Node.js options the shipped launcher sets (scripts/launch-flags.ts).
  */
 let command: string[] | undefined;
-const cliCommand = (): string[] =>
+export const cliCommand = (): string[] =>
   (command ??= [
     ...launchFlags(root),
     ...(distIsFresh(root) ? [fileURLToPath(new URL('../../bin/mailsvc.js', import.meta.url))] : ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))]),

@@ -89,6 +89,9 @@ for (const target of targets) {
         published_at: null,
         created_at: 1,
         updated_at: 1,
+        language: 'html',
+        source: null,
+        published_version: null,
       };
       await saveTemplate(store.db, template);
       const published = { subject: 'Hi', html: '<p>Hi {{name}}</p>', text: null, from: null, reply_to: template.reply_to, variables: template.variables };
@@ -112,7 +115,7 @@ for (const target of targets) {
     });
 
     it('turns a taken template alias into already_exists, on insert and on update', async () => {
-      const template = (alias: string | null): Template => ({ id: newId(), workspace_id: workspaceId, name: 't', subject: '', html: '<p>x</p>', text: null, alias, from_address: null, reply_to: null, variables: null, published: null, published_at: null, created_at: 1, updated_at: 1 });
+      const template = (alias: string | null): Template => ({ id: newId(), workspace_id: workspaceId, name: 't', subject: '', html: '<p>x</p>', text: null, alias, from_address: null, reply_to: null, variables: null, published: null, published_at: null, created_at: 1, updated_at: 1, language: 'html', source: null, published_version: null });
       await saveTemplate(store.db, template('taken'));
       const second = await saveTemplate(store.db, template('taken')).catch((err: unknown) => err);
       assert.ok(second instanceof AppError && second.code === 'already_exists' && second.field === 'alias', String(second));

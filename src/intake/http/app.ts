@@ -102,6 +102,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(sharedEmailRoutes(deps));
   app.use(trackingRoutes(deps));
   app.use(dashboardRoutes(deps));
+  if (deps.mcp) app.use(deps.mcp.middleware);
   const resources = rootResources(routes);
   app.use(async (ctx: Ctx, next: Next) => {
     if (isApiPath(ctx.path)) return api(ctx, next);

@@ -7,6 +7,7 @@ import type { Clock } from '../../shared/clock.js';
 import type { Workspace } from '../../store/workspaces.js';
 import type { ServerMetrics } from '../../observability/metrics.js';
 import type { Readiness } from '../../observability/readiness.js';
+import type { McpEndpoint } from '../mcp/http-endpoint.js';
 
 /** What the HTTP adapter needs from the composition root. */
 export interface HttpDeps {
@@ -18,6 +19,8 @@ export interface HttpDeps {
   ready(): Promise<Readiness>;
   /** Served at GET /metrics; absent when metrics.enabled is false. */
   metrics?: ServerMetrics | undefined;
+  /** The Model Context Protocol at /mcp; absent: no /mcp (mcp.enabled false, or an app built without it). */
+  mcp?: McpEndpoint | undefined;
 }
 
 export interface State {

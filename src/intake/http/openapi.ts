@@ -25,7 +25,7 @@ const pathParams = (path: string): string[] => [...path.matchAll(/:([A-Za-z0-9_]
  * Request schemas as JSON Schema 2020-12 (OpenAPI 3.1's dialect). `io: 'input'` describes
  * what a client sends, before transforms; anything zod cannot express becomes `{}`.
  */
-const jsonSchema = (schema: z.ZodType): Json => {
+export const jsonSchema = (schema: z.ZodType): Json => {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Json;
   return rest;
 };

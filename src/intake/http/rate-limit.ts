@@ -17,11 +17,25 @@ export function setRateLimitHeaders(ctx: Ctx, decision: Pick<Decision, 'limit' |
  * decision for the caller to act on (the send path demotes priority).
  */
 export async function applyLimit(ctx: Ctx, deps: HttpDeps, operation: Operation, key: string, workspace: Workspace | null): Promise<Decision> {
+  return countAgainstLimit(deps, operation, key, workspace, (decision) => setRateLimitHeaders(ctx, decision));
+}
+
+/**
+ * Counts one request against `operation` for `key` and throws 429 for a hard limit that is
+ * exhausted; `show` sees the decision first. Every surface (HTTP routes, MCP tool calls) counts here.
+ */
+export async function countAgainstLimit(
+  deps: Pick<HttpDeps, 'services' | 'clock'>,
+  operation: Operation,
+  key: string,
+  workspace: Workspace | null,
+  show: (decision: Decision) => void = () => {},
+): Promise<Decision> {
   const { services, clock } = deps;
   const limit = services.limitFor(operation, workspace);
   const now = clock.now();
   const decision = await services.rateLimiter.hit(`${key}:${operation}`, limit, now);
-  setRateLimitHeaders(ctx, decision);
+  show(decision);
   if (!decision.allowed && !limit.soft) {
     const retryAfter = retryAfterSeconds(decision, now);
     services.metrics.rateLimited('http', operation);

@@ -1,6 +1,6 @@
 import type { Config } from '../../config/schema.js';
 import type { DnsResolver } from '../../shared/dns.js';
-import { safeRequest } from '../../shared/safe-request.js';
+import { chatCompletion } from '../../shared/chat-completion.js';
 
 /**
  * One question to the inbox's agent over the OpenAI chat-completions protocol: the inbox's
@@ -49,7 +49,6 @@ export interface AgentQuestion {
 
 /** Actions in one answer, at most. */
 export const MAX_ACTIONS = 10;
-const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 export const systemPrompt = (q: AgentQuestion): string =>
   [
@@ -98,30 +97,16 @@ export function parseAgentAnswer(content: unknown): { actions: AgentAction[] } |
 
 /** Asks the agent; throws on no answer, an HTTP error or an answer that is not one (the run is tried again). */
 export async function askAgent(settings: Config['inboxes']['agent'], resolver: DnsResolver, q: AgentQuestion): Promise<AgentAction[]> {
-  const response = await safeRequest(settings.url!, {
-    policy: { allowPrivateNetworks: settings.allowPrivateNetworks, resolver },
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json', ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}) },
-    body: JSON.stringify({
-      model: settings.model,
-      messages: [
-        { role: 'system', content: systemPrompt(q) },
-        { role: 'user', content: threadData(q.thread) },
-      ],
-      response_format: { type: 'json_object' },
-      temperature: 0,
-    }),
-    timeoutMs: settings.timeoutSeconds * 1000,
-    maxResponseBytes: MAX_RESPONSE_BYTES,
-  });
-  if (response.status < 200 || response.status > 299) throw new Error(`the agent endpoint answered HTTP ${response.status}`);
-  let body: { choices?: Array<{ message?: { content?: unknown } }> };
-  try {
-    body = JSON.parse(response.body.toString('utf8')) as typeof body;
-  } catch {
-    throw new Error('the agent endpoint answered something other than JSON');
-  }
-  const answer = parseAgentAnswer(body.choices?.[0]?.message?.content);
+  const content = await chatCompletion(
+    settings,
+    resolver,
+    [
+      { role: 'system', content: systemPrompt(q) },
+      { role: 'user', content: threadData(q.thread) },
+    ],
+    { json: true },
+  );
+  const answer = parseAgentAnswer(content);
   if ('error' in answer) throw new Error(answer.error);
   return answer.actions;
 }

@@ -20,6 +20,7 @@ import { inboxAgentForwardTo } from './0090-inbox-agent-forward-to.js';
 import { campaignGroupCuts } from './0091-campaign-group-cuts.js';
 import { domainSettings } from './0046-domain-settings.js';
 import { apiLogs } from './0047-api-logs.js';
+import { templateStudio } from './0080-template-studio.js';
 import { eventDefinitions } from './0048-event-definitions.js';
 import { contactProperties } from './0049-contact-properties.js';
 import { domainClaims } from './0054-domain-claims.js';
@@ -73,6 +74,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0064-contact-imports': contactImports(),
     '0065-segment-conditions': segmentConditions(),
     '0070-import-and-agent-leases': importAndAgentLeases(dialect),
+    '0080-template-studio': templateStudio(),
     '0090-inbox-agent-forward-to': inboxAgentForwardTo(),
     '0091-campaign-group-cuts': campaignGroupCuts(),
   };

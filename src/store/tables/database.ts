@@ -6,7 +6,7 @@ import type { EventsTable } from './events.js';
 import type { SubscribersTable, SubscriberTagsTable, TopicsTable, SubscriberTopicsTable, AudiencesTable, AudienceMembersTable, ContactPropertiesTable, ContactImportsTable, ContactImportFilesTable } from './subscribers.js';
 import type { WorkflowsTable, WorkflowVersionsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './workflows.js';
 import type { ApiLogsTable, IdempotencyKeysTable, RateLimitWindowsTable } from './requests.js';
-import type { TemplatesTable } from './templates.js';
+import type { TemplatesTable, TemplateVersionsTable } from './templates.js';
 import type { SuppressionsTable } from './suppressions.js';
 import type { WebhookEndpointsTable, WebhookDeliveriesTable, WebhookAttemptsTable } from './webhooks.js';
 import type { CampaignsTable, CampaignVariantsTable, CampaignHoldoutsTable } from './campaigns.js';
@@ -41,6 +41,7 @@ export interface Database {
   domain_claims: DomainClaimsTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;
+  template_versions: TemplateVersionsTable;
   suppressions: SuppressionsTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;

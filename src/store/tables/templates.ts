@@ -20,4 +20,29 @@ export interface TemplatesTable {
   published_at: number | null;
   created_at: number;
   updated_at: number;
+  /** `html`, or `mjml`: then `source` is the MJML and `html` what it compiles to. */
+  language: string;
+  source: string | null;
+  /** The number of the published version (template_versions); null: never published since versions were kept. */
+  published_version: number | null;
+}
+
+/** One published version of a template: written once, never changed (what sends used stays as it was). */
+export interface TemplateVersionsTable {
+  id: string;
+  workspace_id: string;
+  template_id: string;
+  /** 1, 2, … per template. */
+  version: number;
+  subject: string;
+  html: string;
+  text: string | null;
+  from_address: string | null;
+  /** JSON array of addresses. */
+  reply_to: string | null;
+  /** JSON array of `{key, type, fallback_value, sample_value}`. */
+  variables: string | null;
+  language: string;
+  source: string | null;
+  created_at: number;
 }

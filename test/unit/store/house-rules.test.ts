@@ -33,8 +33,11 @@ const PARSES_WHAT_IS_NOT_STORED: Record<string, string> = {
   'src/intake/http/routes/public/preference-messages.ts': 'the shipped translations of the preference centre',
   'src/receiving/aggregate-reports/parse-aggregate-reports.ts': 'a TLS report received by mail',
   'src/receiving/inbox-agent/ask-agent.ts': "the inbox agent's answer",
+  'src/shared/chat-completion.ts': "a model endpoint's answer (the inbox agent, template generation)",
+  'src/messages/generated-template.ts': "a model's generated template",
   'src/services/contact-imports/contact-imports.ts': "an upload's multipart fields",
   'src/services/send/send-email.ts': 'the X-Mailsvc-Metadata header of a submitted message',
+  'src/messages/client-support.ts': "the shipped client-support data (config/email-clients/)",
 };
 
 interface Rule {

@@ -52,6 +52,16 @@ button.danger{background:#b42318;border-color:#b42318}
 .timeline{list-style:none;padding:0;margin:0}
 .timeline li{border-left:3px solid #6ea8fe;padding:.2rem .7rem;margin-bottom:.4rem}
 iframe.preview{width:100%;height:28rem;border:1px solid #dde1e7;border-radius:6px;background:#fff}
+.studio{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem}
+@media (max-width:60rem){.studio{grid-template-columns:minmax(0,1fr)}}
+iframe.preview.desktop{width:100%;max-width:640px}
+iframe.preview.mobile{width:375px;max-width:100%}
+ol.source{font-size:.75rem;max-height:40rem;overflow:auto;background:#f6f8fa;border:1px solid #dde1e7;border-radius:6px;padding-left:3rem;margin:0}
+ol.source li{white-space:pre-wrap;word-break:break-all}
+ol.source li.hit{background:#fff3cd}
+.finding-note{display:block;color:#8a5a00;font-size:.75rem}
+ul.findings{padding-left:1.2rem}
+li.finding.error strong{color:#b42318}li.finding.warning strong{color:#8a5a00}li.finding.info strong{color:#5b6475}
 .login{max-width:24rem;margin:4rem auto}
 .login form{display:flex;flex-direction:column;gap:.8rem}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem .9rem;margin:0}

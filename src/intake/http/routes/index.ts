@@ -5,7 +5,7 @@ import { legacySendRoutes } from './legacy/send.js';
 import { legacyWebhookRoutes } from './legacy/webhooks.js';
 import { v1ApiKeyRoutes } from './v1/api-keys.js';
 import { v1AutomationRoutes, v1WorkflowEventRoutes } from './v1/automations.js';
-import { v1BroadcastRoutes } from './v1/broadcasts.js';
+import { v1BroadcastPreviewRoutes, v1BroadcastRoutes } from './v1/broadcasts.js';
 import { v1ContactRoutes } from './v1/contacts.js';
 import { v1ContactImportRoutes } from './v1/contact-imports.js';
 import { v1SegmentRoutes } from './v1/segments.js';
@@ -21,7 +21,7 @@ import { v1DeliveryRoutes } from './v1/delivery.js';
 import { v1ReceivedEmailRoutes, v1RouteRoutes } from './v1/receiving.js';
 import { v1MarketingRoutes } from './v1/marketing.js';
 import { v1SuppressionRoutes } from './v1/suppressions.js';
-import { v1TemplateRoutes } from './v1/templates.js';
+import { v1TemplateRoutes, v1TemplateStudioRoutes } from './v1/templates.js';
 import { v1WebhookRoutes } from './v1/webhooks.js';
 import { v1AccountRoutes } from './v1/account.js';
 import { v1ContactPropertyRoutes } from './v1/contact-properties.js';
@@ -34,6 +34,7 @@ export const apiRoutes: Route[] = [
   ...v1EmailRoutes,
   ...v1EmailContentRoutes,
   ...v1TemplateRoutes,
+  ...v1TemplateStudioRoutes,
   ...v1DomainRoutes,
   ...v1ReputationRoutes,
   ...v1DomainReportRoutes,
@@ -45,6 +46,7 @@ export const apiRoutes: Route[] = [
   ...v1SegmentRoutes,
   ...v1TopicRoutes,
   ...v1BroadcastRoutes,
+  ...v1BroadcastPreviewRoutes,
   ...v1ApiKeyRoutes,
   ...v1WebhookRoutes,
   ...v1RouteRoutes,

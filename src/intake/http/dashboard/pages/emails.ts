@@ -162,8 +162,9 @@ ${email.metadata ? html`<h2>Metadata</h2>${jsonBlock(email.metadata)}` : ''}
  * scripts, forms and remote loads (tracking pixels included) from running even if the page is
  * opened directly. Never rendered or cleaned on the server.
  */
-export function sandboxedPreview(ctx: { set(name: string, value: string): void; type: string; body: unknown }, markup: string | null): void {
-  ctx.set('Content-Security-Policy', "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; frame-ancestors 'self'");
+export function sandboxedPreview(ctx: { set(name: string, value: string): void; type: string; body: unknown }, markup: string | null, remoteImages = false): void {
+  // No script ever; remote images only when the person asked (loading them tells the sender it was opened).
+  ctx.set('Content-Security-Policy', `sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:${remoteImages ? ' https:' : ''}; font-src data:; frame-ancestors 'self'`);
   ctx.set('X-Frame-Options', 'SAMEORIGIN');
   ctx.type = 'html';
   ctx.body = markup || '<p>No HTML part.</p>';

@@ -43,8 +43,8 @@ const updateBody = z.object(contentFields).partial();
 
 type Content = z.infer<typeof updateBody>;
 
-/** The request's content as campaign input (only the fields given). */
-function toInput(body: Content): Partial<CampaignInput> {
+/** The request's content as campaign input (only the fields given); the MCP tools share it. */
+export function toInput(body: Content): Partial<CampaignInput> {
   if (body.segment_id !== undefined && body.audience_id !== undefined && body.segment_id !== body.audience_id) throw validationError('segment_id', 'give segment_id or audience_id, not both');
   const from = body.from === undefined ? undefined : parseMailbox('from', body.from);
   const input: Partial<CampaignInput> = {
@@ -224,4 +224,29 @@ export const v1BroadcastRoutes = [
     handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.duplicate(workspace, params.id!), deps.clock.now()),
   }),
   ...abTestRoutes('broadcasts', render),
+];
+
+/** What a broadcast will do before it does it: whom it reaches, what they get. */
+export const v1BroadcastPreviewRoutes = [
+  defineRoute({
+    method: 'GET',
+    path: '/v1/broadcasts/:id/reach',
+    summary: 'How many recipients sending the broadcast now would reach (subscribed members of its segment and topic, suppressed addresses not counted)',
+    operation: 'api',
+    scope: 'campaigns:read',
+    handler: async ({ deps, workspace, params }) => ({ object: 'broadcast_reach', id: params.id!, recipients: await deps.services.campaigns.reach(workspace.id, params.id!) }),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/broadcasts/:id/preview',
+    summary: "The broadcast's subject, HTML and text as one contact would get them (a sample contact, or the fields given), variables filled",
+    operation: 'api',
+    scope: 'campaigns:read',
+    body: z.object({
+      contact: z
+        .object({ email: z.string().optional(), first_name: z.string().optional(), last_name: z.string().optional(), properties: z.record(z.string(), z.unknown()).optional() })
+        .optional(),
+    }),
+    handler: ({ deps, workspace, params, body }) => deps.services.campaigns.preview(workspace.id, params.id!, body.contact),
+  }),
 ];

@@ -1,0 +1,8 @@
+import juice from 'juice';
+
+/**
+ * Moves the CSS of `<style>` elements into `style` attributes, for clients that drop or
+ * ignore `<style>` (Gmail without a Google account, old Outlook): juice, the inliner MJML
+ * uses. Media queries and rules that cannot be inlined stay in `<style>`.
+ */
+export const inlineCss = (html: string): string => juice(html, { preserveMediaQueries: true, removeStyleTags: true, applyStyleTags: true });
