@@ -118,7 +118,7 @@ export async function sideBySide(options: { messages: number; each: number; runs
     await dns.close();
   }
 
-  const m = (name: string) => (figures[name] ? median(figures[name]!) : null);
+  const m = (name: string) => (figures[name] ? median(figures[name]) : null);
   const rate = (x: number | null) => (x === null ? 'n/a' : `${fmt(x)} msg/s`);
   const ratio = (a: number | null, b: number | null) => (a === null || b === null ? 'n/a' : `${fmt(a / b, 2)}×`);
   console.log(`side by side, ${runs} runs (medians), ${fmt(messages)} messages of 2 KB (${fmt(each)} one per connection), 20 sessions, ${ecdsa ? 'ECDSA P-256' : 'RSA-2048'} certificate, sink: ${sink.kind}`);

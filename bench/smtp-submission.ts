@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, cpuSeconds, fmt, freePort, median, root, serve, verifiedBenchDomain } from './lib.js';
+import { benchEnv, cpuSeconds, fmt, freePort, median, root, serve, verifiedBenchDomain } from './lib.js';
 import { startPostfix } from './postfix.js';
 import { postfixTool, startSink } from './smtp-sink.js';
 
@@ -97,7 +97,7 @@ export async function smtpSubmission(options: { messages: number; runs: number }
         const pfEach = median(await sequence(options.runs, () => accept(Math.min(options.messages, 2000), false)));
         const name = dkim ? 'Postfix + OpenDKIM' : 'Postfix plain';
         console.log(`  ${name}, same run: ${fmt(pfReuse)} msg/s with reuse, ${fmt(pfEach)} msg/s one message per connection`);
-        console.log(`  mailsvc / ${name}: ${fmt(reference!.reuse / pfReuse, 2)} with reuse, ${fmt(reference!.each / pfEach, 2)} one message per connection${dkim ? '' : ' (target >= 1.0)'}`);
+        console.log(`  mailsvc / ${name}: ${fmt(reference.reuse / pfReuse, 2)} with reuse, ${fmt(reference.each / pfEach, 2)} one message per connection${dkim ? '' : ' (target >= 1.0)'}`);
       } finally {
         await pf.stop();
       }

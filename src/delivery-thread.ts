@@ -1,11 +1,9 @@
 import { availableParallelism } from 'node:os';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
-import { pino } from 'pino';
 import { ConfigError } from './config/load-config.js';
 import type { Config } from './config/schema.js';
 import { deliveryJob, type DeliveryDeps, type DeliveryJob } from './delivery/delivery-job.js';
-import type { DestinationState } from './delivery/gate.js';
 import { poolSigner, SIGN_TASK } from './delivery/dkim-signer.js';
 import { pausedDomainHold } from './delivery/hold-paused.js';
 import { fetchWithMailauth, MtaStsPolicies, type PolicyFetcher } from './delivery/mta-sts.js';
@@ -143,7 +141,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   const post = (message: ThreadMessage) => port.postMessage(message);
   const { config, secretKey } = data;
   // Log lines go to the main thread, which writes them where its own go (and formats them alike).
-  const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) } as pino.DestinationStream);
+  const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) });
   const store = openStore(config.database, storeOptions(config, logger));
   const batcher = createCommitBatcher(store.db, store.dialect, config.databasePoolSize, () => store.durable());
   const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK }, size: config.delivery.signingThreadMemory });
@@ -164,7 +162,7 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
       void pool
         .memory()
         .catch(() => [])
-        .then((signing) => post({ type: 'destinations', list: job!.destinations(), statements: store.statements(), memory: { thread: isolateMemory(), signing } })),
+        .then((signing) => post({ type: 'destinations', list: job.destinations(), statements: store.statements(), memory: { thread: isolateMemory(), signing } })),
     GATE_REPORT_MS,
   );
   report.unref();

@@ -117,9 +117,6 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     // Stopped first (stops run in reverse): the listeners are closed by then.
     const workers = startWorkers(runtime, { ...options, metrics });
     stops.unshift(() => workers.stop());
-    // Imports the previous run left half done go on (their rows are upserts); stopping leaves the rest for the next start.
-    await runtime.services.contactImports.resume();
-    stops.unshift(() => runtime.services.contactImports.stop());
 
     let stopped: Promise<void> | undefined;
     const stop = () =>

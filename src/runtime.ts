@@ -30,7 +30,7 @@ import { createUsageService } from './services/usage.js';
 import { createApiLogService } from './services/api-logs.js';
 import { createEventDefinitionService } from './services/workflows/event-definitions.js';
 import { createContactPropertyService } from './services/contact-properties.js';
-import { createContactImportService } from './services/contact-imports.js';
+import { createContactImportService } from './services/contact-imports/contact-imports.js';
 import { createDomainClaimService } from './services/domain-claims.js';
 import { createReceivedEmailService } from './services/receiving/received-emails.js';
 import { createRouteService } from './services/receiving/routes.js';

@@ -19,7 +19,8 @@ import { evaluateReputation } from './tasks/evaluate-reputation.js';
 import { rollUpStats } from './tasks/roll-up-stats.js';
 import { releaseHeldLeases } from './store/lease.js';
 import { webhookJob } from './webhooks/webhook-job.js';
-import { runInboxAgents } from './inbox-agent/run-inbox-agents.js';
+import { agentRunJob } from './inbox-agent/agent-run-job.js';
+import { importJob } from './imports/import-job.js';
 import { createKernel, type Kernel } from './workers/kernel.js';
 import { startTasks, type Task } from './workers/tasks.js';
 import { startThreads, type ThreadMessage, type Threads } from './workers/threads.js';
@@ -29,7 +30,8 @@ import { triggerJob } from './workflows/trigger-job.js';
 
 /**
  * The composition root's second half: the worker kernel with every job driven by rows
- * (delivery, webhooks, workflow triggers and runs, campaign queuing), and the periodic tasks
+ * (delivery, webhooks, workflow triggers and runs, campaign queuing, inbox-agent runs, contact
+ * imports), and the periodic tasks
  * driven by time. `main.ts` starts them after the listeners and stops them before.
  */
 
@@ -96,6 +98,12 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
 
   // Campaigns: recipients written to the queue page by page, through the one door.
   kernel.add('campaign-queue', (hand) => campaignQueueJob(hand, { db, dialect, clock, config, links: deps.links, enqueue: services.enqueue, pollMs: 500 }));
+  if (config.inboxes.agent.url) {
+    // New inbox messages to their agents, a run at a time per node, under a lease.
+    kernel.add('inbox-agent', (hand) => agentRunJob(hand, { db, dialect, clock, config, resolver: deps.resolver, logger: deps.logger, services }));
+  }
+  // Contact imports: one at a time per node, resumed from its cursor by any node after a crash.
+  kernel.add('contact-imports', (hand) => importJob(hand, { db, dialect, clock, logger: deps.logger, subscribers: services.subscribers, topics: services.topics, pollMs: 1000 }));
 
   tasks.push(
     // Campaigns whose every message has an outcome are sent.
@@ -117,10 +125,6 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
   if (config.deliverability.checkInterval > 0) {
     const interval = config.deliverability.checkInterval;
     tasks.push({ name: 'domain-checks', everyMs: Math.min(interval, 300) * 1000, leader: true, run: () => services.domains.recheckAll(interval) });
-  }
-  if (config.inboxes.agent.url) {
-    // New inbox messages to their agents, one at a time on the leader.
-    tasks.push({ name: 'inbox-agent', everyMs: config.inboxes.agent.pollInterval, leader: true, run: () => runInboxAgents({ ...deps, services }) });
   }
   if (config.deliverability.guard.enabled) {
     tasks.push({ name: 'reputation-guard', everyMs: config.deliverability.guard.interval * 1000, leader: true, run: () => evaluateReputation(deps) });
@@ -156,6 +160,7 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
   // Each running thread's last memory report: its own isolate's and its signing threads'.
   const memory = new Map<number, { thread: IsolateMemory; signing: IsolateMemory[] }>();
   // The thread's log lines are written where the main thread's go, formatted alike.
+  // eslint-disable-next-line no-restricted-syntax -- pino keeps its destination under a symbol its types do not declare
   const destination = (deps.logger as unknown as Record<symbol, { write(line: string): void }>)[pino.symbols.streamSym]!;
   const data: DeliveryThreadData = { config, secretKey: deps.secretKey, signingThreads: Math.max(signingThreads(config) > 0 ? 1 : 0, Math.floor(signingThreads(config) / count)) };
   const threads = startThreads({

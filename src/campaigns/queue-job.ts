@@ -11,14 +11,14 @@ import type { Enqueue } from '../services/send/enqueue.js';
 import type { Clock } from '../shared/clock.js';
 import { classifyFault, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { advanceCampaign, claimQueuingCampaign, finishQueuingCampaign, type Campaign } from '../store/campaigns.js';
+import { advanceCampaign, claimQueuingCampaign, finishQueuingCampaign, saveGroupCuts, type Campaign } from '../store/campaigns.js';
 import type { Db, Dialect } from '../store/db.js';
 import { listDomains } from '../store/domains.js';
-import { listSelectionPage } from '../store/subscribers.js';
+import { listSelectionIds, listSelectionPage } from '../store/subscribers.js';
 import { listDomainSuppressions } from '../store/suppressions.js';
 import { listCampaignVariants, listSubscribersSent, saveHoldouts, type CampaignVariant } from '../store/ab-tests.js';
 import { contentOf } from '../messages/campaign-content.js';
-import { groupOf } from './ab-group.js';
+import { groupCuts, groupOf, type Split } from './ab-group.js';
 import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 
@@ -59,6 +59,32 @@ interface Queuing {
  * groups with their variants, or, once the winner is known, the winner to those who got nothing
  * yet (the rest, and any who joined the list meanwhile) but the held out.
  */
+const splitOf = (c: Campaign, variants: Map<string, CampaignVariant>): Split => ({ holdoutPercentage: c.holdout_percentage, testPercentage: c.test_percentage, variants: [...variants.keys()] });
+
+/** Ids read per query when a campaign's groups are cut. */
+const CUT_PAGE = 10_000;
+
+/**
+ * Cuts the campaign's recipients into groups of exact size (ab-group.ts) before its first page
+ * is queued, and keeps the cuts on the campaign; a campaign without holdout or test needs none,
+ * and one already under way keeps what it began with (its groups must not move).
+ */
+async function cutGroups(db: Db, dialect: Dialect, owner: string, q: Queuing): Promise<void> {
+  const c = q.campaign;
+  if (c.group_cuts !== null || c.cursor !== null || c.queued > 0 || phaseOf(c) === 'winner') return;
+  if (c.holdout_percentage === 0 && c.test_percentage === null) return;
+  const ids: string[] = [];
+  for (let after: string | null = null; ; ) {
+    const page = await listSelectionIds(db, selectionOf(c), after, CUT_PAGE, dialect);
+    ids.push(...page);
+    if (page.length < CUT_PAGE) break;
+    after = page[page.length - 1]!;
+  }
+  const cuts = groupCuts(c.id, ids, splitOf(c, q.variants));
+  if (!(await saveGroupCuts(db, c.id, owner, cuts))) throw new NotOurs();
+  c.group_cuts = cuts;
+}
+
 const phaseOf = (c: Campaign): 'all' | 'test' | 'winner' => (c.test_percentage === null ? 'all' : c.winner_variant === null ? 'test' : 'winner');
 
 /**
@@ -85,13 +111,13 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
     const replyTo = parseMailboxes('reply_to', campaign.reply_to ?? undefined);
     const metadata = campaign.metadata ?? undefined;
     const phase = phaseOf(campaign);
-    const split = { holdoutPercentage: campaign.holdout_percentage, testPercentage: campaign.test_percentage, variants: [...variants.keys()] };
+    const split = splitOf(campaign, variants);
     const sentAlready = phase === 'winner' ? await listSubscribersSent(db, campaign.id, page.map((s) => s.id)) : new Set<string>();
     const holdouts: string[] = [];
     const prepared: Prepared[] = [];
-    const fallbacks = (await listContactPropertyFallbacks(db, workspace.id)) as Record<string, unknown>;
+    const fallbacks = (await listContactPropertyFallbacks(db, workspace.id));
     for (const subscriber of page) {
-      const group = groupOf(campaign.id, subscriber.id, split);
+      const group = groupOf(campaign.id, subscriber.id, split, campaign.group_cuts);
       if (group.kind === 'holdout') {
         holdouts.push(subscriber.id);
         continue;
@@ -183,6 +209,14 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
           return 'again';
         }
         current = { campaign, workspace, variants: new Map((await listCampaignVariants(db, campaign.id)).map((v) => [v.variant, v])) };
+        try {
+          await cutGroups(db, deps.dialect, hand.owner, current);
+        } catch (err) {
+          // Left to its lease, as a page that could not be queued.
+          if (!(err instanceof NotOurs)) hand.log.error({ err, campaignId: campaign.id }, 'could not cut the groups of a campaign');
+          drop(current);
+          return { sleep: deps.pollMs, onWork: 'ignore' };
+        }
       }
       const q = current;
       for (let i = 0; i < PAGES_PER_PASS && !hand.stopping; i++) {

@@ -305,7 +305,7 @@ async function domainsCheck(env: DoctorEnv): Promise<DoctorCheck> {
       problems.push(`${d.name} (never checked)`);
       continue;
     }
-    const bad = (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).filter((k) => checks[k] && needsAction(checks[k]!));
+    const bad = (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).filter((k) => checks[k] && needsAction(checks[k]));
     if (bad.length > 0 || d.status !== 'verified') problems.push(`${d.name} (${[...(d.status !== 'verified' ? ['not verified'] : []), ...bad].join(', ')})`);
   }
   if (problems.length === 0) return result('domains', 'ok', `${domains.length} domain(s), every check passed at the last run.`, null, false);

@@ -140,7 +140,7 @@ async function spfCheck(domain: string, env: DomainCheckEnv): Promise<DomainChec
   const results = await Promise.all(
     env.sendingIps.map(async (ip) => {
       const result = await evaluateSpf({ sender: `postmaster@${envelopeDomain}`, ip, helo: host, mta: host, resolver });
-      return { ip, result: result.status.result as string };
+      return { ip, result: result.status.result };
     }),
   );
   const withResults = { ...base, results };
@@ -320,5 +320,5 @@ export async function runDomainChecks(domain: string, dkim: DkimTokenResult[], e
 /** The checks of a domain by name, for lists and change detection. */
 export const checkStatuses = (checks: DomainChecks): Record<string, CheckStatus> =>
   Object.fromEntries(
-    (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (checks[k] ? [[k, checks[k]!.status]] : [])),
+    (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (checks[k] ? [[k, checks[k].status]] : [])),
   );

@@ -3,9 +3,8 @@ import { recordEvent } from '../events/record-event.js';
 import type { Clock } from '../shared/clock.js';
 import { toIsoOrNull } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
-import { holdWaitingMarketing, type DomainEngagement, type DomainOutcomeCounts } from '../store/reputation.js';
+import { holdWaitingMarketing, type DomainEngagement, type DomainOutcomeCounts, type DomainReputation, type ReputationState } from '../store/reputation.js';
 import type { Domain } from '../store/domains.js';
-import type { ReputationState, ReputationStateRow } from '../store/tables.js';
 import type { CheckStatus } from './check-status.js';
 
 /**
@@ -124,7 +123,7 @@ export function judge(counts: Pick<DomainOutcomeCounts, 'accepted' | 'bounces' |
 const rateStatus = (rate: number, warning: number, pause: number): CheckStatus => (rate > pause ? 'failing' : rate > warning ? 'warning' : 'ok');
 
 /** A domain's reputation as the API, the dashboard and `domain.updated` show it. */
-export function reputationView(domain: Domain, row: ReputationStateRow | undefined, held: number, t: GuardThresholds): ReputationView {
+export function reputationView(domain: Domain, row: DomainReputation | undefined, held: number, t: GuardThresholds): ReputationView {
   const accepted = row?.accepted ?? 0;
   const sent = accepted + (row?.bounces ?? 0);
   const bounceRate = percent(row?.hard_bounces ?? 0, sent);
@@ -148,7 +147,7 @@ export function reputationView(domain: Domain, row: ReputationStateRow | undefin
   };
 }
 
-function engagementView(row: ReputationStateRow | undefined, t: GuardThresholds): EngagementView {
+function engagementView(row: DomainReputation | undefined, t: GuardThresholds): EngagementView {
   const tracked = row?.tracked ?? 0;
   const human = row?.human_opened ?? 0;
   const rate = percent(human, tracked);
@@ -157,7 +156,7 @@ function engagementView(row: ReputationStateRow | undefined, t: GuardThresholds)
 }
 
 /** `domain.updated` with the domain's reputation, in the caller's transaction. */
-export const reputationEvent = (trx: Db, domain: Domain, row: ReputationStateRow, held: number, t: GuardThresholds) =>
+export const reputationEvent = (trx: Db, domain: Domain, row: DomainReputation, held: number, t: GuardThresholds) =>
   recordEvent(trx, {
     workspaceId: domain.workspace_id,
     type: 'domain.updated',

@@ -79,7 +79,7 @@ export function registerDomainCommands(program: Command, io: CliIo): void {
 }
 
 const checksOf = (domain: DomainView): Array<[string, Check]> =>
-  domain.checks ? (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (domain.checks![k] ? [[k, domain.checks![k]!] as [string, Check]] : [])) : [];
+  domain.checks ? (['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const).flatMap((k) => (domain.checks![k] ? [[k, domain.checks![k]] as [string, Check]] : [])) : [];
 
 /** One line per check, then what was found and what to publish under the checks that need it. */
 export function describeChecks(domain: DomainView): string {

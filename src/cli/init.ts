@@ -35,8 +35,9 @@ export function initConfig(answers: InitAnswers): Record<string, unknown> {
   const cert = letsEncrypt(host);
   return {
     ...(answers.dataDir ? { database: `sqlite:${join(answers.dataDir, 'mailsvc.db')}`, dataDir: answers.dataDir } : {}),
-    // Behind a reverse proxy that terminates TLS for the public URL.
-    http: { publicUrl: `https://${host}`, trustProxy: true },
+    // Behind a reverse proxy on this host that terminates TLS for the public URL (Caddy in front
+    // of 127.0.0.1:3000): only it is believed about the client's address, not any hop count.
+    http: { publicUrl: `https://${host}`, trustProxy: ['127.0.0.1', '::1'] },
     delivery: { hostname: host, returnPathSubdomain: 'bounces' },
     dkim: { host: `dkim.${host}` },
     deliverability: { reportDomain: host, ...(answers.ips.length > 0 ? { sendingIps: answers.ips } : {}) },

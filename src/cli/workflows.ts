@@ -60,7 +60,7 @@ export function registerWorkflowCommands(program: Command, io: CliIo): void {
     .action(async (opts: { workspace?: string; file: string; enable?: boolean }, cmd: Command) => {
       const body = readJson('file', opts.file);
       const workflow = await withRuntime(cmd, io, async (rt) =>
-        rt.services.workflows.create(await workspaceOf(rt, opts.workspace), { ...body, ...(opts.enable ? { status: 'enabled' } : {}) } as Parameters<typeof rt.services.workflows.create>[1]),
+        rt.services.workflows.create(await workspaceOf(rt, opts.workspace), { ...body, ...(opts.enable ? { status: 'enabled' } : {}) }),
       );
       output(cmd, io, workflow, () => `Created workflow ${describeWorkflow(workflow)}`);
     });

@@ -24,7 +24,7 @@ export function listSettings(): Array<{ path: string; setting: Setting<unknown> 
       else walk(child, path);
     }
   };
-  walk(schema as unknown as Node, '');
+  walk(schema, '');
   return out;
 }
 
@@ -98,7 +98,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     { label: 'overrides', values: options.overrides ?? {} },
   ];
   for (const { label, values } of sources) {
-    const unknown = findUnknownKeys(values, schema as unknown as Node);
+    const unknown = findUnknownKeys(values, schema);
     if (unknown.length > 0) throw new ConfigError(`config: unknown key "${unknown[0]}" in ${label}`);
   }
 

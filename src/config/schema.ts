@@ -155,6 +155,48 @@ const providers = json<Record<string, string[]>>(
   },
 );
 
+/**
+ * The reverse proxies in front of the HTTP server: a hop count or their addresses (see
+ * intake/http/client-address.ts). `true` is kept from the boolean this setting once was and
+ * means one hop; `false` none.
+ */
+const proxyList = stringList([], '');
+const trustProxy: Setting<number | string[]> = {
+  kind: 'integer | string[] (addresses, CIDR)',
+  default: 0,
+  description:
+    'The reverse proxies in front of the HTTP API, whose X-Forwarded-For / -Proto / -Host are believed: their addresses or networks (e.g. ["127.0.0.1", "::1"] for a proxy on the same host, what `mailsvc init` writes), or a count of proxy hops (1: one proxy; `true` means 1, `false` 0). The client address (sign-in lockout, failed-key throttle, rate limits, engagement) is the rightmost X-Forwarded-For entry not among them; the leftmost entries are the client\'s own and never used. 0: no proxy, the socket address is the client.',
+  parse: (v, fromEnv) => {
+    let value: unknown = v;
+    if (fromEnv && typeof v === 'string') {
+      const text = v.trim();
+      if (/^(true|false)$/i.test(text)) value = text.toLowerCase() === 'true';
+      else if (/^\d+$/.test(text)) value = Number(text);
+      // A JSON array or a comma-separated list, read as every list of strings is.
+      else value = proxyList.parse(text, true);
+    }
+    if (value === false) return 0;
+    if (value === true) return 1;
+    if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 16) return value;
+    if (Array.isArray(value) && value.length > 0) {
+      return value.map((entry) => {
+        if (typeof entry === 'string') {
+          if (isCidr(entry)) {
+            const [addr, bits] = ipaddr.parseCIDR(entry);
+            return `${addr.toString()}/${bits}`;
+          }
+          if (ipaddr.isValid(entry)) {
+            const addr = ipaddr.process(entry);
+            return `${addr.toString()}/${addr.kind() === 'ipv4' ? 32 : 128}`;
+          }
+        }
+        return settingFail(`must list proxy addresses or networks such as "127.0.0.1" or "10.0.0.0/8", got ${JSON.stringify(entry)}`);
+      });
+    }
+    return settingFail(`must be a hop count (0 to 16), true/false, or a list of proxy addresses or networks, got ${JSON.stringify(v)}`);
+  },
+};
+
 const threadCount: Setting<number | 'auto'> = {
   kind: 'integer | "auto"',
   default: 'auto',
@@ -213,8 +255,8 @@ export const schema = {
     port: port(3000, 'HTTP API port.'),
     publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
     bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
-    trustProxy: bool(false, 'Trust X-Forwarded-For / X-Forwarded-Proto from a reverse proxy.'),
-    importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory.', 1),
+    trustProxy,
+    importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory, then kept in the database until imported, so that any node can finish it.', 1),
   },
   smtp: {
     submission: {
@@ -393,7 +435,7 @@ export const schema = {
       timeoutSeconds: int(60, 'Seconds the endpoint has to answer; no answer fails the run (it is tried again up to inboxes.agent.attempts times).', 1, 600),
       attempts: int(3, 'Tries per message before its run is recorded as failed.', 1, 20),
       allowPrivateNetworks: bool(false, 'Allow http:// and private, loopback and link-local endpoint addresses (a model served on the same network).'),
-      pollInterval: int(1000, 'Milliseconds between looks for new messages to pass to inbox agents (the leader node runs them, one at a time).', 10),
+      pollInterval: int(1000, 'Milliseconds between looks for inbox-agent runs whose retry came due or whose node died (a new message wakes its node at once); each node runs one at a time, under a lease of twice timeoutSeconds.', 10),
     },
   },
   attachments: {
@@ -406,7 +448,7 @@ export const schema = {
     engagementRules: optionalStr(
       'Directory holding agents.txt, networks.txt and apple-egress.csv, the data that tells people from machines (Apple Mail Privacy Protection, image proxies, scanners) in opens and clicks; null: the files shipped in config/engagement/ (docs/engagement.md). Read at start.',
     ),
-    scannerClickSeconds: int(10, "A click sooner than this many seconds after the message was delivered is classified as a security scanner's (0: off).", 0, 3600),
+    scannerClickSeconds: int(10, "A click sooner than this many seconds after the message was delivered, with no open by a browser from the same client before it, is classified as a security scanner's (0: off). Timing alone never decides: an earlier open by the same client makes it a person's.", 0, 3600),
     linkBurstMs: int(1000, "Clicks on two different links of one message closer together than this many milliseconds are a scanner's (0: off).", 0, 60_000),
   },
   retention: {

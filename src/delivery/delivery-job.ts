@@ -8,7 +8,6 @@ import { listEmailContents, listEmailsByIds, type Email, type QueueItem } from '
 import { releaseLeases } from '../store/lease.js';
 import { claimDueQueueItems } from '../store/queue.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
-import type { IpWarmup } from '../store/tables.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import { cachedResolver } from './cached-resolver.js';
 import { countOutcomes } from './count-outcomes.js';
@@ -22,13 +21,13 @@ import { DeliveryGate, type DestinationState } from './gate.js';
 import type { MtaStsPolicies } from './mta-sts.js';
 import type { Outcome, RecipientResult } from './outcome.js';
 import { messagePreparer } from './prepare-message.js';
-import { processJob, type Destination } from './process-job.js';
+import { processJob, type Destination, type WarmupShare } from './process-job.js';
 import { recordOutcomes } from './record-outcomes.js';
 import { rideOut } from '../workers/ride-out.js';
 import type { SmtpClient } from './smtp-client.js';
 import { sourcePicker, type Source } from './source-address.js';
 import { warmupDay, warmupDirectory } from './warmup.js';
-import { reserveWarmup } from '../store/warmups.js';
+import { findWarmupCount, giveBackWarmup, reserveWarmup, type IpWarmup } from '../store/warmups.js';
 import { rulesWith } from './response-rules.js';
 
 export interface DeliveryDeps {
@@ -135,18 +134,24 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
     const { group, provider } = groupOf(providers, job.domain, hosts, own);
     const now = clock.now();
     let source: Source | null = null;
+    let warmup: WarmupShare | undefined;
     let until = Infinity;
     const full: string[] = [];
     for (const c of await candidatesFor(job)) {
       const day = c.warmup ? warmupDay(c.warmup, config.warmup, now) : null;
       if (day && day.cap !== null) {
         const cap = day.cap;
-        const fits = await deps.batcher.run((trx) => reserveWarmup(trx, { address: c.source.address!, provider: group, periodStart: day.periodStart }, recipients, cap), 'background');
-        if (!fits) {
+        const share = { address: c.source.address!, provider: group, periodStart: day.periodStart };
+        // Only a look here: the job counts against the cap when it has its slot (processJob).
+        if (recipients > cap || (await findWarmupCount(db, share)) + recipients > cap) {
           until = Math.min(until, day.nextPeriod);
           full.push(`${c.source.address} has sent its ${cap} of warm-up day ${day.day + 1} to ${group}`);
           continue;
         }
+        warmup = {
+          reserve: () => deps.batcher.run((trx) => reserveWarmup(trx, share, recipients, cap), 'background'),
+          giveBack: (n) => deps.batcher.run((trx) => giveBackWarmup(trx, share, n), 'background'),
+        };
       }
       source = c.source;
       break;
@@ -166,7 +171,7 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
     const keys = domainKeys.get(job.domain) ?? new Set<string>();
     keys.add(key);
     domainKeys.set(job.domain, keys);
-    return { key, source, group, messagesPerConnection: limitOf(key).messagesPerConnection };
+    return { key, source, group, messagesPerConnection: limitOf(key).messagesPerConnection, warmup };
   };
   /** Destinations the last claim left out (paused, or with enough of their rows waiting). */
   let heldBack = new Set<string>();

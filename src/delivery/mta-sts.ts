@@ -61,7 +61,7 @@ export class MtaStsPolicies {
       this.logger.warn({ component: 'delivery', domain, err: (err as Error).message }, 'MTA-STS policy fetch failed');
       raw = known;
     }
-    const mode = (raw?.mode ?? 'none') as MtaStsMode;
+    const mode = (raw?.mode ?? 'none');
     const maxAgeMs = typeof raw?.maxAge === 'number' && raw.maxAge > 0 ? raw.maxAge * 1000 : NO_POLICY_TTL_MS;
     const policy: MtaStsPolicy = {
       mode: mode === 'enforce' || mode === 'testing' ? mode : 'none',

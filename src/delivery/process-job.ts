@@ -16,6 +16,17 @@ export interface Destination {
   source: Source;
   group: string;
   messagesPerConnection?: number | undefined;
+  /**
+   * The source address is in warm-up: the job's share of today's cap is taken only once it has
+   * a slot (a job that waits holds none of it), and what was not sent is given back.
+   */
+  warmup?: WarmupShare | undefined;
+}
+
+export interface WarmupShare {
+  /** Counts the job's recipients against the cap, if they still fit (other jobs and nodes count too). */
+  reserve(): Promise<boolean>;
+  giveBack(n: number): Promise<void>;
 }
 
 export interface ProcessContext {
@@ -100,6 +111,28 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
     return p.release(toSend, until, `${why} asked us to slow down ${from}: its mail waits until ${new Date(until).toISOString()}`);
   }
 
+  // Warm-up: the cap is counted once the job may go, never while it waits (paused, stopping).
+  if (destination.warmup) {
+    let fits: boolean;
+    try {
+      fits = await destination.warmup.reserve();
+    } catch (err) {
+      p.gate.release(key, 'neutral');
+      p.log.error({ err, emailId: job.email.id }, 'could not count the warm-up cap');
+      await p.record(results);
+      return p.release(toSend, clock.now() + 1000, 'could not count the warm-up cap: retried shortly');
+    }
+    if (!fits) {
+      // Another job or node took today's room since the address was chosen: the rows wait as
+      // the choice made now says (for tomorrow, when no address of the pool has room).
+      p.gate.release(key, 'neutral');
+      await p.record(results);
+      const again = await p.destinationOf(job, toSend.length).catch(() => undefined);
+      if (again && 'wait' in again) return p.release(toSend, again.wait, again.reason);
+      return p.release(toSend, clock.now(), `IP warm-up: today's room ${from} was taken meanwhile: the address is chosen again`);
+    }
+  }
+
   const sendStart = clock.now();
   let outcomes: Outcome[];
   try {
@@ -110,6 +143,11 @@ export async function processJob(job: Job, p: ProcessContext): Promise<void> {
   } finally {
     // Given back on every path: a slot that is never released stops its destination for good.
     p.gate.release(key, slotResult(outcomes!), slowDownReply(outcomes!));
+  }
+  // What was not sent (deferred, failed, cut off) does not count against the day's cap.
+  const unsent = outcomes.filter((o) => o.kind !== 'delivered' && o.kind !== 'bounced').length;
+  if (destination.warmup && unsent > 0) {
+    await destination.warmup.giveBack(unsent).catch((err: unknown) => p.log.warn({ err, emailId: job.email.id }, 'could not give back warm-up cap'));
   }
   const throttled = outcomes.some((o) => o.kind === 'deferred' && o.slowDown);
   if (throttled) p.log.warn({ domain: job.domain, destination: group, source: source.address, pausedUntil: new Date(p.limiter.pausedUntil(key)).toISOString() }, 'destination throttles us: slowing down');

@@ -2,7 +2,7 @@ import { recordEvents, type NewEvent } from '../events/record-event.js';
 import { toIso } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import type { Db } from '../store/db.js';
-import { refreshEmailStatuses, type AttemptOutcome, type DeliveryAttempt, type QueueStatus } from '../store/emails.js';
+import { refreshEmailStatuses, type DeliveryAttempt, type QueueStatus } from '../store/emails.js';
 import { finishQueueItems, saveDeliveryAttempts } from '../store/queue.js';
 import { saveSuppressionIfAbsent } from '../store/suppressions.js';
 import { recipientEventData } from './event-data.js';
@@ -96,7 +96,7 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
         workspace_id: item.workspace_id,
         started_at: result.startedAt,
         duration_ms: Math.max(0, Math.round(result.durationMs)),
-        outcome: outcome.kind as AttemptOutcome,
+        outcome: outcome.kind,
         category: 'category' in outcome ? outcome.category : null,
         mx_host: 'mxHost' in outcome ? outcome.mxHost : null,
         code,

@@ -83,6 +83,9 @@ export const RESPONSE_RULES: readonly ResponseRule[] = [
   defer(/^4\d\d[ -].*(server busy|\b4\.7\.500\b)/i, 'rate_limit', true), // Microsoft
   defer(/^4\d\d[ -].*\b(too many (concurrent |simultaneous )?(smtp )?(connections|sessions|messages|mails|emails)|connection (rate )?limit|rate[ -]?limit|ratelimit|throttl|too fast|too quickly|sending rate|unusual rate|exceeded .*(rate|limit))/i, 'rate_limit', true),
   defer(/^4\d\d[ -]+4\.7\.28\b/, 'rate_limit', true), // Gmail: unusual rate of unsolicited mail
+  // Gmail's plain throttle (at EHLO or MAIL, no reason given): read as the basic 421 it would
+  // be a capacity deferral, retried as hard as before; it is Gmail asking for fewer connections.
+  defer(/^421[ -]+4\.7\.0[ -]+Try again later\b/i, 'rate_limit', true),
   defer(/^421[ -]+.*\bRP-00\d/, 'rate_limit', true), // Outlook.com
   defer(/^421[ -]+.*\[?TSS?0[1-4]\]?/, 'rate_limit', true), // Yahoo: deferred due to volume or complaints
   defer(/^4\d\d[ -].*\b(grey|gray)[ -]?list/i, 'greylist'),

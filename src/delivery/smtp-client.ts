@@ -17,6 +17,15 @@ import type { Logger } from '../shared/logger.js';
  * - `required`: STARTTLS or no delivery; certificate not verified (`delivery.requireTls`).
  * - `verified`: STARTTLS with a certificate valid for the MX host name (MTA-STS enforce).
  */
+
+/**
+ * Which recipients the connection had accepted when a transaction failed: nodemailer keeps it
+ * only in its private `_envelope` (pinned major; smtp-client.test.ts holds the behaviour).
+ */
+const envelopeOf = (conn: SMTPConnection): EnvelopeState | undefined =>
+  // eslint-disable-next-line no-restricted-syntax -- nodemailer declares no such field
+  (conn as unknown as { _envelope?: EnvelopeState })._envelope;
+
 export type TlsMode = 'opportunistic' | 'required' | 'verified';
 
 export interface SmtpTarget {
@@ -214,7 +223,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
           settled = true;
           if (loginErr) {
             discard(pooled, true);
-            return resolve(loginErr as NodemailerError);
+            return resolve(loginErr);
           }
           resolve(pooled);
         });
@@ -256,7 +265,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
       p.conn.send(
         { from: envelope.from, to: envelope.to, size: envelope.size, use8BitMime: hasEightBit(message) },
         message,
-        (err, info) => finish((err as NodemailerError | null) ?? null, info ?? null),
+        (err, info) => finish((err) ?? null, info ?? null),
       );
     });
 
@@ -311,9 +320,7 @@ export function createSmtpClient(options: SmtpClientOptions): SmtpClient {
           return { kind: 'replied', tls, replies: repliesOnSuccess(envelope.to, info) };
         }
         const e = err!;
-        const replies =
-          repliesOnError(envelope.to, e, (p.conn as unknown as { _envelope?: EnvelopeState })._envelope) ??
-          repliesBeforeClose(envelope.to, e, p.conn.lastServerResponse, (p.conn as unknown as { _envelope?: EnvelopeState })._envelope);
+        const replies = repliesOnError(envelope.to, e, envelopeOf(p.conn)) ?? repliesBeforeClose(envelope.to, e, p.conn.lastServerResponse, envelopeOf(p.conn));
         if (replies) {
           await reset(p);
           park(p);
@@ -380,7 +387,7 @@ function rejectedReplies(errors: NodemailerError[] | undefined): Map<string, Rec
 }
 
 function repliesOnSuccess(recipients: string[], info: SMTPConnection.SentMessageInfo): RecipientReply[] {
-  const rejected = rejectedReplies(info.rejectedErrors as NodemailerError[] | undefined);
+  const rejected = rejectedReplies(info.rejectedErrors);
   const accepted = new Set(info.accepted.map(String));
   return recipients.map(
     (r) =>

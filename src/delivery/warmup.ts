@@ -1,7 +1,6 @@
 import type { Config } from '../config/schema.js';
 import type { Db } from '../store/db.js';
-import type { IpWarmup } from '../store/tables.js';
-import { listWarmups } from '../store/warmups.js';
+import { listWarmups, type IpWarmup } from '../store/warmups.js';
 
 /**
  * IP warm-up: a new address earns its reputation by sending little at first. An address in
@@ -26,9 +25,8 @@ export function warmupDay(w: Pick<IpWarmup, 'started_at' | 'schedule'>, settings
   const dayMs = settings.daySeconds * 1000;
   const day = Math.max(0, Math.floor((now - w.started_at) / dayMs));
   const periodStart = w.started_at + day * dayMs;
-  const schedule = w.schedule ? (JSON.parse(w.schedule) as number[]) : null;
   let cap: number | null;
-  if (schedule) cap = schedule[day] ?? null;
+  if (w.schedule) cap = w.schedule[day] ?? null;
   else {
     const doubled = settings.start * 2 ** day;
     cap = doubled >= settings.target ? null : doubled;

@@ -4,13 +4,15 @@ import type { EngagementClass, EngagementRules } from './engagement-rules.js';
 export interface Fetch {
   kind: 'open' | 'click';
   method: string;
-  /** The client's address (X-Forwarded-For only behind a trusted proxy). */
+  /** The client's address, behind the trusted proxies (intake/http/client-address.ts). */
   ip: string | null;
   userAgent: string | null;
   /** Milliseconds since the message was delivered; null when its delivery is not recorded. */
   sinceDelivery: number | null;
   /** Milliseconds since the last click on another link of the same message; null when none. */
   sinceOtherLink: number | null;
+  /** A click: whether a browser (an open classified as a person's) from the same client address opened the message before. */
+  openedBySameClient: boolean;
 }
 
 export interface Classification {
@@ -28,6 +30,11 @@ export interface Classification {
  * A click is never Apple's or a proxy's: those fetch images only. A click through Apple's relay
  * networks is a person browsing with iCloud Private Relay, so those networks decide opens only,
  * and an image proxy's user agent on a link is a machine posing as one.
+ *
+ * Timing alone never makes a scanner: people click sign-in and password-reset links seconds
+ * after delivery. A fast click is a scanner's only with a second sign (HEAD, a scanner's agent
+ * or network, every link in a burst, or no earlier open by that client); a browser's open from
+ * the same client before the click makes it a person's.
  */
 export function classifyEngagement(f: Fetch, rules: EngagementRules): Classification {
   if (f.method === 'HEAD') return { class: 'scanner', by: 'head_request' };
@@ -50,7 +57,9 @@ export function classifyEngagement(f: Fetch, rules: EngagementRules): Classifica
   }
 
   if (agentRule) return { class: 'scanner', by: `agent:${agentRule.who}` };
-  if (f.sinceDelivery !== null && f.sinceDelivery < rules.timing.clickAfterDeliveryMs) return { class: 'scanner', by: 'click_after_delivery' };
   if (f.sinceOtherLink !== null && f.sinceOtherLink < rules.timing.burstMs) return { class: 'scanner', by: 'link_burst' };
+  if (f.openedBySameClient) return { class: 'human', by: 'opened_first' };
+  // Fast, and nothing from this client opened the message first: two signs.
+  if (f.sinceDelivery !== null && f.sinceDelivery < rules.timing.clickAfterDeliveryMs) return { class: 'scanner', by: 'click_after_delivery' };
   return { class: 'human', by: 'default' };
 }

@@ -343,6 +343,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         sent_at: null,
         cancelled_at: null,
         ...NO_WINNER,
+        group_cuts: null,
       };
       if (sendNow) row.recipients = await countSelection(db, selectionOf(row), deps.dialect);
       await saveWithVariants(row, variants);
@@ -359,7 +360,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     async update(workspace, id, changes, test) {
       const campaign = await find(workspace.id, id);
       requireDraft(campaign, 'changed');
-      const merged = { ...inputOf(campaign), ...Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) } as CampaignInput;
+      const merged = { ...inputOf(campaign), ...Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) };
       // A new template replaces the html copied from the previous one, and new html the template.
       if (changes.templateId !== undefined) merged.html = undefined;
       if (changes.html !== undefined) merged.templateId = undefined;

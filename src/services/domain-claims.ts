@@ -144,7 +144,7 @@ export function createDomainClaimService(deps: ServiceDeps & { domains: DomainSe
       for (const d of holders) await domains.remove(d.workspace_id, d.id);
       const own = (await listDomainsNamed(db, claim.name)).find((d) => d.workspace_id === workspaceId);
       const domainId = own?.id ?? (await domains.add(workspaceId, { domain: claim.name })).id;
-      if (claim.settings) await domains.update(workspaceId, domainId, claim.settings as DomainSettingsInput);
+      if (claim.settings) await domains.update(workspaceId, domainId, claim.settings);
       const done = { status: 'completed' as const, domain_id: domainId, blocked_reason: null, failure_reason: null };
       await updateDomainClaim(db, claim.id, done);
       return view({ ...claim, ...done });

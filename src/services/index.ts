@@ -16,7 +16,7 @@ import type { TemplateService } from './templates.js';
 import type { AudienceService } from './audiences.js';
 import type { CampaignService } from './campaigns.js';
 import type { SubscriberService } from './subscribers.js';
-import type { ContactImportService } from './contact-imports.js';
+import type { ContactImportService } from './contact-imports/contact-imports.js';
 import type { TopicService } from './topics.js';
 import type { UnsubscribeService } from './unsubscribe.js';
 import type { PreferenceService } from './preferences.js';

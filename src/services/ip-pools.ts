@@ -131,7 +131,7 @@ export function createIpPoolService(deps: ServiceDeps): IpPoolService {
           started_at: toIso(w.started_at),
           day: day.day + 1,
           cap: day.cap!,
-          schedule: scheduleOf(w.schedule ? (JSON.parse(w.schedule) as number[]) : null, settings),
+          schedule: scheduleOf(w.schedule, settings),
           sent_today: counts.filter((c) => c.address === w.address && c.period_start === day.periodStart).map((c) => ({ provider: c.provider, count: c.count })),
           next_day_at: toIso(day.nextPeriod),
         },
@@ -222,7 +222,7 @@ export function createIpPoolService(deps: ServiceDeps): IpPoolService {
           throw validationError('schedule', `must be 1 to ${MAX_SCHEDULE_DAYS} daily caps, each an integer from 1 to 10000000`);
         }
       }
-      await saveWarmup(db, { address, started_at: clock.now(), schedule: schedule ? JSON.stringify(schedule) : null });
+      await saveWarmup(db, { address, started_at: clock.now(), schedule: schedule ?? null });
       const started = (await warmupViews([address])).get(address);
       if (!started) throw validationError('schedule', 'the schedule ends on its first day: nothing to warm up');
       return started;

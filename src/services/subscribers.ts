@@ -88,7 +88,7 @@ export interface SubscriberService {
   importBatch(
     workspaceId: string,
     inputs: readonly SubscriberInput[],
-    options: { onConflict: 'upsert' | 'skip'; source?: string; after?: (trx: Db, written: Array<{ index: number; id: string }>) => Promise<void> },
+    options: { onConflict: 'upsert' | 'skip'; source?: string; after?: (trx: Db, written: Array<{ index: number; id: string }>, outcomes: readonly ImportOutcome[]) => Promise<void> },
   ): Promise<ImportOutcome[]>;
 }
 
@@ -425,7 +425,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
         const changedRows = [...changed.values()].filter((r) => edited(r, known.get(r.email_key)!));
         await recordEvents(trx, [...inserts.map((r) => eventOf('subscriber.created', r)), ...changedRows.map((r) => eventOf('subscriber.updated', r))]);
         for (const { row, status } of statusChanges) await applyStatus(trx, row, status, now);
-        if (options.after) await options.after(trx, written);
+        if (options.after) await options.after(trx, written, outcomes);
       });
       return outcomes;
     },

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { recipientEventData } from '../delivery/event-data.js';
 import { classifyEngagement, type Fetch } from '../engagement/classify-engagement.js';
 import { isMachine, type EngagementRules } from '../engagement/engagement-rules.js';
@@ -32,6 +33,13 @@ export interface TrackingService {
 
 type Kind = Fetch['kind'];
 
+/**
+ * An opaque tag of a client address: the same for the same address, so a click can be matched
+ * to an open by the same client, and not the address (an HMAC under the secret key: IPv4's
+ * space is small enough to reverse a plain hash). The event holds this, never the address.
+ */
+const clientTag = (secretKey: Buffer, ip: string): string => createHmac('sha256', secretKey).update(`engagement-client\0${ip}`).digest('base64url').slice(0, 22);
+
 export function createTrackingService(deps: ServiceDeps & { links: MessageLinks; rules: EngagementRules }): TrackingService {
   const { db, dialect, clock, logger, links, rules } = deps;
 
@@ -43,14 +51,25 @@ export function createTrackingService(deps: ServiceDeps & { links: MessageLinks;
     const delivered = items.filter((i) => i.status === 'delivered' && i.finished_at !== null).map((i) => i.finished_at!);
     const deliveredAt = delivered.length > 0 ? Math.min(...delivered) : null;
     const userAgent = requester.userAgent ? requester.userAgent.slice(0, MAX_USER_AGENT) : null;
+    const client = requester.ip ? clientTag(deps.secretKey, requester.ip) : null;
     await db.transaction().execute(async (trx) => {
       await lockEmail(trx, dialect, emailId);
       const now = clock.now();
       const earlier = await listEmailEventsOfType(trx, emailId, type);
       const otherLinks = kind === 'click' ? earlier.filter((e) => e.data.url !== extra.url) : [];
       const lastOther = otherLinks.length > 0 ? Math.max(...otherLinks.map((e) => e.created_at)) : null;
+      const openedBySameClient =
+        kind === 'click' && client !== null && (await listEmailEventsOfType(trx, emailId, 'email.opened')).some((o) => o.data.client === client && o.data.is_machine !== true);
       const verdict = classifyEngagement(
-        { kind, method: requester.method, ip: requester.ip, userAgent, sinceDelivery: deliveredAt === null ? null : now - deliveredAt, sinceOtherLink: lastOther === null ? null : now - lastOther },
+        {
+          kind,
+          method: requester.method,
+          ip: requester.ip,
+          userAgent,
+          sinceDelivery: deliveredAt === null ? null : now - deliveredAt,
+          sinceOtherLink: lastOther === null ? null : now - lastOther,
+          openedBySameClient,
+        },
         rules,
       );
       if (verdict.by === 'link_burst') {
@@ -73,6 +92,8 @@ export function createTrackingService(deps: ServiceDeps & { links: MessageLinks;
           to: items.map((i) => i.recipient),
           ...extra,
           user_agent: userAgent,
+          // Which client fetched, to tell a person's open-then-click; never the address itself.
+          ...(client ? { client } : {}),
           classification: verdict.class,
           is_machine: machine,
           classified_by: verdict.by,

@@ -43,7 +43,7 @@ export function formatLogLine(line: string, color: boolean): string {
   }
   if (typeof entry !== 'object' || entry === null) return line;
   const paint = (style: Color, text: string) => (color ? styleText(style, text) : text);
-  const [name, style] = LEVELS[entry.level as number] ?? [String(entry.level), 'white' as Color];
+  const [name, style] = LEVELS[entry.level as number] ?? [String(entry.level), 'white'];
   const fields = Object.entries(entry)
     .filter(([k, v]) => !HIDDEN.has(k) && v !== undefined)
     .map(([k, v]) => `${paint('gray', `${k}=`)}${value(v)}`);

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { SQLite, type SQLiteDatabase, type SQLiteStatement } from './sqlite-driver.js';
+import { SQLite, type SQLiteDatabase } from './sqlite-driver.js';
 import { migrations } from './migrations/index.js';
 import { takeRestoreLock } from './serve-lock.js';
 

@@ -3,9 +3,9 @@ import type { Db, Dialect } from './db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
 import { readPage, type ListPage, type PageOf } from './list-page.js';
 import { flag, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
-import type { CampaignsTable } from './tables/campaigns.js';
+import type { CampaignsTable, GroupCuts } from './tables/campaigns.js';
 
-export { CAMPAIGN_STATUSES, WINNER_METRICS, type CampaignStatus, type WinnerChoice, type WinnerMetric } from './tables/campaigns.js';
+export { CAMPAIGN_STATUSES, WINNER_METRICS, type GroupCuts, type CampaignStatus, type WinnerChoice, type WinnerMetric } from './tables/campaigns.js';
 
 export const campaignRows = rowCodec<Selectable<CampaignsTable>>()({
   reply_to: jsonOrNull<string[]>(),
@@ -13,6 +13,7 @@ export const campaignRows = rowCodec<Selectable<CampaignsTable>>()({
   variables: jsonOrNull<Record<string, unknown>>(),
   metadata: jsonOrNull<Record<string, unknown>>(),
   test: flag,
+  group_cuts: jsonOrNull<GroupCuts>(),
 });
 /** A campaign (Resend's broadcast): its content, who it goes to, how far queuing got, its A/B test. */
 export type Campaign = EntityOf<typeof campaignRows>;
@@ -49,6 +50,19 @@ export async function claimQueuingCampaign(db: Db, dialect: Dialect, lease: Leas
     .limit(1);
   const [row] = await claimRows(db, dialect, 'campaigns', lease, pick);
   return row && campaignRows.decode(row);
+}
+
+/** Keeps where the campaign's recipients are cut into groups, only while `owner` holds it and before anything was queued. */
+export async function saveGroupCuts(db: Db, id: string, owner: string, cuts: GroupCuts): Promise<boolean> {
+  const result = await db
+    .updateTable('campaigns')
+    .set({ group_cuts: JSON.stringify(cuts) })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'queuing')
+    .where('group_cuts', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** Records a queued page, only while `owner` still holds the campaign (the worker kernel renews the lease). */

@@ -89,21 +89,21 @@ export async function copyDatabase(source: Store, target: Store, onProgress: (p:
       let batch: Record<string, unknown>[] = [];
       const flush = async () => {
         if (batch.length === 0) return;
-        await trx.insertInto(table).values(batch as never).execute();
+        await trx.insertInto(table).values(batch).execute();
         done += batch.length;
         batch = [];
         onProgress({ kind: 'batch', table, copied: done, rows });
       };
       for await (const row of source.db.selectFrom(table).selectAll().stream(BATCH_ROWS)) {
-        batch.push(row as Record<string, unknown>);
+        batch.push(row);
         if (batch.length >= BATCH_ROWS) await flush();
       }
       await flush();
-      const inTarget = await countRows(trx as never, table);
+      const inTarget = await countRows(trx, table);
       if (inTarget !== rows) throw new Error(`row count differs for ${table}: source ${rows}, target ${inTarget}`);
       copied.push({ table, source: rows, target: inTarget });
     }
-    if (target.dialect === 'postgres') await continueIdentities(trx as never);
+    if (target.dialect === 'postgres') await continueIdentities(trx);
     return copied;
   });
 }

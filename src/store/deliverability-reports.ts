@@ -1,18 +1,53 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { DmarcReport, DmarcReportRecord, TlsReport } from './tables.js';
+import { json, rowCodec, type EntityOf } from './row-codec.js';
+import type { DmarcReportRecordsTable, DmarcReportsTable, TlsReportsTable } from './tables/deliverability.js';
 
 /** DMARC aggregate and TLS reports received about our domains. A report seen before is not stored again. */
+
+/** The policy a DMARC receiver saw published. */
+export interface DmarcPolicy {
+  p: string | null;
+  sp: string | null;
+  pct: number | null;
+  adkim: string | null;
+  aspf: string | null;
+}
+
+/** A DMARC record's raw (unaligned) DKIM and SPF results. */
+export interface DmarcAuthResults {
+  dkim: Array<{ domain: string; selector: string | null; result: string }>;
+  spf: Array<{ domain: string; scope: string | null; result: string }>;
+}
+
+/** One failure line of a TLS report's policy (RFC 8460 §4.3). */
+export interface TlsReportFailure {
+  result_type: string;
+  sending_mta_ip: string | null;
+  receiving_mx_hostname: string | null;
+  receiving_ip: string | null;
+  failed_session_count: number;
+  failure_reason_code: string | null;
+}
+
+const dmarcReports = rowCodec<Selectable<DmarcReportsTable>>()({ policy: json<DmarcPolicy>() });
+const dmarcRecords = rowCodec<Selectable<DmarcReportRecordsTable>>()({ auth_results: json<DmarcAuthResults>() });
+const tlsReports = rowCodec<Selectable<TlsReportsTable>>()({ failures: json<TlsReportFailure[]>() });
+
+export type DmarcReport = EntityOf<typeof dmarcReports>;
+export type DmarcReportRecord = EntityOf<typeof dmarcRecords>;
+export type TlsReport = EntityOf<typeof tlsReports>;
 
 export async function saveDmarcReport(db: Db, report: DmarcReport, records: DmarcReportRecord[]): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const inserted = await trx
       .insertInto('dmarc_reports')
-      .values(report)
+      .values(dmarcReports.encode(report))
       .onConflict((oc) => oc.columns(['org_name', 'report_id', 'domain']).doNothing())
       .returning('id')
       .execute();
     if (inserted.length === 0) return false;
-    for (let i = 0; i < records.length; i += 200) await trx.insertInto('dmarc_report_records').values(records.slice(i, i + 200)).execute();
+    for (let i = 0; i < records.length; i += 200) await trx.insertInto('dmarc_report_records').values(records.slice(i, i + 200).map((r) => dmarcRecords.encode(r))).execute();
     return true;
   });
 }
@@ -23,7 +58,7 @@ export async function saveTlsReports(db: Db, reports: TlsReport[]): Promise<numb
     for (const report of reports) {
       const inserted = await trx
         .insertInto('tls_reports')
-        .values(report)
+        .values(tlsReports.encode(report))
         .onConflict((oc) => oc.columns(['org_name', 'report_id', 'domain', 'policy_type']).doNothing())
         .returning('id')
         .execute();
@@ -39,14 +74,16 @@ export async function isVerifiedDomainName(db: Db, name: string): Promise<boolea
   return row !== undefined;
 }
 
-export const listDmarcReports = (db: Db, domain: string, since: number): Promise<DmarcReport[]> =>
-  db.selectFrom('dmarc_reports').selectAll().where('domain', '=', domain).where('begin_at', '>=', since).orderBy('begin_at').orderBy('id').execute();
+export const listDmarcReports = async (db: Db, domain: string, since: number): Promise<DmarcReport[]> =>
+  dmarcReports.decodeAll(await db.selectFrom('dmarc_reports').selectAll().where('domain', '=', domain).where('begin_at', '>=', since).orderBy('begin_at').orderBy('id').execute());
 
-export const listDmarcReportRecords = (db: Db, reportIds: string[]): Promise<DmarcReportRecord[]> =>
-  reportIds.length === 0 ? Promise.resolve([]) : db.selectFrom('dmarc_report_records').selectAll().where('report_id', 'in', reportIds).orderBy('report_id').orderBy('position').execute();
+export const listDmarcReportRecords = async (db: Db, reportIds: string[]): Promise<DmarcReportRecord[]> =>
+  reportIds.length === 0
+    ? []
+    : dmarcRecords.decodeAll(await db.selectFrom('dmarc_report_records').selectAll().where('report_id', 'in', reportIds).orderBy('report_id').orderBy('position').execute());
 
-export const listTlsReports = (db: Db, domain: string, since: number): Promise<TlsReport[]> =>
-  db.selectFrom('tls_reports').selectAll().where('domain', '=', domain).where('begin_at', '>=', since).orderBy('begin_at').orderBy('id').execute();
+export const listTlsReports = async (db: Db, domain: string, since: number): Promise<TlsReport[]> =>
+  tlsReports.decodeAll(await db.selectFrom('tls_reports').selectAll().where('domain', '=', domain).where('begin_at', '>=', since).orderBy('begin_at').orderBy('id').execute());
 
 /** Reports received before `cutoff` (retention). */
 export async function deleteReportsBefore(db: Db, cutoff: number): Promise<number> {

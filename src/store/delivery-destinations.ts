@@ -129,7 +129,7 @@ export async function sumProviders(db: Db, since: number, now: number): Promise<
         nodes: 0,
         until: 0,
         replyAt: 0,
-      } as ProviderSum & { until: number; replyAt: number });
+      });
     d.active += r.active;
     d.waiting += r.waiting;
     d.allowed = Math.min(d.allowed, r.allowed);

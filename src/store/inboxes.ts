@@ -1,6 +1,7 @@
 import { sql, type ExpressionBuilder, type Expression, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from './db.js';
 import type { Dialect } from './dialect.js';
+import { claimRows, unleased, type Lease } from './lease.js';
 import { readTimePage, type ListPage, type PageOf } from './list-page.js';
 import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
 import type { Database } from './tables/database.js';
@@ -41,8 +42,8 @@ const draftRows = rowCodec<Selectable<InboxDraftsTable>>()({ to_addresses: jsonO
 /** A draft; `to_addresses` null until set. */
 export type InboxDraft = EntityOf<typeof draftRows>;
 
-const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: addresses });
-/** An inbox's agent settings; `actions` the names of the actions it may take. */
+const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: addresses, forward_to: addresses });
+/** An inbox's agent settings; `actions` the names of the actions it may take, `forward_to` where else than the workspace's verified domains it may forward. */
 export type InboxAgent = EntityOf<typeof agentRows>;
 
 /** What the agent asked for (an action of receiving/inbox-agent/ask-agent.ts, with its fields) and what became of it. */
@@ -429,7 +430,7 @@ export async function saveAgent(db: Db, agent: InboxAgent): Promise<void> {
   await db
     .insertInto('inbox_agents')
     .values(row)
-    .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: row.instructions, tone: row.tone, actions: row.actions, updated_at: row.updated_at }))
+    .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: row.instructions, tone: row.tone, actions: row.actions, forward_to: row.forward_to, updated_at: row.updated_at }))
     .execute();
 }
 
@@ -440,25 +441,30 @@ export const saveAgentRun = async (db: Db, run: InboxAgentRun): Promise<void> =>
 };
 
 /**
- * Takes the due runs (and those left running longer than `staleBefore` allows: a leader that
- * died mid-run), marking them running; only the leader calls it, one pass at a time.
+ * Takes up to `limit` runs that are due (pending, their time come) or were running on a node
+ * whose lease ran out (it died mid-run), marking them running under the lease; oldest due first.
  */
-export async function takeDueAgentRuns(db: Db, now: number, staleBefore: number, limit: number): Promise<InboxAgentRun[]> {
-  const due = await db
+export async function claimAgentRuns(db: Db, dialect: Dialect, lease: Lease, limit: number): Promise<InboxAgentRun[]> {
+  const pick = db
     .selectFrom('inbox_agent_runs')
-    .selectAll()
-    .where((eb) => eb.or([eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', now)]), eb.and([eb('status', '=', 'running'), eb('started_at', '<', staleBefore)])]))
+    .select('id')
+    .where((eb) => eb.or([eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', lease.now)]), eb('status', '=', 'running')]))
+    .where(unleased(lease.now))
     .orderBy('next_attempt_at')
-    .limit(limit)
-    .execute();
-  if (due.length > 0) {
-    await db.updateTable('inbox_agent_runs').set({ status: 'running', started_at: now, updated_at: now }).where('id', 'in', due.map((r) => r.id)).execute();
-  }
-  return agentRunRows.decodeAll(due);
+    .limit(limit);
+  const rows = await claimRows(db, dialect, 'inbox_agent_runs', lease, pick, { set: { status: 'running', started_at: lease.now, updated_at: lease.now } });
+  return agentRunRows.decodeAll(rows);
 }
 
-export async function finishAgentRun(db: Db, id: string, changes: Pick<InboxAgentRun, 'status' | 'attempts' | 'next_attempt_at' | 'actions' | 'error' | 'updated_at'>): Promise<void> {
-  await db.updateTable('inbox_agent_runs').set(agentRunRows.encode(changes)).where('id', '=', id).execute();
+/** Records a run's outcome and gives its lease back, only while `owner` holds it; false when another node took it over. */
+export async function finishAgentRun(db: Db, id: string, owner: string, changes: Pick<InboxAgentRun, 'status' | 'attempts' | 'next_attempt_at' | 'actions' | 'error' | 'updated_at'>): Promise<boolean> {
+  const result = await db
+    .updateTable('inbox_agent_runs')
+    .set({ ...agentRunRows.encode(changes), lease_owner: null, lease_until: null })
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
 /** The agent's runs of each thread, oldest first. */

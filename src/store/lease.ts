@@ -11,7 +11,7 @@ import type { Database } from './tables.js';
  * holder that dies leaves a lease that runs out, and any worker claims the row again: work is
  * at least once, and nothing lives only in memory.
  */
-export type LeasedTable = 'queue_items' | 'webhook_deliveries' | 'workflow_runs' | 'workflow_triggers' | 'campaigns';
+export type LeasedTable = 'queue_items' | 'webhook_deliveries' | 'workflow_runs' | 'workflow_triggers' | 'campaigns' | 'contact_imports' | 'inbox_agent_runs';
 
 export interface Lease {
   owner: string;
@@ -42,6 +42,7 @@ export async function claimRows<T extends LeasedTable>(
   options: { set?: Record<string, unknown>; lockOf?: string } = {},
 ): Promise<Array<Selectable<Database[T]>>> {
   const picked = (dialect === 'postgres' ? (options.lockOf ? pick.forUpdate(options.lockOf) : pick.forUpdate()).skipLocked() : pick) as Pick;
+  // eslint-disable-next-line no-restricted-syntax -- kysely cannot type an update of a table named by a parameter
   return (await db
     .updateTable(table as 'queue_items')
     .set({ ...options.set, lease_owner: lease.owner, lease_until: lease.until })
@@ -124,7 +125,7 @@ export async function releaseHeldLeases(db: Db, owner: string | null, now: numbe
     const held = await queue.returning('email_id').execute();
     await refreshEmailStatuses(trx, [...new Set(held.map((r) => r.email_id))], now);
     const counts = { queue_items: held.length } as Record<LeasedTable, number>;
-    for (const table of ['webhook_deliveries', 'workflow_runs', 'workflow_triggers', 'campaigns'] as const) {
+    for (const table of ['webhook_deliveries', 'workflow_runs', 'workflow_triggers', 'campaigns', 'contact_imports', 'inbox_agent_runs'] as const) {
       const q = trx.updateTable(table as 'webhook_deliveries').set({ lease_owner: null, lease_until: null });
       const result = await (owner === null ? q.where('lease_owner', 'is not', null) : q.where('lease_owner', '=', owner)).executeTakeFirst();
       counts[table] = Number(result.numUpdatedRows);

@@ -28,7 +28,7 @@ export interface PageOf<T> {
  */
 export async function readPage<T>(query: SelectQueryBuilder<any, any, T>, column: string, page: ListPage, oldestFirst = false): Promise<PageOf<T>> {
   // The column is the caller's literal; kysely cannot type a column passed as a string.
-  const q = query as SelectQueryBuilder<any, any, T>;
+  const q = query;
   const [forward, backward, past, ahead] = oldestFirst ? (['asc', 'desc', '>', '<'] as const) : (['desc', 'asc', '<', '>'] as const);
   if (page.before !== undefined) {
     const rows = await q.where(column, ahead, page.before).orderBy(column, backward).limit(page.limit + 1).execute();
@@ -54,7 +54,7 @@ export async function readTimePage<T>(
   page: ListPage,
   cursorTime?: number,
 ): Promise<PageOf<T>> {
-  const q = query as SelectQueryBuilder<any, any, T>;
+  const q = query;
   const { time, key } = columns;
   const cursor = page.before ?? page.after;
   if (cursor !== undefined && cursorTime === undefined) return { rows: [], more: false };

@@ -1,8 +1,12 @@
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from './db.js';
 import { jsonText, jsonTrue, type Dialect } from './dialect.js';
 import type { QueueStatus } from './emails.js';
-import type { ReputationStateRow } from './tables.js';
+import type { ReputationStatesTable } from './tables/deliverability.js';
+
+export type { ReputationState } from './tables/deliverability.js';
+/** A sending domain's standing with the reputation guard: its counts over the window when last evaluated (kept as read). */
+export type DomainReputation = Selectable<ReputationStatesTable>;
 
 /**
  * The reputation guard's data: what each sending domain's live mail met with recently
@@ -93,16 +97,16 @@ export async function countDomainEngagement(db: Db, dialect: Dialect, since: num
   return rows.map((r) => ({ domain_id: r.domain_id!, tracked: Number(r.tracked), opened: Number(r.opened), human_opened: Number(r.human_opened) }));
 }
 
-export const listReputationStates = (db: Db, workspaceId?: string): Promise<ReputationStateRow[]> => {
+export const listReputationStates = (db: Db, workspaceId?: string): Promise<DomainReputation[]> => {
   let q = db.selectFrom('reputation_states').selectAll();
   if (workspaceId) q = q.where('workspace_id', '=', workspaceId);
   return q.execute();
 };
 
-export const findReputationState = (db: Db, domainId: string): Promise<ReputationStateRow | undefined> =>
+export const findReputationState = (db: Db, domainId: string): Promise<DomainReputation | undefined> =>
   db.selectFrom('reputation_states').selectAll().where('domain_id', '=', domainId).executeTakeFirst();
 
-export async function saveReputationState(db: Db, row: ReputationStateRow): Promise<void> {
+export async function saveReputationState(db: Db, row: DomainReputation): Promise<void> {
   const { domain_id, ...rest } = row;
   await db
     .insertInto('reputation_states')

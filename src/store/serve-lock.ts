@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { SQLite, type SQLiteDatabase, type SQLiteStatement } from './sqlite-driver.js';
+import { SQLite, type SQLiteDatabase } from './sqlite-driver.js';
 
 /**
  * Whether a server has a SQLite database open, told reliably: every `mailsvc serve` holds a

@@ -160,6 +160,13 @@ const audienceOf = async (db: Db, s: AudienceSelection): Promise<Membership | un
 export const countSelection = async (db: Db, s: AudienceSelection, dialect: Dialect): Promise<number> =>
   Number((await selection(db, s, dialect, await audienceOf(db, s)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
+/** The ids of a selection after `after`, in id order: what cutting a campaign's groups needs, without the rows. */
+export const listSelectionIds = async (db: Db, s: AudienceSelection, after: string | null, limit: number, dialect: Dialect): Promise<string[]> => {
+  let q = selection(db, s, dialect, await audienceOf(db, s)).select('subscribers.id');
+  if (after !== null) q = q.where('subscribers.id', '>', after);
+  return (await q.orderBy('subscribers.id').limit(limit).execute()).map((r) => r.id);
+};
+
 export const listSelectionPage = async (db: Db, s: AudienceSelection, after: string | null, limit: number, dialect: Dialect): Promise<Subscriber[]> => {
   let q = selection(db, s, dialect, await audienceOf(db, s)).selectAll('subscribers');
   if (after !== null) q = q.where('subscribers.id', '>', after);

@@ -4,8 +4,7 @@
  */
 import type { Generated, Selectable } from 'kysely';
 import type { DashboardSessionsTable } from './tables/dashboard.js';
-import type { DmarcReportsTable, DmarcReportRecordsTable, TlsReportsTable, ReputationStatesTable } from './tables/deliverability.js';
-import type { IpPoolsTable, IpPoolAddressesTable, IpWarmupsTable, WarmupCountsTable, DeliveryDestinationsTable } from './tables/delivery.js';
+import type { IpPoolsTable, IpPoolAddressesTable, DeliveryDestinationsTable } from './tables/delivery.js';
 
 export * from './tables/workspaces.js';
 export * from './tables/credentials.js';
@@ -30,11 +29,5 @@ export type { Database } from './tables/database.js';
 export type { Generated };
 export type DashboardSession = Selectable<DashboardSessionsTable>;
 export type DeliveryDestination = Selectable<DeliveryDestinationsTable>;
-export type DmarcReport = Selectable<DmarcReportsTable>;
-export type DmarcReportRecord = Selectable<DmarcReportRecordsTable>;
-export type TlsReport = Selectable<TlsReportsTable>;
-export type ReputationStateRow = Selectable<ReputationStatesTable>;
 export type IpPool = Selectable<IpPoolsTable>;
 export type IpPoolAddress = Selectable<IpPoolAddressesTable>;
-export type IpWarmup = Selectable<IpWarmupsTable>;
-export type WarmupCount = Selectable<WarmupCountsTable>;

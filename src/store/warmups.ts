@@ -1,10 +1,18 @@
+import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { IpWarmup, WarmupCount } from './tables.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { IpWarmupsTable, WarmupCountsTable } from './tables/delivery.js';
 
-export const listWarmups = (db: Db): Promise<IpWarmup[]> => db.selectFrom('ip_warmups').selectAll().orderBy('address').execute();
+/** An address in warm-up; `schedule` its own daily caps per provider, null for the default (delivery.warmup). */
+const warmupRows = rowCodec<Selectable<IpWarmupsTable>>()({ schedule: jsonOrNull<number[]>() });
+export type IpWarmup = EntityOf<typeof warmupRows>;
+export type WarmupCount = Selectable<WarmupCountsTable>;
+
+export const listWarmups = async (db: Db): Promise<IpWarmup[]> => warmupRows.decodeAll(await db.selectFrom('ip_warmups').selectAll().orderBy('address').execute());
 
 /** Starts (or restarts from day 0) the warm-up of an address. */
-export async function saveWarmup(db: Db, row: IpWarmup): Promise<void> {
+export async function saveWarmup(db: Db, warmup: IpWarmup): Promise<void> {
+  const row = warmupRows.encode(warmup);
   await db
     .insertInto('ip_warmups')
     .values(row)
@@ -38,6 +46,31 @@ export async function reserveWarmup(db: Db, key: { address: string; provider: st
     .where('count', '<=', cap - n)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
+}
+
+/** Messages counted against the day's cap of `address` for `provider` so far. */
+export async function findWarmupCount(db: Db, key: { address: string; provider: string; periodStart: number }): Promise<number> {
+  const row = await db
+    .selectFrom('warmup_counts')
+    .select('count')
+    .where('address', '=', key.address)
+    .where('provider', '=', key.provider)
+    .where('period_start', '=', key.periodStart)
+    .executeTakeFirst();
+  return row ? Number(row.count) : 0;
+}
+
+/** Gives back `n` of what reserveWarmup counted: messages that were not sent after all. */
+export async function giveBackWarmup(db: Db, key: { address: string; provider: string; periodStart: number }, n: number): Promise<void> {
+  if (n <= 0) return;
+  await db
+    .updateTable('warmup_counts')
+    .set((eb) => ({ count: eb('count', '-', n) }))
+    .where('address', '=', key.address)
+    .where('provider', '=', key.provider)
+    .where('period_start', '=', key.periodStart)
+    .where('count', '>=', n)
+    .execute();
 }
 
 /** The counts of the given warm-up days, by address. */

@@ -4,8 +4,7 @@ import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db, Dialect } from '../store/db.js';
 import { findDomainById } from '../store/domains.js';
-import { countDomainEngagement, countDomainOutcomes, listReputationStates, saveReputationState } from '../store/reputation.js';
-import type { ReputationStateRow } from '../store/tables.js';
+import { countDomainEngagement, countDomainOutcomes, listReputationStates, saveReputationState, type DomainReputation } from '../store/reputation.js';
 
 /**
  * A periodic task (the reputation guard's round): per sending domain, the rolling hard-bounce
@@ -32,7 +31,7 @@ export async function evaluateReputation(deps: { db: Db; dialect: Dialect; clock
     // Only an operator ends a pause: the rates fall as the window moves on, the list stays bad.
     const state = previous?.state === 'paused' ? 'paused' : verdict.state;
     const changed = state !== (previous?.state ?? 'sending');
-    const row: ReputationStateRow = {
+    const row: DomainReputation = {
       domain_id: domainId,
       workspace_id: c.workspace_id,
       state,

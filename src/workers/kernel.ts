@@ -242,6 +242,7 @@ export function createKernel(deps: KernelDeps): Kernel {
   return {
     owner,
     add(name, build) {
+      // eslint-disable-next-line no-restricted-syntax -- the job and its hand are filled in just below, before anything reads them
       const r = { name, inHand: new Set<string>(), work: new Set<Promise<void>>(), loop: null, heartbeat: null, wakeUp: null, onWork: 'now', soon: null, arrived: false, woken: false } as unknown as Running;
       const log = deps.logger.child({ component: name });
       r.hand = {
@@ -274,6 +275,7 @@ export function createKernel(deps: KernelDeps): Kernel {
       r.job = build(r.hand);
       jobs.push(r);
       if (started) startJob(r);
+      // eslint-disable-next-line no-restricted-syntax -- add's type parameter is the job build returned
       return r.job as never;
     },
 

@@ -72,7 +72,7 @@ export const recordRunStarted = (trx: Db, run: WorkflowRun, now: number) => reco
 /** Ends a run for good because a step failed: the failure event goes with it. */
 export async function failRun(trx: Db, run: WorkflowRun, error: string, now: number): Promise<RunChanges> {
   const changes = finish(now, 'failed', error);
-  await recordRunEvent(trx, 'workflow.failed', { ...run, ...changes } as WorkflowRun, now);
+  await recordRunEvent(trx, 'workflow.failed', { ...run, ...changes }, now);
   return changes;
 }
 
@@ -84,7 +84,7 @@ export async function moveRun(trx: Db, run: WorkflowRun, definition: Definition,
   const key = nextStepKey(definition, from, connection);
   if (key === undefined) {
     const changes = finish(now, 'completed', null);
-    await recordRunEvent(trx, 'workflow.completed', { ...run, ...changes } as WorkflowRun, now);
+    await recordRunEvent(trx, 'workflow.completed', { ...run, ...changes }, now);
     return { changes, finished: true, due: false };
   }
   if (run.steps_taken + 1 > MAX_STEPS_PER_RUN) {

@@ -53,7 +53,7 @@ export function resolveField(context: RunContext, field: string): unknown {
   const contact = context.contact;
   const [first, ...rest] = path;
   if (first === undefined) return undefined;
-  if (Object.hasOwn(contact, first) && first !== 'properties') return walk((contact as unknown as Record<string, unknown>)[first], rest);
+  if (Object.hasOwn(contact, first) && first !== 'properties') return walk(Reflect.get(contact, first) as unknown, rest);
   if (first === 'properties') return walk(contact.properties, rest);
   // A property by its own name, as `contact.plan`.
   return walk(contact.properties, path);

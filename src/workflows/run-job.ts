@@ -70,7 +70,7 @@ export function runJob(hand: Hand, deps: RunJobDeps): WorkerJob {
     }
     // Lost the lease (another node took the run) or the run was cancelled: nothing of this commits.
     if (!(await updateLeasedWorkflowRun(trx, run.id, hand.owner, changes))) throw new LeaseLost();
-    return goesOn ? ({ ...run, ...changes } as WorkflowRun) : null;
+    return goesOn ? ({ ...run, ...changes }) : null;
   }
 
   async function contactOf(run: WorkflowRun): Promise<SubscriberView | null> {

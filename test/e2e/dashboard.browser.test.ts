@@ -192,7 +192,7 @@ describe('dashboard in Chromium', { skip }, () => {
     await assertFitsPhone();
     // On a desktop screen the labels stay the size of small body text.
     await page.setViewportSize({ width: 1440, height: 900 });
-    const sizes = (await page.evaluate(`[...document.querySelectorAll('svg.chart text')].map((t) => t.getBoundingClientRect().height)`)) as number[];
+    const sizes = await page.evaluate<number[]>(`[...document.querySelectorAll('svg.chart text')].map((t) => t.getBoundingClientRect().height)`);
     assert.ok(sizes.length > 0 && sizes.every((h) => h > 8 && h < 18), `text heights on a desktop: ${sizes.join(', ')}`);
     await page.screenshot({ path: `${ARTIFACTS}overview-desktop.png`, fullPage: true });
     await page.setViewportSize({ width: 375, height: 812 });

@@ -24,9 +24,9 @@ export class DashboardClient {
   }
 
   /** Signs in with the password form, as a person would: load the form, post it with its token. */
-  async signIn(password: string): Promise<DashboardResponse> {
-    const form = await this.get('/dashboard/login');
-    return this.post('/dashboard/login', { _csrf: form.csrf ?? '', password });
+  async signIn(password: string, headers: Record<string, string> = {}): Promise<DashboardResponse> {
+    const form = await this.get('/dashboard/login', headers);
+    return this.post('/dashboard/login', { _csrf: form.csrf ?? '', password }, headers);
   }
 
   private async send(method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<DashboardResponse> {

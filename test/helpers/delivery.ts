@@ -16,7 +16,7 @@ export function routeDomain(dns: TestDns, domain: string, hosts: Array<{ name: s
 export async function verifyDkim(raw: Buffer, dns: TestDns) {
   const resolver = new dnsPromises.Resolver();
   resolver.setServers([dns.server]);
-  const result = await dkimVerify(raw, { resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT') as Promise<string[][]> });
+  const result = await dkimVerify(raw, { resolver: (name: string, type: string) => resolver.resolve(name, type as 'TXT') });
   return result.results;
 }
 

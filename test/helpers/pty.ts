@@ -50,7 +50,7 @@ export function spawnOnPty(command: string, args: string[], env: Record<string, 
   const child = spawn('python3', ['-c', RELAY, command, ...args], { cwd, env, stdio: ['pipe', 'pipe', 'inherit'] });
   let text = '';
   const waiters = new Set<() => void>();
-  child.stdout!.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     text += d.toString('utf8').replace(/\r/g, '');
     for (const w of waiters) w();
   });
@@ -58,7 +58,7 @@ export function spawnOnPty(command: string, args: string[], env: Record<string, 
   return {
     child,
     output: () => text,
-    type: (line) => child.stdin!.write(`${line}\n`),
+    type: (line) => child.stdin.write(`${line}\n`),
     exited,
     waitFor(pattern, timeoutMs = 20_000) {
       return new Promise((resolve, reject) => {

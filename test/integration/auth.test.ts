@@ -141,10 +141,10 @@ describe('authentication on both surfaces', () => {
     // Its own server, so the address's failure budget is fresh.
     const fresh = await startTestServer();
     try {
-      let last;
-      for (let i = 0; i < 21; i++) last = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: `sk_live_guess${i}` });
-      assert.equal(last!.status, 429, show(last!));
-      assert.ok(Number(last!.headers.get('retry-after')) >= 1);
+      let last = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: 'sk_live_guess0' });
+      for (let i = 1; i < 21; i++) last = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: `sk_live_guess${i}` });
+      assert.equal(last.status, 429, show(last));
+      assert.ok(Number(last.headers.get('retry-after')) >= 1);
       const good = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: await fresh.key() });
       assert.equal(good.status, 429, 'a locked-out address is refused before its key is checked');
     } finally {

@@ -72,7 +72,7 @@ describe('mailsvc at the terminal', () => {
       const text = await tty.waitFor(/local mode[^\n]*\n[\s\S]*HTTP API listening|HTTP API listening[\s\S]*local mode[^\n]*\n/);
       assert.match(text, /\x1b\[/, 'coloured');
       const lines = plain(text);
-      assert.match(lines, /^\d\d:\d\d:\d\d INFO  HTTP API listening component=http url=http:\/\/127\.0\.0\.1:\d+$/m);
+      assert.match(lines, /^\d\d:\d\d:\d\d INFO {2}HTTP API listening component=http url=http:\/\/127\.0\.0\.1:\d+$/m);
       const now = new Date();
       const hour = String(now.getHours()).padStart(2, '0');
       assert.ok(lines.match(TIME_LINE)![0].startsWith(hour) || now.getMinutes() === 0, 'local time, not UTC or epoch milliseconds');
@@ -85,7 +85,7 @@ describe('mailsvc at the terminal', () => {
       tty.child.kill('SIGTERM');
       assert.equal(await tty.exited, 0);
     }
-    assert.match(plain(tty.output()), /INFO  stopped$/m);
+    assert.match(plain(tty.output()), /INFO {2}stopped$/m);
   });
 
   it('serve on a terminal with --log-format json writes JSON', async () => {
@@ -199,9 +199,9 @@ describe('mailsvc at the terminal', () => {
     tty.type('n');
     assert.equal(await tty.exited, 0, tty.output());
     const text = tty.output();
-    assert.match(text, /^  A +mail\.asked\.example +198\.51\.100\.7$/m);
-    assert.match(text, /^  AAAA +mail\.asked\.example +2001:db8::7$/m);
-    assert.match(text, /^  PTR +198\.51\.100\.7 +mail\.asked\.example$/m);
+    assert.match(text, /^ {2}A +mail\.asked\.example +198\.51\.100\.7$/m);
+    assert.match(text, /^ {2}AAAA +mail\.asked\.example +2001:db8::7$/m);
+    assert.match(text, /^ {2}PTR +198\.51\.100\.7 +mail\.asked\.example$/m);
     const written = JSON.parse(readFileSync(file, 'utf8'));
     assert.deepEqual(written.dkim, { host: 'dkim.mail.asked.example' });
     assert.equal(written.delivery.hostname, 'mail.asked.example');

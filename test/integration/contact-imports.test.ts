@@ -337,7 +337,7 @@ describe('a large contact import, streamed', () => {
     }
   });
 
-  it('takes up an import after kill -9 of the server, every row there once', { timeout: 300_000 }, async () => {
+  it('takes up an import after kill -9 of the server from its cursor, every row there once', { timeout: 300_000 }, async () => {
     const rows = 60_000;
     const file = join(dir, 'crash.csv');
     const out = createWriteStream(file);
@@ -368,10 +368,8 @@ describe('a large contact import, streamed', () => {
     try {
       const done = await finished(new Resend(key, { baseUrl: second.url }), id, 240_000);
       assert.equal(done.status, 'completed');
-      assert.equal(done.counts.total, rows);
-      assert.equal(done.counts.failed, 0);
-      assert.equal(done.counts.created + done.counts.updated, rows);
-      assert.ok(done.counts.updated >= 2000, 'the rows read before the kill are read again as updates');
+      // Resumed after the last batch committed before the kill: no row read twice.
+      assert.deepEqual(done.counts, { total: rows, created: rows, updated: 0, skipped: 0, failed: 0 });
       const counted = await runtime.store.db
         .selectFrom('subscribers')
         .where('workspace_id', '=', workspaceId)

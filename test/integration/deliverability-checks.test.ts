@@ -37,7 +37,7 @@ describe('deliverability checks of sending domains', () => {
       },
       {
         // The policy file is served over HTTPS on port 443 in real life; here a fetcher plays it.
-        mtaStsFetcher: async (domain) => policies.get(domain) ?? ({ id: false, mode: 'none' } as MTASTSPolicy),
+        mtaStsFetcher: async (domain) => policies.get(domain) ?? ({ id: false, mode: 'none' }),
       },
     );
     dns.set(HOST, 'A', [SENDING_IP]);
@@ -52,7 +52,7 @@ describe('deliverability checks of sending domains', () => {
     dns.set('_dmarc.good.example', 'TXT', ['v=DMARC1; p=quarantine; rua=mailto:dmarc@reports.mailsvc.test']);
     dns.set('_mta-sts.good.example', 'TXT', ['v=STSv1; id=2026112301']);
     dns.set('good.example', 'MX', [{ preference: 10, exchange: 'mx.good.example' }]);
-    policies.set('good.example', { id: '2026112301', mode: 'enforce', mx: ['mx.good.example'], maxAge: 86400 } as MTASTSPolicy);
+    policies.set('good.example', { id: '2026112301', mode: 'enforce', mx: ['mx.good.example'], maxAge: 86400 });
     dns.set('_smtp._tls.good.example', 'TXT', ['v=TLSRPTv1; rua=mailto:tls-reports@reports.mailsvc.test']);
 
     // missing.example: DKIM verified, nothing else.
@@ -144,13 +144,13 @@ describe('deliverability checks of sending domains', () => {
   });
 
   it('flags an enforced MTA-STS policy that does not cover the MX', async () => {
-    policies.set('good.example', { id: '2026112301', mode: 'enforce', mx: ['other.good.example'], maxAge: 86400 } as MTASTSPolicy);
+    policies.set('good.example', { id: '2026112301', mode: 'enforce', mx: ['other.good.example'], maxAge: 86400 });
     try {
       const checks = await checksOf('good.example');
       assert.equal(checks.mta_sts.status, 'failing');
       assert.match(checks.mta_sts.message, /mx\.good\.example/);
     } finally {
-      policies.set('good.example', { id: '2026112301', mode: 'enforce', mx: ['mx.good.example'], maxAge: 86400 } as MTASTSPolicy);
+      policies.set('good.example', { id: '2026112301', mode: 'enforce', mx: ['mx.good.example'], maxAge: 86400 });
     }
   });
 

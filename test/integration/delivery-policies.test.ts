@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generate } from 'selfsigned';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
-import type { MTASTSPolicy } from 'mailauth';
 import type { PolicyFetcher } from '../../src/delivery/mta-sts.js';
 import { openStore } from '../../src/store/db.js';
 import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
@@ -27,7 +26,7 @@ const servePolicies =
   (policies: Map<string, string>): PolicyFetcher =>
   async (domain) => {
     const text = policies.get(domain);
-    return text ? ({ id: 'test', ...parsePolicy(text) } as MTASTSPolicy) : { id: false, mode: 'none' };
+    return text ? ({ id: 'test', ...parsePolicy(text) }) : { id: false, mode: 'none' };
   };
 
 describe('delivery policies: MTA-STS, throttling, smarthost', () => {

@@ -126,7 +126,7 @@ describe('delivery threads', () => {
       const emails = new Map<string, string>();
       for (let i = 0; i < 30; i++) {
         const email = await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`r${i}@dest.test`] });
-        emails.set(email.message_id!, email.id);
+        emails.set(email.message_id, email.id);
       }
       const ids = [...emails.keys()];
       const heldBy = async (owner: string) =>

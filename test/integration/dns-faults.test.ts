@@ -53,7 +53,7 @@ describe('DNS faults defer, with the reason', () => {
     it(`${how}: deferred with the reason, not bounced; delivered once DNS answers; other mail unaffected`, async () => {
       dns.fail(domain, how);
       const id = await send(`ann@${domain}`);
-      const other = await send('bob@fine.test');
+      await send('bob@fine.test');
       const state = await deferredWith(id, reason);
       assert.ok(['queued', 'sending', 'deferred'].includes(state.email.status), state.email.status);
       assert.ok(state.attempts.every((a) => a.outcome === 'deferred'), JSON.stringify(state.attempts.map((a) => a.outcome)));

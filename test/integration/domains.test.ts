@@ -143,10 +143,11 @@ describe('sending domains', () => {
         assert.equal(Number(last.headers.get('x-ratelimit-reset')), (clock.now() - 1000) / 1000 + 60);
       }
       assert.deepEqual(statuses, [...Array(10).fill(201), 429]);
-      assert.equal(last!.body.code, 'RATE_LIMITED');
-      assert.equal(typeof last!.body.message, 'string');
-      assert.equal(typeof last!.body.error, 'string');
-      const retryAfter = Number(last!.headers.get('retry-after'));
+      assert.ok(last);
+      assert.equal(last.body.code, 'RATE_LIMITED');
+      assert.equal(typeof last.body.message, 'string');
+      assert.equal(typeof last.body.error, 'string');
+      const retryAfter = Number(last.headers.get('retry-after'));
       assert.equal(retryAfter, 59);
       const v1 = await request(fresh.httpUrl, 'POST', '/v1/domains', { key: k, body: { domain: 'v1.example' } });
       assert.equal(v1.status, 429);

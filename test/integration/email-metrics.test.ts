@@ -83,9 +83,9 @@ describe('email metrics', () => {
   it('totals the workspace over the default range, counts and rates', async () => {
     const { data, error } = await resend.emails.metrics();
     assert.equal(error, null, JSON.stringify(error));
-    assert.equal(data!.object, 'metrics');
-    assert.equal(data!.granularity, 'daily');
-    const t = data!.totals;
+    assert.equal(data.object, 'metrics');
+    assert.equal(data.granularity, 'daily');
+    const t = data.totals;
     assert.equal(t.sent, 3);
     assert.equal(t.delivered, 3);
     assert.equal(t.bounced, 2);
@@ -96,15 +96,15 @@ describe('email metrics', () => {
     assert.equal(t.delivery_rate, 1);
     assert.equal(t.bounce_rate, 0.4);
     assert.equal(t.open_rate, 0.3333);
-    assert.equal(data!.data, undefined, 'no dimensions: totals only');
+    assert.equal(data.data, undefined, 'no dimensions: totals only');
   });
 
   it('breaks down by period and sending domain, and filters by domain', async () => {
     const today = new Date().toISOString().slice(0, 10);
     const { data, error } = await resend.emails.metrics({ dimensions: ['period', 'domain'], metrics: ['sent', 'bounced', 'bounce_rate'], granularity: 'daily' });
     assert.equal(error, null, JSON.stringify(error));
-    assert.deepEqual(data!.metrics, ['sent', 'bounced', 'bounce_rate']);
-    const rows = data!.data!.filter((r) => r.period === today);
+    assert.deepEqual(data.metrics, ['sent', 'bounced', 'bounce_rate']);
+    const rows = data.data!.filter((r) => r.period === today);
     const shop = rows.find((r) => r.domain_name === 'shop.example')!;
     assert.deepEqual({ ...shop }, { period: today, domain_id: domainId, domain_name: 'shop.example', sent: 2, bounced: 2, bounce_rate: 0.5 });
     const other = rows.find((r) => r.domain_name === 'other.example')!;
@@ -160,7 +160,7 @@ describe('email metrics', () => {
   it('buckets days in the requested time zone', async () => {
     const { data, error } = await resend.emails.metrics({ dimensions: ['period'], metrics: ['sent'], timezone: 'Pacific/Kiritimati' });
     assert.equal(error, null, JSON.stringify(error));
-    const total = data!.data!.reduce((s, r) => s + (r.sent ?? 0), 0);
+    const total = data.data!.reduce((s, r) => s + (r.sent ?? 0), 0);
     assert.equal(total, 3);
     assert.equal((data as unknown as { timezone: string }).timezone, 'Pacific/Kiritimati');
   });

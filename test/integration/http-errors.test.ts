@@ -138,7 +138,7 @@ describe('HTTP errors in the surface envelope', () => {
       }
     }
     // A request line Node itself cannot parse is answered by Node with 400, not by a crash.
-    const status = await new Promise<number>((resolve, reject) => {
+    const status = await new Promise<number>((resolve) => {
       const req = rawRequest(server.httpUrl + '/v1/domains', { method: 'GET', headers: { authorization: `Bearer ${key}`, 'content-length': 'abc' } }, (res) => {
         res.resume();
         resolve(res.statusCode ?? 0);

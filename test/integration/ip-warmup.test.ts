@@ -205,3 +205,60 @@ describe('IP warm-up shared by two nodes', { skip: testPostgresUrl() ? false : '
     assert.deepEqual(count.map((c) => [c.provider, c.count]), [['google', 5]]);
   });
 });
+
+/**
+ * Issue 32, defect 4: the day's cap counts what was sent, not what was tried. The provider
+ * answers "slow down" to the first messages of a warming address: they are deferred, the
+ * provider pauses, and the rows wait. What they had reserved of the cap is given back, so
+ * after the pause the day's total still reaches the cap, never more.
+ */
+describe('IP warm-up through a pause', () => {
+  let dns: TestDns;
+  let mx: TestMx;
+  let server: TestServer;
+
+  before(async () => {
+    dns = await startDnsServer();
+    mx = await startMxServer();
+    const config = deliveryConfig(dns, mx, 3600);
+    server = await startTestServer({ ...config, delivery: { ...config.delivery, backoff: { pauseSeconds: 1, maxPauseSeconds: 2 } } });
+    await addVerifiedDomain(server, dns, SENDER);
+    routeGoogle(dns);
+  });
+  after(async () => {
+    await server?.close();
+    await mx?.close();
+    await dns?.close();
+  });
+
+  it('messages deferred by a slow-down give their share of the cap back: the day still sends its cap', async () => {
+    const master = await server.key({ master: true });
+    const created = await request(server.httpUrl, 'POST', '/v1/ip-pools', { key: master, body: { name: 'throttled', addresses: [{ address: '127.0.0.8' }] } });
+    assert.equal(created.status, 201, show(created));
+    assert.equal((await request(server.httpUrl, 'POST', '/v1/ip-pools/warmup', { key: master, body: { address: '127.0.0.8', schedule: [6, 12] } })).status, 200);
+    await sleep(WARMUP_REFRESH_MS + 100);
+    let refused = 0;
+    mx.hooks.onData = () => (refused++ < 3 ? { code: 421, text: '4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address.' } : undefined);
+    const base = mx.messages.length;
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: [`p${i}@${i % 2 ? 'one' : 'two'}.test`], ipPoolId: created.body.id, type: 'marketing' })).id);
+    server.workers.wake('delivery');
+    await eventually(async () => fromAddress(mx, '127.0.0.8', base) >= 6, 20_000, 'the day\'s cap of 6 delivered after the pause');
+    assert.ok(refused >= 3, 'the provider slowed us down first');
+    await sleep(1500);
+    assert.equal(fromAddress(mx, '127.0.0.8', base), 6, 'never more than the cap');
+    const count = await server.runtime.store.db.selectFrom('warmup_counts').selectAll().where('address', '=', '127.0.0.8').execute();
+    assert.deepEqual(count.map((c) => [c.provider, c.count]), [['google', 6]], 'the count is what was sent');
+    const waiting = (await Promise.all(ids.map((id) => emailState(server.runtime.store.db, id)))).filter((s) => s.email.status !== 'delivered');
+    assert.equal(waiting.length, 2, 'the two beyond the cap wait for tomorrow');
+    // Each waits for the next warm-up day (an hour after the start here), not for a retry today.
+    await eventually(
+      async () => {
+        const rows = await server.runtime.store.db.selectFrom('queue_items').select(['next_attempt_at']).where('email_id', 'in', waiting.map((w) => w.email.id)).execute();
+        return rows.length === 2 && rows.every((r) => r.next_attempt_at > Date.now() + 3_000_000);
+      },
+      10_000,
+      'both wait for the next warm-up day',
+    );
+  });
+});

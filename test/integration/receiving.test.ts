@@ -343,29 +343,29 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     const resend = new Resend(key, { baseUrl: `${server.httpUrl}/v1` });
     const created = await resend.inboxes.create({ emailAddress: 'sales@acme.test', name: 'Sales', fromName: 'Acme Sales' });
     assert.equal(created.error, null, JSON.stringify(created.error));
-    assert.equal(created.data!.object, 'inbox');
+    assert.equal(created.data.object, 'inbox');
     const inbox = await resend.inboxes.get('sales@acme.test');
-    assert.equal(inbox.data!.id, created.data!.id);
+    assert.equal(inbox.data!.id, created.data.id);
     assert.equal(inbox.data!.email_address, 'sales@acme.test');
     assert.equal(inbox.data!.from_name, 'Acme Sales');
-    assert.equal((await resend.inboxes.update(created.data!.id, { name: 'Sales team' })).error, null);
+    assert.equal((await resend.inboxes.update(created.data.id, { name: 'Sales team' })).error, null);
 
     const raw = await compose({ from: 'ann@sender.test', to: 'sales@acme.test', subject: 'A quote please', text: 'Quote?', attachments: [{ filename: 'specs.txt', content: 'specs' }] });
     const id = idOf((await sendRaw('ann@sender.test', ['sales@acme.test'], raw)).response);
 
     const list = await resend.emails.receiving.list({ limit: 2 });
     assert.equal(list.error, null, JSON.stringify(list.error));
-    assert.equal(list.data!.object, 'list');
-    assert.equal(list.data!.data[0]!.id, id, 'newest first');
-    assert.equal(list.data!.has_more, true);
-    const next = await resend.emails.receiving.list({ limit: 2, after: list.data!.data[1]!.id });
-    assert.ok(next.data!.data.every((e) => !list.data!.data.some((f) => f.id === e.id)), 'the next page holds other messages');
+    assert.equal(list.data.object, 'list');
+    assert.equal(list.data.data[0]!.id, id, 'newest first');
+    assert.equal(list.data.has_more, true);
+    const next = await resend.emails.receiving.list({ limit: 2, after: list.data.data[1]!.id });
+    assert.ok(next.data!.data.every((e) => !list.data.data.some((f) => f.id === e.id)), 'the next page holds other messages');
 
     const got = await resend.emails.receiving.get(id);
     assert.equal(got.error, null, JSON.stringify(got.error));
-    assert.equal(got.data!.subject, 'A quote please');
-    assert.deepEqual(got.data!.received_for, ['sales@acme.test']);
-    assert.equal(got.data!.text, 'Quote?');
+    assert.equal(got.data.subject, 'A quote please');
+    assert.deepEqual(got.data.received_for, ['sales@acme.test']);
+    assert.equal(got.data.text, 'Quote?');
     const attachments = await resend.emails.receiving.attachments.list({ emailId: id });
     assert.equal(attachments.data!.data[0]!.filename, 'specs.txt');
     const one = await resend.emails.receiving.attachments.get({ emailId: id, id: attachments.data!.data[0]!.id });

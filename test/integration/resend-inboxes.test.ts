@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import nodemailer from 'nodemailer';
@@ -7,6 +6,7 @@ import { Resend } from 'resend';
 import { simpleParser } from 'mailparser';
 import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { startChatServer } from '../helpers/chat-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { DashboardClient } from '../helpers/dashboard.js';
 import { request, show } from '../helpers/http.js';
@@ -522,7 +522,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
   it('agent: settings stored and served as the SDK declares; no agent acts on them, and the answer says so', async () => {
     const initial = ok(await resend.inboxes.agent.get(inbox()), 'agent.get');
     hasFields(initial, { object: 'string', instructions: 'string|null', tone: 'string|null', actions: 'array' }, 'InboxAgentSettings');
-    assert.deepEqual({ ...initial, runtime: undefined }, { object: 'inbox_agent', instructions: null, tone: null, actions: [], runtime: undefined });
+    assert.deepEqual({ ...initial, runtime: undefined }, { object: 'inbox_agent', instructions: null, tone: null, actions: [], forward_to: [], runtime: undefined });
     assert.equal((initial as unknown as { runtime: { enabled: boolean } }).runtime.enabled, false);
 
     const updated = ok(await resend.inboxes.agent.update({ ...inbox(), instructions: 'Answer billing questions.', tone: 'concise_professional', actions: ['draft_reply', 'add_labels'] }), 'agent.update');
@@ -544,7 +544,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     const sent = ok(await resend.emails.send({ from: 'Acme Support <support@acme.test>', to: 'frank@partner.test', subject: 'Welcome aboard', text: 'Hello Frank' }), 'emails.send');
     const messageId = (await eventually(async () => (await resend.emails.get(sent.id)).data, 15_000, 'the email')).message_id;
     assert.ok(messageId);
-    const answer = await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'Thanks', messageId: '<frank-1@partner.test>', inReplyTo: messageId, references: [messageId!] }), 'frank@partner.test');
+    const answer = await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'Thanks', messageId: '<frank-1@partner.test>', inReplyTo: messageId, references: [messageId] }), 'frank@partner.test');
     const thread = await threadOf('Welcome aboard');
     assert.equal(thread.email_count, 2);
     assert.equal(thread.folder, 'inbox');
@@ -553,7 +553,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     assert.equal(emails[0]!.text?.trim(), 'Hello Frank');
     assert.equal(emails[0]!.from, 'Acme Support <support@acme.test>');
     // A second answer joins the same thread; the sent mail is filed once.
-    await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'And another thing', messageId: '<frank-2@partner.test>', inReplyTo: messageId, references: [messageId!] }), 'frank@partner.test');
+    await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'And another thing', messageId: '<frank-2@partner.test>', inReplyTo: messageId, references: [messageId] }), 'frank@partner.test');
     assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: thread.id }), 'get').id, thread.id);
     assert.equal(ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: thread.id }), 'emails').data.length, 3);
   });
@@ -587,23 +587,6 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     assert.equal((await dash.get(`/dashboard/receiving/inboxes/${inboxId}/threads/00000000-0000-7000-8000-000000000000`)).status, 404);
   });
 });
-
-/** A model server speaking the OpenAI chat-completions protocol on loopback: it answers from what the message says. */
-async function startChatServer(answer: (userMessage: string) => { status: number; content?: string }) {
-  const requests: Array<{ path: string; headers: IncomingMessage['headers']; body: any }> = [];
-  const server: Server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    requests.push({ path: req.url ?? '', headers: req.headers, body });
-    const { status, content } = answer(body.messages?.[1]?.content ?? '');
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(status === 200 ? { id: 'chatcmpl-1', object: 'chat.completion', model: body.model, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content } }] } : { error: { message: 'overloaded' } }));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/v1/chat/completions`, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
 
 describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint, its actions carried out within the settings', () => {
   let dns: TestDns;
@@ -686,7 +669,9 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
     assert.match(request.body.messages[0].content, /help@acme\.test/);
     assert.match(request.body.messages[0].content, /Label billing questions and draft an answer\./);
     assert.match(request.body.messages[0].content, /only these actions: draft_reply, add_labels, archive, mark_as_spam\./);
-    assert.match(request.body.messages[1].content, /From: Ann <ann@sender\.test>[\s\S]*Subject: Invoice 7[\s\S]*my invoice is wrong/);
+    const quoted = JSON.parse(request.body.messages[1].content).untrusted_email_thread.at(-1);
+    assert.deepEqual([quoted.from, quoted.to, quoted.subject], ['Ann <ann@sender.test>', ['help@acme.test'], 'Invoice 7']);
+    assert.match(quoted.text, /my invoice is wrong/);
 
     assert.deepEqual(
       run!.actions.map((a) => [a.type, a.result]),
@@ -729,5 +714,28 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
     const [failed] = await eventually(async () => { const r = await runsOf(failingThread.id); return r[0]?.status === 'failed' && r; }, 10_000, 'failing run');
     assert.equal(failed!.attempts, 1, 'inboxes.agent.attempts');
     assert.match(failed!.error!, /HTTP 500/);
+  });
+
+  it('takes over a run whose node died once its lease runs out, and never one whose lease holds', async () => {
+    const id = await deliver(await compose({ from: 'dora@sender.test', to: 'help@acme.test', subject: 'Spam?', text: 'cheap pills again' }), 'dora@sender.test');
+    const thread = await threadOfEmail(id);
+    await eventually(async () => (await runsOf(thread.id))[0]?.status === 'done', 10_000, 'the first run');
+    // The run as a node that died mid-run leaves it: running, leased by an owner that will never renew it.
+    const db = server.runtime.store.db;
+    const [run] = await db.selectFrom('inbox_agent_runs').select(['id', 'attempts']).where('thread_id', '=', thread.id).execute();
+    const requestsBefore = chat.requests.length;
+    const leaseUntil = Date.now() + 1500;
+    await db.updateTable('inbox_agent_runs').set({ status: 'running', lease_owner: 'dead-node:1:0', lease_until: leaseUntil, actions: null, attempts: 0 }).where('id', '=', run!.id).execute();
+    await new Promise((r) => setTimeout(r, 1000));
+    const held = await db.selectFrom('inbox_agent_runs').select(['status', 'lease_owner']).where('id', '=', run!.id).executeTakeFirstOrThrow();
+    assert.deepEqual(held, { status: 'running', lease_owner: 'dead-node:1:0' }, 'a live lease is not taken (the job polls every 20 ms)');
+    assert.equal(chat.requests.length, requestsBefore);
+    const [taken] = await eventually(async () => { const r = await runsOf(thread.id); return r[0]?.status === 'done' && r; }, 10_000, 'the run taken over');
+    assert.ok(Date.now() >= leaseUntil);
+    assert.equal(taken!.attempts, 1);
+    assert.deepEqual(taken!.actions.map((a) => [a.type, a.result]), [['mark_as_spam', 'done']]);
+    assert.equal(chat.requests.length, requestsBefore + 1, 'asked the model once more');
+    const after = await db.selectFrom('inbox_agent_runs').select(['lease_owner', 'lease_until']).where('id', '=', run!.id).executeTakeFirstOrThrow();
+    assert.deepEqual(after, { lease_owner: null, lease_until: null });
   });
 });

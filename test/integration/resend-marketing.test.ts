@@ -232,7 +232,7 @@ describe('the Resend SDK against mailsvc: contacts, segments, topics, broadcasts
       'broadcasts.create scheduled',
     );
     const got = ok(await resend.broadcasts.get(scheduled.id));
-    assert.equal(got.status as string, 'scheduled');
+    assert.equal(got.status, 'scheduled');
     assert.ok(Math.abs(Date.parse(got.scheduled_at!) - (Date.now() + 3600_000)) < 60_000);
     failed(await resend.broadcasts.remove(sentOf(await resend.broadcasts.list())), 409, 'validation_error', /only a draft/);
     const cancelled = ok(await resend.broadcasts.cancel(scheduled.id), 'broadcasts.cancel');
@@ -284,7 +284,7 @@ describe('the Resend SDK against mailsvc: contacts, segments, topics, broadcasts
       const cancelled = ok(await client.broadcasts.cancel(b.id), 'broadcasts.cancel while sending');
       assert.equal(cancelled.id, b.id);
       const after = ok(await client.broadcasts.get(b.id));
-      assert.equal(after.status as string, 'canceled');
+      assert.equal(after.status, 'canceled');
       const counts = (after as unknown as { counts: Record<string, number> }).counts;
       assert.equal(counts.cancelled, 28, JSON.stringify(counts));
       const items = await db.selectFrom('queue_items').innerJoin('emails', 'emails.id', 'queue_items.email_id').select(['queue_items.status']).where('emails.campaign_id', '=', b.id).execute();

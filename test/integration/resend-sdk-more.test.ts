@@ -670,7 +670,7 @@ describe('the Resend SDK, the rest of its methods', () => {
   describe('logs', () => {
     it('records every API request with its bodies, secrets and attachment content redacted, and keeps it retention.days', async () => {
       clock.advance(61_000);
-      const agent = new Resend(key, { baseUrl: server.httpUrl, userAgent: 'shop-backend/1.0' } as ConstructorParameters<typeof Resend>[1]);
+      const agent = new Resend(key, { baseUrl: server.httpUrl, userAgent: 'shop-backend/1.0' });
       const sent = ok(
         await resend.emails.send({ from: 'shop@tracked.test', to: 'ann@customer.test', subject: 'Logged', text: 'x', attachments: [{ filename: 'a.txt', content: Buffer.from('top secret file').toString('base64') }] }),
         'emails.send',

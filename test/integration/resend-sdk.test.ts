@@ -287,10 +287,10 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
 
     // No `from` and no `subject`: the template's.
     const sent = ok(await resend.emails.send({ to: 'tpl@example.org', template: { id: 'welcome-mail', variables: { NAME: 'Ann' } } }), 'send with a template');
-    const [message] = (await eventually(async () => {
+    const [message] = await eventually<typeof mx.messages>(async () => {
       const m = mx.messages.filter((x) => x.to.includes('tpl@example.org'));
       return m.length > 0 ? m : undefined;
-    }, 15_000, 'the template mail')) as typeof mx.messages;
+    }, 15_000, 'the template mail');
     const parsed = await simpleParser(message!.raw);
     assert.equal(parsed.subject, 'Welcome Ann');
     assert.match(parsed.html || '', /Hi Ann, your plan is free/, 'the published version, with the fallback value');

@@ -511,38 +511,38 @@ describe('workflows', () => {
       ],
     });
     assert.equal(created.error, null, JSON.stringify(created.error));
-    assert.equal(created.data!.object, 'automation');
-    const id = created.data!.id;
+    assert.equal(created.data.object, 'automation');
+    const id = created.data.id;
 
     const got = await resend.automations.get(id);
     assert.equal(got.error, null, JSON.stringify(got.error));
-    assert.equal(got.data!.status, 'enabled');
-    assert.deepEqual(got.data!.steps[0], { key: 'start', type: 'trigger', config: { event_name: 'sdk.signed_up' } });
-    assert.deepEqual(got.data!.steps[2]!.config, { template: { id: templateId, variables: { plan: { var: 'event.plan' } } }, from: 'Shop <hello@shop.test>', reply_to: 'help@shop.test' });
-    assert.deepEqual(got.data!.connections[1], { from: 'check', to: 'welcome', type: 'condition_met' });
+    assert.equal(got.data.status, 'enabled');
+    assert.deepEqual(got.data.steps[0], { key: 'start', type: 'trigger', config: { event_name: 'sdk.signed_up' } });
+    assert.deepEqual(got.data.steps[2]!.config, { template: { id: templateId, variables: { plan: { var: 'event.plan' } } }, from: 'Shop <hello@shop.test>', reply_to: 'help@shop.test' });
+    assert.deepEqual(got.data.connections[1], { from: 'check', to: 'welcome', type: 'condition_met' });
 
     const listed = await resend.automations.list({ status: 'enabled', limit: 100 });
     assert.equal(listed.error, null, JSON.stringify(listed.error));
-    assert.equal(listed.data!.object, 'list');
-    assert.equal(listed.data!.data[0]!.id, id, 'newest first');
-    assert.ok(listed.data!.data.every((a) => a.status === 'enabled'));
+    assert.equal(listed.data.object, 'list');
+    assert.equal(listed.data.data[0]!.id, id, 'newest first');
+    assert.ok(listed.data.data.every((a) => a.status === 'enabled'));
     assert.equal((await resend.automations.update(id, { name: 'SDK welcome (renamed)' })).data!.id, id);
 
     const byId = await resend.events.send({ event: 'sdk.signed_up', contactId: contact.id, payload: { plan: 'pro' } });
     assert.equal(byId.error, null, JSON.stringify(byId.error));
-    assert.deepEqual({ object: byId.data!.object, event: byId.data!.event }, { object: 'event', event: 'sdk.signed_up' });
+    assert.deepEqual({ object: byId.data.object, event: byId.data.event }, { object: 'event', event: 'sdk.signed_up' });
     const byEmail = await resend.events.send({ event: 'sdk.signed_up', email: 'sdk-free@dest.test', payload: { plan: 'free' } });
     assert.equal(byEmail.error, null, JSON.stringify(byEmail.error));
 
     await finished(id, 2);
     const completed = await resend.automations.runs.list({ automationId: id, status: 'completed' });
     assert.equal(completed.error, null, JSON.stringify(completed.error));
-    assert.equal(completed.data!.data.length, 2);
-    const pro = completed.data!.data.find((r) => (r as any).email === 'sdk@dest.test')!;
+    assert.equal(completed.data.data.length, 2);
+    const pro = completed.data.data.find((r) => (r as any).email === 'sdk@dest.test')!;
     const run = await resend.automations.runs.get({ automationId: id, runId: pro.id });
     assert.equal(run.error, null, JSON.stringify(run.error));
-    assert.equal(run.data!.object, 'automation_run');
-    assert.deepEqual(run.data!.steps.map((s) => [s.key, s.type, s.status]), [['start', 'trigger', 'completed'], ['check', 'condition', 'completed'], ['welcome', 'send_email', 'completed']]);
+    assert.equal(run.data.object, 'automation_run');
+    assert.deepEqual(run.data.steps.map((s) => [s.key, s.type, s.status]), [['start', 'trigger', 'completed'], ['check', 'condition', 'completed'], ['welcome', 'send_email', 'completed']]);
     await eventually(async () => mailTo('sdk@dest.test').length === 1, 15_000, 'the email');
     assert.match(mailTo('sdk@dest.test')[0]!.raw.toString(), /^Reply-To: help@shop.test/m);
     assert.equal(mailTo('sdk-free@dest.test').length, 0, 'the condition was not met: no email');
@@ -551,13 +551,13 @@ describe('workflows', () => {
 
     const copy = await resend.automations.duplicate(id);
     assert.equal(copy.error, null, JSON.stringify(copy.error));
-    assert.notEqual(copy.data!.id, id);
+    assert.notEqual(copy.data.id, id);
     const stopped = await resend.automations.stop(id);
     assert.equal(stopped.error, null, JSON.stringify(stopped.error));
-    assert.equal(stopped.data!.status, 'disabled');
-    const removed = await resend.automations.remove(copy.data!.id);
-    assert.deepEqual(removed.data, { object: 'automation', id: copy.data!.id, deleted: true });
-    assert.notEqual((await resend.automations.get(copy.data!.id)).error, null);
+    assert.equal(stopped.data.status, 'disabled');
+    const removed = await resend.automations.remove(copy.data.id);
+    assert.deepEqual(removed.data, { object: 'automation', id: copy.data.id, deleted: true });
+    assert.notEqual((await resend.automations.get(copy.data.id)).error, null);
   });
 
   it('a send refused for a while (the marketing rate limit) is retried until it goes through', async () => {

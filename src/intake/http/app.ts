@@ -8,6 +8,7 @@ import { authenticate, selectWorkspace } from './middleware/authenticate.js';
 import { parseBody } from './middleware/parse-body.js';
 import { renderErrors } from './middleware/render-errors.js';
 import { recordApiLog } from './middleware/record-api-log.js';
+import { clientAddress } from './client-address.js';
 import { requestId } from './middleware/request-id.js';
 import { limitWorkspace, showRateLimit } from './rate-limit.js';
 import { runRoute, type Route } from './route.js';
@@ -53,7 +54,11 @@ export function apiRouter(deps: HttpDeps, routes: Route[]): ApiRouter {
  */
 export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<State> {
   const app = new Koa<State>();
-  app.proxy = deps.config.http.trustProxy;
+  // Koa reads X-Forwarded-Proto/-Host only with app.proxy; clientAddress (first below) removes
+  // them, and X-Forwarded-For, from any request that did not come through a trusted proxy, and
+  // sets the client address. Koa's own reading of X-Forwarded-For (the leftmost entry, the
+  // client's to write) is never used.
+  app.proxy = deps.config.http.trustProxy !== 0;
   // Errors are rendered and logged by renderErrors; what reaches Koa's handler is a client
   // that went away mid-response.
   app.on('error', (err: Error) => deps.logger.debug({ err }, 'http response error'));
@@ -64,6 +69,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
     authenticate(deps),
     parseBody(deps.config.http.bodyLimit, (ctx) => routeOf(ctx)?.multipart === true),
     selectWorkspace(deps, (ctx) => routeOf(ctx)?.master === true),
+    // eslint-disable-next-line no-restricted-syntax -- @koa/router types its middleware over its own context; ours extends Koa's
     router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
     async (ctx: Ctx) => {
       await limitWorkspace(ctx, deps, 'api');
@@ -76,6 +82,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
     },
   ]);
 
+  app.use(clientAddress(deps.config.http.trustProxy));
   app.use(requestId);
   app.use(recordApiLog(deps));
   app.use(renderErrors(deps.logger));

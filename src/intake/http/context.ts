@@ -22,6 +22,8 @@ export interface HttpDeps {
 
 export interface State {
   requestId: string;
+  /** The client's address, behind the trusted proxies (client-address.ts): the only one to use. */
+  clientAddress: string;
   surface: Surface;
   /** The parsed JSON body (undefined when the request had none). */
   body: unknown;

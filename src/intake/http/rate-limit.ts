@@ -77,7 +77,7 @@ async function peekLimit(ctx: Ctx, deps: HttpDeps, route: { operation: Operation
     key = `ws:${workspace.id}`;
   } else {
     operation = 'auth.failure';
-    key = `ip:${ctx.ip}`;
+    key = `ip:${ctx.state.clientAddress}`;
   }
   setRateLimitHeaders(ctx, await services.rateLimiter.peek(`${key}:${operation}`, services.limitFor(operation, workspace ?? null), clock.now()));
 }

@@ -61,7 +61,7 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
 }
 
 export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodType = z.ZodUnknown>(route: Route<B, Q>): Route =>
-  route as unknown as Route;
+  route;
 
 /**
  * No id, name or filter holds a control character, and PostgreSQL refuses a NUL in a text

@@ -37,7 +37,7 @@ export function aggregateReportKind(deps: AggregateReportDeps): InboundKind<true
         reporter_email: report.email,
         begin_at: report.begin,
         end_at: report.end,
-        policy: JSON.stringify(report.policy),
+        policy: report.policy,
         messages: report.records.reduce((sum, r) => sum + r.count, 0),
         received_at: now,
       },
@@ -51,7 +51,7 @@ export function aggregateReportKind(deps: AggregateReportDeps): InboundKind<true
         spf: r.spf,
         header_from: r.headerFrom,
         envelope_from: r.envelopeFrom,
-        auth_results: JSON.stringify(r.authResults),
+        auth_results: r.authResults,
       })),
     );
   };
@@ -72,7 +72,7 @@ export function aggregateReportKind(deps: AggregateReportDeps): InboundKind<true
         policy_type: p.policyType,
         successful: p.successful,
         failed: p.failed,
-        failures: JSON.stringify(p.failures),
+        failures: p.failures,
         received_at: now,
       })),
     );

@@ -23,5 +23,7 @@ export async function queueAgentRun(trx: Db, m: { workspaceId: string; inboxId: 
     error: null,
     created_at: now,
     updated_at: now,
+    lease_owner: null,
+    lease_until: null,
   });
 }

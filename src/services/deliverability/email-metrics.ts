@@ -103,7 +103,7 @@ function withRates(counts: Record<string, number>, wanted: readonly Metric[]): T
     human_open_rate: ratio(counts.unique_human_opened ?? 0, counts.delivered ?? 0),
     human_click_rate: ratio(counts.unique_human_clicked ?? 0, counts.delivered ?? 0),
   };
-  return Object.fromEntries(wanted.map((m) => [m, all[m] ?? 0])) as Totals;
+  return Object.fromEntries(wanted.map((m) => [m, all[m] ?? 0]));
 }
 
 /** A date or date-time (ISO 8601) as epoch ms; a bare date is the start of that day in UTC (or, for an end date, its end). */

@@ -99,7 +99,7 @@ export function createReportSummaries(deps: ServiceDeps): ReportSummaries {
           reporters: [],
         };
         sources.set(record.source_ip, source);
-        const auth = JSON.parse(record.auth_results) as { dkim: Array<{ result: string }>; spf: Array<{ result: string }> };
+        const auth = record.auth_results;
         const n = record.count;
         source.messages += n;
         if (auth.dkim.some((d) => d.result === 'pass')) source.dkim_pass += n;
@@ -138,7 +138,7 @@ export function createReportSummaries(deps: ServiceDeps): ReportSummaries {
         day.successful += report.successful;
         day.failed += report.failed;
         if (!day.reporters.includes(report.org_name)) day.reporters.push(report.org_name);
-        for (const f of JSON.parse(report.failures) as Array<{ result_type: string; receiving_mx_hostname: string | null; sending_mta_ip: string | null; failed_session_count: number }>) {
+        for (const f of report.failures) {
           const same = day.failures.find((x) => x.result_type === f.result_type && x.receiving_mx_hostname === f.receiving_mx_hostname && x.sending_mta_ip === f.sending_mta_ip);
           if (same) same.sessions += f.failed_session_count;
           else day.failures.push({ result_type: f.result_type, receiving_mx_hostname: f.receiving_mx_hostname, sending_mta_ip: f.sending_mta_ip, sessions: f.failed_session_count });

@@ -2,9 +2,8 @@ import { BATCH, percent, reputationEvent, reputationView, type GuardThresholds, 
 import { notFound } from '../../shared/errors.js';
 import { findDomainByIdOrName, listDomainNames, listDomains, type Domain } from '../../store/domains.js';
 import { refreshEmailStatus } from '../../store/emails.js';
-import { countHeldByDomain, findReputationState, listReputationStates, releaseHeldQueueItems, saveReputationState } from '../../store/reputation.js';
+import { countHeldByDomain, findReputationState, listReputationStates, releaseHeldQueueItems, saveReputationState, type DomainReputation, type ReputationState } from '../../store/reputation.js';
 import type { Db } from '../../store/db.js';
-import type { ReputationState, ReputationStateRow } from '../../store/tables.js';
 import type { ServiceDeps } from '../deps.js';
 
 export interface ReputationGuard {
@@ -23,7 +22,7 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
   const log = deps.logger.child({ component: 'reputation-guard' });
   const t: GuardThresholds = config.deliverability.guard;
 
-  const view = (domain: Domain, row: ReputationStateRow | undefined, held: number) => reputationView(domain, row, held, t);
+  const view = (domain: Domain, row: DomainReputation | undefined, held: number) => reputationView(domain, row, held, t);
 
   const find = async (workspaceId: string, idOrName: string): Promise<Domain> => {
     const domain = await findDomainByIdOrName(db, workspaceId, idOrName);
@@ -31,7 +30,7 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
     return domain;
   };
 
-  const domainEvent = (trx: Db, domain: Domain, row: ReputationStateRow, held: number) => reputationEvent(trx, domain, row, held, t);
+  const domainEvent = (trx: Db, domain: Domain, row: DomainReputation, held: number) => reputationEvent(trx, domain, row, held, t);
 
   return {
     async list(workspaceId) {
@@ -50,7 +49,7 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
       const domain = await find(workspaceId, idOrName);
       const now = clock.now();
       const previous = await findReputationState(db, domain.id);
-      const row: ReputationStateRow = {
+      const row: DomainReputation = {
         domain_id: domain.id,
         workspace_id: domain.workspace_id,
         state: 'sending',

@@ -1,4 +1,6 @@
 import type { AgentActionType } from '../../receiving/inbox-agent/ask-agent.js';
+import { normalizeAddress } from '../../messages/addresses.js';
+import { normalizeDomain } from '../../shared/domain-name.js';
 import { validationError } from '../../shared/errors.js';
 import { findAgent, saveAgent } from '../../store/inboxes.js';
 import type { ServiceDeps } from '../deps.js';
@@ -17,12 +19,19 @@ export const AGENT_TONES = ['concise_professional', 'concise_casual', 'expanded_
 export type AgentAction = AgentActionType;
 export type AgentTone = (typeof AGENT_TONES)[number];
 export const MAX_INSTRUCTIONS = 10_000;
+/** Entries of forward_to, at most. */
+export const MAX_FORWARD_TO = 100;
 
 export interface AgentSettings {
   object: 'inbox_agent';
   instructions: string | null;
   tone: AgentTone | null;
   actions: AgentAction[];
+  /**
+   * Where forward_thread may send besides the workspace's verified domains: addresses, and
+   * "@domain" for any address of a domain. A forward anywhere else is saved as a draft.
+   */
+  forward_to: string[];
   runtime: { enabled: boolean; reason: string | null; model: string | null };
 }
 
@@ -30,6 +39,23 @@ export interface AgentChanges {
   instructions?: string | null | undefined;
   tone?: AgentTone | null | undefined;
   actions?: AgentAction[] | undefined;
+  forward_to?: string[] | undefined;
+}
+
+/** forward_to, checked and normalised: addresses as normalizeAddress makes them, "@domain" lower-cased. */
+function forwardTargets(entries: string[]): string[] {
+  if (entries.length > MAX_FORWARD_TO) throw validationError('forward_to', `at most ${MAX_FORWARD_TO} entries`);
+  return [
+    ...new Set(
+      entries.map((entry, i) => {
+        const value = entry.trim();
+        const domain = value.startsWith('@') ? normalizeDomain(value.slice(1)) : null;
+        const target = domain ? `@${domain}` : value.startsWith('@') ? null : normalizeAddress(value);
+        if (!target) throw validationError(`forward_to[${i}]`, `"${value.slice(0, 100)}" is neither an email address nor "@domain"`);
+        return target;
+      }),
+    ),
+  ];
 }
 
 export interface InboxAgentService {
@@ -50,6 +76,7 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
       instructions: row?.instructions ?? null,
       tone: (row?.tone as AgentTone | null | undefined) ?? null,
       actions: row ? (row.actions as AgentAction[]) : [],
+      forward_to: row?.forward_to ?? [],
       runtime: RUNTIME,
     };
   }
@@ -60,7 +87,7 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
     },
 
     async update(workspaceId, inboxRef, changes) {
-      if (changes.instructions === undefined && changes.tone === undefined && changes.actions === undefined) throw validationError('instructions', 'give instructions, tone or actions');
+      if (changes.instructions === undefined && changes.tone === undefined && changes.actions === undefined && changes.forward_to === undefined) throw validationError('instructions', 'give instructions, tone, actions or forward_to');
       if (typeof changes.instructions === 'string' && changes.instructions.length > MAX_INSTRUCTIONS) throw validationError('instructions', `at most ${MAX_INSTRUCTIONS} characters`);
       checkNoNul({ instructions: changes.instructions });
       const inbox = await inboxThreads.inbox(workspaceId, inboxRef);
@@ -69,8 +96,9 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
         instructions: changes.instructions !== undefined ? changes.instructions : current.instructions,
         tone: changes.tone !== undefined ? changes.tone : current.tone,
         actions: changes.actions !== undefined ? [...new Set(changes.actions)] : current.actions,
+        forward_to: changes.forward_to !== undefined ? forwardTargets(changes.forward_to) : current.forward_to,
       };
-      await saveAgent(db, { inbox_id: inbox.id, workspace_id: workspaceId, instructions: next.instructions, tone: next.tone, actions: next.actions, updated_at: clock.now() });
+      await saveAgent(db, { inbox_id: inbox.id, workspace_id: workspaceId, instructions: next.instructions, tone: next.tone, actions: next.actions, forward_to: next.forward_to, updated_at: clock.now() });
       await deps.durable();
       return { id: inbox.id, settings: { object: 'inbox_agent', ...next, runtime: RUNTIME } };
     },

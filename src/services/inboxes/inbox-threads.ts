@@ -71,7 +71,7 @@ export function createInboxThreadService(deps: ServiceDeps & { routes: RouteServ
   async function labelsOf(workspaceId: string, inboxRef: string, labelIds: string[], field: string): Promise<InboxLabel[]> {
     const box = await inbox(workspaceId, inboxRef);
     const unique = [...new Set(labelIds.map((l) => l.toLowerCase()))];
-    const found = await Promise.all(unique.map((id) => (isUuid(id) ? findLabel(db, box.id, id) : undefined)));
+    const found = await Promise.all(unique.map((id) => (isUuid(id) ? findLabel(db, box.id, id) : Promise.resolve(undefined))));
     const missing = unique.filter((_, i) => !found[i]);
     if (missing.length > 0) throw new AppError('not_found', `${field}: label ${missing[0]} not found in this inbox`, { field });
     return found as InboxLabel[];

@@ -57,7 +57,7 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
 
   return {
     async list(workspaceId, query) {
-      const { limit, after, before } = parsePage(query as Record<string, unknown>, 'keyset');
+      const { limit, after, before } = parsePage(query, 'keyset');
       const { rows, more } = await listReceivedEmails(db, { workspaceId, limit, after, before });
       const replied = new Map((await listEmailsByIds(db, [...new Set(rows.flatMap((r) => (r.in_reply_to_email_id ? [r.in_reply_to_email_id] : [])))])).map((e) => [e.id, e]));
       return {

@@ -250,6 +250,7 @@ export function createSendService(deps: SendServiceDeps): SendService {
       if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw validationError('X-Mailsvc-Metadata', 'must be a JSON object');
     }
     const tags = get('x-mailsvc-tags')?.split(',').map((t) => t.trim()).filter(Boolean);
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- the narrowed literal widens to string in a returned object
     return { type: type as EmailType, metadata, tags, externalId: get('x-mailsvc-external-id'), ipPool: get('x-mailsvc-ip-pool') };
   }
 

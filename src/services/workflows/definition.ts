@@ -74,6 +74,7 @@ const configs = {
 
 const stepSchema = z.discriminatedUnion(
   'type',
+  // eslint-disable-next-line no-restricted-syntax -- zod cannot type a discriminated union built from a list; the list is STEP_TYPES, each checked
   STEP_TYPES.map((type) =>
     z.strictObject({
       key: z.string().min(1, 'is required').max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`).regex(KEY, 'must be letters, digits, _ and -'),
@@ -208,11 +209,12 @@ export function parseDefinition(input: { steps: unknown; connections: unknown })
     throw validationError(path || 'steps', issue.message.charAt(0).toLowerCase() + issue.message.slice(1));
   }
   const steps: Step[] = parsed.data.steps.map((raw, i) => {
+    // eslint-disable-next-line no-restricted-syntax -- the schema checked the step; zod's union built from a list loses its type
     const step = raw as unknown as Step;
     const at = `steps[${i}].config`;
     if (step.type === 'condition') return { ...step, config: parseRule(step.config, at, 0, { n: 0 }) };
     if (step.type === 'wait_for_event') {
-      const { filter_rule, ...rest } = step.config as WaitForEventConfig & { filter_rule?: unknown };
+      const { filter_rule, ...rest } = step.config;
       if (rest.timeout !== undefined) parseDuration(`${at}.timeout`, rest.timeout);
       return { ...step, config: filter_rule === undefined ? rest : { ...rest, filter_rule: parseRule(filter_rule, `${at}.filter_rule`, 0, { n: 0 }) } };
     }
@@ -265,7 +267,14 @@ function checkGraph(steps: Step[], connections: Connection[]): void {
 
   const reachable = new Set<string>([triggers[0]!.key]);
   const todo = [triggers[0]!.key];
-  while (todo.length > 0) for (const next of out.get(todo.pop()!) ?? []) if (!reachable.has(next)) todo.push(next), reachable.add(next);
+  while (todo.length > 0) {
+    for (const next of out.get(todo.pop()!) ?? []) {
+      if (!reachable.has(next)) {
+        todo.push(next);
+        reachable.add(next);
+      }
+    }
+  }
   const stray = steps.findIndex((s) => !reachable.has(s.key));
   if (stray >= 0) throw validationError(`steps[${stray}]`, `step "${steps[stray]!.key}" cannot be reached from the trigger`);
 

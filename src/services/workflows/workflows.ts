@@ -1,6 +1,6 @@
 import { EVENT_TYPES, isWorkflowTriggerEvent } from '../../events/event-types.js';
 import { findEventDefinitionByName } from '../../store/event-definitions.js';
-import { checkTypedValues, type FieldSchema } from '../../shared/typed-fields.js';
+import { checkTypedValues } from '../../shared/typed-fields.js';
 import { domainOf } from '../../shared/domain-name.js';
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { AppError, isAppError, notFound, validationError } from '../../shared/errors.js';

@@ -16,6 +16,8 @@ import { statsTest } from './0021-stats-test.js';
 import { emailSubscriberIndex } from './0022-email-subscriber-index.js';
 import { inboxes } from './0044-inboxes.js';
 import { inboxAgentRuns } from './0045-inbox-agent-runs.js';
+import { inboxAgentForwardTo } from './0090-inbox-agent-forward-to.js';
+import { campaignGroupCuts } from './0091-campaign-group-cuts.js';
 import { domainSettings } from './0046-domain-settings.js';
 import { apiLogs } from './0047-api-logs.js';
 import { eventDefinitions } from './0048-event-definitions.js';
@@ -23,6 +25,7 @@ import { contactProperties } from './0049-contact-properties.js';
 import { domainClaims } from './0054-domain-claims.js';
 import { contactImports } from './0064-contact-imports.js';
 import { segmentConditions } from './0065-segment-conditions.js';
+import { importAndAgentLeases } from './0070-import-and-agent-leases.js';
 import { abTests } from './0040-ab-tests.js';
 import { rowNotify } from './0043-row-notify.js';
 import { guardEngagement } from './0041-guard-engagement.js';
@@ -69,5 +72,8 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0054-domain-claims': domainClaims(),
     '0064-contact-imports': contactImports(),
     '0065-segment-conditions': segmentConditions(),
+    '0070-import-and-agent-leases': importAndAgentLeases(dialect),
+    '0090-inbox-agent-forward-to': inboxAgentForwardTo(),
+    '0091-campaign-group-cuts': campaignGroupCuts(),
   };
 }

@@ -63,6 +63,17 @@ export interface CampaignsTable {
   winner_variant: string | null;
   winner_chosen_at: number | null;
   winner_chosen_by: WinnerChoice | null;
+  /** JSON GroupCuts: where the recipients were cut into groups when queuing began; null: by percentages. */
+  group_cuts: Generated<string | null>;
+}
+
+/**
+ * Where a campaign's recipients are cut (campaigns/ab-group.ts), as values of their 48-bit
+ * hashes: below `holdout` held out; then below `variants[i]` the i-th variant; the rest above.
+ */
+export interface GroupCuts {
+  holdout: number;
+  variants: number[];
 }
 
 /** What an A/B test is decided on: people's opens or clicks, per message delivered. */

@@ -3,7 +3,7 @@ import type { CredentialsTable } from './credentials.js';
 import type { DomainsTable, DkimKeysTable, DomainClaimsTable } from './domains.js';
 import type { EmailsTable, EmailContentsTable, QueueItemsTable, DeliveryAttemptsTable } from './emails.js';
 import type { EventsTable } from './events.js';
-import type { SubscribersTable, SubscriberTagsTable, TopicsTable, SubscriberTopicsTable, AudiencesTable, AudienceMembersTable, ContactPropertiesTable, ContactImportsTable } from './subscribers.js';
+import type { SubscribersTable, SubscriberTagsTable, TopicsTable, SubscriberTopicsTable, AudiencesTable, AudienceMembersTable, ContactPropertiesTable, ContactImportsTable, ContactImportFilesTable } from './subscribers.js';
 import type { WorkflowsTable, WorkflowVersionsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './workflows.js';
 import type { ApiLogsTable, IdempotencyKeysTable, RateLimitWindowsTable } from './requests.js';
 import type { TemplatesTable } from './templates.js';
@@ -37,6 +37,7 @@ export interface Database {
   event_definitions: EventDefinitionsTable;
   contact_properties: ContactPropertiesTable;
   contact_imports: ContactImportsTable;
+  contact_import_files: ContactImportFilesTable;
   domain_claims: DomainClaimsTable;
   idempotency_keys: IdempotencyKeysTable;
   templates: TemplatesTable;

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /** Inboxes as mail clients see them: threads, messages, labels, drafts, the agent and its runs. */
 
 /** Where a thread of an inbox is filed (Resend's folders); `sent` holds threads we started. */
@@ -118,6 +120,8 @@ export interface InboxAgentRunsTable {
   error: string | null;
   created_at: number;
   updated_at: number;
+  lease_owner: Generated<string | null>;
+  lease_until: Generated<number | null>;
 }
 
 export interface InboxAgentsTable {
@@ -127,5 +131,7 @@ export interface InboxAgentsTable {
   tone: string | null;
   /** JSON array of action names. */
   actions: string;
+  /** JSON array of addresses and "@domain" entries the agent may forward to, besides the workspace's verified domains. */
+  forward_to: string;
   updated_at: number;
 }

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /** Contacts (subscribers), their tags, topics, segments (audiences), declared properties and imports. */
 
 export type SubscriberStatus = 'subscribed' | 'unsubscribed';
@@ -99,4 +101,16 @@ export interface ContactImportsTable {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  /** Data rows of the file read and committed (written, or counted failed): another node resumes after them. */
+  cursor_row: Generated<number>;
+  lease_owner: Generated<string | null>;
+  lease_until: Generated<number | null>;
+}
+
+/** An import's file, kept in the database in chunks so that any node can read it. */
+export interface ContactImportFilesTable {
+  import_id: string;
+  seq: number;
+  data: Buffer;
+  created_at: number;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { groupOf } from '../../../src/campaigns/ab-group.js';
+import { groupCuts, groupOf } from '../../../src/campaigns/ab-group.js';
 import { pickWinner } from '../../../src/campaigns/choose-winners.js';
 import type { GroupStats } from '../../../src/services/campaign-report.js';
 import { newId } from '../../../src/shared/ids.js';
@@ -36,6 +36,40 @@ describe('A/B groups', () => {
     near('A', 0.2);
     near('B', 0.2);
     near('rest', 0.5);
+  });
+
+  it('cut at exact counts by rank of the stable hash: 100 contacts, 40% test, 20% holdout → 20 A, 20 B, 20 held out, 40 the rest', () => {
+    const tally = (campaign: string, ids: string[], split: { holdoutPercentage: number; testPercentage: number | null; variants: string[] }) => {
+      const cuts = groupCuts(campaign, ids, split);
+      const counts: Record<string, number> = {};
+      for (const id of ids) {
+        const g = groupOf(campaign, id, split, cuts);
+        const key = g.kind === 'test' ? g.variant : g.kind;
+        counts[key] = (counts[key] ?? 0) + 1;
+      }
+      return { cuts, counts };
+    };
+    const split = { holdoutPercentage: 20, testPercentage: 40, variants: ['A', 'B'] };
+    // Every draw, not one lucky one: exact for any campaign and any contacts.
+    for (let run = 0; run < 50; run++) {
+      const campaign = newId();
+      const ids = Array.from({ length: 100 }, () => newId());
+      const { cuts, counts } = tally(campaign, ids, split);
+      assert.deepEqual(counts, { holdout: 20, A: 20, B: 20, rest: 40 });
+      // Stable per contact: the same cuts give every contact the same group, whatever the order.
+      const again = [...ids].reverse().map((id) => JSON.stringify(groupOf(campaign, id, split, cuts)));
+      assert.deepEqual(again.reverse(), ids.map((id) => JSON.stringify(groupOf(campaign, id, split, cuts))));
+    }
+    const ids = Array.from({ length: 7 }, () => newId());
+    // Uneven: 7 contacts, 30% test over 3 variants → round(2.1) = 2 in the test, 1 each to A and B; 14% holdout → 1.
+    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 14, testPercentage: 30, variants: ['A', 'B', 'C'] }).counts, { holdout: 1, A: 1, B: 1, rest: 4 });
+    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 0, testPercentage: 100, variants: ['A', 'B'] }).counts, { A: 4, B: 3 });
+    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 50, testPercentage: null, variants: [] }).counts, { holdout: 4, rest: 3 });
+    assert.deepEqual(tally(newId(), [], split).counts, {});
+    // A contact who joins after the cut falls by the same cuts: no rank needed.
+    const campaign = newId();
+    const cuts = groupCuts(campaign, ids, split);
+    assert.ok(['holdout', 'test', 'rest'].includes(groupOf(campaign, newId(), split, cuts).kind));
   });
 
   it('edges: no test, no holdout, the whole list in the test', () => {

@@ -18,9 +18,9 @@ describe('mailsvc domains check, as text', () => {
       },
     } as unknown as DomainView;
     const text = describeChecks(domain);
-    assert.match(text, /^  not_published mta_sts        Optional: MTA-STS makes/m);
-    assert.match(text, /^  failing       tls_rpt        \(optional\) The TLS-RPT record needs rua=\.$/m);
-    assert.match(text, /^  not_published spf            bounces\.shop\.example has no SPF record\.$/m);
+    assert.match(text, /^ {2}not_published mta_sts {8}Optional: MTA-STS makes/m);
+    assert.match(text, /^ {2}failing {7}tls_rpt {8}\(optional\) The TLS-RPT record needs rua=\.$/m);
+    assert.match(text, /^ {2}not_published spf {12}bounces\.shop\.example has no SPF record\.$/m);
     assert.doesNotMatch(text, /\(optional\) Optional/i);
   });
 });

@@ -13,7 +13,7 @@ const GMAIL = 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggp
 const YAHOO = 'YahooMailProxy; https://help.yahoo.com/kb/yahoo-mail-proxy-SLN28749.html';
 const OUTLOOK_DESKTOP = 'Mozilla/4.0 (compatible; ms-office; MSOffice 16)';
 
-const fetchOf = (f: Partial<Fetch>): Fetch => ({ kind: 'open', method: 'GET', ip: '198.51.100.7', userAgent: CHROME, sinceDelivery: 3_600_000, sinceOtherLink: null, ...f });
+const fetchOf = (f: Partial<Fetch>): Fetch => ({ kind: 'open', method: 'GET', ip: '198.51.100.7', userAgent: CHROME, sinceDelivery: 3_600_000, sinceOtherLink: null, openedBySameClient: false, ...f });
 const verdict = (f: Partial<Fetch>) => {
   const c = classifyEngagement(fetchOf(f), rules);
   return `${c.class} ${c.by}`;
@@ -32,6 +32,15 @@ describe('engagement classification', () => {
       [{ userAgent: SAFARI_IOS, ip: '2a02:26f7:b3c0:4000::1' }, 'apple_mpp network:apple-egress'],
       [{ userAgent: SAFARI_IOS, ip: '17.58.0.1' }, 'apple_mpp network:apple'],
       [{ userAgent: SAFARI_IOS, ip: '::ffff:104.28.1.2' }, 'apple_mpp network:apple-egress'],
+      // Apple's published egress list: Akamai's 172.224–226 (not 172.227–239), Cloudflare's and Fastly's relays.
+      [{ userAgent: SAFARI_IOS, ip: '172.226.43.65' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '172.227.0.1' }, 'human default'],
+      [{ userAgent: SAFARI_IOS, ip: '172.239.255.1' }, 'human default'],
+      [{ userAgent: SAFARI_IOS, ip: '146.75.168.84' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '140.248.40.70' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '2a04:4e41:1301:8000::1' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '2a09:bac2:8::1' }, 'apple_mpp network:apple-egress'],
+      [{ userAgent: SAFARI_IOS, ip: '2606:54c0:8::1' }, 'apple_mpp network:apple-egress'],
       // …but a click through Apple's relay is a person browsing with iCloud Private Relay.
       [{ kind: 'click', userAgent: SAFARI_IOS, ip: '172.224.226.10' }, 'human default'],
       // Image proxies: a person's open, device unknown; never a click.
@@ -59,6 +68,14 @@ describe('engagement classification', () => {
       [{ kind: 'click', sinceDelivery: null }, 'human default'],
       [{ kind: 'click', sinceOtherLink: 999 }, 'scanner link_burst'],
       [{ kind: 'click', sinceOtherLink: 1000 }, 'human default'],
+      // Timing alone never makes a scanner: a browser's open from the same client first makes a fast click a person's…
+      [{ kind: 'click', sinceDelivery: 9_500, openedBySameClient: true }, 'human opened_first'],
+      [{ kind: 'click', sinceDelivery: 0, openedBySameClient: true }, 'human opened_first'],
+      // …and any other sign still makes a scanner.
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, method: 'HEAD' }, 'scanner head_request'],
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, userAgent: 'Barracuda Sentinel (EE)' }, 'scanner agent:barracuda'],
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, ip: '40.107.22.15' }, 'scanner network:microsoft-eop'],
+      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, sinceOtherLink: 999 }, 'scanner link_burst'],
       // Opens are not judged by timing: Apple and people alike open at delivery.
       [{ sinceDelivery: 100, sinceOtherLink: 10 }, 'human default'],
     ];

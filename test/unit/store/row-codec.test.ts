@@ -26,9 +26,9 @@ describe('row codec', () => {
   it('decodes in place: the row read is the entity, no copy', () => {
     const row: Row = { id: 'a', test: 0, tracking: 1, to: '[]', tags: null, created_at: 0 };
     const entity = codec.decode(row);
-    assert.equal(entity as unknown, row);
+    assert.equal(entity, row);
     const rows: Row[] = [{ id: 'b', test: 1, tracking: null, to: '[]', tags: null, created_at: 0 }];
-    assert.equal(codec.decodeAll(rows) as unknown, rows);
+    assert.equal(codec.decodeAll(rows), rows);
   });
 
   it('decodes only the columns a query selected', () => {
@@ -46,7 +46,7 @@ describe('row codec', () => {
     const entity = { id: 'a', test: true, tracking: null, to: ['x@example.org'], tags: ['a', 'b'], created_at: 5 };
     const row = codec.encode(entity);
     assert.deepEqual(row, { id: 'a', test: 1, tracking: null, to: '["x@example.org"]', tags: '["a","b"]', created_at: 5 });
-    assert.notEqual(row as unknown, entity);
+    assert.notEqual(row, entity);
     assert.deepEqual(entity.to, ['x@example.org']);
   });
 

@@ -91,6 +91,7 @@ function renderError(ctx: Ctx, deps: HttpDeps, thrown: unknown): void {
   if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));
   ctx.type = 'html';
   const message = err.code === 'internal_error' ? `Something went wrong (request ${ctx.state.requestId}).` : err.message;
+  // eslint-disable-next-line no-restricted-syntax -- the dashboard's state is set on the same context by requireSession
   const view = (ctx as unknown as DashCtx).state.dashboard as DashCtx['state']['dashboard'] | undefined;
   if (view) {
     ctx.body = page(view, { title: err.status === 404 ? 'Not found' : 'That did not work', section: 'overview', error: message, body: html`<p><a href="/dashboard">Dashboard home</a></p>` });
@@ -109,6 +110,7 @@ export function dashboardRoutes(deps: HttpDeps) {
   const openRoutes = open.routes();
   const guarded = compose<Ctx>([
     requireSession(deps) as (ctx: Ctx, next: Next) => Promise<void>,
+    // eslint-disable-next-line no-restricted-syntax -- @koa/router types its middleware over its own context; ours extends Koa's
     privateRouter(deps).routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
   ]);
 
@@ -122,6 +124,7 @@ export function dashboardRoutes(deps: HttpDeps) {
     ctx.set('Cache-Control', 'no-store');
     try {
       const matched = open.match(ctx.path, ctx.method).route;
+      // eslint-disable-next-line no-restricted-syntax -- @koa/router types its middleware over its own context; ours extends Koa's
       if (matched) await (openRoutes as unknown as (ctx: Ctx, next: Next) => Promise<void>)(ctx, async () => {});
       else await guarded(ctx, async () => {});
       if (ctx.body === undefined && ctx.status === 404) throw new AppError('not_found', `No dashboard page at ${ctx.path}`);

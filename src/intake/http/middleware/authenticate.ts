@@ -32,7 +32,7 @@ function requestedWorkspace(ctx: Ctx): string | undefined {
 export function authenticate(deps: HttpDeps) {
   const { services, clock } = deps;
   return async function authenticateMiddleware(ctx: Ctx, next: Next): Promise<void> {
-    const failureKey = `ip:${ctx.ip}`;
+    const failureKey = `ip:${ctx.state.clientAddress}`;
     const blocked = await services.rateLimiter.peek(`${failureKey}:auth.failure`, services.limitFor('auth.failure', null), clock.now());
     if (blocked.remaining === 0) await applyLimit(ctx, deps, 'auth.failure', failureKey, null);
 

@@ -12,7 +12,7 @@ const TOKEN_RE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
  * link redirects (`GET /t/c/<token>`: 302 to the URL signed into the token, 404 for a token
  * that is not genuine, so the redirect can never be aimed elsewhere). HEAD is answered the
  * same and recorded as a scanner's (link checkers probe with it). The client's address is the
- * socket's, or X-Forwarded-For's behind a trusted proxy (`http.trustProxy`, app.proxy).
+ * socket's, or the one behind the trusted proxies (`http.trustProxy`, client-address.ts).
  */
 export function trackingRoutes(deps: HttpDeps) {
   const { tracking } = deps.services;
@@ -22,7 +22,7 @@ export function trackingRoutes(deps: HttpDeps) {
     if (!open && !ctx.path.startsWith(TRACKING_PATHS.click)) return next();
     const token = ctx.path.slice((open ? TRACKING_PATHS.open : TRACKING_PATHS.click).length);
     const genuine = TOKEN_RE.test(token);
-    const requester = { method: ctx.method, ip: ctx.ip || null, userAgent: ctx.get('User-Agent') || null };
+    const requester = { method: ctx.method, ip: ctx.state.clientAddress || null, userAgent: ctx.get('User-Agent') || null };
     ctx.set('Cache-Control', 'no-store, no-cache, must-revalidate, private');
     ctx.set('Referrer-Policy', 'no-referrer');
 

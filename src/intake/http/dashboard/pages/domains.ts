@@ -155,7 +155,7 @@ ${table(['Day', 'Sessions ok', 'Failed', 'Failures', 'Reported by'], tlsRows, 'N
   router.post('/domains/:id/verify', async (ctx) => {
     const view = ctx.state.dashboard;
     const { domain } = await deps.services.domains.verify(view.workspace.id, ctx.params.id!);
-    const attention = domain.checks ? CHECK_NAMES.filter(([k]) => domain.checks![k] && ['failing', 'not_published'].includes(domain.checks![k]!.status) && domain.checks![k]!.required).map(([, label]) => label) : [];
+    const attention = domain.checks ? CHECK_NAMES.filter(([k]) => domain.checks![k] && ['failing', 'not_published'].includes(domain.checks![k].status) && domain.checks![k].required).map(([, label]) => label) : [];
     const notice =
       domain.status !== 'verified'
         ? `${domain.domain_name} is not verified yet: see “Last check” for what is missing.`

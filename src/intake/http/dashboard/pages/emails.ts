@@ -102,7 +102,7 @@ ${table(['Subject', 'From', 'To', 'Status', 'Created (UTC)'], rows, Object.keys(
     const hooks = deliveries.map(
       (d) => html`<tr><td>${d.event_type}</td><td class="wrap"><a href="/dashboard/webhooks/${d.endpoint_id}/deliveries/${d.id}">${d.url}</a></td><td>${badge(d.status)}</td><td>${d.attempt_count}</td><td>${d.status_code ?? ''}</td></tr>`,
     );
-    const meta = (email.metadata ?? {}) as Record<string, unknown>;
+    const meta = (email.metadata ?? {});
     const run = typeof meta.workflow_id === 'string' && typeof meta.workflow_run_id === 'string' ? { workflow: meta.workflow_id, run: meta.workflow_run_id } : null;
     const headers = message?.headerLines.map((h) => h.line).join('\n');
     const preview = message?.html

@@ -8,7 +8,7 @@ import { checkPreLogin, preLoginToken, readForm, setSessionCookie, SESSION_COOKI
 const safeNext = (next: unknown): string =>
   typeof next === 'string' && /^\/dashboard(\/|\?|$)/.test(next) && !next.includes('\\') ? next : '/dashboard';
 
-const client = (ctx: Ctx): string => ctx.ip || 'unknown';
+const client = (ctx: Ctx): string => ctx.state.clientAddress || 'unknown';
 
 function loginPage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: string } = {}): string {
   const token = preLoginToken(ctx, deps);

@@ -27,7 +27,7 @@ const pct = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
 /** The checks of a domain as badges, one per check, in the status vocabulary. */
 export const checkBadges = (checks: DomainChecks | null) =>
   checks
-    ? html`<span class="checks">${CHECKS.flatMap((k) => (checks[k] ? [html`<span class="check" title="${checks[k]!.message}">${CHECK_LABELS[k]} ${badge(checks[k]!.status)}</span>`] : []))}</span>`
+    ? html`<span class="checks">${CHECKS.flatMap((k) => (checks[k] ? [html`<span class="check" title="${checks[k].message}">${CHECK_LABELS[k]} ${badge(checks[k].status)}</span>`] : []))}</span>`
     : html`<span class="muted">not checked yet</span>`;
 
 const size = (bytes: number) => (bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GB` : `${(bytes / 1024 ** 2).toFixed(0)} MB`);
@@ -62,7 +62,7 @@ export function registerOverviewRoutes(router: Router<DashState>, deps: HttpDeps
     const [hourly, daily] = quiet ? await Promise.all([services.emailMetrics.series(ws, 'hour', 48, true), services.emailMetrics.series(ws, 'day', 30, true)]) : [liveHourly, liveDaily];
     const kind = quiet ? 'Test mail' : 'Mail';
     const toSeries = (buckets: typeof hourly): Series[] => SERIES.map(([metric, name, cls]) => ({ name, cls, values: buckets.map((b) => b.counts[metric]) }));
-    const classes = Object.entries(destinations) as Array<[string, (typeof destinations)['gmail']]>;
+    const classes = Object.entries<(typeof destinations)['gmail']>(destinations);
     const attempted = (d: (typeof destinations)['gmail']) => d.delivered + d.bounced + d.failed;
     const reputationOf = new Map(reputation.map((r) => [r.domain_id, r]));
     const domainRows = domains.map((d) => {

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
-import { actionButton, csrfField, page, table, when } from '../layout.js';
+import { csrfField, page, table, when } from '../layout.js';
 import type { DashState } from '../session.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 

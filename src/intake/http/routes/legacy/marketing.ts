@@ -26,7 +26,7 @@ export const legacyMarketingRoutes = [
     paginated: true,
     query: z.object({ external_id: z.string().optional() }).passthrough(),
     handler: async ({ deps, workspace, query }) => {
-      const page = parsePage(query as Record<string, unknown>);
+      const page = parsePage(query);
       const { items, total } = await deps.services.subscribers.list({ workspaceId: workspace.id, externalId: query.external_id }, page);
       return { success: true, subscribers: items, total, limit: page.limit, offset: page.offset };
     },

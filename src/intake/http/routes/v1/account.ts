@@ -57,7 +57,7 @@ export const v1AccountRoutes = [
     scope: 'api_keys:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
     handler: async ({ deps, workspace, query }) => {
-      const { items, more } = await deps.services.credentials.listTokens(workspace.id, parsePage(query as Record<string, unknown>, 'keyset'));
+      const { items, more } = await deps.services.credentials.listTokens(workspace.id, parsePage(query, 'keyset'));
       return cursorList(items.map(grantView), more);
     },
   }),

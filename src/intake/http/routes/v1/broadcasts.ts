@@ -63,7 +63,7 @@ function toInput(body: Content): Partial<CampaignInput> {
     ipPool: body.ip_pool,
     ...toAbInput(body),
   };
-  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<CampaignInput>;
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
 }
 
 type BroadcastStatus = 'draft' | 'scheduled' | 'queued' | 'sent' | 'canceled';

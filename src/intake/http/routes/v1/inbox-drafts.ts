@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parsePage } from '../../../../store/list-page.js';
-import { AGENT_ACTIONS, AGENT_TONES, MAX_INSTRUCTIONS } from '../../../../services/inboxes/inbox-agent.js';
+import { AGENT_ACTIONS, AGENT_TONES, MAX_FORWARD_TO, MAX_INSTRUCTIONS } from '../../../../services/inboxes/inbox-agent.js';
 import type { SendResult } from '../../../../services/send/send-input.js';
 import type { Db } from '../../../../store/db.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
@@ -33,6 +33,8 @@ const agentBody = z.object({
   instructions: z.string().max(MAX_INSTRUCTIONS).nullable().optional(),
   tone: z.enum(AGENT_TONES).nullable().optional(),
   actions: z.array(z.enum(AGENT_ACTIONS)).max(AGENT_ACTIONS.length * 2).optional(),
+  /** Where forward_thread may send besides the workspace's verified domains: addresses and "@domain"; a forward elsewhere becomes a draft. */
+  forward_to: z.array(z.string().max(320)).max(MAX_FORWARD_TO).optional(),
 });
 
 export const v1InboxDraftRoutes = [
@@ -116,7 +118,7 @@ export const v1InboxDraftRoutes = [
   defineRoute({
     method: 'PATCH',
     path: '/v1/inboxes/:id/agent',
-    summary: "Change the inbox agent's instructions, tone or allowed actions",
+    summary: "Change the inbox agent's instructions, tone, allowed actions or the addresses it may forward to (`forward_to`)",
     operation: 'api',
     scope: 'receiving:write',
     body: agentBody,

@@ -38,7 +38,7 @@ export const v1RouteRoutes = [
     paginated: true,
     query: z.looseObject({ kind: z.enum(ROUTE_KINDS).optional() }),
     handler: async ({ deps, workspace, query }) => {
-      const page = parsePage(query as Record<string, unknown>);
+      const page = parsePage(query);
       const { items, total } = await deps.services.routes.list(workspace.id, { ...page, kind: query.kind });
       return offsetList('routes', items, total, page, page.offset + items.length < total);
     },

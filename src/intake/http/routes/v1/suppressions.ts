@@ -33,7 +33,7 @@ export const v1SuppressionRoutes = [
     paginated: true,
     query: z.looseObject({ origin: z.enum(['bounce', 'complaint', 'manual']).optional() }),
     handler: async ({ deps, workspace, query }) => {
-      const page = parsePage(query as Record<string, unknown>);
+      const page = parsePage(query);
       const { items, total, more } = await deps.services.suppressions.list(workspace.id, page, query.origin ? ORIGINS[query.origin] : undefined);
       return offsetList('suppressions', items.map(render), total, page, more);
     },

@@ -125,7 +125,7 @@ export const v1WebhookRoutes = [
     paginated: true,
     query: deliveriesQuery,
     handler: async ({ deps, workspace, params, query }) => {
-      const page = parsePage(query as Record<string, unknown>);
+      const page = parsePage(query);
       const { items, total, more } = await deps.services.webhooks.listDeliveries(workspace.id, params.id!, { status: query.status }, page);
       return offsetList('deliveries', items, total, page, more);
     },
