@@ -1,4 +1,3 @@
-import type getDmarcRecord from 'mailauth/lib/dmarc/get-dmarc-record.js';
 import { validateMx } from 'mailauth/lib/mta-sts.js';
 import type { MTASTSPolicy } from 'mailauth';
 import type { PolicyFetcher } from '../delivery/mta-sts.js';
