@@ -6,7 +6,7 @@ import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { newId } from '../src/shared/ids.js';
 import { migrateToLatest, openStore } from '../src/store/db.js';
-import { benchEnv, cli, fmt, freePort, httpLoad, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
+import { benchEnv, cli, cpuSeconds, fmt, freePort, httpLoad, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
 import { waitForSink } from './postfix.js';
 import { loadGenerator } from './side-by-side.js';
 import { startSink } from './smtp-sink.js';
@@ -123,6 +123,8 @@ interface Phase {
   vmhwm: number | null;
   seconds: number;
   messages: number;
+  /** Server CPU (every thread) per message, in ms: what the sizes cost, steadier than msg/s on a shared machine. */
+  cpuMs?: number;
 }
 
 async function writeSubscribers(env: Record<string, string>, workspaceId: string, count: number): Promise<void> {
@@ -167,6 +169,7 @@ async function during(url: string, pid: number, messages: number, work: () => Pr
     }
   })();
   const t0 = performance.now();
+  const c0 = cpuSeconds(pid) ?? 0;
   try {
     await work();
   } finally {
@@ -174,8 +177,9 @@ async function during(url: string, pid: number, messages: number, work: () => Pr
     await sampler;
   }
   const seconds = (performance.now() - t0) / 1000;
+  const cpuMs = (((cpuSeconds(pid) ?? 0) - c0) * 1000) / messages;
   await sample();
-  return { peaks, vmhwm: peakRssMb(pid), seconds, messages };
+  return { peaks, vmhwm: peakRssMb(pid), seconds, messages, cpuMs };
 }
 
 const MB = 1024 * 1024;
@@ -185,7 +189,7 @@ function print(phases: Phase[]): void {
   const threads = [...new Set(phases.flatMap((p) => [...p.peaks.keys()].filter((k) => !k.startsWith('process ')).map((k) => k.split(' ')[0]!)))].sort();
   console.log('memory by thread and process, MB (peaks sampled every 250 ms; heap young = the young generation as reserved)');
   for (const p of phases) {
-    const rate = p.messages ? `, ${fmt(p.seconds, 1)} s, ${fmt(p.messages / p.seconds)} msg/s end to end` : '';
+    const rate = p.messages ? `, ${fmt(p.seconds, 1)} s, ${fmt(p.messages / p.seconds)} msg/s end to end, ${fmt(p.cpuMs ?? 0, 2)} ms server CPU per message` : '';
     console.log(`  ${p.name}: RSS ${mb(p.peaks.get('process rss'))}, native ${mb(p.peaks.get('process native'))}${p.vmhwm !== null ? `, VmHWM ${fmt(p.vmhwm, 1)}` : ''}${rate}`);
     console.log(`    ${'thread'.padEnd(20)} ${['heap total', 'heap used', 'heap young', 'external', 'arrayBuf', 'heap limit'].map((h) => h.padStart(10)).join(' ')}`);
     for (const t of threads) {

@@ -126,7 +126,7 @@ export function createWorkerPool(options: { threads: number; tasks: Record<strin
           (slot) =>
             new Promise<IsolateMemory>((resolve, reject) => {
               const id = nextId++;
-              slot.pending.set(id, { resolve: resolve, reject });
+              slot.pending.set(id, { resolve, reject });
               slot.worker.postMessage({ id });
             }),
         ),

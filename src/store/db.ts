@@ -135,7 +135,7 @@ function openSqlite(path: string, options: OpenOptions): Store {
  * multi-row inserts, one statement per length, and those are what a bound of 500 entries
  * used to keep (26 MB for 500 `IN` lists of 1 to 500 ids).
  */
-const STATEMENT_CACHE_BYTES = 128 * 1024;
+export const STATEMENT_CACHE_BYTES = 128 * 1024;
 
 /**
  * kysely prepares every query anew; better-sqlite3 statements are reusable, and preparing
@@ -143,7 +143,7 @@ const STATEMENT_CACHE_BYTES = 128 * 1024;
  * cache keyed by SQL text, bounded by the text's bytes and dropping the least recently used,
  * keeps nearly all of them prepared.
  */
-function withStatementCache(sqlite: SQLiteDatabase, counted: { statements: number }, wal: WalSync | null, watched: ReturnType<CommitWatch['connection']>) {
+export function withStatementCache(sqlite: SQLiteDatabase, counted: { statements: number }, wal: WalSync | null, watched: ReturnType<CommitWatch['connection']>) {
   // In the order of last use: a Map iterates in insertion order, and a hit is moved to the end.
   const cache = new Map<string, SQLiteStatement>();
   let bytes = 0;
