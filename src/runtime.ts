@@ -1,3 +1,5 @@
+import { createAuditService } from './services/audit.js';
+import { withAuditTrail } from './services/audit-trail.js';
 import { availableParallelism } from 'node:os';
 import { checkSecretKey } from './store/check-secret-key.js';
 import type { Config } from './config/schema.js';
@@ -166,7 +168,9 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const inboxReplies = createInboxReplyService({ ...deps, send, inboxThreads });
   const inboxDrafts = createInboxDraftService({ ...deps, send, inboxThreads, inboxReplies, fetchAttachment });
   const domains = createDomainService(deps);
-  return {
+  const audit = createAuditService(deps);
+  const services: Services = {
+    audit,
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains,
@@ -211,4 +215,6 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     space: deps.space,
     metrics: deps.metrics ?? noMetrics,
   };
+  // Every surface calls the audited use cases through this one wrapping (services/audit-trail.ts).
+  return withAuditTrail(services, audit, deps.logger);
 }

@@ -1,3 +1,4 @@
+import type { AuditService } from './audit.js';
 import type { CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import type { Enqueue } from './send/enqueue.js';
@@ -45,6 +46,8 @@ import type { DomainClaimService } from './domain-claims.js';
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
   workspaces: WorkspaceService;
+  /** Who did what (audit-trail.ts records the audited use cases). */
+  audit: AuditService;
   credentials: CredentialService;
   domains: DomainService;
   templates: TemplateService;

@@ -18,6 +18,7 @@ import { inboxes } from './0044-inboxes.js';
 import { inboxAgentRuns } from './0045-inbox-agent-runs.js';
 import { inboxAgentForwardTo } from './0090-inbox-agent-forward-to.js';
 import { campaignGroupCuts } from './0091-campaign-group-cuts.js';
+import { auditLog } from './0092-audit-log.js';
 import { domainSettings } from './0046-domain-settings.js';
 import { apiLogs } from './0047-api-logs.js';
 import { eventDefinitions } from './0048-event-definitions.js';
@@ -73,5 +74,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0065-segment-conditions': segmentConditions(),
     '0090-inbox-agent-forward-to': inboxAgentForwardTo(),
     '0091-campaign-group-cuts': campaignGroupCuts(),
+    '0092-audit-log': auditLog(),
   };
 }

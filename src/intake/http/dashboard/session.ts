@@ -1,3 +1,4 @@
+import { actingAs } from '../../../shared/actor.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import parse from 'co-body';
 import type { Next, ParameterizedContext } from 'koa';
@@ -142,6 +143,7 @@ export function requireSession(deps: HttpDeps) {
       ctx.state.form = await readForm(ctx);
       if (!auth.checkCsrf(found.idHash, ctx.state.form._csrf)) throw csrfRefused();
     }
-    await next();
+    // The audit log names the session by a prefix of its hash: enough to tell sessions apart, never the cookie.
+    await actingAs({ type: 'dashboard', id: found.idHash.slice(0, 16), address: ctx.state.clientAddress }, next);
   };
 }
