@@ -1,3 +1,4 @@
+import { createUserService } from './services/users.js';
 import { createAuditService } from './services/audit.js';
 import { withAuditTrail } from './services/audit-trail.js';
 import { availableParallelism } from 'node:os';
@@ -169,8 +170,10 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const inboxDrafts = createInboxDraftService({ ...deps, send, inboxThreads, inboxReplies, fetchAttachment });
   const domains = createDomainService(deps);
   const audit = createAuditService(deps);
+  const users = createUserService(deps);
   const services: Services = {
     audit,
+    users,
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains,
@@ -204,7 +207,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     inboxAgent: createInboxAgentService({ ...deps, inboxThreads }),
     receivedEmails: createReceivedEmailService(deps),
     workflows: createWorkflowService({ ...deps, templates, audiences, send }),
-    dashboardAuth: createDashboardAuthService(deps),
+    dashboardAuth: createDashboardAuthService({ ...deps, users }),
     reputation: createReputationGuard(deps),
     emailMetrics: createEmailMetricsService(deps),
     enqueue,

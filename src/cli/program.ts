@@ -19,6 +19,7 @@ import { registerServerCommands } from './server.js';
 import { registerTemplateCommands } from './templates.js';
 import { registerSuppressionCommands } from './suppressions.js';
 import { registerAuditCommands } from './audit.js';
+import { registerUserCommands } from './users.js';
 import { registerContactCommands } from './contacts.js';
 import { registerWorkflowCommands } from './workflows.js';
 import { registerWorkspaceCommands } from './workspaces.js';
@@ -40,6 +41,7 @@ export function buildProgram(io: CliIo): Command {
   registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);
   registerAuditCommands(program, io);
+  registerUserCommands(program, io);
   registerContactCommands(program, io);
   registerRouteCommands(program, io);
   registerWorkflowCommands(program, io);

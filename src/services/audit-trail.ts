@@ -63,6 +63,11 @@ export const AUDIT_TRAIL: Trail = {
     setDomainPool: ([workspaceId, domain, pool]) => ({ workspaceId, action: 'domain.ip_pool_changed', objectType: 'domain', objectId: null, detail: { name: domain, ip_pool: pool } }),
     setWorkspacePool: ([workspaceId, pool]) => ({ workspaceId, action: 'workspace.ip_pool_changed', objectType: 'workspace', objectId: workspaceId, detail: { ip_pool: pool } }),
   },
+  users: {
+    create: ([input], u) => ({ workspaceId: input.workspaceId, action: 'user.created', objectType: 'user', objectId: u.id, detail: { email: u.email, role: u.role } }),
+    invite: ([input], r) => ({ workspaceId: input.workspaceId, action: 'user.invited', objectType: 'user', objectId: null, detail: { email: r.email, role: r.role } }),
+    acceptInvite: (_, r) => ({ workspaceId: r.workspaceId, action: 'user.joined', objectType: 'user', objectId: r.user.id, detail: { email: r.user.email } }),
+  },
   inboxAgent: {
     update: ([workspaceId], r) => ({ workspaceId, action: 'inbox_agent.updated', objectType: 'inbox', objectId: r.id, detail: { actions: r.settings.actions, forward_to: r.settings.forward_to } }),
   },

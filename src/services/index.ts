@@ -1,4 +1,5 @@
 import type { AuditService } from './audit.js';
+import type { UserService } from './users.js';
 import type { CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import type { Enqueue } from './send/enqueue.js';
@@ -48,6 +49,8 @@ export interface Services {
   workspaces: WorkspaceService;
   /** Who did what (audit-trail.ts records the audited use cases). */
   audit: AuditService;
+  /** Dashboard users and their roles per workspace. */
+  users: UserService;
   credentials: CredentialService;
   domains: DomainService;
   templates: TemplateService;
