@@ -106,7 +106,7 @@ describe('dashboard users and roles', () => {
     );
     const audit = await runCliProcess(['audit', '--action', 'user.', '--json', '--limit', '100'], env);
     const actions = (JSON.parse(audit.stdout).data as Array<{ action: string; actor: { type: string } }>).map((e) => `${e.action} ${e.actor.type}`);
-    assert.deepEqual(actions.sort(), ['user.created cli', 'user.invited cli', 'user.invited cli', 'user.joined system', 'user.joined system'].sort());
+    assert.deepEqual(actions.sort(), ['user.created cli', 'user.invited cli', 'user.invited cli', 'user.joined dashboard', 'user.joined dashboard'].sort());
     assert.doesNotMatch(audit.stdout, /dashboard\/invite\//, 'no invitation link in the audit log');
   });
 });

@@ -1,3 +1,4 @@
+import { actingAs } from '../../../../shared/actor.js';
 import { AppError } from '../../../../shared/errors.js';
 import type Router from '@koa/router';
 import type { Ctx, HttpDeps, State } from '../../context.js';
@@ -93,7 +94,8 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
     }
     let accepted;
     try {
-      accepted = await deps.services.users.acceptInvite(token, form.password ?? '');
+      // No session yet: the audit log has the dashboard and the address the invitation was accepted from.
+      accepted = await actingAs({ type: 'dashboard', id: null, address: ctx.state.clientAddress }, () => deps.services.users.acceptInvite(token, form.password ?? ''));
     } catch (err) {
       if ((err as { code?: string }).code !== 'validation_error' && (err as { code?: string }).code !== 'unauthorized') throw err;
       ctx.status = 400;
