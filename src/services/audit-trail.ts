@@ -77,12 +77,16 @@ export const AUDIT_TRAIL: Trail = {
  * The services with every use case of the trail recorded once it succeeded. A record that
  * cannot be written is logged, and the change stands: it was made (and is durable) before.
  */
+type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
+const isService = (value: unknown): value is Methods => typeof value === 'object' && value !== null;
+
 export function withAuditTrail(services: Services, audit: AuditService, logger: Logger, trail: Trail = AUDIT_TRAIL): Services {
-  const out = { ...services } as Record<string, unknown>;
-  for (const [name, methods] of Object.entries(trail) as Array<[string, Record<string, (args: unknown[], result: unknown) => AuditFact | null>]>) {
-    const service = (services as unknown as Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>>)[name]!;
-    const wrapped: Record<string, unknown> = { ...service };
-    for (const [method, describe] of Object.entries(methods)) {
+  const out: Services = { ...services };
+  for (const [name, methods] of Object.entries(trail)) {
+    const service: unknown = Reflect.get(services, name);
+    if (!isService(service)) continue;
+    const wrapped: Methods = { ...service };
+    for (const [method, describe] of Object.entries(methods as Record<string, (args: unknown[], result: unknown) => AuditFact | null>)) {
       const original = service[method]!;
       wrapped[method] = async (...args: unknown[]) => {
         const result = await original.apply(service, args);
@@ -91,7 +95,7 @@ export function withAuditTrail(services: Services, audit: AuditService, logger: 
         return result;
       };
     }
-    out[name] = wrapped;
+    Reflect.set(out, name, wrapped);
   }
-  return out as unknown as Services;
+  return out;
 }

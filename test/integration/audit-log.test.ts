@@ -119,9 +119,9 @@ describe('the audit log', () => {
     const { data } = await log();
     const fromDashboard = data.find((e) => e.action === 'api_key.created' && e.detail?.name === 'from the dashboard');
     assert.equal(fromDashboard?.actor.type, 'dashboard');
-    assert.match(fromDashboard!.actor.id!, /^[0-9a-f]{16}$/, 'a prefix of the session hash, never the cookie');
-    assert.ok(![...dash.cookies.values()].some((v) => v.includes(fromDashboard!.actor.id!)));
-    assert.equal(fromDashboard!.client_address, CLIENT);
+    assert.match(fromDashboard.actor.id!, /^[0-9a-f]{16}$/, 'a prefix of the session hash, never the cookie');
+    assert.ok(![...dash.cookies.values()].some((v) => v.includes(fromDashboard.actor.id!)));
+    assert.equal(fromDashboard.client_address, CLIENT);
     const fromCli = data.find((e) => e.action === 'suppression.added' && e.object_id === 'cli@audited.example');
     assert.deepEqual([fromCli?.actor.type, fromCli?.actor.id, fromCli?.client_address], ['cli', null, null]);
 
