@@ -1,3 +1,6 @@
+import { createUserService } from './services/users.js';
+import { createAuditService } from './services/audit.js';
+import { withAuditTrail } from './services/audit-trail.js';
 import { availableParallelism } from 'node:os';
 import { checkSecretKey } from './store/check-secret-key.js';
 import type { Config } from './config/schema.js';
@@ -167,7 +170,11 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const inboxReplies = createInboxReplyService({ ...deps, send, inboxThreads });
   const inboxDrafts = createInboxDraftService({ ...deps, send, inboxThreads, inboxReplies, fetchAttachment });
   const domains = createDomainService(deps);
-  return {
+  const audit = createAuditService(deps);
+  const users = createUserService(deps);
+  const services: Services = {
+    audit,
+    users,
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains,
@@ -201,7 +208,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     inboxAgent: createInboxAgentService({ ...deps, inboxThreads }),
     receivedEmails: createReceivedEmailService(deps),
     workflows: createWorkflowService({ ...deps, templates, audiences, send }),
-    dashboardAuth: createDashboardAuthService(deps),
+    dashboardAuth: createDashboardAuthService({ ...deps, users }),
     reputation: createReputationGuard(deps),
     emailMetrics: createEmailMetricsService(deps),
     enqueue,
@@ -212,4 +219,6 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     space: deps.space,
     metrics: deps.metrics ?? noMetrics,
   };
+  // Every surface calls the audited use cases through this one wrapping (services/audit-trail.ts).
+  return withAuditTrail(services, audit, deps.logger);
 }

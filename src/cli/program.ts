@@ -1,3 +1,4 @@
+import { actingAs } from '../shared/actor.js';
 import { registerIpPoolCommands } from './ip-pools.js';
 import { registerDeliveryCommands } from './delivery.js';
 import { Command, CommanderError } from 'commander';
@@ -18,6 +19,8 @@ import { registerRouteCommands } from './routes.js';
 import { registerServerCommands } from './server.js';
 import { registerTemplateCommands } from './templates.js';
 import { registerSuppressionCommands } from './suppressions.js';
+import { registerAuditCommands } from './audit.js';
+import { registerUserCommands } from './users.js';
 import { registerContactCommands } from './contacts.js';
 import { registerWorkflowCommands } from './workflows.js';
 import { registerWorkspaceCommands } from './workspaces.js';
@@ -38,6 +41,8 @@ export function buildProgram(io: CliIo): Command {
   registerDomainCommands(program, io);
   registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);
+  registerAuditCommands(program, io);
+  registerUserCommands(program, io);
   registerContactCommands(program, io);
   registerRouteCommands(program, io);
   registerWorkflowCommands(program, io);
@@ -67,7 +72,9 @@ export const EXIT_TEMPFAIL = 75;
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const program = buildProgram(io);
   try {
-    await program.parseAsync(argv, { from: 'user' });
+    // Changes made by a command are the CLI's in the audit log; `serve`'s come from its surfaces.
+    const actor = { type: argv[0] === 'serve' ? ('system' as const) : ('cli' as const), id: null, address: null };
+    await actingAs(actor, () => program.parseAsync(argv, { from: 'user' }));
     return 0;
   } catch (err) {
     if (err instanceof CliExit) return err.code;

@@ -453,6 +453,7 @@ export const schema = {
   },
   retention: {
     days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages, finished workflow runs and API request logs.', 1),
+    auditDays: int(365, 'Days to keep the audit log (who changed what: GET /v1/audit-log, `mailsvc audit`); nothing else deletes from it.', 1),
   },
   metrics: {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),

@@ -13,6 +13,7 @@ import {
   useLoginToken,
 } from '../store/dashboard.js';
 import type { ServiceDeps } from './deps.js';
+import type { UserService } from './users.js';
 
 const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
@@ -27,6 +28,8 @@ export interface DashboardSessionInfo {
   idHash: string;
   workspaceId: string | null;
   expiresAt: number;
+  /** The user signed in; null for the shared password and CLI links (the operator: an owner's rights). */
+  userId: string | null;
 }
 
 export interface SignedIn {
@@ -37,10 +40,17 @@ export interface SignedIn {
 
 export interface DashboardAuthService {
   readonly passwordEnabled: boolean;
+  /** Whether users exist: the sign-in form asks for an address, and dashboard.password no longer works. */
+  usersExist(): Promise<boolean>;
   /** A single-use sign-in link under http.publicUrl (what `mailsvc dashboard login` prints). */
   createLoginLink(): Promise<{ url: string; expires_at: string }>;
-  /** `client` identifies the caller for the lockout (its address). */
-  signInWithPassword(password: string, client: string): Promise<SignedIn>;
+  /**
+   * `client` identifies the caller for the lockout (its address). With users (services/users.ts)
+   * the address and the user's password; before the first user, the shared dashboard.password.
+   */
+  signInWithPassword(password: string, client: string, email?: string): Promise<SignedIn>;
+  /** A session for a user who just proved who they are (an accepted invitation). */
+  signInUser(userId: string, client: string): Promise<SignedIn>;
   signInWithLink(token: string, client: string): Promise<SignedIn>;
   session(secret: string | undefined): Promise<DashboardSessionInfo | undefined>;
   signOut(secret: string | undefined): Promise<void>;
@@ -88,7 +98,7 @@ class LoginThrottle {
   }
 }
 
-export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthService {
+export function createDashboardAuthService(deps: ServiceDeps & { users: UserService }): DashboardAuthService {
   const { db, clock, config, secretKey } = deps;
   const log = deps.logger.child({ component: 'dashboard' });
   const throttle = new LoginThrottle(() => clock.now());
@@ -100,12 +110,12 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
   let passwordHash: Promise<Buffer> | undefined;
   const hashOfConfigured = (password: string) => (passwordHash ??= scrypt(password, salt, 32));
 
-  const newSession = async (): Promise<SignedIn> => {
+  const newSession = async (userId: string | null = null): Promise<SignedIn> => {
     const secret = randomBytes(32).toString('base64url');
     const now = clock.now();
     const expiresAt = now + SESSION_TTL_MS;
     await deleteExpiredDashboardRows(db, now);
-    await saveDashboardSession(db, { id_hash: sha256Hex(secret), workspace_id: null, created_at: now, expires_at: expiresAt });
+    await saveDashboardSession(db, { id_hash: sha256Hex(secret), workspace_id: null, created_at: now, expires_at: expiresAt, user_id: userId });
     return { secret, expiresAt };
   };
 
@@ -123,16 +133,17 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
       throw err;
     }
   };
-  const signedIn = (client: string, method: 'password' | 'link'): Promise<SignedIn> => {
+  const signedIn = (client: string, method: 'password' | 'link' | 'user' | 'invite', userId: string | null = null): Promise<SignedIn> => {
     throttle.succeed(client);
-    log.info({ client, method }, 'dashboard sign-in');
-    return newSession();
+    log.info({ client, method, userId }, 'dashboard sign-in');
+    return newSession(userId);
   };
 
   const mac = (binding: string): string => createHmac('sha256', secretKey).update(`dashboard-csrf:${binding}`).digest('base64url');
 
   return {
     passwordEnabled: Boolean(configured),
+    usersExist: () => deps.users.any(),
 
     async createLoginLink() {
       const token = randomBytes(32).toString('base64url');
@@ -141,8 +152,14 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
       return { url: `${config.http.publicUrl}/dashboard/login/${token}`, expires_at: toIso(now + LOGIN_LINK_TTL_MS) };
     },
 
-    async signInWithPassword(password, client) {
+    async signInWithPassword(password, client, email) {
       checkThrottle(client, 'password');
+      // Once a user exists, people sign in as themselves; the shared password is retired.
+      if (await deps.users.any()) {
+        const user = email ? await deps.users.verify(email, password) : undefined;
+        if (!user) throw refused(client, 'password', 'Wrong address or password');
+        return signedIn(client, 'user', user.id);
+      }
       if (!configured) throw new AppError('forbidden', 'Password sign-in is off (dashboard.password is not set); run `mailsvc dashboard login` for a link');
       const given = await scrypt(password.slice(0, 1024), salt, 32);
       if (!timingSafeEqual(given, await hashOfConfigured(configured))) throw refused(client, 'password', 'Wrong password');
@@ -157,10 +174,12 @@ export function createDashboardAuthService(deps: ServiceDeps): DashboardAuthServ
       return signedIn(client, 'link');
     },
 
+    signInUser: (userId, client) => signedIn(client, 'invite', userId),
+
     async session(secret) {
       if (!secret || secret.length > 100) return undefined;
       const row = await findDashboardSession(db, sha256Hex(secret), clock.now());
-      return row ? { idHash: row.id_hash, workspaceId: row.workspace_id, expiresAt: row.expires_at } : undefined;
+      return row ? { idHash: row.id_hash, workspaceId: row.workspace_id, expiresAt: row.expires_at, userId: row.user_id } : undefined;
     },
 
     async signOut(secret) {

@@ -1,3 +1,5 @@
+import type { AuditService } from './audit.js';
+import type { UserService } from './users.js';
 import type { CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import type { Enqueue } from './send/enqueue.js';
@@ -45,6 +47,10 @@ import type { DomainClaimService } from './domain-claims.js';
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {
   workspaces: WorkspaceService;
+  /** Who did what (audit-trail.ts records the audited use cases). */
+  audit: AuditService;
+  /** Dashboard users and their roles per workspace. */
+  users: UserService;
   credentials: CredentialService;
   domains: DomainService;
   templates: TemplateService;

@@ -1,3 +1,4 @@
+import { deleteAuditEntriesBefore } from '../store/audit-log.js';
 import { pruneWarmupCounts } from '../store/warmups.js';
 import { deleteExpiredWindows } from '../store/rate-limits.js';
 import { deleteReportsBefore } from '../store/deliverability-reports.js';
@@ -26,6 +27,7 @@ export interface RetentionReport {
   hourlyStats: number;
   warmupCounts: number;
   importFiles: number;
+  auditEntries: number;
 }
 
 /**
@@ -33,7 +35,7 @@ export interface RetentionReport {
  * window), delivery attempts and events (with their webhook deliveries) after
  * `retention.days`, received messages, finished workflow runs and API request logs after `retention.days` too,
  * finished rate-limit windows, and DMARC and TLS reports and hourly statistics after 400 days
- * (or `retention.days` if longer). Emails and their status stay.
+ * (or `retention.days` if longer), the audit log after `retention.auditDays`. Emails and their status stay.
  */
 export async function runRetention(deps: { db: Db; clock: Clock; config: Config }): Promise<RetentionReport> {
   const now = deps.clock.now();
@@ -53,5 +55,7 @@ export async function runRetention(deps: { db: Db; clock: Clock; config: Config 
     warmupCounts: await pruneWarmupCounts(deps.db, now - Math.max(WARMUP_COUNTS_KEPT_MS, 2 * deps.config.delivery.warmup.daySeconds * 1000)),
     // Uploads stored but never registered (the node stopped between the file and the import's row).
     importFiles: await deleteOrphanImportFiles(deps.db, now - DAY),
+    // The audit log is kept on its own clock (a year by default): who did what matters longer than mail.
+    auditEntries: await deleteAuditEntriesBefore(deps.db, now - deps.config.retention.auditDays * DAY),
   };
 }

@@ -18,6 +18,8 @@ import { inboxes } from './0044-inboxes.js';
 import { inboxAgentRuns } from './0045-inbox-agent-runs.js';
 import { inboxAgentForwardTo } from './0090-inbox-agent-forward-to.js';
 import { campaignGroupCuts } from './0091-campaign-group-cuts.js';
+import { auditLog } from './0092-audit-log.js';
+import { users } from './0093-users.js';
 import { domainSettings } from './0046-domain-settings.js';
 import { apiLogs } from './0047-api-logs.js';
 import { templateStudio } from './0080-template-studio.js';
@@ -77,5 +79,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0080-template-studio': templateStudio(),
     '0090-inbox-agent-forward-to': inboxAgentForwardTo(),
     '0091-campaign-group-cuts': campaignGroupCuts(),
+    '0092-audit-log': auditLog(),
+    '0093-users': users(),
   };
 }

@@ -5,6 +5,8 @@ import type { EmailsTable, EmailContentsTable, QueueItemsTable, DeliveryAttempts
 import type { EventsTable } from './events.js';
 import type { SubscribersTable, SubscriberTagsTable, TopicsTable, SubscriberTopicsTable, AudiencesTable, AudienceMembersTable, ContactPropertiesTable, ContactImportsTable, ContactImportFilesTable } from './subscribers.js';
 import type { WorkflowsTable, WorkflowVersionsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './workflows.js';
+import type { AuditLogTable } from './audit.js';
+import type { UserInvitesTable, UsersTable, WorkspaceMembersTable } from './users.js';
 import type { ApiLogsTable, IdempotencyKeysTable, RateLimitWindowsTable } from './requests.js';
 import type { TemplatesTable, TemplateVersionsTable } from './templates.js';
 import type { SuppressionsTable } from './suppressions.js';
@@ -34,6 +36,10 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
   events: EventsTable;
   api_logs: ApiLogsTable;
+  audit_log: AuditLogTable;
+  users: UsersTable;
+  workspace_members: WorkspaceMembersTable;
+  user_invites: UserInvitesTable;
   event_definitions: EventDefinitionsTable;
   contact_properties: ContactPropertiesTable;
   contact_imports: ContactImportsTable;

@@ -1,3 +1,4 @@
+import type { Role } from '../../../services/users.js';
 import type { DashboardSessionInfo } from '../../../services/dashboard-auth.js';
 import type { Workspace } from '../../../store/workspaces.js';
 import { assets } from './assets.js';
@@ -9,6 +10,8 @@ export interface DashView {
   workspace: Workspace;
   workspaces: Workspace[];
   csrf: string;
+  /** The signed-in person's role here (the shared password and CLI links act as an owner). */
+  role: Role;
 }
 
 export const SECTIONS = [

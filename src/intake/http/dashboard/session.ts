@@ -1,3 +1,5 @@
+import { allows, type Permission } from '../../../services/users.js';
+import { actingAs } from '../../../shared/actor.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import parse from 'co-body';
 import type { Next, ParameterizedContext } from 'koa';
@@ -124,6 +126,17 @@ export function checkPreLogin(ctx: Ctx, deps: HttpDeps, form: Record<string, str
  * POSTs, which must not be replayed after sign-in), then, for every POST, the form and its
  * CSRF token checked before any handler runs.
  */
+/**
+ * What a dashboard POST needs: signing out and choosing a workspace nothing; keys, domains,
+ * webhooks, users and settings `manage`; everything else that changes something `send`.
+ */
+export function permissionFor(path: string): Permission | null {
+  const page = path.replace(/^\/dashboard/, '');
+  if (page === '/logout' || page === '/workspace') return null;
+  if (/^\/(keys|domains|webhooks|users|settings|delivery|ip-pools)(\/|$)/.test(page)) return 'manage';
+  return 'send';
+}
+
 export function requireSession(deps: HttpDeps) {
   return async function session(ctx: DashCtx, next: Next): Promise<void> {
     const auth = deps.services.dashboardAuth;
@@ -137,11 +150,17 @@ export function requireSession(deps: HttpDeps) {
     }
     const workspaces = await deps.services.workspaces.list();
     const workspace = workspaces.find((w) => w.id === found.workspaceId) ?? (await deps.services.workspaces.ensureDefault());
-    ctx.state.dashboard = { session: found, workspace, workspaces, csrf: auth.csrfToken(found.idHash) };
+    const role = found.userId === null ? 'owner' : await deps.services.users.roleOf(found.userId, workspace.id);
+    if (!role) throw new AppError('forbidden', `You have no role in the workspace ${workspace.name}; ask one of its owners or admins for an invitation.`);
+    ctx.state.dashboard = { session: found, workspace, workspaces, csrf: auth.csrfToken(found.idHash), role };
     if (ctx.method === 'POST') {
       ctx.state.form = await readForm(ctx);
       if (!auth.checkCsrf(found.idHash, ctx.state.form._csrf)) throw csrfRefused();
+      // The one role check of the dashboard: what a POST changes, against what the role allows.
+      const needed = permissionFor(ctx.path);
+      if (needed && !allows(role, needed)) throw new AppError('forbidden', `Your role (${role}) may not change this; an owner or admin can.`);
     }
-    await next();
+    // The audit log names the session by a prefix of its hash: enough to tell sessions apart, never the cookie.
+    await actingAs({ type: 'dashboard', id: found.idHash.slice(0, 16), address: ctx.state.clientAddress }, next);
   };
 }

@@ -1,3 +1,4 @@
+import { actingAs } from '../../../shared/actor.js';
 import type { Next } from 'koa';
 import { AppError } from '../../../shared/errors.js';
 import { isUuid } from '../../../shared/ids.js';
@@ -49,7 +50,8 @@ export function authenticate(deps: HttpDeps) {
       if (!workspace) throw new AppError('unauthorized', 'Invalid API key');
       ctx.state.workspace = workspace;
     }
-    await next();
+    // What the request changes is the key's doing, from this address, in the audit log.
+    await actingAs({ type: 'api_key', id: principal.credentialId, address: ctx.state.clientAddress }, next);
   };
 }
 

@@ -1,3 +1,5 @@
+import { actingAs } from '../../../../shared/actor.js';
+import { AppError } from '../../../../shared/errors.js';
 import type Router from '@koa/router';
 import type { Ctx, HttpDeps, State } from '../../context.js';
 import { html } from '../html.js';
@@ -10,9 +12,13 @@ const safeNext = (next: unknown): string =>
 
 const client = (ctx: Ctx): string => ctx.state.clientAddress || 'unknown';
 
-function loginPage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: string } = {}): string {
+function loginPage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: string; users?: boolean } = {}): string {
   const token = preLoginToken(ctx, deps);
-  const form = deps.services.dashboardAuth.passwordEnabled
+  const form = options.users
+    ? html`<form method="post" action="/dashboard/login"><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="next" value="${safeNext(options.next)}">
+<label>Email<input type="email" name="email" autocomplete="username" required autofocus></label><label>Password<input type="password" name="password" autocomplete="current-password" required></label><button type="submit">Sign in</button></form>
+<p class="muted">No account yet? Ask an owner or admin of the workspace for an invitation (<code>mailsvc users invite EMAIL --role ROLE</code>).</p>`
+    : deps.services.dashboardAuth.passwordEnabled
     ? html`<form method="post" action="/dashboard/login"><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="next" value="${safeNext(options.next)}">
 <label>Password<input type="password" name="password" autocomplete="current-password" required autofocus></label><button type="submit">Sign in</button></form>
 <p class="muted">Or run <code>mailsvc dashboard login</code> on the server (<code>npx mailsvc dashboard login</code> in a clone of the repository) for a one-time link.</p>`
@@ -21,23 +27,34 @@ function loginPage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: s
   return plainPage('Sign in', html`<div class="card"><h1>Sign in to mailsvc</h1>${options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''}${form}</div>`);
 }
 
+function invitePage(ctx: Ctx, deps: HttpDeps, token: string, invite: { email: string; role: string }, error?: string): string {
+  const csrf = preLoginToken(ctx, deps);
+  return plainPage(
+    'Invitation',
+    html`<div class="card"><h1>Join mailsvc</h1>${error ? html`<div class="error" role="alert">${error}</div>` : ''}<p>You are invited as <strong>${invite.email}</strong>, role <strong>${invite.role}</strong>. Choose a password (12 characters at least).</p>
+<form method="post" action="/dashboard/invite/${token}"><input type="hidden" name="_csrf" value="${csrf}">
+<label>Password<input type="password" name="password" autocomplete="new-password" minlength="12" required autofocus></label><label>Again<input type="password" name="confirm" autocomplete="new-password" minlength="12" required></label><button type="submit">Join</button></form></div>`,
+  );
+}
+
 export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void {
   const auth = deps.services.dashboardAuth;
 
   router.get('/login', async (ctx) => {
     if (await auth.session(ctx.cookies.get(SESSION_COOKIE))) return ctx.redirect(safeNext(ctx.query.next));
-    ctx.body = loginPage(ctx, deps, { next: ctx.query.next as string | undefined });
+    ctx.body = loginPage(ctx, deps, { next: ctx.query.next as string | undefined, users: await auth.usersExist() });
   });
 
   router.post('/login', async (ctx) => {
     const form = await readForm(ctx);
     checkPreLogin(ctx, deps, form);
     try {
-      setSessionCookie(ctx, await auth.signInWithPassword(form.password ?? '', client(ctx)));
+      setSessionCookie(ctx, await auth.signInWithPassword(form.password ?? '', client(ctx), form.email));
     } catch (err) {
       if ((err as { code?: string }).code !== 'unauthorized') throw err;
+      const users = await auth.usersExist();
       ctx.status = 401;
-      ctx.body = loginPage(ctx, deps, { error: 'Wrong password.', next: form.next });
+      ctx.body = loginPage(ctx, deps, { error: users ? 'Wrong address or password.' : 'Wrong password.', next: form.next, users });
       return;
     }
     ctx.status = 303;
@@ -51,6 +68,46 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
       'Sign in',
       html`<div class="card"><h1>Sign in to mailsvc</h1><form method="post" action="/dashboard/login/${ctx.params.token}"><input type="hidden" name="_csrf" value="${token}"><button type="submit">Sign in to the dashboard</button></form><p class="muted">This link works once.</p></div>`,
     );
+  });
+
+  // An invitation (mailsvc users invite): the person chooses a password and is signed in.
+  router.get('/invite/:token', async (ctx) => {
+    const invite = await deps.services.users.findInvite(ctx.params.token ?? '');
+    if (!invite) {
+      ctx.status = 404;
+      ctx.body = plainPage('Invitation', html`<div class="card"><h1>This invitation is not valid</h1><p>It was already used, has expired or was mistyped. Ask for a new one.</p></div>`);
+      return;
+    }
+    ctx.body = invitePage(ctx, deps, ctx.params.token ?? '', invite);
+  });
+
+  router.post('/invite/:token', async (ctx) => {
+    const form = await readForm(ctx);
+    checkPreLogin(ctx, deps, form);
+    const token = ctx.params.token ?? '';
+    const invite = await deps.services.users.findInvite(token);
+    if (!invite) throw new AppError('not_found', 'This invitation is not valid: it was already used, has expired or was mistyped. Ask for a new one.');
+    if ((form.password ?? '') !== (form.confirm ?? '')) {
+      ctx.status = 400;
+      ctx.body = invitePage(ctx, deps, token, invite, 'The two passwords differ.');
+      return;
+    }
+    let accepted;
+    try {
+      // No session yet: the audit log has the dashboard and the address the invitation was accepted from.
+      accepted = await actingAs({ type: 'dashboard', id: null, address: ctx.state.clientAddress }, () => deps.services.users.acceptInvite(token, form.password ?? ''));
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'validation_error' && (err as { code?: string }).code !== 'unauthorized') throw err;
+      ctx.status = 400;
+      ctx.body = invitePage(ctx, deps, token, invite, (err as Error).message);
+      return;
+    }
+    const signed = await auth.signInUser(accepted.user.id, client(ctx));
+    setSessionCookie(ctx, signed);
+    const session = await auth.session(signed.secret);
+    if (session) await auth.switchWorkspace(session, accepted.workspaceId);
+    ctx.status = 303;
+    ctx.redirect('/dashboard');
   });
 
   router.post('/login/:token', async (ctx) => {

@@ -43,6 +43,23 @@ export const v1AccountRoutes = [
   }),
   defineRoute({
     method: 'GET',
+    path: '/v1/audit-log',
+    summary:
+      "Who changed what in the workspace, newest first (limit, after, before; action, actor_type, object_id): keys, domains, webhooks, suppressions, broadcasts sent, settings; a master key also sees instance-wide changes (IP pools). Full-access keys only; never a secret",
+    operation: 'api',
+    scope: 'full_access',
+    query: z.looseObject({
+      limit: z.string().optional(),
+      after: z.string().optional(),
+      before: z.string().optional(),
+      action: z.string().optional(),
+      actor_type: z.string().optional(),
+      object_id: z.string().optional(),
+    }),
+    handler: ({ deps, workspace, principal, query }) => deps.services.audit.list({ workspaceId: workspace.id, instance: principal.master }, query as Record<string, unknown>),
+  }),
+  defineRoute({
+    method: 'GET',
     path: '/v1/logs/:id',
     summary: 'One API request with its request and response bodies (secrets and attachment content redacted)',
     operation: 'api',

@@ -1,0 +1,101 @@
+import type { Logger } from '../shared/logger.js';
+import { urlForAudit, type AuditFact, type AuditService } from './audit.js';
+import type { Services } from './index.js';
+
+/**
+ * Which use cases the audit log records, and how each is described: one table. Each entry
+ * turns a call's arguments and result into a fact (names and addresses, never a secret: a
+ * created key's or webhook's secret is in the result and is not read here). The services are
+ * wrapped once, where they are built (runtime.ts): every surface that calls them (API,
+ * dashboard, CLI, MCP) is recorded alike, as whoever the surface says acts (shared/actor.ts).
+ */
+
+type Method<S, M extends keyof S> = S[M] extends (...args: infer A) => Promise<infer R> ? (args: A, result: R) => AuditFact | null : never;
+type Trail = { [K in keyof Services]?: { [M in keyof Services[K]]?: Method<Services[K], M> } };
+
+const ws = (workspaceId: string | null | undefined) => workspaceId ?? null;
+
+export const AUDIT_TRAIL: Trail = {
+  workspaces: {
+    create: (_, w) => ({ workspaceId: w.id, action: 'workspace.created', objectType: 'workspace', objectId: w.id, detail: { name: w.name } }),
+    setPlan: ([id, plan]) => ({ workspaceId: id, action: 'workspace.plan_changed', objectType: 'workspace', objectId: id, detail: { plan } }),
+    setBranding: ([id]) => ({ workspaceId: id, action: 'workspace.branding_changed', objectType: 'workspace', objectId: id }),
+    setDefaultFrom: ([id, address]) => ({ workspaceId: id, action: 'workspace.default_from_changed', objectType: 'workspace', objectId: id, detail: { address } }),
+  },
+  credentials: {
+    createKey: (_, r) => ({ workspaceId: ws(r.credential.workspace_id), action: 'api_key.created', objectType: 'api_key', objectId: r.credential.id, detail: { name: r.credential.name, prefix: r.credential.prefix, master: r.credential.master } }),
+    createToken: (_, r) => ({ workspaceId: ws(r.credential.workspace_id), action: 'oauth_token.created', objectType: 'oauth_token', objectId: r.credential.id, detail: { name: r.credential.name } }),
+    rename: ([id, workspaceId, name]) => ({ workspaceId, action: 'api_key.renamed', objectType: 'api_key', objectId: id, detail: { name } }),
+    revoke: (_, r) => ({ workspaceId: ws(r.workspace_id), action: 'api_key.revoked', objectType: 'api_key', objectId: r.id, detail: { name: r.name, prefix: r.prefix } }),
+    revokeToken: ([workspaceId], r) => ({ workspaceId, action: 'oauth_token.revoked', objectType: 'oauth_token', objectId: r.id, detail: { name: r.name } }),
+  },
+  domains: {
+    add: ([workspaceId], d) => ({ workspaceId, action: 'domain.added', objectType: 'domain', objectId: d.id, detail: { name: d.domain_name } }),
+    update: ([workspaceId], d) => ({ workspaceId, action: 'domain.updated', objectType: 'domain', objectId: d.id, detail: { name: d.domain_name } }),
+    remove: ([workspaceId, idOrName]) => ({ workspaceId, action: 'domain.removed', objectType: 'domain', objectId: null, detail: { name: idOrName } }),
+  },
+  webhooks: {
+    register: ([workspaceId], { webhook: w }) => ({ workspaceId, action: 'webhook.created', objectType: 'webhook', objectId: w.id, detail: { url: urlForAudit(w.url), events: w.events } }),
+    update: ([workspaceId], w) => ({ workspaceId, action: 'webhook.updated', objectType: 'webhook', objectId: w.id, detail: { url: urlForAudit(w.url), events: w.events } }),
+    remove: ([workspaceId, id]) => ({ workspaceId, action: 'webhook.deleted', objectType: 'webhook', objectId: id }),
+    rotateSecret: ([workspaceId, id]) => ({ workspaceId, action: 'webhook.secret_rotated', objectType: 'webhook', objectId: id }),
+  },
+  suppressions: {
+    add: ([workspaceId], s) => ({ workspaceId, action: 'suppression.added', objectType: 'suppression', objectId: s.email, detail: { reason: s.reason, scope: s.scope } }),
+    remove: ([workspaceId], s) => ({ workspaceId, action: 'suppression.removed', objectType: 'suppression', objectId: s.email }),
+    addMany: ([workspaceId, emails]) => ({ workspaceId, action: 'suppression.added', objectType: 'suppression', objectId: null, detail: { count: emails.length } }),
+    removeMany: ([workspaceId], r) => ({ workspaceId, action: 'suppression.removed', objectType: 'suppression', objectId: null, detail: { count: r.filter((x) => x.deleted).length } }),
+  },
+  campaigns: {
+    // A broadcast created with send: true is sent as it is created.
+    create: ([workspace], c) => ({ workspaceId: workspace.id, action: c.status === 'draft' ? 'broadcast.created' : 'broadcast.sent', objectType: 'broadcast', objectId: c.id, detail: { name: c.name } }),
+    send: ([workspace], c) => ({ workspaceId: workspace.id, action: 'broadcast.sent', objectType: 'broadcast', objectId: c.id, detail: { name: c.name } }),
+    cancel: ([workspaceId], c) => ({ workspaceId, action: 'broadcast.cancelled', objectType: 'broadcast', objectId: c.id, detail: { name: c.name } }),
+    remove: ([workspaceId], c) => ({ workspaceId, action: 'broadcast.deleted', objectType: 'broadcast', objectId: c.id, detail: { name: c.name } }),
+    chooseWinner: ([workspaceId, , variant], c) => ({ workspaceId, action: 'broadcast.winner_chosen', objectType: 'broadcast', objectId: c.id, detail: { variant } }),
+  },
+  ipPools: {
+    create: (_, p) => ({ workspaceId: null, action: 'ip_pool.created', objectType: 'ip_pool', objectId: p.id, detail: { name: p.name, addresses: p.addresses.map((a) => a.address) } }),
+    update: (_, p) => ({ workspaceId: null, action: 'ip_pool.updated', objectType: 'ip_pool', objectId: p.id, detail: { name: p.name, addresses: p.addresses.map((a) => a.address) } }),
+    remove: (_, p) => ({ workspaceId: null, action: 'ip_pool.deleted', objectType: 'ip_pool', objectId: p.id, detail: { name: p.name } }),
+    startWarmup: ([address]) => ({ workspaceId: null, action: 'ip_warmup.started', objectType: 'ip_address', objectId: address }),
+    stopWarmup: ([address]) => ({ workspaceId: null, action: 'ip_warmup.stopped', objectType: 'ip_address', objectId: address }),
+    setDomainPool: ([workspaceId, domain, pool]) => ({ workspaceId, action: 'domain.ip_pool_changed', objectType: 'domain', objectId: null, detail: { name: domain, ip_pool: pool } }),
+    setWorkspacePool: ([workspaceId, pool]) => ({ workspaceId, action: 'workspace.ip_pool_changed', objectType: 'workspace', objectId: workspaceId, detail: { ip_pool: pool } }),
+  },
+  users: {
+    create: ([input], u) => ({ workspaceId: input.workspaceId, action: 'user.created', objectType: 'user', objectId: u.id, detail: { email: u.email, role: u.role } }),
+    invite: ([input], r) => ({ workspaceId: input.workspaceId, action: 'user.invited', objectType: 'user', objectId: null, detail: { email: r.email, role: r.role } }),
+    acceptInvite: (_, r) => ({ workspaceId: r.workspaceId, action: 'user.joined', objectType: 'user', objectId: r.user.id, detail: { email: r.user.email } }),
+  },
+  inboxAgent: {
+    update: ([workspaceId], r) => ({ workspaceId, action: 'inbox_agent.updated', objectType: 'inbox', objectId: r.id, detail: { actions: r.settings.actions, forward_to: r.settings.forward_to } }),
+  },
+};
+
+/**
+ * The services with every use case of the trail recorded once it succeeded. A record that
+ * cannot be written is logged, and the change stands: it was made (and is durable) before.
+ */
+type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
+const isService = (value: unknown): value is Methods => typeof value === 'object' && value !== null;
+
+export function withAuditTrail(services: Services, audit: AuditService, logger: Logger, trail: Trail = AUDIT_TRAIL): Services {
+  const out: Services = { ...services };
+  for (const [name, methods] of Object.entries(trail)) {
+    const service: unknown = Reflect.get(services, name);
+    if (!isService(service)) continue;
+    const wrapped: Methods = { ...service };
+    for (const [method, describe] of Object.entries(methods as Record<string, (args: unknown[], result: unknown) => AuditFact | null>)) {
+      const original = service[method]!;
+      wrapped[method] = async (...args: unknown[]) => {
+        const result = await original.apply(service, args);
+        const fact = describe(args, result);
+        if (fact) await audit.record(fact).catch((err: unknown) => logger.error({ err, component: 'audit', action: fact.action }, 'could not record an audit entry'));
+        return result;
+      };
+    }
+    Reflect.set(out, name, wrapped);
+  }
+  return out;
+}

@@ -1,0 +1,154 @@
+import { randomBytes, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+import { normalizeAddress } from '../messages/addresses.js';
+import { toIso } from '../shared/clock.js';
+import { sha256Hex } from '../shared/crypto.js';
+import { AppError, validationError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+import { countUsers, findInvite, findMembership, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, useInvite, type Role, type User } from '../store/users.js';
+import type { ServiceDeps } from './deps.js';
+
+export { ROLES, type Role } from '../store/users.js';
+
+const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
+
+export const INVITE_TTL_MS = 7 * 24 * 3600_000;
+export const MIN_PASSWORD = 12;
+const MAX_PASSWORD = 1024;
+
+/**
+ * What a role may do in a workspace: the one check (`allows`), and the table docs/operations.md
+ * shows. `read` is seeing pages and lists; `secrets` seeing what would let someone act as the
+ * workspace (webhook secrets, DKIM records to copy are not secret); `send` sending and editing
+ * mail, templates, contacts and broadcasts; `manage` keys, domains, webhooks, users and settings.
+ */
+export const PERMISSIONS = ['read', 'secrets', 'send', 'manage'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
+  owner: ['read', 'secrets', 'send', 'manage'],
+  admin: ['read', 'secrets', 'send', 'manage'],
+  developer: ['read', 'secrets', 'send'],
+  viewer: ['read'],
+};
+export const allows = (role: Role, permission: Permission): boolean => ROLE_PERMISSIONS[role].includes(permission);
+
+export interface UserView {
+  id: string;
+  email: string;
+  role: Role;
+  created_at: string;
+}
+
+export interface UserService {
+  /** Whether any user exists: until then the shared dashboard.password signs in. */
+  any(): Promise<boolean>;
+  /** A user with a password and a role in a workspace (the first owner: `mailsvc users create --owner`). */
+  create(input: { email: string; password: string; workspaceId: string; role: Role }): Promise<UserView>;
+  /** A one-time link that makes a user of `email` with `role` once its password is chosen. */
+  invite(input: { email: string; workspaceId: string; role: Role }): Promise<{ url: string; email: string; role: Role; expires_at: string }>;
+  /** The invitation a link names, if it can still be used. */
+  findInvite(token: string): Promise<{ email: string; role: Role; workspaceId: string } | undefined>;
+  /** Accepts an invitation with the password the person chose; the link works once. */
+  acceptInvite(token: string, password: string): Promise<{ user: User; workspaceId: string }>;
+  /** The user whose address and password these are; undefined otherwise (in about the same time either way). */
+  verify(email: string, password: string): Promise<User | undefined>;
+  roleOf(userId: string, workspaceId: string): Promise<Role | undefined>;
+  list(workspaceId: string): Promise<UserView[]>;
+}
+
+const parseRole = (role: string): Role => {
+  if (!(ROLES as readonly string[]).includes(role)) throw validationError('role', `must be one of ${ROLES.join(', ')}`);
+  return role as Role;
+};
+
+const email = (value: string): string => {
+  const address = normalizeAddress(value.trim());
+  if (!address) throw validationError('email', `"${value.slice(0, 100)}" is not a valid email address`);
+  return address.toLowerCase();
+};
+
+const checkPassword = (password: string): void => {
+  if (password.length < MIN_PASSWORD) throw validationError('password', `at least ${MIN_PASSWORD} characters`);
+  if (password.length > MAX_PASSWORD) throw validationError('password', `at most ${MAX_PASSWORD} characters`);
+};
+
+async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  return `scrypt$${salt.toString('base64')}$${(await scrypt(password, salt, 32)).toString('base64')}`;
+}
+
+async function passwordMatches(stored: string, password: string): Promise<boolean> {
+  const [kind, salt, hash] = stored.split('$');
+  if (kind !== 'scrypt' || !salt || !hash) return false;
+  const given = await scrypt(password.slice(0, MAX_PASSWORD), Buffer.from(salt, 'base64'), 32);
+  const expected = Buffer.from(hash, 'base64');
+  return expected.length === given.length && timingSafeEqual(given, expected);
+}
+
+export function createUserService(deps: ServiceDeps): UserService {
+  const { db, clock, config } = deps;
+  // An unknown address costs a scrypt too, so timing does not tell which addresses are users.
+  const decoy = hashPassword(randomBytes(16).toString('base64'));
+  const view = (user: { id: string; email: string }, role: Role, createdAt: number): UserView => ({ id: user.id, email: user.email, role, created_at: toIso(createdAt) });
+
+  return {
+    any: async () => (await countUsers(db)) > 0,
+
+    async create(input) {
+      checkPassword(input.password);
+      const now = clock.now();
+      const user: User = { id: newId(), email: email(input.email), password_hash: await hashPassword(input.password), created_at: now };
+      await saveUser(db, user, { user_id: user.id, workspace_id: input.workspaceId, role: parseRole(input.role), created_at: now });
+      await deps.durable();
+      return view(user, input.role, now);
+    },
+
+    async invite(input) {
+      const token = randomBytes(32).toString('base64url');
+      const now = clock.now();
+      const address = email(input.email);
+      const role = parseRole(input.role);
+      await saveInvite(db, { token_hash: sha256Hex(token), email: address, workspace_id: input.workspaceId, role, created_at: now, expires_at: now + INVITE_TTL_MS, used_at: null });
+      await deps.durable();
+      return { url: `${config.http.publicUrl}/dashboard/invite/${token}`, email: address, role, expires_at: toIso(now + INVITE_TTL_MS) };
+    },
+
+    async findInvite(token) {
+      if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
+      const invite = await findInvite(db, sha256Hex(token), clock.now());
+      return invite && { email: invite.email, role: invite.role, workspaceId: invite.workspace_id };
+    },
+
+    async acceptInvite(token, password) {
+      checkPassword(password);
+      const invite = /^[A-Za-z0-9_-]{43}$/.test(token) ? await findInvite(db, sha256Hex(token), clock.now()) : undefined;
+      if (!invite || !(await useInvite(db, invite.token_hash, clock.now()))) {
+        throw new AppError('not_found', 'This invitation is not valid: it was already used, has expired or was mistyped. Ask for a new one.');
+      }
+      const now = clock.now();
+      const existing = await findUserByEmail(db, invite.email);
+      if (existing) {
+        // Someone with an account joins another workspace: their password stays theirs.
+        if (!(await passwordMatches(existing.password_hash, password))) throw new AppError('unauthorized', 'This address has an account: enter its password to join');
+        await saveMembership(db, { user_id: existing.id, workspace_id: invite.workspace_id, role: invite.role, created_at: now });
+        await deps.durable();
+        return { user: existing, workspaceId: invite.workspace_id };
+      }
+      const user: User = { id: newId(), email: invite.email, password_hash: await hashPassword(password), created_at: now };
+      await saveUser(db, user, { user_id: user.id, workspace_id: invite.workspace_id, role: invite.role, created_at: now });
+      await deps.durable();
+      return { user, workspaceId: invite.workspace_id };
+    },
+
+    async verify(address, password) {
+      const normalized = normalizeAddress(address.trim())?.toLowerCase();
+      const user = normalized ? await findUserByEmail(db, normalized) : undefined;
+      const ok = await passwordMatches(user?.password_hash ?? (await decoy), password);
+      return user && ok ? user : undefined;
+    },
+
+    roleOf: async (userId, workspaceId) => (await findMembership(db, userId, workspaceId))?.role,
+
+    list: async (workspaceId) => (await listMembers(db, workspaceId)).map((m) => view({ id: m.user_id, email: m.email }, m.role, m.created_at)),
+  };
+}
