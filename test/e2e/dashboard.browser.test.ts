@@ -589,9 +589,12 @@ describe('dashboard in Chromium', { skip }, () => {
 
     // A paused domain shows a Resume button that releases its marketing mail.
     const now = Date.now();
+    // Written over whatever the guard's own evaluation recorded meanwhile (on PostgreSQL it may already have run).
+    const paused = { state: 'paused' as const, accepted: 300, bounces: 40, hard_bounces: 40, complaints: 0, reason: 'hard-bounce rate 11.76% is over 10%', evaluated_at: now, changed_at: now, paused_at: now, resumed_at: null };
     await server.runtime.store.db
       .insertInto('reputation_states')
-      .values({ domain_id: domain.id, workspace_id: server.workspaceId, state: 'paused', accepted: 300, bounces: 40, hard_bounces: 40, complaints: 0, reason: 'hard-bounce rate 11.76% is over 10%', evaluated_at: now, changed_at: now, paused_at: now, resumed_at: null })
+      .values({ domain_id: domain.id, workspace_id: server.workspaceId, ...paused })
+      .onConflict((oc) => oc.column('domain_id').doUpdateSet(paused))
       .execute();
     await page.goto(url('/dashboard/overview'));
     assert.match((await row.textContent()) ?? '', /paused/);
