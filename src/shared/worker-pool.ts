@@ -115,7 +115,7 @@ export function createWorkerPool(options: { threads: number; tasks: Record<strin
       if (!slot || (slot.pending.size > 0 && slots.length < threads)) slots.push((slot = spawn()));
       const id = nextId++;
       return new Promise<T>((resolve, reject) => {
-        slot.pending.set(id, { resolve: resolve, reject });
+        slot.pending.set(id, { resolve, reject });
         slot.worker.postMessage({ id, task, request }, transfer);
       });
     },

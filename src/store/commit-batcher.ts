@@ -68,7 +68,7 @@ export class CommitBatcher {
 
   run<T>(work: Work<T>, lane: Lane = 'foreground'): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queues[lane].push({ work, resolve: resolve, reject });
+      this.queues[lane].push({ work, resolve, reject });
       this.schedule();
     });
   }
