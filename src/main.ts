@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config/schema.js';
 import { createHttpApp } from './intake/http/app.js';
 import { createMcpEndpoint } from './intake/mcp/http-endpoint.js';
-import { packageVersion } from './cli/version.js';
+import { packageVersion } from './shared/package-version.js';
 import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
 import { loadSubmissionTls } from './intake/smtp/tls-files.js';

@@ -7,7 +7,7 @@ import { openRuntime, type Runtime } from '../runtime.js';
 import { AppError } from '../shared/errors.js';
 import { createLogger } from '../shared/logger.js';
 import { configOf, type CliIo } from './io.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../shared/package-version.js';
 
 /** The key: MAILSVC_API_KEY, or the first line of --key-file (a file keeps it out of the process list and the environment). */
 function keyOf(io: CliIo, keyFile: string | undefined): string {

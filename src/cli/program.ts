@@ -24,7 +24,7 @@ import { registerUserCommands } from './users.js';
 import { registerContactCommands } from './contacts.js';
 import { registerWorkflowCommands } from './workflows.js';
 import { registerWorkspaceCommands } from './workspaces.js';
-import { packageVersion } from './version.js';
+import { packageVersion } from '../shared/package-version.js';
 
 export function buildProgram(io: CliIo): Command {
   const program = new Command('mailsvc')

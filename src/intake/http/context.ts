@@ -1,4 +1,4 @@
-import type { ParameterizedContext } from 'koa';
+import type { Next, ParameterizedContext } from 'koa';
 import type { Principal, Surface } from '../../services/credentials.js';
 import type { Services } from '../../services/index.js';
 import type { Config } from '../../config/schema.js';
@@ -7,7 +7,6 @@ import type { Clock } from '../../shared/clock.js';
 import type { Workspace } from '../../store/workspaces.js';
 import type { ServerMetrics } from '../../observability/metrics.js';
 import type { Readiness } from '../../observability/readiness.js';
-import type { McpEndpoint } from '../mcp/http-endpoint.js';
 
 /** What the HTTP adapter needs from the composition root. */
 export interface HttpDeps {
@@ -19,8 +18,11 @@ export interface HttpDeps {
   ready(): Promise<Readiness>;
   /** Served at GET /metrics; absent when metrics.enabled is false. */
   metrics?: ServerMetrics | undefined;
-  /** The Model Context Protocol at /mcp; absent: no /mcp (mcp.enabled false, or an app built without it). */
-  mcp?: McpEndpoint | undefined;
+  /**
+   * The Model Context Protocol at /mcp (intake/mcp builds it over this adapter, so it is named
+   * here only by the shape the app mounts); absent: no /mcp (mcp.enabled false, or an app built without it).
+   */
+  mcp?: { middleware(ctx: Ctx, next: Next): Promise<void> } | undefined;
 }
 
 export interface State {

@@ -1,15 +1,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { toAppError } from '../../shared/errors.js';
 import { callTool, errorResult, toolListing, type CallOptions } from './call-tool.js';
-import type { McpCaller, McpDeps, Tool } from './tool.js';
+import type { CallExtra, McpCaller, McpDeps, Tool } from './tool.js';
 import { mcpTools } from './tools/index.js';
 import { registerPrompts } from './prompts.js';
 import { registerTemplateResources } from './resources.js';
-
-export type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 export const INSTRUCTIONS =
   'mailsvc, a self-hosted email platform. Tools act on one workspace with the authority of the key you were given. ' +

@@ -8,8 +8,8 @@ import { AppError, isAppError } from '../../shared/errors.js';
 import type { Ctx, HttpDeps } from '../http/context.js';
 import { authenticate, selectWorkspace } from '../http/middleware/authenticate.js';
 import { parseBody } from '../http/middleware/parse-body.js';
-import { buildMcpServer, type CallExtra } from './build-server.js';
-import type { McpCaller } from './tool.js';
+import { buildMcpServer } from './build-server.js';
+import type { CallExtra, McpCaller } from './tool.js';
 import type { CallOptions } from './call-tool.js';
 
 export const MCP_PATH = '/mcp';

@@ -3,8 +3,7 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { hasScope } from '../../services/credentials.js';
 import { isAppError } from '../../shared/errors.js';
-import type { CallExtra } from './build-server.js';
-import type { McpCaller, McpDeps } from './tool.js';
+import type { CallExtra, McpCaller, McpDeps } from './tool.js';
 
 /**
  * Templates as resources an assistant can read into its context: `mailsvc://templates/{id}/source`

@@ -6,6 +6,8 @@ import type { Operation } from '../../services/rate-limits.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Workspace } from '../../store/workspaces.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 
 /** What the MCP adapter needs from the composition root: the same services as the HTTP adapter. */
 export interface McpDeps {
@@ -64,3 +66,6 @@ export const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHi
 export const CREATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
 /** Reaches outside the server (mail to people, DNS look-ups). */
 export const SEND = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
+
+/** What the SDK hands a tool, resource or prompt handler beside its arguments (the session's auth). */
+export type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { shippedFile } from '../shared/shipped-file.js';
+import { shippedFile } from './shipped-file.js';
 
 /** The version in package.json. */
 export function packageVersion(): string {
