@@ -43,7 +43,7 @@ import { createSendService } from './services/send/send-email.js';
 import { createInboxThreadService } from './services/inboxes/inbox-threads.js';
 import { createInboxReplyService } from './services/inboxes/inbox-replies.js';
 import { createInboxDraftService } from './services/inboxes/inbox-drafts.js';
-import { createInboxAgentService } from './services/inboxes/inbox-agent.js';
+import { createInboxAgentService } from './services/inboxes/agent-settings.js';
 import { createSubscriberService } from './services/subscribers.js';
 import { createSuppressionService } from './services/suppressions.js';
 import { createIpPoolService } from './services/ip-pools.js';

@@ -9,7 +9,7 @@ import { prefixedSubject } from '../messages/quote-message.js';
 import { checkForward } from './forward-policy.js';
 import { claimAgentRuns, findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, type InboxAgent, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
-import { askAgent, type AgentAction, type ThreadMessage } from '../receiving/inbox-agent/ask-agent.js';
+import { askAgent, type AgentAction, type ThreadMessage } from './ask-agent.js';
 
 /**
  * The inbox agent at work, a job on the worker kernel: each new message of an inbox whose

@@ -32,7 +32,7 @@ import type { RouteService } from './receiving/routes.js';
 import type { InboxThreadService } from './inboxes/inbox-threads.js';
 import type { InboxReplyService } from './inboxes/inbox-replies.js';
 import type { InboxDraftService } from './inboxes/inbox-drafts.js';
-import type { InboxAgentService } from './inboxes/inbox-agent.js';
+import type { InboxAgentService } from './inboxes/agent-settings.js';
 import type { WorkflowService } from './workflows/workflows.js';
 import type { ReputationGuard } from './deliverability/reputation-guard.js';
 import type { ReportSummaries } from './deliverability/report-summaries.js';

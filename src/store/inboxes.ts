@@ -1,4 +1,5 @@
 import { sql, type ExpressionBuilder, type Expression, type Selectable, type SqlBool } from 'kysely';
+import { newId } from '../shared/ids.js';
 import type { Db } from './db.js';
 import type { Dialect } from './dialect.js';
 import { claimRows, unleased, type Lease } from './lease.js';
@@ -42,11 +43,15 @@ const draftRows = rowCodec<Selectable<InboxDraftsTable>>()({ to_addresses: jsonO
 /** A draft; `to_addresses` null until set. */
 export type InboxDraft = EntityOf<typeof draftRows>;
 
-const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: addresses, forward_to: addresses });
+/** What an inbox's agent may be allowed to do (the settings store the names). */
+export const AGENT_ACTION_TYPES = ['draft_reply', 'forward_thread', 'add_labels', 'assign_thread', 'mark_as_spam', 'archive', 'move_to_trash'] as const;
+export type AgentActionType = (typeof AGENT_ACTION_TYPES)[number];
+
+const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: json<AgentActionType[]>(), forward_to: addresses });
 /** An inbox's agent settings; `actions` the names of the actions it may take, `forward_to` where else than the workspace's verified domains it may forward. */
 export type InboxAgent = EntityOf<typeof agentRows>;
 
-/** What the agent asked for (an action of receiving/inbox-agent/ask-agent.ts, with its fields) and what became of it. */
+/** What the agent asked for (an action of inbox-agent/ask-agent.ts, with its fields) and what became of it. */
 export interface AgentActionRecord {
   type: string;
   result: string;
@@ -436,9 +441,35 @@ export async function saveAgent(db: Db, agent: InboxAgent): Promise<void> {
 
 // ---------------------------------------------------------------- agent runs
 
-export const saveAgentRun = async (db: Db, run: InboxAgentRun): Promise<void> => {
+const saveAgentRun = async (db: Db, run: InboxAgentRun): Promise<void> => {
   await db.insertInto('inbox_agent_runs').values(agentRunRows.encode(run)).execute();
 };
+
+/**
+ * A new message for the inbox's agent, when the inbox has one that may do something (at least
+ * one action allowed): a run, written in the transaction that files the message.
+ */
+export async function queueAgentRun(trx: Db, m: { workspaceId: string; inboxId: string; threadId: string; messageId: string }, now: number): Promise<void> {
+  const agent = await findAgent(trx, m.inboxId);
+  if (!agent || agent.actions.length === 0) return;
+  await saveAgentRun(trx, {
+    id: newId(),
+    workspace_id: m.workspaceId,
+    inbox_id: m.inboxId,
+    thread_id: m.threadId,
+    message_id: m.messageId,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: now,
+    started_at: null,
+    actions: null,
+    error: null,
+    created_at: now,
+    updated_at: now,
+    lease_owner: null,
+    lease_until: null,
+  });
+}
 
 /**
  * Takes up to `limit` runs that are due (pending, their time come) or were running on a node

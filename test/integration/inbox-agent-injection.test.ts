@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import nodemailer from 'nodemailer';
 import { Resend } from 'resend';
-import { MAX_FORWARD_TO } from '../../src/services/inboxes/inbox-agent.js';
+import { MAX_FORWARD_TO } from '../../src/services/inboxes/agent-settings.js';
 import { startChatServer } from '../helpers/chat-server.js';
 import { eventually } from '../helpers/delivery.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';

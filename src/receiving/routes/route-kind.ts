@@ -8,6 +8,7 @@ import type { CommitBatcher } from '../../store/commit-batcher.js';
 import type { Db } from '../../store/db.js';
 import { listRoutesOfDomainName, saveReceivedEmail, type ReceivedEmail, type ReceivedEmailContent, type RouteWithDomain, type StoredAttachment } from '../../store/receiving.js';
 import type { Email } from '../../store/emails.js';
+import { queueAgentRun } from '../../store/inboxes.js';
 import { InboundRefusal, type InboundKind, type InboundMessage } from '../inbound-kind.js';
 import { matchRoute, splitRecipient } from './match-route.js';
 import { authenticateMessage, dmarcSaysReject, type AuthenticationResults } from './authenticate-message.js';
@@ -16,7 +17,6 @@ import { receivedEventData, type ViewContext } from './received-view.js';
 import { receivedLinks } from './received-links.js';
 import { findRepliedEmail } from './threading.js';
 import { fileInThread, sentEmailToFile, type InboxMessageInput } from './file-in-thread.js';
-import { queueAgentRun } from '../inbox-agent/queue-agent-run.js';
 
 /**
  * The receiving routes, the last kind the inbound listener asks: an address a workspace's

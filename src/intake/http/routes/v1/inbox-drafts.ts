@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { parsePage } from '../../../../store/list-page.js';
-import { AGENT_ACTIONS, AGENT_TONES, MAX_FORWARD_TO, MAX_INSTRUCTIONS } from '../../../../services/inboxes/inbox-agent.js';
+import { AGENT_ACTIONS, AGENT_TONES, MAX_FORWARD_TO, MAX_INSTRUCTIONS } from '../../../../services/inboxes/agent-settings.js';
 import type { SendResult } from '../../../../services/send/send-input.js';
 import type { Db } from '../../../../store/db.js';
 import { defineRoute, type HandlerInput } from '../../route.js';

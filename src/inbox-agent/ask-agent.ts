@@ -1,6 +1,7 @@
-import type { Config } from '../../config/schema.js';
-import type { DnsResolver } from '../../shared/dns.js';
-import { chatCompletion } from '../../shared/chat-completion.js';
+import type { Config } from '../config/schema.js';
+import type { DnsResolver } from '../shared/dns.js';
+import { chatCompletion } from '../shared/chat-completion.js';
+import { AGENT_ACTION_TYPES, type AgentActionType } from '../store/inboxes.js';
 
 /**
  * One question to the inbox's agent over the OpenAI chat-completions protocol: the inbox's
@@ -12,9 +13,6 @@ import { chatCompletion } from '../../shared/chat-completion.js';
  * addresses, replies only as drafts). Anything else in the answer is refused whole, so that
  * a model that rambles does nothing rather than something half understood.
  */
-
-export const AGENT_ACTION_TYPES = ['draft_reply', 'forward_thread', 'add_labels', 'assign_thread', 'mark_as_spam', 'archive', 'move_to_trash'] as const;
-export type AgentActionType = (typeof AGENT_ACTION_TYPES)[number];
 
 export interface AgentAction {
   type: AgentActionType;

@@ -1,20 +1,19 @@
-import type { AgentActionType } from '../../receiving/inbox-agent/ask-agent.js';
 import { normalizeAddress } from '../../messages/addresses.js';
 import { normalizeDomain } from '../../shared/domain-name.js';
 import { validationError } from '../../shared/errors.js';
-import { findAgent, saveAgent } from '../../store/inboxes.js';
+import { findAgent, saveAgent, type AgentActionType } from '../../store/inboxes.js';
 import type { ServiceDeps } from '../deps.js';
 import type { InboxThreadService } from './inbox-threads.js';
 import { checkNoNul } from './send-from-inbox.js';
 
 /**
  * The settings of an inbox's agent (Resend's `inboxes.agent`): instructions, tone and the
- * actions it may take. The agent runs (receiving/inbox-agent/) when `inboxes.agent.url` names
+ * actions it may take. The agent itself runs (src/inbox-agent/) when `inboxes.agent.url` names
  * a chat-completions endpoint; `runtime` says whether it does, so that nobody waits for an
  * agent that will not act.
  */
 
-export { AGENT_ACTION_TYPES as AGENT_ACTIONS } from '../../receiving/inbox-agent/ask-agent.js';
+export { AGENT_ACTION_TYPES as AGENT_ACTIONS } from '../../store/inboxes.js';
 export const AGENT_TONES = ['concise_professional', 'concise_casual', 'expanded_professional', 'expanded_casual'] as const;
 export type AgentAction = AgentActionType;
 export type AgentTone = (typeof AGENT_TONES)[number];
@@ -75,7 +74,7 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
       object: 'inbox_agent',
       instructions: row?.instructions ?? null,
       tone: (row?.tone as AgentTone | null | undefined) ?? null,
-      actions: row ? (row.actions as AgentAction[]) : [],
+      actions: row ? row.actions : [],
       forward_to: row?.forward_to ?? [],
       runtime: RUNTIME,
     };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_ACTIONS, parseAgentAnswer, systemPrompt, threadData } from '../../../../src/receiving/inbox-agent/ask-agent.js';
-import { checkForward } from '../../../../src/inbox-agent/forward-policy.js';
+import { MAX_ACTIONS, parseAgentAnswer, systemPrompt, threadData } from '../../../src/inbox-agent/ask-agent.js';
+import { checkForward } from '../../../src/inbox-agent/forward-policy.js';
 
 describe("reading the inbox agent's answer", () => {
   it('takes a JSON object of known actions, fenced or not', () => {
