@@ -15,7 +15,7 @@ import type { Metrics, ServerMetrics, ThreadMemorySample } from './observability
 import type { IsolateMemory } from './shared/isolate-memory.js';
 import type { Runtime, RuntimeOptions } from './runtime.js';
 import { runRetention } from './tasks/retention.js';
-import { evaluateReputation } from './tasks/evaluate-reputation.js';
+import { evaluateReputation } from './services/deliverability/reputation-round.js';
 import { rollUpStats } from './tasks/roll-up-stats.js';
 import { releaseHeldLeases } from './store/lease.js';
 import { webhookJob } from './webhooks/webhook-job.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ReputationView } from '../checks/reputation-rule.js';
+import type { ReputationView } from '../services/deliverability/reputation-rule.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
 const row = (r: ReputationView) => [r.domain_name, r.state, `${r.bounce.rate}%`, `${r.complaint.rate}%`, String(r.sent), String(r.held), r.reason];

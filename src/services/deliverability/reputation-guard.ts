@@ -1,4 +1,4 @@
-import { BATCH, percent, reputationEvent, reputationView, type GuardThresholds, type ReputationView } from '../../checks/reputation-rule.js';
+import { BATCH, percent, reputationEvent, reputationView, type GuardThresholds, type ReputationView } from './reputation-rule.js';
 import { notFound } from '../../shared/errors.js';
 import { findDomainByIdOrName, listDomainNames, listDomains, type Domain } from '../../store/domains.js';
 import { refreshEmailStatus } from '../../store/emails.js';
@@ -16,7 +16,7 @@ export interface ReputationGuard {
   snapshot(): Promise<Array<{ workspace_id: string; domain: string; state: ReputationState; bounce_rate: number; complaint_rate: number; held: number }>>;
 }
 
-/** The guard's use cases: views of the rule's state (checks/reputation-rule.ts) and the operator's resume. */
+/** The guard's use cases: views of the rule's state (reputation-rule.ts) and the operator's resume. */
 export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
   const { db, clock, config } = deps;
   const log = deps.logger.child({ component: 'reputation-guard' });

@@ -1,10 +1,10 @@
-import type { Config } from '../config/schema.js';
-import { holdWaiting, judge, reputationEvent, type GuardThresholds } from '../checks/reputation-rule.js';
-import type { Clock } from '../shared/clock.js';
-import type { Logger } from '../shared/logger.js';
-import type { Db, Dialect } from '../store/db.js';
-import { findDomainById } from '../store/domains.js';
-import { countDomainEngagement, countDomainOutcomes, listReputationStates, saveReputationState, type DomainReputation } from '../store/reputation.js';
+import type { Config } from '../../config/schema.js';
+import { holdWaiting, judge, reputationEvent, type GuardThresholds } from './reputation-rule.js';
+import type { Clock } from '../../shared/clock.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Db, Dialect } from '../../store/db.js';
+import { findDomainById } from '../../store/domains.js';
+import { countDomainEngagement, countDomainOutcomes, listReputationStates, saveReputationState, type DomainReputation } from '../../store/reputation.js';
 
 /**
  * A periodic task (the reputation guard's round): per sending domain, the rolling hard-bounce

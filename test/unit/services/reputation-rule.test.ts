@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judge, type GuardThresholds } from '../../../src/checks/reputation-rule.js';
+import { judge, type GuardThresholds } from '../../../src/services/deliverability/reputation-rule.js';
 
 const t: GuardThresholds = { windowHours: 24, minimumSent: 200, bounceWarning: 5, bouncePause: 10, complaintWarning: 0.1, complaintPause: 0.3, engagementWarning: 1 };
 const counts = (accepted: number, bounces: number, hard: number, complaints: number) => ({ accepted, bounces, hard_bounces: hard, complaints });

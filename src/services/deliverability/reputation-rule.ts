@@ -1,11 +1,11 @@
-import { recordHeld } from '../delivery/hold-paused.js';
-import { recordEvent } from '../events/record-event.js';
-import type { Clock } from '../shared/clock.js';
-import { toIsoOrNull } from '../shared/clock.js';
-import type { Db } from '../store/db.js';
-import { holdWaitingMarketing, type DomainEngagement, type DomainOutcomeCounts, type DomainReputation, type ReputationState } from '../store/reputation.js';
-import type { Domain } from '../store/domains.js';
-import type { CheckStatus } from './check-status.js';
+import { recordHeld } from '../../delivery/hold-paused.js';
+import { recordEvent } from '../../events/record-event.js';
+import type { Clock } from '../../shared/clock.js';
+import { toIsoOrNull } from '../../shared/clock.js';
+import type { Db } from '../../store/db.js';
+import { holdWaitingMarketing, type DomainEngagement, type DomainOutcomeCounts, type DomainReputation, type ReputationState } from '../../store/reputation.js';
+import type { Domain } from '../../store/domains.js';
+import type { CheckStatus } from '../../checks/check-status.js';
 
 /**
  * The reputation guard's rule, shared by its evaluation (tasks/evaluate-reputation.ts, time-driven)
