@@ -1,4 +1,4 @@
-import { campaignReport, type GroupStats } from '../services/campaign-report.js';
+import { campaignReport, type GroupStats } from '../services/marketing/campaign-report.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { listCampaignVariants, listDueTests, saveWinner } from '../store/ab-tests.js';

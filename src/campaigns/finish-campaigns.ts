@@ -1,5 +1,5 @@
 import { recordEvent } from '../events/record-event.js';
-import { campaignReport } from '../services/campaign-report.js';
+import { campaignReport } from '../services/marketing/campaign-report.js';
 import { toIso, type Clock } from '../shared/clock.js';
 import { countUnfinished, listSendingCampaigns, markCampaignSent } from '../store/campaigns.js';
 import type { Db, Dialect } from '../store/db.js';

@@ -4,7 +4,7 @@ import { parseMailboxes } from '../messages/addresses.js';
 import { domainOf } from '../shared/domain-name.js';
 import { campaignSubject } from '../messages/campaign-message.js';
 import type { MessageLinks } from '../messages/links.js';
-import { selectionOf } from '../services/campaigns.js';
+import { selectionOf } from '../services/marketing/campaigns.js';
 import { limitFor } from '../services/rate-limits.js';
 import { emailRecords, type Prepared } from '../messages/email-records.js';
 import type { Enqueue } from '../services/send/enqueue.js';

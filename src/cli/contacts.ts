@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { ContactImportOptions } from '../services/contact-imports/contact-imports.js';
+import type { ContactImportOptions } from '../services/marketing/contact-imports/contact-imports.js';
 import { validationError } from '../shared/errors.js';
 import { CliExit, output, progressOn, withRuntime, workspaceOf, type CliIo } from './io.js';
 

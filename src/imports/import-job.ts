@@ -1,4 +1,4 @@
-import { runImport, type RunImportDeps } from '../services/contact-imports/run-import.js';
+import { runImport, type RunImportDeps } from '../services/marketing/contact-imports/run-import.js';
 import { claimContactImport } from '../store/contact-imports.js';
 import type { Dialect } from '../store/db.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';

@@ -1,5 +1,5 @@
 import type { WorkflowRun } from '../store/workflow-runs.js';
-import type { SubscriberView } from '../services/subscribers.js';
+import type { SubscriberView } from '../services/marketing/subscribers.js';
 import type { ContactFields, RunContext } from './evaluate-rule.js';
 
 /** The contact as conditions and variables read it: its record, properties being its metadata. */

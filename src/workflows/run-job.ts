@@ -6,7 +6,7 @@ import type { Db, Dialect } from '../store/db.js';
 import { claimDueWorkflowRuns, updateLeasedWorkflowRun, updateWorkflowRunStep, type RunChanges, type WorkflowRun } from '../store/workflow-runs.js';
 import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import { findStep, type Definition } from '../services/workflows/definition.js';
-import type { SubscriberView } from '../services/subscribers.js';
+import type { SubscriberView } from '../services/marketing/subscribers.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import { failRun, moveRun } from './advance-run.js';
 import type { DefinitionCache } from './definition-cache.js';

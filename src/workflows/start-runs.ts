@@ -7,7 +7,7 @@ import { listRunsWaitingFor, resumeWaitingWorkflowRun, saveWorkflowRun, saveWork
 import { listEnabledWorkflowsFor } from '../store/workflows.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/db.js';
-import type { SubscriberService, SubscriberView } from '../services/subscribers.js';
+import type { SubscriberService, SubscriberView } from '../services/marketing/subscribers.js';
 import { moveRun, recordRunStarted } from './advance-run.js';
 import { evaluateRule } from './evaluate-rule.js';
 import type { DefinitionCache } from './definition-cache.js';

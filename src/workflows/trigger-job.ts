@@ -3,7 +3,7 @@ import type { Clock } from '../shared/clock.js';
 import type { CommitBatcher } from '../store/commit-batcher.js';
 import type { Db, Dialect } from '../store/db.js';
 import { claimWorkflowTriggers, type WorkflowTrigger } from '../store/workflow-triggers.js';
-import type { SubscriberService } from '../services/subscribers.js';
+import type { SubscriberService } from '../services/marketing/subscribers.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { createRunStarter } from './start-runs.js';

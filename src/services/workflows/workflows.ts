@@ -10,7 +10,7 @@ import { saveWorkflowTrigger, triggerContactKey } from '../../store/workflow-tri
 import { cancelWorkflowRuns, countWorkflowRunsByStatus, findWorkflowRun, listWorkflowRunSteps, listWorkflowRunsPage, type WorkflowRun, type WorkflowRunStep } from '../../store/workflow-runs.js';
 import { findWorkflow, findWorkflowVersion, listWorkflowsPage, removeWorkflow, saveWorkflow, saveWorkflowVersion, updateWorkflow, WORKFLOW_RUN_STATUSES, WORKFLOW_STATUSES, type Workflow, type WorkflowRunStatus, type WorkflowStatus } from '../../store/workflows.js';
 import { findWorkspace } from '../../store/workspaces.js';
-import type { AudienceService } from '../audiences.js';
+import type { AudienceService } from '../marketing/audiences.js';
 import type { ListPage } from '../../store/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { parseMailbox, parseMailboxes, requireAddress, singleLine } from '../../messages/addresses.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { groupCuts, groupOf } from '../../../src/campaigns/ab-group.js';
 import { pickWinner } from '../../../src/campaigns/choose-winners.js';
-import type { GroupStats } from '../../../src/services/campaign-report.js';
+import type { GroupStats } from '../../../src/services/marketing/campaign-report.js';
 import { newId } from '../../../src/shared/ids.js';
 
 describe('A/B groups', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chooseLanguage, loadPreferenceMessages, MESSAGE_KEYS } from '../../../src/intake/http/routes/public/preference-messages.js';
 import { preferencePage } from '../../../src/intake/http/routes/public/preference-page.js';
-import type { PreferenceState } from '../../../src/services/preferences.js';
+import type { PreferenceState } from '../../../src/services/marketing/preferences.js';
 
 const messages = loadPreferenceMessages();
 

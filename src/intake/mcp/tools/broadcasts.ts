@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CampaignInput } from '../../../services/campaigns.js';
+import type { CampaignInput } from '../../../services/marketing/campaigns.js';
 import { validationError } from '../../../shared/errors.js';
 import { toInput } from '../../http/routes/v1/broadcasts.js';
 import { countAgainstLimit } from '../../http/rate-limit.js';

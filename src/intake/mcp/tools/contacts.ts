@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TOPIC_SUBSCRIPTIONS } from '../../../services/topics.js';
+import { TOPIC_SUBSCRIPTIONS } from '../../../services/marketing/topics.js';
 import { parsePage } from '../../../store/list-page.js';
 import { CREATE, READ, WRITE, defineTool } from '../tool.js';
 

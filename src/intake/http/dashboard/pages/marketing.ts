@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { CampaignView } from '../../../../services/campaigns.js';
+import type { CampaignView } from '../../../../services/marketing/campaigns.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html, type SafeHtml } from '../html.js';

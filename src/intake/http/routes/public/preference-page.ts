@@ -1,5 +1,5 @@
 import { escapeHtml } from '../../../../messages/render-template.js';
-import type { PreferenceState } from '../../../../services/preferences.js';
+import type { PreferenceState } from '../../../../services/marketing/preferences.js';
 import { fill, type MessageKey, type Messages } from './preference-messages.js';
 
 /**

@@ -1,7 +1,7 @@
 import parse from 'co-body';
 import type { Next } from 'koa';
 import { isAppError } from '../../../../shared/errors.js';
-import type { PreferenceState } from '../../../../services/preferences.js';
+import type { PreferenceState } from '../../../../services/marketing/preferences.js';
 import type { Ctx, HttpDeps } from '../../context.js';
 import { chooseLanguage, FALLBACK_LANGUAGE, loadPreferenceMessages } from './preference-messages.js';
 import { invalidLinkPage, preferencePage, type Notice } from './preference-page.js';

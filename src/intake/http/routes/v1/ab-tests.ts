@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import type { AbTestInput } from '../../../../services/ab-test.js';
-import type { CampaignView } from '../../../../services/campaigns.js';
+import type { AbTestInput } from '../../../../services/marketing/ab-test.js';
+import type { CampaignView } from '../../../../services/marketing/campaigns.js';
 import type { WinnerMetric } from '../../../../store/campaigns.js';
 import { defineRoute } from '../../route.js';
 
 /**
  * A/B tests and holdouts, ours on both campaign shapes: the request fields a broadcast (or a
  * SPEC campaign) takes beside its content, how they are rendered, and the route that chooses
- * the winner by hand. The service checks the values (services/ab-test.ts).
+ * the winner by hand. The service checks the values (services/marketing/ab-test.ts).
  */
 
 const variantBody = z.strictObject({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CampaignInput, CampaignView } from '../../../../services/campaigns.js';
+import type { CampaignInput, CampaignView } from '../../../../services/marketing/campaigns.js';
 import { parseMailbox } from '../../../../messages/addresses.js';
 import { validationError } from '../../../../shared/errors.js';
 import { cursorList } from '../../pagination.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { SubscriberView } from '../../../../services/subscribers.js';
-import { TOPIC_SUBSCRIPTIONS } from '../../../../services/topics.js';
+import type { SubscriberView } from '../../../../services/marketing/subscribers.js';
+import { TOPIC_SUBSCRIPTIONS } from '../../../../services/marketing/topics.js';
 import { isAppError, notFound, validationError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';
 import { cursorList } from '../../pagination.js';

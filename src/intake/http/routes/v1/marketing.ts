@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CampaignInput } from '../../../../services/campaigns.js';
+import type { CampaignInput } from '../../../../services/marketing/campaigns.js';
 import { offsetList } from '../../pagination.js';
 import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute } from '../../route.js';

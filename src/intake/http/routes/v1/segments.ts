@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AudienceView } from '../../../../services/audiences.js';
+import type { AudienceView } from '../../../../services/marketing/audiences.js';
 import { cursorList } from '../../pagination.js';
 import { parsePage } from '../../../../store/list-page.js';
 import { defineRoute } from '../../route.js';
@@ -8,7 +8,7 @@ import { renderContact } from './contacts.js';
 /** Resend's segments: our audiences, in Resend's shape (the SPEC's /v1/audiences are the same records). */
 const render = (a: AudienceView) => ({ object: 'segment' as const, id: a.id, name: a.name, created_at: a.created_at, member_count: a.member_count, conditions: a.conditions });
 
-/** Ours: conditions on declared contact properties; every contact meeting all of them is a member (services/segment-conditions.ts). */
+/** Ours: conditions on declared contact properties; every contact meeting all of them is a member (services/marketing/segment-conditions.ts). */
 const conditions = z.array(z.unknown()).nullable().optional();
 
 export const v1SegmentRoutes = [

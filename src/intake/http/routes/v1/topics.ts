@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { TOPIC_SUBSCRIPTIONS } from '../../../../services/topics.js';
+import { TOPIC_SUBSCRIPTIONS } from '../../../../services/marketing/topics.js';
 import { cursorList } from '../../pagination.js';
 import { defineRoute } from '../../route.js';
 
-/** Topics: subjects contacts opt in to or out of; a broadcast may go to one (see services/topics.ts). */
+/** Topics: subjects contacts opt in to or out of; a broadcast may go to one (see services/marketing/topics.ts). */
 export const v1TopicRoutes = [
   defineRoute({
     method: 'POST',

@@ -1,9 +1,9 @@
 import { createReadStream } from 'node:fs';
 import { parse, type Parser } from 'csv-parse';
 import { z } from 'zod';
-import { classifyFault, isAppError, validationError } from '../../shared/errors.js';
-import { valueMatches, type FieldType } from '../../shared/typed-fields.js';
-import type { ContactImport } from '../../store/contact-imports.js';
+import { classifyFault, isAppError, validationError } from '../../../shared/errors.js';
+import { valueMatches, type FieldType } from '../../../shared/typed-fields.js';
+import type { ContactImport } from '../../../store/contact-imports.js';
 import type { SubscriberInput } from '../subscribers.js';
 import { TOPIC_SUBSCRIPTIONS } from '../topics.js';
 

@@ -1,12 +1,12 @@
-import { toIso } from '../shared/clock.js';
-import { notFound, validationError } from '../shared/errors.js';
-import { isUuid, newId } from '../shared/ids.js';
-import { countAudiences, countMembers, findAudience, findMember, listAudiences, listConditionalAudiences, countAudiencesOf, listAudiencesOf, listMembers, removeAudience, removeMember, renameAudience, saveAudience, saveMembers, updateAudienceConditions, type Audience } from '../store/audiences.js';
-import type { PropertyCondition } from '../store/property-conditions.js';
+import { toIso } from '../../shared/clock.js';
+import { notFound, validationError } from '../../shared/errors.js';
+import { isUuid, newId } from '../../shared/ids.js';
+import { countAudiences, countMembers, findAudience, findMember, listAudiences, listConditionalAudiences, countAudiencesOf, listAudiencesOf, listMembers, removeAudience, removeMember, renameAudience, saveAudience, saveMembers, updateAudienceConditions, type Audience } from '../../store/audiences.js';
+import type { PropertyCondition } from '../../store/property-conditions.js';
 import { checkSegmentConditions } from './segment-conditions.js';
-import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
-import type { ListPage, Listed } from '../store/list-page.js';
-import type { ServiceDeps } from './deps.js';
+import { findSubscriber, findSubscriberByEmail } from '../../store/subscribers.js';
+import type { ListPage, Listed } from '../../store/list-page.js';
+import type { ServiceDeps } from '../deps.js';
 import type { SubscriberService, SubscriberView } from './subscribers.js';
 
 export interface AudienceView {

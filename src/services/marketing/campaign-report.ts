@@ -1,6 +1,6 @@
-import { countCampaignGroups, countHoldouts, type GroupCounts } from '../store/ab-tests.js';
-import type { Db, Dialect } from '../store/db.js';
-import type { Campaign } from '../store/campaigns.js';
+import { countCampaignGroups, countHoldouts, type GroupCounts } from '../../store/ab-tests.js';
+import type { Db, Dialect } from '../../store/db.js';
+import type { Campaign } from '../../store/campaigns.js';
 
 /**
  * What became of a campaign's messages: by status, with engagement (by anyone and by people),

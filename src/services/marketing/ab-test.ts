@@ -1,10 +1,10 @@
-import { validationError } from '../shared/errors.js';
-import { MAX_DURATION_MS, parseDuration } from '../shared/duration.js';
-import { hasLineBreak, singleLine } from '../messages/addresses.js';
-import type { CampaignVariant } from '../store/ab-tests.js';
-import type { Campaign, WinnerMetric } from '../store/campaigns.js';
-import { contentOf, type Content } from '../messages/campaign-content.js';
-import { WINNER_METRICS } from '../store/campaigns.js';
+import { validationError } from '../../shared/errors.js';
+import { MAX_DURATION_MS, parseDuration } from '../../shared/duration.js';
+import { hasLineBreak, singleLine } from '../../messages/addresses.js';
+import type { CampaignVariant } from '../../store/ab-tests.js';
+import type { Campaign, WinnerMetric } from '../../store/campaigns.js';
+import { contentOf, type Content } from '../../messages/campaign-content.js';
+import { WINNER_METRICS } from '../../store/campaigns.js';
 
 /**
  * The A/B test of a campaign as it is asked for and checked: 2 to 5 variants (each changing

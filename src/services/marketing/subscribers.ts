@@ -1,14 +1,14 @@
 import { checkContactProperties } from './contact-properties.js';
-import { recordEvents, type NewEvent } from '../events/record-event.js';
-import { isAppError } from '../shared/errors.js';
-import { checkTypedValues, type FieldSchema, type FieldType } from '../shared/typed-fields.js';
-import { listAllContactProperties } from '../store/contact-properties.js';
-import { recordEvent } from '../events/record-event.js';
-import { toIso, toIsoOrNull } from '../shared/clock.js';
-import { notFound, validationError } from '../shared/errors.js';
-import { isUuid, newId } from '../shared/ids.js';
-import type { Db } from '../store/db.js';
-import { findDomain, listDomains } from '../store/domains.js';
+import { recordEvents, type NewEvent } from '../../events/record-event.js';
+import { isAppError } from '../../shared/errors.js';
+import { checkTypedValues, type FieldSchema, type FieldType } from '../../shared/typed-fields.js';
+import { listAllContactProperties } from '../../store/contact-properties.js';
+import { recordEvent } from '../../events/record-event.js';
+import { toIso, toIsoOrNull } from '../../shared/clock.js';
+import { notFound, validationError } from '../../shared/errors.js';
+import { isUuid, newId } from '../../shared/ids.js';
+import type { Db } from '../../store/db.js';
+import { findDomain, listDomains } from '../../store/domains.js';
 import {
   countSubscribers,
   findSubscriber,
@@ -24,12 +24,12 @@ import {
   type Subscriber,
   type SubscriberFilter,
   type SubscriberStatus,
-} from '../store/subscribers.js';
-import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../store/suppressions.js';
-import type { ListPage, Listed } from '../store/list-page.js';
-import type { ServiceDeps } from './deps.js';
-import { checkMetadata } from '../shared/metadata.js';
-import { hasLineBreak, requireAddress } from '../messages/addresses.js';
+} from '../../store/subscribers.js';
+import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../../store/suppressions.js';
+import type { ListPage, Listed } from '../../store/list-page.js';
+import type { ServiceDeps } from '../deps.js';
+import { checkMetadata } from '../../shared/metadata.js';
+import { hasLineBreak, requireAddress } from '../../messages/addresses.js';
 
 export const MAX_SUBSCRIBER_TAGS = 50;
 

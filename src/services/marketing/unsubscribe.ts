@@ -1,6 +1,6 @@
-import { validationError } from '../shared/errors.js';
-import type { MessageLinks } from '../messages/links.js';
-import type { ServiceDeps } from './deps.js';
+import { validationError } from '../../shared/errors.js';
+import type { MessageLinks } from '../../messages/links.js';
+import type { ServiceDeps } from '../deps.js';
 import type { SubscriberService } from './subscribers.js';
 
 export interface UnsubscribeService {

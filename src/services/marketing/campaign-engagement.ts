@@ -1,9 +1,9 @@
-import { isUuid } from '../shared/ids.js';
-import { notFound, validationError } from '../shared/errors.js';
-import { listCampaignClickedLinks, listCampaignRecipients, listClicksOfEmails } from '../store/campaign-engagement.js';
-import { findCampaign } from '../store/campaigns.js';
-import { parsePage, DEFAULT_LIMIT, MAX_LIMIT } from '../store/list-page.js';
-import type { ServiceDeps } from './deps.js';
+import { isUuid } from '../../shared/ids.js';
+import { notFound, validationError } from '../../shared/errors.js';
+import { listCampaignClickedLinks, listCampaignRecipients, listClicksOfEmails } from '../../store/campaign-engagement.js';
+import { findCampaign } from '../../store/campaigns.js';
+import { parsePage, DEFAULT_LIMIT, MAX_LIMIT } from '../../store/list-page.js';
+import type { ServiceDeps } from '../deps.js';
 
 /**
  * A broadcast's recipients by what happened to their message, and the links they clicked

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { recordEvent } from '../events/record-event.js';
-import { AppError, validationError } from '../shared/errors.js';
-import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
-import { findSubscriberByEmail, updateSubscriber, type Subscriber, type SubscriberStatus } from '../store/subscribers.js';
-import { saveSubscriptions } from '../store/topics.js';
-import { findWorkspace } from '../store/workspaces.js';
-import type { MessageLinks } from '../messages/links.js';
-import type { ServiceDeps } from './deps.js';
+import { recordEvent } from '../../events/record-event.js';
+import { AppError, validationError } from '../../shared/errors.js';
+import { signToken, tokenKey, verifyToken } from '../../shared/signed-token.js';
+import { findSubscriberByEmail, updateSubscriber, type Subscriber, type SubscriberStatus } from '../../store/subscribers.js';
+import { saveSubscriptions } from '../../store/topics.js';
+import { findWorkspace } from '../../store/workspaces.js';
+import type { MessageLinks } from '../../messages/links.js';
+import type { ServiceDeps } from '../deps.js';
 import { subscriberEventData, type SubscriberService } from './subscribers.js';
 import type { TopicChoiceView, TopicService } from './topics.js';
 
