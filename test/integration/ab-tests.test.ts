@@ -323,4 +323,18 @@ describe('A/B tests with a holdout', () => {
     assert.equal(stray.status, 400, show(stray));
     assert.match(stray.body.error.message, /^test_percentage: applies only to an A\/B test/);
   });
+
+  it('a copy of a sent A/B broadcast draws its own exact groups, not the cuts of the one it copies', async () => {
+    const copy = await post(`/v1/broadcasts/${broadcastId}/duplicate`, {});
+    assert.equal(copy.status, 201, show(copy));
+    const sent = await post(`/v1/broadcasts/${copy.body.id}/send`, {});
+    assert.equal(sent.status, 200, show(sent));
+    await eventually(async () => (await statusOf(copy.body.id)) === 'testing', 30_000, 'the copy queued its variants');
+    const view = (await get(`/v1/broadcasts/${copy.body.id}`)).body;
+    assert.deepEqual(
+      [view.counts.held_out, view.variants.map((v: { stats: { sent: number } }) => v.stats.sent)],
+      [30, [60, 60]],
+      '10%, 20% and 20% of 300, exactly, cut for the copy',
+    );
+  });
 });
