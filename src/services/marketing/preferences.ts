@@ -7,7 +7,8 @@ import { saveSubscriptions } from '../../store/topics.js';
 import { findWorkspace } from '../../store/workspaces.js';
 import type { MessageLinks } from '../../messages/links.js';
 import type { ServiceDeps } from '../deps.js';
-import { subscriberEventData, type SubscriberService } from './subscribers.js';
+import { subscriberEventData } from './subscriber-rows.js';
+import type { SubscriberService } from './subscribers.js';
 import type { TopicChoiceView, TopicService } from './topics.js';
 
 /**

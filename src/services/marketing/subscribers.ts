@@ -1,12 +1,8 @@
 import { checkContactProperties } from './contact-properties.js';
-import { recordEvents, type NewEvent } from '../../events/record-event.js';
-import { isAppError } from '../../shared/errors.js';
-import { checkTypedValues, type FieldSchema, type FieldType } from '../../shared/typed-fields.js';
-import { listAllContactProperties } from '../../store/contact-properties.js';
 import { recordEvent } from '../../events/record-event.js';
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { notFound, validationError } from '../../shared/errors.js';
-import { isUuid, newId } from '../../shared/ids.js';
+import { isUuid } from '../../shared/ids.js';
 import type { Db } from '../../store/db.js';
 import { findDomain, listDomains } from '../../store/domains.js';
 import {
@@ -16,22 +12,22 @@ import {
   listSubscribers,
   listTagsOf,
   removeSubscriber,
-  listSubscribersByEmailKeys,
   saveSubscriber,
-  saveSubscribers,
   saveSubscriberTags,
   updateSubscriber,
   type Subscriber,
   type SubscriberFilter,
   type SubscriberStatus,
 } from '../../store/subscribers.js';
-import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../../store/suppressions.js';
+import { saveSuppressionIfAbsent } from '../../store/suppressions.js';
 import type { ListPage, Listed } from '../../store/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { checkMetadata } from '../../shared/metadata.js';
 import { hasLineBreak, requireAddress } from '../../messages/addresses.js';
+import { applyStatus, checkName, checkTags, mergedMetadata, newSubscriber, setStatus, subscriberEventData } from './subscriber-rows.js';
+import { importSubscriberBatch, type BatchOptions } from './subscriber-batch.js';
 
-export const MAX_SUBSCRIBER_TAGS = 50;
+const OPT_OUT = 'unsubscribed through the API';
 
 export interface SubscriberInput {
   email: string;
@@ -88,40 +84,11 @@ export interface SubscriberService {
   importBatch(
     workspaceId: string,
     inputs: readonly SubscriberInput[],
-    options: { onConflict: 'upsert' | 'skip'; source?: string; after?: (trx: Db, written: Array<{ index: number; id: string }>, outcomes: readonly ImportOutcome[]) => Promise<void> },
+    options: BatchOptions,
   ): Promise<ImportOutcome[]>;
 }
 
 export type ImportOutcome = { outcome: 'created' | 'updated' | 'skipped'; id: string } | { outcome: 'failed'; reason: string };
-
-const checkName = (field: string, value: string | null | undefined) => {
-  if (value != null && (value.length > 200 || hasLineBreak(value))) throw validationError(field, 'must be one line of at most 200 characters');
-};
-
-function checkTags(tags: string[] | undefined): string[] | undefined {
-  if (tags === undefined) return undefined;
-  if (tags.length > MAX_SUBSCRIBER_TAGS) throw validationError('tags', `at most ${MAX_SUBSCRIBER_TAGS} tags`);
-  tags.forEach((t, i) => {
-    if (t.trim() === '' || t.length > 100 || /[\u0000-\u001f]/.test(t)) throw validationError(`tags[${i}]`, 'must be 1 to 100 printable characters');
-  });
-  return [...new Set(tags.map((t) => t.trim()))];
-}
-
-/** The data of a `subscriber.*` event: the subscriber as it is now (read in the change's transaction). */
-export async function subscriberEventData(trx: Db, s: Subscriber): Promise<Record<string, unknown>> {
-  const tags = (await listTagsOf(trx, [s.id])).get(s.id) ?? [];
-  return {
-    subscriber_id: s.id,
-    email: s.email,
-    status: s.status,
-    first_name: s.first_name,
-    last_name: s.last_name,
-    tags,
-    external_id: s.external_id,
-    metadata: s.metadata,
-    timestamp: toIso(s.updated_at),
-  };
-}
 
 export function createSubscriberService(deps: ServiceDeps): SubscriberService {
   const { db, clock } = deps;
@@ -177,44 +144,6 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     return found;
   }
 
-  /** Metadata with `properties` merged in (null removes a key), within the size limit. */
-  function mergedMetadata(current: Record<string, unknown> | null, properties: Record<string, unknown> | undefined): Record<string, unknown> | null | undefined {
-    if (properties === undefined) return undefined;
-    const merged: Record<string, unknown> = { ...current };
-    for (const [key, value] of Object.entries(properties)) {
-      if (value === null) delete merged[key];
-      else merged[key] = value;
-    }
-    // The limit applies to the merged result: the contact's properties together.
-    checkMetadata('properties', merged);
-    return Object.keys(merged).length === 0 ? null : merged;
-  }
-
-  /** Applies a status change (and the opt-out suppression it brings) in the caller's transaction. */
-  async function applyStatus(trx: Db, row: Subscriber, status: SubscriberStatus | undefined, now: number): Promise<{ row: Subscriber; changed: boolean }> {
-    if (status === undefined || status === row.status) return { row, changed: false };
-    const next = await setStatus(trx, row, status, null, now);
-    if (status === 'unsubscribed') {
-      await saveSuppressionIfAbsent(trx, { workspace_id: row.workspace_id, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail: 'unsubscribed through the API', email_id: null, created_at: now });
-    }
-    return { row: next, changed: true };
-  }
-
-  async function setStatus(trx: Db, s: Subscriber, status: SubscriberStatus, emailId: string | null, now: number): Promise<Subscriber> {
-    if (s.status === status) return s;
-    const next = { ...s, status, updated_at: now, unsubscribed_at: status === 'unsubscribed' ? now : null };
-    await updateSubscriber(trx, s.id, { status, updated_at: now, unsubscribed_at: next.unsubscribed_at });
-    if (status === 'unsubscribed') {
-      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.unsubscribed', emailId, data: await subscriberEventData(trx, next), at: now });
-    } else {
-      // Re-subscribing (an explicit request) lifts the opt-out it left behind, never a bounce
-      // or complaint suppression.
-      if ((await findSuppression(trx, s.workspace_id, s.email_key))?.reason === 'unsubscribe') await removeSuppression(trx, s.workspace_id, s.email_key);
-      await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.updated', data: await subscriberEventData(trx, next), at: now });
-    }
-    return next;
-  }
-
   /** Declared contact properties (contactProperties.create) keep their types, on both surfaces. */
   const checkDeclared = async (workspaceId: string, input: Partial<SubscriberInput>): Promise<void> => {
     if (input.properties) await checkContactProperties(db, workspaceId, input.properties);
@@ -239,30 +168,14 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
             row = { ...existing, ...all };
             await updateSubscriber(trx, existing.id, all);
           } else {
-            row = {
-              id: newId(),
-              workspace_id: workspaceId,
-              email,
-              email_key: email.toLowerCase(),
-              first_name: null,
-              last_name: null,
-              status: 'subscribed',
-              domain_id: null,
-              external_id: null,
-              metadata: null,
-              source,
-              created_at: now,
-              updated_at: now,
-              unsubscribed_at: null,
-              ...changes,
-            };
+            row = { ...newSubscriber(workspaceId, email, source, now), ...changes };
             const metadata = mergedMetadata(row.metadata, input.properties);
             if (metadata !== undefined) row.metadata = metadata;
             await saveSubscriber(trx, row);
           }
           if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
           await recordEvent(trx, { workspaceId, type: existing ? 'subscriber.updated' : 'subscriber.created', data: await subscriberEventData(trx, row), at: now });
-          row = (await applyStatus(trx, row, input.status, now)).row;
+          row = (await applyStatus(trx, row, input.status, now, OPT_OUT)).row;
           return { row, created: !existing };
         });
       let result;
@@ -302,7 +215,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
         const row: Subscriber = { ...current, ...all };
         await updateSubscriber(trx, existing.id, all);
         if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
-        const status = await applyStatus(trx, row, input.status, now);
+        const status = await applyStatus(trx, row, input.status, now, OPT_OUT);
         if (!status.changed) await recordEvent(trx, { workspaceId, type: 'subscriber.updated', data: await subscriberEventData(trx, row), at: now });
         return status.row;
       });
@@ -316,119 +229,7 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       return removed;
     },
 
-    async importBatch(workspaceId, inputs, options) {
-      const declared = await listAllContactProperties(db, workspaceId);
-      const schema: FieldSchema = Object.fromEntries(declared.map((p) => [p.key, p.type as FieldType]));
-      const outcomes: ImportOutcome[] = new Array(inputs.length);
-      const fail = (i: number, err: unknown) => {
-        if (!isAppError(err)) throw err;
-        outcomes[i] = { outcome: 'failed', reason: err.message };
-      };
-      const checked: Array<{ index: number; email: string; input: SubscriberInput }> = [];
-      for (const [index, input] of inputs.entries()) {
-        try {
-          const email = requireAddress('email', input.email);
-          checkName('first_name', input.first_name);
-          checkName('last_name', input.last_name);
-          if (input.properties) checkTypedValues('properties', schema, input.properties);
-          checked.push({ index, email, input });
-        } catch (err) {
-          fail(index, err);
-        }
-      }
-      await db.transaction().execute(async (trx) => {
-        const now = clock.now();
-        const keys = [...new Set(checked.map((c) => c.email.toLowerCase()))];
-        const known = new Map((await listSubscribersByEmailKeys(trx, workspaceId, keys)).map((row) => [row.email_key, row]));
-        const tags = await listTagsOf(trx, [...known.values()].map((r) => r.id));
-        // Rows new to this batch are inserted together at its end; a later line of the same
-        // address changes the pending row.
-        const fresh = new Map<string, Subscriber>();
-        const changed = new Map<string, Subscriber>();
-        const statusChanges: Array<{ row: Subscriber; status: SubscriberStatus }> = [];
-        const written: Array<{ index: number; id: string }> = [];
-        for (const { index, email, input } of checked) {
-          const key = email.toLowerCase();
-          try {
-            const pending = fresh.get(key);
-            const existing = pending ?? changed.get(key) ?? known.get(key);
-            if (existing && !pending && options.onConflict === 'skip') {
-              outcomes[index] = { outcome: 'skipped', id: existing.id };
-              continue;
-            }
-            const metadata = mergedMetadata(existing?.metadata ?? null, input.properties);
-            const base: Subscriber = existing ?? {
-              id: newId(),
-              workspace_id: workspaceId,
-              email,
-              email_key: key,
-              first_name: null,
-              last_name: null,
-              status: 'subscribed',
-              domain_id: null,
-              external_id: null,
-              metadata: null,
-              source: options.source ?? 'import',
-              created_at: now,
-              updated_at: now,
-              unsubscribed_at: null,
-            };
-            const row: Subscriber = {
-              ...base,
-              ...(input.first_name !== undefined ? { first_name: input.first_name } : {}),
-              ...(input.last_name !== undefined ? { last_name: input.last_name } : {}),
-              ...(metadata !== undefined ? { metadata } : {}),
-              updated_at: now,
-            };
-            if (!existing || pending) {
-              if (input.status !== undefined) Object.assign(row, { status: input.status, unsubscribed_at: input.status === 'unsubscribed' ? now : null });
-              fresh.set(key, row);
-            } else {
-              changed.set(key, row);
-              if (input.status !== undefined && input.status !== row.status) statusChanges.push({ row, status: input.status });
-            }
-            // A second line of an address new in this batch updates what the first created.
-            outcomes[index] = { outcome: existing ? 'updated' : 'created', id: row.id };
-            written.push({ index, id: row.id });
-          } catch (err) {
-            fail(index, err);
-          }
-        }
-        const inserts = [...fresh.values()];
-        await saveSubscribers(trx, inserts);
-        // Whether a line changed what the contact had: its properties compared as stored, as JSON.
-        const edited = (row: Subscriber, before: Subscriber) =>
-          row.first_name !== before.first_name || row.last_name !== before.last_name || JSON.stringify(row.metadata) !== JSON.stringify(before.metadata);
-        for (const row of changed.values()) {
-          if (!edited(row, known.get(row.email_key)!)) continue;
-          await updateSubscriber(trx, row.id, { first_name: row.first_name, last_name: row.last_name, metadata: row.metadata, updated_at: now });
-        }
-        for (const row of inserts.filter((r) => r.status === 'unsubscribed')) {
-          await saveSuppressionIfAbsent(trx, { workspace_id: workspaceId, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail: 'unsubscribed in a contact import', email_id: null, created_at: now });
-        }
-        const eventOf = (type: 'subscriber.created' | 'subscriber.updated', s: Subscriber): NewEvent => ({
-          workspaceId,
-          type,
-          at: now,
-          data: {
-            subscriber_id: s.id,
-            email: s.email,
-            status: s.status,
-            first_name: s.first_name,
-            last_name: s.last_name,
-            tags: tags.get(s.id) ?? [],
-            external_id: s.external_id,
-            metadata: s.metadata,
-            timestamp: toIso(now),
-          },
-        });
-        const changedRows = [...changed.values()].filter((r) => edited(r, known.get(r.email_key)!));
-        await recordEvents(trx, [...inserts.map((r) => eventOf('subscriber.created', r)), ...changedRows.map((r) => eventOf('subscriber.updated', r))]);
-        for (const { row, status } of statusChanges) await applyStatus(trx, row, status, now);
-        if (options.after) await options.after(trx, written, outcomes);
-      });
-      return outcomes;
-    },
+    importBatch: (workspaceId, inputs, options) => importSubscriberBatch(deps, workspaceId, inputs, options),
 
     async unsubscribe(trx, workspaceId, address, emailId) {
       const now = clock.now();
