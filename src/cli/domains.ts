@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { DnsRecord, DomainView } from '../services/domains.js';
+import type { DnsRecord, DomainView } from '../services/domains/domains.js';
 import { needsAction, type Check } from '../checks/check-status.js';
 import { CliExit, output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
@@ -95,7 +95,7 @@ export function describeChecks(domain: DomainView): string {
   return lines.join('\n');
 }
 
-type Records = Awaited<ReturnType<import('../services/domains.js').DomainService['recordsToPublish']>>;
+type Records = Awaited<ReturnType<import('../services/domains/domains.js').DomainService['recordsToPublish']>>;
 
 /**
  * Every record once, grouped by who publishes it and whether mail needs it. SPF is required

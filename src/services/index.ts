@@ -3,13 +3,13 @@ import type { UserService } from './users.js';
 import type { CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import type { Enqueue } from './send/enqueue.js';
-import type { DomainService } from './domains.js';
+import type { DomainService } from './domains/domains.js';
 import type { QueueService } from './queue.js';
 import type { limitFor } from './rate-limits.js';
 import type { RateLimiter } from '../shared/fixed-window.js';
 import type { SuppressionService } from './suppressions.js';
 import type { IpPoolService } from './ip-pools.js';
-import type { WebhookService } from './webhooks.js';
+import type { WebhookService } from './webhooks/webhooks.js';
 import type { WorkspaceService } from './workspaces.js';
 import type { EmailService } from './emails.js';
 import type { IdempotencyService } from './idempotency.js';
@@ -42,7 +42,7 @@ import type { UsageService } from './usage.js';
 import type { ApiLogService } from './api-logs.js';
 import type { EventDefinitionService } from './workflows/event-definitions.js';
 import type { ContactPropertyService } from './marketing/contact-properties.js';
-import type { DomainClaimService } from './domain-claims.js';
+import type { DomainClaimService } from './domains/domain-claims.js';
 
 /** Every use case, built once by the composition root (src/runtime.ts) and shared by all intakes. */
 export interface Services {

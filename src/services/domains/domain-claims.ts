@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { toIso } from '../shared/clock.js';
-import { isNoRecordError } from '../shared/dns.js';
-import { normalizeDomain } from '../shared/domain-name.js';
-import { AppError, notFound, validationError } from '../shared/errors.js';
-import { isUuid, newId } from '../shared/ids.js';
-import { findDomainClaim, findLatestDomainClaim, hasEmailsSince, hasUnfinishedEmails, saveDomainClaim, supersedeDomainClaims, updateDomainClaim, type DomainClaim } from '../store/domain-claims.js';
-import { listDomainsNamed } from '../store/domains.js';
-import type { ServiceDeps } from './deps.js';
+import { toIso } from '../../shared/clock.js';
+import { isNoRecordError } from '../../shared/dns.js';
+import { normalizeDomain } from '../../shared/domain-name.js';
+import { AppError, notFound, validationError } from '../../shared/errors.js';
+import { isUuid, newId } from '../../shared/ids.js';
+import { findDomainClaim, findLatestDomainClaim, hasEmailsSince, hasUnfinishedEmails, saveDomainClaim, supersedeDomainClaims, updateDomainClaim, type DomainClaim } from '../../store/domain-claims.js';
+import { listDomainsNamed } from '../../store/domains.js';
+import type { ServiceDeps } from '../deps.js';
 import type { DomainService, DomainSettingsInput } from './domains.js';
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeChecks } from '../../../src/cli/domains.js';
-import type { DomainView } from '../../../src/services/domains.js';
+import type { DomainView } from '../../../src/services/domains/domains.js';
 
 const check = (status: string, required: boolean, message: string) => ({ status, required, message, found: null, publish: [] });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { subscribesTo } from '../../../src/events/subscriptions.js';
-import { parseEvents } from '../../../src/services/webhooks.js';
+import { parseEvents } from '../../../src/services/webhooks/webhooks.js';
 
 describe('webhook subscriptions', () => {
   it('"*" receives every type; a list receives its own', () => {

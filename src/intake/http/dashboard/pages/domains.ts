@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { DnsRecord, DomainView } from '../../../../services/domains.js';
+import type { DnsRecord, DomainView } from '../../../../services/domains/domains.js';
 import type { Check } from '../../../../checks/check-status.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';

@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import { subscribedTypes, type AttemptView, type WebhookView } from '../../../../services/webhooks.js';
+import { subscribedTypes, type AttemptView, type WebhookView } from '../../../../services/webhooks/webhooks.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html } from '../html.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { DnsRecord, DomainView } from '../../../../services/domains.js';
+import type { DnsRecord, DomainView } from '../../../../services/domains/domains.js';
 import type { CheckStatus } from '../../../../checks/check-status.js';
 import { validationError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';

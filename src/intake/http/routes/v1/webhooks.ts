@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AttemptView, DeliveryView, WebhookView } from '../../../../services/webhooks.js';
+import type { AttemptView, DeliveryView, WebhookView } from '../../../../services/webhooks/webhooks.js';
 import { validationError } from '../../../../shared/errors.js';
 import { WEBHOOK_DELIVERY_STATUSES } from '../../../../store/webhooks.js';
 import { cursorList, offsetList } from '../../pagination.js';
