@@ -254,7 +254,7 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
   });
 
   it('`mailsvc users reset-2fa` turns it off for a lost device and ends the sessions', async () => {
-    const owner = (await signIn(OWNER, recovery[1]!)).client;
+    const owner = (await signIn(OWNER, recovery[1])).client;
     assert.equal(await signedIn(owner), true);
     const reset = await runCliProcess(['users', 'reset-2fa', 'Owner@Team.test'], env);
     assert.equal(reset.code, 0, reset.stderr);
