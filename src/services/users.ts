@@ -122,7 +122,15 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
     const workspace = await findWorkspace(db, workspaceId);
     if (!workspace) return { emailId: null, error: 'no such workspace' };
     try {
-      const from: Address = config.dashboard.mailFrom ? parseMailbox('dashboard.mailFrom', config.dashboard.mailFrom) : await deps.send.defaultSender(workspace);
+      let from: Address;
+      if (config.dashboard.mailFrom) from = parseMailbox('dashboard.mailFrom', config.dashboard.mailFrom);
+      else {
+        try {
+          from = await deps.send.defaultSender(workspace);
+        } catch {
+          return { emailId: null, error: `the workspace ${workspace.name} has no verified domain to send from, and dashboard.mailFrom is not set` };
+        }
+      }
       const name = workspace.name;
       const until = toIso(expiresAt).slice(0, 16).replace('T', ' ');
       const text = [
@@ -138,6 +146,7 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
         intake: 'dashboard',
         test: false,
         from,
+        fromField: config.dashboard.mailFrom ? 'dashboard.mailFrom' : 'from',
         to: [{ name: '', address: to }],
         subject: `You are invited to ${name} on mailsvc`,
         text,
