@@ -147,13 +147,13 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
   const TICKET = 'dashboard-2fa-ticket';
   const makeTicket = (userId: string): SecondFactorNeeded => {
     const expiresAt = clock.now() + SECOND_FACTOR_TTL_MS;
-    return { ticket: encryptSecret(secretKey, JSON.stringify({ p: TICKET, u: userId, e: expiresAt })), expiresAt };
+    return { ticket: encryptSecret(secretKey, `${TICKET} ${userId} ${expiresAt}`), expiresAt };
   };
   const openTicket = (ticket: string | undefined): string | undefined => {
     if (!ticket || ticket.length > 500) return undefined;
     try {
-      const t = JSON.parse(decryptSecret(secretKey, ticket)) as { p?: unknown; u?: unknown; e?: unknown };
-      return t.p === TICKET && typeof t.u === 'string' && typeof t.e === 'number' && t.e > clock.now() ? t.u : undefined;
+      const [purpose, userId, expiresAt] = decryptSecret(secretKey, ticket).split(' ');
+      return purpose === TICKET && userId && Number(expiresAt) > clock.now() ? userId : undefined;
     } catch {
       return undefined;
     }
