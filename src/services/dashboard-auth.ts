@@ -88,8 +88,11 @@ export interface DashboardAuthService {
   ticketUser(ticket: string | undefined): string | undefined;
   /** The second step: a TOTP code or a recovery code; wrong ones count towards the same lockout as passwords. */
   signInWithSecondFactor(ticket: string | undefined, code: string, client: ClientInfo): Promise<SignedIn & { userId: string; method: 'totp' | 'recovery_code'; recoveryCodesLeft: number }>;
-  /** A session for a user who just proved who they are (an accepted invitation). */
-  signInUser(userId: string, client: ClientInfo): Promise<SignedIn>;
+  /**
+   * A session for a user who just proved who they are (an accepted invitation); an existing
+   * account with a second factor (joining another workspace) still owes its code.
+   */
+  signInUser(userId: string, client: ClientInfo): Promise<SignedIn | SecondFactorNeeded>;
   signInWithLink(token: string, client: ClientInfo): Promise<SignedIn>;
   session(secret: string | undefined): Promise<DashboardSessionInfo | undefined>;
   signOut(secret: string | undefined): Promise<void>;
@@ -240,7 +243,10 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
       return { ...signed, userId, method: result.method, recoveryCodesLeft: result.recoveryCodesLeft };
     },
 
-    signInUser: (userId, client) => signedIn(client, 'invite', userId),
+    async signInUser(userId, client) {
+      if ((await deps.twoFactor.status(userId)).enabled) return makeTicket(userId);
+      return signedIn(client, 'invite', userId);
+    },
 
     async session(secret) {
       if (!secret || secret.length > 100) return undefined;

@@ -110,6 +110,20 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     assert.equal((await secondStep(client, code(secret, T0 + 2 * STEP_MS))).status, 303);
     assert.equal(await signedIn(client), true);
     assert.equal(client.cookies.has('mailsvc_2fa'), false, 'the ticket is spent');
+
+    // Joining another workspace by invitation with the account's password still owes the code.
+    clock.set(T0 + 3 * STEP_MS);
+    const other = await server.runtime.services.workspaces.create('second workspace');
+    const invited = await server.runtime.services.users.invite({ email: OWNER.email, workspaceId: other.id, role: 'viewer' });
+    const joiner = new DashboardClient(server.httpUrl);
+    const path = new URL(invited.url).pathname;
+    const form = await joiner.get(path);
+    const joined = await joiner.post(path, { _csrf: form.csrf ?? '', password: OWNER.password, confirm: OWNER.password });
+    assert.equal(joined.status, 303);
+    assert.equal(joined.headers.get('location'), '/dashboard/login/two-factor');
+    assert.equal(joiner.cookies.has('mailsvc_session'), false, 'no session before the code');
+    assert.equal((await secondStep(joiner, code(secret, clock.now()))).status, 303);
+    assert.equal(await signedIn(joiner), true);
   });
 
   it('takes a code one step either side of now, not two; never the same code twice', async () => {

@@ -151,6 +151,13 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
       return;
     }
     const signed = await auth.signInUser(accepted.user.id, client(ctx));
+    if ('ticket' in signed) {
+      // Joined with the password of an account that has a second factor: its code before a session.
+      setSecondFactorTicket(ctx, signed);
+      ctx.status = 303;
+      ctx.redirect('/dashboard/login/two-factor');
+      return;
+    }
     setSessionCookie(ctx, signed);
     const session = await auth.session(signed.secret);
     if (session) await auth.switchWorkspace(session, accepted.workspaceId);
