@@ -1,4 +1,5 @@
 import { createUserService } from './services/users.js';
+import { createTwoFactorService } from './services/two-factor.js';
 import { createAuditService } from './services/audit.js';
 import { withAuditTrail } from './services/audit-trail.js';
 import { availableParallelism } from 'node:os';
@@ -171,10 +172,12 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
   const inboxDrafts = createInboxDraftService({ ...deps, send, inboxThreads, inboxReplies, fetchAttachment });
   const domains = createDomainService(deps);
   const audit = createAuditService(deps);
-  const users = createUserService(deps);
+  const users = createUserService({ ...deps, send });
+  const twoFactor = createTwoFactorService(deps);
   const services: Services = {
     audit,
     users,
+    twoFactor,
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
     domains,
@@ -208,7 +211,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     inboxAgent: createInboxAgentService({ ...deps, inboxThreads }),
     receivedEmails: createReceivedEmailService(deps),
     workflows: createWorkflowService({ ...deps, templates, audiences, send }),
-    dashboardAuth: createDashboardAuthService({ ...deps, users }),
+    dashboardAuth: createDashboardAuthService({ ...deps, users, twoFactor }),
     reputation: createReputationGuard(deps),
     emailMetrics: createEmailMetricsService(deps),
     enqueue,

@@ -20,7 +20,7 @@ export function registerAuditCommands(program: Command, io: CliIo): void {
     .option('--limit <n>', 'at most this many (1 to 100)', count, '50')
     .option('--after <id>', 'entries older than this one (the next page)')
     .option('--action <action>', 'only this action (api_key.created), or those starting with a prefix ending in "." (domain.)')
-    .option('--actor <type>', 'only changes by api_key, dashboard, cli or system')
+    .option('--actor <type>', 'only changes by api_key, user, dashboard, cli or system')
     .option('--object <id>', 'only changes to this object')
     .action(async (opts: { workspace?: string; limit: string; after?: string; action?: string; actor?: string; object?: string }, c: Command) => {
       const page = await withRuntime(c, io, async (rt) =>

@@ -36,12 +36,30 @@ export function registerUserCommands(program: Command, io: CliIo): void {
 
   cmd
     .command('invite <email>')
-    .description('a one-time link (7 days) that makes a user of EMAIL with --role once they choose a password; printed here, to send them')
+    .description('a one-time link (7 days) that makes a user of EMAIL with --role once they choose a password; mailed to them when the workspace can send (a verified domain), else printed here to pass on')
     .requiredOption('--role <role>', `one of ${ROLES.join(', ')}`, role)
     .option('--workspace <id>', 'workspace (default: the default workspace)')
     .action(async (email: string, opts: { role: Role; workspace?: string }, c: Command) => {
       const invite = await withRuntime(c, io, async (rt) => rt.services.users.invite({ email, role: opts.role, workspaceId: await workspaceOf(rt, opts.workspace) }));
-      output(c, io, invite, () => `Invitation for ${invite.email} (${invite.role}), valid until ${invite.expires_at}; it works once:\n${invite.url}`);
+      // Once mailed, the link is the invitee's alone: not printed, nor in the JSON.
+      const shown = invite.mailed ? { ...invite, url: null } : invite;
+      output(c, io, shown, () =>
+        invite.mailed
+          ? `Mailed the invitation to ${invite.email} (${invite.role}, email ${invite.email_id}); the link works once, until ${invite.expires_at}.`
+          : `Invitation for ${invite.email} (${invite.role}), valid until ${invite.expires_at}; it works once.\nNot mailed (${invite.mail_error}): send them this link yourself:\n${invite.url}`,
+      );
+    });
+
+  cmd
+    .command('reset-2fa <email>')
+    .description('turns off two-factor sign-in of a user who lost their device (they set it up again at their next sign-in if a workspace requires it); their sessions end')
+    .action(async (email: string, _opts: unknown, c: Command) => {
+      const reset = await withRuntime(c, io, (rt) => rt.services.twoFactor.reset(email));
+      output(c, io, { email: reset.email, removed: reset.removed, sessions_ended: reset.sessionsEnded }, () =>
+        reset.removed
+          ? `Two-factor sign-in of ${reset.email} is off and their recovery codes are void; ${reset.sessionsEnded} session(s) ended. They sign in with their password and can set it up again on their Account page.`
+          : `${reset.email} had no two-factor sign-in; ${reset.sessionsEnded} session(s) ended.`,
+      );
     });
 
   cmd

@@ -470,6 +470,9 @@ export const schema = {
   },
   dashboard: {
     password: optionalStr('Dashboard password; null allows only one-time links from `mailsvc dashboard login`.'),
+    mailFrom: optionalStr(
+      'The sender of invitation emails (`mailsvc users invite`), e.g. "mailsvc <team@example.com>"; its domain must be a verified domain of the inviting workspace. null: the workspace\'s default sender (its default from address, else noreply@ its first verified domain). Without either, invitations are not mailed and the link is printed.',
+    ),
   },
 } as const;
 

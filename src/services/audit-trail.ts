@@ -65,8 +65,23 @@ export const AUDIT_TRAIL: Trail = {
   },
   users: {
     create: ([input], u) => ({ workspaceId: input.workspaceId, action: 'user.created', objectType: 'user', objectId: u.id, detail: { email: u.email, role: u.role } }),
-    invite: ([input], r) => ({ workspaceId: input.workspaceId, action: 'user.invited', objectType: 'user', objectId: null, detail: { email: r.email, role: r.role } }),
+    invite: ([input], r) => ({ workspaceId: input.workspaceId, action: 'user.invited', objectType: 'user', objectId: null, detail: { email: r.email, role: r.role, mailed: r.mailed, ...(r.email_id ? { email_id: r.email_id } : {}) } }),
     acceptInvite: (_, r) => ({ workspaceId: r.workspaceId, action: 'user.joined', objectType: 'user', objectId: r.user.id, detail: { email: r.user.email } }),
+  },
+  // Each user's own account: who acts is the user (the dashboard's actor); never a code or a secret.
+  twoFactor: {
+    confirm: ([who]) => ({ workspaceId: who.workspaceId, action: 'user.two_factor_enabled', objectType: 'user', objectId: who.userId }),
+    regenerateRecoveryCodes: ([who]) => ({ workspaceId: who.workspaceId, action: 'user.recovery_codes_replaced', objectType: 'user', objectId: who.userId }),
+    disable: ([who]) => ({ workspaceId: who.workspaceId, action: 'user.two_factor_disabled', objectType: 'user', objectId: who.userId }),
+    reset: (_, r) => ({ workspaceId: null, action: 'user.two_factor_reset', objectType: 'user', objectId: r.userId, detail: { email: r.email, removed: r.removed, sessions_ended: r.sessionsEnded } }),
+    setRequired: (_, r) => ({ workspaceId: r.workspaceId, action: r.required ? 'workspace.two_factor_required' : 'workspace.two_factor_optional', objectType: 'workspace', objectId: r.workspaceId }),
+  },
+  dashboardAuth: {
+    signInWithSecondFactor: (_, r) =>
+      r.method === 'recovery_code' ? { workspaceId: null, action: 'user.recovery_code_used', objectType: 'user', objectId: r.userId, detail: { recovery_codes_left: r.recoveryCodesLeft } } : null,
+    revokeSession: ([who, id]) => ({ workspaceId: who.workspaceId, action: 'session.revoked', objectType: 'session', objectId: id }),
+    endOtherSessions: ([who], r) => ({ workspaceId: who.workspaceId, action: 'session.others_ended', objectType: 'user', objectId: who.userId, detail: { count: r.ended } }),
+    changePassword: ([who], r) => ({ workspaceId: who.workspaceId, action: 'user.password_changed', objectType: 'user', objectId: who.userId, detail: { sessions_ended: r.ended } }),
   },
   inboxAgent: {
     update: ([workspaceId], r) => ({ workspaceId, action: 'inbox_agent.updated', objectType: 'inbox', objectId: r.id, detail: { actions: r.settings.actions, forward_to: r.settings.forward_to } }),

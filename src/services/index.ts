@@ -1,5 +1,6 @@
 import type { AuditService } from './audit.js';
 import type { UserService } from './users.js';
+import type { TwoFactorService } from './two-factor.js';
 import type { CredentialService } from './credentials.js';
 import type { ServiceDeps } from './deps.js';
 import type { Enqueue } from './send/enqueue.js';
@@ -51,6 +52,8 @@ export interface Services {
   audit: AuditService;
   /** Dashboard users and their roles per workspace. */
   users: UserService;
+  /** TOTP second factor and recovery codes of dashboard users; workspaces that require it. */
+  twoFactor: TwoFactorService;
   credentials: CredentialService;
   domains: DomainService;
   templates: TemplateService;

@@ -5,8 +5,11 @@ import { toIso } from '../shared/clock.js';
 import { sha256Hex } from '../shared/crypto.js';
 import { AppError, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { countUsers, findInvite, findMembership, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, useInvite, type Role, type User } from '../store/users.js';
+import { countUsers, findInvite, findMembership, findUser, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, saveUserPassword, useInvite, type Role, type User } from '../store/users.js';
+import { parseMailbox, type Address } from '../messages/addresses.js';
+import { findWorkspace } from '../store/workspaces.js';
 import type { ServiceDeps } from './deps.js';
+import type { SendService } from './send/send-email.js';
 
 export { ROLES, type Role } from '../store/users.js';
 
@@ -45,7 +48,7 @@ export interface UserService {
   /** A user with a password and a role in a workspace (the first owner: `mailsvc users create --owner`). */
   create(input: { email: string; password: string; workspaceId: string; role: Role }): Promise<UserView>;
   /** A one-time link that makes a user of `email` with `role` once its password is chosen. */
-  invite(input: { email: string; workspaceId: string; role: Role }): Promise<{ url: string; email: string; role: Role; expires_at: string }>;
+  invite(input: { email: string; workspaceId: string; role: Role }): Promise<InviteResult>;
   /** The invitation a link names, if it can still be used. */
   findInvite(token: string): Promise<{ email: string; role: Role; workspaceId: string } | undefined>;
   /** Accepts an invitation with the password the person chose; the link works once. */
@@ -53,7 +56,26 @@ export interface UserService {
   /** The user whose address and password these are; undefined otherwise (in about the same time either way). */
   verify(email: string, password: string): Promise<User | undefined>;
   roleOf(userId: string, workspaceId: string): Promise<Role | undefined>;
+  /** Checks the current password, then sets the new one (the caller ends the other sessions: dashboard-auth's changePassword). */
+  changePassword(userId: string, current: string, next: string): Promise<void>;
   list(workspaceId: string): Promise<UserView[]>;
+}
+
+/**
+ * An invitation: mailed to the invitee through the server's own send path when the workspace
+ * can send (`mailed`), else only the link, for whoever invited to pass on (`mail_error` says why).
+ */
+export interface InviteResult {
+  email: string;
+  role: Role;
+  expires_at: string;
+  /** The one-time link: a credential for whoever holds it until used. */
+  url: string;
+  mailed: boolean;
+  /** The queued invitation email's id. */
+  email_id: string | null;
+  /** Why it was not mailed. */
+  mail_error: string | null;
 }
 
 const parseRole = (role: string): Role => {
@@ -85,8 +107,62 @@ async function passwordMatches(stored: string, password: string): Promise<boolea
   return expected.length === given.length && timingSafeEqual(given, expected);
 }
 
-export function createUserService(deps: ServiceDeps): UserService {
+const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+export function createUserService(deps: ServiceDeps & { send: SendService }): UserService {
   const { db, clock, config } = deps;
+
+  /**
+   * Mails an invitation from dashboard.mailFrom, else the workspace's default sender (its
+   * default_from_email, else noreply@ its first verified domain). Tracking is off: a tracked
+   * link would carry the token through the click redirect. A refusal (no verified domain, a
+   * limit) is the answer, not an error: the link is still there to pass on.
+   */
+  async function mailInvite(workspaceId: string, to: string, role: Role, url: string, expiresAt: number): Promise<{ emailId: string | null; error: string | null }> {
+    const workspace = await findWorkspace(db, workspaceId);
+    if (!workspace) return { emailId: null, error: 'no such workspace' };
+    try {
+      let from: Address;
+      if (config.dashboard.mailFrom) from = parseMailbox('dashboard.mailFrom', config.dashboard.mailFrom);
+      else {
+        try {
+          from = await deps.send.defaultSender(workspace);
+        } catch {
+          return { emailId: null, error: `the workspace ${workspace.name} has no verified domain to send from, and dashboard.mailFrom is not set` };
+        }
+      }
+      const name = workspace.name;
+      const until = toIso(expiresAt).slice(0, 16).replace('T', ' ');
+      const text = [
+        `You are invited to the workspace ${name} on mailsvc, as ${role}.`,
+        '',
+        'Open this link to choose your password and join:',
+        url,
+        '',
+        `The link works once, until ${until} UTC. If you did not expect this invitation, ignore this message.`,
+      ].join('\n');
+      const html = `<p>You are invited to the workspace <strong>${escapeHtml(name)}</strong> on mailsvc, as <strong>${role}</strong>.</p><p><a href="${escapeHtml(url)}">Choose your password and join</a></p><p>The link works once, until ${until} UTC. If you did not expect this invitation, ignore this message.</p>`;
+      const outcome = await deps.send.send(workspace, {
+        intake: 'dashboard',
+        test: false,
+        from,
+        fromField: config.dashboard.mailFrom ? 'dashboard.mailFrom' : 'from',
+        to: [{ name: '', address: to }],
+        subject: `You are invited to ${name} on mailsvc`,
+        text,
+        html,
+        type: 'transactional',
+        trackOpens: false,
+        trackClicks: false,
+        tags: ['mailsvc-invitation'],
+      });
+      return { emailId: outcome.results[0]?.id ?? null, error: null };
+    } catch (err) {
+      const message = err instanceof AppError ? err.message : 'the message could not be queued';
+      deps.logger.warn({ workspaceId, err: err instanceof AppError ? undefined : err, reason: message }, 'invitation not mailed');
+      return { emailId: null, error: message };
+    }
+  }
   // An unknown address costs a scrypt too, so timing does not tell which addresses are users.
   const decoy = hashPassword(randomBytes(16).toString('base64'));
   const view = (user: { id: string; email: string }, role: Role, createdAt: number): UserView => ({ id: user.id, email: user.email, role, created_at: toIso(createdAt) });
@@ -110,7 +186,9 @@ export function createUserService(deps: ServiceDeps): UserService {
       const role = parseRole(input.role);
       await saveInvite(db, { token_hash: sha256Hex(token), email: address, workspace_id: input.workspaceId, role, created_at: now, expires_at: now + INVITE_TTL_MS, used_at: null });
       await deps.durable();
-      return { url: `${config.http.publicUrl}/dashboard/invite/${token}`, email: address, role, expires_at: toIso(now + INVITE_TTL_MS) };
+      const url = `${config.http.publicUrl}/dashboard/invite/${token}`;
+      const mail = await mailInvite(input.workspaceId, address, role, url, now + INVITE_TTL_MS);
+      return { email: address, role, expires_at: toIso(now + INVITE_TTL_MS), url, mailed: mail.emailId !== null, email_id: mail.emailId, mail_error: mail.error };
     },
 
     async findInvite(token) {
@@ -148,6 +226,16 @@ export function createUserService(deps: ServiceDeps): UserService {
     },
 
     roleOf: async (userId, workspaceId) => (await findMembership(db, userId, workspaceId))?.role,
+
+    async changePassword(userId, current, next) {
+      const user = await findUser(db, userId);
+      if (!user) throw new AppError('not_found', 'No such user');
+      if (!(await passwordMatches(user.password_hash, current))) throw validationError('current_password', 'is not your current password');
+      checkPassword(next);
+      if (next === current) throw validationError('password', 'must differ from the current one');
+      await saveUserPassword(db, userId, await hashPassword(next));
+      await deps.durable();
+    },
 
     list: async (workspaceId) => (await listMembers(db, workspaceId)).map((m) => view({ id: m.user_id, email: m.email }, m.role, m.created_at)),
   };

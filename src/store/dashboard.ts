@@ -40,3 +40,26 @@ export async function useLoginToken(db: Db, tokenHash: string, now: number): Pro
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
+
+/** A user's sessions that have not expired, newest first. */
+export const listUserSessions = (db: Db, userId: string, now: number): Promise<DashboardSession[]> =>
+  db.selectFrom('dashboard_sessions').selectAll().where('user_id', '=', userId).where('expires_at', '>', now).orderBy('created_at', 'desc').execute();
+
+/** Ends a user's sessions but `keep` (null: every one); returns how many ended. */
+export async function deleteUserSessions(db: Db, userId: string, keep: string | null): Promise<number> {
+  let q = db.deleteFrom('dashboard_sessions').where('user_id', '=', userId);
+  if (keep !== null) q = q.where('id_hash', '!=', keep);
+  const r = await q.executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Ends one session of a user; false when it was not theirs or is gone already. */
+export async function deleteUserSession(db: Db, userId: string, idHash: string): Promise<boolean> {
+  const r = await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).where('id_hash', '=', idHash).executeTakeFirst();
+  return Number(r.numDeletedRows) === 1;
+}
+
+/** Notes a session's latest request. */
+export async function touchDashboardSession(db: Db, idHash: string, now: number): Promise<void> {
+  await db.updateTable('dashboard_sessions').set({ last_seen_at: now }).where('id_hash', '=', idHash).execute();
+}

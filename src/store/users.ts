@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { UserInvitesTable, UsersTable, WorkspaceMembersTable } from './tables/users.js';
+import type { UserInvitesTable, UsersTable, UserTwoFactorTable, WorkspaceMembersTable, WorkspaceTwoFactorTable } from './tables/users.js';
 import { refuseDuplicate } from './unique-violation.js';
 
 export { ROLES, type Role } from './tables/users.js';
@@ -58,4 +58,113 @@ export const findInvite = (db: Db, tokenHash: string, now: number): Promise<User
 export async function useInvite(db: Db, tokenHash: string, now: number): Promise<boolean> {
   const r = await db.updateTable('user_invites').set({ used_at: now }).where('token_hash', '=', tokenHash).where('used_at', 'is', null).where('expires_at', '>', now).executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+/** Changes a user's password hash. */
+export async function saveUserPassword(db: Db, userId: string, passwordHash: string): Promise<void> {
+  await db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
+}
+
+/** A user's authenticator, confirmed or still being enrolled. */
+export type TwoFactor = Selectable<UserTwoFactorTable>;
+
+export const findTwoFactor = (db: Db, userId: string): Promise<TwoFactor | undefined> => db.selectFrom('user_two_factor').selectAll().where('user_id', '=', userId).executeTakeFirst();
+
+/** Starts (or starts again) an enrolment: an unconfirmed secret, replacing an earlier unconfirmed one; a confirmed one is kept. */
+export async function savePendingTwoFactor(db: Db, userId: string, secretSealed: string, now: number): Promise<void> {
+  await db
+    .insertInto('user_two_factor')
+    .values({ user_id: userId, secret_sealed: secretSealed, created_at: now, confirmed_at: null, last_step: null })
+    .onConflict((oc) => oc.column('user_id').doUpdateSet({ secret_sealed: secretSealed, created_at: now, last_step: null }).where('user_two_factor.confirmed_at', 'is', null))
+    .execute();
+}
+
+/**
+ * Confirms an enrolment and stores its recovery codes, in one transaction. False when the
+ * enrolment was confirmed meanwhile (another tab) or replaced.
+ */
+export async function confirmTwoFactor(db: Db, userId: string, secretSealed: string, step: number, codeHashes: string[], now: number): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const r = await trx
+      .updateTable('user_two_factor')
+      .set({ confirmed_at: now, last_step: step })
+      .where('user_id', '=', userId)
+      .where('secret_sealed', '=', secretSealed)
+      .where('confirmed_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) !== 1) return false;
+    await trx.deleteFrom('user_recovery_codes').where('user_id', '=', userId).execute();
+    await trx.insertInto('user_recovery_codes').values(codeHashes.map((code_hash) => ({ user_id: userId, code_hash, created_at: now, used_at: null }))).execute();
+    return true;
+  });
+}
+
+/**
+ * Records the time step of an accepted code, only if it is later than the last one: of two
+ * requests with the same code (two tabs, two nodes, a replay) exactly one gets true.
+ */
+export async function useTimeStep(db: Db, userId: string, step: number): Promise<boolean> {
+  const r = await db
+    .updateTable('user_two_factor')
+    .set({ last_step: step })
+    .where('user_id', '=', userId)
+    .where('confirmed_at', 'is not', null)
+    .where((eb) => eb.or([eb('last_step', 'is', null), eb('last_step', '<', step)]))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Uses a recovery code once; true when this call used it. */
+export async function useRecoveryCode(db: Db, userId: string, codeHash: string, now: number): Promise<boolean> {
+  const r = await db.updateTable('user_recovery_codes').set({ used_at: now }).where('user_id', '=', userId).where('code_hash', '=', codeHash).where('used_at', 'is', null).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export async function countUnusedRecoveryCodes(db: Db, userId: string): Promise<number> {
+  const row = await db.selectFrom('user_recovery_codes').select((eb) => eb.fn.countAll<number | string>().as('n')).where('user_id', '=', userId).where('used_at', 'is', null).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Replaces a user's recovery codes (new ones asked for, or none left). */
+export async function replaceRecoveryCodes(db: Db, userId: string, codeHashes: string[], now: number): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('user_recovery_codes').where('user_id', '=', userId).execute();
+    if (codeHashes.length > 0) await trx.insertInto('user_recovery_codes').values(codeHashes.map((code_hash) => ({ user_id: userId, code_hash, created_at: now, used_at: null }))).execute();
+  });
+}
+
+/** Removes a user's authenticator and recovery codes; true when there was one. */
+export async function removeTwoFactor(db: Db, userId: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const r = await trx.deleteFrom('user_two_factor').where('user_id', '=', userId).executeTakeFirst();
+    await trx.deleteFrom('user_recovery_codes').where('user_id', '=', userId).execute();
+    return Number(r.numDeletedRows) > 0;
+  });
+}
+
+export const findTwoFactorRequirement = (db: Db, workspaceId: string): Promise<Selectable<WorkspaceTwoFactorTable> | undefined> =>
+  db.selectFrom('workspace_two_factor').selectAll().where('workspace_id', '=', workspaceId).executeTakeFirst();
+
+export async function saveTwoFactorRequirement(db: Db, workspaceId: string, required: { at: number; by: string | null } | null): Promise<void> {
+  if (!required) {
+    await db.deleteFrom('workspace_two_factor').where('workspace_id', '=', workspaceId).execute();
+    return;
+  }
+  await db
+    .insertInto('workspace_two_factor')
+    .values({ workspace_id: workspaceId, required_at: required.at, required_by: required.by })
+    .onConflict((oc) => oc.column('workspace_id').doNothing())
+    .execute();
+}
+
+/**
+ * What the dashboard checks on every request of a signed-in user: whether the workspace
+ * requires a second factor and whether the user has a confirmed one.
+ */
+export async function findTwoFactorGate(db: Db, userId: string, workspaceId: string): Promise<{ required: boolean; enrolled: boolean }> {
+  const [required, enrolled] = await Promise.all([
+    db.selectFrom('workspace_two_factor').select('workspace_id').where('workspace_id', '=', workspaceId).executeTakeFirst(),
+    db.selectFrom('user_two_factor').select('user_id').where('user_id', '=', userId).where('confirmed_at', 'is not', null).executeTakeFirst(),
+  ]);
+  return { required: required !== undefined, enrolled: enrolled !== undefined };
 }

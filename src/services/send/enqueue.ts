@@ -74,7 +74,7 @@ export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; ba
       await saveEmails(trx, prepared);
     });
     const intake = prepared[0]?.email.intake;
-    const label = intake === 'v1' || intake === 'legacy' ? 'http' : intake;
+    const label = intake === 'v1' || intake === 'legacy' || intake === 'dashboard' ? 'http' : intake;
     if (label) for (const type of ['transactional', 'marketing'] as const) {
       const n = prepared.filter((p) => p.type === type).length;
       if (n > 0) deps.metrics?.emailsAccepted(label, type, n);

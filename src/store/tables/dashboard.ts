@@ -10,6 +10,11 @@ export interface DashboardSessionsTable {
   expires_at: number;
   /** The user signed in (null: the shared dashboard.password or a CLI link). */
   user_id: Generated<string | null>;
+  /** Where the session was made: the client address behind the trusted proxies, and its User-Agent (cut to 300). */
+  client_address: Generated<string | null>;
+  user_agent: Generated<string | null>;
+  /** The last request it made, to the minute (null: none since sign-in). */
+  last_seen_at: Generated<number | null>;
 }
 
 /** A one-time login link printed by `mailsvc dashboard login`. */

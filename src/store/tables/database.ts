@@ -6,7 +6,7 @@ import type { EventsTable } from './events.js';
 import type { SubscribersTable, SubscriberTagsTable, TopicsTable, SubscriberTopicsTable, AudiencesTable, AudienceMembersTable, ContactPropertiesTable, ContactImportsTable, ContactImportFilesTable } from './subscribers.js';
 import type { WorkflowsTable, WorkflowVersionsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './workflows.js';
 import type { AuditLogTable } from './audit.js';
-import type { UserInvitesTable, UsersTable, WorkspaceMembersTable } from './users.js';
+import type { UserInvitesTable, UserRecoveryCodesTable, UsersTable, UserTwoFactorTable, WorkspaceMembersTable, WorkspaceTwoFactorTable } from './users.js';
 import type { ApiLogsTable, IdempotencyKeysTable, RateLimitWindowsTable } from './requests.js';
 import type { TemplatesTable, TemplateVersionsTable } from './templates.js';
 import type { SuppressionsTable } from './suppressions.js';
@@ -40,6 +40,9 @@ export interface Database {
   users: UsersTable;
   workspace_members: WorkspaceMembersTable;
   user_invites: UserInvitesTable;
+  user_two_factor: UserTwoFactorTable;
+  user_recovery_codes: UserRecoveryCodesTable;
+  workspace_two_factor: WorkspaceTwoFactorTable;
   event_definitions: EventDefinitionsTable;
   contact_properties: ContactPropertiesTable;
   contact_imports: ContactImportsTable;

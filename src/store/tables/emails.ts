@@ -4,7 +4,8 @@ import type { Generated } from 'kysely';
 
 export type EmailType = 'transactional' | 'marketing';
 /** Where a message entered: the two HTTP surfaces, SMTP submission, a campaign, or a workflow's send step. */
-export type Intake = 'v1' | 'legacy' | 'smtp' | 'campaign' | 'workflow';
+/** Where a message came in; `dashboard`: mail the server sends for itself (an invitation). */
+export type Intake = 'v1' | 'legacy' | 'smtp' | 'campaign' | 'workflow' | 'dashboard';
 
 /**
  * Lifecycle of an email (DESIGN.md), derived from its recipients' queue items:

@@ -29,3 +29,29 @@ export interface UserInvitesTable {
   expires_at: number;
   used_at: number | null;
 }
+
+/** A user's TOTP authenticator (RFC 6238); unconfirmed (`confirmed_at` null) until a first code was right. */
+export interface UserTwoFactorTable {
+  user_id: string;
+  /** The base32 secret, sealed with the instance key (shared/crypto.ts encryptSecret). */
+  secret_sealed: string;
+  created_at: number;
+  confirmed_at: number | null;
+  /** The time step of the last code accepted: a code of that step or an earlier one is refused (replay). */
+  last_step: number | null;
+}
+
+/** A one-time recovery code; the row keeps its SHA-256. */
+export interface UserRecoveryCodesTable {
+  user_id: string;
+  code_hash: string;
+  created_at: number;
+  used_at: number | null;
+}
+
+/** A workspace whose members must sign in with a second factor. */
+export interface WorkspaceTwoFactorTable {
+  workspace_id: string;
+  required_at: number;
+  required_by: string | null;
+}

@@ -16,6 +16,10 @@ header nav a[aria-current=page]{color:#fff;border-bottom:2px solid #6ea8fe}
 header form{margin:0;display:flex;gap:.4rem;align-items:center}
 header select,header button{font-size:.85rem}
 header .ws-name{color:#cfd8e6;font-size:.85rem}
+header a.account{color:#cfd8e6;font-size:.85rem;text-decoration:none}
+header a.account[aria-current=page]{color:#fff;border-bottom:2px solid #6ea8fe}
+.qr svg{display:block;margin:.5rem 0}
+ol.codes{columns:2;font-size:1rem}
 main{max-width:72rem;margin:0 auto;padding:1rem}
 h1{font-size:1.4rem;margin:.2rem 0 1rem;overflow-wrap:anywhere}
 h2{font-size:1.1rem;margin:1.5rem 0 .6rem}

@@ -7,6 +7,7 @@ import { normalize } from '../middleware/render-errors.js';
 import { assets } from './assets.js';
 import { html } from './html.js';
 import { page, plainPage } from './layout.js';
+import { registerAccountRoutes } from './pages/account.js';
 import { registerDomainRoutes } from './pages/domains.js';
 import { registerEmailRoutes } from './pages/emails.js';
 import { registerKeyRoutes } from './pages/keys.js';
@@ -79,6 +80,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerReceivingRoutes(router, deps);
   registerWorkflowRoutes(router, deps);
   registerDeliveryRoutes(router, deps);
+  registerAccountRoutes(router, deps);
   return router;
 }
 

@@ -77,7 +77,8 @@ const shell = (title: string, header: SafeHtml | string, body: SafeHtml) => html
 
 export interface PageOptions {
   title: string;
-  section: Section;
+  /** `account`: the signed-in person's own page, linked beside Sign out rather than in the workspace's sections. */
+  section: Section | 'account';
   body: SafeHtml;
   notice?: string | undefined;
   error?: string | undefined;
@@ -91,7 +92,7 @@ export function page(view: DashView, options: PageOptions): string {
         )}</select><button type="submit" class="secondary">Switch</button></form>`
       : html`<span class="ws-name">${view.workspace.name}</span>`;
   const header = html`<header><a class="brand" href="/dashboard">mailsvc</a>${switcher}
-<form method="post" action="/dashboard/logout">${csrfField(view.csrf)}<button type="submit" class="secondary">Sign out</button></form>
+<a class="account" href="/dashboard/account" ${options.section === 'account' ? html`aria-current="page"` : ''}>Account</a><form method="post" action="/dashboard/logout">${csrfField(view.csrf)}<button type="submit" class="secondary">Sign out</button></form>
 <nav>${SECTIONS.map(([key, label]) => html`<a href="/dashboard/${key}" ${key === options.section ? html`aria-current="page"` : ''}>${label}</a>`)}</nav></header>`;
   const body = html`<h1>${options.title}</h1>${options.notice ? html`<div class="notice" role="status">${options.notice}</div>` : ''}${
     options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''

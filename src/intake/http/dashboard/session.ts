@@ -3,7 +3,7 @@ import { actingAs } from '../../../shared/actor.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import parse from 'co-body';
 import type { Next, ParameterizedContext } from 'koa';
-import type { SignedIn } from '../../../services/dashboard-auth.js';
+import type { SecondFactorNeeded, SignedIn } from '../../../services/dashboard-auth.js';
 import { AppError } from '../../../shared/errors.js';
 import type { Ctx, HttpDeps, State } from '../context.js';
 import type { DashView } from './layout.js';
@@ -12,6 +12,8 @@ export const SESSION_COOKIE = 'mailsvc_session';
 /** Binds the sign-in forms' CSRF token before a session exists (login CSRF). */
 const PRELOGIN_COOKIE = 'mailsvc_prelogin';
 const COOKIE_PATH = '/dashboard';
+/** The sealed ticket between a right password and the code (dashboard-auth's SecondFactorNeeded). */
+const TICKET_COOKIE = 'mailsvc_2fa';
 /** A message for the page a form action redirects to. */
 const NOTICE_COOKIE = 'mailsvc_notice';
 
@@ -26,6 +28,16 @@ const cookieOptions = (ctx: Ctx, expires?: Date) => ({ httpOnly: true, sameSite:
 export function setSessionCookie(ctx: Ctx, signedIn: SignedIn): void {
   ctx.cookies.set(SESSION_COOKIE, signedIn.secret, cookieOptions(ctx, new Date(signedIn.expiresAt)));
   ctx.cookies.set(PRELOGIN_COOKIE, null, cookieOptions(ctx));
+}
+
+export function setSecondFactorTicket(ctx: Ctx, needed: SecondFactorNeeded): void {
+  ctx.cookies.set(TICKET_COOKIE, needed.ticket, cookieOptions(ctx, new Date(needed.expiresAt)));
+}
+
+export const secondFactorTicket = (ctx: Ctx): string | undefined => ctx.cookies.get(TICKET_COOKIE);
+
+export function clearSecondFactorTicket(ctx: Ctx): void {
+  ctx.cookies.set(TICKET_COOKIE, null, cookieOptions(ctx));
 }
 
 export function clearSessionCookie(ctx: Ctx): void {
@@ -132,10 +144,14 @@ export function checkPreLogin(ctx: Ctx, deps: HttpDeps, form: Record<string, str
  */
 export function permissionFor(path: string): Permission | null {
   const page = path.replace(/^\/dashboard/, '');
-  if (page === '/logout' || page === '/workspace') return null;
+  // One's own account (password, second factor, sessions): every role, for itself only.
+  if (page === '/logout' || page === '/workspace' || page === '/account' || page.startsWith('/account/')) return null;
   if (/^\/(keys|domains|webhooks|users|settings|delivery|ip-pools)(\/|$)/.test(page)) return 'manage';
   return 'send';
 }
+
+/** What a member of a workspace that requires two-factor may reach before enrolling: enrolment itself, signing out, another workspace. */
+const enrolmentPath = (path: string): boolean => ['/dashboard/account/two-factor', '/dashboard/logout', '/dashboard/workspace'].includes(path);
 
 export function requireSession(deps: HttpDeps) {
   return async function session(ctx: DashCtx, next: Next): Promise<void> {
@@ -153,6 +169,17 @@ export function requireSession(deps: HttpDeps) {
     const role = found.userId === null ? 'owner' : await deps.services.users.roleOf(found.userId, workspace.id);
     if (!role) throw new AppError('forbidden', `You have no role in the workspace ${workspace.name}; ask one of its owners or admins for an invitation.`);
     ctx.state.dashboard = { session: found, workspace, workspaces, csrf: auth.csrfToken(found.idHash), role };
+    // A workspace that requires a second factor: a member without one sets it up before anything else.
+    if (found.userId !== null && !enrolmentPath(ctx.path)) {
+      const gate = await deps.services.twoFactor.gate(found.userId, workspace.id);
+      if (gate.required && !gate.enrolled) {
+        if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+          ctx.redirect('/dashboard/account/two-factor');
+          return;
+        }
+        throw new AppError('forbidden', `The workspace ${workspace.name} requires two-factor sign-in: set it up on your Account page first.`);
+      }
+    }
     if (ctx.method === 'POST') {
       ctx.state.form = await readForm(ctx);
       if (!auth.checkCsrf(found.idHash, ctx.state.form._csrf)) throw csrfRefused();
@@ -160,7 +187,9 @@ export function requireSession(deps: HttpDeps) {
       const needed = permissionFor(ctx.path);
       if (needed && !allows(role, needed)) throw new AppError('forbidden', `Your role (${role}) may not change this; an owner or admin can.`);
     }
-    // The audit log names the session by a prefix of its hash: enough to tell sessions apart, never the cookie.
-    await actingAs({ type: 'dashboard', id: found.idHash.slice(0, 16), address: ctx.state.clientAddress }, next);
+    // The audit log names the user; a session of the shared password or a CLI link by a prefix
+    // of its hash: enough to tell sessions apart, never the cookie.
+    const actor = found.userId !== null ? { type: 'user' as const, id: found.userId } : { type: 'dashboard' as const, id: found.idHash.slice(0, 16) };
+    await actingAs({ ...actor, address: ctx.state.clientAddress }, next);
   };
 }

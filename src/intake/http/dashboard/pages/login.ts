@@ -4,13 +4,25 @@ import type Router from '@koa/router';
 import type { Ctx, HttpDeps, State } from '../../context.js';
 import { html } from '../html.js';
 import { plainPage } from '../layout.js';
-import { checkPreLogin, preLoginToken, readForm, setSessionCookie, SESSION_COOKIE } from '../session.js';
+import type { ClientInfo } from '../../../../services/dashboard-auth.js';
+import { checkPreLogin, clearSecondFactorTicket, preLoginToken, readForm, secondFactorTicket, setSecondFactorTicket, setSessionCookie, SESSION_COOKIE } from '../session.js';
 
 /** Only paths inside the dashboard, so the sign-in page cannot be made to redirect elsewhere. */
 const safeNext = (next: unknown): string =>
   typeof next === 'string' && /^\/dashboard(\/|\?|$)/.test(next) && !next.includes('\\') ? next : '/dashboard';
 
-const client = (ctx: Ctx): string => ctx.state.clientAddress || 'unknown';
+const client = (ctx: Ctx): ClientInfo => ({ address: ctx.state.clientAddress || 'unknown', userAgent: ctx.get('user-agent') || undefined });
+
+function codePage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: string } = {}): string {
+  const token = preLoginToken(ctx, deps);
+  return plainPage(
+    'Two-factor sign-in',
+    html`<div class="card"><h1>Two-factor sign-in</h1>${options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''}
+<form method="post" action="/dashboard/login/two-factor"><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="next" value="${safeNext(options.next)}">
+<label>Code from your authenticator app<input name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="64" required autofocus></label><button type="submit">Sign in</button></form>
+<p class="muted">Lost your device? Enter one of your recovery codes instead (each works once), or ask the server's operator to run <code>mailsvc users reset-2fa EMAIL</code>.</p></div>`,
+  );
+}
 
 function loginPage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: string; users?: boolean } = {}): string {
   const token = preLoginToken(ctx, deps);
@@ -49,12 +61,48 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
     const form = await readForm(ctx);
     checkPreLogin(ctx, deps, form);
     try {
-      setSessionCookie(ctx, await auth.signInWithPassword(form.password ?? '', client(ctx), form.email));
+      const result = await auth.signInWithPassword(form.password ?? '', client(ctx), form.email);
+      if ('ticket' in result) {
+        setSecondFactorTicket(ctx, result);
+        ctx.status = 303;
+        ctx.redirect(`/dashboard/login/two-factor?next=${encodeURIComponent(safeNext(form.next))}`);
+        return;
+      }
+      setSessionCookie(ctx, result);
     } catch (err) {
       if ((err as { code?: string }).code !== 'unauthorized') throw err;
       const users = await auth.usersExist();
       ctx.status = 401;
       ctx.body = loginPage(ctx, deps, { error: users ? 'Wrong address or password.' : 'Wrong password.', next: form.next, users });
+      return;
+    }
+    ctx.status = 303;
+    ctx.redirect(safeNext(form.next));
+  });
+
+  // The second step of a sign-in: the ticket cookie says whose password was right, the code proves the device.
+  router.get('/login/two-factor', (ctx) => {
+    if (!auth.ticketUser(secondFactorTicket(ctx))) return ctx.redirect(`/dashboard/login?next=${encodeURIComponent(safeNext(ctx.query.next))}`);
+    ctx.body = codePage(ctx, deps, { next: ctx.query.next as string | undefined });
+  });
+
+  router.post('/login/two-factor', async (ctx) => {
+    const form = await readForm(ctx);
+    checkPreLogin(ctx, deps, form);
+    const ticket = secondFactorTicket(ctx);
+    const userId = auth.ticketUser(ticket);
+    try {
+      // Before a session exists the actor is the user whose password was right (a recovery code used is recorded).
+      const signed = await actingAs({ type: userId ? 'user' : 'dashboard', id: userId ?? null, address: ctx.state.clientAddress }, () => auth.signInWithSecondFactor(ticket, form.code ?? '', client(ctx)));
+      clearSecondFactorTicket(ctx);
+      setSessionCookie(ctx, signed);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'unauthorized') throw err;
+      ctx.status = 401;
+      if (!userId) {
+        clearSecondFactorTicket(ctx);
+        ctx.body = loginPage(ctx, deps, { error: (err as Error).message, next: form.next, users: true });
+      } else ctx.body = codePage(ctx, deps, { error: 'That code is not right. Enter the 6 digits your app shows now, or a recovery code.', next: form.next });
       return;
     }
     ctx.status = 303;
@@ -103,6 +151,13 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
       return;
     }
     const signed = await auth.signInUser(accepted.user.id, client(ctx));
+    if ('ticket' in signed) {
+      // Joined with the password of an account that has a second factor: its code before a session.
+      setSecondFactorTicket(ctx, signed);
+      ctx.status = 303;
+      ctx.redirect('/dashboard/login/two-factor');
+      return;
+    }
     setSessionCookie(ctx, signed);
     const session = await auth.session(signed.secret);
     if (session) await auth.switchWorkspace(session, accepted.workspaceId);
