@@ -3,13 +3,60 @@ import { domainOf } from '../../shared/domain-name.js';
 import type { Config } from '../../config/schema.js';
 import { reportAddresses } from '../../config/report-addresses.js';
 import { domainChecksOf } from '../../checks/domain-checks.js';
-import type { DkimKey, Domain } from '../../store/domains.js';
-import type { DnsRecord, DomainView } from './domains.js';
+import type { DomainChecks } from '../../checks/domain-checks.js';
+import type { DkimKey, Domain, DomainTls } from '../../store/domains.js';
 
 /**
  * What a domain asks of DNS, and how it is shown: the DKIM CNAMEs its owner publishes (and the
  * keys the operator publishes under dkim.host), the return path, receiving and report records.
  */
+
+export interface DnsRecord {
+  type: 'CNAME' | 'TXT' | 'MX';
+  name: string;
+  value: string;
+}
+
+export interface DomainView {
+  id: string;
+  domain_name: string;
+  status: Domain['status'];
+  dkim_tokens: string[];
+  dns_records: DnsRecord[];
+  created_at: string;
+  verified_at: string | null;
+  last_checked_at: string | null;
+  last_check_error: string | null;
+  external_id: string | null;
+  metadata: Record<string, unknown> | null;
+  /** The last deliverability checks (SPF, DMARC, DKIM, …); null until the first check. */
+  checks: DomainChecks | null;
+  /** The IP pool of its mail when a message names none (null: the workspace's). */
+  ip_pool_id: string | null;
+  /** The domain's own settings (domains.update); null tracking: the server's default. */
+  settings: DomainSettingsView;
+}
+
+export interface DomainSettingsView {
+  open_tracking: boolean | null;
+  click_tracking: boolean | null;
+  tls: DomainTls;
+  /** The VERP return path's subdomain in use (the domain's own, or delivery.returnPathSubdomain). */
+  custom_return_path: string;
+  tracking_subdomain: string | null;
+}
+
+/** What `domains.update` may change; absent fields are left as they are, null returns to the default. */
+export interface VerificationCheck {
+  record: DnsRecord;
+  ok: boolean;
+  error: string | null;
+}
+
+export interface VerificationResult {
+  domain: DomainView;
+  checks: VerificationCheck[];
+}
 
 export const dkimTxtValue = (publicKey: string): string => `v=DKIM1; k=rsa; p=${publicKey}`;
 

@@ -16,48 +16,14 @@ import {
   type DomainTls,
 } from '../../store/domains.js';
 import type { ServiceDeps } from '../deps.js';
-import type { DomainChecks } from '../../checks/domain-checks.js';
 import { checkMetadata } from '../../shared/metadata.js';
 import { newDkimKeys } from './dkim-keys.js';
 import { dkimTxtValue, domainRecords } from './domain-records.js';
 import { domainVerifier } from './verify-domain.js';
+import type { DnsRecord, DomainView, VerificationResult } from './domain-records.js';
 
-export interface DnsRecord {
-  type: 'CNAME' | 'TXT' | 'MX';
-  name: string;
-  value: string;
-}
+export type { DnsRecord, DomainView, VerificationCheck, VerificationResult } from './domain-records.js';
 
-export interface DomainView {
-  id: string;
-  domain_name: string;
-  status: Domain['status'];
-  dkim_tokens: string[];
-  dns_records: DnsRecord[];
-  created_at: string;
-  verified_at: string | null;
-  last_checked_at: string | null;
-  last_check_error: string | null;
-  external_id: string | null;
-  metadata: Record<string, unknown> | null;
-  /** The last deliverability checks (SPF, DMARC, DKIM, …); null until the first check. */
-  checks: DomainChecks | null;
-  /** The IP pool of its mail when a message names none (null: the workspace's). */
-  ip_pool_id: string | null;
-  /** The domain's own settings (domains.update); null tracking: the server's default. */
-  settings: DomainSettingsView;
-}
-
-export interface DomainSettingsView {
-  open_tracking: boolean | null;
-  click_tracking: boolean | null;
-  tls: DomainTls;
-  /** The VERP return path's subdomain in use (the domain's own, or delivery.returnPathSubdomain). */
-  custom_return_path: string;
-  tracking_subdomain: string | null;
-}
-
-/** What `domains.update` may change; absent fields are left as they are, null returns to the default. */
 export interface DomainSettingsInput {
   open_tracking?: boolean | null | undefined;
   click_tracking?: boolean | null | undefined;
@@ -70,17 +36,6 @@ export interface AddDomainInput {
   domain: string;
   external_id?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
-}
-
-export interface VerificationCheck {
-  record: DnsRecord;
-  ok: boolean;
-  error: string | null;
-}
-
-export interface VerificationResult {
-  domain: DomainView;
-  checks: VerificationCheck[];
 }
 
 export interface DomainService {

@@ -4,8 +4,7 @@ import { domainChecksOf } from '../../checks/domain-checks.js';
 import { checkChanges, createDomainHealth } from '../../checks/domain-health.js';
 import { listDkimKeys, updateDomain, type DkimKey, type Domain } from '../../store/domains.js';
 import type { ServiceDeps } from '../deps.js';
-import type { DomainRecords } from './domain-records.js';
-import type { DomainView, VerificationCheck, VerificationResult } from './domains.js';
+import type { DomainRecords, DomainView, VerificationCheck, VerificationResult } from './domain-records.js';
 
 /**
  * Checks a domain's DNS now: each DKIM token (the owner's CNAME points at our host, which

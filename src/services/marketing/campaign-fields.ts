@@ -8,14 +8,38 @@ import type { Campaign } from '../../store/campaigns.js';
 import { listKnownTags } from '../../store/subscribers.js';
 import type { Workspace } from '../../store/workspaces.js';
 import { hasLineBreak, parseMailboxes, requireAddress, singleLine } from '../../messages/addresses.js';
-import { abSettingsOf, checkAbTest, type VariantRow } from './ab-test.js';
-import type { CampaignInput, CampaignServiceDeps } from './campaigns.js';
+import { abSettingsOf, checkAbTest, type AbTestInput, type VariantRow } from './ab-test.js';
+import type { Variables } from '../../messages/render-template.js';
+import type { ServiceDeps } from '../deps.js';
+import type { TopicService } from './topics.js';
 import type { SendService } from '../send/send-email.js';
 import type { TemplateService } from '../templates.js';
 
 /** A campaign's input checked into the fields of its row, and back. */
 
-type CampaignFieldDeps = Pick<CampaignServiceDeps, 'db' | 'clock' | 'send' | 'templates' | 'topics'>;
+type CampaignFieldDeps = Pick<ServiceDeps, 'db' | 'clock'> & { send: SendService; templates: TemplateService; topics: TopicService };
+
+export interface CampaignInput extends AbTestInput {
+  name?: string | undefined;
+  /** The IP pool its messages leave through (a pool's name or id); else their domain's, their workspace's. */
+  ipPool?: string | undefined;
+  subject: string;
+  fromName: string;
+  fromEmail: string;
+  html?: string | undefined;
+  text?: string | undefined;
+  templateId?: string | undefined;
+  tags?: string[] | undefined;
+  audienceId?: string | undefined;
+  /** Only subscribers in on this topic. */
+  topicId?: string | undefined;
+  replyTo?: string[] | undefined;
+  /** The preheader shown beside the subject in inboxes. */
+  previewText?: string | undefined;
+  variables?: Variables | undefined;
+  externalId?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
 
 /** Most characters of a preheader. */
 const MAX_PREVIEW_TEXT = 500;

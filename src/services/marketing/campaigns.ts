@@ -4,10 +4,10 @@ import { cancelCampaignMessages, countCampaigns, findCampaign, listCampaigns, ma
 import { countSelection, type AudienceSelection } from '../../store/subscribers.js';
 import type { Workspace } from '../../store/workspaces.js';
 import { listCampaignVariants, saveCampaignVariants, saveWinner } from '../../store/ab-tests.js';
-import type { AbTestInput, VariantRow } from './ab-test.js';
+import type { VariantRow } from './ab-test.js';
 import { contentOf } from '../../messages/campaign-content.js';
 import type { ServiceDeps } from '../deps.js';
-import { renderSubject, renderTemplate, type Variables } from '../../messages/render-template.js';
+import { renderSubject, renderTemplate } from '../../messages/render-template.js';
 import { subscriberVariables } from '../../messages/campaign-message.js';
 import { plainTextOf } from '../../messages/plain-text.js';
 import type { TopicService } from './topics.js';
@@ -15,31 +15,11 @@ import type { ListPage, Listed } from '../../store/list-page.js';
 import type { SendService } from '../send/send-email.js';
 import type { TemplateService } from '../templates.js';
 import { campaignView, detailedCampaignView, type CampaignView } from './campaign-view.js';
-import { campaignFields, checkedSender, checkSchedule, inputOf } from './campaign-fields.js';
+import { campaignFields, checkedSender, checkSchedule, inputOf, type CampaignInput } from './campaign-fields.js';
+
+export type { CampaignInput } from './campaign-fields.js';
 
 export type { CampaignView } from './campaign-view.js';
-
-export interface CampaignInput extends AbTestInput {
-  name?: string | undefined;
-  /** The IP pool its messages leave through (a pool's name or id); else their domain's, their workspace's. */
-  ipPool?: string | undefined;
-  subject: string;
-  fromName: string;
-  fromEmail: string;
-  html?: string | undefined;
-  text?: string | undefined;
-  templateId?: string | undefined;
-  tags?: string[] | undefined;
-  audienceId?: string | undefined;
-  /** Only subscribers in on this topic. */
-  topicId?: string | undefined;
-  replyTo?: string[] | undefined;
-  /** The preheader shown beside the subject in inboxes. */
-  previewText?: string | undefined;
-  variables?: Variables | undefined;
-  externalId?: string | undefined;
-  metadata?: Record<string, unknown> | undefined;
-}
 
 export interface CreateOptions {
   /** false: a draft, sent later by `send` (default true: queue now). */

@@ -7,8 +7,7 @@ import type { Db } from '../../store/db.js';
 import { listSubscribersByEmailKeys, listTagsOf, saveSubscribers, updateSubscriber, type Subscriber, type SubscriberStatus } from '../../store/subscribers.js';
 import { saveSuppressionIfAbsent } from '../../store/suppressions.js';
 import type { ServiceDeps } from '../deps.js';
-import { applyStatus, checkName, eventDataOf, mergedMetadata, newSubscriber } from './subscriber-rows.js';
-import type { ImportOutcome, SubscriberInput } from './subscribers.js';
+import { applyStatus, checkName, eventDataOf, mergedMetadata, newSubscriber, type ImportOutcome, type SubscriberInput } from './subscriber-rows.js';
 
 /**
  * Many subscribers in one transaction (a contact import's batch): each line checked as an

@@ -14,6 +14,22 @@ import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../
  * and the data of its `subscriber.*` events.
  */
 
+export interface SubscriberInput {
+  email: string;
+  first_name?: string | null | undefined;
+  last_name?: string | null | undefined;
+  tags?: string[] | undefined;
+  domain_id?: string | null | undefined;
+  external_id?: string | null | undefined;
+  metadata?: Record<string, unknown> | null | undefined;
+  /** Set or, with null, remove single metadata keys (Resend's contact properties); others stay. */
+  properties?: Record<string, unknown> | undefined;
+  /** Opting out (or back in) as the subscriber is written. */
+  status?: SubscriberStatus | undefined;
+}
+
+export type ImportOutcome = { outcome: 'created' | 'updated' | 'skipped'; id: string } | { outcome: 'failed'; reason: string };
+
 export const MAX_SUBSCRIBER_TAGS = 50;
 
 export const checkName = (field: string, value: string | null | undefined) => {

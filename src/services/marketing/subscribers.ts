@@ -26,22 +26,11 @@ import { checkMetadata } from '../../shared/metadata.js';
 import { hasLineBreak, requireAddress } from '../../messages/addresses.js';
 import { applyStatus, checkName, checkTags, mergedMetadata, newSubscriber, setStatus, subscriberEventData } from './subscriber-rows.js';
 import { importSubscriberBatch, type BatchOptions } from './subscriber-batch.js';
+import type { ImportOutcome, SubscriberInput } from './subscriber-rows.js';
+
+export type { ImportOutcome, SubscriberInput } from './subscriber-rows.js';
 
 const OPT_OUT = 'unsubscribed through the API';
-
-export interface SubscriberInput {
-  email: string;
-  first_name?: string | null | undefined;
-  last_name?: string | null | undefined;
-  tags?: string[] | undefined;
-  domain_id?: string | null | undefined;
-  external_id?: string | null | undefined;
-  metadata?: Record<string, unknown> | null | undefined;
-  /** Set or, with null, remove single metadata keys (Resend's contact properties); others stay. */
-  properties?: Record<string, unknown> | undefined;
-  /** Opting out (or back in) as the subscriber is written. */
-  status?: SubscriberStatus | undefined;
-}
 
 export interface SubscriberView {
   id: string;
@@ -87,8 +76,6 @@ export interface SubscriberService {
     options: BatchOptions,
   ): Promise<ImportOutcome[]>;
 }
-
-export type ImportOutcome = { outcome: 'created' | 'updated' | 'skipped'; id: string } | { outcome: 'failed'; reason: string };
 
 export function createSubscriberService(deps: ServiceDeps): SubscriberService {
   const { db, clock } = deps;

@@ -8,7 +8,7 @@ import { renderEnvelope } from '../../webhooks/render-event.js';
 import type { ServiceDeps } from '../deps.js';
 import { endpointFinder } from './endpoints.js';
 import { attemptView, deliveryView, type AttemptView } from './webhook-views.js';
-import type { WebhookService } from './webhooks.js';
+import type { WebhookService } from './webhook-service.js';
 
 /** An endpoint's deliveries: what was sent and answered, a replay, a test event. */
 

@@ -8,7 +8,7 @@ import { checkUrl, NetworkPolicyError } from '../../shared/network-policy.js';
 import { countWebhookEndpoints, failPendingWebhookDeliveries, findWebhookEndpoint, findWebhookEndpointByUrl, listWebhookEndpoints, removeWebhookEndpoint, saveWebhookEndpoint, updateWebhookEndpoint, type WebhookEndpoint } from '../../store/webhooks.js';
 import type { ServiceDeps } from '../deps.js';
 import { SECRET_PREFIX, webhookView } from './webhook-views.js';
-import type { WebhookService } from './webhooks.js';
+import type { WebhookService } from './webhook-service.js';
 
 /** Endpoints: who gets which events at which URL, signed with which secret. */
 
