@@ -5,7 +5,7 @@ import { toIso } from '../shared/clock.js';
 import { sha256Hex } from '../shared/crypto.js';
 import { AppError, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { countUsers, findInvite, findMembership, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, useInvite, type Role, type User } from '../store/users.js';
+import { changeMembership, countUsers, findInvite, findMembership, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, useInvite, type MembershipChange, type Role, type User } from '../store/users.js';
 import type { ServiceDeps } from './deps.js';
 
 export { ROLES, type Role } from '../store/users.js';
@@ -44,8 +44,8 @@ export interface UserService {
   any(): Promise<boolean>;
   /** A user with a password and a role in a workspace (the first owner: `mailsvc users create --owner`). */
   create(input: { email: string; password: string; workspaceId: string; role: Role }): Promise<UserView>;
-  /** A one-time link that makes a user of `email` with `role` once its password is chosen. */
-  invite(input: { email: string; workspaceId: string; role: Role }): Promise<{ url: string; email: string; role: Role; expires_at: string }>;
+  /** A one-time link that makes a user of `email` with `role` once its password is chosen; `by`: the inviter's role (an admin cannot invite an owner). */
+  invite(input: { email: string; workspaceId: string; role: Role; by?: Role | undefined }): Promise<{ url: string; email: string; role: Role; expires_at: string }>;
   /** The invitation a link names, if it can still be used. */
   findInvite(token: string): Promise<{ email: string; role: Role; workspaceId: string } | undefined>;
   /** Accepts an invitation with the password the person chose; the link works once. */
@@ -54,6 +54,13 @@ export interface UserService {
   verify(email: string, password: string): Promise<User | undefined>;
   roleOf(userId: string, workspaceId: string): Promise<Role | undefined>;
   list(workspaceId: string): Promise<UserView[]>;
+  /**
+   * Gives a member another role. `by` is the role of whoever asks (the CLI acts as an owner):
+   * an admin may not make or unmake owners; the last owner may not be demoted.
+   */
+  setRole(input: { workspaceId: string; email: string; role: Role; by: Role }): Promise<UserView>;
+  /** Takes a member out of the workspace and ends their sessions; the same guard rails as setRole. */
+  remove(input: { workspaceId: string; email: string; by: Role }): Promise<UserView>;
 }
 
 const parseRole = (role: string): Role => {
@@ -85,6 +92,17 @@ async function passwordMatches(stored: string, password: string): Promise<boolea
   return expected.length === given.length && timingSafeEqual(given, expected);
 }
 
+/** Only an owner makes, demotes or removes owners. */
+function ownersOnly(by: Role, from: Role, to: Role | null): void {
+  if (by !== 'owner' && (from === 'owner' || to === 'owner')) throw new AppError('forbidden', 'Only an owner can make, demote or remove an owner.');
+  if (!allows(by, 'manage')) throw new AppError('forbidden', `Your role (${by}) may not change who is in the team.`);
+}
+
+function refused(outcome: MembershipChange, address: string): void {
+  if (outcome === 'not_member') throw new AppError('not_found', `${address} is not a member of this workspace`);
+  if (outcome === 'last_owner') throw new AppError('invalid_state', `${address} is the last owner of this workspace: make someone else an owner first.`);
+}
+
 export function createUserService(deps: ServiceDeps): UserService {
   const { db, clock, config } = deps;
   // An unknown address costs a scrypt too, so timing does not tell which addresses are users.
@@ -108,6 +126,7 @@ export function createUserService(deps: ServiceDeps): UserService {
       const now = clock.now();
       const address = email(input.email);
       const role = parseRole(input.role);
+      if (input.by) ownersOnly(input.by, 'viewer', role);
       await saveInvite(db, { token_hash: sha256Hex(token), email: address, workspace_id: input.workspaceId, role, created_at: now, expires_at: now + INVITE_TTL_MS, used_at: null });
       await deps.durable();
       return { url: `${config.http.publicUrl}/dashboard/invite/${token}`, email: address, role, expires_at: toIso(now + INVITE_TTL_MS) };
@@ -150,5 +169,30 @@ export function createUserService(deps: ServiceDeps): UserService {
     roleOf: async (userId, workspaceId) => (await findMembership(db, userId, workspaceId))?.role,
 
     list: async (workspaceId) => (await listMembers(db, workspaceId)).map((m) => view({ id: m.user_id, email: m.email }, m.role, m.created_at)),
+
+    async setRole(input) {
+      const role = parseRole(input.role);
+      const member = await memberOf(input.workspaceId, input.email);
+      if (member.role === role) return view({ id: member.user_id, email: member.email }, role, member.created_at);
+      ownersOnly(input.by, member.role, role);
+      refused(await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role }), member.email);
+      await deps.durable();
+      return view({ id: member.user_id, email: member.email }, role, member.created_at);
+    },
+
+    async remove(input) {
+      const member = await memberOf(input.workspaceId, input.email);
+      ownersOnly(input.by, member.role, null);
+      refused(await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role: null }), member.email);
+      await deps.durable();
+      return view({ id: member.user_id, email: member.email }, member.role, member.created_at);
+    },
   };
+
+  async function memberOf(workspaceId: string, address: string) {
+    const wanted = email(address);
+    const member = (await listMembers(db, workspaceId)).find((m) => m.email === wanted);
+    if (!member) throw new AppError('not_found', `${wanted} is not a member of this workspace`);
+    return member;
+  }
 }

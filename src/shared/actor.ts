@@ -6,8 +6,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * read where a change is recorded, so that no service signature has to carry it.
  */
 export interface Actor {
-  type: 'api_key' | 'dashboard' | 'cli' | 'system';
-  /** The API key's id; the dashboard session's hash prefix; null for the CLI and the server itself. */
+  type: 'api_key' | 'user' | 'dashboard' | 'cli' | 'system';
+  /** The API key's id; the user's id; a shared-password session's hash prefix; null for the CLI and the server itself. */
   id: string | null;
   /** The client's address (behind the trusted proxies); null off HTTP. */
   address: string | null;

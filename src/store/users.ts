@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { UserInvitesTable, UsersTable, WorkspaceMembersTable } from './tables/users.js';
+import type { Role, UserInvitesTable, UsersTable, WorkspaceMembersTable } from './tables/users.js';
 import { refuseDuplicate } from './unique-violation.js';
 
 export { ROLES, type Role } from './tables/users.js';
@@ -58,4 +58,41 @@ export const findInvite = (db: Db, tokenHash: string, now: number): Promise<User
 export async function useInvite(db: Db, tokenHash: string, now: number): Promise<boolean> {
   const r = await db.updateTable('user_invites').set({ used_at: now }).where('token_hash', '=', tokenHash).where('used_at', 'is', null).where('expires_at', '>', now).executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+/** Why a change of membership was refused, or `ok`. */
+export type MembershipChange = 'ok' | 'not_member' | 'last_owner';
+
+const ownersOf = async (db: Db, workspaceId: string): Promise<number> =>
+  Number((await db.selectFrom('workspace_members').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).where('role', '=', 'owner').executeTakeFirstOrThrow()).n);
+
+/**
+ * Changes a member's role, or removes them (`role` null), unless that would leave the
+ * workspace without an owner; counted in the same transaction as the change, so two admins
+ * demoting the last two owners at once cannot both succeed. Removal ends the person's
+ * dashboard sessions in that transaction too: a removed colleague's open tab stops working at
+ * once. (Sessions are the user's, across workspaces: all of them end.)
+ */
+export async function changeMembership(db: Db, change: { userId: string; workspaceId: string; role: Role | null }): Promise<MembershipChange> {
+  return db.transaction().execute(async (trx) => {
+    const current = await trx.selectFrom('workspace_members').select('role').where('user_id', '=', change.userId).where('workspace_id', '=', change.workspaceId).executeTakeFirst();
+    if (!current) return 'not_member';
+    if (current.role === 'owner' && change.role !== 'owner' && (await ownersOf(trx, change.workspaceId)) <= 1) return 'last_owner';
+    if (change.role === null) {
+      await trx.deleteFrom('workspace_members').where('user_id', '=', change.userId).where('workspace_id', '=', change.workspaceId).execute();
+      await endUserSessions(trx, change.userId);
+    } else {
+      await trx.updateTable('workspace_members').set({ role: change.role }).where('user_id', '=', change.userId).where('workspace_id', '=', change.workspaceId).execute();
+    }
+    return 'ok';
+  });
+}
+
+/**
+ * Ends every dashboard session of a user. The seam for sign-in's own needs (a password change,
+ * "sign out everywhere"): one statement, usable inside another transaction.
+ */
+export async function endUserSessions(db: Db, userId: string): Promise<number> {
+  const r = await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).executeTakeFirst();
+  return Number(r.numDeletedRows);
 }

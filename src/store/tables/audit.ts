@@ -1,6 +1,7 @@
 /** The audit log (migration 0092): one row per change someone made, never updated. */
 
-export const ACTOR_TYPES = ['api_key', 'dashboard', 'cli', 'system'] as const;
+/** `user`: a dashboard user's session; `dashboard`: a session of the shared password or a CLI link. */
+export const ACTOR_TYPES = ['api_key', 'user', 'dashboard', 'cli', 'system'] as const;
 export type ActorType = (typeof ACTOR_TYPES)[number];
 
 export interface AuditLogTable {
@@ -9,7 +10,7 @@ export interface AuditLogTable {
   /** null: an instance-wide change (IP pools, warm-up). */
   workspace_id: string | null;
   actor_type: ActorType;
-  /** The API key's id, the dashboard session's (a hash prefix, never the cookie), null for the CLI. */
+  /** The API key's id, the user's id, the shared-password session's (a hash prefix, never the cookie); null for the CLI. */
   actor_id: string | null;
   /** `<object>.<verb>`, e.g. `api_key.created`, `domain.removed`. */
   action: string;
