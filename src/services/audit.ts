@@ -8,8 +8,8 @@ import type { ServiceDeps } from './deps.js';
 
 /**
  * The audit log: who (an API key, a dashboard session, the CLI) did what to which object and
- * from where. Entries are appended by the audit trail (audit-trail.ts) after each audited use
- * case succeeds; nothing updates them, and retention deletes them after `retention.auditDays`.
+ * from where. Entries are appended by the audit trail (audit-trail.ts) in the transaction of
+ * the audited use case itself; nothing updates them, and retention deletes them after `retention.auditDays`.
  * Details hold names and addresses that identify the object, never a secret (`safeDetail`).
  */
 

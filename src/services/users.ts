@@ -32,6 +32,23 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
 };
 export const allows = (role: Role, permission: Permission): boolean => ROLE_PERMISSIONS[role].includes(permission);
 
+/** What each permission covers in the dashboard, for the docs' table (a drift test holds docs/operations.md to it). */
+export const PERMISSION_MEANS: Readonly<Record<Permission, string>> = {
+  read: 'see every page: emails, templates, contacts, broadcasts, domains and their DNS records, key names and prefixes, webhook endpoints and deliveries, the team, the audit log',
+  secrets: "see secrets: webhook signing secrets (a key's value is shown only to whoever creates it, once)",
+  send: 'send and edit content: templates, contacts, broadcasts and campaigns, suppressions, workflows, inbox threads; cancel emails',
+  manage: 'manage API keys, domains, webhooks, receiving routes and the team (invite, change roles, remove)',
+};
+
+/** The roles table of docs/operations.md, made from ROLE_PERMISSIONS. */
+export function roleTableMarkdown(): string {
+  const head = `| Role | ${PERMISSIONS.join(' | ')} |`;
+  const rule = `|---|${PERMISSIONS.map(() => '---').join('|')}|`;
+  const rows = ROLES.map((role) => `| ${role} | ${PERMISSIONS.map((p) => (allows(role, p) ? 'yes' : '—')).join(' | ')} |`);
+  const means = PERMISSIONS.map((p) => `- \`${p}\`: ${PERMISSION_MEANS[p]}.`);
+  return [head, rule, ...rows, '', ...means].join('\n');
+}
+
 export interface UserView {
   id: string;
   email: string;
