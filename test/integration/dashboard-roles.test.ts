@@ -107,7 +107,10 @@ describe('dashboard roles, per route', () => {
     const shown = await admin.client.get('/dashboard/team');
     const url = /value="(http[^"]+\/dashboard\/invite\/[^"]+)"/.exec(shown.text)?.[1] ?? assert.fail('the invitation link on the page');
     assert.equal((await admin.client.get('/dashboard/team')).text.includes(url), false, 'shown once');
-    assert.ok(await server.runtime.services.users.findInvite(url.split('/').at(-1)!), 'a working link');
+    const token = url.split('/').at(-1)!;
+    assert.ok(await server.runtime.services.users.findInvite(token), 'a working link');
+    const everything = JSON.stringify(await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: '100' }));
+    assert.ok(everything.includes('new@roles.test') && !everything.includes(token), 'the invitation is recorded, its link is not');
 
     const asOwner = await admin.client.post('/dashboard/team/invite', { _csrf: admin.csrf, email: 'boss@roles.test', role: 'owner' });
     assert.equal(asOwner.status, 403);

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuditService } from '../../src/services/audit.js';
+import { withAuditTrail } from '../../src/services/audit-trail.js';
+import { atomically } from '../../src/store/ambient-transaction.js';
+import { appendAuditEntries } from '../../src/store/audit-log.js';
+import { newId } from '../../src/shared/ids.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * An audit entry commits with the change it records (issue 32): the use case and the append
+ * run as one unit (store/ambient-transaction.ts), on SQLite and PostgreSQL alike.
+ */
+
+describe('audit entries in the transaction of their change', () => {
+  let server: TestServer;
+  const suppressed = async (email: string) => (await server.runtime.services.suppressions.list(server.workspaceId, { limit: 500, offset: 0 })).items.some((s) => s.email === email);
+  const entries = async () => (await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: '100' })).data;
+
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.close());
+
+  it('records a change once, and the record is there when the call returns', async () => {
+    await server.runtime.services.suppressions.add(server.workspaceId, { email: 'one@atomic.test' });
+    const found = (await entries()).filter((e) => e.action === 'suppression.added' && e.object_id === 'one@atomic.test');
+    assert.equal(found.length, 1);
+  });
+
+  it('an entry that cannot be written takes its change with it', async () => {
+    const { services, store } = server.runtime;
+    const broken: AuditService = {
+      ...services.audit,
+      record: () => Promise.reject(new Error('the audit log refused the entry')),
+    };
+    const audited = withAuditTrail(services, broken, store);
+    const before = (await entries()).length;
+    await assert.rejects(audited.suppressions.add(server.workspaceId, { email: 'two@atomic.test' }), /refused the entry/);
+    assert.equal(await suppressed('two@atomic.test'), false, 'the change was rolled back');
+    assert.equal((await entries()).length, before, 'and the inner trail’s entry with it');
+  });
+
+  it('a unit that fails after its change leaves neither the change nor its entry', async () => {
+    const before = (await entries()).length;
+    await assert.rejects(
+      atomically(server.runtime.store.db, async () => {
+        await server.runtime.services.suppressions.add(server.workspaceId, { email: 'three@atomic.test' });
+        throw new Error('failed after the change');
+      }),
+      /failed after/,
+    );
+    assert.equal(await suppressed('three@atomic.test'), false);
+    assert.equal((await entries()).length, before);
+  });
+
+  it('a transaction inside a unit is a savepoint: its failure undoes only itself', async () => {
+    const { db } = server.runtime.store;
+    const stray = newId();
+    await atomically(db, async () => {
+      await server.runtime.services.suppressions.add(server.workspaceId, { email: 'four@atomic.test' });
+      await assert.rejects(
+        db.transaction().execute(async (trx) => {
+          await appendAuditEntries(trx, [{ id: stray, workspace_id: server.workspaceId, actor_type: 'system', actor_id: null, action: 'test.stray', object_type: 'test', object_id: null, detail: null, client_address: null, created_at: Date.now() }]);
+          throw new Error('inner');
+        }),
+        /inner/,
+      );
+    });
+    assert.equal(await suppressed('four@atomic.test'), true);
+    assert.equal((await entries()).some((e) => e.id === stray), false);
+  });
+
+  it('other requests wait for a unit rather than join it, and the commit batcher runs inline in it', async () => {
+    const { db } = server.runtime.store;
+    const { services } = server.runtime;
+    let inside = false;
+    const unit = atomically(db, async () => {
+      await services.suppressions.add(server.workspaceId, { email: 'five@atomic.test' });
+      inside = true;
+      // A grouped write from inside the unit: run in it, not queued behind the connection it holds.
+      await services.batcher.run(async (trx) => {
+        await trx.selectFrom('audit_log').select('id').limit(1).execute();
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      throw new Error('rolled back');
+    });
+    // Another request meanwhile: it must not see or join the unit's uncommitted suppression.
+    while (!inside) await new Promise((resolve) => setImmediate(resolve));
+    const outside = suppressed('five@atomic.test');
+    await assert.rejects(unit, /rolled back/);
+    assert.equal(await outside, false);
+  });
+});
