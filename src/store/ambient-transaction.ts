@@ -14,8 +14,8 @@ import type { Db } from './db.js';
  * never show). The audit trail (services/audit-trail.ts) runs each audited use case and the
  * append of its entry in one such unit.
  *
- * The transaction begins at the first query, so work done before it (password hashing, DNS)
- * holds no lock. Queries from other requests wait for the connection (SQLite: the one
+ * The transaction begins at the first write (reads before it run as they would outside), so
+ * work done before it (validation reads, password hashing, DNS) holds no lock. Queries from other requests wait for the connection (SQLite: the one
  * connection; PostgreSQL: a pool connection of their own). Writes the commit batcher would
  * group are run in the unit instead (`inUnit`), so a use case never waits for a batch that
  * waits for its connection.
@@ -40,19 +40,40 @@ export const inUnit = (): boolean => scope.getStore()?.open === true;
  */
 export const outsideUnit = <T>(fn: () => T): T => scope.exit(fn);
 
-/** A connection handed to queries inside a unit: the unit's own, never released by them. */
+const isRead = (query: CompiledQuery): boolean => query.query.kind === 'SelectQueryNode';
+
+/**
+ * A connection handed to queries inside a unit. Until the unit's first write, reads take a
+ * connection of their own for the moment they run (nothing of the unit's is uncommitted yet),
+ * so a use case that reads, then waits (DNS, hashing), then writes holds no lock while it
+ * waits; from the first write on, everything runs on the unit's connection.
+ */
 class Joined implements DatabaseConnection {
   constructor(
-    readonly inner: DatabaseConnection,
     readonly unit: Unit,
+    private readonly ambience: Ambience,
+    private readonly driver: Driver,
   ) {}
 
-  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    return this.inner.executeQuery<R>(query);
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (!this.unit.connection && isRead(query)) {
+      const c = await this.driver.acquireConnection();
+      try {
+        return await c.executeQuery<R>(query);
+      } finally {
+        await this.driver.releaseConnection(c);
+      }
+    }
+    return (await this.ambience.connectionFor(this.unit)).executeQuery<R>(query);
   }
 
-  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
-    return this.inner.streamQuery<R>(query, chunkSize);
+  async *streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    yield* (await this.ambience.connectionFor(this.unit)).streamQuery<R>(query, chunkSize);
+  }
+
+  /** Runs a savepoint statement on the unit's connection (begun by then, or now). */
+  async control(statement: string): Promise<void> {
+    await (await this.ambience.connectionFor(this.unit)).executeQuery(CompiledQuery.raw(statement));
   }
 }
 
@@ -130,25 +151,25 @@ class AmbientDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     const unit = scope.getStore();
     if (!unit?.open || unit.owner !== this.ambience) return this.inner.acquireConnection();
-    return new Joined(await this.ambience.connectionFor(unit), unit);
+    return new Joined(unit, this.ambience, this.inner);
   }
 
   async beginTransaction(c: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     if (!(c instanceof Joined)) return this.inner.beginTransaction(c, settings);
     c.unit.savepoints++;
-    await c.inner.executeQuery(CompiledQuery.raw(`savepoint unit_${c.unit.savepoints}`));
+    await c.control(`savepoint unit_${c.unit.savepoints}`);
   }
 
   async commitTransaction(c: DatabaseConnection): Promise<void> {
     if (!(c instanceof Joined)) return this.inner.commitTransaction(c);
-    await c.inner.executeQuery(CompiledQuery.raw(`release savepoint unit_${c.unit.savepoints--}`));
+    await c.control(`release savepoint unit_${c.unit.savepoints--}`);
   }
 
   async rollbackTransaction(c: DatabaseConnection): Promise<void> {
     if (!(c instanceof Joined)) return this.inner.rollbackTransaction(c);
     const name = `unit_${c.unit.savepoints--}`;
-    await c.inner.executeQuery(CompiledQuery.raw(`rollback to savepoint ${name}`));
-    await c.inner.executeQuery(CompiledQuery.raw(`release savepoint ${name}`));
+    await c.control(`rollback to savepoint ${name}`);
+    await c.control(`release savepoint ${name}`);
   }
 
   async releaseConnection(c: DatabaseConnection): Promise<void> {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditService } from '../../src/services/audit.js';
 import { withAuditTrail } from '../../src/services/audit-trail.js';
-import { atomically } from '../../src/store/ambient-transaction.js';
+import { atomically, outsideUnit } from '../../src/store/ambient-transaction.js';
 import { appendAuditEntries } from '../../src/store/audit-log.js';
 import { newId } from '../../src/shared/ids.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -90,5 +90,18 @@ describe('audit entries in the transaction of their change', () => {
     const outside = suppressed('five@atomic.test');
     await assert.rejects(unit, /rolled back/);
     assert.equal(await outside, false);
+  });
+
+  it('reads before the first write hold nothing: a unit may wait for another request meanwhile', async () => {
+    const { db } = server.runtime.store;
+    const { services } = server.runtime;
+    await atomically(db, async () => {
+      await services.suppressions.list(server.workspaceId, { limit: 1, offset: 0 });
+      // As a DNS look-up or another request the use case waits for: on SQLite this would wait
+      // forever for the one connection if the unit had taken it at its first read.
+      await outsideUnit(() => services.suppressions.list(server.workspaceId, { limit: 1, offset: 0 }));
+      await services.suppressions.add(server.workspaceId, { email: 'six@atomic.test' });
+    });
+    assert.equal(await suppressed('six@atomic.test'), true);
   });
 });
