@@ -5,6 +5,7 @@ import { withAuditTrail } from '../../src/services/audit-trail.js';
 import { atomically, outsideUnit } from '../../src/store/ambient-transaction.js';
 import { appendAuditEntries } from '../../src/store/audit-log.js';
 import { newId } from '../../src/shared/ids.js';
+import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
@@ -103,5 +104,20 @@ describe('audit entries in the transaction of their change', () => {
       await services.suppressions.add(server.workspaceId, { email: 'six@atomic.test' });
     });
     assert.equal(await suppressed('six@atomic.test'), true);
+  });
+
+  it("an API key's changes to templates, contacts and segments are recorded as that key", async () => {
+    const key = await server.key();
+    const keyId = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).find((k) => key.startsWith(k.prefix))!.id;
+    const api = (path: string, body: unknown) => request(server.httpUrl, 'POST', path, { key, body });
+    const template = await api('/v1/templates', { name: 'Audited', html: '<p>hi</p>' });
+    assert.equal(template.status, 201, show(template));
+    const contact = await api('/v1/contacts', { email: 'audited@atomic.test' });
+    assert.ok(contact.status === 200 || contact.status === 201, show(contact));
+    const segment = await api('/v1/segments', { name: 'Audited segment' });
+    assert.ok(segment.status === 200 || segment.status === 201, show(segment));
+    const byKey = (await entries()).filter((e) => e.actor.type === 'api_key' && e.actor.id === keyId).map((e) => e.action);
+    for (const action of ['template.created', 'contact.created', 'segment.created']) assert.ok(byKey.includes(action), `${action} in ${byKey.join(', ')}`);
+    assert.equal(JSON.stringify(await entries()).includes(key), false, 'never the key');
   });
 });
