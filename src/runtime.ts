@@ -223,5 +223,5 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     metrics: deps.metrics ?? noMetrics,
   };
   // Every surface calls the audited use cases through this one wrapping (services/audit-trail.ts).
-  return withAuditTrail(services, audit, deps.logger);
+  return withAuditTrail(services, audit, deps);
 }

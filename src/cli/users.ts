@@ -70,4 +70,24 @@ export function registerUserCommands(program: Command, io: CliIo): void {
       const users = await withRuntime(c, io, async (rt) => rt.services.users.list(await workspaceOf(rt, opts.workspace)));
       output(c, io, { users }, () => (users.length === 0 ? 'No users: dashboard.password and `mailsvc dashboard login` sign in.' : table([['EMAIL', 'ROLE', 'SINCE'], ...users.map((u) => [u.email, u.role, u.created_at])])));
     });
+
+  cmd
+    .command('role <email> <role>')
+    .description(`give a member another role (${ROLES.join(', ')}); the last owner cannot be demoted`)
+    .option('--workspace <id>', 'workspace (default: the default workspace)')
+    .action(async (email: string, chosen: string, opts: { workspace?: string }, c: Command) => {
+      const newRole = role(chosen);
+      // The CLI is the operator of the machine: an owner's rights.
+      const user = await withRuntime(c, io, async (rt) => rt.services.users.setRole({ email, role: newRole, workspaceId: await workspaceOf(rt, opts.workspace), by: 'owner' }));
+      output(c, io, user, () => `${user.email} is now ${user.role}.`);
+    });
+
+  cmd
+    .command('remove <email>')
+    .description('take a member out of the workspace and end their dashboard sessions; the last owner cannot be removed')
+    .option('--workspace <id>', 'workspace (default: the default workspace)')
+    .action(async (email: string, opts: { workspace?: string }, c: Command) => {
+      const user = await withRuntime(c, io, async (rt) => rt.services.users.remove({ email, workspaceId: await workspaceOf(rt, opts.workspace), by: 'owner' }));
+      output(c, io, user, () => `${user.email} is no longer a member; their sessions have ended.`);
+    });
 }

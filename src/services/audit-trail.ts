@@ -1,4 +1,5 @@
-import type { Logger } from '../shared/logger.js';
+import { atomically } from '../store/ambient-transaction.js';
+import type { Db } from '../store/db.js';
 import { urlForAudit, type AuditFact, type AuditService } from './audit.js';
 import type { Services } from './index.js';
 
@@ -67,6 +68,35 @@ export const AUDIT_TRAIL: Trail = {
     create: ([input], u) => ({ workspaceId: input.workspaceId, action: 'user.created', objectType: 'user', objectId: u.id, detail: { email: u.email, role: u.role } }),
     invite: ([input], r) => ({ workspaceId: input.workspaceId, action: 'user.invited', objectType: 'user', objectId: null, detail: { email: r.email, role: r.role, mailed: r.mailed, ...(r.email_id ? { email_id: r.email_id } : {}) } }),
     acceptInvite: (_, r) => ({ workspaceId: r.workspaceId, action: 'user.joined', objectType: 'user', objectId: r.user.id, detail: { email: r.user.email } }),
+    setRole: ([input], u) => ({ workspaceId: input.workspaceId, action: 'user.role_changed', objectType: 'user', objectId: u.id, detail: { email: u.email, role: u.role } }),
+    remove: ([input], u) => ({ workspaceId: input.workspaceId, action: 'user.removed', objectType: 'user', objectId: u.id, detail: { email: u.email, role: u.role } }),
+  },
+  templates: {
+    create: ([workspaceId], t) => ({ workspaceId, action: 'template.created', objectType: 'template', objectId: t.id, detail: { name: t.name } }),
+    update: ([workspaceId], t) => ({ workspaceId, action: 'template.updated', objectType: 'template', objectId: t.id, detail: { name: t.name } }),
+    remove: ([workspaceId], t) => ({ workspaceId, action: 'template.deleted', objectType: 'template', objectId: t.id, detail: { name: t.name } }),
+    publish: ([workspaceId], t) => ({ workspaceId, action: 'template.published', objectType: 'template', objectId: t.id, detail: { name: t.name } }),
+    restore: ([workspaceId, , version], t) => ({ workspaceId, action: 'template.restored', objectType: 'template', objectId: t.id, detail: { name: t.name, version } }),
+  },
+  subscribers: {
+    upsert: ([workspaceId], r) => ({ workspaceId, action: r.created ? 'contact.created' : 'contact.updated', objectType: 'contact', objectId: r.subscriber.id, detail: { email: r.subscriber.email } }),
+    update: ([workspaceId], c) => ({ workspaceId, action: 'contact.updated', objectType: 'contact', objectId: c.id, detail: { email: c.email } }),
+    remove: ([workspaceId], c) => ({ workspaceId, action: 'contact.deleted', objectType: 'contact', objectId: c.id, detail: { email: c.email } }),
+  },
+  audiences: {
+    create: ([workspaceId], a) => ({ workspaceId, action: 'segment.created', objectType: 'segment', objectId: a.id, detail: { name: a.name } }),
+    remove: ([workspaceId, id]) => ({ workspaceId, action: 'segment.deleted', objectType: 'segment', objectId: id }),
+  },
+  workflows: {
+    create: ([workspaceId], w) => ({ workspaceId, action: 'workflow.created', objectType: 'workflow', objectId: w.id, detail: { name: w.name, status: w.status } }),
+    update: ([workspaceId], w) => ({ workspaceId, action: 'workflow.updated', objectType: 'workflow', objectId: w.id, detail: { name: w.name, status: w.status } }),
+    stop: ([workspaceId], r) => ({ workspaceId, action: 'workflow.stopped', objectType: 'workflow', objectId: r.workflow.id, detail: { name: r.workflow.name, cancelled: r.cancelled } }),
+    remove: ([workspaceId, id]) => ({ workspaceId, action: 'workflow.deleted', objectType: 'workflow', objectId: id }),
+  },
+  routes: {
+    add: ([workspaceId], r) => ({ workspaceId, action: 'receiving_route.created', objectType: 'receiving_route', objectId: r.id, detail: { address: r.address, action: r.action } }),
+    update: ([workspaceId], r) => ({ workspaceId, action: 'receiving_route.updated', objectType: 'receiving_route', objectId: r.id, detail: { address: r.address, action: r.action } }),
+    remove: ([workspaceId], r) => ({ workspaceId, action: 'receiving_route.deleted', objectType: 'receiving_route', objectId: r.id, detail: { address: r.address } }),
   },
   // Each user's own account: who acts is the user (the dashboard's actor); never a code or a secret.
   twoFactor: {
@@ -89,13 +119,16 @@ export const AUDIT_TRAIL: Trail = {
 };
 
 /**
- * The services with every use case of the trail recorded once it succeeded. A record that
- * cannot be written is logged, and the change stands: it was made (and is durable) before.
+ * The services with every use case of the trail run as one unit with its entry: the change
+ * and the append of its record commit in one transaction (store/ambient-transaction.ts), so
+ * the log never lacks a change that was made, nor shows one that was rolled back; a record
+ * that cannot be written fails the change with it. Then, as every service does before it
+ * answers, the commit is made durable.
  */
 type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
 const isService = (value: unknown): value is Methods => typeof value === 'object' && value !== null;
 
-export function withAuditTrail(services: Services, audit: AuditService, logger: Logger, trail: Trail = AUDIT_TRAIL): Services {
+export function withAuditTrail(services: Services, audit: AuditService, store: { db: Db; durable(): Promise<void> }, trail: Trail = AUDIT_TRAIL): Services {
   const out: Services = { ...services };
   for (const [name, methods] of Object.entries(trail)) {
     const service: unknown = Reflect.get(services, name);
@@ -104,9 +137,13 @@ export function withAuditTrail(services: Services, audit: AuditService, logger: 
     for (const [method, describe] of Object.entries(methods as Record<string, (args: unknown[], result: unknown) => AuditFact | null>)) {
       const original = service[method]!;
       wrapped[method] = async (...args: unknown[]) => {
-        const result = await original.apply(service, args);
-        const fact = describe(args, result);
-        if (fact) await audit.record(fact).catch((err: unknown) => logger.error({ err, component: 'audit', action: fact.action }, 'could not record an audit entry'));
+        const result = await atomically(store.db, async () => {
+          const r = await original.apply(service, args);
+          const fact = describe(args, r);
+          if (fact) await audit.record(fact);
+          return r;
+        });
+        await store.durable();
         return result;
       };
     }

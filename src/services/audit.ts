@@ -8,8 +8,8 @@ import type { ServiceDeps } from './deps.js';
 
 /**
  * The audit log: who (an API key, a dashboard session, the CLI) did what to which object and
- * from where. Entries are appended by the audit trail (audit-trail.ts) after each audited use
- * case succeeds; nothing updates them, and retention deletes them after `retention.auditDays`.
+ * from where. Entries are appended by the audit trail (audit-trail.ts) in the transaction of
+ * the audited use case itself; nothing updates them, and retention deletes them after `retention.auditDays`.
  * Details hold names and addresses that identify the object, never a secret (`safeDetail`).
  */
 
@@ -37,7 +37,10 @@ export interface AuditView {
 
 export interface AuditService {
   record(fact: AuditFact): Promise<void>;
-  /** A page, newest first; filters: `action` (exact, or a prefix ending in "."), `actor_type`, `object_id`. */
+  /**
+   * A page, newest first; filters: `action` (exact, or a prefix ending in "."), `actor_type`,
+   * `actor_id`, `object_type`, `object_id`, `since` and `until` (ISO 8601 times; since inclusive).
+   */
   list(scope: { workspaceId: string | null; instance: boolean }, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: AuditView[] }>;
 }
 
@@ -86,6 +89,18 @@ const text = (query: Record<string, unknown>, field: string): string | undefined
   return v;
 };
 
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+
+/** An ISO 8601 time as epoch milliseconds; without a zone it is UTC (a date alone: its midnight). */
+const time = (query: Record<string, unknown>, field: string): number | undefined => {
+  const v = text(query, field);
+  if (v === undefined) return undefined;
+  const zoned = v.includes('T') && !/(Z|[+-]\d{2}:\d{2})$/.test(v) ? `${v}Z` : v;
+  const ms = ISO_TIME.test(v) ? Date.parse(zoned) : NaN;
+  if (!Number.isFinite(ms)) throw validationError(field, 'must be an ISO 8601 time, e.g. 2026-11-28 or 2026-11-28T09:30:00Z');
+  return ms;
+};
+
 export function createAuditService(deps: ServiceDeps): AuditService {
   const { db, clock } = deps;
   return {
@@ -110,9 +125,22 @@ export function createAuditService(deps: ServiceDeps): AuditService {
     async list(scope, query) {
       const actorType = text(query, 'actor_type');
       if (actorType !== undefined && !(ACTOR_TYPES as readonly string[]).includes(actorType)) throw validationError('actor_type', `must be one of ${ACTOR_TYPES.join(', ')}`);
+      const since = time(query, 'since');
+      const until = time(query, 'until');
+      if (since !== undefined && until !== undefined && until <= since) throw validationError('until', 'must be later than since');
       const { rows, more } = await listAuditEntries(
         db,
-        { workspaceId: scope.workspaceId, instance: scope.instance, action: text(query, 'action'), actorType, objectId: text(query, 'object_id') },
+        {
+          workspaceId: scope.workspaceId,
+          instance: scope.instance,
+          action: text(query, 'action'),
+          actorType,
+          actorId: text(query, 'actor_id'),
+          objectType: text(query, 'object_type'),
+          objectId: text(query, 'object_id'),
+          since,
+          until,
+        },
         parsePage(query, 'keyset'),
       );
       return { object: 'list', has_more: more, data: rows.map(view) };

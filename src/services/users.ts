@@ -5,7 +5,7 @@ import { toIso } from '../shared/clock.js';
 import { sha256Hex } from '../shared/crypto.js';
 import { AppError, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { countUsers, findInvite, findMembership, findUser, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, saveUserPassword, useInvite, type Role, type User } from '../store/users.js';
+import { changeMembership, countUsers, findInvite, findMembership, findUser, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, saveUserPassword, useInvite, type MembershipChange, type Role, type User } from '../store/users.js';
 import { parseMailbox, type Address } from '../messages/addresses.js';
 import { findWorkspace } from '../store/workspaces.js';
 import type { ServiceDeps } from './deps.js';
@@ -35,6 +35,23 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
 };
 export const allows = (role: Role, permission: Permission): boolean => ROLE_PERMISSIONS[role].includes(permission);
 
+/** What each permission covers in the dashboard, for the docs' table (a drift test holds docs/operations.md to it). */
+export const PERMISSION_MEANS: Readonly<Record<Permission, string>> = {
+  read: 'see every page: emails, templates, contacts, broadcasts, domains and their DNS records, key names and prefixes, webhook endpoints and deliveries, the team, the audit log',
+  secrets: "see secrets: webhook signing secrets (a key's value is shown only to whoever creates it, once)",
+  send: 'send and edit content: templates, contacts, broadcasts and campaigns, suppressions, workflows, inbox threads; cancel emails',
+  manage: 'manage API keys, domains, webhooks, receiving routes and the team (invite, change roles, remove)',
+};
+
+/** The roles table of docs/operations.md, made from ROLE_PERMISSIONS. */
+export function roleTableMarkdown(): string {
+  const head = `| Role | ${PERMISSIONS.join(' | ')} |`;
+  const rule = `|---|${PERMISSIONS.map(() => '---').join('|')}|`;
+  const rows = ROLES.map((role) => `| ${role} | ${PERMISSIONS.map((p) => (allows(role, p) ? 'yes' : '—')).join(' | ')} |`);
+  const means = PERMISSIONS.map((p) => `- \`${p}\`: ${PERMISSION_MEANS[p]}.`);
+  return [head, rule, ...rows, '', ...means].join('\n');
+}
+
 export interface UserView {
   id: string;
   email: string;
@@ -47,8 +64,8 @@ export interface UserService {
   any(): Promise<boolean>;
   /** A user with a password and a role in a workspace (the first owner: `mailsvc users create --owner`). */
   create(input: { email: string; password: string; workspaceId: string; role: Role }): Promise<UserView>;
-  /** A one-time link that makes a user of `email` with `role` once its password is chosen. */
-  invite(input: { email: string; workspaceId: string; role: Role }): Promise<InviteResult>;
+  /** A one-time link that makes a user of `email` with `role` once its password is chosen; `by`: the inviter's role (an admin cannot invite an owner). */
+  invite(input: { email: string; workspaceId: string; role: Role; by?: Role | undefined }): Promise<InviteResult>;
   /** The invitation a link names, if it can still be used. */
   findInvite(token: string): Promise<{ email: string; role: Role; workspaceId: string } | undefined>;
   /** Accepts an invitation with the password the person chose; the link works once. */
@@ -59,6 +76,13 @@ export interface UserService {
   /** Checks the current password, then sets the new one (the caller ends the other sessions: dashboard-auth's changePassword). */
   changePassword(userId: string, current: string, next: string): Promise<void>;
   list(workspaceId: string): Promise<UserView[]>;
+  /**
+   * Gives a member another role. `by` is the role of whoever asks (the CLI acts as an owner):
+   * an admin may not make or unmake owners; the last owner may not be demoted.
+   */
+  setRole(input: { workspaceId: string; email: string; role: Role; by: Role }): Promise<UserView>;
+  /** Takes a member out of the workspace and ends their sessions; the same guard rails as setRole. */
+  remove(input: { workspaceId: string; email: string; by: Role }): Promise<UserView>;
 }
 
 /**
@@ -105,6 +129,17 @@ async function passwordMatches(stored: string, password: string): Promise<boolea
   const given = await scrypt(password.slice(0, MAX_PASSWORD), Buffer.from(salt, 'base64'), 32);
   const expected = Buffer.from(hash, 'base64');
   return expected.length === given.length && timingSafeEqual(given, expected);
+}
+
+/** Only an owner makes, demotes or removes owners. */
+function ownersOnly(by: Role, from: Role, to: Role | null): void {
+  if (by !== 'owner' && (from === 'owner' || to === 'owner')) throw new AppError('forbidden', 'Only an owner can make, demote or remove an owner.');
+  if (!allows(by, 'manage')) throw new AppError('forbidden', `Your role (${by}) may not change who is in the team.`);
+}
+
+function refused(outcome: MembershipChange, address: string): void {
+  if (outcome === 'not_member') throw new AppError('not_found', `${address} is not a member of this workspace`);
+  if (outcome === 'last_owner') throw new AppError('invalid_state', `${address} is the last owner of this workspace: make someone else an owner first.`);
 }
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -184,6 +219,7 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
       const now = clock.now();
       const address = email(input.email);
       const role = parseRole(input.role);
+      if (input.by) ownersOnly(input.by, 'viewer', role);
       await saveInvite(db, { token_hash: sha256Hex(token), email: address, workspace_id: input.workspaceId, role, created_at: now, expires_at: now + INVITE_TTL_MS, used_at: null });
       await deps.durable();
       const url = `${config.http.publicUrl}/dashboard/invite/${token}`;
@@ -238,5 +274,30 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
     },
 
     list: async (workspaceId) => (await listMembers(db, workspaceId)).map((m) => view({ id: m.user_id, email: m.email }, m.role, m.created_at)),
+
+    async setRole(input) {
+      const role = parseRole(input.role);
+      const member = await memberOf(input.workspaceId, input.email);
+      if (member.role === role) return view({ id: member.user_id, email: member.email }, role, member.created_at);
+      ownersOnly(input.by, member.role, role);
+      refused(await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role }), member.email);
+      await deps.durable();
+      return view({ id: member.user_id, email: member.email }, role, member.created_at);
+    },
+
+    async remove(input) {
+      const member = await memberOf(input.workspaceId, input.email);
+      ownersOnly(input.by, member.role, null);
+      refused(await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role: null }), member.email);
+      await deps.durable();
+      return view({ id: member.user_id, email: member.email }, member.role, member.created_at);
+    },
   };
+
+  async function memberOf(workspaceId: string, address: string) {
+    const wanted = email(address);
+    const member = (await listMembers(db, workspaceId)).find((m) => m.email === wanted);
+    if (!member) throw new AppError('not_found', `${wanted} is not a member of this workspace`);
+    return member;
+  }
 }

@@ -22,6 +22,11 @@ export interface AuditFilter {
   action?: string | undefined;
   actorType?: string | undefined;
   objectId?: string | undefined;
+  objectType?: string | undefined;
+  actorId?: string | undefined;
+  /** Epoch milliseconds: entries at or after `since`, before `until`. */
+  since?: number | undefined;
+  until?: number | undefined;
 }
 
 /** A page of the audit log, newest first (keyset on the time-ordered id). */
@@ -34,6 +39,10 @@ export async function listAuditEntries(db: Db, filter: AuditFilter, page: ListPa
   if (filter.action) q = filter.action.endsWith('.') ? q.where('action', 'like', `${filter.action.replace(/[%_\\]/g, '')}%`) : q.where('action', '=', filter.action);
   if (filter.actorType) q = q.where('actor_type', '=', filter.actorType as AuditEntry['actor_type']);
   if (filter.objectId) q = q.where('object_id', '=', filter.objectId);
+  if (filter.objectType) q = q.where('object_type', '=', filter.objectType);
+  if (filter.actorId) q = q.where('actor_id', '=', filter.actorId);
+  if (filter.since !== undefined) q = q.where('created_at', '>=', filter.since);
+  if (filter.until !== undefined) q = q.where('created_at', '<', filter.until);
   return auditRows.decodePage(await readPage(q, 'id', page));
 }
 

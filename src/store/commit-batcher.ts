@@ -1,6 +1,7 @@
 import type { Db } from './db.js';
 import { commitConcurrency, type Dialect } from './dialect.js';
 import { writeScope } from './wal-sync.js';
+import { inUnit, outsideUnit } from './ambient-transaction.js';
 
 type Work<T> = (trx: Db) => Promise<T>;
 
@@ -67,6 +68,9 @@ export class CommitBatcher {
   }
 
   run<T>(work: Work<T>, lane: Lane = 'foreground'): Promise<T> {
+    // Inside a use case's own transaction (ambient-transaction.ts) the write is part of it: a
+    // batch would wait for the connection that transaction holds until the use case ends.
+    if (inUnit()) return work(this.db);
     return new Promise<T>((resolve, reject) => {
       this.queues[lane].push({ work, resolve, reject });
       this.schedule();
@@ -94,10 +98,12 @@ export class CommitBatcher {
     };
     // The flusher runs outside the scope of the request that woke it: its writes are the
     // batch's, made durable for every caller below, not that request's own (writeScope).
-    writeScope.exit(() => {
-      if (this.windowMs > 0) setTimeout(start, this.windowMs);
-      else setImmediate(start);
-    });
+    writeScope.exit(() =>
+      outsideUnit(() => {
+        if (this.windowMs > 0) setTimeout(start, this.windowMs);
+        else setImmediate(start);
+      }),
+    );
   }
 
   private async flush(): Promise<void> {
@@ -171,8 +177,9 @@ export class Collector<T> {
   add(item: T): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      if (this.pending.length >= this.options.max) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), this.options.windowMs);
+      // Shared by every request: never run in the unit of the one that filled it (ambient-transaction.ts).
+      if (this.pending.length >= this.options.max) outsideUnit(() => this.flush());
+      else this.timer ??= outsideUnit(() => setTimeout(() => this.flush(), this.options.windowMs));
     });
   }
 

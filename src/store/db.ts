@@ -9,6 +9,7 @@ import { listeningRowCache, uncachedRows, type RowCache } from './row-cache.js';
 import { CommitWatch, type CommitListener } from './commit-watch.js';
 import { WalSync, type FileSync } from './wal-sync.js';
 import { faultClassifying } from './fault-driver.js';
+import { Ambience, registerAmbience } from './ambient-transaction.js';
 import type { Logger } from '../shared/logger.js';
 import type { Database } from './tables.js';
 import type { Dialect } from './dialect.js';
@@ -107,7 +108,9 @@ function openSqlite(path: string, options: OpenOptions): Store {
   const counted = { statements: 0 };
   const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`, options.fileSync);
   const watch = new CommitWatch();
-  const db = new Kysely<Database>({ dialect: faultClassifying(new SqliteDialect({ database: withStatementCache(sqlite, counted, wal, watch.connection()) })) });
+  const ambience = new Ambience();
+  const db = new Kysely<Database>({ dialect: faultClassifying(new SqliteDialect({ database: withStatementCache(sqlite, counted, wal, watch.connection()) }), ambience) });
+  registerAmbience(db, ambience);
   const durable = () => wal?.durable() ?? Promise.resolve();
   return {
     db,
@@ -241,7 +244,9 @@ function openPostgres(url: string, options: OpenOptions): Store {
       return result;
     };
   });
-  const db = new Kysely<Database>({ dialect: faultClassifying(new PostgresDialect({ pool })) });
+  const ambience = new Ambience();
+  const db = new Kysely<Database>({ dialect: faultClassifying(new PostgresDialect({ pool }), ambience) });
+  registerAmbience(db, ambience);
   const location = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
   return {
     db,

@@ -1,19 +1,24 @@
 import type { DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from 'kysely';
 import { classifyFault } from '../shared/errors.js';
+import type { Ambience } from './ambient-transaction.js';
 
 /**
  * The store's edge for faults: every error the database driver raises that is a fault of the
  * machine (a dropped or refused connection, a full or failing disk, a busy database) comes out
  * of the store as the catalog's `storage_unavailable` or `storage_full`, with the driver's
  * error as its cause. Everything else (a unique violation, a bug in a query) passes through
- * untouched, so the repositories that look at it still can. (No savepoints: nothing uses them.)
+ * untouched, so the repositories that look at it still can.
  */
-export function faultClassifying(dialect: Dialect): Dialect {
+export function faultClassifying(dialect: Dialect, ambience?: Ambience): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),
     createIntrospector: (db) => dialect.createIntrospector(db),
     createQueryCompiler: () => dialect.createQueryCompiler(),
-    createDriver: () => new FaultClassifyingDriver(dialect.createDriver()),
+    // The unit of work (ambient-transaction.ts) sits outside: its BEGIN, COMMIT and savepoints are classified too.
+    createDriver: () => {
+      const driver = new FaultClassifyingDriver(dialect.createDriver());
+      return ambience ? ambience.wrap(driver) : driver;
+    },
   };
 }
 

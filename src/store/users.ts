@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from './db.js';
-import type { UserInvitesTable, UsersTable, UserTwoFactorTable, WorkspaceMembersTable, WorkspaceTwoFactorTable } from './tables/users.js';
+import type { Role, UserInvitesTable, UsersTable, UserTwoFactorTable, WorkspaceMembersTable, WorkspaceTwoFactorTable } from './tables/users.js';
 import { refuseDuplicate } from './unique-violation.js';
 
 export { ROLES, type Role } from './tables/users.js';
@@ -99,6 +99,34 @@ export async function confirmTwoFactor(db: Db, userId: string, secretSealed: str
   });
 }
 
+/** Why a change of membership was refused, or `ok`. */
+export type MembershipChange = 'ok' | 'not_member' | 'last_owner';
+
+const ownersOf = async (db: Db, workspaceId: string): Promise<number> =>
+  Number((await db.selectFrom('workspace_members').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).where('role', '=', 'owner').executeTakeFirstOrThrow()).n);
+
+/**
+ * Changes a member's role, or removes them (`role` null), unless that would leave the
+ * workspace without an owner; counted in the same transaction as the change, so two admins
+ * demoting the last two owners at once cannot both succeed. Removal ends the person's
+ * dashboard sessions in that transaction too: a removed colleague's open tab stops working at
+ * once. (Sessions are the user's, across workspaces: all of them end.)
+ */
+export async function changeMembership(db: Db, change: { userId: string; workspaceId: string; role: Role | null }): Promise<MembershipChange> {
+  return db.transaction().execute(async (trx) => {
+    const current = await trx.selectFrom('workspace_members').select('role').where('user_id', '=', change.userId).where('workspace_id', '=', change.workspaceId).executeTakeFirst();
+    if (!current) return 'not_member';
+    if (current.role === 'owner' && change.role !== 'owner' && (await ownersOf(trx, change.workspaceId)) <= 1) return 'last_owner';
+    if (change.role === null) {
+      await trx.deleteFrom('workspace_members').where('user_id', '=', change.userId).where('workspace_id', '=', change.workspaceId).execute();
+      await endUserSessions(trx, change.userId);
+    } else {
+      await trx.updateTable('workspace_members').set({ role: change.role }).where('user_id', '=', change.userId).where('workspace_id', '=', change.workspaceId).execute();
+    }
+    return 'ok';
+  });
+}
+
 /**
  * Records the time step of an accepted code, only if it is later than the last one: of two
  * requests with the same code (two tabs, two nodes, a replay) exactly one gets true.
@@ -167,4 +195,13 @@ export async function findTwoFactorGate(db: Db, userId: string, workspaceId: str
     db.selectFrom('user_two_factor').select('user_id').where('user_id', '=', userId).where('confirmed_at', 'is not', null).executeTakeFirst(),
   ]);
   return { required: required !== undefined, enrolled: enrolled !== undefined };
+}
+
+/**
+ * Ends every dashboard session of a user. The seam for sign-in's own needs (a password change,
+ * "sign out everywhere"): one statement, usable inside another transaction.
+ */
+export async function endUserSessions(db: Db, userId: string): Promise<number> {
+  const r = await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).executeTakeFirst();
+  return Number(r.numDeletedRows);
 }

@@ -22,6 +22,9 @@ import { registerTemplateRoutes } from './pages/templates.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
 import { registerWorkflowRoutes } from './pages/workflows.js';
 import { registerDeliveryRoutes } from './pages/delivery.js';
+import { registerTeamRoutes } from './pages/team.js';
+import { registerAuditRoutes } from './pages/audit.js';
+import { DashRoutes } from './routes.js';
 import { clearSessionCookie, requireSession, SESSION_COOKIE, type DashCtx, type DashState } from './session.js';
 
 const PAGE_CSP = [
@@ -51,16 +54,18 @@ function publicRouter(deps: HttpDeps): Router<State> {
   return router;
 }
 
-function privateRouter(deps: HttpDeps): Router<DashState> {
-  const router = new Router<DashState>({ prefix: '/dashboard' });
-  router.get('/', (ctx) => ctx.redirect('/dashboard/overview'));
-  router.post('/logout', async (ctx) => {
+/** The signed-in pages, each route declared with what it needs (routes.ts). */
+export function privateRoutes(deps: HttpDeps): { router: Router<DashState>; routes: DashRoutes } {
+  const koaRouter = new Router<DashState>({ prefix: '/dashboard' });
+  const router = new DashRoutes(koaRouter);
+  router.get('/', 'read', (ctx) => ctx.redirect('/dashboard/overview'));
+  router.post('/logout', 'session', async (ctx) => {
     await deps.services.dashboardAuth.signOut(ctx.cookies.get(SESSION_COOKIE));
     clearSessionCookie(ctx);
     ctx.status = 303;
     ctx.redirect('/dashboard/login');
   });
-  router.post('/workspace', async (ctx) => {
+  router.post('/workspace', 'session', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const workspace = await deps.services.workspaces.get(form.workspace ?? '');
     await deps.services.dashboardAuth.switchWorkspace(view.session, workspace.id);
@@ -81,7 +86,9 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerWorkflowRoutes(router, deps);
   registerDeliveryRoutes(router, deps);
   registerAccountRoutes(router, deps);
-  return router;
+  registerTeamRoutes(router, deps);
+  registerAuditRoutes(router, deps);
+  return { router: koaRouter, routes: router };
 }
 
 /** Errors as pages, in the dashboard's layout when signed in; the API's JSON envelope is not for people. */
@@ -110,10 +117,11 @@ function renderError(ctx: Ctx, deps: HttpDeps, thrown: unknown): void {
 export function dashboardRoutes(deps: HttpDeps) {
   const open = publicRouter(deps);
   const openRoutes = open.routes();
+  const signedIn = privateRoutes(deps);
   const guarded = compose<Ctx>([
-    requireSession(deps) as (ctx: Ctx, next: Next) => Promise<void>,
+    requireSession(deps, signedIn.routes) as (ctx: Ctx, next: Next) => Promise<void>,
     // eslint-disable-next-line no-restricted-syntax -- @koa/router types its middleware over its own context; ours extends Koa's
-    privateRouter(deps).routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
+    signedIn.router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,
   ]);
 
   return async function dashboard(ctx: Ctx, next: Next): Promise<void> {

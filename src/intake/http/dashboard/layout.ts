@@ -1,4 +1,4 @@
-import type { Role } from '../../../services/users.js';
+import type { Permission, Role } from '../../../services/users.js';
 import type { DashboardSessionInfo } from '../../../services/dashboard-auth.js';
 import type { Workspace } from '../../../store/workspaces.js';
 import { assets } from './assets.js';
@@ -12,6 +12,10 @@ export interface DashView {
   csrf: string;
   /** The signed-in person's role here (the shared password and CLI links act as an owner). */
   role: Role;
+  /** Whether this role may request `method path` (routes.ts, the same check the middleware runs). */
+  may(method: 'GET' | 'POST', path: string): boolean;
+  /** Whether this role has `permission` (for what a page shows inside itself: secrets). */
+  can(permission: Permission): boolean;
 }
 
 export const SECTIONS = [
@@ -27,15 +31,28 @@ export const SECTIONS = [
   ['receiving', 'Receiving'],
   ['workflows', 'Workflows'],
   ['delivery', 'Delivery'],
+  ['team', 'Team'],
+  ['audit', 'Audit log'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
 
 /** The hidden input every form carries; the middleware refuses a POST without it. */
 export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
 
-/** A POST button in its own small form (revoke, verify, replay...). */
+/**
+ * A form that changes something; nothing at all for a role that may not post it (the same
+ * check as the middleware's), so a page never offers what would be refused. Pages draw every
+ * POST form through this or actionButton (a unit test holds them to it).
+ */
+export const postForm = (view: DashView, action: string, className: string, inner: SafeHtml) =>
+  view.may('POST', action) ? html`<form class="${className}" method="post" action="${action}">${csrfField(view.csrf)}${inner}</form>` : html``;
+
+/** Markup shown only to a role that may post to `action` (a card around a form, its heading). */
+export const ifAllowed = (view: DashView, action: string, markup: SafeHtml) => (view.may('POST', action) ? markup : html``);
+
+/** A POST button in its own small form (revoke, verify, replay...); nothing for a role that may not. */
 export const actionButton = (view: DashView, action: string, label: string, className = 'secondary') =>
-  html`<form class="inline" method="post" action="${action}">${csrfField(view.csrf)}<button type="submit" class="${className}">${label}</button></form>`;
+  postForm(view, action, 'inline', html`<button type="submit" class="${className}">${label}</button>`);
 
 /** A read-only field and a button that copies it. */
 export const copyField = (id: string, value: string, label = 'Copy') =>
@@ -93,7 +110,7 @@ export function page(view: DashView, options: PageOptions): string {
       : html`<span class="ws-name">${view.workspace.name}</span>`;
   const header = html`<header><a class="brand" href="/dashboard">mailsvc</a>${switcher}
 <a class="account" href="/dashboard/account" ${options.section === 'account' ? html`aria-current="page"` : ''}>Account</a><form method="post" action="/dashboard/logout">${csrfField(view.csrf)}<button type="submit" class="secondary">Sign out</button></form>
-<nav>${SECTIONS.map(([key, label]) => html`<a href="/dashboard/${key}" ${key === options.section ? html`aria-current="page"` : ''}>${label}</a>`)}</nav></header>`;
+<nav>${SECTIONS.filter(([key]) => view.may('GET', `/dashboard/${key}`)).map(([key, label]) => html`<a href="/dashboard/${key}" ${key === options.section ? html`aria-current="page"` : ''}>${label}</a>`)}</nav></header>`;
   const body = html`<h1>${options.title}</h1>${options.notice ? html`<div class="notice" role="status">${options.notice}</div>` : ''}${
     options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''
   }${options.body}`;

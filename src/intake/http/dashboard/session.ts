@@ -1,4 +1,5 @@
-import { allows, type Permission } from '../../../services/users.js';
+import { allows } from '../../../services/users.js';
+import type { DashRoutes } from './routes.js';
 import { actingAs } from '../../../shared/actor.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import parse from 'co-body';
@@ -136,24 +137,13 @@ export function checkPreLogin(ctx: Ctx, deps: HttpDeps, form: Record<string, str
 /**
  * Everything below sign-in: a valid session or a redirect to the sign-in page (a 401 for
  * POSTs, which must not be replayed after sign-in), then, for every POST, the form and its
- * CSRF token checked before any handler runs.
+ * CSRF token checked, then the role against what the route declares (routes.ts), before any
+ * handler runs.
  */
-/**
- * What a dashboard POST needs: signing out and choosing a workspace nothing; keys, domains,
- * webhooks, users and settings `manage`; everything else that changes something `send`.
- */
-export function permissionFor(path: string): Permission | null {
-  const page = path.replace(/^\/dashboard/, '');
-  // One's own account (password, second factor, sessions): every role, for itself only.
-  if (page === '/logout' || page === '/workspace' || page === '/account' || page.startsWith('/account/')) return null;
-  if (/^\/(keys|domains|webhooks|users|settings|delivery|ip-pools)(\/|$)/.test(page)) return 'manage';
-  return 'send';
-}
-
 /** What a member of a workspace that requires two-factor may reach before enrolling: enrolment itself, signing out, another workspace. */
 const enrolmentPath = (path: string): boolean => ['/dashboard/account/two-factor', '/dashboard/logout', '/dashboard/workspace'].includes(path);
 
-export function requireSession(deps: HttpDeps) {
+export function requireSession(deps: HttpDeps, routes: DashRoutes) {
   return async function session(ctx: DashCtx, next: Next): Promise<void> {
     const auth = deps.services.dashboardAuth;
     const found = await auth.session(ctx.cookies.get(SESSION_COOKIE));
@@ -168,7 +158,8 @@ export function requireSession(deps: HttpDeps) {
     const workspace = workspaces.find((w) => w.id === found.workspaceId) ?? (await deps.services.workspaces.ensureDefault());
     const role = found.userId === null ? 'owner' : await deps.services.users.roleOf(found.userId, workspace.id);
     if (!role) throw new AppError('forbidden', `You have no role in the workspace ${workspace.name}; ask one of its owners or admins for an invitation.`);
-    ctx.state.dashboard = { session: found, workspace, workspaces, csrf: auth.csrfToken(found.idHash), role };
+    const may = (method: string, path: string) => routes.permits(role, method, path);
+    ctx.state.dashboard = { session: found, workspace, workspaces, csrf: auth.csrfToken(found.idHash), role, may, can: (permission) => allows(role, permission) };
     // A workspace that requires a second factor: a member without one sets it up before anything else.
     if (found.userId !== null && !enrolmentPath(ctx.path)) {
       const gate = await deps.services.twoFactor.gate(found.userId, workspace.id);
@@ -183,13 +174,15 @@ export function requireSession(deps: HttpDeps) {
     if (ctx.method === 'POST') {
       ctx.state.form = await readForm(ctx);
       if (!auth.checkCsrf(found.idHash, ctx.state.form._csrf)) throw csrfRefused();
-      // The one role check of the dashboard: what a POST changes, against what the role allows.
-      const needed = permissionFor(ctx.path);
-      if (needed && !allows(role, needed)) throw new AppError('forbidden', `Your role (${role}) may not change this; an owner or admin can.`);
     }
-    // The audit log names the user; a session of the shared password or a CLI link by a prefix
-    // of its hash: enough to tell sessions apart, never the cookie.
-    const actor = found.userId !== null ? { type: 'user' as const, id: found.userId } : { type: 'dashboard' as const, id: found.idHash.slice(0, 16) };
+    // The one role check of the dashboard: the route's declaration against what the role allows.
+    // A path no route declares falls through to the router's 404.
+    if (routes.find(ctx.method, ctx.path) && !may(ctx.method, ctx.path)) {
+      throw new AppError('forbidden', ctx.method === 'POST' ? `Your role (${role}) may not change this; an owner or admin can.` : `Your role (${role}) may not see this page; an owner or admin can.`);
+    }
+    // The audit log names a user by their id; a shared-password session by a prefix of its hash:
+    // enough to tell sessions apart, never the cookie.
+    const actor = found.userId === null ? { type: 'dashboard' as const, id: found.idHash.slice(0, 16) } : { type: 'user' as const, id: found.userId };
     await actingAs({ ...actor, address: ctx.state.clientAddress }, next);
   };
 }

@@ -1,12 +1,12 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { SessionView } from '../../../../services/dashboard-auth.js';
 import type { AccountActor } from '../../../../services/two-factor.js';
 import { AppError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html, SafeHtml } from '../html.js';
-import { actionButton, csrfField, page, table, when, type DashView } from '../layout.js';
-import { redirectWithNotice, redirectWithSecret, takeNotice, takeSecret, type DashCtx, type DashState, type ShownSecret } from '../session.js';
+import { actionButton, page, postForm, table, when, type DashView } from '../layout.js';
+import { redirectWithNotice, redirectWithSecret, takeNotice, takeSecret, type DashCtx, type ShownSecret } from '../session.js';
 
 /**
  * The signed-in person's own account: two-factor sign-in (enrol with a QR code, recovery codes,
@@ -51,8 +51,8 @@ async function accountPage(deps: HttpDeps, view: DashView, extra: { notice?: str
   const codeInput = (id: string) => html`<label>Code from your app, or a recovery code<input id="${id}" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="64" required></label>`;
   const twoFactor = status.enabled
     ? html`<p id="two-factor-status">Two-factor sign-in is <strong>on</strong>. ${status.recoveryCodesLeft} of 10 recovery codes left.</p>
-<form class="row" method="post" action="/dashboard/account/two-factor/recovery-codes">${csrfField(view.csrf)}${codeInput('regen-code')}<button type="submit" class="secondary">New recovery codes</button></form>
-${required ? html`<p class="muted">${view.workspace.name} requires two-factor sign-in: it cannot be turned off.</p>` : html`<form class="row" method="post" action="/dashboard/account/two-factor/disable">${csrfField(view.csrf)}${codeInput('disable-code')}<button type="submit" class="danger">Turn off</button></form>`}`
+${postForm(view, '/dashboard/account/two-factor/recovery-codes', 'row', html`${codeInput('regen-code')}<button type="submit" class="secondary">New recovery codes</button>`)}
+${required ? html`<p class="muted">${view.workspace.name} requires two-factor sign-in: it cannot be turned off.</p>` : html`${postForm(view, '/dashboard/account/two-factor/disable', 'row', html`${codeInput('disable-code')}<button type="submit" class="danger">Turn off</button>`)}`}`
     : html`<p id="two-factor-status">Two-factor sign-in is <strong>off</strong>: anyone with your password can sign in as you.</p><p><a class="button" href="/dashboard/account/two-factor">Set up two-factor sign-in</a></p>`;
   const requirement =
     view.role === 'owner'
@@ -68,10 +68,10 @@ ${required ? html`<p class="muted">${view.workspace.name} requires two-factor si
     notice: extra.notice,
     error: extra.error,
     body: html`${extra.shown ? recoveryCard(extra.shown) : ''}<div class="card"><h2>Two-factor sign-in</h2>${twoFactor}</div>${requirement}
-<div class="card"><h2>Password</h2><form class="stack" method="post" action="/dashboard/account/password">${csrfField(view.csrf)}<div class="row">
+<div class="card"><h2>Password</h2>${postForm(view, '/dashboard/account/password', 'stack', html`<div class="row">
 <label>Current password<input type="password" name="current_password" autocomplete="current-password" required></label>
 <label>New password<input type="password" name="password" autocomplete="new-password" minlength="12" required></label>
-<label>Again<input type="password" name="confirm" autocomplete="new-password" minlength="12" required></label></div><button type="submit">Change password</button></form>
+<label>Again<input type="password" name="confirm" autocomplete="new-password" minlength="12" required></label></div><button type="submit">Change password</button>`)}
 <p class="muted">Changing it signs you out everywhere else.</p></div>
 <div class="card"><h2>Sessions</h2>${table(['Address', 'Browser', 'Signed in', 'Last seen', ''], sessions.map((s) => sessionRow(view, s)), 'No sessions.')}
 ${sessions.length > 1 ? actionButton(view, '/dashboard/account/sessions/revoke-others', 'Sign out everywhere else', 'danger') : ''}</div>`,
@@ -92,26 +92,26 @@ async function enrolPage(deps: HttpDeps, view: DashView, error?: string): Promis
     body: html`<div class="card"><ol><li>Scan this code with an authenticator app (Google Authenticator, 1Password, Aegis, FreeOTP…).</li>
 <li>Or type the key in by hand: <code id="totp-secret">${enrolment.secret}</code> (time-based, 6 digits, 30 seconds).</li>
 <li>Enter the code the app shows to confirm.</li></ol><div class="qr">${qr}</div>
-<form class="row" method="post" action="/dashboard/account/two-factor">${csrfField(view.csrf)}<label>Code<input name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required autofocus></label><button type="submit">Confirm</button></form></div>`,
+${postForm(view, '/dashboard/account/two-factor', 'row', html`<label>Code<input name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9 ]{6,7}" maxlength="7" required autofocus></label><button type="submit">Confirm</button>`)}</div>`,
   });
 }
 
 const showCodes = (ctx: DashCtx, codes: string[], note: string) =>
   redirectWithSecret(ctx, '/dashboard/account', { title: RECOVERY_TITLE, note, secret: codes.join(' ') });
 
-export function registerAccountRoutes(router: Router<DashState>, deps: HttpDeps): void {
-  router.get('/account', async (ctx) => {
+export function registerAccountRoutes(router: DashRoutes, deps: HttpDeps): void {
+  router.get('/account', 'session', async (ctx) => {
     const shown = takeSecret(ctx);
     ctx.body = await accountPage(deps, ctx.state.dashboard, { notice: takeNotice(ctx), shown: shown?.title === RECOVERY_TITLE ? shown : undefined });
   });
 
-  router.get('/account/two-factor', async (ctx) => {
+  router.get('/account/two-factor', 'session', async (ctx) => {
     const view = ctx.state.dashboard;
     if ((await deps.services.twoFactor.status(who(view).userId)).enabled) return ctx.redirect('/dashboard/account');
     ctx.body = await enrolPage(deps, view);
   });
 
-  router.post('/account/two-factor', async (ctx) => {
+  router.post('/account/two-factor', 'session', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     await formAction(
       ctx,
@@ -123,7 +123,7 @@ export function registerAccountRoutes(router: Router<DashState>, deps: HttpDeps)
     );
   });
 
-  router.post('/account/two-factor/recovery-codes', async (ctx) => {
+  router.post('/account/two-factor/recovery-codes', 'session', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     await formAction(
       ctx,
@@ -135,7 +135,7 @@ export function registerAccountRoutes(router: Router<DashState>, deps: HttpDeps)
     );
   });
 
-  router.post('/account/two-factor/disable', async (ctx) => {
+  router.post('/account/two-factor/disable', 'session', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     await formAction(
       ctx,
@@ -147,7 +147,7 @@ export function registerAccountRoutes(router: Router<DashState>, deps: HttpDeps)
     );
   });
 
-  router.post('/account/two-factor/required', async (ctx) => {
+  router.post('/account/two-factor/required', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const on = ctx.query.off !== '1';
     await formAction(
@@ -160,7 +160,7 @@ export function registerAccountRoutes(router: Router<DashState>, deps: HttpDeps)
     );
   });
 
-  router.post('/account/password', async (ctx) => {
+  router.post('/account/password', 'session', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     await formAction(
       ctx,
@@ -173,13 +173,13 @@ export function registerAccountRoutes(router: Router<DashState>, deps: HttpDeps)
     );
   });
 
-  router.post('/account/sessions/revoke-others', async (ctx) => {
+  router.post('/account/sessions/revoke-others', 'session', async (ctx) => {
     const view = ctx.state.dashboard;
     const { ended } = await deps.services.dashboardAuth.endOtherSessions(who(view), view.session.idHash);
     redirectWithNotice(ctx, '/dashboard/account', `Signed out everywhere else (${ended} session${ended === 1 ? '' : 's'}).`);
   });
 
-  router.post('/account/sessions/:id/revoke', async (ctx) => {
+  router.post('/account/sessions/:id/revoke', 'session', async (ctx) => {
     const view = ctx.state.dashboard;
     if (view.session.idHash.startsWith(ctx.params.id ?? '')) throw new AppError('validation_error', 'This is the session you are using: sign out instead.');
     await deps.services.dashboardAuth.revokeSession(who(view), ctx.params.id ?? '');

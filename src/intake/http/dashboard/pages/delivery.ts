@@ -1,16 +1,15 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { badge, page, table, when } from '../layout.js';
-import type { DashState } from '../session.js';
 
 /**
  * Delivery as receivers see it: the IP pools (addresses, EHLO names, warm-up) and each
  * destination (a mailbox provider from one source address) with its back-off state, as the
  * running nodes reported it. Read-only: pools are the operator's (CLI, master key).
  */
-export function registerDeliveryRoutes(router: Router<DashState>, deps: HttpDeps): void {
-  router.get('/delivery', async (ctx) => {
+export function registerDeliveryRoutes(router: DashRoutes, deps: HttpDeps): void {
+  router.get('/delivery', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const [pools, providers] = await Promise.all([deps.services.ipPools.list(), deps.services.queue.providers()]);
     const poolRows = pools.flatMap((p) =>

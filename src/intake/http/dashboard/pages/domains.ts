@@ -1,11 +1,10 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { DnsRecord, DomainView } from '../../../../services/domains/domains.js';
 import type { Check } from '../../../../checks/check-status.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
-import { actionButton, badge, copyField, csrfField, page, table, when, type DashView } from '../layout.js';
+import { actionButton, badge, copyField, page, table, when, type DashView , ifAllowed, postForm } from '../layout.js';
 import { formAction } from '../form.js';
-import type { DashState } from '../session.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
 // One block per record rather than a table row: names and values are long, and on a phone
@@ -74,7 +73,7 @@ const groupView = (g: RecordGroup) => {
   return html`<li id="check-${g.id}" class="group"><details ${g.check?.status === 'failing' ? html`open` : ''}><summary>${title}</summary>${detail}</details></li>`;
 };
 
-export function registerDomainRoutes(router: Router<DashState>, deps: HttpDeps): void {
+export function registerDomainRoutes(router: DashRoutes, deps: HttpDeps): void {
   const listPage = async (view: DashView, extra: { error?: string; kept?: string } = {}) => {
     const domains = await deps.services.domains.list(view.workspace.id);
     const rows = domains.map(
@@ -84,17 +83,17 @@ export function registerDomainRoutes(router: Router<DashState>, deps: HttpDeps):
       title: 'Domains',
       section: 'domains',
       error: extra.error,
-      body: html`<div class="card"><h2>Add a domain</h2><form class="row" method="post" action="/dashboard/domains">${csrfField(view.csrf)}
-<label>Domain<input name="domain" required placeholder="example.com" maxlength="253" value="${extra.kept ?? ''}"></label><button type="submit">Add domain</button></form></div>
+      body: html`${ifAllowed(view, '/dashboard/domains', html`<div class="card"><h2>Add a domain</h2>${postForm(view, `/dashboard/domains`, 'row', html`
+<label>Domain<input name="domain" required placeholder="example.com" maxlength="253" value="${extra.kept ?? ''}"></label><button type="submit">Add domain</button>`)}</div>`)}
 ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: add the domain you send from.')}`,
     });
   };
 
-  router.get('/domains', async (ctx) => {
+  router.get('/domains', 'read', async (ctx) => {
     ctx.body = await listPage(ctx.state.dashboard);
   });
 
-  router.post('/domains', async (ctx) => {
+  router.post('/domains', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const name = ctx.state.form.domain ?? '';
     await formAction(
@@ -108,7 +107,7 @@ ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: ad
     );
   });
 
-  router.get('/domains/:id', async (ctx) => {
+  router.get('/domains/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const records = await deps.services.domains.recordsToPublish(view.workspace.id, ctx.params.id!);
     const { domain } = records;
@@ -152,7 +151,7 @@ ${table(['Day', 'Sessions ok', 'Failed', 'Failures', 'Reported by'], tlsRows, 'N
     });
   });
 
-  router.post('/domains/:id/verify', async (ctx) => {
+  router.post('/domains/:id/verify', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const { domain } = await deps.services.domains.verify(view.workspace.id, ctx.params.id!);
     const attention = domain.checks ? CHECK_NAMES.filter(([k]) => domain.checks![k] && ['failing', 'not_published'].includes(domain.checks![k].status) && domain.checks![k].required).map(([, label]) => label) : [];

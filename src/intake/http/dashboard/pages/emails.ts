@@ -1,4 +1,4 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { ParsedMail } from 'mailparser';
 import type { EmailDetail } from '../../../../services/emails.js';
 import { parseMail } from '../../../../shared/parse-mail.js';
@@ -7,7 +7,6 @@ import { EMAIL_STATUSES } from '../../../../store/emails.js';
 import type { HttpDeps } from '../../context.js';
 import { html, type SafeHtml } from '../html.js';
 import { actionButton, badge, exactly, jsonBlock, page, table, when, type DashView } from '../layout.js';
-import type { DashState } from '../session.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
 /** The stored message, parsed; undefined when there is none yet (a campaign message not composed). */
@@ -47,8 +46,8 @@ function timeline(email: EmailDetail, events: Array<{ id: string; type: string; 
 
 const tagLink = (tag: string) => html`<a href="/dashboard/emails?${new URLSearchParams({ tag }).toString()}"><code>${tag}</code></a>`;
 
-export function registerEmailRoutes(router: Router<DashState>, deps: HttpDeps): void {
-  router.get('/emails', async (ctx) => {
+export function registerEmailRoutes(router: DashRoutes, deps: HttpDeps): void {
+  router.get('/emails', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const filters = { q: str(ctx.query.q), status: str(ctx.query.status), tag: str(ctx.query.tag), from: str(ctx.query.from), until: str(ctx.query.until), to: str(ctx.query.to) };
     const list = await deps.services.emails.list(view.workspace.id, {
@@ -82,7 +81,7 @@ ${table(['Subject', 'From', 'To', 'Status', 'Created (UTC)'], rows, Object.keys(
     });
   });
 
-  router.get('/emails/:id', async (ctx) => {
+  router.get('/emails/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const id = ctx.params.id!;
     const [email, events, message] = await Promise.all([
@@ -144,13 +143,13 @@ ${email.metadata ? html`<h2>Metadata</h2>${jsonBlock(email.metadata)}` : ''}
     });
   });
 
-  router.post('/emails/:id/cancel', async (ctx) => {
+  router.post('/emails/:id/cancel', 'send', async (ctx) => {
     const view = ctx.state.dashboard;
     const email = await deps.services.emails.cancel(view.workspace.id, ctx.params.id!);
     redirectWithNotice(ctx, `/dashboard/emails/${email.id}`, `Cancelled: the email is ${email.status}.`);
   });
 
-  router.get('/emails/:id/preview', async (ctx) => {
+  router.get('/emails/:id/preview', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const message = await parsedMessage(deps, view, ctx.params.id!);
     sandboxedPreview(ctx, message?.html || null);

@@ -1,12 +1,11 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { page, table, when } from '../layout.js';
-import type { DashState } from '../session.js';
 
 /** Contact imports (API and CLI), newest first, with their counts and the rows they refused. */
-export function registerImportRoutes(router: Router<DashState>, deps: HttpDeps): void {
-  router.get('/imports', async (ctx) => {
+export function registerImportRoutes(router: DashRoutes, deps: HttpDeps): void {
+  router.get('/imports', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const { data } = await deps.services.contactImports.list(view.workspace.id, { limit: '100' });
     const rows = data.map((i) => {

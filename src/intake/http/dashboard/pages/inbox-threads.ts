@@ -1,11 +1,10 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import { validationError } from '../../../../shared/errors.js';
 import { parsePage } from '../../../../store/list-page.js';
 import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/inboxes.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table, when } from '../layout.js';
-import type { DashState } from '../session.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
 /** An inbox's conversations in the dashboard: threads by folder or search, one thread's messages, moving and marking them. */
@@ -16,8 +15,8 @@ const MOVES = ['inbox', 'archive', 'spam', 'trash'] as const;
 const labelChips = (labels: Array<{ name: string; color: string }>) =>
   labels.map((l) => html`<span class="badge" style="border-color:${l.color};color:${l.color}">${l.name}</span> `);
 
-export function registerInboxThreadRoutes(router: Router<DashState>, deps: HttpDeps): void {
-  router.get('/receiving/inboxes/:id', async (ctx) => {
+export function registerInboxThreadRoutes(router: DashRoutes, deps: HttpDeps): void {
+  router.get('/receiving/inboxes/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const threads = deps.services.inboxThreads;
     const inbox = await threads.inbox(view.workspace.id, ctx.params.id!);
@@ -45,7 +44,7 @@ ${table(['Subject', 'From', 'Messages', '', 'Last activity'], rows, q ? 'No thre
     });
   });
 
-  router.get('/receiving/inboxes/:id/threads/:threadId', async (ctx) => {
+  router.get('/receiving/inboxes/:id/threads/:threadId', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const threads = deps.services.inboxThreads;
     const [thread, messages] = await Promise.all([
@@ -75,13 +74,13 @@ ${runs.length ? html`<h2>Agent</h2>${table(['When', 'Run', 'Actions', 'Error'], 
     });
   });
 
-  router.post('/receiving/inboxes/:id/threads/:threadId/read/:state', async (ctx) => {
+  router.post('/receiving/inboxes/:id/threads/:threadId/read/:state', 'send', async (ctx) => {
     const view = ctx.state.dashboard;
     const thread = await deps.services.inboxThreads.update(view.workspace.id, ctx.params.id!, ctx.params.threadId!, { read: ctx.params.state === 'yes' });
     redirectWithNotice(ctx, `/dashboard/receiving/inboxes/${ctx.params.id}/threads/${thread.id}`, thread.read ? 'Marked read.' : 'Marked unread.');
   });
 
-  router.post('/receiving/inboxes/:id/threads/:threadId/folder/:folder', async (ctx) => {
+  router.post('/receiving/inboxes/:id/threads/:threadId/folder/:folder', 'send', async (ctx) => {
     const view = ctx.state.dashboard;
     const folder = MOVES.find((f) => f === ctx.params.folder);
     if (!folder) throw validationError('folder', `must be one of ${MOVES.join(', ')}`);

@@ -1,9 +1,8 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
-import { actionButton, badge, csrfField, page, secretCard, table, when, type DashView, type Kept } from '../layout.js';
+import { actionButton, badge, page, secretCard, table, when, type DashView, type Kept , ifAllowed, postForm } from '../layout.js';
 import { formAction } from '../form.js';
-import type { DashState } from '../session.js';
 import { redirectWithNotice, redirectWithSecret, takeNotice, takeSecret, type ShownSecret } from '../session.js';
 
 const MAX_LISTED = 200;
@@ -22,20 +21,20 @@ async function keysPage(deps: HttpDeps, view: DashView, extra: { created?: Shown
     section: 'keys',
     notice: extra.notice,
     error: extra.error,
-    body: html`${created}<div class="card"><h2>Create a key</h2><form class="row" method="post" action="/dashboard/keys">${csrfField(view.csrf)}
+    body: html`${created}${ifAllowed(view, '/dashboard/keys', html`<div class="card"><h2>Create a key</h2>${postForm(view, `/dashboard/keys`, 'row', html`
 <label>Name<input name="name" required maxlength="200" placeholder="production" value="${kept.name ?? ''}"></label>
 <label class="check"><input type="checkbox" name="test" value="1" ${kept.test === '1' ? html`checked` : ''}> Test key (sk_test_: simulated delivery)</label>
-<label class="check"><input type="checkbox" name="sending" value="1" ${kept.sending === '1' ? html`checked` : ''}> Sending access only</label><button type="submit">Create key</button></form></div>
+<label class="check"><input type="checkbox" name="sending" value="1" ${kept.sending === '1' ? html`checked` : ''}> Sending access only</label><button type="submit">Create key</button>`)}</div>`)}
 ${table(['Name', 'Key', 'Kind', 'Access', 'Created', 'Last used', ''], rows, 'No keys yet.')}`,
   });
 }
 
-export function registerKeyRoutes(router: Router<DashState>, deps: HttpDeps): void {
-  router.get('/keys', async (ctx) => {
+export function registerKeyRoutes(router: DashRoutes, deps: HttpDeps): void {
+  router.get('/keys', 'read', async (ctx) => {
     ctx.body = await keysPage(deps, ctx.state.dashboard, { notice: takeNotice(ctx), created: takeSecret(ctx) });
   });
 
-  router.post('/keys', async (ctx) => {
+  router.post('/keys', 'manage', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     await formAction(
       ctx,
@@ -52,7 +51,7 @@ export function registerKeyRoutes(router: Router<DashState>, deps: HttpDeps): vo
     );
   });
 
-  router.post('/keys/:id/revoke', async (ctx) => {
+  router.post('/keys/:id/revoke', 'manage', async (ctx) => {
     const revoked = await deps.services.credentials.revoke(ctx.params.id!, ctx.state.dashboard.workspace.id);
     redirectWithNotice(ctx, '/dashboard/keys', `Key “${revoked.name}” (${revoked.prefix}…) is revoked.`);
   });

@@ -1,10 +1,9 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { CampaignView } from '../../../../services/marketing/campaigns.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html, type SafeHtml } from '../html.js';
-import { actionButton, badge, csrfField, jsonBlock, page, table, when, type DashView, type Kept } from '../layout.js';
-import type { DashState } from '../session.js';
+import { actionButton, badge, jsonBlock, page, table, when, type DashView, type Kept , postForm } from '../layout.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
 const PAGE = { limit: 100, offset: 0 };
@@ -39,16 +38,16 @@ const abTest = (c: CampaignView): SafeHtml => {
 ${table(['Variant', 'Subject', 'Sent', 'Delivered', 'Opened by people', 'Clicked by people'], rows, '')}`;
 };
 
-const subscriberForm = (view: DashView, kept: Kept = {}) => html`<form class="stack card" method="post" action="/dashboard/subscribers">${csrfField(view.csrf)}
+const subscriberForm = (view: DashView, kept: Kept = {}) => html`${postForm(view, `/dashboard/subscribers`, 'stack card', html`
 <h2>Add a subscriber</h2><div class="row"><label>Email<input name="email" type="email" required maxlength="320" value="${kept.email ?? ''}"></label>
 <label>First name<input name="first_name" maxlength="200" value="${kept.first_name ?? ''}"></label><label>Last name<input name="last_name" maxlength="200" value="${kept.last_name ?? ''}"></label>
 <label>Tags <span class="muted">(comma-separated)</span><input name="tags" value="${kept.tags ?? ''}" placeholder="newsletter, beta"></label></div>
-<p class="muted">An address that is already a subscriber is updated (and subscribed again).</p><div class="actions"><button type="submit">Add subscriber</button></div></form>`;
+<p class="muted">An address that is already a subscriber is updated (and subscribed again).</p><div class="actions"><button type="submit">Add subscriber</button></div>`)}`;
 
 async function campaignForm(deps: HttpDeps, view: DashView, kept: Kept = {}): Promise<SafeHtml> {
   const [audiences, domains] = await Promise.all([deps.services.audiences.list(view.workspace.id, PAGE), deps.services.domains.list(view.workspace.id)]);
   const verified = domains.filter((d) => d.status === 'verified').map((d) => d.domain_name);
-  return html`<form class="stack card" method="post" action="/dashboard/campaigns">${csrfField(view.csrf)}
+  return html`${postForm(view, `/dashboard/campaigns`, 'stack card', html`
 <div class="row"><label>Name<input name="name" maxlength="200" value="${kept.name ?? ''}" placeholder="June newsletter"></label>
 <label>Audience<select name="audience_id"><option value="">every subscriber (or the tags below)</option>${audiences.items.map((a) => html`<option value="${a.id}" ${kept.audience_id === a.id ? html`selected` : ''}>${a.name} (${a.member_count})</option>`)}</select></label>
 <label>Tags <span class="muted">(optional, comma-separated)</span><input name="tags" value="${kept.tags ?? ''}"></label></div>
@@ -58,11 +57,11 @@ async function campaignForm(deps: HttpDeps, view: DashView, kept: Kept = {}): Pr
 <label>HTML<textarea name="html" required rows="10" placeholder="<p>Hello {{first_name}}</p>">${kept.html ?? ''}</textarea></label>
 <label class="check"><input type="checkbox" name="test" value="1" ${kept.test === '1' ? html`checked` : ''}> Test campaign: runs everything, delivers nothing (as a test key)</label>
 <p class="muted">${verified.length > 0 ? `A live campaign sends from a verified domain: ${verified.join(', ')}.` : 'A live campaign needs a verified domain (Domains); a test campaign may use a domain that is only added.'} Every message carries a one-click unsubscribe link.</p>
-<div class="actions"><button type="submit" name="send" value="1">Send now</button><button type="submit" name="send" value="0" class="secondary">Save as draft</button></div></form>`;
+<div class="actions"><button type="submit" name="send" value="1">Send now</button><button type="submit" name="send" value="0" class="secondary">Save as draft</button></div>`)}`;
 }
 
 /** Subscribers, audiences and campaigns: the summary, a page for each subscriber and campaign, and forms to add them. */
-export function registerMarketingRoutes(router: Router<DashState>, deps: HttpDeps): void {
+export function registerMarketingRoutes(router: DashRoutes, deps: HttpDeps): void {
   const summary = async (view: DashView, extra: { error?: string; kept?: Kept; notice?: string | undefined } = {}) => {
     const workspaceId = view.workspace.id;
     const [subscribers, counts, audiences, campaigns] = await Promise.all([
@@ -95,11 +94,11 @@ ${subscriberForm(view, extra.kept)}`,
     });
   };
 
-  router.get('/marketing', async (ctx) => {
+  router.get('/marketing', 'read', async (ctx) => {
     ctx.body = await summary(ctx.state.dashboard, { notice: takeNotice(ctx) });
   });
 
-  router.post('/subscribers', async (ctx) => {
+  router.post('/subscribers', 'send', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const kept = { email: str(form.email), first_name: str(form.first_name), last_name: str(form.last_name), tags: str(form.tags) };
     await formAction(
@@ -116,7 +115,7 @@ ${subscriberForm(view, extra.kept)}`,
     );
   });
 
-  router.get('/subscribers/:id', async (ctx) => {
+  router.get('/subscribers/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const s = await deps.services.subscribers.get(view.workspace.id, ctx.params.id!);
     const [counts, emails] = await Promise.all([
@@ -138,12 +137,12 @@ ${emails.has_more ? html`<p><a href="/dashboard/emails?${new URLSearchParams({ q
     });
   });
 
-  router.get('/campaigns/new', async (ctx) => {
+  router.get('/campaigns/new', 'send', async (ctx) => {
     const view = ctx.state.dashboard;
     ctx.body = page(view, { title: 'New campaign', section: 'marketing', body: await campaignForm(deps, view) });
   });
 
-  router.post('/campaigns', async (ctx) => {
+  router.post('/campaigns', 'send', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const kept = Object.fromEntries(['name', 'audience_id', 'tags', 'from_name', 'from_email', 'subject', 'html', 'test'].map((k) => [k, str(form[k])]));
     await formAction(
@@ -169,7 +168,7 @@ ${emails.has_more ? html`<p><a href="/dashboard/emails?${new URLSearchParams({ q
     );
   });
 
-  router.get('/campaigns/:id', async (ctx) => {
+  router.get('/campaigns/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const c = await deps.services.campaigns.get(view.workspace.id, ctx.params.id!);
     const emails = await deps.services.emails.list(view.workspace.id, { campaign_id: c.id, limit: '20' });
@@ -195,14 +194,14 @@ ${c.html ? html`<h2>Content</h2><pre>${c.html}</pre>` : ''}`,
     });
   });
 
-  router.post('/campaigns/:id/send', async (ctx) => {
+  router.post('/campaigns/:id/send', 'send', async (ctx) => {
     const view = ctx.state.dashboard;
     const current = await deps.services.campaigns.get(view.workspace.id, ctx.params.id!);
     const c = await deps.services.campaigns.send(view.workspace, current.id, null, current.test);
     redirectWithNotice(ctx, `/dashboard/campaigns/${c.id}`, `“${c.name}” is being sent.`);
   });
 
-  router.post('/campaigns/:id/cancel', async (ctx) => {
+  router.post('/campaigns/:id/cancel', 'send', async (ctx) => {
     const c = await deps.services.campaigns.cancel(ctx.state.dashboard.workspace.id, ctx.params.id!);
     redirectWithNotice(ctx, `/dashboard/campaigns/${c.id}`, `“${c.name}” is ${c.status}.`);
   });

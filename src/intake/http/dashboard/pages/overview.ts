@@ -1,11 +1,10 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { DomainChecks } from '../../../../checks/domain-checks.js';
 import type { HttpDeps } from '../../context.js';
 import type { SpaceReading } from '../../../../store/free-space.js';
 import { dayLabel, hourLabel, lineChart, ratioBars, type Series } from '../charts.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table } from '../layout.js';
-import type { DashState } from '../session.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
 const SERIES = [
@@ -43,10 +42,10 @@ const storageTiles = (readings: SpaceReading[]) =>
       }</div>`,
   );
 
-export function registerOverviewRoutes(router: Router<DashState>, deps: HttpDeps): void {
+export function registerOverviewRoutes(router: DashRoutes, deps: HttpDeps): void {
   const { services } = deps;
 
-  router.get('/overview', async (ctx) => {
+  router.get('/overview', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const ws = view.workspace.id;
     const [liveHourly, liveDaily, destinations, queue, domains, reputation] = await Promise.all([
@@ -92,7 +91,7 @@ ${table(['Domain', 'Checks', 'Marketing', 'Bounces', 'Complaints', 'Opened by pe
     });
   });
 
-  router.post('/domains/:id/resume', async (ctx) => {
+  router.post('/domains/:id/resume', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const result = await services.reputation.resume(view.workspace.id, ctx.params.id!);
     redirectWithNotice(ctx, '/dashboard/overview', `${result.domain_name} sends marketing mail again: ${result.released} held recipient(s) released.`);

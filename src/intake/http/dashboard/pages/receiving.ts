@@ -1,10 +1,9 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { AuthenticationResults } from '../../../../receiving/routes/authenticate-message.js';
 import { ROUTE_ACTIONS } from '../../../../store/receiving.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
-import { actionButton, badge, csrfField, page, table, when } from '../layout.js';
-import type { DashState } from '../session.js';
+import { actionButton, badge, page, table, when , ifAllowed, postForm } from '../layout.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 import { sandboxedPreview } from './emails.js';
 
@@ -18,8 +17,8 @@ const authBadges = (a: AuthenticationResults) => html`${authBadge('SPF', a.spf.r
 const size = (bytes: number) => (bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
 
 /** Routes and received mail: the dashboard's view of receiving. */
-export function registerReceivingRoutes(router: Router<DashState>, deps: HttpDeps): void {
-  router.get('/receiving', async (ctx) => {
+export function registerReceivingRoutes(router: DashRoutes, deps: HttpDeps): void {
+  router.get('/receiving', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const [routes, received] = await Promise.all([
       deps.services.routes.list(view.workspace.id, { limit: 100, offset: 0 }),
@@ -38,31 +37,31 @@ export function registerReceivingRoutes(router: Router<DashState>, deps: HttpDep
       title: 'Receiving',
       section: 'receiving',
       notice: takeNotice(ctx),
-      body: html`<div class="card"><h2>Add a route</h2>
+      body: html`${ifAllowed(view, '/dashboard/receiving/routes', html`<div class="card"><h2>Add a route</h2>
 <p class="muted">Mail is taken only for addresses a route covers, on verified domains whose MX points here (see the domain's page); any other address is refused.</p>
-<form class="row" method="post" action="/dashboard/receiving/routes">${csrfField(view.csrf)}
+${postForm(view, `/dashboard/receiving/routes`, 'row', html`
 <label>Address<input name="address" required placeholder="support@example.com, reply+*@example.com or *@example.com" maxlength="320"></label>
 <label>Action<select name="action">${ROUTE_ACTIONS.map((a) => html`<option>${a}</option>`)}</select></label>
-<label>Name<input name="name" maxlength="200"></label><button type="submit">Add route</button></form></div>
+<label>Name<input name="name" maxlength="200"></label><button type="submit">Add route</button>`)}</div>`)}
 ${table(['Address', 'Action', 'Name', 'Last received', ''], routeRows, 'No routes: every address is refused.')}
 <h2>Received mail</h2>${table(['Subject', 'From', 'To', 'Authentication', 'Received'], mailRows, 'Nothing received yet.')}${more}`,
     });
   });
 
-  router.post('/receiving/routes', async (ctx) => {
+  router.post('/receiving/routes', 'manage', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const action = ROUTE_ACTIONS.find((a) => a === form.action);
     const route = await deps.services.routes.add(view.workspace.id, { address: form.address ?? '', action, name: form.name || null });
     redirectWithNotice(ctx, '/dashboard/receiving', `Added ${route.address} (${route.action}).`);
   });
 
-  router.post('/receiving/routes/:id/remove', async (ctx) => {
+  router.post('/receiving/routes/:id/remove', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const route = await deps.services.routes.remove(view.workspace.id, ctx.params.id!);
     redirectWithNotice(ctx, '/dashboard/receiving', `Removed ${route.address}: its mail is refused from now on.`);
   });
 
-  router.get('/receiving/:id', async (ctx) => {
+  router.get('/receiving/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const [m, raw] = await Promise.all([deps.services.receivedEmails.get(view.workspace.id, ctx.params.id!), deps.services.receivedEmails.raw(view.workspace.id, ctx.params.id!)]);
     const auth = m.authentication;
@@ -93,7 +92,7 @@ ${signatures.length ? html`<h2>DKIM signatures</h2><ul>${signatures}</ul>` : ''}
     });
   });
 
-  router.get('/receiving/:id/preview', async (ctx) => {
+  router.get('/receiving/:id/preview', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const m = await deps.services.receivedEmails.get(view.workspace.id, ctx.params.id!);
     sandboxedPreview(ctx, m.html);

@@ -1,17 +1,16 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import type { TemplateView } from '../../../../services/templates.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html } from '../html.js';
-import { actionButton, badge, csrfField, page, table, when, type DashView, type Kept } from '../layout.js';
-import type { DashState } from '../session.js';
+import { actionButton, badge, page, table, when, type DashView, type Kept , postForm } from '../layout.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 import { sandboxedPreview } from './emails.js';
 
 const PAGE = { limit: 100, offset: 0 };
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
 
-const createForm = (view: DashView, kept: Kept = {}) => html`<form class="stack card" method="post" action="/dashboard/templates">${csrfField(view.csrf)}
+const createForm = (view: DashView, kept: Kept = {}) => html`${postForm(view, `/dashboard/templates`, 'stack card', html`
 <h2>New template</h2>
 <div class="row"><label>Name<input name="name" required maxlength="200" value="${kept.name ?? ''}" placeholder="Welcome"></label>
 <label>Alias <span class="muted">(optional: send and read it by this name)</span><input name="alias" maxlength="100" value="${kept.alias ?? ''}" placeholder="welcome-email"></label></div>
@@ -20,14 +19,14 @@ const createForm = (view: DashView, kept: Kept = {}) => html`<form class="stack 
 <label>Source<textarea name="html" required rows="10" placeholder="<p>Hello {{first_name}}</p> or <mjml><mj-body>…</mj-body></mjml>">${kept.html ?? ''}</textarea></label>
 <label>Text <span class="muted">(optional: derived from the HTML when left empty)</span><textarea name="text" rows="4">${kept.text ?? ''}</textarea></label>
 <p class="muted">Variables are written <code>{{name}}</code>; a send or a workflow step supplies them.</p>
-<div class="actions"><button type="submit">Create template</button></div></form>`;
+<div class="actions"><button type="submit">Create template</button></div>`)}`;
 
 /** Sample values from the query string: `v.name=Ada` fills {{name}} in the preview. */
 const samplesOf = (query: Record<string, unknown>): Record<string, string> =>
   Object.fromEntries(Object.entries(query).flatMap(([k, v]) => (k.startsWith('v.') && typeof v === 'string' ? [[k.slice(2), v]] : [])));
 
 /** Templates: list, one template with its studio (preview at two widths, client checks beside the source), and a form to create one. */
-export function registerTemplateRoutes(router: Router<DashState>, deps: HttpDeps): void {
+export function registerTemplateRoutes(router: DashRoutes, deps: HttpDeps): void {
   /**
    * The studio: sample variables, the preview at desktop and phone widths (a sandboxed frame
    * whose CSP runs no script and loads nothing remote unless asked), and the source with the
@@ -82,11 +81,11 @@ ${createForm(view, extra.kept)}`,
     });
   };
 
-  router.get('/templates', async (ctx) => {
+  router.get('/templates', 'read', async (ctx) => {
     ctx.body = await listPage(ctx.state.dashboard, { notice: takeNotice(ctx) });
   });
 
-  router.post('/templates', async (ctx) => {
+  router.post('/templates', 'send', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const kept = { name: str(form.name), alias: str(form.alias).trim(), subject: str(form.subject), html: str(form.html), text: str(form.text), language: str(form.language) };
     await formAction(
@@ -105,7 +104,7 @@ ${createForm(view, extra.kept)}`,
     );
   });
 
-  router.get('/templates/:id', async (ctx) => {
+  router.get('/templates/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const t: TemplateView = await deps.services.templates.get(view.workspace.id, ctx.params.id!);
     const variables = (t.variables ?? []).map((v) => html`<tr><td><code>${v.key}</code></td><td>${v.type}</td><td>${v.fallback_value ?? ''}</td></tr>`);
@@ -124,12 +123,12 @@ ${t.text ? html`<h2>Text</h2><pre>${t.text}</pre>` : ''}
     });
   });
 
-  router.get('/templates/:id/preview', async (ctx) => {
+  router.get('/templates/:id/preview', 'read', async (ctx) => {
     const preview = await deps.services.templates.preview(ctx.state.dashboard.workspace.id, ctx.params.id!, { variables: samplesOf(ctx.query) });
     sandboxedPreview(ctx, preview.html, ctx.query.remote === '1');
   });
 
-  router.post('/templates/:id/publish', async (ctx) => {
+  router.post('/templates/:id/publish', 'send', async (ctx) => {
     const t = await deps.services.templates.publish(ctx.state.dashboard.workspace.id, ctx.params.id!);
     redirectWithNotice(ctx, `/dashboard/templates/${t.id}`, `“${t.name}” is published: mail sent with it now uses this version.`);
   });

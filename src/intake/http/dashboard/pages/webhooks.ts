@@ -1,10 +1,9 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import { subscribedTypes, type AttemptView, type WebhookView } from '../../../../services/webhooks/webhooks.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html } from '../html.js';
-import { actionButton, badge, csrfField, jsonBlock, page, secretCard, table, when, type DashView, type Kept } from '../layout.js';
-import type { DashState } from '../session.js';
+import { actionButton, badge, jsonBlock, page, secretCard, table, when, type DashView, type Kept , ifAllowed, postForm } from '../layout.js';
 import { redirectWithNotice, redirectWithSecret, takeNotice, takeSecret, type ShownSecret } from '../session.js';
 
 const PAGE = { limit: 100, offset: 0 };
@@ -32,29 +31,29 @@ ${d.attempts.length > 0 ? html`<tr class="attempts"><td></td><td colspan="5">${a
     section: 'webhooks',
     notice: extra.notice,
     body: html`${extra.secret ? secretCard('new-secret', extra.secret) : ''}<div class="card"><dl class="facts"><dt>Status</dt><dd>${badge(hook.status)}${hook.disabled_reason ? ` (${hook.disabled_reason})` : ''}</dd>
-<dt>Events</dt><dd>${hook.events.join(', ')}</dd><dt>API</dt><dd>${hook.surface}</dd><dt>Secret</dt><dd><code>${hook.secret}</code>${hook.previous_secret_expires_at ? html` <span class="muted">(the previous one also signs until ${when(hook.previous_secret_expires_at)})</span>` : ''}</dd>
+<dt>Events</dt><dd>${hook.events.join(', ')}</dd><dt>API</dt><dd>${hook.surface}</dd>${view.can('secrets') ? html`<dt>Secret</dt><dd><code>${hook.secret}</code>${hook.previous_secret_expires_at ? html` <span class="muted">(the previous one also signs until ${when(hook.previous_secret_expires_at)})</span>` : ''}</dd>` : ''}
 <dt>Last success</dt><dd>${when(hook.last_success_at)}</dd><dt>Last failure</dt><dd>${when(hook.last_failure_at)}</dd><dt>Id</dt><dd><code>${hook.id}</code></dd></dl>
 <div class="actions">${enabled ? actionButton(view, `/dashboard/webhooks/${hook.id}/disable`, 'Disable') : actionButton(view, `/dashboard/webhooks/${hook.id}/enable`, 'Enable', '')}
 ${actionButton(view, `/dashboard/webhooks/${hook.id}/rotate`, 'Rotate secret')}${actionButton(view, `/dashboard/webhooks/${hook.id}/delete`, 'Delete', 'danger')}</div></div>
 ${
   enabled
-    ? html`<form class="row card" method="post" action="/dashboard/webhooks/${hook.id}/test">${csrfField(view.csrf)}<label>Send a test event<select name="type">${types.map((t) => html`<option>${t}</option>`)}</select></label>
-<button type="submit">Send test event</button><p class="muted">Sample data (an email to delivered@resend.dev with the subject “Test event from the mailsvc dashboard” and no email id), signed like every delivery, to this endpoint only.</p></form>`
+    ? html`${postForm(view, `/dashboard/webhooks/${hook.id}/test`, 'row card', html`<label>Send a test event<select name="type">${types.map((t) => html`<option>${t}</option>`)}</select></label>
+<button type="submit">Send test event</button><p class="muted">Sample data (an email to delivered@resend.dev with the subject “Test event from the mailsvc dashboard” and no email id), signed like every delivery, to this endpoint only.</p>`)}`
     : ''
 }
 <h2>Deliveries</h2>${table(['Created', 'Event (payload)', 'Status', 'Attempts', 'Next attempt', ''], rows, 'No deliveries yet: send a test event.')}`,
   });
 }
 
-const addForm = (view: DashView, kept: Kept = {}) => html`<div class="card"><h2>Add an endpoint</h2><form class="row" method="post" action="/dashboard/webhooks">${csrfField(view.csrf)}
+const addForm = (view: DashView, kept: Kept = {}) => html`${ifAllowed(view, '/dashboard/webhooks', html`<div class="card"><h2>Add an endpoint</h2>${postForm(view, `/dashboard/webhooks`, 'row', html`
 <label>URL<input name="url" type="url" required maxlength="2048" value="${kept.url ?? ''}" placeholder="https://example.com/hooks/mail"></label>
-<label>Events<input name="events" value="${kept.events ?? '*'}" required title="Event types separated by commas, or * for all"></label><button type="submit">Add endpoint</button></form>
-<p class="muted">An HTTPS address on the internet. For an endpoint on this machine or a private network (while testing), the server must run with <code>webhooks.allowPrivateNetworks</code> (<code>MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true</code>).</p></div>`;
+<label>Events<input name="events" value="${kept.events ?? '*'}" required title="Event types separated by commas, or * for all"></label><button type="submit">Add endpoint</button>`)}
+<p class="muted">An HTTPS address on the internet. For an endpoint on this machine or a private network (while testing), the server must run with <code>webhooks.allowPrivateNetworks</code> (<code>MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true</code>).</p></div>`)}`;
 
 const NEW_SECRET = 'Copy it now: it is shown only this once. Receivers verify each delivery\'s signature with it.';
 const ROTATED_SECRET = 'Copy it now: it is shown only this once. The previous secret keeps signing for 24 hours, so receivers can switch.';
 
-export function registerWebhookRoutes(router: Router<DashState>, deps: HttpDeps): void {
+export function registerWebhookRoutes(router: DashRoutes, deps: HttpDeps): void {
   const listPage = async (view: DashView, extra: { error?: string; kept?: Kept; notice?: string | undefined } = {}) => {
     const { items } = await deps.services.webhooks.list(view.workspace.id, PAGE);
     const rows = items.map(
@@ -69,11 +68,11 @@ export function registerWebhookRoutes(router: Router<DashState>, deps: HttpDeps)
     });
   };
 
-  router.get('/webhooks', async (ctx) => {
+  router.get('/webhooks', 'read', async (ctx) => {
     ctx.body = await listPage(ctx.state.dashboard, { notice: takeNotice(ctx) });
   });
 
-  router.post('/webhooks', async (ctx) => {
+  router.post('/webhooks', 'manage', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const kept = { url: str(form.url), events: str(form.events) };
     await formAction(
@@ -87,36 +86,36 @@ export function registerWebhookRoutes(router: Router<DashState>, deps: HttpDeps)
     );
   });
 
-  router.get('/webhooks/:id', async (ctx) => {
+  router.get('/webhooks/:id', 'read', async (ctx) => {
     ctx.body = await endpointPage(deps, ctx.state.dashboard, ctx.params.id!, { notice: takeNotice(ctx), secret: takeSecret(ctx) });
   });
 
-  router.post('/webhooks/:id/rotate', async (ctx) => {
+  router.post('/webhooks/:id/rotate', 'manage', async (ctx) => {
     const rotated = await deps.services.webhooks.rotateSecret(ctx.state.dashboard.workspace.id, ctx.params.id!);
     redirectWithSecret(ctx, `/dashboard/webhooks/${rotated.webhook.id}`, { title: 'New signing secret', note: ROTATED_SECRET, secret: rotated.secret });
   });
 
-  router.post('/webhooks/:id/test', async (ctx) => {
+  router.post('/webhooks/:id/test', 'manage', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
     const delivery = await deps.services.webhooks.sendTest(view.workspace.id, ctx.params.id!, str(form.type));
     redirectWithNotice(ctx, `/dashboard/webhooks/${ctx.params.id!}`, `Test event ${delivery.event_type} sent: its delivery shows below once attempted.`);
   });
 
   for (const status of ['enabled', 'disabled'] as const) {
-    router.post(`/webhooks/:id/${status === 'enabled' ? 'enable' : 'disable'}`, async (ctx) => {
+    router.post(`/webhooks/:id/${status === 'enabled' ? 'enable' : 'disable'}`, 'manage', async (ctx) => {
       const hook = await deps.services.webhooks.update(ctx.state.dashboard.workspace.id, ctx.params.id!, { status });
       redirectWithNotice(ctx, `/dashboard/webhooks/${hook.id}`, status === 'enabled' ? 'The endpoint is enabled: new events are delivered to it.' : 'The endpoint is disabled: nothing is delivered to it until it is enabled again.');
     });
   }
 
-  router.post('/webhooks/:id/delete', async (ctx) => {
+  router.post('/webhooks/:id/delete', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const hook = await deps.services.webhooks.get(view.workspace.id, ctx.params.id!);
     await deps.services.webhooks.remove(view.workspace.id, hook.id);
     redirectWithNotice(ctx, '/dashboard/webhooks', `The endpoint ${hook.url} is deleted.`);
   });
 
-  router.get('/webhooks/:id/deliveries/:deliveryId', async (ctx) => {
+  router.get('/webhooks/:id/deliveries/:deliveryId', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const hook = await deps.services.webhooks.get(view.workspace.id, ctx.params.id!);
     const [{ delivery, payload }, withAttempts] = await Promise.all([
@@ -135,7 +134,7 @@ export function registerWebhookRoutes(router: Router<DashState>, deps: HttpDeps)
     });
   });
 
-  router.post('/webhooks/:id/deliveries/:deliveryId/replay', async (ctx) => {
+  router.post('/webhooks/:id/deliveries/:deliveryId/replay', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     await deps.services.webhooks.replay(view.workspace.id, ctx.params.id!, ctx.params.deliveryId!);
     redirectWithNotice(ctx, `/dashboard/webhooks/${ctx.params.id!}`, 'Delivery queued again.');

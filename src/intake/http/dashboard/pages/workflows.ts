@@ -1,21 +1,20 @@
-import type Router from '@koa/router';
+import type { DashRoutes } from '../routes.js';
 import { parsePage } from '../../../../store/list-page.js';
 import type { RunSummary, WorkflowSummary } from '../../../../services/workflows/workflows.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table, when } from '../layout.js';
-import type { DashState } from '../session.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
 const json = (value: unknown) => (value === null || value === undefined ? '' : JSON.stringify(value));
 
 /** Workflows and their runs: what ran for whom, where each run is, and buttons to stop them. */
-export function registerWorkflowRoutes(router: Router<DashState>, deps: HttpDeps): void {
+export function registerWorkflowRoutes(router: DashRoutes, deps: HttpDeps): void {
   const service = deps.services.workflows;
   const runLink = (workflowId: string, r: RunSummary) => html`<a href="/dashboard/workflows/${workflowId}/runs/${r.id}">${r.email}</a>`;
 
-  router.get('/workflows', async (ctx) => {
+  router.get('/workflows', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const { items, more } = await service.list(view.workspace.id, parsePage({ limit: '100', after: str(ctx.query.after) }, 'keyset'));
     const rows = items.map(
@@ -32,7 +31,7 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
     });
   });
 
-  router.get('/workflows/:id', async (ctx) => {
+  router.get('/workflows/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const w = await service.get(view.workspace.id, ctx.params.id!);
     const status = str(ctx.query.status);
@@ -66,7 +65,7 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
     });
   });
 
-  router.get('/workflows/:id/runs/:runId', async (ctx) => {
+  router.get('/workflows/:id/runs/:runId', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const w = await service.get(view.workspace.id, ctx.params.id!);
     const run = await service.run(view.workspace.id, w.id, ctx.params.runId!);
@@ -87,19 +86,19 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
   });
 
   const summary = (w: Pick<WorkflowSummary, 'name' | 'status'>) => `${w.name} is ${w.status}.`;
-  router.post('/workflows/:id/enable', async (ctx) => {
+  router.post('/workflows/:id/enable', 'send', async (ctx) => {
     const w = await service.update(ctx.state.dashboard.workspace.id, ctx.params.id!, { status: 'enabled' });
     redirectWithNotice(ctx, `/dashboard/workflows/${w.id}`, summary(w));
   });
-  router.post('/workflows/:id/disable', async (ctx) => {
+  router.post('/workflows/:id/disable', 'send', async (ctx) => {
     const w = await service.update(ctx.state.dashboard.workspace.id, ctx.params.id!, { status: 'disabled' });
     redirectWithNotice(ctx, `/dashboard/workflows/${w.id}`, `${summary(w)} Runs in progress go on.`);
   });
-  router.post('/workflows/:id/stop', async (ctx) => {
+  router.post('/workflows/:id/stop', 'send', async (ctx) => {
     const { workflow, cancelled } = await service.stop(ctx.state.dashboard.workspace.id, ctx.params.id!);
     redirectWithNotice(ctx, `/dashboard/workflows/${workflow.id}`, `${summary(workflow)} ${cancelled} run(s) cancelled.`);
   });
-  router.post('/workflows/:id/runs/:runId/cancel', async (ctx) => {
+  router.post('/workflows/:id/runs/:runId/cancel', 'send', async (ctx) => {
     const run = await service.cancelRun(ctx.state.dashboard.workspace.id, ctx.params.id!, ctx.params.runId!);
     redirectWithNotice(ctx, `/dashboard/workflows/${run.automation_id}/runs/${run.id}`, `The run for ${run.email} is ${run.status}.`);
   });

@@ -45,7 +45,7 @@ export const v1AccountRoutes = [
     method: 'GET',
     path: '/v1/audit-log',
     summary:
-      "Who changed what in the workspace, newest first (limit, after, before; action, actor_type, object_id): keys, domains, webhooks, suppressions, broadcasts sent, settings; a master key also sees instance-wide changes (IP pools). Full-access keys only; never a secret",
+      "Who changed what in the workspace, newest first (limit, after, before; action, actor_type, actor_id, object_type, object_id, since, until): keys, domains, webhooks, suppressions, broadcasts sent, settings; a master key also sees instance-wide changes (IP pools). Full-access keys only; never a secret",
     operation: 'api',
     scope: 'full_access',
     query: z.looseObject({
@@ -54,7 +54,11 @@ export const v1AccountRoutes = [
       before: z.string().optional(),
       action: z.string().optional(),
       actor_type: z.string().optional(),
+      actor_id: z.string().optional(),
+      object_type: z.string().optional(),
       object_id: z.string().optional(),
+      since: z.string().optional(),
+      until: z.string().optional(),
     }),
     handler: ({ deps, workspace, principal, query }) => deps.services.audit.list({ workspaceId: workspace.id, instance: principal.master }, query as Record<string, unknown>),
   }),
