@@ -17,6 +17,7 @@ import { noMetrics } from './observability/metrics.js';
 import { createAudienceService } from './services/audiences.js';
 import { createCampaignService } from './services/campaigns.js';
 import { createCredentialService } from './services/credentials.js';
+import { createOAuthService } from './services/oauth.js';
 import { createDashboardAuthService } from './services/dashboard-auth.js';
 import { DatabaseRateLimiter } from './store/rate-limits.js';
 import { createEmailMetricsService } from './services/deliverability/email-metrics.js';
@@ -177,6 +178,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     users,
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
+    oauth: createOAuthService(deps),
     domains,
     templates,
     send,

@@ -1,6 +1,7 @@
 import type { AuditService } from './audit.js';
 import type { UserService } from './users.js';
 import type { CredentialService } from './credentials.js';
+import type { OAuthService } from './oauth.js';
 import type { ServiceDeps } from './deps.js';
 import type { Enqueue } from './send/enqueue.js';
 import type { DomainService } from './domains.js';
@@ -52,6 +53,8 @@ export interface Services {
   /** Dashboard users and their roles per workspace. */
   users: UserService;
   credentials: CredentialService;
+  /** The OAuth authorization server's storage, grants and admin-created clients (oidc-provider runs the protocol). */
+  oauth: OAuthService;
   domains: DomainService;
   templates: TemplateService;
   send: SendService;

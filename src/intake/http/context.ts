@@ -8,6 +8,7 @@ import type { Workspace } from '../../store/workspaces.js';
 import type { ServerMetrics } from '../../observability/metrics.js';
 import type { Readiness } from '../../observability/readiness.js';
 import type { McpEndpoint } from '../mcp/http-endpoint.js';
+import type { OAuthServer } from './oauth/provider.js';
 
 /** What the HTTP adapter needs from the composition root. */
 export interface HttpDeps {
@@ -21,6 +22,8 @@ export interface HttpDeps {
   metrics?: ServerMetrics | undefined;
   /** The Model Context Protocol at /mcp; absent: no /mcp (mcp.enabled false, or an app built without it). */
   mcp?: McpEndpoint | undefined;
+  /** The OAuth authorization server (/oauth, /.well-known/…); built by createHttpApp when absent. */
+  oauth?: OAuthServer | undefined;
 }
 
 export interface State {

@@ -18,6 +18,7 @@ import type { InboxThreadsTable, InboxMessagesTable, InboxLabelsTable, InboxThre
 import type { DmarcReportsTable, DmarcReportRecordsTable, TlsReportsTable, ReputationStatesTable, StatsHourlyTable } from './deliverability.js';
 import type { IpPoolsTable, IpPoolAddressesTable, IpWarmupsTable, WarmupCountsTable, DeliveryDestinationsTable } from './delivery.js';
 import type { InstanceTable } from './instance.js';
+import type { OAuthGrantsTable, OAuthModelsTable } from './oauth.js';
 
 /**
  * The kysely schema: every table, one module per aggregate beside this one. Portable column
@@ -40,6 +41,8 @@ export interface Database {
   users: UsersTable;
   workspace_members: WorkspaceMembersTable;
   user_invites: UserInvitesTable;
+  oauth_models: OAuthModelsTable;
+  oauth_grants: OAuthGrantsTable;
   event_definitions: EventDefinitionsTable;
   contact_properties: ContactPropertiesTable;
   contact_imports: ContactImportsTable;

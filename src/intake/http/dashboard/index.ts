@@ -21,6 +21,7 @@ import { registerTemplateRoutes } from './pages/templates.js';
 import { registerWebhookRoutes } from './pages/webhooks.js';
 import { registerWorkflowRoutes } from './pages/workflows.js';
 import { registerDeliveryRoutes } from './pages/delivery.js';
+import { registerOAuthAppRoutes, registerOAuthConsentRoutes } from './pages/oauth.js';
 import { clearSessionCookie, requireSession, SESSION_COOKIE, type DashCtx, type DashState } from './session.js';
 
 const PAGE_CSP = [
@@ -47,6 +48,7 @@ function publicRouter(deps: HttpDeps): Router<State> {
     });
   }
   registerLoginRoutes(router, deps);
+  registerOAuthConsentRoutes(router, deps);
   return router;
 }
 
@@ -79,6 +81,7 @@ function privateRouter(deps: HttpDeps): Router<DashState> {
   registerReceivingRoutes(router, deps);
   registerWorkflowRoutes(router, deps);
   registerDeliveryRoutes(router, deps);
+  registerOAuthAppRoutes(router, deps);
   return router;
 }
 

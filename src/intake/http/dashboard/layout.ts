@@ -27,6 +27,7 @@ export const SECTIONS = [
   ['receiving', 'Receiving'],
   ['workflows', 'Workflows'],
   ['delivery', 'Delivery'],
+  ['oauth', 'Connected apps'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
 
