@@ -93,8 +93,8 @@ export interface GrantView {
   object: 'oauth_grant';
   id: string;
   workspace_id: string;
-  /** The OAuth client; null for a token minted by `mailsvc tokens create`. */
-  client_id: string | null;
+  /** The OAuth client; `mailsvc-cli` for a token minted by `mailsvc tokens create` (Resend's shape has no null here). */
+  client_id: string;
   user_id: string | null;
   scopes: string[];
   created_at: string;
@@ -105,11 +105,14 @@ export interface GrantView {
   client: { name: string; logo_uri: string | null };
 }
 
+/** The client id grants of operator-minted tokens show. */
+export const OPERATOR_CLIENT = 'mailsvc-cli';
+
 const grantView = (g: ListedGrant): GrantView => ({
   object: 'oauth_grant',
   id: g.id,
   workspace_id: g.workspace_id,
-  client_id: g.client_id,
+  client_id: g.client_id ?? OPERATOR_CLIENT,
   user_id: g.user_id,
   scopes: g.scopes,
   created_at: toIso(g.created_at),

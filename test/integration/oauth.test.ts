@@ -5,6 +5,7 @@ import * as oauth from 'oauth4webapi';
 import { Resend } from 'resend';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { runCliProcess } from '../helpers/cli.js';
 import { DashboardClient } from '../helpers/dashboard.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
@@ -219,6 +220,46 @@ describe('OAuth 2.1 authorization server', () => {
 
     const audit = (await (await fetch(`${server.httpUrl}/v1/audit-log?object_id=${current.id}`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { data: Array<{ action: string; actor: { type: string } }> };
     assert.deepEqual(audit.data.map((e) => `${e.action} by ${e.actor.type}`), ['oauth_grant.revoked by api_key', 'oauth_grant.created by dashboard']);
+  });
+
+  it('a confidential client made by an admin (CLI) authenticates with its secret; the dashboard lists and revokes its grant; removing it ends the rest', async () => {
+    const env = { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'warn' };
+    const made = await runCliProcess(['oauth', 'clients', 'create', '--name', 'Shop backend', '--redirect-uri', 'https://shop.example/oauth/callback', '--redirect-uri', 'http://127.0.0.1:53682/callback', '--confidential', '--json'], env);
+    assert.equal(made.code, 0, made.stderr);
+    const created = JSON.parse(made.stdout) as { client: { client_id: string; token_endpoint_auth_method: string }; secret: string };
+    assert.equal(created.client.token_endpoint_auth_method, 'client_secret_basic');
+    assert.match(created.secret, /^mcs_/);
+    const stored = await server.runtime.store.db.selectFrom('oauth_models').select('payload').where('model', '=', 'Client').where('id', '=', created.client.client_id).executeTakeFirstOrThrow();
+    assert.ok(!stored.payload.includes(created.secret), 'the secret is sealed at rest');
+    const refused = await runCliProcess(['oauth', 'clients', 'create', '--name', 'Bad', '--redirect-uri', 'http://shop.example/cb'], env);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /https, or http on a loopback/);
+
+    const as = await oauth.processDiscoveryResponse(new URL(server.config.http.publicUrl), await oauth.discoveryRequest(new URL(server.config.http.publicUrl), { algorithm: 'oauth2', ...insecure }));
+    const reg: Registered = { as, client: { client_id: created.client.client_id }, redirectUri: 'http://127.0.0.1:53682/callback' };
+    const started = await authorizationUrl(reg, 'emails:read');
+    const landed = await consent(dash, started, { workspace: server.workspaceId, scopes: ['emails:read'] });
+    const params = oauth.validateAuthResponse(as, reg.client, landed, started.state);
+    const wrong = await oauth.authorizationCodeGrantRequest(as, reg.client, oauth.ClientSecretBasic('mcs_wrong'), params, reg.redirectUri, started.verifier, insecure);
+    assert.deepEqual(await tokenError(wrong), { status: 401, error: 'invalid_client' });
+    const tokens = await oauth.processAuthorizationCodeResponse(as, reg.client, await oauth.authorizationCodeGrantRequest(as, reg.client, oauth.ClientSecretBasic(created.secret), params, reg.redirectUri, started.verifier, insecure));
+    ok(await new Resend(tokens.access_token, { baseUrl: `${server.httpUrl}/v1` }).emails.list(), 'the token works');
+
+    const apps = await dash.get('/dashboard/oauth');
+    assert.equal(apps.status, 200);
+    assert.match(apps.text, /Shop backend/);
+    const revokePath = new RegExp(`action="(/dashboard/oauth/grants/[0-9a-f-]+/revoke)"`).exec(apps.text.slice(apps.text.indexOf('Shop backend')))?.[1];
+    assert.ok(revokePath);
+    assert.equal((await dash.post(revokePath, { _csrf: apps.csrf! })).status, 303);
+    failed(await new Resend(tokens.access_token, { baseUrl: `${server.httpUrl}/v1` }).emails.list(), 401, 'invalid_api_key');
+
+    const listed = await runCliProcess(['oauth', 'clients', 'list'], env);
+    assert.match(listed.stdout, /Shop backend .*confidential .*admin/);
+    const removed = await runCliProcess(['oauth', 'clients', 'remove', created.client.client_id], env);
+    assert.equal(removed.code, 0, removed.stderr);
+    const gone = await fetch(started.url, { redirect: 'manual' });
+    assert.equal(gone.status, 400);
+    assert.match(await gone.text(), /invalid_client/);
   });
 
   it('refresh-token reuse revokes the whole family', async () => {

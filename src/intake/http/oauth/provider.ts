@@ -222,7 +222,9 @@ export function createOAuthServer(deps: HttpDeps): OAuthServer {
         ctx.body = body;
         return;
       }
-      const ours = path === OAUTH_PREFIX || path.startsWith(`${OAUTH_PREFIX}/`) || path === '/.well-known/oauth-authorization-server' || path === '/.well-known/openid-configuration';
+      // /oauth/grants is the API's (Resend's oauthGrants at the root alias of /v1/oauth/grants), not the provider's.
+      const apiAlias = path === `${OAUTH_PREFIX}/grants` || path.startsWith(`${OAUTH_PREFIX}/grants/`);
+      const ours = !apiAlias && (path.startsWith(`${OAUTH_PREFIX}/`) || path === '/.well-known/oauth-authorization-server' || path === '/.well-known/openid-configuration');
       if (!ours) return next();
       if (path === `${OAUTH_PREFIX}/register` && ctx.method === 'POST') {
         try {

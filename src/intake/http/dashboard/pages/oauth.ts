@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import { scopesForRole } from '../../../../services/oauth.js';
+import { OPERATOR_CLIENT, scopesForRole } from '../../../../services/oauth.js';
 import { allows, type Role } from '../../../../services/users.js';
 import { actingAs } from '../../../../shared/actor.js';
 import { AppError } from '../../../../shared/errors.js';
@@ -183,7 +183,7 @@ export function registerOAuthAppRoutes(router: Router<DashState>, deps: HttpDeps
     const filter = manager || view.session.userId === null ? { workspaceId: view.workspace.id } : { workspaceId: view.workspace.id, userId: view.session.userId };
     const { items } = await deps.services.oauth.listGrants(filter, { limit: MAX_LISTED, offset: 0 });
     const grantRows = items.map(
-      (g) => html`<tr><td>${g.client.name}</td><td>${g.client_id ? html`<code>${g.client_id}</code>` : html`<span class="muted">mailsvc tokens create</span>`}</td><td>${g.scopes.join(' ')}</td><td>${when(g.created_at)}</td><td>${when(g.last_used_at)}</td>
+      (g) => html`<tr><td>${g.client.name}</td><td>${g.client_id === OPERATOR_CLIENT ? html`<span class="muted">mailsvc tokens create</span>` : html`<code>${g.client_id}</code>`}</td><td>${g.scopes.join(' ')}</td><td>${when(g.created_at)}</td><td>${when(g.last_used_at)}</td>
 <td>${g.revoked_at ? badge('revoked') : actionButton(view, `/dashboard/oauth/grants/${g.id}/revoke`, 'Revoke', 'danger')}</td></tr>`,
     );
     const clients = manager ? await deps.services.oauth.listClients() : [];
