@@ -29,6 +29,7 @@ declare module 'oidc-provider' {
 
   export interface ProviderGrant {
     addOIDCScope(scope: string): void;
+    rejectOIDCScope(scope: string): void;
     addResourceScope(resource: string, scope: string): void;
     rejectResourceScope(resource: string, scope: string): void;
     save(): Promise<string>;

@@ -5,6 +5,8 @@ import * as oauth from 'oauth4webapi';
 import { Resend } from 'resend';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { runCliProcess } from '../helpers/cli.js';
 import { DashboardClient } from '../helpers/dashboard.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
@@ -124,6 +126,39 @@ const tokenError = async (res: Response): Promise<{ status: number; error: strin
 async function tokensOf(reg: Registered, res: Response): Promise<oauth.TokenEndpointResponse> {
   if (res.status !== 200) assert.fail(`${res.status} ${await res.text()}`);
   return oauth.processAuthorizationCodeResponse(reg.as, reg.client, res);
+}
+
+/** What an MCP host keeps for one server: the SDK's client auth provider, with the browser step left to the test. */
+class HostAuth implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  verifier = '';
+  authorizationUrl: URL | undefined;
+  readonly redirectUrl = 'http://127.0.0.1:53682/callback';
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'An MCP host', redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
 }
 
 describe('OAuth 2.1 authorization server', () => {
@@ -260,6 +295,26 @@ describe('OAuth 2.1 authorization server', () => {
     const gone = await fetch(started.url, { redirect: 'manual' });
     assert.equal(gone.status, 400);
     assert.match(await gone.text(), /invalid_client/);
+  });
+
+  it("the MCP SDK's client auth provider connects with nothing but the /mcp URL and a person's consent", async () => {
+    const auth = new HostAuth();
+    const url = new URL(`${server.config.http.publicUrl}/mcp`);
+    const first = new McpClient({ name: 'host', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(url, { authProvider: auth });
+    await assert.rejects(first.connect(transport), UnauthorizedError);
+    assert.ok(auth.info?.client_id, 'registered itself');
+    assert.ok(auth.authorizationUrl, 'sent the person to authorize');
+    assert.equal(auth.authorizationUrl.searchParams.get('resource'), url.href);
+    const landed = await consent(dash, { url: auth.authorizationUrl, state: auth.authorizationUrl.searchParams.get('state') ?? '', verifier: auth.verifier }, { workspace: server.workspaceId, scopes: ['emails:read', 'domains:read'] });
+    await transport.finishAuth(landed.searchParams.get('code')!);
+    assert.match(auth.saved!.access_token, /^oat_/);
+
+    const client = new McpClient({ name: 'host', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(url, { authProvider: auth }));
+    const listed = await client.callTool({ name: 'domains_list', arguments: {} });
+    assert.notEqual(listed.isError, true, JSON.stringify(listed).slice(0, 300));
+    await client.close();
   });
 
   it('refresh-token reuse revokes the whole family', async () => {

@@ -66,7 +66,8 @@ export function createOAuthServer(deps: HttpDeps): OAuthServer {
     },
     responseTypes: ['code'],
     grantTypes: ['authorization_code', 'refresh_token'],
-    scopes: ['openid', 'offline_access'],
+    // The API's scopes are also the provider's own, so that a client may register with a `scope` (MCP clients do); tokens carry them per resource.
+    scopes: ['openid', 'offline_access', ...ALL_SCOPES],
     claims: { openid: ['sub'] },
     pkce: { required: () => true },
     routes: {

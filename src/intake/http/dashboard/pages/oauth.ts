@@ -156,13 +156,14 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
     }
     const accountId = state.session.userId ?? 'operator';
     const grant = new state.provider.Grant({ accountId, clientId: state.client.clientId });
-    const oidcScopes = state.asked.filter((s) => PROTOCOL_SCOPES.has(s));
-    if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(' '));
+    // The API's scopes are the provider's own scopes too (provider.ts): given and refused on both sides of the grant.
+    grant.addOIDCScope([...state.asked.filter((s) => PROTOCOL_SCOPES.has(s)), ...approved].join(' '));
     const resources = Object.keys(state.details.prompt.details.missingResourceScopes ?? {});
     const requested = state.details.params.resource;
     const targets = resources.length > 0 ? resources : Array.isArray(requested) ? requested : [typeof requested === 'string' ? requested : oauthServer(deps).resources.v1];
     // What the person did not give is recorded as refused, so the provider does not ask again for it.
     const refused = state.apiAsked.filter((s) => !approved.includes(s));
+    if (refused.length > 0) grant.rejectOIDCScope(refused.join(' '));
     for (const resource of targets) {
       grant.addResourceScope(resource, approved.join(' '));
       if (refused.length > 0) grant.rejectResourceScope(resource, refused.join(' '));
