@@ -8,7 +8,6 @@ import type { ListPage } from '../store/list-page.js';
 import {
   activeGrantIdsOfClient,
   consumeOAuthModel,
-  deleteExpiredOAuthModels,
   deleteOAuthModel,
   deleteOAuthModelsOfGrant,
   findOAuthGrant,
@@ -160,8 +159,6 @@ export interface OAuthService {
   listClients(): Promise<ClientView[]>;
   /** Removes a client and ends every grant it holds. */
   removeClient(clientId: string): Promise<ClientView>;
-  /** Deletes expired codes, sessions and interactions (retention). */
-  prune(): Promise<number>;
 }
 
 const clientView = (payload: ProviderPayload, createdAt: number): ClientView => ({
@@ -354,7 +351,5 @@ export function createOAuthService(deps: ServiceDeps): OAuthService {
       await deleteOAuthModel(db, 'Client', clientId);
       return clientView(row.payload, row.created_at);
     },
-
-    prune: () => deleteExpiredOAuthModels(db, clock.now()),
   };
 }

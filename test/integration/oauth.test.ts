@@ -13,6 +13,7 @@ import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { failed, ok } from '../helpers/resend.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import { runRetention } from '../../src/tasks/retention.js';
 
 /**
  * The OAuth 2.1 authorization server on a real server on loopback, driven by a certified-style
@@ -398,6 +399,8 @@ describe('OAuth 2.1 authorization server', () => {
       const landedOver = await consent(dash, over, { workspace: server.workspaceId, scopes: ['emails:read'] });
       clock.advance(61_000);
       assert.deepEqual(await tokenError(await exchange(reg, over, landedOver)), { status: 400, error: 'invalid_grant' });
+      // Retention deletes what expired (that code among it).
+      assert.ok((await runRetention({ db: server.runtime.store.db, clock, config: server.config })).oauthModels >= 1);
     });
 
     it('a scope the server does not offer: invalid_scope to the app', async () => {

@@ -111,7 +111,10 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
     const redirect = String(found.details.params.redirect_uri ?? found.client.redirectUris[0] ?? '');
     let redirectHost = redirect;
     try {
-      redirectHost = new URL(redirect).host;
+      const target = new URL(redirect);
+      redirectHost = target.host;
+      // The answer is a form whose redirects end at the app: browsers hold those redirects to form-action too.
+      ctx.set('Content-Security-Policy', ctx.response.get('Content-Security-Policy').replace("form-action 'self'", `form-action 'self' ${target.origin}`));
     } catch {
       // shown as given
     }
