@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config/schema.js';
 import { createHttpApp } from './intake/http/app.js';
 import { createMcpEndpoint } from './intake/mcp/http-endpoint.js';
+import { createOAuthServer } from './intake/http/oauth/provider.js';
 import { packageVersion } from './shared/package-version.js';
 import { startInbound } from './intake/smtp/inbound.js';
 import { startSubmission, type SubmissionListeners } from './intake/smtp/submission.js';
@@ -89,8 +90,10 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
         timeoutMs: Math.min(2000, config.databaseAcquireTimeoutMs),
       }),
     };
-    const mcp = config.mcp.enabled ? createMcpEndpoint(httpDeps, packageVersion()) : undefined;
-    const app = createHttpApp({ ...httpDeps, mcp });
+    // One authorization server for the API and /mcp: both name it in their 401s.
+    const oauth = createOAuthServer(httpDeps);
+    const mcp = config.mcp.enabled ? createMcpEndpoint({ ...httpDeps, oauth }, packageVersion()) : undefined;
+    const app = createHttpApp({ ...httpDeps, mcp, oauth });
     const server = createServer(app.callback());
     const address = await listen(server, config.http.port, config.http.host);
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

@@ -18,6 +18,7 @@ import { noMetrics } from './observability/metrics.js';
 import { createAudienceService } from './services/marketing/audiences.js';
 import { createCampaignService } from './services/marketing/campaigns.js';
 import { createCredentialService } from './services/credentials.js';
+import { createOAuthService } from './services/oauth.js';
 import { createDashboardAuthService } from './services/dashboard-auth.js';
 import { DatabaseRateLimiter } from './store/rate-limits.js';
 import { createEmailMetricsService } from './services/deliverability/email-metrics.js';
@@ -180,6 +181,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     twoFactor,
     workspaces: createWorkspaceService(deps),
     credentials: createCredentialService(deps),
+    oauth: createOAuthService(deps),
     domains,
     templates,
     send,

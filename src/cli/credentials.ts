@@ -75,7 +75,7 @@ export function registerCredentialCommands(program: Command, io: CliIo): void {
       output(cmd, io, revoked, () => `Revoked key ${revoked.id} (${revoked.prefix}…).`);
     });
 
-  const tokens = program.command('tokens').description('OAuth access tokens (oat_), accepted on /v1 only');
+  const tokens = program.command('tokens').description('OAuth access tokens (oat_) for automation, accepted on /v1 and /mcp (apps get theirs through OAuth: mailsvc oauth)');
   tokens
     .command('create')
     .description('mint an access token with scopes and print it once')

@@ -6,6 +6,7 @@ import { ConfigError, envName } from '../config/load-config.js';
 import { ListenError } from '../shared/listen-error.js';
 import { classifyFault, isAppError, type AppError } from '../shared/errors.js';
 import { registerCredentialCommands } from './credentials.js';
+import { registerOAuthCommands } from './oauth.js';
 import { registerDashboardCommands } from './dashboard.js';
 import { registerDbCommands } from './db.js';
 import { registerMcpCommands } from './mcp.js';
@@ -38,6 +39,7 @@ export function buildProgram(io: CliIo): Command {
   registerServerCommands(program, io);
   registerWorkspaceCommands(program, io);
   registerCredentialCommands(program, io);
+  registerOAuthCommands(program, io);
   registerDomainCommands(program, io);
   registerTemplateCommands(program, io);
   registerSuppressionCommands(program, io);

@@ -253,7 +253,7 @@ export const schema = {
   http: {
     host: str('127.0.0.1', 'Address the HTTP API listens on.'),
     port: port(3000, 'HTTP API port.'),
-    publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links.'),
+    publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links; also the OAuth issuer (/.well-known/oauth-authorization-server) and the base of the resources /v1 and /mcp its tokens are for: set it to the address clients use.'),
     bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
     trustProxy,
     importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory, then kept in the database until imported, so that any node can finish it.', 1),

@@ -28,7 +28,14 @@ export const AUDIT_TRAIL: Trail = {
     createToken: (_, r) => ({ workspaceId: ws(r.credential.workspace_id), action: 'oauth_token.created', objectType: 'oauth_token', objectId: r.credential.id, detail: { name: r.credential.name } }),
     rename: ([id, workspaceId, name]) => ({ workspaceId, action: 'api_key.renamed', objectType: 'api_key', objectId: id, detail: { name } }),
     revoke: (_, r) => ({ workspaceId: ws(r.workspace_id), action: 'api_key.revoked', objectType: 'api_key', objectId: r.id, detail: { name: r.name, prefix: r.prefix } }),
-    revokeToken: ([workspaceId], r) => ({ workspaceId, action: 'oauth_token.revoked', objectType: 'oauth_token', objectId: r.id, detail: { name: r.name } }),
+  },
+  oauth: {
+    approve: (_, g) => ({ workspaceId: g.workspace_id, action: 'oauth_grant.created', objectType: 'oauth_grant', objectId: g.id, detail: { client: g.client.name, client_id: g.client_id, user_id: g.user_id, scopes: g.scopes } }),
+    revokeGrant: (_, g) => ({ workspaceId: g.workspace_id, action: 'oauth_grant.revoked', objectType: 'oauth_grant', objectId: g.id, detail: { client: g.client.name, client_id: g.client_id } }),
+    // Refresh-token or code reuse, or the client revoking its refresh token at /oauth/revoke.
+    endProviderGrant: (_, g) => (g ? { workspaceId: g.workspace_id, action: 'oauth_grant.revoked', objectType: 'oauth_grant', objectId: g.id, detail: { client: g.client.name, client_id: g.client_id, by: 'authorization_server' } } : null),
+    createClient: (_, r) => ({ workspaceId: null, action: 'oauth_client.created', objectType: 'oauth_client', objectId: r.client.client_id, detail: { name: r.client.client_name, redirect_uris: r.client.redirect_uris } }),
+    removeClient: (_, c) => ({ workspaceId: null, action: 'oauth_client.removed', objectType: 'oauth_client', objectId: c.client_id, detail: { name: c.client_name } }),
   },
   domains: {
     add: ([workspaceId], d) => ({ workspaceId, action: 'domain.added', objectType: 'domain', objectId: d.id, detail: { name: d.domain_name } }),

@@ -1,4 +1,3 @@
-import { isUuid } from '../shared/ids.js';
 import { randomInt } from 'node:crypto';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { safeEqual, sha256Hex } from '../shared/crypto.js';
@@ -18,6 +17,7 @@ import {
   type CredentialKind,
 } from '../store/credentials.js';
 import { findWorkspace } from '../store/workspaces.js';
+import { saveOAuthGrant } from '../store/oauth.js';
 import { findDomain, findDomainByName } from '../store/domains.js';
 import type { ListPage, Listed } from '../store/list-page.js';
 import { normalizeDomain } from '../shared/domain-name.js';
@@ -116,6 +116,11 @@ const randomBase62 = (length: number): string => Array.from({ length }, () => BA
 
 const PREFIXES: Record<CredentialKind, string> = { live: 'sk_live_', test: 'sk_test_', oauth: 'oat_' };
 const DISPLAY_PREFIX_CHARS = 4;
+
+/** A new secret of a kind: its prefix and 256 random bits (the authorization server mints `oat_` tokens with it too). */
+export const newCredentialSecret = (kind: CredentialKind): string => PREFIXES[kind] + randomBase62(SECRET_CHARS);
+/** What lists show of a secret to tell credentials apart. */
+export const displayPrefix = (secret: string, kind: CredentialKind): string => secret.slice(0, PREFIXES[kind].length + DISPLAY_PREFIX_CHARS);
 /** last_used_at is written at most this often per credential, so reads stay reads. */
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -152,10 +157,6 @@ export interface CredentialService {
   rename(id: string, workspaceId: string, name: string): Promise<CredentialView>;
   count(filter: { workspaceId?: string | undefined; oauth?: boolean }): Promise<number>;
   revoke(id: string, workspaceId?: string): Promise<CredentialView>;
-  /** A page of a workspace's OAuth access tokens (Resend's OAuth grants), revoked ones too, newest first. */
-  listTokens(workspaceId: string, page: ListPage): Promise<{ items: CredentialView[]; more: boolean }>;
-  /** Revokes one OAuth access token of the workspace (404 for anything else, or one already revoked). */
-  revokeToken(workspaceId: string, id: string): Promise<CredentialView>;
   /** Resolves a presented secret to a principal, or throws 401 in the surface's words. */
   authenticate(secret: string | undefined, surface: Surface): Promise<Principal>;
 }
@@ -178,15 +179,16 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
     kind: CredentialKind,
     fields: { name: string; workspaceId: string | null; master: boolean; scopes: readonly string[] | null; expiresInSeconds: number | null; domainId?: string | null },
   ): Promise<CreatedCredential> => {
-    const secret = PREFIXES[kind] + randomBase62(SECRET_CHARS);
+    const secret = newCredentialSecret(kind);
     const now = clock.now();
+    const id = newId();
     const row: Credential = {
-      id: newId(),
+      id,
       workspace_id: fields.workspaceId,
       kind,
       master: fields.master,
       name: fields.name,
-      prefix: secret.slice(0, PREFIXES[kind].length + DISPLAY_PREFIX_CHARS),
+      prefix: displayPrefix(secret, kind),
       secret_hash: sha256Hex(secret),
       scopes: fields.scopes === null ? null : [...fields.scopes],
       expires_at: fields.expiresInSeconds === null ? null : now + fields.expiresInSeconds * 1000,
@@ -194,7 +196,12 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       last_used_at: null,
       revoked_at: null,
       domain_id: fields.domainId ?? null,
+      // An operator-minted token is a grant of its own (no client, no user), under the token's id.
+      grant_id: kind === 'oauth' ? id : null,
     };
+    if (kind === 'oauth') {
+      await saveOAuthGrant(db, { id, workspace_id: fields.workspaceId!, provider_grant_id: null, client_id: null, user_id: null, name: fields.name, scopes: [...(fields.scopes ?? [])], created_at: now, expires_at: row.expires_at, revoked_at: null });
+    }
     await saveCredential(db, row);
     return { credential: credentialView(row), secret };
   };
@@ -261,18 +268,6 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       if (!found || (workspaceId !== undefined && found.workspace_id !== workspaceId)) throw notFound(`Key ${id}`);
       await revokeCredential(db, id, clock.now());
       return credentialView((await findCredential(db, id))!);
-    },
-
-    async listTokens(workspaceId, page) {
-      const { rows, more } = await listCredentialPage(db, { workspaceId, oauth: true }, page);
-      return { items: rows.map(credentialView), more };
-    },
-
-    async revokeToken(workspaceId, id) {
-      const found = isUuid(id) ? await findCredential(db, id.toLowerCase()) : undefined;
-      if (!found || found.kind !== 'oauth' || found.workspace_id !== workspaceId || found.revoked_at !== null) throw notFound(`OAuth grant ${id}`);
-      await revokeCredential(db, found.id, clock.now());
-      return credentialView((await findCredential(db, found.id))!);
     },
 
     async authenticate(secret, surface) {

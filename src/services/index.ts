@@ -2,6 +2,7 @@ import type { AuditService } from './audit.js';
 import type { UserService } from './users.js';
 import type { TwoFactorService } from './two-factor.js';
 import type { CredentialService } from './credentials.js';
+import type { OAuthService } from './oauth.js';
 import type { ServiceDeps } from './deps.js';
 import type { Enqueue } from './send/enqueue.js';
 import type { DomainService } from './domains/domains.js';
@@ -55,6 +56,8 @@ export interface Services {
   /** TOTP second factor and recovery codes of dashboard users; workspaces that require it. */
   twoFactor: TwoFactorService;
   credentials: CredentialService;
+  /** The OAuth authorization server's storage, grants and admin-created clients (oidc-provider runs the protocol). */
+  oauth: OAuthService;
   domains: DomainService;
   templates: TemplateService;
   send: SendService;

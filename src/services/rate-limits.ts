@@ -12,7 +12,8 @@ export type Operation =
   | 'domains.write'
   | 'domains.read'
   | 'api'
-  | 'auth.failure';
+  | 'auth.failure'
+  | 'oauth.register';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -34,6 +35,8 @@ const FIXED: Record<Exclude<Operation, 'send.transactional' | 'send.marketing'>,
   api: { limit: 100, windowMs: SECOND, soft: false },
   // Failed authentications per client address: slows down key guessing.
   'auth.failure': { limit: 20, windowMs: MINUTE, soft: false },
+  // Dynamic client registrations (RFC 7591) per client address: an MCP client registers once per install.
+  'oauth.register': { limit: 20, windowMs: 60 * MINUTE, soft: false },
 };
 
 export function limitFor(operation: Operation, workspace: Pick<Workspace, 'plan' | 'transactional_per_second' | 'marketing_per_second'> | null): Limit {

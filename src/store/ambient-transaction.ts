@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { CompiledQuery, type DatabaseConnection, type Driver, type QueryResult, type TransactionSettings } from 'kysely';
-import type { Db } from './db.js';
+import { CompiledQuery, type DatabaseConnection, type Driver, type Kysely, type QueryResult, type TransactionSettings } from 'kysely';
+
+/** Any of the store's databases (db.ts's Db; named loosely here, as db.ts builds on this file). */
+type Db = Kysely<any>;
 
 /**
  * One transaction around a whole use case, without the use case passing a transaction handle

@@ -1,4 +1,5 @@
 import { deleteAuditEntriesBefore } from '../store/audit-log.js';
+import { deleteExpiredOAuthModels } from '../store/oauth.js';
 import { pruneWarmupCounts } from '../store/warmups.js';
 import { deleteExpiredWindows } from '../store/rate-limits.js';
 import { deleteReportsBefore } from '../store/deliverability-reports.js';
@@ -28,6 +29,8 @@ export interface RetentionReport {
   warmupCounts: number;
   importFiles: number;
   auditEntries: number;
+  /** Expired codes, refresh tokens, sessions and interactions of the authorization server. */
+  oauthModels: number;
 }
 
 /**
@@ -35,7 +38,8 @@ export interface RetentionReport {
  * window), delivery attempts and events (with their webhook deliveries) after
  * `retention.days`, received messages, finished workflow runs and API request logs after `retention.days` too,
  * finished rate-limit windows, and DMARC and TLS reports and hourly statistics after 400 days
- * (or `retention.days` if longer), the audit log after `retention.auditDays`. Emails and their status stay.
+ * (or `retention.days` if longer), the audit log after `retention.auditDays`, what the OAuth
+ * authorization server keeps once it has expired. Emails and their status stay.
  */
 export async function runRetention(deps: { db: Db; clock: Clock; config: Config }): Promise<RetentionReport> {
   const now = deps.clock.now();
@@ -57,5 +61,6 @@ export async function runRetention(deps: { db: Db; clock: Clock; config: Config 
     importFiles: await deleteOrphanImportFiles(deps.db, now - DAY),
     // The audit log is kept on its own clock (a year by default): who did what matters longer than mail.
     auditEntries: await deleteAuditEntriesBefore(deps.db, now - deps.config.retention.auditDays * DAY),
+    oauthModels: await deleteExpiredOAuthModels(deps.db, now),
   };
 }

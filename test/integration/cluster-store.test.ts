@@ -114,7 +114,7 @@ for (const target of targets) {
       await a.db.insertInto('api_logs').values([apiLog('log_old', now - 31 * DAY), apiLog('log_new', now - 29 * DAY)]).execute();
 
       const report = await runRetention({ db: b.db, clock, config });
-      assert.deepEqual(report, { idempotencyKeys: 1, deliveryAttempts: 0, events: 1, receivedEmails: 0, rateLimitWindows: 1, workflowRuns: 0, apiLogs: 1, deliverabilityReports: 0, hourlyStats: 0, warmupCounts: 0, importFiles: 0, auditEntries: 0 });
+      assert.deepEqual(report, { idempotencyKeys: 1, deliveryAttempts: 0, events: 1, receivedEmails: 0, rateLimitWindows: 1, workflowRuns: 0, apiLogs: 1, deliverabilityReports: 0, hourlyStats: 0, warmupCounts: 0, importFiles: 0, auditEntries: 0, oauthModels: 0 });
       assert.deepEqual((await a.db.selectFrom('api_logs').select('id').execute()).map((r) => r.id), ['log_new']);
       const keys = await a.db.selectFrom('idempotency_keys').select('key').orderBy('key').execute();
       assert.deepEqual(keys.map((k) => k.key), ['fresh', 'old-running']);

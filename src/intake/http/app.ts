@@ -22,6 +22,7 @@ import { attachmentDownloadRoutes } from './routes/public/attachment-download.js
 import { sharedEmailRoutes } from './routes/public/shared-email.js';
 import { trackingRoutes } from './routes/tracking.js';
 import { dashboardRoutes } from './dashboard/index.js';
+import { createOAuthServer } from './oauth/provider.js';
 
 export interface ApiRouter {
   router: Router<State>;
@@ -52,7 +53,8 @@ export function apiRouter(deps: HttpDeps, routes: Route[]): ApiRouter {
  * applies its rate limit and scope) and, when nothing matched, a 405 (path known, method
  * not) or 404.
  */
-export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<State> {
+export function createHttpApp(given: HttpDeps, routes: Route[] = apiRoutes): Koa<State> {
+  const deps: HttpDeps = given.oauth ? given : { ...given, oauth: createOAuthServer(given) };
   const app = new Koa<State>();
   // Koa reads X-Forwarded-Proto/-Host only with app.proxy; clientAddress (first below) removes
   // them, and X-Forwarded-For, from any request that did not come through a trusted proxy, and
@@ -101,6 +103,7 @@ export function createHttpApp(deps: HttpDeps, routes: Route[] = apiRoutes): Koa<
   app.use(attachmentDownloadRoutes(deps));
   app.use(sharedEmailRoutes(deps));
   app.use(trackingRoutes(deps));
+  app.use(deps.oauth!.middleware);
   app.use(dashboardRoutes(deps));
   if (deps.mcp) app.use(deps.mcp.middleware);
   const resources = rootResources(routes);

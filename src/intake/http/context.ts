@@ -1,4 +1,5 @@
 import type { Next, ParameterizedContext } from 'koa';
+import type Provider from 'oidc-provider';
 import type { Principal, Surface } from '../../services/credentials.js';
 import type { Services } from '../../services/index.js';
 import type { Config } from '../../config/schema.js';
@@ -23,6 +24,18 @@ export interface HttpDeps {
    * here only by the shape the app mounts); absent: no /mcp (mcp.enabled false, or an app built without it).
    */
   mcp?: { middleware(ctx: Ctx, next: Next): Promise<void> } | undefined;
+  /** The OAuth authorization server (/oauth, /.well-known/…; intake/http/oauth builds it); built by createHttpApp when absent. */
+  oauth?: OAuthServer | undefined;
+}
+
+/** The OAuth authorization server as the adapter and its pages use it (intake/http/oauth/provider.ts builds it). */
+export interface OAuthServer {
+  provider: Provider;
+  /** The resources tokens are for: the API (/v1 and the root aliases) and the MCP endpoint. */
+  resources: { root: string; v1: string; mcp: string };
+  /** The URL of a resource's RFC 9728 metadata, for WWW-Authenticate. */
+  resourceMetadataUrl(resource: 'v1' | 'mcp'): string;
+  middleware(ctx: Ctx, next: Next): Promise<void>;
 }
 
 export interface State {

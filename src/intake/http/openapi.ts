@@ -218,7 +218,7 @@ export function buildOpenApiDocument(routes: Route[]): Json {
     components: {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'API key: `sk_live_...` (real delivery) or `sk_test_...` (test mail, never delivered). Every scope. A master key also names the workspace (X-Workspace-Id).' },
-        oauthToken: { type: 'http', scheme: 'bearer', description: 'OAuth access token `oat_...` minted by `mailsvc credentials` with scopes; /v1 only. The role list of a requirement is the scope the operation needs.' },
+        oauthToken: { type: 'http', scheme: 'bearer', description: 'OAuth access token `oat_...`: issued at /oauth/token to an app a person authorized (authorization code + PKCE; discovery at /.well-known/oauth-authorization-server), or minted by `mailsvc tokens create`; scoped; /v1 and /mcp only. The role list of a requirement is the scope the operation needs.' },
         metricsToken: { type: 'http', scheme: 'bearer', description: 'The `metrics.token` configuration value.' },
       },
       parameters: {

@@ -150,7 +150,9 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
         // The protocol's authorization rule: a 401 says how to authenticate.
         if (isAppError(err) && err.code === 'unauthorized') {
           const presented = /^Bearer\s+\S/i.test(ctx.get('Authorization'));
-          ctx.set('WWW-Authenticate', `Bearer realm="mailsvc"${presented ? ', error="invalid_token"' : ''}, error_description="an API key (sk_live_, sk_test_) or an access token (oat_)"`);
+          // resource_metadata (RFC 9728) is how an MCP client finds the authorization server with nothing but this URL.
+          const metadata = deps.oauth ? `, resource_metadata="${deps.oauth.resourceMetadataUrl('mcp')}"` : '';
+          ctx.set('WWW-Authenticate', `Bearer realm="mailsvc"${presented ? ', error="invalid_token"' : ''}, error_description="an API key (sk_live_, sk_test_) or an access token (oat_)"${metadata}`);
         }
         throw err;
       }

@@ -21,6 +21,7 @@ import { campaignGroupCuts } from './0091-campaign-group-cuts.js';
 import { auditLog } from './0092-audit-log.js';
 import { users } from './0093-users.js';
 import { twoFactorAndSessions } from './0100-two-factor-and-sessions.js';
+import { oauth } from './0120-oauth.js';
 import { domainSettings } from './0046-domain-settings.js';
 import { apiLogs } from './0047-api-logs.js';
 import { templateStudio } from './0080-template-studio.js';
@@ -83,5 +84,6 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0092-audit-log': auditLog(),
     '0093-users': users(),
     '0100-two-factor-and-sessions': twoFactorAndSessions(),
+    '0120-oauth': oauth(),
   };
 }

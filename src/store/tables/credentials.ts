@@ -21,4 +21,6 @@ export interface CredentialsTable {
   revoked_at: number | null;
   /** A key that may send only from this domain (Resend's `domain_id` restriction). */
   domain_id: string | null;
+  /** The OAuth grant an access token (oat_) belongs to; null for API keys. */
+  grant_id: string | null;
 }

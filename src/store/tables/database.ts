@@ -18,6 +18,7 @@ import type { InboxThreadsTable, InboxMessagesTable, InboxLabelsTable, InboxThre
 import type { DmarcReportsTable, DmarcReportRecordsTable, TlsReportsTable, ReputationStatesTable, StatsHourlyTable } from './deliverability.js';
 import type { IpPoolsTable, IpPoolAddressesTable, IpWarmupsTable, WarmupCountsTable, DeliveryDestinationsTable } from './delivery.js';
 import type { InstanceTable } from './instance.js';
+import type { OAuthGrantsTable, OAuthModelsTable } from './oauth.js';
 
 /**
  * The kysely schema: every table, one module per aggregate beside this one. Portable column
@@ -43,6 +44,8 @@ export interface Database {
   user_two_factor: UserTwoFactorTable;
   user_recovery_codes: UserRecoveryCodesTable;
   workspace_two_factor: WorkspaceTwoFactorTable;
+  oauth_models: OAuthModelsTable;
+  oauth_grants: OAuthGrantsTable;
   event_definitions: EventDefinitionsTable;
   contact_properties: ContactPropertiesTable;
   contact_imports: ContactImportsTable;

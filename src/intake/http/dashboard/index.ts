@@ -25,6 +25,7 @@ import { registerDeliveryRoutes } from './pages/delivery.js';
 import { registerTeamRoutes } from './pages/team.js';
 import { registerAuditRoutes } from './pages/audit.js';
 import { DashRoutes } from './routes.js';
+import { registerOAuthAppRoutes, registerOAuthConsentRoutes } from './pages/oauth.js';
 import { clearSessionCookie, requireSession, SESSION_COOKIE, type DashCtx, type DashState } from './session.js';
 
 const PAGE_CSP = [
@@ -51,6 +52,7 @@ function publicRouter(deps: HttpDeps): Router<State> {
     });
   }
   registerLoginRoutes(router, deps);
+  registerOAuthConsentRoutes(router, deps);
   return router;
 }
 
@@ -88,6 +90,7 @@ export function privateRoutes(deps: HttpDeps): { router: Router<DashState>; rout
   registerAccountRoutes(router, deps);
   registerTeamRoutes(router, deps);
   registerAuditRoutes(router, deps);
+  registerOAuthAppRoutes(router, deps);
   return { router: koaRouter, routes: router };
 }
 

@@ -33,6 +33,7 @@ export const SECTIONS = [
   ['delivery', 'Delivery'],
   ['team', 'Team'],
   ['audit', 'Audit log'],
+  ['oauth', 'Connected apps'],
 ] as const;
 export type Section = (typeof SECTIONS)[number][0];
 

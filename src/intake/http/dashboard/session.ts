@@ -1,5 +1,4 @@
-import { allows } from '../../../services/users.js';
-import type { DashRoutes } from './routes.js';
+import { allows, type Role } from '../../../services/users.js';
 import { actingAs } from '../../../shared/actor.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import parse from 'co-body';
@@ -143,7 +142,13 @@ export function checkPreLogin(ctx: Ctx, deps: HttpDeps, form: Record<string, str
 /** What a member of a workspace that requires two-factor may reach before enrolling: enrolment itself, signing out, another workspace. */
 const enrolmentPath = (path: string): boolean => ['/dashboard/account/two-factor', '/dashboard/logout', '/dashboard/workspace'].includes(path);
 
-export function requireSession(deps: HttpDeps, routes: DashRoutes) {
+/** What the session middleware asks of the declared routes (routes.ts, whose handlers take this file's state). */
+interface RouteCheck {
+  find(method: string, path: string): unknown;
+  permits(role: Role, method: string, path: string): boolean;
+}
+
+export function requireSession(deps: HttpDeps, routes: RouteCheck) {
   return async function session(ctx: DashCtx, next: Next): Promise<void> {
     const auth = deps.services.dashboardAuth;
     const found = await auth.session(ctx.cookies.get(SESSION_COOKIE));

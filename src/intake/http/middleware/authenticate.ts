@@ -41,7 +41,11 @@ export function authenticate(deps: HttpDeps) {
     try {
       principal = await services.credentials.authenticate(bearer(ctx.get('Authorization')), ctx.state.surface);
     } catch (err) {
-      if (err instanceof AppError && err.code === 'unauthorized') await applyLimit(ctx, deps, 'auth.failure', failureKey, null);
+      if (err instanceof AppError && err.code === 'unauthorized') {
+        // RFC 9728: a client that holds no token finds the authorization server from here.
+        if (deps.oauth && ctx.state.surface === 'v1') ctx.set('WWW-Authenticate', `Bearer resource_metadata="${deps.oauth.resourceMetadataUrl('v1')}"`);
+        await applyLimit(ctx, deps, 'auth.failure', failureKey, null);
+      }
       throw err;
     }
     ctx.state.principal = principal;

@@ -1,26 +1,7 @@
 import { z } from 'zod';
-import type { CredentialView } from '../../../../services/credentials.js';
 import { parsePage } from '../../../../store/list-page.js';
 import { cursorList } from '../../pagination.js';
 import { defineRoute } from '../../route.js';
-
-/**
- * Resend's OAuth grant: one of the workspace's OAuth access tokens (`oat_`), which are minted
- * by the operator (`mailsvc tokens create`), not by an OAuth client's consent; the token's
- * name stands for the client.
- */
-const grantView = (t: CredentialView) => ({
-  object: 'oauth_grant' as const,
-  id: t.id,
-  client_id: t.prefix,
-  scopes: t.scopes ?? [],
-  created_at: t.created_at,
-  expires_at: t.expires_at,
-  last_used_at: t.last_used_at,
-  revoked_at: t.revoked_at,
-  revoked_reason: t.revoked_at === null ? null : 'revoked',
-  client: { name: t.name, logo_uri: null },
-});
 
 /** The workspace's own account: usage against its limits, its API request logs, and the OAuth grants (access tokens) that reach it. */
 export const v1AccountRoutes = [
@@ -73,23 +54,23 @@ export const v1AccountRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/oauth/grants',
-    summary: "The workspace's OAuth access tokens as Resend's OAuth grants, revoked ones too, newest first (limit, after, before)",
+    summary: "The workspace's OAuth grants (an app a person authorized, or a token minted by `mailsvc tokens create`), revoked ones too, newest first (limit, after, before)",
     operation: 'api',
     scope: 'api_keys:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
     handler: async ({ deps, workspace, query }) => {
-      const { items, more } = await deps.services.credentials.listTokens(workspace.id, parsePage(query, 'keyset'));
-      return cursorList(items.map(grantView), more);
+      const { items, more } = await deps.services.oauth.listGrants({ workspaceId: workspace.id }, parsePage(query, 'keyset'));
+      return cursorList(items, more);
     },
   }),
   defineRoute({
     method: 'DELETE',
     path: '/v1/oauth/grants/:id',
-    summary: 'Revoke an OAuth access token: it is refused (401) from then on',
+    summary: "Revoke an OAuth grant: its access tokens are refused (401) and its refresh tokens end",
     operation: 'api',
     scope: 'api_keys:write',
     handler: async ({ deps, workspace, params }) => {
-      const revoked = grantView(await deps.services.credentials.revokeToken(workspace.id, params.id!));
+      const revoked = await deps.services.oauth.revokeGrant(workspace.id, params.id!);
       return { object: 'oauth_grant', id: revoked.id, revoked_at: revoked.revoked_at!, revoked_reason: revoked.revoked_reason! };
     },
   }),
