@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { runCliProcess } from '../helpers/cli.js';
-import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
+import { emailState, eventually } from '../helpers/delivery.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestMx } from '../helpers/mx-server.js';
+import type { TestServer } from '../helpers/server.js';
 
 /**
  * The reputation guard end to end: a stream of hard bounces from the loopback MX pushes a
@@ -16,38 +15,29 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  */
 
 describe('reputation guard', () => {
-  let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer;
   let key: string;
   let acceptLater = false;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer({
-      hooks: {
+    ({ server, mx } = rig = await startDeliveringServer({
+      mx: { hooks: {
         onRcpt: (address) =>
           address.startsWith('gone')
             ? { code: 550, text: `5.1.1 <${address}>: Recipient address rejected: User unknown in virtual mailbox table` }
             : address.startsWith('later') && !acceptLater
               ? { code: 451, text: '4.3.0 Temporary local problem, try later' }
               : undefined,
-      },
-    });
-    server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, hostname: 'mta.mailsvc.test', pollInterval: 50, signingThreads: 0, retrySchedule: [3600] },
-      dkim: { host: 'dkim.mailsvc.test' },
-      deliverability: { guard: { interval: 1, minimumSent: 10 } },
-    });
-    await addVerifiedDomain(server, dns, 'shop.example');
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+      } },
+      delivery: { pollInterval: 50, signingThreads: 0, retrySchedule: [3600] },
+      config: { deliverability: { guard: { interval: 1, minimumSent: 10 } } },
+      senders: ['shop.example'],
+    }));
     key = await server.key();
   });
-  after(async () => {
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
-  });
+  after(() => rig?.close());
 
   const send = async (to: string, type: 'marketing' | 'transactional') => {
     const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'News <news@shop.example>', to, subject: `${type} for ${to}`, html: '<p>Hello</p>', type } });
