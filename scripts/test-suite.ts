@@ -6,8 +6,7 @@
 // what it measures or does to the machine, said beside each. Files named on the command line
 // run alone, one at a time. Exits non-zero when either group failed.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { testFiles } from './test-files.js';
 
 const SERIAL: Record<string, string> = {
   // Headless Chromium: three processes of its own, the heaviest files of the suite.
@@ -32,17 +31,6 @@ const SERIAL: Record<string, string> = {
   // Mocked timers beside real-time turns of the event loop.
   'test/integration/smtp-greeting.test.ts': 'mocked timers',
 };
-
-function testFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) {
-      if (path !== join('test', 'faults')) out.push(...testFiles(path));
-    } else if (name.endsWith('.test.ts')) out.push(path);
-  }
-  return out.sort();
-}
 
 function run(files: string[], concurrency: number): boolean {
   if (files.length === 0) return true;

@@ -3,9 +3,9 @@
 // slowest files. `node --import tsx scripts/time-tests.ts [--top N] [--out file.json] [files…]`;
 // MAILSVC_TEST_POSTGRES set profiles the PostgreSQL suite.
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { testFiles } from './test-files.js';
 
 interface FileTime {
   file: string;
@@ -16,17 +16,6 @@ interface FileTime {
   ok: boolean;
   /** The end of a failed file's TAP output (kept in --out). */
   output?: string;
-}
-
-function testFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) {
-      if (path !== join('test', 'faults')) out.push(...testFiles(path));
-    } else if (name.endsWith('.test.ts')) out.push(path);
-  }
-  return out.sort();
 }
 
 function timeFile(file: string): Promise<FileTime> {
