@@ -21,8 +21,8 @@ export async function verifyDkim(raw: Buffer, dns: TestDns) {
   return result.results;
 }
 
-/** Polls `check` until it returns a value, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+/** Polls `check` until it returns a value, or fails after `timeoutMs` (default a minute: a deadline for a failure, on a loaded machine too, not a speed). */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 60_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -43,7 +43,7 @@ export interface TestMx {
   /** Sessions opened, and how many transactions (MAIL FROM) each carried. */
   sessions: Map<string, number>;
   hooks: MxHooks;
-  /** Resolves once `count` messages were accepted; rejects when none arrived for `timeoutMs` before that. */
+  /** Resolves once `count` messages were accepted; rejects when none arrived for `timeoutMs` (default a minute: a failure deadline, not a speed) before that. */
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   close(): Promise<void>;
 }
@@ -136,7 +136,7 @@ export async function startMxServer(
     set hooks(value: MxHooks) {
       state.hooks = value;
     },
-    waitFor(count, timeoutMs = 15_000) {
+    waitFor(count, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
         // The deadline counts from the last message that arrived: a loaded machine delivers
         // slowly but keeps delivering; a delivery that stopped still fails after timeoutMs.
