@@ -62,7 +62,7 @@ describe('crash recovery of delivery', () => {
       // the process died is delivered again.
       t.diagnostic(`kill -9: ${beforeRestart} delivered before the kill, ${inFlight.length} row(s) held by the dead process, ${duplicates} duplicate(s) after restart`);
       const db = rig.runtime.store.db;
-      await eventually(async () => (await db.selectFrom('queue_items').select('status').where('status', '!=', 'delivered').execute()).length === 0, 30_000, 'every row ends delivered');
+      await eventually(async () => (await db.selectFrom('queue_items').select('status').where('status', '!=', 'delivered').execute()).length === 0, 120_000, 'every row ends delivered');
     } finally {
       assert.equal(await second.stop(), 0);
     }

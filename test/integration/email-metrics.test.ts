@@ -61,7 +61,7 @@ describe('email metrics', () => {
       assert.equal(res.status, 200, show(res));
       ids.push(res.body.id);
     }
-    await eventually(async () => (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every((e) => e.status === 'delivered' || e.status === 'bounced'), 20_000, 'every email answered');
+    await eventually(async () => (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every((e) => e.status === 'delivered' || e.status === 'bounced'), 120_000, 'every email answered');
     // The marketing message carries an open pixel: open it twice (one unique open).
     const message = mx.messages.find((m) => m.to.includes('one@dest.test'))!;
     const pixel = /src=3D"([^"]+\/t\/o\/[^"]+)"|src="([^"]+\/t\/o\/[^"]+)"/.exec(message.raw.toString('latin1').replace(/=\r\n/g, ''));

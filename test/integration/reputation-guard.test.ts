@@ -58,11 +58,11 @@ describe('reputation guard', () => {
   it('pauses marketing mail when hard bounces push the bounce rate over the threshold', async () => {
     // Deferred by the MX: it waits in the queue for an hour.
     waiting = await send('later-1@dest.test', 'marketing');
-    await eventually(async () => (await statusOf(waiting)) === 'deferred', 15_000, 'the first attempt deferred');
+    await eventually(async () => (await statusOf(waiting)) === 'deferred', 120_000, 'the first attempt deferred');
 
     const ids = [...Array.from({ length: 12 }, (_, i) => send(`gone-${i}@dest.test`, 'marketing')), ...Array.from({ length: 3 }, (_, i) => send(`ok-${i}@dest.test`, 'transactional'))];
     const sent = await Promise.all(ids);
-    await eventually(async () => (await Promise.all(sent.map(statusOf))).every((s) => s === 'bounced' || s === 'delivered'), 30_000, 'every message answered');
+    await eventually(async () => (await Promise.all(sent.map(statusOf))).every((s) => s === 'bounced' || s === 'delivered'), 120_000, 'every message answered');
     assert.equal(received('ok-0@dest.test'), 1);
 
     // The guard may pause while the bounces are still coming in (it judges from 10 messages);
@@ -78,7 +78,7 @@ describe('reputation guard', () => {
     assert.ok(state.paused_at);
 
     // What waited in the queue is held now, with an event.
-    await eventually(async () => (await statusOf(waiting)) === 'held', 15_000, 'the waiting marketing email held');
+    await eventually(async () => (await statusOf(waiting)) === 'held', 120_000, 'the waiting marketing email held');
     const { items, events } = await emailState(server.runtime.store.db, waiting);
     assert.equal(items[0]!.status, 'held');
     assert.ok(events.some((e) => e.type === 'email.held'), 'email.held recorded');
@@ -89,9 +89,9 @@ describe('reputation guard', () => {
   it('holds new marketing mail of the paused domain and still delivers transactional mail', async () => {
     marketingAfter = await send('fresh-1@dest.test', 'marketing');
     const transactional = await send('fresh-2@dest.test', 'transactional');
-    await eventually(async () => (await statusOf(transactional)) === 'delivered', 15_000, 'transactional delivered');
+    await eventually(async () => (await statusOf(transactional)) === 'delivered', 120_000, 'transactional delivered');
     assert.equal(received('fresh-2@dest.test'), 1);
-    await eventually(async () => (await statusOf(marketingAfter)) === 'held', 15_000, 'new marketing mail held');
+    await eventually(async () => (await statusOf(marketingAfter)) === 'held', 120_000, 'new marketing mail held');
     const { events } = await emailState(server.runtime.store.db, marketingAfter);
     assert.deepEqual(
       events.map((e) => e.type),
@@ -120,18 +120,18 @@ describe('reputation guard', () => {
     assert.equal(resumed.status, 200, show(resumed));
     assert.equal(resumed.body.released, 2);
     assert.equal(resumed.body.state, 'sending');
-    await eventually(async () => (await statusOf(marketingAfter)) === 'delivered' && (await statusOf(waiting)) === 'delivered', 15_000, 'released mail delivered');
+    await eventually(async () => (await statusOf(marketingAfter)) === 'delivered' && (await statusOf(waiting)) === 'delivered', 120_000, 'released mail delivered');
     assert.equal(received('fresh-1@dest.test'), 1);
     assert.equal(received('later-1@dest.test'), 1);
 
     // Two more guard rounds: the rates start from the resume, so the domain keeps sending.
     const evaluated = (await reputation()).evaluated_at;
-    await eventually(async () => (await reputation()).evaluated_at !== evaluated, 15_000, 'a new evaluation');
+    await eventually(async () => (await reputation()).evaluated_at !== evaluated, 120_000, 'a new evaluation');
     const after = await reputation();
     assert.equal(after.state, 'sending', JSON.stringify(after));
     assert.equal(after.held, 0);
     const again = await send('fresh-3@dest.test', 'marketing');
-    await eventually(async () => (await statusOf(again)) === 'delivered', 15_000, 'marketing flows again');
+    await eventually(async () => (await statusOf(again)) === 'delivered', 120_000, 'marketing flows again');
   });
 
   it('lists every domain and refuses to resume an unknown one', async () => {

@@ -75,7 +75,7 @@ describe('claimed mail after kill -9', () => {
     const b = await rig.serve('b');
     try {
       const ids = await accept(a.url);
-      await eventually(async () => (await claimed()) >= 20, 30_000, 'rows held waiting for a slot');
+      await eventually(async () => (await claimed()) >= 20, 120_000, 'rows held waiting for a slot');
       const owners = await rig.runtime.store.db.selectFrom('queue_items').select('lease_owner').distinct().where('status', '=', 'sending').execute();
       await a.kill();
       slow = false;
