@@ -25,7 +25,7 @@ describe('a contact import taken over by another node', { skip: testPostgresUrl(
 
   const importRow = (id: string) => rig.runtime.store.db.selectFrom('contact_imports').select(['status', 'lease_owner', 'cursor_row', 'total']).where('id', '=', id).executeTakeFirstOrThrow();
 
-  it('kill -9 of the node running a large import: the other finishes it, every row once', { timeout: 300_000 }, async () => {
+  it('kill -9 of the node running a large import: the other finishes it, every row once', { timeout: 600_000 }, async () => {
     const rows = 20_000;
     const file = join(rig.dir, 'contacts.csv');
     const out = createWriteStream(file);
@@ -58,7 +58,7 @@ describe('a contact import taken over by another node', { skip: testPostgresUrl(
     const done = await eventually(async () => {
       const got = ok(await resend.contacts.imports.get(id), 'get');
       return got.status === 'completed' || got.status === 'failed' ? got : undefined;
-    }, 240_000, 'the import finished on the survivor');
+    }, 480_000, 'the import finished on the survivor');
     assert.equal(done.status, 'completed');
     // Resumed after the dead node's last committed batch: nothing read twice, nothing missed.
     assert.deepEqual(done.counts, { total: rows, created: rows, updated: 0, skipped: 0, failed: 0 });
