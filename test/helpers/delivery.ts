@@ -2,6 +2,7 @@ import { promises as dnsPromises } from 'node:dns';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import type { Db } from '../../src/store/db.js';
 import type { TestDns } from './dns-server.js';
+import type { TestMx } from './mx-server.js';
 
 /** Routes `domain` to MX hosts: [name, preference, A addresses, AAAA addresses]. */
 export function routeDomain(dns: TestDns, domain: string, hosts: Array<{ name: string; preference: number; a?: string[]; aaaa?: string[] }>): void {
@@ -20,8 +21,8 @@ export async function verifyDkim(raw: Buffer, dns: TestDns) {
   return result.results;
 }
 
-/** Polls `check` until it returns a value, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+/** Polls `check` until it returns a value, or fails after `timeoutMs` (default a minute: a deadline for a failure, on a loaded machine too, not a speed). */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 60_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -47,4 +48,16 @@ export async function emailState(db: Db, emailId: string) {
       email: await trx.selectFrom('emails').selectAll().where('id', '=', emailId).executeTakeFirstOrThrow(),
     }));
   return { email, items, attempts, events: events.map((e) => ({ ...e, data: JSON.parse(e.data) as Record<string, any> })) };
+}
+
+/** Waits until a message with each of `messageIds` reached the MX (at least once), at most `timeoutMs`. */
+export async function allArrived(mx: TestMx, messageIds: Iterable<string>, timeoutMs: number): Promise<void> {
+  const expected = new Set(messageIds);
+  const missing = () => {
+    const seen = new Set(mx.messages.map((m) => m.messageId));
+    return [...expected].filter((id) => !seen.has(id)).length;
+  };
+  await eventually(async () => missing() === 0, timeoutMs, `every message at the MX (${missing()} of ${expected.size} missing)`).catch((err: Error) => {
+    throw new Error(`${err.message}; ${missing()} of ${expected.size} still missing`);
+  });
 }

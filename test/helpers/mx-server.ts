@@ -43,7 +43,7 @@ export interface TestMx {
   /** Sessions opened, and how many transactions (MAIL FROM) each carried. */
   sessions: Map<string, number>;
   hooks: MxHooks;
-  /** Resolves once `count` messages were accepted; rejects after `timeoutMs`. */
+  /** Resolves once `count` messages were accepted; rejects when none arrived for `timeoutMs` (default a minute: a failure deadline, not a speed) before that. */
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   close(): Promise<void>;
 }
@@ -136,14 +136,30 @@ export async function startMxServer(
     set hooks(value: MxHooks) {
       state.hooks = value;
     },
-    waitFor(count, timeoutMs = 15_000) {
+    waitFor(count, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
-        const deadline = setTimeout(() => reject(new Error(`MX got ${messages.length} of ${count} messages in ${timeoutMs} ms`)), timeoutMs);
+        // The deadline counts from the last message that arrived: a loaded machine delivers
+        // slowly but keeps delivering; a delivery that stopped still fails after timeoutMs.
+        let seen = messages.length;
+        let failed = false;
+        const stalled = () => {
+          failed = true;
+          reject(new Error(`MX got ${messages.length} of ${count} messages, none in the last ${timeoutMs} ms`));
+        };
+        let deadline = setTimeout(stalled, timeoutMs);
         const check = () => {
+          if (failed) return;
           if (messages.length >= count) {
             clearTimeout(deadline);
             resolve(messages.slice());
-          } else waiters.push(check);
+            return;
+          }
+          if (messages.length > seen) {
+            seen = messages.length;
+            clearTimeout(deadline);
+            deadline = setTimeout(stalled, timeoutMs);
+          }
+          waiters.push(check);
         };
         check();
       });

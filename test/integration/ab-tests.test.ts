@@ -165,7 +165,7 @@ describe('A/B tests with a holdout', () => {
     const count = (group: string) => [...groups.values()].filter((g) => g === group).length;
     assert.deepEqual([count('holdout'), count('A'), count('B')], [30, 60, 60], '10%, 20% and 20% of 300, exactly');
 
-    await eventually(async () => (await statusOf(broadcastId)) === 'testing', 30_000, 'the variants queued, the test waiting');
+    await eventually(async () => (await statusOf(broadcastId)) === 'testing', 120_000, 'the variants queued, the test waiting');
     await mx.waitFor(count('A') + count('B'), 30_000);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(mx.messages.length, count('A') + count('B'), 'the test group only');
@@ -227,7 +227,7 @@ describe('A/B tests with a holdout', () => {
     const done = await eventually(async () => {
       const b = (await get(`/v1/broadcasts/${broadcastId}`)).body;
       return b.status === 'sent' ? b : undefined;
-    }, 30_000, 'the winner sent to the rest');
+    }, 120_000, 'the winner sent to the rest');
     assert.equal(done.winner.variant, 'B');
     assert.equal(done.winner.chosen_by, 'metric');
 
@@ -287,7 +287,7 @@ describe('A/B tests with a holdout', () => {
     assert.ok(tooEarly.status === 409 || tooEarly.status === 200, show(tooEarly));
     if (tooEarly.status === 409) {
       assert.match(tooEarly.body.error.message, /a winner is chosen once the variants are sent/);
-      await eventually(async () => (await statusOf(id)) === 'testing', 15_000, 'the small test waiting');
+      await eventually(async () => (await statusOf(id)) === 'testing', 120_000, 'the small test waiting');
       assert.equal((await post(`/v1/broadcasts/${id}/winner`, { variant: 'Z' })).status, 400);
       assert.equal((await post(`/v1/broadcasts/${id}/winner`, {})).status, 400);
       const chosen = await post(`/v1/broadcasts/${id}/winner`, { variant: 'b' });
@@ -297,7 +297,7 @@ describe('A/B tests with a holdout', () => {
     const again = await post(`/v1/broadcasts/${id}/winner`, { variant: 'A' });
     assert.equal(again.status, 409, show(again));
     assert.match(again.body.error.message, /has its winner already: variant [AB]/);
-    await eventually(async () => (await statusOf(id)) === 'sent', 15_000, 'the small broadcast sent');
+    await eventually(async () => (await statusOf(id)) === 'sent', 120_000, 'the small broadcast sent');
     assert.equal(mx.messages.length - before, 4, 'each of the four once');
     // The task finds nothing left to decide: a test is decided once.
     assert.equal(await chooseWinners(server.runtime.deps), 0);

@@ -256,17 +256,17 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
       assert.equal(campaign.status, 202, show(campaign));
       const queued = async () => Number((await fresh.runtime.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaign.body.id).executeTakeFirstOrThrow()).n);
       // A page of 20 fills this second's marketing budget; the clock stands still, so the rest waits.
-      await eventually(async () => (await queued()) === 20, 10_000, 'the first page queued');
+      await eventually(async () => (await queued()) === 20, 120_000, 'the first page queued');
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(await queued(), 20, 'no more than the marketing rate in one second');
       const api = await request(fresh.httpUrl, 'POST', '/v1/emails', { key: k, body: { from: 'n@shop.example', to: 'x@example.org', subject: 'm', html: '<p>m</p>', type: 'marketing' } });
       assert.equal(api.status, 429, 'the campaign and API marketing mail share the budget');
       // Each second of the clock lets one more page through.
       clock.advance(1000);
-      await eventually(async () => (await queued()) === 40, 10_000, 'the second page queued');
+      await eventually(async () => (await queued()) === 40, 120_000, 'the second page queued');
       clock.advance(1000);
-      await eventually(async () => (await queued()) === 50, 10_000, 'the last page queued');
-      await eventually(async () => (await request(fresh.httpUrl, 'GET', `/v1/campaigns/${campaign.body.id}`, { key: k })).body.status === 'sending' || undefined, 10_000, 'queuing finished');
+      await eventually(async () => (await queued()) === 50, 120_000, 'the last page queued');
+      await eventually(async () => (await request(fresh.httpUrl, 'GET', `/v1/campaigns/${campaign.body.id}`, { key: k })).body.status === 'sending' || undefined, 120_000, 'queuing finished');
     } finally {
       await fresh.close();
     }

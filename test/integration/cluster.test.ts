@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../../src/config/load-config.js';
-import { openRuntime, type Runtime } from '../../src/runtime.js';
-import { createLogger } from '../../src/shared/logger.js';
-import { serveCli, type Served } from '../helpers/cli.js';
-import { routeDomain } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { verifyDomainWith } from '../helpers/domains.js';
+import type { Served } from '../helpers/cli.js';
+import { allArrived } from '../helpers/delivery.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type ReceivedMessage, type TestMx } from '../helpers/mx-server.js';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
+import type { ReceivedMessage, TestMx } from '../helpers/mx-server.js';
+import { testPostgresUrl } from '../helpers/postgres.js';
+import { startServeRig, type ServeRig } from '../helpers/serve-rig.js';
 
 /**
  * Two `mailsvc serve` processes on one PostgreSQL database, as behind a load balancer: they
@@ -23,94 +15,53 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpe
  * and, after kill -9 of one, the survivor delivers what the dead one held.
  */
 describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? false : 'set MAILSVC_TEST_POSTGRES to run' }, () => {
-  let database: TestDatabase;
-  let dns: TestDns;
-  let mx: TestMx;
+  let rig: ServeRig;
   let files: Server;
   let releaseFile: () => void = () => {};
   let fileRequested: () => void = () => {};
-  let runtime: Runtime;
   let key: string;
-  const dirs: string[] = [];
-  const nodes: Served[] = [];
-  // Every node has the same secret key (it unseals the DKIM keys) and its own hostname.
-  const secretKey = randomBytes(32).toString('base64');
+  let mx: TestMx;
 
-  const envFor = (name: string): Record<string, string> => {
-    const dir = mkdtempSync(join(tmpdir(), `mailsvc-node-${name}-`));
-    dirs.push(dir);
-    return {
-      MAILSVC_DATABASE: database.url,
-      MAILSVC_SECRET_KEY: secretKey,
-      MAILSVC_DATA_DIR: dir,
-      MAILSVC_LOG_LEVEL: 'warn',
-      MAILSVC_HTTP_PORT: '0',
-      MAILSVC_SMTP_SUBMISSION_ENABLED: 'false',
-      MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
-      MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
-      MAILSVC_DELIVERY_PORT: String(mx.port),
-      MAILSVC_DELIVERY_HOSTNAME: `mta-${name}.mailsvc.test`,
-      MAILSVC_DELIVERY_LEASE_SECONDS: '5',
-      MAILSVC_DELIVERY_RETRY_SCHEDULE: '[1]',
-      MAILSVC_DELIVERY_POLL_INTERVAL: '100',
-      MAILSVC_DELIVERY_CONCURRENCY: '8',
-      MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: '{"concurrency":16,"perMinute":100000}',
-      MAILSVC_DELIVERY_MTA_STS: 'false',
-      MAILSVC_DELIVERY_SIGNING_THREADS: '0',
-      MAILSVC_ATTACHMENTS_ALLOW_PRIVATE_NETWORKS: 'true',
-    };
-  };
-
-  const serve = async (name: string): Promise<Served> => {
-    const node = await serveCli(envFor(name));
-    nodes.push(node);
-    return node;
-  };
+  const serve = (name: string): Promise<Served> => rig.serve(name);
 
   const send = (url: string, to: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
     request(url, 'POST', '/v1/emails', { key, headers, body: { from: 'Shop <hello@sender.test>', to, subject: 'Order confirmation', html: '<p>Thanks!</p>', ...extra } });
 
   /** Waits until the MX holds every id in `expected`; returns how often each arrived. */
   const arrivals = async (expected: Set<string>, timeoutMs: number): Promise<Map<string, number>> => {
-    const deadline = Date.now() + timeoutMs;
-    const arrived = () => new Set(mx.messages.map((m) => m.messageId));
-    while ([...expected].some((id) => !arrived().has(id))) {
-      assert.ok(Date.now() < deadline, `missing at the MX: ${[...expected].filter((id) => !arrived().has(id)).length} of ${expected.size}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await allArrived(mx, expected, timeoutMs);
     const counts = new Map<string, number>();
     for (const m of mx.messages) if (expected.has(m.messageId!)) counts.set(m.messageId!, (counts.get(m.messageId!) ?? 0) + 1);
     return counts;
   };
 
   before(async () => {
-    database = await createTestDatabase();
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    rig = await startServeRig({
+      name: 'cluster',
+      deliver: {},
+      env: {
+        MAILSVC_DELIVERY_LEASE_SECONDS: '5',
+        MAILSVC_DELIVERY_RETRY_SCHEDULE: '[1]',
+        MAILSVC_DELIVERY_POLL_INTERVAL: '100',
+        MAILSVC_DELIVERY_CONCURRENCY: '8',
+        MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: '{"concurrency":16,"perMinute":100000}',
+        MAILSVC_DELIVERY_SIGNING_THREADS: '0',
+        MAILSVC_ATTACHMENTS_ALLOW_PRIVATE_NETWORKS: 'true',
+      },
+    });
+    ({ key, mx } = rig);
     // An attachment server that answers only when told: it holds a request in flight.
     files = createServer((_req, res) => {
       fileRequested();
       releaseFile = () => res.end('%PDF-1.4 held');
     });
     await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
-    dns.set('files.sender.test', 'A', ['127.0.0.1']);
-
-    const env = envFor('setup');
-    runtime = await openRuntime(loadConfig({ env }), { logger: createLogger('silent') });
-    const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
-    key = (await runtime.services.credentials.createKey({ name: 'cluster', workspaceId })).secret;
-    await verifyDomainWith(runtime.services.domains, dns, 'sender.test', workspaceId);
+    rig.dns.set('files.sender.test', 'A', ['127.0.0.1']);
   });
   after(async () => {
-    for (const node of nodes) await node.kill();
-    await runtime?.close();
-    await mx?.close();
-    await dns?.close();
     files?.closeAllConnections();
     await new Promise((r) => files?.close(r));
-    await database?.drop();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    await rig?.close();
   });
 
   it('delivers 2,000 emails sent through both nodes, each exactly once; holds the idempotency 409 across nodes; survives kill -9 of one node', async (t) => {
@@ -176,7 +127,7 @@ describe('two nodes on one PostgreSQL database', { skip: testPostgresUrl() ? fal
     }
     await aHolds;
     await a.kill();
-    const heldByDead = await runtime.store.db.selectFrom('queue_items').select('id').where('status', '=', 'sending').where('lease_owner', 'is not', null).execute();
+    const heldByDead = await rig.runtime.store.db.selectFrom('queue_items').select('id').where('status', '=', 'sending').where('lease_owner', 'is not', null).execute();
     const afterKill = await arrivals(second, 60_000);
     assert.equal(afterKill.size, second.size);
     assert.deepEqual([...afterKill.values()].filter((c) => c !== 1), [], 'no message arrived twice');

@@ -63,7 +63,7 @@ describe('db backup and restore', () => {
       }
     };
     const load = Promise.all([0, 1, 2, 3].map(client));
-    await eventually(async () => accepted.length >= 40 && mx.messages.length >= 10, 30_000, 'mail to be accepted and delivered');
+    await eventually(async () => accepted.length >= 40 && mx.messages.length >= 10, 120_000, 'mail to be accepted and delivered');
 
     const backupFile = join(dir, 'nightly.db');
     const acceptedBefore = accepted.map((a) => a.id);
@@ -81,7 +81,7 @@ describe('db backup and restore', () => {
     // cron would run it): it was online.
     assert.ok(accepted.some((a) => a.at > began && a.at < ended), 'mail was accepted during the backup');
     assert.ok(deliveredDuring > 0, 'mail was delivered during the backup');
-    await eventually(async () => accepted.some((a) => a.at > ended), 30_000, 'more mail after the backup');
+    await eventually(async () => accepted.some((a) => a.at > ended), 120_000, 'more mail after the backup');
 
     const refused = await runCliProcess(['db', 'restore', backupFile], env());
     assert.equal(refused.code, 1, refused.stdout);

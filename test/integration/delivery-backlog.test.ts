@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
 import { queueEmail } from '../helpers/mail.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestMx } from '../helpers/mx-server.js';
+import { manualClock, type TestServer } from '../helpers/server.js';
 
 /**
  * A backlog (more due rows than the workers hold in memory, most for one destination at its
@@ -18,38 +18,21 @@ describe('delivery: a backlog drains at once', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer;
   const clock = manualClock(Date.now() + 1000);
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer(
-      {
-        delivery: {
-          enabled: true,
-          dnsServers: [dns.server],
-          port: mx.port,
-          hostname: 'mta.mailsvc.test',
-          pollInterval: 3_600_000,
-          // 50 rows in memory at most (the floor), two transactions per domain at once.
-          concurrency: 3,
-          defaultDomainLimit: { concurrency: 2, perMinute: 1_000_000 },
-          signingThreads: 0,
-        },
-        webhooks: { enabled: false },
-        dkim: { host: 'dkim.mailsvc.test' },
-      },
-      { clock },
-    );
-    await addVerifiedDomain(server, dns, SENDER);
+    ({ server, dns, mx } = rig = await startDeliveringServer({
+      // 50 rows in memory at most (the floor), two transactions per domain at once.
+      delivery: { pollInterval: 3_600_000, concurrency: 3, defaultDomainLimit: { concurrency: 2, perMinute: 1_000_000 }, signingThreads: 0 },
+      config: { webhooks: { enabled: false } },
+      senders: [SENDER],
+      clock,
+    }));
     routeDomain(dns, 'big.test', [{ name: 'mx.big.test', preference: 10, a: ['127.0.0.1'] }]);
     routeDomain(dns, 'small.test', [{ name: 'mx.small.test', preference: 10, a: ['127.0.0.1'] }]);
   });
-  after(async () => {
-    await server.close();
-    await mx.close();
-    await dns.close();
-  });
+  after(() => rig?.close());
 
   it('delivers 3 x the rows held in memory, for a destination at its limit and one beside it, with the clock standing still', async () => {
     const db = server.runtime.store.db;

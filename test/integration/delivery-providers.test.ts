@@ -218,7 +218,7 @@ describe('delivery: adaptive shaping per provider and source address', () => {
     const first: string[] = [];
     for (let i = 0; i < 4; i++) first.push(await queue(`w${i}@one.test`, poolId));
     server.workers.wake('delivery');
-    await eventually(async () => (await statuses(first)).every((s) => s === 'delivered'), 15_000, 'the first mail');
+    await eventually(async () => (await statuses(first)).every((s) => s === 'delivered'), 120_000, 'the first mail');
 
     throttle = true;
     const google: string[] = [];
@@ -238,7 +238,7 @@ describe('delivery: adaptive shaping per provider and source address', () => {
     const elsewhere: string[] = [];
     for (let i = 0; i < 6; i++) elsewhere.push(await queue(`e${i}@elsewhere.test`, null));
     server.workers.wake('delivery');
-    await eventually(async () => (await statuses(elsewhere)).every((s) => s === 'delivered'), 15_000, 'another provider flows');
+    await eventually(async () => (await statuses(elsewhere)).every((s) => s === 'delivered'), 120_000, 'another provider flows');
     const fromThree = (await statuses(google)).filter((s) => s === 'delivered').length;
     assert.ok(fromThree >= 1, 'Google mail from 127.0.0.3 is delivered while 127.0.0.2 is paused');
     const during = await providers();
@@ -290,7 +290,7 @@ describe('delivery: adaptive shaping per provider and source address', () => {
         // Recovery comes with accepted mail: keep some flowing.
         const more = [await queue(`r${Math.random().toString(36).slice(2)}@one.test`, poolId), await queue(`r${Math.random().toString(36).slice(2)}@two.test`, poolId)];
         server.workers.wake('delivery');
-        await eventually(async () => (await statuses(more)).every((s) => s === 'delivered'), 15_000, 'recovery mail');
+        await eventually(async () => (await statuses(more)).every((s) => s === 'delivered'), 120_000, 'recovery mail');
         return false;
       },
       40_000,
@@ -362,7 +362,7 @@ describe('delivery: a slow-down reply to one node pauses the provider on every n
     const first = (await queueEmail(db, { workspaceId: a.workspaceId, domain: SENDER, to: ['x@one.test'], ipPoolId: pool.body.id })).id;
     a.workers.wake('delivery');
     b.workers.wake('delivery');
-    await eventually(async () => (await emailState(db, first)).attempts.length === 1, 15_000, 'the throttled attempt');
+    await eventually(async () => (await emailState(db, first)).attempts.length === 1, 120_000, 'the throttled attempt');
     // Every node reports the pause of google|127.0.0.2 (the one that got the reply, and the other adopting it).
     await eventually(
       async () => {

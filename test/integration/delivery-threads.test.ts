@@ -42,12 +42,12 @@ describe('delivery threads', () => {
       const db = server.runtime.store.db;
       const threads = server.workers.deliveryThreads;
       assert.ok(threads, 'delivery runs on threads');
-      await eventually(async () => threads.owners().length === 1 || undefined, 15_000, 'the delivery thread ready');
+      await eventually(async () => threads.owners().length === 1 || undefined, 120_000, 'the delivery thread ready');
       const [owner] = threads.owners();
       assert.notEqual(owner, server.workers.kernel.owner, 'the thread claims under its own lease owner');
       // One message first: the thread has its SMTP connection and signing thread up.
       await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: ['warm@dest.test'] });
-      await eventually(async () => (await db.selectFrom('delivery_attempts').select('id').executeTakeFirst()) ?? undefined, 15_000, 'the first delivery');
+      await eventually(async () => (await db.selectFrom('delivery_attempts').select('id').executeTakeFirst()) ?? undefined, 120_000, 'the first delivery');
       // Queued for later, then made due in a moment, in one statement: they become due while
       // this thread (the server's main event loop) is held, however long queueing took.
       const later = Date.now() + 3_600_000;
@@ -121,7 +121,7 @@ describe('delivery threads', () => {
     it('has its claims given back at once and is replaced; every message arrives, at most the one in flight twice', async () => {
       const db = server.runtime.store.db;
       const threads = server.workers.deliveryThreads!;
-      await eventually(async () => threads.owners().length === 1 || undefined, 15_000, 'the delivery thread ready');
+      await eventually(async () => threads.owners().length === 1 || undefined, 120_000, 'the delivery thread ready');
       const [dead] = threads.owners();
       const emails = new Map<string, string>();
       for (let i = 0; i < 30; i++) {
@@ -131,7 +131,7 @@ describe('delivery threads', () => {
       const ids = [...emails.keys()];
       const heldBy = async (owner: string) =>
         Number((await db.selectFrom('queue_items').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'sending').where('lease_owner', '=', owner).executeTakeFirstOrThrow()).n);
-      await eventually(async () => (await heldBy(dead!)) >= 10 || undefined, 15_000, 'claimed mail waiting for the slot');
+      await eventually(async () => (await heldBy(dead!)) >= 10 || undefined, 120_000, 'claimed mail waiting for the slot');
       await threads.kill(0);
       // What the MX had accepted when the thread died, and what of it the thread had recorded
       // (nothing more can be: its connection is gone). Accepted but unrecorded results were
@@ -143,7 +143,7 @@ describe('delivery threads', () => {
       const unrecorded = [...accepted].filter((id) => !recorded.has(emails.get(id)!));
       // Given back at once, not when the 30 s lease runs out.
       await eventually(async () => (await heldBy(dead!)) === 0 || undefined, 5000, 'the dead thread\'s claims given back');
-      await eventually(async () => (threads.owners().length === 1 && threads.owners()[0] !== dead) || undefined, 15_000, 'a new thread');
+      await eventually(async () => (threads.owners().length === 1 && threads.owners()[0] !== dead) || undefined, 120_000, 'a new thread');
       await eventually(async () => ids.every((id) => mx.messages.some((m) => m.messageId === id)) || undefined, 60_000, 'every message at the MX');
       const counts = new Map<string, number>();
       for (const m of mx.messages) counts.set(m.messageId!, (counts.get(m.messageId!) ?? 0) + 1);

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { parseReturnPath } from '../../src/delivery/return-path.js';
 import { emailState, eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
 import { queueEmail } from '../helpers/mail.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestMx } from '../helpers/mx-server.js';
+import type { TestServer } from '../helpers/server.js';
 
 /**
  * The delivery engine end to end with real parts: `mailsvc serve` in-process, a real DNS
@@ -17,32 +17,16 @@ describe('delivery to a loopback MX', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer;
   let key: string;
   const SENDER = 'sender.test';
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({
-      delivery: {
-        enabled: true,
-        dnsServers: [dns.server],
-        port: mx.port,
-        hostname: 'mta.mailsvc.test',
-        retrySchedule: [1],
-        pollInterval: 50,
-        signingThreads: 1,
-      },
-      dkim: { host: 'dkim.mailsvc.test' },
-    });
-    await addVerifiedDomain(server, dns, SENDER);
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    ({ server, dns, mx } = rig = await startDeliveringServer({ delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 }, senders: [SENDER] }));
     key = await server.key();
   });
   after(async () => {
-    await server.close();
-    await mx.close();
-    await dns.close();
+    await rig?.close();
   });
   beforeEach(() => {
     mx.messages.length = 0;

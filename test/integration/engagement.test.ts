@@ -181,7 +181,7 @@ describe('engagement: people apart from machines', () => {
     const browser = existsSync(CHROMIUM) ? 1 : 0;
     // Delivery is at least once (the test's clock jumps past leases): one per webhook-id.
     const unique = () => [...new Map(receiver.received.filter((r) => r.path === '/engagement').map((r) => [r.headers['webhook-id'], r])).values()];
-    const hooks = await eventually(async () => (unique().length >= 11 + 2 * browser ? unique() : undefined), 15_000, 'every webhook');
+    const hooks = await eventually(async () => (unique().length >= 11 + 2 * browser ? unique() : undefined), 120_000, 'every webhook');
     const wh = new Webhook(secret);
     const seen = hooks.map((h) => {
       const payload = wh.verify(h.body, h.headers as Record<string, string>) as { type: string; data: Record<string, unknown> };
@@ -246,7 +246,7 @@ describe('engagement: people apart from machines', () => {
       'everyone scanned@dest.test',
       'people apple@dest.test',
     ].sort();
-    await eventually(async () => JSON.stringify(await runs()) === JSON.stringify(expected), 15_000, 'the workflow runs');
+    await eventually(async () => JSON.stringify(await runs()) === JSON.stringify(expected), 120_000, 'the workflow runs');
     // Nothing more comes: the scanner's clicks started no run of the people-only workflow.
     await new Promise((r) => setTimeout(r, 300));
     assert.deepEqual(await runs(), expected);

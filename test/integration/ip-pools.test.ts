@@ -156,7 +156,7 @@ describe('IP pools', () => {
     assert.equal(renamed.status, 200, show(renamed));
     assert.equal(renamed.body.name, 'tx');
     // Delivery reads pools again within a few seconds: the new EHLO name is used.
-    await eventually(async () => (await send({ from: 'a@pooled.test' })).ehlo === 'tx2.mailsvc.test', 15_000, 'the new EHLO name');
+    await eventually(async () => (await send({ from: 'a@pooled.test' })).ehlo === 'tx2.mailsvc.test', 120_000, 'the new EHLO name');
     const empty = await api('PATCH', '/v1/ip-pools/tx', {});
     assert.equal(empty.status, 400, show(empty));
   });

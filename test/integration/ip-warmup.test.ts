@@ -115,7 +115,7 @@ describe('IP warm-up', () => {
     await sleep(WARMUP_REFRESH_MS + 100);
     const base = mx.messages.length;
     const ids = await queue(8, id);
-    await eventually(async () => (await states(ids)).every((s) => s.email.status === 'delivered'), 15_000, 'eight delivered');
+    await eventually(async () => (await states(ids)).every((s) => s.email.status === 'delivered'), 120_000, 'eight delivered');
     assert.equal(fromAddress(mx, '127.0.0.2', base), 3, 'the warming address sent exactly its cap to Google (both domains together)');
     assert.equal(fromAddress(mx, '127.0.0.3', base), 5, 'the rest left from the warm address');
     const shown = await api('GET', '/v1/ip-pools/mixed');
@@ -133,11 +133,11 @@ describe('IP warm-up', () => {
     await sleep(WARMUP_REFRESH_MS + 100);
     const base = mx.messages.length;
     const tx = await queue(4, id, 'transactional');
-    await eventually(async () => (await states(tx)).every((s) => s.email.status === 'delivered'), 15_000, 'transactional delivered');
+    await eventually(async () => (await states(tx)).every((s) => s.email.status === 'delivered'), 120_000, 'transactional delivered');
     assert.equal(fromAddress(mx, '127.0.0.5', base), 4, 'all from the warm address');
     const mid = mx.messages.length;
     const marketing = await queue(4, id, 'marketing');
-    await eventually(async () => (await states(marketing)).every((s) => s.email.status === 'delivered'), 15_000, 'marketing delivered');
+    await eventually(async () => (await states(marketing)).every((s) => s.email.status === 'delivered'), 120_000, 'marketing delivered');
     assert.equal(fromAddress(mx, '127.0.0.4', mid), 4, 'marketing warms the new address');
   });
 
@@ -147,7 +147,7 @@ describe('IP warm-up', () => {
     await sleep(WARMUP_REFRESH_MS + 100);
     const base = mx.messages.length;
     const ids = await queue(5, id);
-    await eventually(async () => (await states(ids)).filter((s) => s.email.status === 'delivered').length === 2, 10_000, 'the first day\'s two');
+    await eventually(async () => (await states(ids)).filter((s) => s.email.status === 'delivered').length === 2, 120_000, 'the first day\'s two');
     await sleep(300);
     const waiting = (await states(ids)).filter((s) => s.email.status !== 'delivered');
     assert.equal(waiting.length, 3);
@@ -158,7 +158,7 @@ describe('IP warm-up', () => {
     }
     assert.equal(fromAddress(mx, '127.0.0.6', base), 2);
     // Day 2 (6 s after the start): a cap of 4, so the three waiting go.
-    await eventually(async () => (await states(ids)).every((s) => s.email.status === 'delivered'), 20_000, 'the rest on day 2');
+    await eventually(async () => (await states(ids)).every((s) => s.email.status === 'delivered'), 120_000, 'the rest on day 2');
     assert.equal(fromAddress(mx, '127.0.0.6', base), 5);
   });
 });
@@ -196,7 +196,7 @@ describe('IP warm-up shared by two nodes', { skip: testPostgresUrl() ? false : '
     for (let i = 0; i < 14; i++) ids.push((await queueEmail(a.runtime.store.db, { workspaceId: a.workspaceId, domain: SENDER, to: [`n${i}@${i % 2 ? 'one' : 'two'}.test`], ipPoolId: created.body.id, type: 'marketing' })).id);
     a.workers.wake('delivery');
     b.workers.wake('delivery');
-    await eventually(async () => mx.messages.length >= 5, 15_000, 'the cap delivered');
+    await eventually(async () => mx.messages.length >= 5, 120_000, 'the cap delivered');
     await sleep(1500);
     assert.equal(mx.messages.length, 5, 'never more than the day\'s cap between the two nodes');
     const attempts = await a.runtime.store.db.selectFrom('delivery_attempts').select(['id']).where('email_id', 'in', ids).execute();
@@ -243,7 +243,7 @@ describe('IP warm-up through a pause', () => {
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) ids.push((await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: [`p${i}@${i % 2 ? 'one' : 'two'}.test`], ipPoolId: created.body.id, type: 'marketing' })).id);
     server.workers.wake('delivery');
-    await eventually(async () => fromAddress(mx, '127.0.0.8', base) >= 6, 20_000, 'the day\'s cap of 6 delivered after the pause');
+    await eventually(async () => fromAddress(mx, '127.0.0.8', base) >= 6, 120_000, 'the day\'s cap of 6 delivered after the pause');
     assert.ok(refused >= 3, 'the provider slowed us down first');
     await sleep(1500);
     assert.equal(fromAddress(mx, '127.0.0.8', base), 6, 'never more than the cap');

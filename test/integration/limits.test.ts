@@ -303,7 +303,7 @@ describe('the largest messages, several at once, inside the default memory sizes
 
   it('7 MB of attachments by HTTP on 4 connections and messages of smtp.submission.maxMessageSize by SMTP on 3 arrive byte for byte; a byte over is refused; no thread replaced', async () => {
     const threads = server.workers.deliveryThreads!;
-    await eventually(async () => threads.owners().length === 1 || undefined, 15_000, 'the delivery thread ready');
+    await eventually(async () => threads.owners().length === 1 || undefined, 120_000, 'the delivery thread ready');
     const [owner] = threads.owners();
     const max = server.runtime.config.smtp.submission.maxMessageSize;
     assert.equal(max, 25 * MB, 'the default limit');

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import nodemailer from 'nodemailer';
 import { eventually, routeDomain } from '../helpers/delivery.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -31,29 +31,24 @@ describe('GET /metrics while mail flows', () => {
   let mx: TestMx;
   let receiver: WebhookReceiver;
   let server: TestServer;
+  let rig: DeliveringServer;
   let key: string;
   const SENDER = 'sender.test';
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
     receiver = await startWebhookReceiver();
-    server = await startTestServer({
-      delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, hostname: 'mta.mailsvc.test', retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
-      dkim: { host: 'dkim.mailsvc.test' },
-      webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
-    });
-    await addVerifiedDomain(server, dns, SENDER);
-    // Both destinations are the loopback MX; gmail.com only to check its class label.
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    ({ server, dns, mx } = rig = await startDeliveringServer({
+      delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
+      config: { webhooks: { allowPrivateNetworks: true, pollInterval: 20 } },
+      senders: [SENDER],
+    }));
+    // Both destinations are the loopback MX (dest.test routed by the fixture); gmail.com only to check its class label.
     routeDomain(dns, 'gmail.com', [{ name: 'mx.gmail.test', preference: 10, a: ['127.0.0.1'] }]);
     key = await server.key();
   });
   after(async () => {
-    await server.close();
-    await receiver.close();
-    await mx.close();
-    await dns.close();
+    await rig?.close();
+    await receiver?.close();
   });
 
   it('counts accepted mail, delivery attempts by outcome and class, latency, webhooks and SMTP sessions', async () => {

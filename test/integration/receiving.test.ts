@@ -299,7 +299,7 @@ describe('receiving: routes, parsing, authentication, threading', () => {
       metadata: { ticket_id: 7 },
     });
     assert.equal(sent.status, 200, show(sent));
-    const delivered = await eventually(async () => mx.messages.find((m) => m.raw.includes('Your ticket 7')), 15_000, 'delivery to the customer MX');
+    const delivered = await eventually(async () => mx.messages.find((m) => m.raw.includes('Your ticket 7')), 120_000, 'delivery to the customer MX');
     const original = await simpleParser(delivered.raw);
     // Carol's mail program answers it: In-Reply-To and References name what she received.
     const reply = await compose({
@@ -322,7 +322,7 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal((await api('POST', '/api/v1/subscribers', { email: 'dave@customer.test', tags: ['news'] })).status, 201);
     const campaign = await api('POST', '/api/v1/campaigns/send', { subject: 'November news', from_name: 'Acme', from_email: 'news@acme.test', html: '<p>News</p>', tags: ['news'] });
     assert.equal(campaign.status, 202, show(campaign));
-    const news = await eventually(async () => mx.messages.find((m) => m.raw.includes('November news')), 15_000, 'the campaign message');
+    const news = await eventually(async () => mx.messages.find((m) => m.raw.includes('November news')), 120_000, 'the campaign message');
     const newsId = (await simpleParser(news.raw)).messageId!;
     // A reply that quotes the thread only in References (some clients do).
     await sendRaw('dave@customer.test', ['support@acme.test'], await compose({ from: 'dave@customer.test', to: 'support@acme.test', subject: 'Re: November news', text: 'Stop?', references: ['<unknown@elsewhere.test>', newsId] }));

@@ -344,7 +344,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
   it('threads.emails.reply: from the inbox, quoted, with In-Reply-To and References, through the pipeline (DKIM), filed in the thread', async () => {
     const replied = ok(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: orderThread, emailId: orderFirst, text: 'We are on it.', html: '<p>We are on it.</p>' }), 'threads.emails.reply');
     hasFields(replied, { id: 'string' }, 'ReplyInboxThreadEmailResponseSuccess');
-    const [delivered] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('ann@sender.test')); return m.length > 0 && m; }, 15_000, 'the reply at the MX');
+    const [delivered] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('ann@sender.test')); return m.length > 0 && m; }, 120_000, 'the reply at the MX');
     const parsed = await simpleParser(delivered!.raw);
     assert.deepEqual(parsed.from?.value.map((a) => [a.name, a.address]), [['Acme Support', 'support@acme.test']]);
     assert.equal(parsed.subject, 'Re: Order 42 is broken');
@@ -357,7 +357,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     // An email like any other: in the email log, with its events.
     const email = ok(await resend.emails.get(replied.id), 'emails.get');
     assert.equal(email.subject, 'Re: Order 42 is broken');
-    await eventually(async () => (await resend.emails.get(replied.id)).data?.last_event === 'delivered', 15_000, 'delivered');
+    await eventually(async () => (await resend.emails.get(replied.id)).data?.last_event === 'delivered', 120_000, 'delivered');
 
     const emails = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: orderThread }), 'thread').data;
     const sent = emails.at(-1)!;
@@ -377,7 +377,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     // Reply all: the other recipients of the message in cc, never the inbox itself.
     const bobFirst = ok(await resend.inboxes.threads.emails.list({ ...inbox(), threadId: refundThread }), 'bob').data[0]!;
     const all = ok(await resend.inboxes.threads.emails.reply({ ...inbox(), threadId: refundThread, emailId: bobFirst.id, text: 'Refund sent.', replyAll: true, subject: 'Your refund' }), 'reply all');
-    const [toBob] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('bob@other.test')); return m.length > 0 && m; }, 15_000, 'the reply to bob');
+    const [toBob] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('bob@other.test')); return m.length > 0 && m; }, 120_000, 'the reply to bob');
     const bobParsed = await simpleParser(toBob!.raw);
     assert.equal(bobParsed.subject, 'Your refund');
     assert.equal((bobParsed.cc as { text: string } | undefined)?.text, 'boss@other.test');
@@ -399,7 +399,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
   it('threads.emails.forward: the original with its attachments and a note, to someone new; filed in the thread', async () => {
     const forwarded = ok(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'dana@partner.test', text: 'Can you look at this?' }), 'threads.emails.forward');
     hasFields(forwarded, { id: 'string' }, 'ForwardInboxThreadEmailResponseSuccess');
-    const [delivered] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('dana@partner.test')); return m.length > 0 && m; }, 15_000, 'the forward at the MX');
+    const [delivered] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('dana@partner.test')); return m.length > 0 && m; }, 120_000, 'the forward at the MX');
     const parsed = await simpleParser(delivered!.raw);
     assert.equal(parsed.subject, 'Fwd: Order 42 is broken');
     assert.equal(parsed.inReplyTo, undefined);
@@ -415,7 +415,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     // Suppressions apply as to any email: the forward is accepted and its recipient suppressed.
     ok(await resend.suppressions.add({ email: 'blocked@partner.test' }), 'suppressions.add');
     const toBlocked = ok(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'blocked@partner.test' }), 'forward to a suppressed address');
-    await eventually(async () => (await resend.emails.get(toBlocked.id)).data?.last_event === 'suppressed', 15_000, 'suppressed');
+    await eventually(async () => (await resend.emails.get(toBlocked.id)).data?.last_event === 'suppressed', 120_000, 'suppressed');
     assert.ok(!mx.messages.some((m) => m.to.includes('blocked@partner.test')));
     failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: [] }), 400, 'validation_error', /to/);
     failed(await resend.inboxes.threads.emails.forward({ ...inbox(), threadId: orderThread, emailId: orderFirst, to: 'not an address' }), 400, 'validation_error', /to/);
@@ -478,7 +478,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     // Sending: once, from the inbox, through the pipeline.
     const sent = ok(await resend.inboxes.drafts.send({ ...inbox(), draftId: standalone.id, headers: { 'X-Campaign': 'q3' } }), 'drafts.send');
     hasFields(sent, { id: 'string' }, 'SendInboxDraftResponseSuccess');
-    const [atMx] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('erin@partner.test')); return m.length > 0 && m; }, 15_000, 'the draft at the MX');
+    const [atMx] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('erin@partner.test')); return m.length > 0 && m; }, 120_000, 'the draft at the MX');
     const parsed = await simpleParser(atMx!.raw);
     assert.equal(parsed.subject, 'Quarterly update');
     assert.equal(parsed.headers.get('x-campaign'), 'q3');
@@ -491,7 +491,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     assert.deepEqual(sentThread.map((t) => t.subject), ['Quarterly update']);
 
     const replySent = ok(await resend.inboxes.drafts.send({ ...inbox(), draftId: reply.id }), 'send the reply draft');
-    const [toBob] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('bob@other.test') && x.raw.includes('Draft answer')); return m.length > 0 && m; }, 15_000, 'the reply draft');
+    const [toBob] = await eventually(async () => { const m = mx.messages.filter((x) => x.to.includes('bob@other.test') && x.raw.includes('Draft answer')); return m.length > 0 && m; }, 120_000, 'the reply draft');
     assert.equal((await simpleParser(toBob!.raw)).inReplyTo, '<inv@other.test>');
     assert.equal(ok(await resend.inboxes.threads.emails.get({ ...inbox(), threadId: refundThread, emailId: replySent.id }), 'in the thread').direction, 'outbound');
     assert.equal(ok(await resend.inboxes.threads.get({ ...inbox(), threadId: refundThread }), 'thread').id, refundThread);
@@ -542,7 +542,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
   });
   it('a reply to mail the inbox address sent with emails.send starts its thread with that mail', async () => {
     const sent = ok(await resend.emails.send({ from: 'Acme Support <support@acme.test>', to: 'frank@partner.test', subject: 'Welcome aboard', text: 'Hello Frank' }), 'emails.send');
-    const messageId = (await eventually(async () => (await resend.emails.get(sent.id)).data, 15_000, 'the email')).message_id;
+    const messageId = (await eventually(async () => (await resend.emails.get(sent.id)).data, 120_000, 'the email')).message_id;
     assert.ok(messageId);
     const answer = await deliver(await compose({ from: 'frank@partner.test', to: 'support@acme.test', subject: 'Re: Welcome aboard', text: 'Thanks', messageId: '<frank-1@partner.test>', inReplyTo: messageId, references: [messageId] }), 'frank@partner.test');
     const thread = await threadOf('Welcome aboard');
@@ -658,7 +658,7 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
     ok(await resend.inboxes.agent.update({ inboxId, instructions: 'Label billing questions and draft an answer.', tone: 'concise_professional', actions: ['draft_reply', 'add_labels', 'archive', 'mark_as_spam'] }), 'agent.update');
     const id = await deliver(await compose({ from: 'Ann <ann@sender.test>', to: 'help@acme.test', subject: 'Invoice 7', text: 'my invoice is wrong', messageId: '<inv7@sender.test>' }), 'ann@sender.test');
     const thread = await threadOfEmail(id);
-    const [run] = await eventually(async () => { const r = await runsOf(thread.id); return r[0]?.status === 'done' && r; }, 10_000, 'the agent run');
+    const [run] = await eventually(async () => { const r = await runsOf(thread.id); return r[0]?.status === 'done' && r; }, 120_000, 'the agent run');
     assert.equal(run!.email_id, id);
 
     const request = chat.requests.at(-1)!;
@@ -700,18 +700,18 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
   it('takes a fenced JSON answer; refuses an answer that is not JSON; records a failed endpoint', async () => {
     const spam = await deliver(await compose({ from: 'x@spam.test', to: 'help@acme.test', subject: 'Deal', text: 'cheap pills' }), 'x@spam.test');
     const spamThread = await threadOfEmail(spam);
-    await eventually(async () => (await runsOf(spamThread.id))[0]?.status === 'done', 10_000, 'spam run');
+    await eventually(async () => (await runsOf(spamThread.id))[0]?.status === 'done', 120_000, 'spam run');
     assert.equal(ok(await resend.inboxes.threads.get({ inboxId, threadId: spamThread.id }), 'thread').folder, 'spam');
 
     const rambling = await deliver(await compose({ from: 'bob@sender.test', to: 'help@acme.test', subject: 'Chat', text: 'rambling please' }), 'bob@sender.test');
     const ramblingThread = await threadOfEmail(rambling);
-    const [bad] = await eventually(async () => { const r = await runsOf(ramblingThread.id); return r[0]?.status === 'failed' && r; }, 10_000, 'rambling run');
+    const [bad] = await eventually(async () => { const r = await runsOf(ramblingThread.id); return r[0]?.status === 'failed' && r; }, 120_000, 'rambling run');
     assert.match(bad!.error!, /not JSON/);
     assert.equal(ok(await resend.inboxes.threads.get({ inboxId, threadId: ramblingThread.id }), 'thread').folder, 'inbox', 'nothing done');
 
     const failing = await deliver(await compose({ from: 'carl@sender.test', to: 'help@acme.test', subject: 'Oops', text: 'make it fail' }), 'carl@sender.test');
     const failingThread = await threadOfEmail(failing);
-    const [failed] = await eventually(async () => { const r = await runsOf(failingThread.id); return r[0]?.status === 'failed' && r; }, 10_000, 'failing run');
+    const [failed] = await eventually(async () => { const r = await runsOf(failingThread.id); return r[0]?.status === 'failed' && r; }, 120_000, 'failing run');
     assert.equal(failed!.attempts, 1, 'inboxes.agent.attempts');
     assert.match(failed!.error!, /HTTP 500/);
   });
@@ -719,7 +719,7 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
   it('takes over a run whose node died once its lease runs out, and never one whose lease holds', async () => {
     const id = await deliver(await compose({ from: 'dora@sender.test', to: 'help@acme.test', subject: 'Spam?', text: 'cheap pills again' }), 'dora@sender.test');
     const thread = await threadOfEmail(id);
-    await eventually(async () => (await runsOf(thread.id))[0]?.status === 'done', 10_000, 'the first run');
+    await eventually(async () => (await runsOf(thread.id))[0]?.status === 'done', 120_000, 'the first run');
     // The run as a node that died mid-run leaves it: running, leased by an owner that will never renew it.
     const db = server.runtime.store.db;
     const [run] = await db.selectFrom('inbox_agent_runs').select(['id', 'attempts']).where('thread_id', '=', thread.id).execute();
@@ -730,7 +730,7 @@ describe('the inbox agent: new messages passed to an OpenAI-compatible endpoint,
     const held = await db.selectFrom('inbox_agent_runs').select(['status', 'lease_owner']).where('id', '=', run!.id).executeTakeFirstOrThrow();
     assert.deepEqual(held, { status: 'running', lease_owner: 'dead-node:1:0' }, 'a live lease is not taken (the job polls every 20 ms)');
     assert.equal(chat.requests.length, requestsBefore);
-    const [taken] = await eventually(async () => { const r = await runsOf(thread.id); return r[0]?.status === 'done' && r; }, 10_000, 'the run taken over');
+    const [taken] = await eventually(async () => { const r = await runsOf(thread.id); return r[0]?.status === 'done' && r; }, 120_000, 'the run taken over');
     assert.ok(Date.now() >= leaseUntil);
     assert.equal(taken!.attempts, 1);
     assert.deepEqual(taken!.actions.map((a) => [a.type, a.result]), [['mark_as_spam', 'done']]);

@@ -249,7 +249,7 @@ describe('the Resend SDK against mailsvc: contacts, segments, topics, broadcasts
 
     mx.messages.length = 0;
     const now = ok(await resend.broadcasts.create({ audienceId: segmentId, from: 'news@shop.example', subject: 'Now', text: 'Plain words only', send: true }), 'broadcasts.create send: true');
-    await eventually(async () => (ok(await resend.broadcasts.get(now.id)).status === 'sent' ? true : undefined), 20_000, 'sent');
+    await eventually(async () => (ok(await resend.broadcasts.get(now.id)).status === 'sent' ? true : undefined), 120_000, 'sent');
     // ann unsubscribed, dan too, eve is suppressed; no topic this time: bob and cat.
     assert.deepEqual(mx.messages.flatMap((m) => m.to).sort(), ['bob@example.org', 'cat@example.org']);
     const plain = await simpleParser(mx.messages[0]!.raw);
@@ -276,7 +276,7 @@ describe('the Resend SDK against mailsvc: contacts, segments, topics, broadcasts
       const many = ok(await client.segments.create({ name: 'Many' }));
       for (let i = 0; i < 30; i++) ok(await client.contacts.create({ email: `m${i}@example.org`, segments: [{ id: many.id }] }));
       const b = ok(await client.broadcasts.create({ segmentId: many.id, from: 'news@shop.example', subject: 'Many', html: '<p>x</p>', send: true }));
-      await eventually(async () => ((await request(quiet.httpUrl, 'GET', `/v1/campaigns/${b.id}`, { key: quietKey })).body.counts?.queued === 30 ? true : undefined), 20_000, 'queued');
+      await eventually(async () => ((await request(quiet.httpUrl, 'GET', `/v1/campaigns/${b.id}`, { key: quietKey })).body.counts?.queued === 30 ? true : undefined), 120_000, 'queued');
       const db = quiet.runtime.store.db;
       const claimed = await db.selectFrom('queue_items').innerJoin('emails', 'emails.id', 'queue_items.email_id').select('queue_items.id').where('emails.campaign_id', '=', b.id).limit(2).execute();
       await db.updateTable('queue_items').set({ status: 'sending', lease_owner: 'worker', lease_until: Date.now() + 60_000 }).where('id', 'in', claimed.map((c) => c.id)).execute();

@@ -135,7 +135,7 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
     assert.equal(email.subject, 'Your report');
     assert.match(email.html ?? '', /Attached/);
     assert.deepEqual(email.reply_to, ['support@acme.example']);
-    await eventually(async () => (ok(await resend.emails.get(sent.id)).last_event === 'delivered' ? true : undefined), 15_000, 'delivered');
+    await eventually(async () => (ok(await resend.emails.get(sent.id)).last_event === 'delivered' ? true : undefined), 120_000, 'delivered');
 
     const attachments = ok(await resend.emails.attachments.list({ emailId: sent.id }), 'emails.attachments.list');
     assert.equal(attachments.object, 'list');
@@ -189,7 +189,7 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
     failed(await resend.batch.send([batch[0]!], { idempotencyKey: 'batch-1' }), 409, 'invalid_idempotent_request');
     // Wait for these two by address: mail of earlier tests may still be arriving at the same MX.
     const arrived = (address: string) => mx.messages.some((m) => m.to[0] === address);
-    await eventually(async () => arrived('b1@example.org') && arrived('b2@example.org'), 15_000, 'two messages');
+    await eventually(async () => arrived('b1@example.org') && arrived('b2@example.org'), 120_000, 'two messages');
     assert.equal(mx.messages.filter((m) => m.to[0] === 'b1@example.org').length, 1, 'sent once');
 
     failed(await resend.batch.send([...batch, { from: 'hello@nowhere.example', to: 'b3@example.org', subject: 'x', html: 'x' }]), 403, 'invalid_access', /^\[2\]\.from:/);
@@ -330,7 +330,7 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
     assert.equal(ok(await resend.suppressions.list({ origin: 'bounce' })).data.length, 0);
 
     const sent = ok(await resend.emails.send({ from: 'hello@acme.example', to: 'blocked@example.org', subject: 's', html: 'h' }));
-    await eventually(async () => (ok(await resend.emails.get(sent.id)).last_event === 'suppressed' ? true : undefined), 15_000, 'suppressed');
+    await eventually(async () => (ok(await resend.emails.get(sent.id)).last_event === 'suppressed' ? true : undefined), 120_000, 'suppressed');
     assert.equal(mx.messages.filter((m) => m.to.includes('blocked@example.org')).length, 0);
 
     const removed = ok(await resend.suppressions.remove('blocked@example.org'), 'suppressions.remove');

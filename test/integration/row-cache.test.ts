@@ -55,7 +55,7 @@ describe('rows kept in memory on PostgreSQL', { skip: testPostgresUrl() ? false 
     const id = await keyId(key);
     assert.equal((await send(a, key)).status, 200);
     assert.equal((await send(b, key)).status, 200);
-    await eventually(async () => ((await listening()) >= 2 ? true : undefined), 10_000, 'both nodes listening');
+    await eventually(async () => ((await listening()) >= 2 ? true : undefined), 120_000, 'both nodes listening');
     assert.equal((await send(b, key)).status, 200, 'read while listening: kept');
     // Revoked behind the nodes' backs: B still has the key in memory, which shows it is kept.
     await silently('update credentials set revoked_at = $1 where id = $2', [Date.now(), id]);
@@ -106,7 +106,7 @@ describe('rows kept in memory on PostgreSQL', { skip: testPostgresUrl() ? false 
     const key = await a.key();
     assert.equal((await send(b, key)).status, 200);
     assert.equal((await send(b, key)).status, 200);
-    await eventually(async () => ((await listening()) >= 2 ? true : undefined), 10_000, 'both nodes listening');
+    await eventually(async () => ((await listening()) >= 2 ? true : undefined), 120_000, 'both nodes listening');
     await sql.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query = 'listen mailsvc_rows'`);
     await silently('update credentials set revoked_at = $1 where id = $2', [Date.now(), await keyId(key)]);
     // Without the listening connection B cannot know what changed: it must read again, not serve what it kept.

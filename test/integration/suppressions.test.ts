@@ -101,9 +101,9 @@ describe('suppressions API', () => {
     const transactional = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: 'sender.example', to: ['fan@promo.example'], test: true });
     server.workers.wake('delivery');
     const status = (id: string) => emailState(server.runtime.store.db, id).then((s) => s.email.status);
-    await eventually(async () => (await status(blocked.id)) === 'suppressed', 10_000, 'domain suppression');
-    await eventually(async () => (await status(marketing.id)) === 'suppressed', 10_000, 'marketing suppression');
-    await eventually(async () => (await status(transactional.id)) === 'delivered', 10_000, 'transactional delivery (simulated)');
+    await eventually(async () => (await status(blocked.id)) === 'suppressed', 120_000, 'domain suppression');
+    await eventually(async () => (await status(marketing.id)) === 'suppressed', 120_000, 'marketing suppression');
+    await eventually(async () => (await status(transactional.id)) === 'delivered', 120_000, 'transactional delivery (simulated)');
     const state = await emailState(server.runtime.store.db, blocked.id);
     assert.equal(state.events[0]!.type, 'email.suppressed');
     assert.equal(state.events[0]!.data.suppression.email, '@nomail.example');

@@ -107,7 +107,7 @@ describe('workflows', () => {
     // The delay lasted (at least) its duration.
     assert.ok(Date.parse(detail.steps[1].completed_at) - Date.parse(detail.steps[1].started_at) >= 2000);
 
-    await eventually(async () => mailTo('ada@dest.test').length === 1, 15_000, 'the email at the MX');
+    await eventually(async () => mailTo('ada@dest.test').length === 1, 120_000, 'the email at the MX');
     const [message] = mailTo('ada@dest.test');
     const raw = message!.raw.toString();
     assert.equal(subjectOf(message!), 'Welcome, Ada');
@@ -163,7 +163,7 @@ describe('workflows', () => {
       assert.equal(branch.output.result, run.email === 'payer@dest.test');
       assert.deepEqual(detail.steps.map((s: any) => s.key), ['start', 'is_pro', run.email === 'payer@dest.test' ? 'send_pro' : 'send_free']);
     }
-    await eventually(async () => mailTo('payer@dest.test').length === 1 && mailTo('saver@dest.test').length === 1, 15_000, 'both emails');
+    await eventually(async () => mailTo('payer@dest.test').length === 1 && mailTo('saver@dest.test').length === 1, 120_000, 'both emails');
     assert.equal(subjectOf(mailTo('payer@dest.test')[0]!), 'Welcome to Pro');
     assert.equal(subjectOf(mailTo('saver@dest.test')[0]!), 'Welcome to Free');
   });
@@ -225,7 +225,7 @@ describe('workflows', () => {
     const timedOut = await runOf(workflow.id, byEmail.get('browser@dest.test').id);
     assert.deepEqual(timedOut.steps.map((s: any) => s.key), ['start', 'paid', 'remind']);
     assert.deepEqual(timedOut.steps[1].output, { timed_out: true });
-    await eventually(async () => mailTo('buyer@dest.test').length === 1 && mailTo('browser@dest.test').length === 1 && mailTo('quick@dest.test').length === 1, 15_000, 'the three emails');
+    await eventually(async () => mailTo('buyer@dest.test').length === 1 && mailTo('browser@dest.test').length === 1 && mailTo('quick@dest.test').length === 1, 120_000, 'the three emails');
     assert.equal(subjectOf(mailTo('buyer@dest.test')[0]!), 'Thanks for paying 25');
     assert.equal(subjectOf(mailTo('quick@dest.test')[0]!), 'Thanks for paying 9');
     assert.equal(subjectOf(mailTo('browser@dest.test')[0]!), 'Your cart is waiting');
@@ -337,7 +337,7 @@ describe('workflows', () => {
       ],
     });
     await sendEvent('drip.start', 'leaver@dest.test');
-    await eventually(async () => mailTo('leaver@dest.test').length === 1, 15_000, 'the first email');
+    await eventually(async () => mailTo('leaver@dest.test').length === 1, 120_000, 'the first email');
     const head = mailTo('leaver@dest.test')[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' ');
     const header = /^List-Unsubscribe: <([^>]+)>/m.exec(head)![1]!;
     const res = await request(server.httpUrl, 'POST', new URL(header).pathname, { raw: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
@@ -378,7 +378,7 @@ describe('workflows', () => {
     assert.deepEqual(runs.map((r) => r.status), ['cancelled', 'cancelled', 'cancelled']);
     // Disabled: an event starts nothing.
     await sendEvent('long.wait', 'w4@dest.test');
-    await eventually(async () => (await server.runtime.store.db.selectFrom('workflow_triggers').select('id').execute()).length === 0, 10_000, 'the event consumed');
+    await eventually(async () => (await server.runtime.store.db.selectFrom('workflow_triggers').select('id').execute()).length === 0, 120_000, 'the event consumed');
     assert.equal((await runsOf(workflow.id)).length, 3);
     const filtered = await ok('GET', `/v1/automations/${workflow.id}/runs?status=running,failed`, undefined, 200);
     assert.equal(filtered.data.length, 0);
@@ -543,7 +543,7 @@ describe('workflows', () => {
     assert.equal(run.error, null, JSON.stringify(run.error));
     assert.equal(run.data.object, 'automation_run');
     assert.deepEqual(run.data.steps.map((s) => [s.key, s.type, s.status]), [['start', 'trigger', 'completed'], ['check', 'condition', 'completed'], ['welcome', 'send_email', 'completed']]);
-    await eventually(async () => mailTo('sdk@dest.test').length === 1, 15_000, 'the email');
+    await eventually(async () => mailTo('sdk@dest.test').length === 1, 120_000, 'the email');
     assert.match(mailTo('sdk@dest.test')[0]!.raw.toString(), /^Reply-To: help@shop.test/m);
     assert.equal(mailTo('sdk-free@dest.test').length, 0, 'the condition was not met: no email');
     // The contact the email-addressed event named was created for its run.
@@ -636,7 +636,7 @@ describe('workflows', () => {
       connections: [{ from: 'start', to: 'pause' }],
     });
     await sendEvent('slow.start', 'patient@dest.test');
-    await eventually(async () => (await runsOf(slow.id))[0]?.current_step === 'pause', 10_000, 'a run waiting 30 days');
+    await eventually(async () => (await runsOf(slow.id))[0]?.current_step === 'pause', 120_000, 'a run waiting 30 days');
     const quick = await create({ name: 'Quick', steps: [{ key: 'start', type: 'trigger', config: { event_name: 'quick.start' } }], connections: [] });
     await sendEvent('quick.start', 'patient@dest.test');
     await finished(quick.id, 1);
@@ -705,7 +705,7 @@ describe('workflows on an injected clock', () => {
       clock.advance(1000);
       await mx.waitFor(1, 15_000);
       assert.match(mx.messages[0]!.raw.toString(), /^Subject: Three days later/m);
-      await eventually(async () => (await call('GET', `/v1/automations/${workflow.id}/runs/${run.id}`, undefined, 200)).status === 'completed', 10_000, 'the run completed');
+      await eventually(async () => (await call('GET', `/v1/automations/${workflow.id}/runs/${run.id}`, undefined, 200)).status === 'completed', 120_000, 'the run completed');
     } finally {
       await server.close();
       await mx.close();

@@ -147,8 +147,10 @@ describe('network lists', () => {
   it('looks up fast in a list the size of Apple’s', () => {
     const entries = Array.from({ length: 60_000 }, (_, i) => ({ cidr: `172.${224 + (i >> 14)}.${(i >> 6) & 255}.${(i & 63) * 4}/30`, label: 'x' }));
     const list = new NetworkList(entries);
-    const start = performance.now();
+    // CPU time of this process, not the wall clock: other work on the machine does not count.
+    const start = process.cpuUsage();
     for (let i = 0; i < 10_000; i++) list.find(`172.225.${i & 255}.${i & 255}`);
-    assert.ok(performance.now() - start < 500, 'a lookup is a binary search');
+    const used = process.cpuUsage(start);
+    assert.ok((used.user + used.system) / 1000 < 500, 'a lookup is a binary search');
   });
 });
