@@ -9,10 +9,13 @@ import { spawnSync } from 'node:child_process';
 import { testFiles } from './test-files.js';
 
 const SERIAL: Record<string, string> = {
-  // Headless Chromium: three processes of its own, the heaviest files of the suite.
+  // Headless Chromium: processes of its own, the heaviest files of the suite.
   'test/e2e/dashboard.browser.test.ts': 'Chromium',
   'test/e2e/preferences.browser.test.ts': 'Chromium',
   'test/e2e/template-studio.browser.test.ts': 'Chromium',
+  'test/e2e/team-sign-in.browser.test.ts': 'Chromium',
+  'test/e2e/roles.browser.test.ts': 'Chromium',
+  'test/e2e/oauth.browser.test.ts': 'Chromium',
   // Measure memory: RSS of worker threads, a heap-capped server importing 200,000 rows.
   'test/integration/delivery-threads.test.ts': 'measures RSS',
   'test/integration/contact-imports.test.ts': 'a heap-capped server (RSS bound)',
