@@ -273,9 +273,16 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
   const linkKey = tokenKey(deps.secretKey, 'attachment download');
   const shareKey = tokenKey(deps.secretKey, 'email share');
 
-  /** The message as composed, parsed (undefined when it has no content yet). */
+  /**
+   * The message as composed, for reading back; none for the server's own mail (a team
+   * invitation holds a one-time link that makes whoever opens it a member with the role it
+   * names: anyone who may read the workspace's emails must not be able to take it).
+   */
+  const contentFor = async (email: Email): Promise<Buffer | undefined> => (email.intake === 'dashboard' ? undefined : deps.contentFor(email));
+
+  /** The message as composed, parsed (undefined when it has no content yet, or none is shown). */
   const parsed = async (email: Email): Promise<ParsedMail | undefined> => {
-    const raw = await deps.contentFor(email);
+    const raw = await contentFor(email);
     return raw ? parseMail(raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true }) : undefined;
   };
 
@@ -316,7 +323,7 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
 
     async raw(workspaceId, id) {
       const email = await find(workspaceId, id);
-      const raw = await deps.contentFor(email);
+      const raw = await contentFor(email);
       if (!raw) throw notFound(`Content of email ${id}`);
       return raw;
     },

@@ -55,6 +55,11 @@ describe('invitations by email', () => {
     assert.match(out, /^Mailed the invitation to new\.dev@dest\.test \(developer, email [0-9a-f-]{36}\)/);
     assert.doesNotMatch(out, /dashboard\/invite\//, 'the link is not printed once mailed: it is the invitee\'s');
     const { message, parsed } = await received('new.dev@dest.test');
+    // Whoever may read the workspace's emails (a developer's key) must not read the link back.
+    const emailId = /email ([0-9a-f-]{36})/.exec(out)?.[1] ?? assert.fail(out);
+    const stored = await server.runtime.services.emails.get(server.workspaceId, emailId);
+    assert.deepEqual([stored.subject, stored.html, stored.text], ['You are invited to default on mailsvc', null, null]);
+    await assert.rejects(server.runtime.services.emails.raw(server.workspaceId, emailId), /Content of email/);
     assert.equal(parsed.from?.value[0]?.address, 'noreply@team.example');
     assert.equal(parsed.subject, 'You are invited to default on mailsvc');
     const dkim = await verifyDkim(message.raw, dns);
