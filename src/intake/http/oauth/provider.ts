@@ -1,4 +1,5 @@
-import Provider, { errors, type ProviderCtx } from 'oidc-provider';
+import type { ProviderCtx } from 'oidc-provider';
+import { errors, Provider } from './oidc-provider.js';
 import { ALL_SCOPES, newCredentialSecret } from '../../../services/credentials.js';
 import { redirectUriProblem } from '../../../services/oauth.js';
 import type { Ctx, HttpDeps, OAuthServer } from '../context.js';
