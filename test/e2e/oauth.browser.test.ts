@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { Resend } from 'resend';
 import { failed, ok } from '../helpers/resend.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { freePort } from '../helpers/http.js';
 
 /**
  * One whole OAuth authorization in a real browser (Debian's Chromium through playwright-core):
@@ -20,14 +20,6 @@ const PASSWORD = 'oauth browser password';
 const REDIRECT = 'http://127.0.0.1:53683/callback';
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\``;
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 describe('OAuth consent in Chromium', { skip }, () => {
   let server: TestServer;

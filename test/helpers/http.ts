@@ -1,3 +1,5 @@
+import { createServer, type AddressInfo } from 'node:net';
+
 export interface ApiResponse {
   status: number;
   headers: Headers;
@@ -36,3 +38,12 @@ export async function request(baseUrl: string, method: string, path: string, opt
 
 /** Asserts nothing; describes a response for assertion messages. */
 export const show = (res: ApiResponse): string => `${res.status} ${res.text.slice(0, 500)}`;
+
+/** A free loopback port, for a server whose http.publicUrl must name its own address before it starts. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}

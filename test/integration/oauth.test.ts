@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import { Resend } from 'resend';
@@ -14,6 +13,7 @@ import { addVerifiedDomain } from '../helpers/domains.js';
 import { failed, ok } from '../helpers/resend.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { runRetention } from '../../src/tasks/retention.js';
+import { freePort } from '../helpers/http.js';
 
 /**
  * The OAuth 2.1 authorization server on a real server on loopback, driven by a certified-style
@@ -24,14 +24,6 @@ import { runRetention } from '../../src/tasks/retention.js';
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
 const PASSWORD = 'correct horse battery staple';
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 /** A server whose public URL is its own loopback address: the issuer the client checks. */
 async function oauthServer(overrides: Record<string, unknown> = {}, options: Parameters<typeof startTestServer>[1] = {}): Promise<TestServer> {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
@@ -14,15 +13,7 @@ import { emailState } from '../helpers/delivery.js';
 import { runRetention } from '../../src/tasks/retention.js';
 import { failed, hasFields, ok, publishDomain } from '../helpers/resend.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
-
-/** A free loopback port, so http.publicUrl can name the server's own address (the SDK fetches links from it). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
+import { freePort } from '../helpers/http.js';
 
 const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
 
