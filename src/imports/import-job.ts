@@ -14,7 +14,7 @@ const LEASE_MS = 15_000;
 
 /**
  * Contact imports, a job on the worker kernel: claims one waiting import at a time (they share
- * the database with live traffic) and runs it (services/contact-imports/run-import.ts). An
+ * the database with live traffic) and runs it (services/marketing/contact-imports/run-import.ts). An
  * import whose node died is claimed again by any node once its lease runs out, and resumes
  * after the last batch that node committed; one a stop interrupted is given back at once.
  */

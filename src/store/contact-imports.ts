@@ -14,7 +14,7 @@ export interface RowError {
   reason: string;
 }
 
-// The options are the import service's (services/contact-imports.ts), as uploaded: the store keeps the document.
+// The options are the import service's (services/marketing/contact-imports/contact-imports.ts), as uploaded: the store keeps the document.
 const importRows = rowCodec<Selectable<ContactImportsTable>>()({ options: json<unknown>(), errors: json<RowError[]>() });
 /** A CSV of contacts being imported: its progress, counts and the first rows it could not take. */
 export type ContactImport = EntityOf<typeof importRows>;

@@ -5,7 +5,7 @@ import type { DomainClaimsTable } from './tables/domains.js';
 
 export { DOMAIN_CLAIM_STATUSES, type DomainClaimBlockedReason, type DomainClaimStatus } from './tables/domains.js';
 
-// The settings are the domain service's input (services/domains.ts): the store keeps the document.
+// The settings are the domain service's input (services/domains/domains.ts): the store keeps the document.
 const domainClaimRows = rowCodec<Selectable<DomainClaimsTable>>()({ settings: jsonOrNull<unknown>() });
 
 /** A workspace's claim of a domain other workspaces hold; `settings` are applied once it completes. */

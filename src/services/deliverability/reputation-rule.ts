@@ -8,7 +8,7 @@ import type { Domain } from '../../store/domains.js';
 import type { CheckStatus } from '../../checks/check-status.js';
 
 /**
- * The reputation guard's rule, shared by its evaluation (tasks/evaluate-reputation.ts, time-driven)
+ * The reputation guard's rule, shared by its evaluation (reputation-round.ts, time-driven)
  * and its views (services/deliverability/reputation-guard.ts). Per sending domain (of a workspace), rolling hard-bounce and
  * complaint rates of its live mail, from our own events. Above the warning thresholds the
  * domain is in `warning`; above the pause thresholds its marketing mail is held: waiting rows
