@@ -14,6 +14,7 @@ import { failed, ok } from '../helpers/resend.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { runRetention } from '../../src/tasks/retention.js';
 import { freePort } from '../helpers/http.js';
+import { generateSync } from 'otplib';
 
 /**
  * The OAuth 2.1 authorization server on a real server on loopback, driven by a certified-style
@@ -247,7 +248,7 @@ describe('OAuth 2.1 authorization server', () => {
     assert.ok(ok(await admin.oauthGrants.list(), 'oauthGrants.list').data.find((g) => g.id === current.id)!.revoked_at);
 
     const audit = (await (await fetch(`${server.httpUrl}/v1/audit-log?object_id=${current.id}`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { data: Array<{ action: string; actor: { type: string } }> };
-    assert.deepEqual(audit.data.map((e) => `${e.action} by ${e.actor.type}`), ['oauth_grant.revoked by api_key', 'oauth_grant.created by dashboard']);
+    assert.deepEqual(audit.data.map((e) => `${e.action} by ${e.actor.type}`), ['oauth_grant.revoked by api_key', 'oauth_grant.created by user']);
   });
 
   it('a confidential client made by an admin (CLI) authenticates with its secret; the dashboard lists and revokes its grant; removing it ends the rest', async () => {
@@ -326,6 +327,36 @@ describe('OAuth 2.1 authorization server', () => {
     const landed = await consent(dash, started, { workspace: server.workspaceId, decision: 'refuse' });
     assert.equal(landed.searchParams.get('error'), 'access_denied');
     assert.equal(landed.searchParams.get('state'), started.state);
+  });
+
+  it('a workspace that requires two-factor sign-in: a member who has not set it up cannot grant an app access to it', async () => {
+    // Another owner, enrolled, requires it of everyone; Ann (signed in above) has no second factor.
+    const other = await server.runtime.services.users.create({ email: 'olu@oauth.test', password: PASSWORD, workspaceId: server.workspaceId, role: 'owner' });
+    const who = { userId: other.id, workspaceId: server.workspaceId };
+    const { secret } = await server.runtime.services.twoFactor.enrolment(other.id);
+    await server.runtime.services.twoFactor.confirm(who, generateSync({ secret, epoch: Math.floor(clock.now() / 1000) }));
+    await server.runtime.services.twoFactor.setRequired(who, true);
+    try {
+      const reg = await discoverAndRegister(server, 'Before enrolment');
+      const started = await authorizationUrl(reg, 'emails:read');
+      const first = await dash.get(pathOf(started.url.href));
+      assert.equal(first.status, 303);
+      const consentPath = pathOf(new URL(first.headers.get('location')!, started.url).href);
+      const page = await dash.get(consentPath);
+      assert.equal(page.status, 403, page.text.slice(0, 300));
+      assert.match(page.text, /requires two-factor sign-in/);
+      const answer = await dash.post(consentPath, { _csrf: page.csrf ?? '', decision: 'approve', workspace: server.workspaceId, 'scope_emails:read': '1' });
+      assert.equal(answer.status, 403, 'approving is refused too');
+      const grants = await server.runtime.services.oauth.listGrants({ workspaceId: server.workspaceId }, { limit: 100, offset: 0 });
+      assert.equal(grants.items.some((g) => g.client.name === 'Before enrolment'), false, 'no grant was made');
+    } finally {
+      await server.runtime.services.twoFactor.setRequired(who, false);
+    }
+    // Once it is no longer required (or once she enrols), she can.
+    const reg = await discoverAndRegister(server, 'After');
+    const started = await authorizationUrl(reg, 'emails:read');
+    const landed = await consent(dash, started, { workspace: server.workspaceId, scopes: ['emails:read'] });
+    assert.ok(landed.searchParams.get('code'));
   });
 
   describe('bad input gets the standard OAuth errors, never a 500', () => {

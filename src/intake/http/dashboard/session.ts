@@ -3,7 +3,7 @@ import { actingAs } from '../../../shared/actor.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import parse from 'co-body';
 import type { Next, ParameterizedContext } from 'koa';
-import type { SecondFactorNeeded, SignedIn } from '../../../services/dashboard-auth.js';
+import type { DashboardSessionInfo, SecondFactorNeeded, SignedIn } from '../../../services/dashboard-auth.js';
 import { AppError } from '../../../shared/errors.js';
 import type { Ctx, HttpDeps, State } from '../context.js';
 import type { DashView } from './layout.js';
@@ -148,6 +148,14 @@ interface RouteCheck {
   permits(role: Role, method: string, path: string): boolean;
 }
 
+/**
+ * Who a session acts as in the audit log: a user by their id; a shared-password session by a
+ * prefix of its hash (enough to tell sessions apart, never the cookie).
+ */
+export function sessionActor(session: DashboardSessionInfo): { type: 'user' | 'dashboard'; id: string } {
+  return session.userId === null ? { type: 'dashboard', id: session.idHash.slice(0, 16) } : { type: 'user', id: session.userId };
+}
+
 export function requireSession(deps: HttpDeps, routes: RouteCheck) {
   return async function session(ctx: DashCtx, next: Next): Promise<void> {
     const auth = deps.services.dashboardAuth;
@@ -185,9 +193,6 @@ export function requireSession(deps: HttpDeps, routes: RouteCheck) {
     if (routes.find(ctx.method, ctx.path) && !may(ctx.method, ctx.path)) {
       throw new AppError('forbidden', ctx.method === 'POST' ? `Your role (${role}) may not change this; an owner or admin can.` : `Your role (${role}) may not see this page; an owner or admin can.`);
     }
-    // The audit log names a user by their id; a shared-password session by a prefix of its hash:
-    // enough to tell sessions apart, never the cookie.
-    const actor = found.userId === null ? { type: 'dashboard' as const, id: found.idHash.slice(0, 16) } : { type: 'user' as const, id: found.userId };
-    await actingAs({ ...actor, address: ctx.state.clientAddress }, next);
+    await actingAs({ ...sessionActor(found), address: ctx.state.clientAddress }, next);
   };
 }

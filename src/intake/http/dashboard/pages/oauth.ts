@@ -9,7 +9,7 @@ import type { Ctx, HttpDeps, State } from '../../context.js';
 import { CONSENT_PATH, OFFERED_SCOPES } from '../../oauth/provider.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, plainPage, table, when } from '../layout.js';
-import { readForm, redirectWithNotice, SESSION_COOKIE, takeNotice } from '../session.js';
+import { readForm, redirectWithNotice, sessionActor, SESSION_COOKIE, takeNotice } from '../session.js';
 
 /**
  * The person's side of OAuth: the consent page an app's authorization request lands on (after
@@ -22,15 +22,24 @@ const PROTOCOL_SCOPES = new Set(['openid', 'offline_access']);
 const MAX_LISTED = 100;
 
 /** The workspaces a session may grant access to, with the person's role in each. */
-async function grantableWorkspaces(deps: HttpDeps, userId: string | null): Promise<Array<{ workspace: Workspace; role: Role }>> {
+/**
+ * The workspaces a grant may name: those the person has a role in, less those that require a
+ * second factor they have not set up (there, the dashboard refuses them every change until
+ * they enrol; handing an app a token would be one).
+ */
+async function grantableWorkspaces(deps: HttpDeps, userId: string | null): Promise<{ choices: Array<{ workspace: Workspace; role: Role }>; needEnrolment: Workspace[] }> {
   const all = await deps.services.workspaces.list();
-  if (userId === null) return all.map((workspace) => ({ workspace, role: 'owner' }));
-  const out: Array<{ workspace: Workspace; role: Role }> = [];
+  if (userId === null) return { choices: all.map((workspace) => ({ workspace, role: 'owner' })), needEnrolment: [] };
+  const choices: Array<{ workspace: Workspace; role: Role }> = [];
+  const needEnrolment: Workspace[] = [];
   for (const workspace of all) {
     const role = await deps.services.users.roleOf(userId, workspace.id);
-    if (role) out.push({ workspace, role });
+    if (!role) continue;
+    const gate = await deps.services.twoFactor.gate(userId, workspace.id);
+    if (gate.required && !gate.enrolled) needEnrolment.push(workspace);
+    else choices.push({ workspace, role });
   }
-  return out;
+  return { choices, needEnrolment };
 }
 
 const oauthServer = (deps: HttpDeps) => {
@@ -106,8 +115,11 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
       ctx.redirect(`/dashboard/login?next=${encodeURIComponent(ctx.path)}`);
       return undefined;
     }
-    const choices = await grantableWorkspaces(deps, session.userId);
-    if (choices.length === 0) throw new AppError('forbidden', 'You have no role in any workspace, so there is nothing to grant.');
+    const { choices, needEnrolment } = await grantableWorkspaces(deps, session.userId);
+    if (choices.length === 0) {
+      if (needEnrolment.length > 0) throw new AppError('forbidden', `The workspace ${needEnrolment[0]!.name} requires two-factor sign-in: set it up on your Account page, then approve this app again.`);
+      throw new AppError('forbidden', 'You have no role in any workspace, so there is nothing to grant.');
+    }
     const apiAsked = found.asked.filter((s) => !PROTOCOL_SCOPES.has(s));
     const redirect = String(found.details.params.redirect_uri ?? found.client.redirectUris[0] ?? '');
     let redirectHost = redirect;
@@ -173,7 +185,7 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
       if (refused.length > 0) grant.rejectResourceScope(resource, refused.join(' '));
     }
     const providerGrantId = await grant.save();
-    await actingAs({ type: 'dashboard', id: state.session.idHash.slice(0, 16), address: ctx.state.clientAddress }, () =>
+    await actingAs({ ...sessionActor(state.session), address: ctx.state.clientAddress }, () =>
       deps.services.oauth.approve({ providerGrantId, clientId: state.client.clientId, clientName: state.clientName, userId: state.session.userId, workspaceId: choice.workspace.id, scopes: approved }),
     );
     await finish(ctx, deps, { login: { accountId }, consent: { grantId: providerGrantId } });
