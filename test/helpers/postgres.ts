@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { copySqliteTemplate, postgresTemplate } from './migrated-template.js';
 
 /**
  * PostgreSQL for tests: MAILSVC_TEST_POSTGRES names a server (e.g.
@@ -53,12 +54,17 @@ async function sweepOrphans(server: string): Promise<void> {
   }
 }
 
-/** Creates `mailsvc_t_<pid>_<random>` on the server named by MAILSVC_TEST_POSTGRES (or `server`). */
-export async function createTestDatabase(server = testPostgresUrl()): Promise<TestDatabase> {
+/**
+ * Creates `mailsvc_t_<pid>_<random>` on the server named by MAILSVC_TEST_POSTGRES (or
+ * `server`): empty, or with `migrated` a copy of the migrated template (what a server would
+ * make of the empty one as it starts, seconds sooner).
+ */
+export async function createTestDatabase(server = testPostgresUrl(), options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   if (!server) throw new Error('MAILSVC_TEST_POSTGRES is not set');
   await (swept ??= sweepOrphans(server));
   const name = `${PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin(server, `CREATE DATABASE "${name}"`);
+  const template = options.migrated ? await postgresTemplate(server) : undefined;
+  await admin(server, template ? `CREATE DATABASE "${name}" TEMPLATE "${template}"` : `CREATE DATABASE "${name}"`);
   const url = new URL(server);
   url.pathname = `/${name}`;
   let dropped: Promise<void> | undefined;
@@ -71,8 +77,11 @@ export async function createTestDatabase(server = testPostgresUrl()): Promise<Te
 
 /**
  * The database a test that configures mailsvc itself (CLI, child processes) should use: a
- * fresh PostgreSQL database when MAILSVC_TEST_POSTGRES is set, else `file` in SQLite.
+ * fresh PostgreSQL database when MAILSVC_TEST_POSTGRES is set, else `file` in SQLite. Empty,
+ * or with `migrated` already migrated (see createTestDatabase).
  */
-export async function testDatabase(file: string): Promise<TestDatabase> {
-  return testPostgresUrl() ? createTestDatabase() : { url: `sqlite:${file}`, drop: async () => {} };
+export async function testDatabase(file: string, options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  if (testPostgresUrl()) return createTestDatabase(undefined, options);
+  if (options.migrated) await copySqliteTemplate(file);
+  return { url: `sqlite:${file}`, drop: async () => {} };
 }

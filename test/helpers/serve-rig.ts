@@ -97,7 +97,8 @@ export async function startServeRig(options: ServeRigOptions): Promise<ServeRig>
   };
 
   try {
-    database = await testDatabase(join(root, 'mailsvc.db'));
+    // Migrated already (a copy of a template): the nodes and this runtime find nothing to apply.
+    database = await testDatabase(join(root, 'mailsvc.db'), { migrated: true });
     if (options.deliver) {
       dns = await startDnsServer();
       mx = await startMxServer(options.deliver.mx);

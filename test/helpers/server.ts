@@ -7,6 +7,7 @@ import { startServer, type RunningServer } from '../../src/main.js';
 import type { PolicyFetcher } from '../../src/delivery/mta-sts.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { copySqliteTemplate } from './migrated-template.js';
 import { createTestDatabase, testPostgresUrl } from './postgres.js';
 
 export interface TestServer extends RunningServer {
@@ -24,7 +25,11 @@ export interface TestServer extends RunningServer {
  */
 export async function startTestServer(overrides: Record<string, unknown> = {}, options: { clock?: Clock; mtaStsFetcher?: PolicyFetcher } = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-test-'));
-  const pgDatabase = testPostgresUrl() && !('database' in overrides) ? await createTestDatabase() : null;
+  // A database of its own, migrated already (a copy of a template: the migrations are a
+  // second or more of every start); a test that names its database gets it as it is.
+  const own = !('database' in overrides);
+  const pgDatabase = testPostgresUrl() && own ? await createTestDatabase(undefined, { migrated: true }) : null;
+  if (own && !pgDatabase) await copySqliteTemplate(join(dir, 'mailsvc.db'));
   const base = {
     database: pgDatabase?.url ?? `sqlite:${join(dir, 'mailsvc.db')}`,
     dataDir: dir,

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** A header of a raw message, unfolded. */
@@ -18,26 +18,25 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let key: string;
   // Campaigns are limited to 5 a minute: each test starts a minute later.
   const clock = manualClock();
   beforeEach(() => clock.advance(60_000));
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
-      http: { publicUrl: 'http://127.0.0.1:1' },
-    }, { clock });
+    rig = await startDeliveringServer({
+      delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
+      config: { http: { publicUrl: 'http://127.0.0.1:1' } },
+      senders: ['shop.example'],
+      clock,
+    });
+    ({ server, dns, mx } = rig);
     key = await server.key();
-    await addVerifiedDomain(server, dns, 'shop.example');
     routeDomain(dns, 'example.org', [{ name: 'mx.example.org', preference: 10, a: ['127.0.0.1'] }]);
   });
   after(async () => {
-    await server.close();
-    await mx.close();
-    await dns.close();
+    await rig?.close();
   });
 
   const post = (path: string, body: unknown) => request(server.httpUrl, 'POST', path, { key, body });

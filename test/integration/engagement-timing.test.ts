@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
-import { eventually, routeDomain } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
+import { eventually } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestMx } from '../helpers/mx-server.js';
+import { manualClock, type TestServer } from '../helpers/server.js';
 
 /**
  * Issue 32, defect 3: people click fast too (a password reset, a sign-in link they wait for).
@@ -20,30 +19,24 @@ const CHROME_UA = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, li
 const PERSON = '203.0.113.5';
 
 describe('a click seconds after delivery', () => {
-  let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let key: string;
   const clock = manualClock();
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer(
-      {
-        delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0 },
-        http: { publicUrl: 'http://mail.shop.example', trustProxy: ['127.0.0.1'] },
-      },
-      { clock },
-    );
+    rig = await startDeliveringServer({
+      delivery: { pollInterval: 50, signingThreads: 0 },
+      config: { http: { publicUrl: 'http://mail.shop.example', trustProxy: ['127.0.0.1'] } },
+      senders: ['shop.example'],
+      clock,
+    });
+    ({ server, mx } = rig);
     key = await server.key();
-    await addVerifiedDomain(server, dns, 'shop.example');
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
   });
   after(async () => {
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   const local = (text: string) => text.replaceAll('http://mail.shop.example', server.httpUrl);

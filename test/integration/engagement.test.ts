@@ -4,12 +4,11 @@ import { after, before, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { Webhook } from 'standardwebhooks';
 import { rollUpStats } from '../../src/tasks/roll-up-stats.js';
-import { eventually, routeDomain } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
+import { eventually } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestMx } from '../helpers/mx-server.js';
+import { manualClock, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 /**
@@ -28,10 +27,10 @@ const SAFARI_IOS = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) Apple
 const GMAIL_PROXY = 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)';
 
 describe('engagement: people apart from machines', () => {
-  let dns: TestDns;
   let mx: TestMx;
   let receiver: WebhookReceiver;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let key: string;
   let secret: string;
   // Near real time: webhook signatures carry the server's time, and receivers refuse one 5 minutes off.
@@ -40,30 +39,22 @@ describe('engagement: people apart from machines', () => {
   const links: Record<string, { pixel: string; clicks: string[]; html: string }> = {};
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
     receiver = await startWebhookReceiver();
-    server = await startTestServer(
-      {
-        delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0 },
-        http: { publicUrl: 'http://mail.shop.example', trustProxy: true },
-        webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
-        workflows: { pollInterval: 50 },
-      },
-      { clock },
-    );
+    rig = await startDeliveringServer({
+      delivery: { pollInterval: 50, signingThreads: 0 },
+      config: { http: { publicUrl: 'http://mail.shop.example', trustProxy: true }, webhooks: { allowPrivateNetworks: true, pollInterval: 20 }, workflows: { pollInterval: 50 } },
+      senders: ['shop.example'],
+      clock,
+    });
+    ({ server, mx } = rig);
     key = await server.key();
-    await addVerifiedDomain(server, dns, 'shop.example');
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
     const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/engagement`, events: ['email.opened', 'email.clicked'] } });
     assert.equal(hook.status, 201, show(hook));
     secret = hook.body.secret;
   });
   after(async () => {
-    await server?.close();
+    await rig?.close();
     await receiver?.close();
-    await mx?.close();
-    await dns?.close();
   });
 
   const local = (text: string) => text.replaceAll('http://mail.shop.example', server.httpUrl);

@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import nodemailer from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
-import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { emailState, eventually } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestMx } from '../helpers/mx-server.js';
+import type { TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const CRLF = (text: string) => text.replace(/\r?\n/g, '\r\n');
@@ -78,26 +77,22 @@ ${original}
 `);
 
 describe('inbound listener: asynchronous bounces and complaints', () => {
-  let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let receiver: WebhookReceiver;
   let key: string;
   let secret: string;
   let transport: ReturnType<typeof nodemailer.createTransport>;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
     receiver = await startWebhookReceiver();
-    server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, hostname: 'mta.mailsvc.test', pollInterval: 50, signingThreads: 1 },
-      dkim: { host: 'dkim.mailsvc.test' },
-      smtp: { inbound: { enabled: true, port: 0, feedbackAddresses: ['fbl@bounces.shop.example'] } },
-      webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
+    rig = await startDeliveringServer({
+      delivery: { pollInterval: 50, signingThreads: 1 },
+      config: { smtp: { inbound: { enabled: true, port: 0, feedbackAddresses: ['fbl@bounces.shop.example'] } }, webhooks: { allowPrivateNetworks: true, pollInterval: 20 } },
+      senders: ['shop.example'],
     });
-    await addVerifiedDomain(server, dns, 'shop.example');
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    ({ server, mx } = rig);
     key = await server.key();
     const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/reports`, events: ['email.bounced', 'email.complained'] } });
     assert.equal(hook.status, 201, show(hook));
@@ -107,10 +102,8 @@ describe('inbound listener: asynchronous bounces and complaints', () => {
   });
   after(async () => {
     transport.close();
-    await server.close();
+    await rig?.close();
     await receiver.close();
-    await mx.close();
-    await dns.close();
   });
 
   /** Sends an email for real (to the test MX) and returns its id, Message-ID and the VERP return path it went out with. */

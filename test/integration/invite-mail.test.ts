@@ -3,11 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { runCliProcess } from '../helpers/cli.js';
 import { DashboardClient } from '../helpers/dashboard.js';
-import { routeDomain, verifyDkim } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { verifyDkim } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
+import type { TestServer } from '../helpers/server.js';
 
 /**
  * Invitations mailed through the server itself (issue 32): `mailsvc users invite` queues the
@@ -22,21 +22,17 @@ describe('invitations by email', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let env: Record<string, string>;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({ delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0 }, http: { publicUrl: PUBLIC } });
-    await addVerifiedDomain(server, dns, 'team.example');
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
+    rig = await startDeliveringServer({ delivery: { pollInterval: 50, signingThreads: 0 }, config: { http: { publicUrl: PUBLIC } }, senders: ['team.example'] });
+    ({ server, dns, mx } = rig);
     env = { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_HTTP_PUBLIC_URL: PUBLIC, MAILSVC_LOG_LEVEL: 'warn' };
     await server.runtime.services.users.create({ email: 'owner@team.example', password: 'owner password, long enough', workspaceId: server.workspaceId, role: 'owner' });
   });
   after(async () => {
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   const invite = async (email: string, role: string, extra: Record<string, string> = {}, args: string[] = []) => {

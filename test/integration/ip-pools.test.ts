@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ipPoolChecks } from '../../src/checks/ip-pool-addresses.js';
 import { runCliProcess } from '../helpers/cli.js';
-import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
+import { emailState, eventually } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type ReceivedMessage, type TestMx } from '../helpers/mx-server.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { ReceivedMessage, TestMx } from '../helpers/mx-server.js';
+import type { TestServer } from '../helpers/server.js';
 
 /**
  * IP pools with the real delivery engine: mail leaves from the loopback addresses of its pool
@@ -15,28 +14,20 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  * domain, else per workspace, else the system's address.
  */
 describe('IP pools', () => {
-  let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let master: string;
   let key: string;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({
-      delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, hostname: 'mta.mailsvc.test', retrySchedule: [60], pollInterval: 50, signingThreads: 1, workers: 0 },
-      dkim: { host: 'dkim.mailsvc.test' },
-    });
+    rig = await startDeliveringServer({ delivery: { retrySchedule: [60], pollInterval: 50, signingThreads: 1, workers: 0 }, senders: ['pooled.test', 'plain.test'] });
+    ({ server, mx } = rig);
     master = await server.key({ master: true });
     key = await server.key();
-    for (const d of ['pooled.test', 'plain.test']) await addVerifiedDomain(server, dns, d);
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
   });
   after(async () => {
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   const api = (method: string, path: string, body?: unknown, k = master) => request(server.httpUrl, method, path, { key: k, body });

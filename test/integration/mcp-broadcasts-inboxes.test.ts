@@ -3,31 +3,25 @@ import assert from 'node:assert/strict';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import nodemailer from 'nodemailer';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
 import { call, mcpClient } from '../helpers/mcp.js';
 import { request } from '../helpers/http.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 
 const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
 
 describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never sends), deliverability, resources and prompts', () => {
-  let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let key: string;
   let client: Client;
   let testClient: Client;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 20, signingThreads: 0 },
-      smtp: { inbound: { enabled: true, port: 0 } },
-    });
-    await addVerifiedDomain(server, dns, 'acme.test');
+    rig = await startDeliveringServer({ delivery: { pollInterval: 20, signingThreads: 0 }, config: { smtp: { inbound: { enabled: true, port: 0 } } }, senders: ['acme.test'] });
+    ({ server, mx } = rig);
     key = await server.key();
     client = await mcpClient(server, key);
     testClient = await mcpClient(server, await server.key({ test: true }));
@@ -35,9 +29,7 @@ describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never 
   after(async () => {
     await client?.close();
     await testClient?.close();
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   it('a broadcast is drafted and previewed; sending answers the recipient count and sends nothing until confirm: true', async () => {

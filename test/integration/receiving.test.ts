@@ -12,10 +12,11 @@ import { Resend } from 'resend';
 import { Webhook } from 'standardwebhooks';
 import { runRetention } from '../../src/tasks/retention.js';
 import { eventually, routeDomain } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 import { openSmtpSession, type SmtpSession } from '../helpers/smtp-session.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -37,6 +38,7 @@ describe('receiving: routes, parsing, authentication, threading', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let receiver: WebhookReceiver;
   let key: string;
   let secret: string;
@@ -51,17 +53,17 @@ describe('receiving: routes, parsing, authentication, threading', () => {
   };
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
     receiver = await startWebhookReceiver();
-    server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, hostname: 'mx.mailsvc.test', pollInterval: 50, signingThreads: 1 },
-      dkim: { host: 'dkim.mailsvc.test' },
-      http: { publicUrl: 'http://api.mailsvc.test' },
-      smtp: { inbound: { enabled: true, port: 0, maxMessageSize: MAX_SIZE, maxRecipients: 4 } },
-      webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
+    rig = await startDeliveringServer({
+      delivery: { hostname: 'mx.mailsvc.test', pollInterval: 50, signingThreads: 1 },
+      config: {
+        http: { publicUrl: 'http://api.mailsvc.test' },
+        smtp: { inbound: { enabled: true, port: 0, maxMessageSize: MAX_SIZE, maxRecipients: 4 } },
+        webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
+      },
+      senders: ['acme.test'],
     });
-    await addVerifiedDomain(server, dns, 'acme.test');
+    ({ server, dns, mx } = rig);
     routeDomain(dns, 'customer.test', [{ name: 'mx.customer.test', preference: 10, a: ['127.0.0.1'] }]);
     key = await server.key();
     const hook = await api('POST', '/v1/webhooks', { url: `${receiver.url}/inbound`, events: ['email.received'] });
@@ -86,10 +88,8 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     dns.set('_dmarc.forger.test', 'TXT', ['v=DMARC1; p=reject']);
   });
   after(async () => {
-    await server.close();
+    await rig?.close();
     await receiver.close();
-    await mx.close();
-    await dns.close();
   });
 
   it('delivers a routed message to the webhook as email.received, with its fields and attachment bytes as sent', async () => {

@@ -5,12 +5,13 @@ import nodemailer from 'nodemailer';
 import { Resend } from 'resend';
 import { simpleParser } from 'mailparser';
 import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { startChatServer } from '../helpers/chat-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { DashboardClient } from '../helpers/dashboard.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { failed, hasFields, ok } from '../helpers/resend.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -61,6 +62,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let resend: Resend;
   let inboxId: string;
   const inbox = () => ({ inboxId });
@@ -78,14 +80,12 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
   let refundThread: string;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({
-      delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, pollInterval: 20, signingThreads: 0 },
-      smtp: { inbound: { enabled: true, port: 0 } },
-      dashboard: { password: 'inbox-dashboard-pw' },
+    rig = await startDeliveringServer({
+      delivery: { pollInterval: 20, signingThreads: 0 },
+      config: { smtp: { inbound: { enabled: true, port: 0 } }, dashboard: { password: 'inbox-dashboard-pw' } },
+      senders: ['acme.test'],
     });
-    await addVerifiedDomain(server, dns, 'acme.test');
+    ({ server, dns, mx } = rig);
     routeDomain(dns, 'sender.test', [{ name: 'mx.sender.test', preference: 10, a: ['127.0.0.1'] }]);
     routeDomain(dns, 'other.test', [{ name: 'mx.other.test', preference: 10, a: ['127.0.0.1'] }]);
     routeDomain(dns, 'partner.test', [{ name: 'mx.partner.test', preference: 10, a: ['127.0.0.1'] }]);
@@ -111,9 +111,7 @@ describe('Resend SDK inboxes: threads, labels, replies, drafts, agent', () => {
     await deliver(await compose({ from: 'carl@partner.test', to: 'support@acme.test', subject: 'Re: Order 42 is broken', text: 'Not Ann.', messageId: '<carl@partner.test>' }), 'carl@partner.test');
   });
   after(async () => {
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   it('threads.list: conversations by Message-ID, In-Reply-To and References; by subject and sender only without them', async () => {

@@ -3,10 +3,11 @@ import { after, before, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import type { Resend } from 'resend';
 import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { failed, hasFields, ok, resendClient } from '../helpers/resend.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -23,27 +24,25 @@ describe('the Resend SDK against mailsvc: contacts, segments, topics, broadcasts
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let key: string;
   let resend: Resend;
   let segmentId: string;
   let topicId: string;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
-      http: { publicUrl: 'http://127.0.0.1:1' },
+    rig = await startDeliveringServer({
+      delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
+      config: { http: { publicUrl: 'http://127.0.0.1:1' } },
+      senders: ['shop.example'],
     });
+    ({ server, dns, mx } = rig);
     key = await server.key();
     resend = resendClient(server, key);
-    await addVerifiedDomain(server, dns, 'shop.example');
     routeDomain(dns, 'example.org', [{ name: 'mx.example.org', preference: 10, a: ['127.0.0.1'] }]);
   });
   after(async () => {
-    await server.close();
-    await mx.close();
-    await dns.close();
+    await rig?.close();
   });
 
   it('creates, reads, renames, lists and removes segments (the SPEC audiences)', async () => {

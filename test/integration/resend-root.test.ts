@@ -5,12 +5,12 @@ import { rootResources } from '../../src/intake/http/root-alias.js';
 import { apiRoutes } from '../../src/intake/http/routes/index.js';
 import { defineRoute } from '../../src/intake/http/route.js';
 import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
 import { request, show } from '../helpers/http.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { failed, ok } from '../helpers/resend.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
 
 /**
  * Switching from Resend by changing one URL: the SDK's natural base URL is the server itself
@@ -20,23 +20,20 @@ describe('Resend by one URL: the API at the server root, resend.dev simulated', 
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let live: string;
   let resend: Resend;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({ delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, pollInterval: 20, signingThreads: 0 } });
+    rig = await startDeliveringServer({ delivery: { pollInterval: 20, signingThreads: 0 }, senders: ['root.example'] });
+    ({ server, dns, mx } = rig);
     // Were resend.dev really delivered to, the mail would land in this MX.
     routeDomain(dns, 'resend.dev', [{ name: 'mx.resend.dev', preference: 10, a: ['127.0.0.1'] }]);
-    await addVerifiedDomain(server, dns, 'root.example');
     live = await server.key();
     resend = new Resend(live, { baseUrl: server.httpUrl });
   });
   after(async () => {
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   it('the unchanged SDK works with the server root as its base URL', async () => {

@@ -5,14 +5,15 @@ import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { Resend } from 'resend';
 import { eventually, routeDomain } from '../helpers/delivery.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { SMTPServer } from 'smtp-server';
 import { emailState } from '../helpers/delivery.js';
 import { runRetention } from '../../src/tasks/retention.js';
 import { failed, hasFields, ok, publishDomain } from '../helpers/resend.js';
-import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import { manualClock, type TestServer } from '../helpers/server.js';
 import { freePort } from '../helpers/http.js';
 
 const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
@@ -26,31 +27,26 @@ describe('the Resend SDK, the rest of its methods', () => {
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let resend: Resend;
   let key: string;
   const clock = manualClock(Date.parse('2026-11-24T12:00:00Z'));
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
     const port = await freePort();
-    server = await startTestServer(
-      {
-        http: { port, publicUrl: `http://127.0.0.1:${port}` },
-        delivery: { dnsServers: [dns.server], port: mx.port, hostname: 'mx.mailsvc.test', pollInterval: 20, signingThreads: 0 },
-        smtp: { inbound: { enabled: true, port: 0 } },
-      },
-      { clock },
-    );
-    await addVerifiedDomain(server, dns, 'acme.test');
+    rig = await startDeliveringServer({
+      delivery: { hostname: 'mx.mailsvc.test', pollInterval: 20, signingThreads: 0 },
+      config: { http: { port, publicUrl: `http://127.0.0.1:${port}` }, smtp: { inbound: { enabled: true, port: 0 } } },
+      senders: ['acme.test'],
+      clock,
+    });
+    ({ server, dns, mx } = rig);
     routeDomain(dns, 'customer.test', [{ name: 'mx.customer.test', preference: 10, a: ['127.0.0.1'] }]);
     key = await server.key();
     resend = new Resend(key, { baseUrl: server.httpUrl });
   });
   after(async () => {
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   describe('emails.receiving.forward', () => {

@@ -2,13 +2,13 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { simpleParser } from 'mailparser';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
 import { call, mcpClient } from '../helpers/mcp.js';
 import { request } from '../helpers/http.js';
-import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
-import { startMxServer, type TestMx } from '../helpers/mx-server.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
+import type { TestDns } from '../helpers/dns-server.js';
+import type { TestMx } from '../helpers/mx-server.js';
 import { routeDomain, verifyDkim } from '../helpers/delivery.js';
-import { addVerifiedDomain } from '../helpers/domains.js';
 import { MAX_TEMPLATE_BYTES } from '../../src/services/templates.js';
 
 const MJML = `<mjml>
@@ -26,24 +26,21 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
   let dns: TestDns;
   let mx: TestMx;
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let key: string;
   let client: Client;
   let id: string;
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    server = await startTestServer({ delivery: { dnsServers: [dns.server], port: mx.port, retrySchedule: [1], pollInterval: 50, signingThreads: 1 } });
+    rig = await startDeliveringServer({ delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 }, senders: ['acme.example'] });
+    ({ server, dns, mx } = rig);
     routeDomain(dns, 'example.org', [{ name: 'mx.example.org', preference: 10, a: ['127.0.0.1'] }]);
-    await addVerifiedDomain(server, dns, 'acme.example');
     key = await server.key();
     client = await mcpClient(server, key);
   });
   after(async () => {
     await client?.close();
-    await server?.close();
-    await mx?.close();
-    await dns?.close();
+    await rig?.close();
   });
 
   it('creates a template from MJML through the tool; REST shows the MJML and the HTML it compiled to', async () => {

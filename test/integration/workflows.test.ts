@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Resend } from 'resend';
 import { Webhook } from 'standardwebhooks';
 import { routeDomain, eventually } from '../helpers/delivery.js';
+import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
@@ -19,6 +20,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
  */
 describe('workflows', () => {
   let server: TestServer;
+  let rig: DeliveringServer | undefined;
   let dns: TestDns;
   let mx: TestMx;
   let receiver: WebhookReceiver;
@@ -46,27 +48,25 @@ describe('workflows', () => {
   const subjectOf = (m: ReceivedMessage) => /^Subject: (.*)$/m.exec(m.raw.toString())?.[1];
 
   before(async () => {
-    dns = await startDnsServer();
-    mx = await startMxServer();
-    routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
     receiver = await startWebhookReceiver();
-    server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, mtaSts: false, signingThreads: 0 },
-      webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
-      // Temporary failures are retried after a second here.
-      workflows: { pollInterval: 50, retrySchedule: [1, 1, 1, 1, 1] },
+    rig = await startDeliveringServer({
+      delivery: { pollInterval: 50, mtaSts: false, signingThreads: 0 },
+      config: {
+        webhooks: { allowPrivateNetworks: true, pollInterval: 20 },
+        // Temporary failures are retried after a second here.
+        workflows: { pollInterval: 50, retrySchedule: [1, 1, 1, 1, 1] },
+      },
+      senders: ['shop.test'],
     });
+    ({ server, dns, mx } = rig);
     key = await server.key();
-    await addVerifiedDomain(server, dns, 'shop.test');
     const hook = await ok('POST', '/v1/webhooks', { url: `${receiver.url}/hooks`, events: ['workflow.started', 'workflow.completed', 'workflow.failed', 'email.delivered'] }, 201);
     secret = hook.secret;
     templateId = await template('Welcome', 'Welcome, {{contact.first_name}}', '<p>Your plan: {{plan}}</p><p><a href="{{unsubscribe_url}}">Unsubscribe</a></p>');
   });
   after(async () => {
-    await server?.close();
+    await rig?.close();
     await receiver?.close();
-    await mx?.close();
-    await dns?.close();
   });
 
   it('an event sent through the API starts a run; the delay waits, then the email arrives at the MX; workflow.started and workflow.completed arrive signed', async () => {
