@@ -10,7 +10,7 @@ export type { SmtpTarget, TlsMode } from './smtp-connections.js';
  * connections kept open for the next message to the same server (smtp-connections.ts).
  */
 
-export interface SmtpEnvelope {
+interface SmtpEnvelope {
   from: string;
   to: string[];
   size: number;

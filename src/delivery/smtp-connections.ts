@@ -61,7 +61,7 @@ export interface Pooled {
   idleTimer: NodeJS.Timeout | null;
 }
 
-export type Transmitted = { err: NodemailerError; info: null } | { err: null; info: SMTPConnection.SentMessageInfo };
+type Transmitted = { err: NodemailerError; info: null } | { err: null; info: SMTPConnection.SentMessageInfo };
 
 export const isPooled = (v: Pooled | NodemailerError): v is Pooled => 'conn' in v;
 

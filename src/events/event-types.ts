@@ -31,7 +31,7 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Platform events that start or resume workflow runs: those about one subscriber. */
-export const WORKFLOW_TRIGGER_EVENTS = [
+const WORKFLOW_TRIGGER_EVENTS = [
   'subscriber.created',
   'subscriber.updated',
   'subscriber.unsubscribed',

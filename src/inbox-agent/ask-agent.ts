@@ -36,7 +36,7 @@ export interface ThreadMessage {
   text: string;
 }
 
-export interface AgentQuestion {
+interface AgentQuestion {
   inboxAddress: string;
   instructions: string | null;
   tone: string | null;

@@ -49,7 +49,7 @@ const SECRET_KEY = /secret|token|password|passphrase|api_?key|private|authorizat
 const MAX_DETAIL_STRING = 500;
 
 /** The detail as stored: secret-named keys dropped, strings cut, URLs without credentials or query. */
-export function safeDetail(detail: AuditFact['detail']): Record<string, unknown> | null {
+function safeDetail(detail: AuditFact['detail']): Record<string, unknown> | null {
   if (!detail) return null;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(detail)) {

@@ -27,7 +27,7 @@ import type { ServiceDeps } from './deps.js';
  * OAuth scopes: `<resource>:read` and `<resource>:write`, or `full_access`. API keys carry
  * every scope; tokens carry the scopes they were minted with.
  */
-export const RESOURCES = [
+const RESOURCES = [
   'emails',
   'templates',
   'domains',
@@ -40,7 +40,7 @@ export const RESOURCES = [
   'receiving',
   'workflows',
 ] as const;
-export type Resource = (typeof RESOURCES)[number];
+type Resource = (typeof RESOURCES)[number];
 /** `emails:send` only sends (Resend's sending access); `emails:write` includes it. */
 export type Scope = `${Resource}:${'read' | 'write'}` | 'emails:send' | 'full_access';
 export const ALL_SCOPES: readonly Scope[] = [
@@ -51,7 +51,7 @@ export const ALL_SCOPES: readonly Scope[] = [
 
 /** Resend's API key permissions, as scopes: every scope, or sending only. */
 export const KEY_PERMISSIONS = ['full_access', 'sending_access'] as const;
-export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
+type KeyPermission = (typeof KEY_PERMISSIONS)[number];
 const SENDING_SCOPES: readonly Scope[] = ['emails:send'];
 
 export type Surface = 'v1' | 'legacy';
@@ -93,7 +93,7 @@ export interface CredentialView {
   revoked_at: string | null;
 }
 
-export const credentialView = (c: Credential): CredentialView => ({
+const credentialView = (c: Credential): CredentialView => ({
   id: c.id,
   name: c.name,
   kind: c.kind,
@@ -130,7 +130,7 @@ export interface CreatedCredential {
   secret: string;
 }
 
-export interface CreateKeyInput {
+interface CreateKeyInput {
   name: string;
   workspaceId: string | null;
   test?: boolean | undefined;
@@ -141,7 +141,7 @@ export interface CreateKeyInput {
   domain?: string | undefined;
 }
 
-export interface CreateTokenInput {
+interface CreateTokenInput {
   name: string;
   workspaceId: string;
   scopes: string[];

@@ -41,7 +41,7 @@ export type DestinationView = DestinationSum;
 /** A node's report older than this is of a node that stopped or died. */
 const DESTINATION_REPORT_MS = 30_000;
 
-export interface QueueListInput {
+interface QueueListInput {
   workspaceId?: string | undefined;
   statuses?: string[] | undefined;
   limit: number;
@@ -59,7 +59,7 @@ export interface QueueService {
   providers(): Promise<ProviderSum[]>;
 }
 
-export const queueItemView = (q: QueueItem, waiting: string | null = null): QueueItemView => ({
+const queueItemView = (q: QueueItem, waiting: string | null = null): QueueItemView => ({
   id: q.id,
   email_id: q.email_id,
   workspace_id: q.workspace_id,

@@ -10,7 +10,7 @@ export const FIELD_TYPES = ['string', 'number', 'boolean', 'date'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 export type FieldSchema = Record<string, FieldType>;
 
-export const MAX_SCHEMA_FIELDS = 50;
+const MAX_SCHEMA_FIELDS = 50;
 export const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 

@@ -13,17 +13,17 @@ import { WINNER_METRICS } from '../../store/campaigns.js';
  * out. Pure but for the template look-up the caller passes.
  */
 
-export const VARIANT_KEYS = ['A', 'B', 'C', 'D', 'E'] as const;
-export const MIN_VARIANTS = 2;
-export const MAX_VARIANTS = VARIANT_KEYS.length;
+const VARIANT_KEYS = ['A', 'B', 'C', 'D', 'E'] as const;
+const MIN_VARIANTS = 2;
+const MAX_VARIANTS = VARIANT_KEYS.length;
 /** Shorter than a minute, no reader could have opened anything. */
-export const MIN_TEST_MS = 60_000;
+const MIN_TEST_MS = 60_000;
 /** More than half the list held out measures the list, not the campaign. */
-export const MAX_HOLDOUT_PERCENTAGE = 50;
+const MAX_HOLDOUT_PERCENTAGE = 50;
 const MAX_VARIANT_NAME = 100;
 const MAX_PREVIEW_TEXT = 500;
 
-export interface VariantInput {
+interface VariantInput {
   name?: string | undefined;
   subject?: string | undefined;
   previewText?: string | undefined;
@@ -43,7 +43,7 @@ export interface AbTestInput {
   holdoutPercentage?: number | undefined;
 }
 
-export type AbFields = Pick<Campaign, 'holdout_percentage' | 'test_percentage' | 'winner_metric' | 'test_duration_ms'>;
+type AbFields = Pick<Campaign, 'holdout_percentage' | 'test_percentage' | 'winner_metric' | 'test_duration_ms'>;
 export type VariantRow = Omit<CampaignVariant, 'campaign_id'>;
 
 const isPercentage = (n: number, min: number, max: number): boolean => Number.isInteger(n) && n >= min && n <= max;

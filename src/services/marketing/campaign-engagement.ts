@@ -11,10 +11,10 @@ import type { ServiceDeps } from '../deps.js';
  * campaign's emails.
  */
 
-export const RECIPIENT_EVENT_TYPES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'suppressed'] as const;
-export type RecipientEventType = (typeof RECIPIENT_EVENT_TYPES)[number];
-export const BOUNCE_TYPES = ['permanent', 'transient', 'undetermined'] as const;
-export type BounceType = (typeof BOUNCE_TYPES)[number];
+const RECIPIENT_EVENT_TYPES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'suppressed'] as const;
+type RecipientEventType = (typeof RECIPIENT_EVENT_TYPES)[number];
+const BOUNCE_TYPES = ['permanent', 'transient', 'undetermined'] as const;
+type BounceType = (typeof BOUNCE_TYPES)[number];
 
 const EVENT_OF: Record<RecipientEventType, string> = {
   sent: 'email.sent',
@@ -27,7 +27,7 @@ const EVENT_OF: Record<RecipientEventType, string> = {
   suppressed: 'email.suppressed',
 };
 
-export interface BroadcastRecipientView {
+interface BroadcastRecipientView {
   /** The email's id: the cursor of the list. */
   id: string;
   contact_id: string | null;
@@ -37,7 +37,7 @@ export interface BroadcastRecipientView {
   bounce_type?: BounceType;
 }
 
-export interface ClickedLinkView {
+interface ClickedLinkView {
   /** An opaque cursor (the URL, base64url). */
   id: string;
   url: string;

@@ -4,7 +4,7 @@ import { listAllContactProperties } from '../../store/contact-properties.js';
 import type { Db } from '../../store/db.js';
 import { CONDITION_OPERATORS, type ConditionOperator, type PropertyCondition } from '../../store/property-conditions.js';
 
-export const MAX_SEGMENT_CONDITIONS = 20;
+const MAX_SEGMENT_CONDITIONS = 20;
 const ORDERED: readonly ConditionOperator[] = ['gt', 'gte', 'lt', 'lte'];
 
 /**

@@ -16,7 +16,7 @@ import { hasLineBreak } from '../../messages/addresses.js';
 
 export const TOPIC_SUBSCRIPTIONS = ['opt_in', 'opt_out'] as const satisfies readonly TopicSubscription[];
 
-export interface TopicView {
+interface TopicView {
   object: 'topic';
   id: string;
   name: string;
@@ -34,7 +34,7 @@ export interface TopicChoiceView {
   subscription: TopicSubscription;
 }
 
-export interface TopicInput {
+interface TopicInput {
   name: string;
   description?: string | null | undefined;
   default_subscription: TopicSubscription;
@@ -54,7 +54,7 @@ export interface TopicService {
   choose(workspaceId: string, subscriberId: string, choices: Array<{ id: string; subscription: TopicSubscription }>, trx?: Db): Promise<void>;
 }
 
-export const topicView = (t: Topic): TopicView => ({
+const topicView = (t: Topic): TopicView => ({
   object: 'topic',
   id: t.id,
   name: t.name,

@@ -24,7 +24,7 @@ export interface RouteView {
   updated_at: string;
 }
 
-export const routeView = (r: RouteWithDomain): RouteView => ({
+const routeView = (r: RouteWithDomain): RouteView => ({
   object: 'route',
   id: r.id,
   address: `${r.local_part}@${r.domain_name}`,
@@ -39,14 +39,14 @@ export const routeView = (r: RouteWithDomain): RouteView => ({
   updated_at: toIso(r.updated_at),
 });
 
-export interface NewRoute {
+interface NewRoute {
   address: string;
   action?: RouteAction | undefined;
   name?: string | null | undefined;
   from_name?: string | null | undefined;
 }
 
-export interface RouteChanges {
+interface RouteChanges {
   action?: RouteAction | undefined;
   name?: string | null | undefined;
   from_name?: string | null | undefined;

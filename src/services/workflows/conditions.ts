@@ -8,7 +8,7 @@
  * `wait_events.<event name>.<path>` (the payload of an event a wait step received).
  */
 
-export type Scalar = string | number | boolean | null;
+type Scalar = string | number | boolean | null;
 
 export type ConditionRule =
   | { type: 'rule'; field: string; operator: 'eq' | 'neq'; value: Scalar }
@@ -21,7 +21,7 @@ export type ConditionRule =
 export const OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'contains', 'starts_with', 'ends_with', 'exists', 'is_empty'] as const;
 export type Operator = (typeof OPERATORS)[number];
 
-export const FIELD_NAMESPACES = ['contact', 'event', 'wait_events'] as const;
+const FIELD_NAMESPACES = ['contact', 'event', 'wait_events'] as const;
 
 export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -35,5 +35,5 @@ export function checkFieldName(field: string): string | null {
 }
 
 /** `{ "var": "event.plan" }`: a value taken from the run when the step executes. */
-export type VarRef = { var: string };
+type VarRef = { var: string };
 export const isVarRef = (v: unknown): v is VarRef => isRecord(v) && typeof v.var === 'string' && Object.keys(v).length === 1;

@@ -15,7 +15,7 @@ import { eventNameSchema } from './definition.js';
  * accepted as before.
  */
 
-export interface EventDefinitionView {
+interface EventDefinitionView {
   object: 'event';
   id: string;
   name: string;

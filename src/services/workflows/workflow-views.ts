@@ -26,7 +26,7 @@ export interface WorkflowView extends WorkflowListItem {
   connections: Definition['connections'];
 }
 
-export interface RunStepView {
+interface RunStepView {
   id: string;
   key: string;
   type: string;

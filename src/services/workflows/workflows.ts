@@ -19,9 +19,9 @@ import { runStepView, runSummary, workflowSummary, type RunSummary, type RunView
  * starting runs from events is start-runs.ts.
  */
 
-export const MAX_NAME_LENGTH = 200;
+const MAX_NAME_LENGTH = 200;
 
-export interface WorkflowInput {
+interface WorkflowInput {
   name?: string | undefined;
   status?: string | undefined;
   steps?: unknown;
@@ -48,7 +48,7 @@ export interface WorkflowService {
   sendEvent(workspaceId: string, input: SendEventInput): Promise<{ id: string; event: string }>;
 }
 
-export type WorkflowServiceDeps = ServiceDeps & ReferenceDeps;
+type WorkflowServiceDeps = ServiceDeps & ReferenceDeps;
 
 function statusOf(value: unknown): WorkflowStatus | undefined {
   if (value === undefined || value === '') return undefined;

@@ -13,12 +13,12 @@ import { isAppError } from '../../../shared/errors.js';
 import type { Provider as ProviderInstance } from 'oidc-provider';
 
 /** Where the authorization server's endpoints live on the HTTP port. */
-export const OAUTH_PREFIX = '/oauth';
+const OAUTH_PREFIX = '/oauth';
 export const CONSENT_PATH = '/dashboard/oauth/consent';
 /** Lifetimes, in seconds: a code is exchanged at once (and works once); an access token lasts an hour; a refresh token a month. */
-export const AUTHORIZATION_CODE_TTL = 60;
-export const ACCESS_TOKEN_TTL = 3600;
-export const REFRESH_TOKEN_TTL = 30 * 24 * 3600;
+const AUTHORIZATION_CODE_TTL = 60;
+const ACCESS_TOKEN_TTL = 3600;
+const REFRESH_TOKEN_TTL = 30 * 24 * 3600;
 const INTERACTION_TTL = 15 * 60;
 
 /** The scopes an app may ask for: the API's (a person approves a subset). */
