@@ -22,6 +22,7 @@ import { findDomain, findDomainByName } from '../store/domains.js';
 import type { ListPage, Listed } from '../store/list-page.js';
 import { normalizeDomain } from '../shared/domain-name.js';
 import type { ServiceDeps } from './deps.js';
+import { isOneOf } from '../shared/one-of.js';
 
 /**
  * OAuth scopes: `<resource>:read` and `<resource>:write`, or `full_access`. API keys carry
@@ -217,7 +218,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       if (!input.workspaceId) throw validationError('workspace', 'is required for a workspace key');
       await requireWorkspace(input.workspaceId);
       const permission = input.permission ?? 'full_access';
-      if (!(KEY_PERMISSIONS as readonly string[]).includes(permission)) throw validationError('permission', `must be one of ${KEY_PERMISSIONS.join(', ')}`);
+      if (!isOneOf(KEY_PERMISSIONS, permission)) throw validationError('permission', `must be one of ${KEY_PERMISSIONS.join(', ')}`);
       if (input.domain !== undefined && permission !== 'sending_access') throw validationError('domain_id', 'restricts a sending_access key; a full_access key reaches every domain');
       let domainId: string | null = null;
       if (input.domain !== undefined) {
@@ -239,7 +240,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       const name = validName(input.name);
       await requireWorkspace(input.workspaceId);
       if (input.scopes.length === 0) throw validationError('scopes', `name at least one of: ${ALL_SCOPES.join(', ')}`);
-      const unknown = input.scopes.filter((s) => !(ALL_SCOPES as readonly string[]).includes(s));
+      const unknown = input.scopes.filter((s) => !isOneOf(ALL_SCOPES, s));
       if (unknown.length > 0) throw validationError('scopes', `unknown scope "${unknown[0]}"; known: ${ALL_SCOPES.join(', ')}`);
       if (input.expiresInSeconds !== null && (!Number.isInteger(input.expiresInSeconds) || input.expiresInSeconds < 1)) {
         throw validationError('expires', 'must be a positive number of seconds');

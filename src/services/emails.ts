@@ -11,6 +11,7 @@ import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
 import { sharedCopyHtml } from '../messages/shared-copy.js';
 import type { ServiceDeps } from './deps.js';
 import { SIMULATOR_HOST } from '../delivery/simulator.js';
+import { isOneOf } from '../shared/one-of.js';
 
 
 /** Resend's `last_event` vocabulary. */
@@ -303,7 +304,7 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
       // Resend's spelling of the one status where the two differ.
       if (query.status === 'canceled') query = { ...query, status: 'cancelled' };
       if (query.status !== undefined && query.status !== '') {
-        if (typeof query.status !== 'string' || !(EMAIL_STATUSES as readonly string[]).includes(query.status)) {
+        if (typeof query.status !== 'string' || !isOneOf(EMAIL_STATUSES, query.status)) {
           throw validationError('status', `must be one of ${EMAIL_STATUSES.join(', ')}`);
         }
         status = query.status;

@@ -13,6 +13,7 @@ import {
 } from '../store/queue.js';
 import type { ServiceDeps } from './deps.js';
 import { destinationLimitOf, limitSetting } from '../delivery/destination-key.js';
+import { isOneOf } from '../shared/one-of.js';
 
 /** Operator views and actions on the delivery queue (`mailsvc queue list|retry|cancel`). */
 
@@ -122,7 +123,7 @@ export function createQueueService(deps: ServiceDeps): QueueService {
   const statusesOf = (statuses: string[] | undefined): QueueStatus[] | undefined => {
     if (!statuses || statuses.length === 0) return undefined;
     for (const s of statuses) {
-      if (!(QUEUE_STATUSES as readonly string[]).includes(s)) throw validationError('status', `"${s}" is not one of ${QUEUE_STATUSES.join(', ')}`);
+      if (!isOneOf(QUEUE_STATUSES, s)) throw validationError('status', `"${s}" is not one of ${QUEUE_STATUSES.join(', ')}`);
     }
     return statuses as QueueStatus[];
   };

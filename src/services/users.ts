@@ -10,6 +10,7 @@ import { parseMailbox, type Address } from '../messages/addresses.js';
 import { findWorkspace } from '../store/workspaces.js';
 import type { ServiceDeps } from './deps.js';
 import type { SendService } from './send/send-email.js';
+import { isOneOf } from '../shared/one-of.js';
 
 export { ROLES, type Role } from '../store/users.js';
 
@@ -103,8 +104,8 @@ interface InviteResult {
 }
 
 const parseRole = (role: string): Role => {
-  if (!(ROLES as readonly string[]).includes(role)) throw validationError('role', `must be one of ${ROLES.join(', ')}`);
-  return role as Role;
+  if (!isOneOf(ROLES, role)) throw validationError('role', `must be one of ${ROLES.join(', ')}`);
+  return role;
 };
 
 const email = (value: string): string => {

@@ -3,6 +3,7 @@ import { validationError } from '../../shared/errors.js';
 import { listDomains } from '../../store/domains.js';
 import { countQueueDepth, floorHour, HOUR, listStats } from '../../store/stats.js';
 import type { ServiceDeps } from '../deps.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * What happened to a workspace's live mail, counted per hour (tasks/roll-up-stats.ts keeps
@@ -171,7 +172,7 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
       const requested = list(query.metrics);
       for (const m of requested) {
         if (UNAVAILABLE.has(m)) throw validationError('metrics', `${m} is not counted by mailsvc`);
-        if (!(METRICS as readonly string[]).includes(m)) throw validationError('metrics', `unknown metric "${m}"; one of ${METRICS.join(', ')}`);
+        if (!isOneOf(METRICS, m)) throw validationError('metrics', `unknown metric "${m}"; one of ${METRICS.join(', ')}`);
       }
       const wanted = (requested.length > 0 ? requested : [...METRICS]) as Metric[];
       const dimensions = list(query.dimensions);

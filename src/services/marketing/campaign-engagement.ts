@@ -4,6 +4,7 @@ import { listCampaignClickedLinks, listCampaignRecipients, listClicksOfEmails } 
 import { findCampaign } from '../../store/campaigns.js';
 import { parsePage, DEFAULT_LIMIT, MAX_LIMIT } from '../../store/list-page.js';
 import type { ServiceDeps } from '../deps.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * A broadcast's recipients by what happened to their message, and the links they clicked
@@ -80,16 +81,16 @@ export function createCampaignEngagementService(deps: ServiceDeps): CampaignEnga
     async recipients(workspaceId, campaignId, query) {
       const campaign = await find(workspaceId, campaignId);
       const type = query.type;
-      if (typeof type !== 'string' || !(RECIPIENT_EVENT_TYPES as readonly string[]).includes(type)) {
+      if (typeof type !== 'string' || !isOneOf(RECIPIENT_EVENT_TYPES, type)) {
         throw validationError('type', `is required: one of ${RECIPIENT_EVENT_TYPES.join(', ')}`);
       }
       const bounceType = query.bounce_type;
-      if (bounceType !== undefined && (type !== 'bounced' || typeof bounceType !== 'string' || !(BOUNCE_TYPES as readonly string[]).includes(bounceType))) {
+      if (bounceType !== undefined && (type !== 'bounced' || typeof bounceType !== 'string' || !isOneOf(BOUNCE_TYPES, bounceType))) {
         throw validationError('bounce_type', `only with type bounced: one of ${BOUNCE_TYPES.join(', ')}`);
       }
       const email = typeof query.email === 'string' && query.email !== '' ? query.email.trim().toLowerCase() : undefined;
       const page = parsePage(query, 'keyset');
-      const { rows, more } = await listCampaignRecipients(db, { workspaceId, campaignId: campaign.id, eventType: EVENT_OF[type as RecipientEventType], emailKey: email }, page);
+      const { rows, more } = await listCampaignRecipients(db, { workspaceId, campaignId: campaign.id, eventType: EVENT_OF[type], emailKey: email }, page);
       const clicks = type === 'clicked' ? await listClicksOfEmails(db, dialect, rows.map((r) => r.email_id)) : [];
       const data = rows
         .map((r): BroadcastRecipientView => ({

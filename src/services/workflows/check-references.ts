@@ -8,6 +8,7 @@ import type { AudienceService } from '../marketing/audiences.js';
 import type { SendService } from '../send/send-email.js';
 import type { TemplateService } from '../templates.js';
 import type { Definition, SendEmailConfig } from './definition.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 export interface ReferenceDeps {
   db: Db;
@@ -18,7 +19,7 @@ export interface ReferenceDeps {
 
 /** A platform event may start a workflow only if it concerns a subscriber; any other name is a custom event. */
 function checkEventName(field: string, name: string): void {
-  if ((EVENT_TYPES as readonly string[]).includes(name) && !isWorkflowTriggerEvent(name)) {
+  if (isOneOf(EVENT_TYPES, name) && !isWorkflowTriggerEvent(name)) {
     throw validationError(field, `${name} is not about one subscriber, so it cannot start or resume a run; platform events that can: subscriber.created, subscriber.updated, subscriber.unsubscribed, email.opened, email.clicked, email.bounced`);
   }
 }

@@ -1,3 +1,5 @@
+import { isOneOf } from '../../shared/one-of.js';
+
 /**
  * The rules a condition (or a wait's filter) checks, as a definition states them and as it is
  * validated when saved; the runner evaluates them (workflows/evaluate-rule.ts).
@@ -28,7 +30,7 @@ export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v =
 /** Checks a field name: a known namespace and a non-empty path. Returns an error message or null. */
 export function checkFieldName(field: string): string | null {
   const [namespace, ...path] = field.split('.');
-  if (!(FIELD_NAMESPACES as readonly string[]).includes(namespace!) || path.length === 0 || path.some((p) => p === '')) {
+  if (!isOneOf(FIELD_NAMESPACES, namespace!) || path.length === 0 || path.some((p) => p === '')) {
     return `"${field}" must name a field as contact.<field>, event.<field> or wait_events.<event>.<field>`;
   }
   return null;

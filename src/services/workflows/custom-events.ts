@@ -9,6 +9,7 @@ import { findEventDefinitionByName } from '../../store/event-definitions.js';
 import { findSubscriber } from '../../store/subscribers.js';
 import { saveWorkflowTrigger, triggerContactKey } from '../../store/workflow-triggers.js';
 import { eventNameSchema } from './definition.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * A custom event sent through the API for one contact: checked, then queued as a workflow
@@ -53,7 +54,7 @@ export async function sendCustomEvent(db: Db, clock: Clock, workspaceId: string,
 function checkCustomEventName(event: string): void {
   const parsed = eventNameSchema.safeParse(event);
   if (!parsed.success) throw validationError('event', parsed.error.issues[0]!.message);
-  if ((EVENT_TYPES as readonly string[]).includes(event)) throw validationError('event', `${event} is a platform event: mailsvc emits it itself`);
+  if (isOneOf(EVENT_TYPES, event)) throw validationError('event', `${event} is a platform event: mailsvc emits it itself`);
 }
 
 /** The contact by id (a subscriber of the workspace) or by address (anyone). */

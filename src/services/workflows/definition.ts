@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { validationError } from '../../shared/errors.js';
 import { checkFieldName, isVarRef, OPERATORS, type ConditionRule } from './conditions.js';
 import { parseDuration } from '../../shared/duration.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * A workflow's definition, in Resend's automation shape: steps (each with a key, a type and
@@ -162,7 +163,7 @@ function parseRule(value: unknown, field: string, depth: number, count: { n: num
   const badName = checkFieldName(r.field);
   if (badName) throw validationError(`${field}.field`, badName);
   const operator = r.operator;
-  if (typeof operator !== 'string' || !(OPERATORS as readonly string[]).includes(operator)) throw validationError(`${field}.operator`, `must be one of ${OPERATORS.join(', ')}`);
+  if (typeof operator !== 'string' || !isOneOf(OPERATORS, operator)) throw validationError(`${field}.operator`, `must be one of ${OPERATORS.join(', ')}`);
   const v = r.value;
   switch (operator) {
     case 'exists':
@@ -182,7 +183,7 @@ function parseRule(value: unknown, field: string, depth: number, count: { n: num
       return { type: 'rule', field: r.field, operator, value: v };
     default:
       if (!(v === null || ['string', 'number', 'boolean'].includes(typeof v))) throw validationError(`${field}.value`, 'must be a string, number, boolean or null');
-      return { type: 'rule', field: r.field, operator: operator as 'eq' | 'neq', value: v as string | number | boolean | null };
+      return { type: 'rule', field: r.field, operator: operator, value: v as string | number | boolean | null };
   }
 }
 

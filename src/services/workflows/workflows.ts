@@ -10,6 +10,7 @@ import { checkReferences, type ReferenceDeps } from './check-references.js';
 import { sendCustomEvent, type SendEventInput } from './custom-events.js';
 import { definitionOf, parseDefinition, triggerOf } from './definition.js';
 import { runStepView, runSummary, workflowSummary, type RunSummary, type RunView, type WorkflowListItem, type WorkflowView } from './workflow-views.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 
 /**
@@ -52,15 +53,15 @@ type WorkflowServiceDeps = ServiceDeps & ReferenceDeps;
 
 function statusOf(value: unknown): WorkflowStatus | undefined {
   if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || !(WORKFLOW_STATUSES as readonly string[]).includes(value)) throw validationError('status', `must be one of ${WORKFLOW_STATUSES.join(', ')}`);
-  return value as WorkflowStatus;
+  if (typeof value !== 'string' || !isOneOf(WORKFLOW_STATUSES, value)) throw validationError('status', `must be one of ${WORKFLOW_STATUSES.join(', ')}`);
+  return value;
 }
 
 /** `running` or `running,failed` (the Resend SDK joins a list with commas). */
 function runStatusesOf(value: unknown): WorkflowRunStatus[] | undefined {
   if (value === undefined || value === '') return undefined;
   const list = (Array.isArray(value) ? value.join(',') : String(value)).split(',').map((s) => s.trim());
-  for (const s of list) if (!(WORKFLOW_RUN_STATUSES as readonly string[]).includes(s)) throw validationError('status', `must be one or more of ${WORKFLOW_RUN_STATUSES.join(', ')}, separated by commas`);
+  for (const s of list) if (!isOneOf(WORKFLOW_RUN_STATUSES, s)) throw validationError('status', `must be one or more of ${WORKFLOW_RUN_STATUSES.join(', ')}, separated by commas`);
   return list as WorkflowRunStatus[];
 }
 
