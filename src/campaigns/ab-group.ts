@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { GroupCuts } from '../store/campaigns.js';
 
 /** Where a recipient of a campaign falls: held out, in the A/B test (with its variant), or the rest. */
-export type Group = { kind: 'holdout' } | { kind: 'test'; variant: string } | { kind: 'rest' };
+type Group = { kind: 'holdout' } | { kind: 'test'; variant: string } | { kind: 'rest' };
 
 export interface Split {
   holdoutPercentage: number;

@@ -22,7 +22,7 @@ import { groupCuts, groupOf, type Split } from './ab-group.js';
 import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 
-export interface CampaignQueueDeps {
+interface CampaignQueueDeps {
   db: Db;
   dialect: Dialect;
   clock: Clock;
@@ -35,7 +35,7 @@ export interface CampaignQueueDeps {
 }
 
 /** Subscribers queued per page (one transaction), at most: fewer when the workspace's marketing rate is lower. */
-export const CAMPAIGN_PAGE = 500;
+const CAMPAIGN_PAGE = 500;
 const LEASE_MS = 30_000;
 /** Pages per pass: a stop is noticed between passes. */
 const PAGES_PER_PASS = 20;

@@ -11,7 +11,7 @@ const NTP_EPOCH_OFFSET = 2_208_988_800;
 
 const readTimestamp = (packet: Buffer, offset: number): number => (packet.readUInt32BE(offset) - NTP_EPOCH_OFFSET) * 1000 + (packet.readUInt32BE(offset + 4) / 2 ** 32) * 1000;
 
-export interface ClockSample {
+interface ClockSample {
   /** Milliseconds the local clock is ahead of the server's (negative: behind). */
   offsetMs: number;
   roundTripMs: number;

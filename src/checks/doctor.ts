@@ -31,7 +31,7 @@ export interface DoctorCheck {
   fix: string | null;
 }
 
-export interface DoctorEnv {
+interface DoctorEnv {
   config: Config;
   resolver: DnsResolver;
   db: Db;

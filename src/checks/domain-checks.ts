@@ -30,7 +30,7 @@ export interface DkimTokenResult {
   error: string | null;
 }
 
-export interface DomainCheckEnv {
+interface DomainCheckEnv {
   resolver: DnsResolver;
   /** delivery.hostname: the EHLO name, the MX target of bounce domains. */
   hostname: string;
@@ -80,7 +80,7 @@ async function txtRecords(resolver: DnsResolver, name: string): Promise<string[]
 }
 
 /** `k=v; k=v` tag lists (DMARC, MTA-STS, TLS-RPT), keys lower-cased. */
-export function parseTags(text: string): Map<string, string> {
+function parseTags(text: string): Map<string, string> {
   const tags = new Map<string, string>();
   for (const part of text.split(';')) {
     const eq = part.indexOf('=');
@@ -89,7 +89,7 @@ export function parseTags(text: string): Map<string, string> {
   return tags;
 }
 
-export function dkimCheck(results: DkimTokenResult[]): DomainChecks['dkim'] {
+function dkimCheck(results: DkimTokenResult[]): DomainChecks['dkim'] {
   const records = results.map((r) => ({ name: r.record.name, value: r.record.value, ok: r.ok, error: r.error }));
   const publish = results.filter((r) => !r.ok).map((r) => r.record);
   const base = { records };
@@ -105,7 +105,7 @@ export function dkimCheck(results: DkimTokenResult[]): DomainChecks['dkim'] {
 }
 
 /** The SPF record to publish: ours if none, else the existing one with this host added before its `all`. */
-export function spfToPublish(existing: string | null, host: string, strict: boolean): string {
+function spfToPublish(existing: string | null, host: string, strict: boolean): string {
   const mechanism = `a:${host}`;
   if (!existing) return `v=spf1 ${mechanism} ${strict ? '-all' : '~all'}`;
   const terms = existing.trim().split(/\s+/);
@@ -202,7 +202,7 @@ async function dmarcCheck(domain: string, env: DomainCheckEnv): Promise<DomainCh
 }
 
 /** A DMARC record with `address` added to its rua (or a rua added). */
-export function withRua(record: string, address: string): string {
+function withRua(record: string, address: string): string {
   const parts = record.split(';').map((p) => p.trim()).filter(Boolean);
   const i = parts.findIndex((p) => /^rua\s*=/i.test(p));
   if (i < 0) return [...parts, `rua=mailto:${address}`].join('; ');

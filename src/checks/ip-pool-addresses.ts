@@ -5,7 +5,7 @@ import { listIpPools } from '../store/ip-pools.js';
 import type { CheckStatus } from './check-status.js';
 import { ptrName } from './reverse-name.js';
 
-export interface PoolAddressCheck {
+interface PoolAddressCheck {
   name: string;
   status: CheckStatus;
   required: boolean;
@@ -14,7 +14,7 @@ export interface PoolAddressCheck {
 }
 
 /** Whether this host can send from `address`: binding a socket to it is what every connection will do. */
-export function canBind(address: string): Promise<string | null> {
+function canBind(address: string): Promise<string | null> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));

@@ -102,7 +102,7 @@ type Records = Awaited<ReturnType<import('../services/domains/domains.js').Domai
  * here as in `domains check` and `doctor`: Gmail and Yahoo refuse mail that fails it, even
  * though `domains verify` (DKIM) does not look at it.
  */
-export function dnsText(records: Records): string {
+function dnsText(records: Records): string {
   const domain = records.domain.domain_name;
   const spf = records.returnPath.filter((r) => r.type === 'TXT');
   const bounceMx = records.returnPath.filter((r) => r.type === 'MX');

@@ -15,7 +15,7 @@ import { CliExit, globals, output, table, type CliIo } from './io.js';
  * set the server itself up. Asks on a terminal; takes flags otherwise.
  */
 
-export interface InitAnswers {
+interface InitAnswers {
   host: string;
   /** Public addresses of the server (for the A/AAAA and PTR records); may be empty. */
   ips: string[];
@@ -59,7 +59,7 @@ interface Row {
 }
 
 /** The records of the server itself, once: its name, and the MX that brings reports and bounces back. */
-export function serverRecords(answers: InitAnswers): { publish: Row[]; ptr: Row[] } {
+function serverRecords(answers: InitAnswers): { publish: Row[]; ptr: Row[] } {
   const { host } = answers;
   const v4 = answers.ips.filter((ip) => ipaddr.parse(ip).kind() === 'ipv4');
   const v6 = answers.ips.filter((ip) => ipaddr.parse(ip).kind() === 'ipv6');

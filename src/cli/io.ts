@@ -27,7 +27,7 @@ export class CliExit extends Error {
   }
 }
 
-export interface GlobalOptions {
+interface GlobalOptions {
   config?: string;
   json?: boolean;
 }

@@ -27,7 +27,7 @@ import { registerWorkflowCommands } from './workflows.js';
 import { registerWorkspaceCommands } from './workspaces.js';
 import { packageVersion } from '../shared/package-version.js';
 
-export function buildProgram(io: CliIo): Command {
+function buildProgram(io: CliIo): Command {
   const program = new Command('mailsvc')
     .description('Self-hosted email platform: HTTP API, SMTP submission, direct-to-MX delivery with DKIM')
     .option('--config <file>', 'JSON configuration file (or env MAILSVC_CONFIG)')
@@ -64,7 +64,7 @@ export function buildProgram(io: CliIo): Command {
 }
 
 /** sysexits.h's EX_TEMPFAIL: the database or the disk failed; the same command may succeed later. */
-export const EXIT_TEMPFAIL = 75;
+const EXIT_TEMPFAIL = 75;
 
 /**
  * Runs the CLI and returns its exit code: 0 on success, 1 with a one-line message on stderr

@@ -5,7 +5,7 @@
  * at the end, since carriage returns would pile up there.
  */
 
-export interface ProgressSink {
+interface ProgressSink {
   write(text: string): void;
   /** Redraw in place (a terminal); plain lines otherwise. */
   isTTY: boolean;
@@ -13,7 +13,7 @@ export interface ProgressSink {
   columns?: number | undefined;
 }
 
-export interface ProgressOptions {
+interface ProgressOptions {
   /** What is being done, e.g. `suppressions import`. */
   label: string;
   /** Items expected; null when unknown (no bar, no percentage). */
@@ -128,6 +128,3 @@ export function createProgress(options: ProgressOptions): Progress {
     },
   };
 }
-
-/** A reporter that says nothing (e.g. `--json` consumers that parse stderr, or tests). */
-export const silentProgress: Progress = { tick: () => {}, update: () => {}, finish: () => {}, fail: () => {} };

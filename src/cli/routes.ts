@@ -3,12 +3,13 @@ import type { RouteView } from '../services/receiving/routes.js';
 import { validationError } from '../shared/errors.js';
 import { ROUTE_ACTIONS, ROUTE_KINDS, type RouteAction, type RouteKind } from '../store/receiving.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
+import { isOneOf } from '../shared/one-of.js';
 
 const oneOf =
   <T extends string>(name: string, values: readonly T[]) =>
   (value: string): T => {
-    if (!(values as readonly string[]).includes(value)) throw validationError(name, `"${value}" is not one of ${values.join(', ')}`);
-    return value as T;
+    if (!isOneOf(values, value)) throw validationError(name, `"${value}" is not one of ${values.join(', ')}`);
+    return value;
   };
 
 const describe = (r: RouteView) => `${r.address} -> ${r.action}${r.name ? ` (${r.name})` : ''}, id ${r.id}`;

@@ -4,12 +4,13 @@ import { SUPPRESSION_REASONS, SUPPRESSION_SCOPES, type SuppressionReason, type S
 import type { SuppressionScope } from '../store/suppressions.js';
 import { validationError } from '../shared/errors.js';
 import { output, progressOn, table, withRuntime, workspaceOf, type CliIo } from './io.js';
+import { isOneOf } from '../shared/one-of.js';
 
 const oneOf =
   <T extends string>(name: string, values: readonly T[]) =>
   (value: string): T => {
-    if (!(values as readonly string[]).includes(value)) throw validationError(name, `"${value}" is not one of ${values.join(', ')}`);
-    return value as T;
+    if (!isOneOf(values, value)) throw validationError(name, `"${value}" is not one of ${values.join(', ')}`);
+    return value;
   };
 
 const count = (name: string) => (value: string) => {

@@ -2,10 +2,11 @@ import type { Command } from 'commander';
 import { ROLES, type Role } from '../services/users.js';
 import { validationError } from '../shared/errors.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
+import { isOneOf } from '../shared/one-of.js';
 
 const role = (value: string): Role => {
-  if (!(ROLES as readonly string[]).includes(value)) throw validationError('role', `"${value}" is not one of ${ROLES.join(', ')}`);
-  return value as Role;
+  if (!isOneOf(ROLES, value)) throw validationError('role', `"${value}" is not one of ${ROLES.join(', ')}`);
+  return value;
 };
 
 /** The password of a new user: MAILSVC_USER_PASSWORD (scripts), else asked at the terminal; never an argument (it would sit in the shell's history and `ps`). */

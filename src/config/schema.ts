@@ -62,7 +62,7 @@ const secretKey: Setting<string | null> = {
   },
 };
 
-export interface TlsFiles {
+interface TlsFiles {
   key: string;
   cert: string;
 }
@@ -78,7 +78,7 @@ const tlsFiles = json<TlsFiles | null>(
         : settingFail('must be null or { "key": "/path/key.pem", "cert": "/path/cert.pem" }'),
 );
 
-export interface RelayConfig {
+interface RelayConfig {
   host: string;
   port: number;
   secure: boolean;

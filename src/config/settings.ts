@@ -1,3 +1,5 @@
+import { isOneOf } from '../shared/one-of.js';
+
 /**
  * Typed setting declarations: each carries its default, a description for the configuration table (docs/configuration.md)
  * configuration table, and a parser that turns a file or environment value into the type,
@@ -34,8 +36,8 @@ export const optionalStr = (description: string): Setting<string | null> =>
 
 export const oneOf = <const T extends string>(values: readonly T[], defaultValue: T, description: string): Setting<T> =>
   setting(values.map((v) => `"${v}"`).join(' | '), defaultValue, description, (v) =>
-    typeof v === 'string' && (values as readonly string[]).includes(v)
-      ? (v as T)
+    typeof v === 'string' && isOneOf(values, v)
+      ? (v)
       : fail(`must be one of ${values.join(', ')}, got ${JSON.stringify(v)}`),
   );
 

@@ -13,7 +13,7 @@ import { sourcePicker, type Source } from './source-address.js';
 import type { Job } from './transmit-job.js';
 import { warmupDay, warmupDirectory } from './warmup.js';
 
-export interface ChooseDestinationDeps {
+interface ChooseDestinationDeps {
   db: Db;
   clock: Clock;
   config: Config['delivery'];
@@ -24,7 +24,7 @@ export interface ChooseDestinationDeps {
   limitOf(key: string): DomainLimit;
 }
 
-export type DestinationChoice = Destination | { wait: number; reason: string };
+type DestinationChoice = Destination | { wait: number; reason: string };
 
 /**
  * Where a job's limits come from: its source address and its group (the recipient domain

@@ -1,6 +1,6 @@
 import { ERROR_CATEGORIES, RESPONSE_RULES, type BounceType, type Category, type ResponseAction, type ResponseRule } from './response-rules.js';
 
-export interface Classification {
+interface Classification {
   action: ResponseAction;
   category: Category;
   /** Set for bounces. */

@@ -17,7 +17,7 @@ const BURST_SECONDS = 5;
 const RATE_FLOOR = 1 / 16;
 const RATE_STEP = 1 / 8;
 
-export interface BackoffOptions {
+interface BackoffOptions {
   pauseMs: number;
   maxPauseMs: number;
 }

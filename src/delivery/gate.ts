@@ -1,7 +1,7 @@
 import type { DestinationHealth, DomainLimiter } from './domain-limiter.js';
 
 /** What a job waiting at the gate is told: go (it holds a slot), its destination paused, or the node stops. */
-export type SlotResult = 'go' | 'paused' | 'stopping';
+type SlotResult = 'go' | 'paused' | 'stopping';
 
 /** A destination as the gate sees it: for /metrics, `queue list`, `delivery status` and the log. */
 export interface DestinationState {

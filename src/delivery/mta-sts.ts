@@ -12,9 +12,9 @@ import type { MxHost } from './resolve-route.js';
  * are cached for their max_age; a domain without one is asked again after an hour.
  */
 
-export type MtaStsMode = 'enforce' | 'testing' | 'none';
+type MtaStsMode = 'enforce' | 'testing' | 'none';
 
-export interface MtaStsPolicy {
+interface MtaStsPolicy {
   mode: MtaStsMode;
   mx: string[];
   /** Epoch ms until which this answer is reused. */

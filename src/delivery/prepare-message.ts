@@ -7,7 +7,7 @@ import type { Prepared } from './transmit-job.js';
 import type { DkimKey, DkimSigner } from './dkim-signer.js';
 import { bounceDomainOf, returnPathFor } from './return-path.js';
 
-export interface PrepareDeps {
+interface PrepareDeps {
   db: Db;
   clock: Clock;
   secretKey: Buffer;

@@ -6,7 +6,7 @@
  * in `.pattern`; the longest match wins. Documented in docs/deliverability.md (Providers);
  * `delivery.providers` adds to it or replaces entries.
  */
-export const BUILT_IN_PROVIDERS: Readonly<Record<string, readonly string[]>> = {
+const BUILT_IN_PROVIDERS: Readonly<Record<string, readonly string[]>> = {
   // aspmx.l.google.com, alt1.aspmx.l.google.com, gmail-smtp-in.l.google.com, smtp.google.com
   google: ['google.com', 'googlemail.com'],
   // Outlook.com, Hotmail, Live, MSN: hotmail-com.olc.protection.outlook.com
@@ -32,9 +32,6 @@ export const BUILT_IN_PROVIDERS: Readonly<Record<string, readonly string[]>> = {
   // in1-smtp.messagingengine.com
   fastmail: ['messagingengine.com'],
 };
-
-/** Provider names: what the limits (delivery.providerLimits) and the API call them. */
-export const PROVIDER_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 /** The built-in table with `overrides` applied (a name given replaces that provider's patterns; [] removes it). */
 export function providerTable(overrides: Record<string, string[]>): Array<{ provider: string; pattern: string }> {

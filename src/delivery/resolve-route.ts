@@ -13,7 +13,7 @@ export interface MxHost {
   priority: number;
 }
 
-export type MxRoute =
+type MxRoute =
   | { kind: 'hosts'; hosts: MxHost[]; implicit: boolean }
   /** RFC 7505: the domain accepts no mail. Permanent. */
   | { kind: 'null_mx' }
@@ -51,7 +51,7 @@ export async function resolveMxRoute(domain: string, resolver: DnsResolver, rand
   return { kind: 'hosts', hosts: orderMxHosts(hosts, random), implicit: false };
 }
 
-export type AddressLookup =
+type AddressLookup =
   | { kind: 'addresses'; addresses: string[] }
   /** The name has no A or AAAA record (or does not exist). */
   | { kind: 'none' }

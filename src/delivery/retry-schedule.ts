@@ -5,7 +5,7 @@
  * (Haraka's rule: the last temporary failure becomes a bounce).
  */
 
-export type RetryPlan = { kind: 'retry'; at: number } | { kind: 'expire' };
+type RetryPlan = { kind: 'retry'; at: number } | { kind: 'expire' };
 
 /** Seconds to wait after `attemptsMade` failed attempts (1 or more). */
 export function retryDelaySeconds(attemptsMade: number, schedule: readonly number[]): number {
@@ -14,7 +14,7 @@ export function retryDelaySeconds(attemptsMade: number, schedule: readonly numbe
   return schedule[index]!;
 }
 
-export interface RetryInput {
+interface RetryInput {
   /** Attempts made so far, including the one that just failed. */
   attemptsMade: number;
   now: number;

@@ -18,9 +18,9 @@ import type { Outcome } from './outcome.js';
  * Simulated bounces and complaints do not add to the workspace's suppression list.
  */
 
-export const SIMULATOR_DOMAIN = 'simulator.mailsvc.dev';
+const SIMULATOR_DOMAIN = 'simulator.mailsvc.dev';
 /** Where Resend's test recipients live (`delivered@resend.dev`, …). */
-export const RESEND_TEST_DOMAIN = 'resend.dev';
+const RESEND_TEST_DOMAIN = 'resend.dev';
 /** The MX host simulated attempts name. */
 export const SIMULATOR_HOST = 'simulator';
 const HOST = SIMULATOR_HOST;

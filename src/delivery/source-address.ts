@@ -17,7 +17,7 @@ export interface Source {
 /** How long the pools read from the database are used before they are read again. */
 const REFRESH_MS = 5000;
 
-export interface SourcePicker {
+interface SourcePicker {
   /** The addresses of the pool (all of them), or the default source alone. */
   sourcesOf(poolId: string | null): Promise<Source[]>;
 }

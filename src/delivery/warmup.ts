@@ -9,7 +9,7 @@ import { listWarmups, type IpWarmup } from '../store/warmups.js';
  * schedule it is warm.
  */
 
-export interface WarmupDay {
+interface WarmupDay {
   /** Days since the warm-up started (0: the first). */
   day: number;
   /** Messages per provider allowed today; null once warm. */
@@ -19,7 +19,7 @@ export interface WarmupDay {
   nextPeriod: number;
 }
 
-export type WarmupSettings = Config['delivery']['warmup'];
+type WarmupSettings = Config['delivery']['warmup'];
 
 export function warmupDay(w: Pick<IpWarmup, 'started_at' | 'schedule'>, settings: WarmupSettings, now: number): WarmupDay {
   const dayMs = settings.daySeconds * 1000;

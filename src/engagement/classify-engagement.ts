@@ -15,7 +15,7 @@ export interface Fetch {
   openedBySameClient: boolean;
 }
 
-export interface Classification {
+interface Classification {
   class: EngagementClass;
   /** The rule that decided, for people checking a figure: `head_request`, `agent:gmail`, `network:microsoft-eop`, … */
   by: string;

@@ -11,23 +11,22 @@ import { checkCidr, NetworkList } from './network-list.js';
  */
 
 /** What an open or click was; one place. `proxy` is a mailbox provider fetching on its user's open. */
-export const ENGAGEMENT_CLASSES = ['human', 'apple_mpp', 'proxy', 'scanner'] as const;
-export type EngagementClass = (typeof ENGAGEMENT_CLASSES)[number];
+export type EngagementClass = 'human' | 'apple_mpp' | 'proxy' | 'scanner';
 /** Classes a rule in the data files can name. */
-export type MachineClass = Exclude<EngagementClass, 'human'>;
+type MachineClass = Exclude<EngagementClass, 'human'>;
 const RULE_CLASSES: readonly MachineClass[] = ['apple_mpp', 'proxy', 'scanner'];
 
 /** Apple's Mail Privacy Protection and scanners act without the person; a proxy fetches on the person's open. */
 export const isMachine = (c: EngagementClass): boolean => c === 'apple_mpp' || c === 'scanner';
 
-export interface AgentRule {
+interface AgentRule {
   class: MachineClass;
   /** Who the rule is about (`gmail`, `barracuda`): shown as `classified_by`. */
   who: string;
   pattern: RegExp;
 }
 
-export interface Timing {
+interface Timing {
   /** A click sooner than this after delivery is a scanner's: nobody reads and clicks that fast. */
   clickAfterDeliveryMs: number;
   /** Clicks on different links of one message closer together than this are a scanner's. */
@@ -41,7 +40,7 @@ export interface EngagementRules {
   timing: Timing;
 }
 
-export class RulesError extends Error {}
+class RulesError extends Error {}
 
 const lines = (text: string) =>
   text

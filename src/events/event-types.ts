@@ -1,3 +1,5 @@
+import { isOneOf } from '../shared/one-of.js';
+
 /**
  * The event catalog (SPEC Events). `email.delivery_delayed` is ours: a temporary failure that
  * will be retried; so is `email.failed`: mailsvc could not attempt the message at all (no
@@ -31,7 +33,7 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Platform events that start or resume workflow runs: those about one subscriber. */
-export const WORKFLOW_TRIGGER_EVENTS = [
+const WORKFLOW_TRIGGER_EVENTS = [
   'subscriber.created',
   'subscriber.updated',
   'subscriber.unsubscribed',
@@ -40,4 +42,4 @@ export const WORKFLOW_TRIGGER_EVENTS = [
   'email.bounced',
 ] as const satisfies readonly EventType[];
 
-export const isWorkflowTriggerEvent = (type: string): boolean => (WORKFLOW_TRIGGER_EVENTS as readonly string[]).includes(type);
+export const isWorkflowTriggerEvent = (type: string): boolean => isOneOf(WORKFLOW_TRIGGER_EVENTS, type);

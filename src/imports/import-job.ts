@@ -3,7 +3,7 @@ import { claimContactImport } from '../store/contact-imports.js';
 import type { Dialect } from '../store/db.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 
-export interface ImportJobDeps extends RunImportDeps {
+interface ImportJobDeps extends RunImportDeps {
   dialect: Dialect;
   /** How often to look for an import whose holder's lease ran out (new imports wake the job at once). */
   pollMs: number;

@@ -22,7 +22,7 @@ import { askAgent, type AgentAction, type ThreadMessage } from './ask-agent.js';
  * runs out (its actions may then be carried out twice, as any leased work is at least once).
  */
 
-export interface InboxAgentDeps {
+interface InboxAgentDeps {
   db: Db;
   dialect: Dialect;
   clock: Clock;
@@ -38,9 +38,9 @@ const TRANSCRIPT_CHARS = 8000;
 const RETRY_BASE_MS = 30_000;
 
 /** `drafted`: what the agent asked to send was saved as a draft for a person instead. */
-export type ActionRecord = AgentAction & { result: 'done' | 'drafted' | 'refused' | 'failed'; detail?: string };
+type ActionRecord = AgentAction & { result: 'done' | 'drafted' | 'refused' | 'failed'; detail?: string };
 
-export const threadOf = (messages: InboxMessage[]): ThreadMessage[] =>
+const threadOf = (messages: InboxMessage[]): ThreadMessage[] =>
   messages.slice(-TRANSCRIPT_MESSAGES).map((m) => ({
     from: m.from_header ?? '',
     to: m.to_addresses,

@@ -2,6 +2,7 @@ import type { Config } from '../config/schema.js';
 import type { DnsResolver } from '../shared/dns.js';
 import { chatCompletion } from '../shared/chat-completion.js';
 import { AGENT_ACTION_TYPES, type AgentActionType } from '../store/inboxes.js';
+import { isOneOf } from '../shared/one-of.js';
 
 /**
  * One question to the inbox's agent over the OpenAI chat-completions protocol: the inbox's
@@ -36,7 +37,7 @@ export interface ThreadMessage {
   text: string;
 }
 
-export interface AgentQuestion {
+interface AgentQuestion {
   inboxAddress: string;
   instructions: string | null;
   tone: string | null;
@@ -79,9 +80,9 @@ export function parseAgentAnswer(content: unknown): { actions: AgentAction[] } |
   if (actions.length > MAX_ACTIONS) return { error: `the answer has more than ${MAX_ACTIONS} actions` };
   const out: AgentAction[] = [];
   for (const a of actions as Array<Record<string, unknown>>) {
-    if (!a || typeof a !== 'object' || !(AGENT_ACTION_TYPES as readonly string[]).includes(a.type as string)) return { error: `unknown action ${JSON.stringify(a?.type ?? a)}` };
+    if (!a || typeof a !== 'object' || !isOneOf(AGENT_ACTION_TYPES, a.type)) return { error: `unknown action ${JSON.stringify(a?.type ?? a)}` };
     const str = (v: unknown, max: number) => (typeof v === 'string' && v.length <= max && !v.includes('\u0000') ? v : undefined);
-    const action: AgentAction = { type: a.type as AgentActionType };
+    const action: AgentAction = { type: a.type };
     if (a.text !== undefined) action.text = str(a.text, 100_000);
     if (a.to !== undefined) action.to = str(a.to, 320);
     if (a.assignee !== undefined) action.assignee = str(a.assignee, 320);

@@ -4,7 +4,7 @@ import { validationError } from '../shared/errors.js';
 import { singleLine } from './addresses.js';
 
 /** SPEC Limits: at most 5 files, 5 MB each, 7 MB together (decoded sizes). */
-export const ATTACHMENT_LIMITS = { count: 5, fileBytes: 5 * 1024 * 1024, totalBytes: 7 * 1024 * 1024 } as const;
+const ATTACHMENT_LIMITS = { count: 5, fileBytes: 5 * 1024 * 1024, totalBytes: 7 * 1024 * 1024 } as const;
 
 export interface AttachmentInput {
   filename: string;
@@ -32,7 +32,7 @@ export const contentTypeOf = (filename: string): string => {
 };
 
 /** Strict base64 (line breaks allowed, as MIME tools produce them); anything else is refused. */
-export function decodeBase64(field: string, value: string): Buffer {
+function decodeBase64(field: string, value: string): Buffer {
   const compact = value.replace(/[\r\n\t ]/g, '');
   if (compact.length % 4 !== 0 || !BASE64.test(compact)) throw validationError(field, 'must be base64');
   return Buffer.from(compact, 'base64');

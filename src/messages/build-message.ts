@@ -4,7 +4,7 @@ import { escapeHtml } from './render-template.js';
 import { listUnsubscribeHeaders, type MessageLinks, type TrackingFlags } from './links.js';
 
 /** A message as its sender's data makes it, before the links and MIME every message gets. */
-export interface MessageParts extends Omit<ComposeInput, 'headers'> {
+interface MessageParts extends Omit<ComposeInput, 'headers'> {
   /** The email's id: what its tracking links name. */
   emailId: string;
   headers: Record<string, string>;

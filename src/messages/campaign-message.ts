@@ -50,7 +50,7 @@ export function subscriberVariables(campaignVariables: Variables | null, s: Reci
 export const campaignSubject = (campaign: Campaign, recipient: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): string =>
   renderSubject(campaign.subject, subscriberVariables(campaign.variables, recipient, unsubscribeUrl, fallbacks));
 
-export interface CampaignMessageDeps {
+interface CampaignMessageDeps {
   db: Db;
   clock: Clock;
   compose: Composer;

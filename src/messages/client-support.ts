@@ -8,7 +8,7 @@ import { shippedFile } from '../shared/shipped-file.js';
  * `templates.clientSupportData`, read once, never fetched.
  */
 
-export type SupportLevel = 'n' | 'a' | 'u';
+type SupportLevel = 'n' | 'a' | 'u';
 
 export interface ClientSupportFeature {
   slug: string;
@@ -25,9 +25,9 @@ export interface ClientSupportData {
   features: Map<string, ClientSupportFeature>;
 }
 
-export class ClientSupportError extends Error {}
+class ClientSupportError extends Error {}
 
-export function parseClientSupport(text: string): ClientSupportData {
+function parseClientSupport(text: string): ClientSupportData {
   let raw: { last_update_date?: unknown; clients?: unknown; features?: unknown };
   try {
     raw = JSON.parse(text) as typeof raw;

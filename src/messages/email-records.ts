@@ -13,7 +13,7 @@ export interface Prepared extends NewEmail {
 const formatMailbox = (a: Address): string => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address);
 
 /** What the email row records of the request that made it (a SendInput is one). */
-export interface EmailOrigin {
+interface EmailOrigin {
   intake: Intake;
   test: boolean;
   type: EmailType;
@@ -25,7 +25,7 @@ export interface EmailOrigin {
   variant?: { key: string; phase: AbPhase } | undefined;
 }
 
-export interface RecordInput {
+interface RecordInput {
   id: string;
   now: number;
   /** Where the message comes from and what it is. */

@@ -11,7 +11,7 @@ export const generationPrompt = (): string =>
     'Answer with one JSON object and nothing else: {"name": string, "subject": string, "mjml": string, "variables": [{"key": string, "type": "string" | "number", "fallback_value": string | number | null, "sample_value": string | number}]}.',
   ].join('\n');
 
-export interface GeneratedTemplate {
+interface GeneratedTemplate {
   name: string;
   subject: string;
   mjml: string;

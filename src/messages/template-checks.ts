@@ -11,8 +11,8 @@ import { variableNames } from './render-template.js';
  * the HTML in, findings out, each with where, which clients and what to do instead.
  */
 
-export type FindingKind = 'client_support' | 'gmail_clipping' | 'image_alt' | 'insecure_link' | 'unsubscribe_link' | 'undeclared_variable';
-export type Severity = 'error' | 'warning' | 'info';
+type FindingKind = 'client_support' | 'gmail_clipping' | 'image_alt' | 'insecure_link' | 'unsubscribe_link' | 'undeclared_variable';
+type Severity = 'error' | 'warning' | 'info';
 
 export interface Finding {
   kind: FindingKind;
@@ -28,7 +28,7 @@ export interface Finding {
 }
 
 /** Gmail clips a message whose HTML is larger than this, hiding the rest behind "View entire message". */
-export const GMAIL_CLIP_BYTES = 102 * 1024;
+const GMAIL_CLIP_BYTES = 102 * 1024;
 
 /** Variables every campaign and send knows without declaring them (messages/campaign-message.ts). */
 const BUILT_IN_VARIABLES = new Set(['email', 'first_name', 'last_name', 'external_id', 'metadata', 'contact', 'unsubscribe_url', 'FIRST_NAME', 'LAST_NAME', 'EMAIL', 'RESEND_UNSUBSCRIBE_URL']);
@@ -55,7 +55,7 @@ const MAJOR = /^(gmail|outlook\.windows|outlook\.outlook-com|apple-mail)/;
 
 type Node = DefaultTreeAdapterMap['node'];
 
-export interface CheckInput {
+interface CheckInput {
   html: string;
   subject?: string | null | undefined;
   text?: string | null | undefined;

@@ -10,7 +10,7 @@ import { feedbackKind } from './feedback/feedback-kind.js';
 import type { InboundKind } from './inbound-kind.js';
 import { routeKind } from './routes/route-kind.js';
 
-export interface InboundKindsDeps {
+interface InboundKindsDeps {
   db: Db;
   clock: Clock;
   config: Config;

@@ -9,7 +9,7 @@ import type { ServiceDeps } from './deps.js';
 
 /** Every authenticated API request of a workspace, as Resend's `logs` shows them. */
 
-export interface ApiRequestRecord {
+interface ApiRequestRecord {
   workspaceId: string;
   credentialId: string | null;
   requestId: string | null;
@@ -21,7 +21,7 @@ export interface ApiRequestRecord {
   responseBody: unknown;
 }
 
-export interface LogSummary {
+interface LogSummary {
   id: string;
   created_at: string;
   endpoint: string;

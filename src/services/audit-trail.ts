@@ -16,7 +16,7 @@ type Trail = { [K in keyof Services]?: { [M in keyof Services[K]]?: Method<Servi
 
 const ws = (workspaceId: string | null | undefined) => workspaceId ?? null;
 
-export const AUDIT_TRAIL: Trail = {
+const AUDIT_TRAIL: Trail = {
   workspaces: {
     create: (_, w) => ({ workspaceId: w.id, action: 'workspace.created', objectType: 'workspace', objectId: w.id, detail: { name: w.name } }),
     setPlan: ([id, plan]) => ({ workspaceId: id, action: 'workspace.plan_changed', objectType: 'workspace', objectId: id, detail: { plan } }),

@@ -5,6 +5,7 @@ import { newId } from '../shared/ids.js';
 import { appendAuditEntries, listAuditEntries, ACTOR_TYPES, type AuditEntry } from '../store/audit-log.js';
 import { parsePage } from '../store/list-page.js';
 import type { ServiceDeps } from './deps.js';
+import { isOneOf } from '../shared/one-of.js';
 
 /**
  * The audit log: who (an API key, a dashboard session, the CLI) did what to which object and
@@ -49,7 +50,7 @@ const SECRET_KEY = /secret|token|password|passphrase|api_?key|private|authorizat
 const MAX_DETAIL_STRING = 500;
 
 /** The detail as stored: secret-named keys dropped, strings cut, URLs without credentials or query. */
-export function safeDetail(detail: AuditFact['detail']): Record<string, unknown> | null {
+function safeDetail(detail: AuditFact['detail']): Record<string, unknown> | null {
   if (!detail) return null;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(detail)) {
@@ -124,7 +125,7 @@ export function createAuditService(deps: ServiceDeps): AuditService {
 
     async list(scope, query) {
       const actorType = text(query, 'actor_type');
-      if (actorType !== undefined && !(ACTOR_TYPES as readonly string[]).includes(actorType)) throw validationError('actor_type', `must be one of ${ACTOR_TYPES.join(', ')}`);
+      if (actorType !== undefined && !isOneOf(ACTOR_TYPES, actorType)) throw validationError('actor_type', `must be one of ${ACTOR_TYPES.join(', ')}`);
       const since = time(query, 'since');
       const until = time(query, 'until');
       if (since !== undefined && until !== undefined && until <= since) throw validationError('until', 'must be later than since');

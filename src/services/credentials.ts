@@ -22,12 +22,13 @@ import { findDomain, findDomainByName } from '../store/domains.js';
 import type { ListPage, Listed } from '../store/list-page.js';
 import { normalizeDomain } from '../shared/domain-name.js';
 import type { ServiceDeps } from './deps.js';
+import { isOneOf } from '../shared/one-of.js';
 
 /**
  * OAuth scopes: `<resource>:read` and `<resource>:write`, or `full_access`. API keys carry
  * every scope; tokens carry the scopes they were minted with.
  */
-export const RESOURCES = [
+const RESOURCES = [
   'emails',
   'templates',
   'domains',
@@ -40,7 +41,7 @@ export const RESOURCES = [
   'receiving',
   'workflows',
 ] as const;
-export type Resource = (typeof RESOURCES)[number];
+type Resource = (typeof RESOURCES)[number];
 /** `emails:send` only sends (Resend's sending access); `emails:write` includes it. */
 export type Scope = `${Resource}:${'read' | 'write'}` | 'emails:send' | 'full_access';
 export const ALL_SCOPES: readonly Scope[] = [
@@ -51,7 +52,7 @@ export const ALL_SCOPES: readonly Scope[] = [
 
 /** Resend's API key permissions, as scopes: every scope, or sending only. */
 export const KEY_PERMISSIONS = ['full_access', 'sending_access'] as const;
-export type KeyPermission = (typeof KEY_PERMISSIONS)[number];
+type KeyPermission = (typeof KEY_PERMISSIONS)[number];
 const SENDING_SCOPES: readonly Scope[] = ['emails:send'];
 
 export type Surface = 'v1' | 'legacy';
@@ -93,7 +94,7 @@ export interface CredentialView {
   revoked_at: string | null;
 }
 
-export const credentialView = (c: Credential): CredentialView => ({
+const credentialView = (c: Credential): CredentialView => ({
   id: c.id,
   name: c.name,
   kind: c.kind,
@@ -130,7 +131,7 @@ export interface CreatedCredential {
   secret: string;
 }
 
-export interface CreateKeyInput {
+interface CreateKeyInput {
   name: string;
   workspaceId: string | null;
   test?: boolean | undefined;
@@ -141,7 +142,7 @@ export interface CreateKeyInput {
   domain?: string | undefined;
 }
 
-export interface CreateTokenInput {
+interface CreateTokenInput {
   name: string;
   workspaceId: string;
   scopes: string[];
@@ -217,7 +218,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       if (!input.workspaceId) throw validationError('workspace', 'is required for a workspace key');
       await requireWorkspace(input.workspaceId);
       const permission = input.permission ?? 'full_access';
-      if (!(KEY_PERMISSIONS as readonly string[]).includes(permission)) throw validationError('permission', `must be one of ${KEY_PERMISSIONS.join(', ')}`);
+      if (!isOneOf(KEY_PERMISSIONS, permission)) throw validationError('permission', `must be one of ${KEY_PERMISSIONS.join(', ')}`);
       if (input.domain !== undefined && permission !== 'sending_access') throw validationError('domain_id', 'restricts a sending_access key; a full_access key reaches every domain');
       let domainId: string | null = null;
       if (input.domain !== undefined) {
@@ -239,7 +240,7 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       const name = validName(input.name);
       await requireWorkspace(input.workspaceId);
       if (input.scopes.length === 0) throw validationError('scopes', `name at least one of: ${ALL_SCOPES.join(', ')}`);
-      const unknown = input.scopes.filter((s) => !(ALL_SCOPES as readonly string[]).includes(s));
+      const unknown = input.scopes.filter((s) => !isOneOf(ALL_SCOPES, s));
       if (unknown.length > 0) throw validationError('scopes', `unknown scope "${unknown[0]}"; known: ${ALL_SCOPES.join(', ')}`);
       if (input.expiresInSeconds !== null && (!Number.isInteger(input.expiresInSeconds) || input.expiresInSeconds < 1)) {
         throw validationError('expires', 'must be a positive number of seconds');

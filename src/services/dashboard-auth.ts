@@ -28,9 +28,9 @@ const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, key
 export const SESSION_TTL_MS = 12 * 3600_000;
 export const LOGIN_LINK_TTL_MS = 15 * 60_000;
 /** How long the second step of a sign-in (the code after the password) may take. */
-export const SECOND_FACTOR_TTL_MS = 5 * 60_000;
+const SECOND_FACTOR_TTL_MS = 5 * 60_000;
 /** A session's last-seen time is written at most this often: not a write on every request. */
-export const LAST_SEEN_RESOLUTION_MS = 60_000;
+const LAST_SEEN_RESOLUTION_MS = 60_000;
 const MAX_USER_AGENT = 300;
 
 export interface DashboardSessionInfo {

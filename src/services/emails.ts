@@ -11,10 +11,11 @@ import { signToken, tokenKey, verifyToken } from '../shared/signed-token.js';
 import { sharedCopyHtml } from '../messages/shared-copy.js';
 import type { ServiceDeps } from './deps.js';
 import { SIMULATOR_HOST } from '../delivery/simulator.js';
+import { isOneOf } from '../shared/one-of.js';
 
 
 /** Resend's `last_event` vocabulary. */
-export type LastEvent =
+type LastEvent =
   | 'bounced' | 'canceled' | 'clicked' | 'complained' | 'delivered' | 'delivery_delayed' | 'failed' | 'opened' | 'queued' | 'scheduled' | 'sent' | 'suppressed';
 
 const LAST_EVENT_OF_STATUS: Record<EmailStatus, LastEvent> = {
@@ -43,7 +44,7 @@ const LAST_EVENT_OF_TYPE: Record<string, LastEvent> = {
   'email.suppressed': 'suppressed',
 };
 
-export interface EmailSummary {
+interface EmailSummary {
   object: 'email';
   id: string;
   status: EmailStatus;
@@ -62,7 +63,7 @@ export interface EmailSummary {
   test: boolean;
 }
 
-export const emailSummary = (e: Email): EmailSummary => ({
+const emailSummary = (e: Email): EmailSummary => ({
   object: 'email',
   id: e.id,
   status: e.status,
@@ -80,7 +81,7 @@ export const emailSummary = (e: Email): EmailSummary => ({
   test: e.test,
 });
 
-export interface EmailPage {
+interface EmailPage {
   object: 'list';
   has_more: boolean;
   next_cursor: string | null;
@@ -100,7 +101,7 @@ async function withLastEvents(db: Db, summaries: EmailSummary[]): Promise<EmailS
 /** States no event records: a scheduled email's, a cancelled one's. */
 const UNFINISHED = new Set<EmailStatus>(['scheduled', 'cancelled']);
 
-export interface EmailListQuery {
+interface EmailListQuery {
   limit?: unknown;
   after?: unknown;
   before?: unknown;
@@ -162,14 +163,14 @@ interface ShareToken extends Record<string, unknown> {
 }
 
 /** "30m", "24h", "7d" in milliseconds; a validation error for anything else or over 30 days. */
-export function parseShareDuration(value: string): number {
+function parseShareDuration(value: string): number {
   const m = /^(\d{1,5})\s*([mhd])$/.exec(value.trim());
   const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
   if (!(ms >= 60_000) || ms > SHARE_MAX_MS) throw validationError('expires_in', 'must be a duration from 1m to 30d, such as "30m", "24h" or "7d"');
   return ms;
 }
 
-export interface AttachmentView {
+interface AttachmentView {
   object: 'attachment';
   id: string;
   filename: string | undefined;
@@ -182,7 +183,7 @@ export interface AttachmentView {
 }
 
 /** How long an attachment download link works. */
-export const DOWNLOAD_LINK_MS = 3600 * 1000;
+const DOWNLOAD_LINK_MS = 3600 * 1000;
 /** Where the links point (outside the API: the signed token is the credential). */
 export const DOWNLOAD_PATH = '/a/';
 /** Furthest an email can be rescheduled, as when it is sent. */
@@ -303,7 +304,7 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
       // Resend's spelling of the one status where the two differ.
       if (query.status === 'canceled') query = { ...query, status: 'cancelled' };
       if (query.status !== undefined && query.status !== '') {
-        if (typeof query.status !== 'string' || !(EMAIL_STATUSES as readonly string[]).includes(query.status)) {
+        if (typeof query.status !== 'string' || !isOneOf(EMAIL_STATUSES, query.status)) {
           throw validationError('status', `must be one of ${EMAIL_STATUSES.join(', ')}`);
         }
         status = query.status;

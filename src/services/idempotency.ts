@@ -16,7 +16,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 const LOCK_MS = 60_000;
 
 /** `replay`: the response the key answered first, its body as it was sent. */
-export type ClaimOutcome = { kind: 'proceed' } | { kind: 'replay'; status: number; body: unknown };
+type ClaimOutcome = { kind: 'proceed' } | { kind: 'replay'; status: number; body: unknown };
 
 /** One claimed key: complete it in the transaction that commits the request's effects. */
 export interface IdempotencyClaim {
@@ -39,7 +39,7 @@ export interface IdempotencyService {
   claim(workspaceId: string, key: string, requestHash: string, lockMs?: number): Promise<ClaimOutcome & { handle?: IdempotencyClaim }>;
 }
 
-export function validateIdempotencyKey(key: string): string {
+function validateIdempotencyKey(key: string): string {
   if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX) throw validationError('Idempotency-Key', `must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`);
   return key;
 }

@@ -17,7 +17,7 @@ import type { ServiceDeps } from './deps.js';
  * default (the system's address, delivery.hostname).
  */
 
-export interface IpPoolAddressView {
+interface IpPoolAddressView {
   address: string;
   ehlo: string;
   /** Its warm-up, or null when it is warm (never warmed up, or done). */
@@ -47,7 +47,7 @@ export interface IpPoolView {
   updated_at: string;
 }
 
-export interface IpPoolInput {
+interface IpPoolInput {
   name?: string | undefined;
   addresses?: Array<{ address: string; ehlo?: string | undefined }> | undefined;
 }
@@ -71,9 +71,9 @@ export interface IpPoolService {
   stopWarmup(address: string): Promise<{ address: string; warmup: null }>;
 }
 
-export const MAX_POOL_ADDRESSES = 64;
+const MAX_POOL_ADDRESSES = 64;
 /** The name that stands for no pool: the system's address. */
-export const DEFAULT_POOL = 'default';
+const DEFAULT_POOL = 'default';
 const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 const MAX_SCHEDULE_DAYS = 365;

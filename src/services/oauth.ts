@@ -66,7 +66,7 @@ export function redirectUriProblem(uri: string): string | null {
 /** Models whose ids are credentials (codes, tokens, sessions, interactions): stored under the SHA-256 of the id. */
 const CLEAR_IDS = new Set(['Client', 'Grant']);
 
-export interface ProviderPayload {
+interface ProviderPayload {
   [key: string]: unknown;
   jti?: string;
   grantId?: string;
@@ -79,7 +79,7 @@ export interface ProviderPayload {
 }
 
 /** What oidc-provider asks of its storage (its Adapter interface). */
-export interface ProviderAdapter {
+interface ProviderAdapter {
   upsert(id: string, payload: ProviderPayload, expiresIn: number | undefined): Promise<void>;
   find(id: string): Promise<ProviderPayload | undefined>;
   findByUid(uid: string): Promise<ProviderPayload | undefined>;
@@ -134,7 +134,7 @@ export interface ClientView {
   created_at: string;
 }
 
-export interface ApproveInput {
+interface ApproveInput {
   providerGrantId: string;
   clientId: string;
   clientName: string;

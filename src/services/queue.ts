@@ -13,6 +13,7 @@ import {
 } from '../store/queue.js';
 import type { ServiceDeps } from './deps.js';
 import { destinationLimitOf, limitSetting } from '../delivery/destination-key.js';
+import { isOneOf } from '../shared/one-of.js';
 
 /** Operator views and actions on the delivery queue (`mailsvc queue list|retry|cancel`). */
 
@@ -41,7 +42,7 @@ export type DestinationView = DestinationSum;
 /** A node's report older than this is of a node that stopped or died. */
 const DESTINATION_REPORT_MS = 30_000;
 
-export interface QueueListInput {
+interface QueueListInput {
   workspaceId?: string | undefined;
   statuses?: string[] | undefined;
   limit: number;
@@ -59,7 +60,7 @@ export interface QueueService {
   providers(): Promise<ProviderSum[]>;
 }
 
-export const queueItemView = (q: QueueItem, waiting: string | null = null): QueueItemView => ({
+const queueItemView = (q: QueueItem, waiting: string | null = null): QueueItemView => ({
   id: q.id,
   email_id: q.email_id,
   workspace_id: q.workspace_id,
@@ -122,7 +123,7 @@ export function createQueueService(deps: ServiceDeps): QueueService {
   const statusesOf = (statuses: string[] | undefined): QueueStatus[] | undefined => {
     if (!statuses || statuses.length === 0) return undefined;
     for (const s of statuses) {
-      if (!(QUEUE_STATUSES as readonly string[]).includes(s)) throw validationError('status', `"${s}" is not one of ${QUEUE_STATUSES.join(', ')}`);
+      if (!isOneOf(QUEUE_STATUSES, s)) throw validationError('status', `"${s}" is not one of ${QUEUE_STATUSES.join(', ')}`);
     }
     return statuses as QueueStatus[];
   };

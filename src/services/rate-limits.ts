@@ -18,7 +18,7 @@ export type Operation =
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 
-export const PLAN_RATES: Record<Plan, { transactional: number; marketing: number }> = {
+const PLAN_RATES: Record<Plan, { transactional: number; marketing: number }> = {
   starter: { transactional: 5, marketing: 500 },
   professional: { transactional: 50, marketing: 1000 },
   // Enterprise numbers are set per workspace (`mailsvc workspaces set-plan`); these apply until then.

@@ -38,7 +38,7 @@ export interface SuppressionView {
   created_at: string;
 }
 
-export interface AddSuppressionInput {
+interface AddSuppressionInput {
   email?: string | undefined;
   domain?: string | undefined;
   reason?: SuppressionReason | undefined;
@@ -46,7 +46,7 @@ export interface AddSuppressionInput {
   detail?: string | undefined;
 }
 
-export interface ImportResult {
+interface ImportResult {
   added: number;
   alreadyListed: number;
   invalid: Array<{ line: number; value: string; error: string }>;
@@ -74,7 +74,7 @@ export interface SuppressionService {
 
 const MAX_ADDRESS = 254;
 /** Most addresses in one batch request. */
-export const MAX_BATCH = 1000;
+const MAX_BATCH = 1000;
 const LOCAL_RE = /^[^\s@<>()[\]\\,;:"\x00-\x1f\x7f]{1,64}$/;
 
 /**
@@ -96,7 +96,7 @@ export function suppressionKey(value: string, field = 'email'): string {
   return `${local.toLowerCase()}@${domain}`;
 }
 
-export const suppressionView = (s: Suppression): SuppressionView => ({
+const suppressionView = (s: Suppression): SuppressionView => ({
   email: s.address,
   type: s.address.startsWith('@') ? 'domain' : 'address',
   reason: s.reason,

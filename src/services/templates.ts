@@ -33,9 +33,9 @@ import type { Variables } from '../messages/render-template.js';
 
 export type { TemplateVariable } from '../store/templates.js';
 
-export type TemplateLanguage = 'html' | 'mjml';
+type TemplateLanguage = 'html' | 'mjml';
 
-export interface TemplateInput {
+interface TemplateInput {
   name: string;
   subject?: string | null | undefined;
   /** The HTML; or give `mjml`, and the HTML is what it compiles to. */
@@ -55,7 +55,7 @@ export interface TemplateInput {
     | undefined;
 }
 
-export type TemplateStatus = 'draft' | 'published';
+type TemplateStatus = 'draft' | 'published';
 
 export interface TemplateView {
   id: string;
@@ -84,7 +84,7 @@ export interface TemplateView {
 }
 
 /** The version of a template that mail is sent with. */
-export interface TemplateContent {
+interface TemplateContent {
   id: string;
   subject: string | null;
   html: string;
@@ -121,9 +121,9 @@ export interface TemplateService {
 }
 
 /** Longest description a generation takes: a brief, not a document. */
-export const MAX_GENERATE_DESCRIPTION = 4000;
+const MAX_GENERATE_DESCRIPTION = 4000;
 
-export interface TemplateVersionView {
+interface TemplateVersionView {
   object: 'template_version';
   template_id: string;
   version: number;
@@ -138,13 +138,13 @@ export interface TemplateVersionView {
   created_at: string;
 }
 
-export interface PreviewInput {
+interface PreviewInput {
   variables?: Variables | undefined;
   /** A published version (default: the current draft, what is being edited). */
   version?: number | undefined;
 }
 
-export interface TemplatePreview {
+interface TemplatePreview {
   object: 'template_preview';
   template_id: string;
   version: number | null;
@@ -155,13 +155,13 @@ export interface TemplatePreview {
   variables: { used: string[]; missing: string[]; unknown: string[] };
 }
 
-export interface CheckOptions {
+interface CheckOptions {
   /** Marketing mail must carry an unsubscribe link (default transactional). */
   type?: 'transactional' | 'marketing' | undefined;
   version?: number | undefined;
 }
 
-export interface TemplateCheck {
+interface TemplateCheck {
   object: 'template_check';
   template_id: string;
   version: number | null;
@@ -177,9 +177,9 @@ export const MAX_TEMPLATE_BYTES = 512 * 1024;
 
 const ALIAS = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 const VARIABLE_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,49}$/;
-export const MAX_TEMPLATE_VARIABLES = 50;
+const MAX_TEMPLATE_VARIABLES = 50;
 
-export function templateView(t: Template): TemplateView {
+function templateView(t: Template): TemplateView {
   const { variables } = t;
   const updated = toIso(t.updated_at);
   return {

@@ -18,7 +18,7 @@ import type { ServiceDeps } from './deps.js';
 const MAX_USER_AGENT = 512;
 
 /** What the tracking endpoint knows of the request besides the token. */
-export interface Requester {
+interface Requester {
   method: string;
   ip: string | null;
   userAgent: string | null;

@@ -31,10 +31,10 @@ import { LoginThrottle } from './login-throttle.js';
  * stored, and a code of that step or an earlier one is refused).
  */
 
-export const TOTP_PERIOD_S = 30;
+const TOTP_PERIOD_S = 30;
 /** Steps either side of now a code may come from: a phone's clock a little off, a code typed as it turned. */
-export const TOTP_WINDOW_STEPS = 1;
-export const RECOVERY_CODES = 10;
+const TOTP_WINDOW_STEPS = 1;
+const RECOVERY_CODES = 10;
 const ISSUER = 'mailsvc';
 // No 0/o, 1/l/i: codes are read off paper and typed.
 const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
@@ -45,7 +45,7 @@ export interface AccountActor {
   workspaceId: string;
 }
 
-export interface Enrolment {
+interface Enrolment {
   /** base32, for typing into an app that cannot scan. */
   secret: string;
   /** The otpauth:// URI the QR code holds. */
@@ -54,12 +54,12 @@ export interface Enrolment {
   qrSvg: string;
 }
 
-export interface TwoFactorStatus {
+interface TwoFactorStatus {
   enabled: boolean;
   recoveryCodesLeft: number;
 }
 
-export type SecondFactorCheck = { ok: true; method: 'totp' | 'recovery_code'; recoveryCodesLeft: number } | { ok: false };
+type SecondFactorCheck = { ok: true; method: 'totp' | 'recovery_code'; recoveryCodesLeft: number } | { ok: false };
 
 export interface TwoFactorService {
   status(userId: string): Promise<TwoFactorStatus>;

@@ -13,7 +13,7 @@ import { limitFor } from './rate-limits.js';
  * months. Test-key mail is not counted (it never leaves).
  */
 
-export interface UsageView {
+interface UsageView {
   object: 'usage';
   emails: {
     daily: { used: number; limit: number | null; sent: number; received: number; resets_at: string };
@@ -33,7 +33,7 @@ export interface UsageService {
 }
 
 const DAY = 24 * 3600 * 1000;
-export const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 export function createUsageService(deps: ServiceDeps): UsageService {
   const { db, clock } = deps;

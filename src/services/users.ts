@@ -10,13 +10,14 @@ import { parseMailbox, type Address } from '../messages/addresses.js';
 import { findWorkspace } from '../store/workspaces.js';
 import type { ServiceDeps } from './deps.js';
 import type { SendService } from './send/send-email.js';
+import { isOneOf } from '../shared/one-of.js';
 
 export { ROLES, type Role } from '../store/users.js';
 
 const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
-export const INVITE_TTL_MS = 7 * 24 * 3600_000;
-export const MIN_PASSWORD = 12;
+const INVITE_TTL_MS = 7 * 24 * 3600_000;
+const MIN_PASSWORD = 12;
 const MAX_PASSWORD = 1024;
 
 /**
@@ -25,7 +26,7 @@ const MAX_PASSWORD = 1024;
  * workspace (webhook secrets, DKIM records to copy are not secret); `send` sending and editing
  * mail, templates, contacts and broadcasts; `manage` keys, domains, webhooks, users and settings.
  */
-export const PERMISSIONS = ['read', 'secrets', 'send', 'manage'] as const;
+const PERMISSIONS = ['read', 'secrets', 'send', 'manage'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
   owner: ['read', 'secrets', 'send', 'manage'],
@@ -36,7 +37,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, readonly Permission[]>> = {
 export const allows = (role: Role, permission: Permission): boolean => ROLE_PERMISSIONS[role].includes(permission);
 
 /** What each permission covers in the dashboard, for the docs' table (a drift test holds docs/operations.md to it). */
-export const PERMISSION_MEANS: Readonly<Record<Permission, string>> = {
+const PERMISSION_MEANS: Readonly<Record<Permission, string>> = {
   read: 'see every page: emails, templates, contacts, broadcasts, domains and their DNS records, key names and prefixes, webhook endpoints and deliveries, the team, the audit log',
   secrets: "see secrets: webhook signing secrets (a key's value is shown only to whoever creates it, once)",
   send: 'send and edit content: templates, contacts, broadcasts and campaigns, suppressions, workflows, inbox threads; cancel emails',
@@ -52,7 +53,7 @@ export function roleTableMarkdown(): string {
   return [head, rule, ...rows, '', ...means].join('\n');
 }
 
-export interface UserView {
+interface UserView {
   id: string;
   email: string;
   role: Role;
@@ -89,7 +90,7 @@ export interface UserService {
  * An invitation: mailed to the invitee through the server's own send path when the workspace
  * can send (`mailed`), else only the link, for whoever invited to pass on (`mail_error` says why).
  */
-export interface InviteResult {
+interface InviteResult {
   email: string;
   role: Role;
   expires_at: string;
@@ -103,8 +104,8 @@ export interface InviteResult {
 }
 
 const parseRole = (role: string): Role => {
-  if (!(ROLES as readonly string[]).includes(role)) throw validationError('role', `must be one of ${ROLES.join(', ')}`);
-  return role as Role;
+  if (!isOneOf(ROLES, role)) throw validationError('role', `must be one of ${ROLES.join(', ')}`);
+  return role;
 };
 
 const email = (value: string): string => {

@@ -2,7 +2,7 @@ import type { DnsResolver } from './dns.js';
 import { safeRequest } from './safe-request.js';
 
 /** The operator's OpenAI-compatible endpoint (`inboxes.agent`): the one model client of the server. */
-export interface ChatSettings {
+interface ChatSettings {
   url: string | null;
   model: string;
   apiKey: string | null;
@@ -10,7 +10,7 @@ export interface ChatSettings {
   allowPrivateNetworks: boolean;
 }
 
-export interface ChatMessage {
+interface ChatMessage {
   role: 'system' | 'user';
   content: string;
 }

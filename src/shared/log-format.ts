@@ -34,7 +34,7 @@ const value = (v: unknown): string => {
 };
 
 /** One JSON log line, formatted; a line that is not pino's JSON comes back as it was. */
-export function formatLogLine(line: string, color: boolean): string {
+function formatLogLine(line: string, color: boolean): string {
   let entry: Record<string, unknown>;
   try {
     entry = JSON.parse(line) as Record<string, unknown>;

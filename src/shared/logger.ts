@@ -1,7 +1,7 @@
 import { pino, type Logger as PinoLogger, type DestinationStream } from 'pino';
 
 export type Logger = PinoLogger;
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /**
  * Structured JSON logs. Fields that could carry a secret are redacted by name as a second

@@ -2,7 +2,7 @@ import { validationError } from './errors.js';
 import { jsonDepth } from './json-depth.js';
 
 /** `metadata` of emails, campaigns, subscribers and domains, on every intake. */
-export const METADATA_LIMITS = { bytes: 8 * 1024, depth: 32 } as const;
+const METADATA_LIMITS = { bytes: 8 * 1024, depth: 32 } as const;
 
 /**
  * Checks a metadata object, so a record cannot grow without bound: at most 8 KB as UTF-8

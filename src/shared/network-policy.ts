@@ -57,7 +57,7 @@ export function parsePolicyUrl(input: string, policy: Pick<NetworkPolicy, 'allow
 }
 
 /** `[::1]` -> `::1`; names are lower-cased and lose a trailing dot. */
-export const bareHost = (hostname: string): string => hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+const bareHost = (hostname: string): string => hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
 
 const isLocalhostName = (host: string): boolean => host === 'localhost' || host.endsWith('.localhost');
 
@@ -65,7 +65,7 @@ const isLocalhostName = (host: string): boolean => host === 'localhost' || host.
  * Every address `host` resolves to, through the injected resolver (A and AAAA). `localhost`
  * names resolve to loopback without DNS (RFC 6761). Throws ENOTFOUND when nothing resolves.
  */
-export async function resolveHost(resolver: DnsResolver, host: string): Promise<string[]> {
+async function resolveHost(resolver: DnsResolver, host: string): Promise<string[]> {
   const name = bareHost(host);
   if (isIP(name) !== 0) return [name];
   if (isLocalhostName(name)) return ['127.0.0.1', '::1'];
@@ -78,7 +78,7 @@ export async function resolveHost(resolver: DnsResolver, host: string): Promise<
 }
 
 /** Resolves `host` and refuses it unless every address is allowed by the policy. */
-export async function resolveAllowedAddresses(policy: NetworkPolicy, host: string): Promise<string[]> {
+async function resolveAllowedAddresses(policy: NetworkPolicy, host: string): Promise<string[]> {
   const addresses = await resolveHost(policy.resolver, host);
   if (!policy.allowPrivateNetworks) {
     const refused = addresses.find((a) => !isPublicAddress(a));

@@ -26,7 +26,7 @@ const CONTENT_FIELDS = new Set(['content']);
 const CONTENT_PARENTS = new Set(['attachments']);
 
 export const REDACTED = '[redacted]';
-export const DEFAULT_MAX_BODY_CHARS = 64 * 1024;
+const DEFAULT_MAX_BODY_CHARS = 64 * 1024;
 
 function redact(value: unknown, parent: string | null, depth: number): unknown {
   if (depth > 32) return '[too deep]';

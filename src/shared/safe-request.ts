@@ -9,7 +9,7 @@ import { NetworkPolicyError, parsePolicyUrl, pinnedLookup, type NetworkPolicy } 
  * hop, the whole exchange has one deadline and the response body is read up to a cap.
  */
 
-export interface SafeRequestOptions {
+interface SafeRequestOptions {
   policy: NetworkPolicy;
   method?: string;
   headers?: Record<string, string>;
@@ -25,7 +25,7 @@ export interface SafeRequestOptions {
   signal?: AbortSignal;
 }
 
-export interface SafeResponse {
+interface SafeResponse {
   status: number;
   headers: IncomingHttpHeaders;
   body: Buffer;

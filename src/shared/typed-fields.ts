@@ -1,4 +1,5 @@
 import { validationError } from './errors.js';
+import { isOneOf } from './one-of.js';
 
 /**
  * Typed fields: the types Resend's event schemas and contact properties declare (string,
@@ -10,11 +11,11 @@ export const FIELD_TYPES = ['string', 'number', 'boolean', 'date'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 export type FieldSchema = Record<string, FieldType>;
 
-export const MAX_SCHEMA_FIELDS = 50;
+const MAX_SCHEMA_FIELDS = 50;
 export const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
-export const isFieldType = (value: unknown): value is FieldType => typeof value === 'string' && (FIELD_TYPES as readonly string[]).includes(value);
+export const isFieldType = (value: unknown): value is FieldType => typeof value === 'string' && isOneOf(FIELD_TYPES, value);
 
 /** Whether `value` is of `type` (null is no value of any type). */
 export function valueMatches(type: FieldType, value: unknown): boolean {

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { validationError } from './errors.js';
 
 /** `['attachments', 1, 'content']` -> `attachments[1].content`. */
-export const fieldPath = (path: ReadonlyArray<PropertyKey>): string =>
+const fieldPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '');
 
 function describe(issue: z.core.$ZodIssue, input: unknown): string {

@@ -15,7 +15,7 @@ export const appendAuditEntries = async (db: Db, entries: AuditEntry[]): Promise
   if (entries.length > 0) await db.insertInto('audit_log').values(entries.map((e) => auditRows.encode(e))).execute();
 };
 
-export interface AuditFilter {
+interface AuditFilter {
   /** A workspace's entries and, with `instance`, the instance-wide ones too (master keys, the CLI). */
   workspaceId: string | null;
   instance?: boolean;

@@ -9,7 +9,7 @@ import { readPage, type ListPage, type PageOf } from './list-page.js';
  * contact): the recipients that have events of one type, and the links clicked.
  */
 
-export interface CampaignRecipientRow {
+interface CampaignRecipientRow {
   email_id: string;
   subscriber_id: string | null;
   /** The contact's address; null when the contact was removed since. */
@@ -59,7 +59,7 @@ export async function listCampaignRecipients(
   };
 }
 
-export interface ClickedLinkRow {
+interface ClickedLinkRow {
   url: string;
   clicks: number;
   unique_clicks: number;

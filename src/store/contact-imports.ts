@@ -39,10 +39,6 @@ export const listContactImports = async (db: Db, workspaceId: string, status: st
   return importRows.decodePage(await readPage(q, 'id', page));
 };
 
-export const updateContactImport = async (db: Db, id: string, changes: Partial<ContactImport>): Promise<void> => {
-  await db.updateTable('contact_imports').set(importRows.encode(changes)).where('id', '=', id).execute();
-};
-
 /**
  * Takes one import that is waiting (queued, or in progress on a node whose lease ran out: it
  * died) and marks it in progress under the lease; oldest first.

@@ -8,11 +8,11 @@ type TableName = keyof Database;
 // stay far below that.
 const BATCH_ROWS = 500;
 
-export type CopyProgress =
+type CopyProgress =
   | { kind: 'table'; table: string; rows: number }
   | { kind: 'batch'; table: string; copied: number; rows: number };
 
-export interface CopiedTable {
+interface CopiedTable {
   table: string;
   source: number;
   target: number;
@@ -43,7 +43,7 @@ async function countRows(db: Store['db'], table: TableName): Promise<number> {
  * Every table of the SQLite source in foreign-key order (parents before children), read from
  * the schema itself, so tables added by later migrations are copied with no list to keep.
  */
-export async function tablesToCopy(source: Store): Promise<TableName[]> {
+async function tablesToCopy(source: Store): Promise<TableName[]> {
   if (source.dialect !== 'sqlite') throw new CopyRefused('db copy reads from a SQLite database');
   const names = await listApplicationTables(source);
   const parents = new Map<string, string[]>();
@@ -66,7 +66,7 @@ export async function tablesToCopy(source: Store): Promise<TableName[]> {
 }
 
 /** Refuses a target holding any row: the copy is for moving into a fresh database. */
-export async function assertEmpty(target: Store, tables: readonly TableName[]): Promise<void> {
+async function assertEmpty(target: Store, tables: readonly TableName[]): Promise<void> {
   for (const table of tables) {
     if ((await countRows(target.db, table)) > 0) throw new CopyRefused(`target is not empty: table ${table} has rows (db copy only fills a fresh database)`);
   }

@@ -25,7 +25,7 @@ export const findCredential = async (db: Db, id: string): Promise<Credential | u
   return row && credentialRows.decode(row);
 };
 
-export interface CredentialFilter {
+interface CredentialFilter {
   workspaceId?: string | undefined;
   oauth?: boolean;
   limit?: number;

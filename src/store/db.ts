@@ -45,7 +45,7 @@ export interface Store {
   close(): Promise<void>;
 }
 
-export interface OpenOptions {
+interface OpenOptions {
   poolSize?: number;
   /**
    * Longest wait for a connection (PostgreSQL: a pool slot or a new connection; SQLite: the
@@ -61,7 +61,7 @@ export interface OpenOptions {
 }
 
 /** The settings of the configuration file the store reads (config/schema.ts declares them). */
-export interface DatabaseSettings {
+interface DatabaseSettings {
   databasePoolSize: number;
   databaseAcquireTimeoutMs: number;
   databaseStatementTimeoutMs: number;
@@ -279,7 +279,7 @@ export const pingDatabase = async (db: Db): Promise<void> => {
   await sql`select 1`.execute(db);
 };
 
-export interface MigrateOutcome {
+interface MigrateOutcome {
   applied: string[];
   error: unknown;
 }

@@ -6,7 +6,7 @@ import type { DmarcReportRecordsTable, DmarcReportsTable, TlsReportsTable } from
 /** DMARC aggregate and TLS reports received about our domains. A report seen before is not stored again. */
 
 /** The policy a DMARC receiver saw published. */
-export interface DmarcPolicy {
+interface DmarcPolicy {
   p: string | null;
   sp: string | null;
   pct: number | null;
@@ -15,13 +15,13 @@ export interface DmarcPolicy {
 }
 
 /** A DMARC record's raw (unaligned) DKIM and SPF results. */
-export interface DmarcAuthResults {
+interface DmarcAuthResults {
   dkim: Array<{ domain: string; selector: string | null; result: string }>;
   spf: Array<{ domain: string; scope: string | null; result: string }>;
 }
 
 /** One failure line of a TLS report's policy (RFC 8460 §4.3). */
-export interface TlsReportFailure {
+interface TlsReportFailure {
   result_type: string;
   sending_mta_ip: string | null;
   receiving_mx_hostname: string | null;
@@ -34,9 +34,9 @@ const dmarcReports = rowCodec<Selectable<DmarcReportsTable>>()({ policy: json<Dm
 const dmarcRecords = rowCodec<Selectable<DmarcReportRecordsTable>>()({ auth_results: json<DmarcAuthResults>() });
 const tlsReports = rowCodec<Selectable<TlsReportsTable>>()({ failures: json<TlsReportFailure[]>() });
 
-export type DmarcReport = EntityOf<typeof dmarcReports>;
-export type DmarcReportRecord = EntityOf<typeof dmarcRecords>;
-export type TlsReport = EntityOf<typeof tlsReports>;
+type DmarcReport = EntityOf<typeof dmarcReports>;
+type DmarcReportRecord = EntityOf<typeof dmarcRecords>;
+type TlsReport = EntityOf<typeof tlsReports>;
 
 export async function saveDmarcReport(db: Db, report: DmarcReport, records: DmarcReportRecord[]): Promise<boolean> {
   return db.transaction().execute(async (trx) => {

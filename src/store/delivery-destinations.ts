@@ -16,7 +16,7 @@ export async function saveDeliveryDestinations(db: Db, owner: string, rows: Deli
 }
 
 /** Rows written since `since` (older ones are of nodes that stopped or died). */
-export const listDeliveryDestinations = (db: Db, since: number): Promise<DeliveryDestination[]> =>
+const listDeliveryDestinations = (db: Db, since: number): Promise<DeliveryDestination[]> =>
   db.selectFrom('delivery_destinations').selectAll().where('updated_at', '>=', since).orderBy('domain').orderBy('owner').execute();
 
 /** The recipient domains a row's destination serves (a row of a node before 0051: its key is the domain). */

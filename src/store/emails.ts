@@ -93,7 +93,7 @@ export async function findEmailContent(db: Db, emailId: string): Promise<Buffer 
   return row ? Buffer.from(row.raw) : undefined;
 }
 
-export interface EmailListQuery {
+interface EmailListQuery {
   workspaceId: string;
   limit: number;
   /** Older than this id (ids are UUIDv7, so they sort by creation time). */

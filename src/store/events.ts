@@ -25,12 +25,6 @@ export const listEventsByIds = async (db: Db, ids: string[]): Promise<EventRecor
 export const listEmailEventTypes = (db: Db, emailIds: readonly string[], types: readonly string[]): Promise<Array<{ email_id: string | null; type: string }>> =>
   emailIds.length === 0 ? Promise.resolve([]) : db.selectFrom('events').select(['email_id', 'type']).where('email_id', 'in', [...emailIds]).where('type', 'in', [...types]).orderBy('seq').execute();
 
-/** Whether the email has an event of this type already (first open, first click). */
-export async function hasEmailEvent(db: Db, emailId: string, type: string): Promise<boolean> {
-  const row = await db.selectFrom('events').select('id').where('email_id', '=', emailId).where('type', '=', type).limit(1).executeTakeFirst();
-  return row !== undefined;
-}
-
 /** An email's events of one type (its opens or its clicks), oldest first. */
 export async function listEmailEventsOfType(db: Db, emailId: string, type: string): Promise<Array<Pick<EventRecord, 'id' | 'created_at' | 'data'>>> {
   const rows = await db.selectFrom('events').select(['id', 'created_at', 'data']).where('email_id', '=', emailId).where('type', '=', type).orderBy('seq').execute();

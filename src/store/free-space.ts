@@ -96,6 +96,3 @@ export function watchFreeSpace(paths: string[], setting: number | 'auto', now: (
 }
 
 const megabytes = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
-
-/** For the CLI and tests: no check. */
-export const unlimitedSpace: FreeSpace = { ensure: () => {}, read: () => [], ok: () => true };

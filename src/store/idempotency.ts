@@ -5,7 +5,7 @@ import type { IdempotencyKeysTable } from './tables/requests.js';
 
 const recordRows = rowCodec<Selectable<IdempotencyKeysTable>>()({ response_body: jsonOrNull<unknown>() });
 /** A key's claim and, once done, the response it answered (its body decoded). */
-export type IdempotencyRecord = Omit<EntityOf<typeof recordRows>, 'workspace_id' | 'key'>;
+type IdempotencyRecord = Omit<EntityOf<typeof recordRows>, 'workspace_id' | 'key'>;
 
 /** Inserts an in-flight claim; false when the key already has a row (the unique key decides races). */
 export async function insertIdempotencyClaim(db: Db, workspaceId: string, key: string, requestHash: string, now: number, lockedUntil: number): Promise<boolean> {

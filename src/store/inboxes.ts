@@ -52,7 +52,7 @@ const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: json<Agent
 export type InboxAgent = EntityOf<typeof agentRows>;
 
 /** What the agent asked for (an action of inbox-agent/ask-agent.ts, with its fields) and what became of it. */
-export interface AgentActionRecord {
+interface AgentActionRecord {
   type: string;
   result: string;
   detail?: string;

@@ -7,10 +7,10 @@ import type { OAuthGrantsTable, OAuthModelsTable } from './tables/oauth.js';
 /** oidc-provider's models (clients, codes, refresh tokens, sessions…) and the grants people approved. */
 
 const modelRows = rowCodec<Selectable<OAuthModelsTable>>()({ payload: json<Record<string, unknown>>() });
-export type OAuthModel = EntityOf<typeof modelRows>;
+type OAuthModel = EntityOf<typeof modelRows>;
 
 const grantRows = rowCodec<Selectable<OAuthGrantsTable>>()({ scopes: json<string[]>() });
-export type OAuthGrant = EntityOf<typeof grantRows>;
+type OAuthGrant = EntityOf<typeof grantRows>;
 /** A grant as lists show it: with its client's name now and when one of its tokens was last used. */
 export type ListedGrant = OAuthGrant & { last_used_at: number | null };
 

@@ -6,7 +6,7 @@ import type { Db } from './db.js';
  * the addition would pass `ceiling` (then nothing is added). The row lock of the upsert
  * serialises concurrent hits from every node, so no two see the same count.
  */
-export async function addToWindow(db: Db, key: string, windowStart: number, expiresAt: number, cost: number, ceiling: number | null): Promise<number | null> {
+async function addToWindow(db: Db, key: string, windowStart: number, expiresAt: number, cost: number, ceiling: number | null): Promise<number | null> {
   const row = await db
     .insertInto('rate_limit_windows')
     .values({ key, window_start: windowStart, count: cost, expires_at: expiresAt })
@@ -19,7 +19,7 @@ export async function addToWindow(db: Db, key: string, windowStart: number, expi
   return row ? Number(row.count) : null;
 }
 
-export async function windowCount(db: Db, key: string, windowStart: number): Promise<number> {
+async function windowCount(db: Db, key: string, windowStart: number): Promise<number> {
   const row = await db.selectFrom('rate_limit_windows').select('count').where('key', '=', key).where('window_start', '=', windowStart).executeTakeFirst();
   return row ? Number(row.count) : 0;
 }

@@ -8,7 +8,7 @@ import { refuseDuplicate } from './unique-violation.js';
 export { ROUTE_ACTIONS, ROUTE_KINDS, type RouteAction, type RouteKind } from './tables/receiving.js';
 
 /** Which addresses of a workspace's domain take mail: every column is kept as it is read. */
-export type ReceivingRoute = Selectable<ReceivingRoutesTable>;
+type ReceivingRoute = Selectable<ReceivingRoutesTable>;
 
 /** One attachment as stored with a received message: its description; the bytes stay in the raw message. */
 export interface StoredAttachment {
@@ -70,7 +70,7 @@ export const findRouteByAddress = (db: Db, workspaceId: string, domainName: stri
     .where('receiving_routes.local_part', '=', localPart)
     .executeTakeFirst();
 
-export interface RouteListQuery {
+interface RouteListQuery {
   workspaceId: string;
   limit: number;
   offset: number;
@@ -134,7 +134,7 @@ export async function findReceivedRaw(db: Db, emailId: string): Promise<Buffer |
   return row ? Buffer.from(row.raw) : undefined;
 }
 
-export interface ReceivedListQuery {
+interface ReceivedListQuery {
   workspaceId: string;
   limit: number;
   /** Older than this id (UUIDv7: ids sort by time). */

@@ -10,7 +10,7 @@ import type PG from 'pg';
  * connection is down, so a missed notification can never leave a stale row. On SQLite, reads
  * are local and cost microseconds: no cache.
  */
-export type CachedTable = 'credentials' | 'workspaces' | 'domains';
+type CachedTable = 'credentials' | 'workspaces' | 'domains';
 
 export interface RowCache {
   /** `load()`, or the promise of an earlier call for the same key while nothing changed the table since. Misses (undefined) are not kept. */
@@ -26,7 +26,7 @@ export const uncachedRows: RowCache = { read: (_table, _key, load) => load(), fo
 const copy = <T>(value: T): T =>
   (Array.isArray(value) ? value.map((row: object) => ({ ...row })) : value !== null && typeof value === 'object' ? { ...value } : value) as T;
 
-export const CHANGES_CHANNEL = 'mailsvc_rows';
+const CHANGES_CHANNEL = 'mailsvc_rows';
 /** Keys kept per table: beyond it the table starts over (workspaces and domains are few; keys can be many). */
 const MAX_ENTRIES = 10_000;
 /** How long after the listening connection failed it is opened again. */

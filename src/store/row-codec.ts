@@ -38,11 +38,11 @@ type ValueOf<C> = C extends Column<any, infer V> ? V : never;
 type StoredOf<C> = C extends Column<infer S, any> ? S : never;
 
 /** `R` with the columns of `C` decoded. */
-export type Decoded<R, C> = { [K in keyof R]: K extends keyof C ? ValueOf<C[K]> : R[K] };
+type Decoded<R, C> = { [K in keyof R]: K extends keyof C ? ValueOf<C[K]> : R[K] };
 /** `E` with the columns of `C` encoded. */
-export type Encoded<E, C> = { [K in keyof E]: K extends keyof C ? StoredOf<C[K]> : E[K] };
+type Encoded<E, C> = { [K in keyof E]: K extends keyof C ? StoredOf<C[K]> : E[K] };
 
-export interface RowCodec<Row, C> {
+interface RowCodec<Row, C> {
   /**
    * The entity of a row (or of the columns a query selected). Decodes in place: a row fresh
    * from the driver belongs to the repository that read it, and delivery reads thousands a

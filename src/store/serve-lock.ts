@@ -13,14 +13,14 @@ import { SQLite, type SQLiteDatabase } from './sqlite-driver.js';
  * file to clean up.
  */
 
-export interface ServeLock {
+interface ServeLock {
   release(): void;
 }
 
 /** The lock is held by the other side (a server for a restore, a restore for a server). */
 export class ServeLockBusy extends Error {}
 
-export const serveLockFile = (databaseFile: string): string => `${databaseFile}.serve-lock`;
+const serveLockFile = (databaseFile: string): string => `${databaseFile}.serve-lock`;
 
 function open(lockFile: string): SQLiteDatabase {
   mkdirSync(dirname(lockFile), { recursive: true });

@@ -98,7 +98,7 @@ export async function firstEventAt(db: Db): Promise<number | null> {
   return row?.t == null ? null : Number(row.t);
 }
 
-export interface StatsQuery {
+interface StatsQuery {
   workspaceId: string;
   from: number;
   to: number;

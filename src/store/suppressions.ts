@@ -51,7 +51,7 @@ export async function saveSuppressionIfAbsent(db: Db, row: Suppression): Promise
 export const findSuppression = (db: Db, workspaceId: string, address: string): Promise<Suppression | undefined> =>
   db.selectFrom('suppressions').selectAll().where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst();
 
-export interface SuppressionFilter {
+interface SuppressionFilter {
   workspaceId: string;
   reasons?: readonly Suppression['reason'][] | undefined;
 }

@@ -8,8 +8,8 @@ export { ROLES, type Role } from './tables/users.js';
 /** A dashboard user: an address and a password hash. */
 export type User = Selectable<UsersTable>;
 /** A user's role in one workspace. */
-export type Membership = Selectable<WorkspaceMembersTable>;
-export type UserInvite = Selectable<UserInvitesTable>;
+type Membership = Selectable<WorkspaceMembersTable>;
+type UserInvite = Selectable<UserInvitesTable>;
 
 export const countUsers = async (db: Db): Promise<number> => Number((await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
 
@@ -66,7 +66,7 @@ export async function saveUserPassword(db: Db, userId: string, passwordHash: str
 }
 
 /** A user's authenticator, confirmed or still being enrolled. */
-export type TwoFactor = Selectable<UserTwoFactorTable>;
+type TwoFactor = Selectable<UserTwoFactorTable>;
 
 export const findTwoFactor = (db: Db, userId: string): Promise<TwoFactor | undefined> => db.selectFrom('user_two_factor').selectAll().where('user_id', '=', userId).executeTakeFirst();
 
@@ -201,7 +201,7 @@ export async function findTwoFactorGate(db: Db, userId: string, workspaceId: str
  * Ends every dashboard session of a user. The seam for sign-in's own needs (a password change,
  * "sign out everywhere"): one statement, usable inside another transaction.
  */
-export async function endUserSessions(db: Db, userId: string): Promise<number> {
+async function endUserSessions(db: Db, userId: string): Promise<number> {
   const r = await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).executeTakeFirst();
   return Number(r.numDeletedRows);
 }

@@ -6,7 +6,7 @@ import type { IpWarmupsTable, WarmupCountsTable } from './tables/delivery.js';
 /** An address in warm-up; `schedule` its own daily caps per provider, null for the default (delivery.warmup). */
 const warmupRows = rowCodec<Selectable<IpWarmupsTable>>()({ schedule: jsonOrNull<number[]>() });
 export type IpWarmup = EntityOf<typeof warmupRows>;
-export type WarmupCount = Selectable<WarmupCountsTable>;
+type WarmupCount = Selectable<WarmupCountsTable>;
 
 export const listWarmups = async (db: Db): Promise<IpWarmup[]> => warmupRows.decodeAll(await db.selectFrom('ip_warmups').selectAll().orderBy('address').execute());
 

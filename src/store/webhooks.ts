@@ -90,7 +90,7 @@ export const saveWebhookDeliveries = async (db: Db, rows: WebhookDelivery[]): Pr
   for (let i = 0; i < rows.length; i += 100) await db.insertInto('webhook_deliveries').values(rows.slice(i, i + 100)).execute();
 };
 
-export interface DeliveryFilter {
+interface DeliveryFilter {
   endpointId: string;
   status?: WebhookDeliveryStatus | undefined;
 }
@@ -151,10 +151,6 @@ export const countWebhookAttempts = async (db: Db, deliveryId: string): Promise<
 /** Inserts attempts, many rows per statement. */
 export const saveWebhookAttempts = async (db: Db, rows: WebhookAttempt[]): Promise<void> => {
   for (let i = 0; i < rows.length; i += 100) await db.insertInto('webhook_attempts').values(rows.slice(i, i + 100)).execute();
-};
-
-export const updateWebhookDelivery = async (db: Db, id: string, changes: Partial<Omit<WebhookDelivery, 'id'>>): Promise<void> => {
-  await db.updateTable('webhook_deliveries').set(changes).where('id', '=', id).execute();
 };
 
 /** Writes a leased delivery's new state; false when `owner` no longer holds the lease. */

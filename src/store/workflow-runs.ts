@@ -73,7 +73,7 @@ export async function listWorkflowRunsPage(db: Db, q: { workflowId: string; stat
   return runRows.decodePage(await readPage(query, 'id', page));
 }
 
-export type RunCounts = Record<WorkflowRunStatus, number>;
+type RunCounts = Record<WorkflowRunStatus, number>;
 
 /** Runs by status, for each of some workflows, in one query. */
 export async function countWorkflowRunsByStatus(db: Db, workflowIds: string[]): Promise<Map<string, RunCounts>> {
@@ -167,8 +167,4 @@ export async function cancelWorkflowRuns(db: Db, filter: { workflowId: string; r
   }
   return runs;
 }
-
-/** Running runs across the database: the gauge of work in progress. */
-export const countRunningWorkflowRuns = async (db: Db): Promise<number> =>
-  Number((await db.selectFrom('workflow_runs').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'running').executeTakeFirstOrThrow()).n);
 

@@ -42,6 +42,3 @@ export async function claimWorkflowTriggers(db: Db, dialect: Dialect, lease: Lea
 /** Deletes a trigger this owner holds; false when the lease was lost (another node has it). */
 export const removeLeasedWorkflowTrigger = async (db: Db, id: string, owner: string): Promise<boolean> =>
   Number((await db.deleteFrom('workflow_triggers').where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst()).numDeletedRows) > 0;
-
-export const countWorkflowTriggers = async (db: Db): Promise<number> =>
-  Number((await db.selectFrom('workflow_triggers').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);

@@ -23,7 +23,7 @@ export type Workflow = EntityOf<typeof workflowRows>;
 // The definition's shape is services/workflows/definition.ts's (definitionOf): the store keeps the document.
 const versionRows = rowCodec<Selectable<WorkflowVersionsTable>>()({ definition: json<unknown>() });
 /** One saved definition of a workflow; runs keep the version they started with. */
-export type WorkflowVersion = EntityOf<typeof versionRows>;
+type WorkflowVersion = EntityOf<typeof versionRows>;
 
 export async function saveWorkflow(db: Db, workflow: Workflow, version: WorkflowVersion): Promise<void> {
   await db.insertInto('workflows').values(workflowRows.encode(workflow)).execute();

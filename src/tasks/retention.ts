@@ -16,7 +16,7 @@ const DAY = 24 * 3600 * 1000;
 /** Warm-up counts of days that began longer ago than this are deleted. */
 const WARMUP_COUNTS_KEPT_MS = 7 * 24 * 3600 * 1000;
 
-export interface RetentionReport {
+interface RetentionReport {
   idempotencyKeys: number;
   deliveryAttempts: number;
   events: number;

@@ -20,7 +20,7 @@ export interface Outcome {
   result: AttemptResult | null;
 }
 
-export interface RecordContext {
+interface RecordContext {
   owner: string;
   now: () => number;
   policy: RetryPolicy;

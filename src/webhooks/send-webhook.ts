@@ -9,10 +9,10 @@ import { legacyHeaders, standardHeaders } from './sign.js';
 
 /** Bytes of a response read; the first RESPONSE_EXCERPT characters are kept. */
 const MAX_RESPONSE_BYTES = 16 * 1024;
-export const RESPONSE_EXCERPT = 1024;
+const RESPONSE_EXCERPT = 1024;
 const USER_AGENT = 'mailsvc-webhooks/1';
 
-export interface WebhookMessage {
+interface WebhookMessage {
   surface: WebhookSurface;
   url: string;
   /** The delivery id: `webhook-id`, the same on every attempt of this delivery. */
@@ -36,7 +36,7 @@ export interface AttemptResult {
   response: string | null;
 }
 
-export interface SendOptions {
+interface SendOptions {
   policy: NetworkPolicy;
   timeoutMs: number;
   agents?: { http?: HttpAgent; https?: HttpsAgent };
@@ -44,7 +44,7 @@ export interface SendOptions {
 }
 
 /** The exact bytes sent and the headers that sign them; pure. */
-export function buildRequest(message: WebhookMessage): { body: Buffer; headers: Record<string, string> } {
+function buildRequest(message: WebhookMessage): { body: Buffer; headers: Record<string, string> } {
   const body = Buffer.from(JSON.stringify(renderEnvelope(message.surface, message.event)), 'utf8');
   const signing = { secrets: message.secrets, timestamp: message.timestamp, body };
   const signature =

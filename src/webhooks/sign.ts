@@ -5,7 +5,7 @@ import { createHmac } from 'node:crypto';
  * sent. The body passed here is the body sent: callers serialise once and reuse the buffer.
  */
 
-export const SECRET_PREFIX = 'whsec_';
+const SECRET_PREFIX = 'whsec_';
 
 /** Legacy: hex HMAC-SHA256 of `<timestamp>.<body>`, keyed with the secret string as given. */
 export function legacySignature(secret: string, timestamp: number, body: Buffer): string {
@@ -13,7 +13,7 @@ export function legacySignature(secret: string, timestamp: number, body: Buffer)
 }
 
 /** Standard Webhooks: the key is the base64-decoded part of the secret after `whsec_`. */
-export const standardKey = (secret: string): Buffer =>
+const standardKey = (secret: string): Buffer =>
   Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
 
 /** Standard Webhooks: `v1,<base64 HMAC-SHA256 of {id}.{timestamp}.{body}>`. */
@@ -21,7 +21,7 @@ export function standardSignature(secret: string, messageId: string, timestamp: 
   return `v1,${createHmac('sha256', standardKey(secret)).update(`${messageId}.${timestamp}.`).update(body).digest('base64')}`;
 }
 
-export interface SignInput {
+interface SignInput {
   /** Current secret first; during a rotation window the previous one follows. */
   secrets: readonly string[];
   /** Unix seconds. */

@@ -16,7 +16,7 @@ import { recordAttempts, type Outcome, type WebhookJob } from './record-attempts
 import type { RetryPolicy } from './retry-policy.js';
 import { sendWebhook, type AttemptResult } from './send-webhook.js';
 
-export interface WebhookJobDeps {
+interface WebhookJobDeps {
   db: Db;
   dialect: Dialect;
   settings: Config['webhooks'];

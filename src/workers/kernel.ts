@@ -73,7 +73,7 @@ export interface Hand {
   readonly stopping: boolean;
 }
 
-export interface KernelDeps {
+interface KernelDeps {
   db: Db;
   clock: Clock;
   logger: Logger;

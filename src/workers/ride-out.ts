@@ -13,7 +13,7 @@ const MAX_MS = 10_000;
 export const faultBackoff = (attempt: number, random: () => number = Math.random): number =>
   Math.round(Math.min(MAX_MS, FIRST_MS * 2 ** Math.min(attempt, 16)) * (0.75 + random() * 0.5));
 
-export interface RideOutOptions {
+interface RideOutOptions {
   /** How long to keep trying after the first fault, e.g. while a lease may still be ours. */
   forMs: number;
   /** Stop trying (the process is stopping): the last fault is thrown. */

@@ -16,7 +16,7 @@ export interface Task {
   run(): Promise<unknown>;
 }
 
-export interface Tasks {
+interface Tasks {
   stop(): Promise<void>;
 }
 

@@ -17,9 +17,9 @@ import { parseDuration } from '../shared/duration.js';
  */
 
 /** A bound on steps entered by one run: a loop through a short delay cannot run for ever. */
-export const MAX_STEPS_PER_RUN = 1000;
+const MAX_STEPS_PER_RUN = 1000;
 
-export interface Moved {
+interface Moved {
   changes: RunChanges;
   /** The run ended (completed, or failed by the step bound). */
   finished: boolean;

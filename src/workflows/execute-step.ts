@@ -25,7 +25,7 @@ export interface StepError {
 }
 
 export type Done = { kind: 'done'; status: 'completed' | 'skipped'; connection: ConnectionType; output: Record<string, unknown> | null };
-export type StepResult =
+type StepResult =
   | Done
   | { kind: 'retry'; error: StepError }
   | { kind: 'fail'; error: StepError }
@@ -40,7 +40,7 @@ export interface StepServices {
   idempotency: IdempotencyService;
 }
 
-export interface StepInput {
+interface StepInput {
   db: Db;
   services: StepServices;
   workspace: Workspace;
@@ -58,7 +58,7 @@ const done = (connection: ConnectionType, output: Record<string, unknown> | null
 const skipped = (reason: string, extra: Record<string, unknown> = {}): Done => ({ kind: 'done', status: 'skipped', connection: 'default', output: { reason, ...extra } });
 
 /** A service's error as an outcome: retryable ones (rate limits, outages) are retried, the rest fail the step. */
-export function failure(err: unknown): StepResult {
+function failure(err: unknown): StepResult {
   if (isAppError(err)) return { kind: err.retryable ? 'retry' : 'fail', error: { code: err.code, message: err.message } };
   return { kind: 'retry', error: { code: 'internal_error', message: 'the step could not be completed; it will be retried' } };
 }

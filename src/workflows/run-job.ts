@@ -14,7 +14,7 @@ import { executeStep, type Done, type StepError, type StepServices } from './exe
 import { runContext } from './run-context.js';
 import { LeaseLost } from './start-runs.js';
 
-export interface RunJobDeps {
+interface RunJobDeps {
   db: Db;
   dialect: Dialect;
   clock: Clock;

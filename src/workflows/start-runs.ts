@@ -14,7 +14,7 @@ import type { DefinitionCache } from './definition-cache.js';
 import { findStep, triggerOf } from '../services/workflows/definition.js';
 import { contactFields } from './run-context.js';
 
-export interface RunStarter {
+interface RunStarter {
   /**
    * Acts on one trigger this node holds: resumes the contact's runs waiting for the event,
    * then starts a run of every enabled workflow it triggers, and deletes the trigger, all in

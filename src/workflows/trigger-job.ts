@@ -8,7 +8,7 @@ import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import type { DefinitionCache } from './definition-cache.js';
 import { createRunStarter } from './start-runs.js';
 
-export interface TriggerJobDeps {
+interface TriggerJobDeps {
   db: Db;
   dialect: Dialect;
   clock: Clock;

@@ -59,3 +59,79 @@ describe('SMTP client: a connection that drops during RSET', () => {
     }
   });
 });
+
+/**
+ * A scripted MX on loopback that refuses one recipient at RCPT TO, accepts the other, and
+ * answers DATA or the message as the case says. nodemailer's error for a refused DATA or
+ * message does not say which recipients were refused earlier; the client reads that from the
+ * envelope it handed to nodemailer (which nodemailer fills in), so the refused recipient keeps
+ * its own 550 instead of the later reply, which may be only a deferral.
+ */
+function startRefusingMx(script: { pipelining: boolean; data: string; message?: string; closeAfter?: 'data' }): Promise<{ server: Server; port: number }> {
+  const server = createServer((socket: Socket) => {
+    let buffer = '';
+    let inData = false;
+    socket.write('220 mx.test ESMTP\r\n');
+    socket.on('error', () => {});
+    socket.on('data', (d) => {
+      buffer += d.toString('latin1');
+      let idx;
+      while ((idx = buffer.indexOf('\r\n')) >= 0) {
+        const raw = buffer.slice(0, idx);
+        const line = raw.toUpperCase();
+        buffer = buffer.slice(idx + 2);
+        if (inData) {
+          if (raw === '.') {
+            inData = false;
+            socket.write(`${script.message ?? '250 2.0.0 Ok'}\r\n`);
+          }
+        } else if (line.startsWith('EHLO')) socket.write(script.pipelining ? '250-mx.test\r\n250 PIPELINING\r\n' : '250 mx.test\r\n');
+        else if (line.startsWith('MAIL FROM')) socket.write('250 2.1.0 Ok\r\n');
+        else if (line.startsWith('RCPT TO:<UNKNOWN@')) socket.write('550 5.1.1 No such user\r\n');
+        else if (line.startsWith('RCPT TO')) socket.write('250 2.1.5 Ok\r\n');
+        else if (line.startsWith('DATA')) {
+          socket.write(`${script.data}\r\n`);
+          if (script.closeAfter === 'data') socket.destroy();
+          else if (script.data.startsWith('354')) inData = true;
+        } else if (line.startsWith('RSET')) socket.write('250 2.0.0 Ok\r\n');
+        else if (line.startsWith('QUIT')) socket.end('221 2.0.0 Bye\r\n');
+        else socket.write('502 5.5.2 Not implemented\r\n');
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })));
+}
+
+describe('SMTP client: a recipient refused at RCPT TO keeps its reply when the transaction fails later', () => {
+  const cases = [
+    { name: 'DATA refused (no pipelining)', script: { pipelining: false, data: '451 4.3.0 Try again later' }, later: { code: 451, response: '451 4.3.0 Try again later' } },
+    { name: 'DATA refused (pipelining)', script: { pipelining: true, data: '451 4.3.0 Try again later' }, later: { code: 451, response: '451 4.3.0 Try again later' } },
+    { name: 'the message refused after DATA', script: { pipelining: true, data: '354 Go ahead', message: '554 5.7.1 Rejected as spam' }, later: { code: 554, response: '554 5.7.1 Rejected as spam' } },
+    { name: 'DATA answered with 421 and the connection closed', script: { pipelining: false, data: '421 4.3.2 Shutting down', closeAfter: 'data' as const }, later: { code: 421, response: '421 4.3.2 Shutting down' } },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const mx = await startRefusingMx(c.script);
+      const client = createSmtpClient({ name: 'mta.mailsvc.test', timeoutMs: 10_000, logger: createLogger('silent') });
+      const message = Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: hi\r\n\r\nhello\r\n');
+      try {
+        const result = await client.send(
+          { host: 'mx.test', address: '127.0.0.1', port: mx.port, tls: 'opportunistic' },
+          { from: 'bounce@sender.test', to: ['unknown@rcpt.test', 'b@rcpt.test'], size: message.length },
+          message,
+        );
+        assert.deepEqual(result, {
+          kind: 'replied',
+          tls: false,
+          replies: [
+            { recipient: 'unknown@rcpt.test', accepted: false, code: 550, response: '550 5.1.1 No such user' },
+            { recipient: 'b@rcpt.test', accepted: false, ...c.later },
+          ],
+        });
+      } finally {
+        await client.close(true);
+        await new Promise<void>((resolve) => mx.server.close(() => resolve()));
+      }
+    });
+  }
+});

@@ -24,7 +24,7 @@ import { trackingRoutes } from './routes/tracking.js';
 import { dashboardRoutes } from './dashboard/index.js';
 import { createOAuthServer } from './oauth/provider.js';
 
-export interface ApiRouter {
+interface ApiRouter {
   router: Router<State>;
   /** The route a request's method and path name, if any (also before it was dispatched). */
   routeOf(ctx: Ctx): Route | undefined;

@@ -9,9 +9,9 @@ import type { Ctx } from './context.js';
  * of the last untrusted hop were written by someone we trust; the leftmost ones are whatever
  * the client sent.
  */
-export type TrustProxy = number | string[];
+type TrustProxy = number | string[];
 
-export interface ClientOrigin {
+interface ClientOrigin {
   /** The client's address: the rightmost address of the chain that is not a trusted proxy. */
   address: string;
   /** Whether the request came through a trusted proxy (so its X-Forwarded-Proto/Host count). */

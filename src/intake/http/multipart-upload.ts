@@ -7,7 +7,7 @@ import busboy from 'busboy';
 import { AppError, classifyFault, validationError } from '../../shared/errors.js';
 import type { Ctx } from './context.js';
 
-export interface SpooledUpload {
+interface SpooledUpload {
   fileName: string | null;
   bytes: number;
   sha256: string;

@@ -50,7 +50,7 @@ export const limitWorkspace = (ctx: Ctx, deps: HttpDeps, operation: Operation): 
   applyLimit(ctx, deps, operation, `ws:${ctx.state.workspace!.id}`, ctx.state.workspace!);
 
 /** The send bucket of a send request: marketing when every message in it says so. */
-export const sendOperation = (body: unknown): Operation => {
+const sendOperation = (body: unknown): Operation => {
   const messages = Array.isArray(body) ? body : [body];
   const marketing = messages.length > 0 && messages.every((m) => (m as { type?: unknown } | null)?.type === 'marketing');
   return marketing ? 'send.marketing' : 'send.transactional';

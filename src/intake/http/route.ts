@@ -10,7 +10,7 @@ import { sha256Hex } from '../../shared/crypto.js';
 import { stableStringify } from '../../shared/stable-json.js';
 import { limitWorkspace } from './rate-limit.js';
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface HandlerInput<B, Q> {
   ctx: Ctx;

@@ -7,7 +7,7 @@ import { mcpTools } from './tools/index.js';
 import { registerPrompts } from './prompts.js';
 import { registerTemplateResources } from './resources.js';
 
-export const INSTRUCTIONS =
+const INSTRUCTIONS =
   'mailsvc, a self-hosted email platform. Tools act on one workspace with the authority of the key you were given. ' +
   'Templates are drafts until published; a test key (sk_test_) never sends mail out. ' +
   'Sending to a segment reports its recipient count first and needs confirm: true; inbox replies are only drafted, never sent.';

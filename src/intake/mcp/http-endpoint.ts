@@ -12,11 +12,11 @@ import { buildMcpServer } from './build-server.js';
 import type { CallExtra, McpCaller } from './tool.js';
 import type { CallOptions } from './call-tool.js';
 
-export const MCP_PATH = '/mcp';
+const MCP_PATH = '/mcp';
 /** Open sessions one key may hold: an assistant needs one or two; more is a leak or an abuse. */
 export const MAX_SESSIONS_PER_KEY = 10;
 /** A session nobody has used for this long is closed (the client starts a new one: a 404 tells it to). */
-export const SESSION_IDLE_MS = 30 * 60_000;
+const SESSION_IDLE_MS = 30 * 60_000;
 
 interface Session {
   transport: StreamableHTTPServerTransport;
@@ -32,7 +32,7 @@ interface RequestAuth {
   options: CallOptions;
 }
 
-export interface McpEndpoint {
+interface McpEndpoint {
   middleware(ctx: Ctx, next: Next): Promise<void>;
   /** Open sessions (for tests and the stop). */
   readonly sessions: number;

@@ -23,7 +23,7 @@ export interface McpCaller {
   workspace: Workspace;
 }
 
-export interface ToolInput<A> {
+interface ToolInput<A> {
   deps: McpDeps;
   caller: McpCaller;
   args: A;

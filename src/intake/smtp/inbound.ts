@@ -11,7 +11,7 @@ import { asListenError } from '../../shared/listen-error.js';
 import { toAppError } from '../../shared/errors.js';
 import { errorReply, reply } from './reply.js';
 
-export interface InboundDeps {
+interface InboundDeps {
   services: Services;
   /** The kinds of recipient taken, in the order they are asked (receiving/inbound-kinds.ts). */
   kinds: InboundKind[];
@@ -21,7 +21,7 @@ export interface InboundDeps {
   tls: TlsPair;
 }
 
-export interface InboundListener {
+interface InboundListener {
   port: number;
   close(): Promise<void>;
 }

@@ -15,7 +15,7 @@ import { PromptGreetingServer } from './prompt-greeting-server.js';
 import type { TlsPair } from './tls-files.js';
 import { asListenError } from '../../shared/listen-error.js';
 
-export interface SubmissionDeps {
+interface SubmissionDeps {
   services: Services;
   config: Config;
   logger: Logger;

@@ -7,7 +7,7 @@ import { isVerifiedDomainName, saveDmarcReport, saveTlsReports } from '../../sto
 import type { InboundKind } from '../inbound-kind.js';
 import { parseDmarcReport, parseTlsReport, ReportError, unpack, type DmarcAggregate, type TlsReport } from './parse-aggregate-reports.js';
 
-export interface AggregateReportDeps {
+interface AggregateReportDeps {
   db: Db;
   clock: Clock;
   /** The addresses reports are mailed to (`dmarc@` and `tls-reports@` the report domain), when there is a report domain. */

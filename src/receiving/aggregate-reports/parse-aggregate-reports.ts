@@ -10,9 +10,9 @@ import ipaddr from 'ipaddr.js';
  */
 
 /** Decompressed reports larger than this are refused (a zip bomb, not a report). */
-export const MAX_REPORT_BYTES = 20 * 1024 * 1024;
+const MAX_REPORT_BYTES = 20 * 1024 * 1024;
 /** Rows a DMARC report may carry; real ones carry dozens. */
-export const MAX_RECORDS = 10_000;
+const MAX_RECORDS = 10_000;
 
 export class ReportError extends Error {}
 
@@ -51,7 +51,7 @@ export function unpack(data: Buffer, extension: '.xml' | '.json'): Buffer {
   return data;
 }
 
-export interface DmarcRecord {
+interface DmarcRecord {
   sourceIp: string;
   count: number;
   disposition: string;
@@ -147,7 +147,7 @@ export function parseDmarcReport(document: Buffer): DmarcAggregate {
   };
 }
 
-export interface TlsFailure {
+interface TlsFailure {
   result_type: string;
   sending_mta_ip: string | null;
   receiving_mx_hostname: string | null;
@@ -156,7 +156,7 @@ export interface TlsFailure {
   failure_reason_code: string | null;
 }
 
-export interface TlsPolicyResult {
+interface TlsPolicyResult {
   domain: string;
   policyType: string;
   successful: number;

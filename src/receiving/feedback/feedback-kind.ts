@@ -30,7 +30,7 @@ type ReportOutcome =
   /** Not a report at all: the listener refuses it. */
   | { kind: 'refused'; reason: string };
 
-export interface FeedbackDeps {
+interface FeedbackDeps {
   db: Db;
   clock: Clock;
   config: Config;

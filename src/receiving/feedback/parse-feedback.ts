@@ -5,12 +5,12 @@
  */
 
 /** A MIME part of the report as mailparser hands it over. */
-export interface ReportPart {
+interface ReportPart {
   contentType: string;
   content: Buffer;
 }
 
-export interface DsnRecipient {
+interface DsnRecipient {
   /** The address the report is about (Final-Recipient, else Original-Recipient). */
   recipient: string;
   /** failed, delayed, delivered, relayed, expanded. */
@@ -40,7 +40,7 @@ export interface FeedbackReport {
   original: Map<string, string>;
 }
 
-export type Report = Dsn | FeedbackReport;
+type Report = Dsn | FeedbackReport;
 
 /**
  * Header-style field blocks separated by blank lines, folded lines unfolded; names

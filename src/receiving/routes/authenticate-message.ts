@@ -9,7 +9,7 @@ import { mailauthResolver } from '../../shared/mailauth-resolver.js';
  * tell forged mail from real.
  */
 
-export interface DkimSignature {
+interface DkimSignature {
   result: string;
   /** The signing domain (d=). */
   domain: string;
@@ -33,7 +33,7 @@ export interface AuthenticationResults {
 export const authenticationOf = (email: { authentication: unknown }): AuthenticationResults => email.authentication as AuthenticationResults;
 
 /** Summarises mailauth's result. Pure. */
-export function summarizeAuthentication(result: AuthenticateResult): AuthenticationResults {
+function summarizeAuthentication(result: AuthenticateResult): AuthenticationResults {
   const signatures = (result.dkim.results ?? [])
     .filter((r) => r.signingDomain)
     .map((r) => ({ result: r.status.result, domain: r.signingDomain, selector: r.selector ?? null, aligned: Boolean(r.status.aligned) }));
@@ -53,7 +53,7 @@ export function summarizeAuthentication(result: AuthenticateResult): Authenticat
 /** Whether a sender's DMARC policy asks receivers to reject this message (p=reject and DMARC failed). */
 export const dmarcSaysReject = (auth: AuthenticationResults): boolean => auth.dmarc.result === 'fail' && auth.dmarc.policy === 'reject';
 
-export interface SmtpContext {
+interface SmtpContext {
   /** The client's IP address as the socket reports it. */
   ip: string;
   helo: string | null;

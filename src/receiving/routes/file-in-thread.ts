@@ -19,7 +19,7 @@ const SUBJECT_WINDOW_MS = 30 * 24 * 3600 * 1000;
 const SEARCH_CHARS = 100_000;
 
 /** The body as search reads it: the text part, else the text of the HTML (links and images left out). */
-export function searchText(text: string | null, html: string | null): string | null {
+function searchText(text: string | null, html: string | null): string | null {
   const body = text?.trim() ? text : (html ? convert(html, { wordwrap: false, selectors: [{ selector: 'a', options: { ignoreHref: true } }, { selector: 'img', format: 'skip' }] }) : null);
   return body === null ? null : body.slice(0, SEARCH_CHARS);
 }

@@ -10,7 +10,7 @@ import type { RouteKind } from '../../store/receiving.js';
  * mailbox provider treats them.
  */
 
-export interface RouteAddress {
+interface RouteAddress {
   localPart: string;
   domain: string;
   kind: RouteKind;

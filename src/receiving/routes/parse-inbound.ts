@@ -7,7 +7,7 @@ import { parseMail } from '../../shared/parse-mail.js';
  * Bodies are kept as received: no HTML to text (or back), no rewriting of `cid:` links.
  */
 
-export interface InboundAttachment {
+interface InboundAttachment {
   /** Position among the message's attachments, as mailparser finds them: how the bytes are found again. */
   position: number;
   filename: string | null;

@@ -13,11 +13,11 @@ import { signToken, tokenKey, verifyToken } from '../../shared/signed-token.js';
 
 export const RECEIVED_DOWNLOAD_PATH = '/r/';
 /** How long a received message's download link works. */
-export const RECEIVED_LINK_MS = 3600 * 1000;
+const RECEIVED_LINK_MS = 3600 * 1000;
 const DAY = 24 * 3600 * 1000;
 
 /** `raw`, or an attachment id. */
-export type ReceivedPart = string;
+type ReceivedPart = string;
 
 interface ReceivedToken extends Record<string, unknown> {
   w: string;
@@ -27,7 +27,7 @@ interface ReceivedToken extends Record<string, unknown> {
   x: number;
 }
 
-export interface ReceivedLink {
+interface ReceivedLink {
   download_url: string;
   expires_at: string;
 }

@@ -10,7 +10,7 @@ import type { ReceivedLinks } from './received-links.js';
  */
 
 /** What the sent email a reply answers belonged to. */
-export interface RepliedEmailView {
+interface RepliedEmailView {
   id: string;
   subject: string;
   to: string[];
@@ -27,7 +27,7 @@ export interface ViewContext {
   links: ReceivedLinks;
 }
 
-export const repliedEmailView = (e: Email): RepliedEmailView => ({
+const repliedEmailView = (e: Email): RepliedEmailView => ({
   id: e.id,
   subject: e.subject,
   to: e.to_addresses,
@@ -89,8 +89,6 @@ export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Ema
     in_reply_to_email: replied ? repliedEmailView(replied) : null,
   };
 }
-
-export type ReceivedSummary = ReturnType<typeof receivedSummary>;
 
 export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailBody | undefined, replied: Email | undefined) {
   return {

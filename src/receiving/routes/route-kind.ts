@@ -26,13 +26,13 @@ import { fileInThread, sentEmailToFile, type InboxMessageInput } from './file-in
  * workspace, each with its own recipients.
  */
 
-export interface RoutedRecipient {
+interface RoutedRecipient {
   address: string;
   /** The route that accepted the address at RCPT TO. */
   route: RouteWithDomain;
 }
 
-export interface RouteKindDeps {
+interface RouteKindDeps {
   db: Db;
   clock: Clock;
   config: Config;

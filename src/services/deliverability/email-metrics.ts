@@ -3,6 +3,7 @@ import { validationError } from '../../shared/errors.js';
 import { listDomains } from '../../store/domains.js';
 import { countQueueDepth, floorHour, HOUR, listStats } from '../../store/stats.js';
 import type { ServiceDeps } from '../deps.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * What happened to a workspace's live mail, counted per hour (tasks/roll-up-stats.ts keeps
@@ -11,7 +12,7 @@ import type { ServiceDeps } from '../deps.js';
  */
 
 /** Counted per hour and sending domain. */
-export const COUNT_METRICS = [
+const COUNT_METRICS = [
   'sent',
   'delivered',
   'delivery_delayed',
@@ -35,16 +36,16 @@ export const COUNT_METRICS = [
   'machine_clicked',
 ] as const;
 /** Ratios of the counts, 0 to 1. */
-export const RATE_METRICS = ['delivery_rate', 'bounce_rate', 'complaint_rate', 'open_rate', 'click_rate', 'human_open_rate', 'human_click_rate'] as const;
-export const METRICS = [...COUNT_METRICS, ...RATE_METRICS] as const;
-export type Metric = (typeof METRICS)[number];
+const RATE_METRICS = ['delivery_rate', 'bounce_rate', 'complaint_rate', 'open_rate', 'click_rate', 'human_open_rate', 'human_click_rate'] as const;
+const METRICS = [...COUNT_METRICS, ...RATE_METRICS] as const;
+type Metric = (typeof METRICS)[number];
 /** Resend's metrics that mailsvc does not count. */
 const UNAVAILABLE = new Set(['received', 'unsubscribed', 'unsubscribe_rate']);
 
 export const GRANULARITIES = ['hourly', 'daily', 'weekly', 'monthly'] as const;
-export type Granularity = (typeof GRANULARITIES)[number];
+type Granularity = (typeof GRANULARITIES)[number];
 
-export interface MetricsQuery {
+interface MetricsQuery {
   start_date?: string | undefined;
   end_date?: string | undefined;
   timezone?: string | undefined;
@@ -56,9 +57,9 @@ export interface MetricsQuery {
   broadcast_id?: string | undefined;
 }
 
-export type Totals = Partial<Record<Metric, number>>;
+type Totals = Partial<Record<Metric, number>>;
 
-export interface MetricsResult {
+interface MetricsResult {
   object: 'metrics';
   start_date: string;
   end_date: string;
@@ -70,7 +71,7 @@ export interface MetricsResult {
   data?: Array<Totals & { period?: string; domain_id?: string; domain_name?: string }>;
 }
 
-export type DestinationStats = Record<DomainClass, { delivered: number; deferred: number; bounced: number; failed: number; delivery_rate: number; bounce_rate: number }>;
+type DestinationStats = Record<DomainClass, { delivered: number; deferred: number; bounced: number; failed: number; delivery_rate: number; bounce_rate: number }>;
 
 export interface EmailMetricsService {
   metrics(workspaceId: string, query: MetricsQuery): Promise<MetricsResult>;
@@ -171,7 +172,7 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
       const requested = list(query.metrics);
       for (const m of requested) {
         if (UNAVAILABLE.has(m)) throw validationError('metrics', `${m} is not counted by mailsvc`);
-        if (!(METRICS as readonly string[]).includes(m)) throw validationError('metrics', `unknown metric "${m}"; one of ${METRICS.join(', ')}`);
+        if (!isOneOf(METRICS, m)) throw validationError('metrics', `unknown metric "${m}"; one of ${METRICS.join(', ')}`);
       }
       const wanted = (requested.length > 0 ? requested : [...METRICS]) as Metric[];
       const dimensions = list(query.dimensions);

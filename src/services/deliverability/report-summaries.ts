@@ -10,7 +10,7 @@ import { sendingAddresses } from '../../checks/sending-addresses.js';
  * our domains from elsewhere shows up here.
  */
 
-export interface DmarcSource {
+interface DmarcSource {
   source_ip: string;
   /** One of this server's sending addresses. */
   this_server: boolean;
@@ -27,7 +27,7 @@ export interface DmarcSource {
   reporters: string[];
 }
 
-export interface DmarcSummary {
+interface DmarcSummary {
   domain: string;
   since: string;
   reports: number;
@@ -36,7 +36,7 @@ export interface DmarcSummary {
   days: Array<{ date: string; messages: number; dmarc_pass: number; sources: DmarcSource[] }>;
 }
 
-export interface TlsSummary {
+interface TlsSummary {
   domain: string;
   since: string;
   reports: number;

@@ -29,7 +29,7 @@ export interface GuardThresholds {
   engagementWarning: number;
 }
 
-export interface RateView {
+interface RateView {
   /** Percent, two decimals. */
   rate: number;
   status: CheckStatus;
@@ -58,7 +58,7 @@ export interface ReputationView {
   resumed_at: string | null;
 }
 
-export interface EngagementView {
+interface EngagementView {
   /** Tracked marketing messages delivered in the window. */
   tracked: number;
   /** Of them, opened by a person (an image proxy's open is a person's). */
@@ -77,7 +77,7 @@ export const BATCH = 500;
 
 export const percent = (part: number, whole: number): number => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100);
 
-export interface Judgement {
+interface Judgement {
   state: ReputationState;
   reason: string;
   bounceRate: number;

@@ -5,7 +5,7 @@ import type { DkimKey } from '../../store/domains.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
-export const DKIM_TOKENS_PER_DOMAIN = 3;
+const DKIM_TOKENS_PER_DOMAIN = 3;
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const TOKEN_LENGTH = 32;
 

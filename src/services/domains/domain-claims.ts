@@ -19,11 +19,11 @@ import type { DomainService, DomainSettingsInput } from './domains.js';
  * verified with its own DKIM records. A claim expires after 7 days.
  */
 
-export const CLAIM_TTL_MS = 7 * 24 * 3600 * 1000;
-export const OWNER_ACTIVITY_MS = 24 * 3600 * 1000;
+const CLAIM_TTL_MS = 7 * 24 * 3600 * 1000;
+const OWNER_ACTIVITY_MS = 24 * 3600 * 1000;
 const RECORD_PREFIX = '_mailsvc-claim';
 
-export interface DomainClaimView {
+interface DomainClaimView {
   object: 'domain_claim';
   id: string;
   name: string;

@@ -37,7 +37,7 @@ export interface DomainView {
   settings: DomainSettingsView;
 }
 
-export interface DomainSettingsView {
+interface DomainSettingsView {
   open_tracking: boolean | null;
   click_tracking: boolean | null;
   tls: DomainTls;

@@ -32,7 +32,7 @@ export interface DomainSettingsInput {
   tracking_subdomain?: string | null | undefined;
 }
 
-export interface AddDomainInput {
+interface AddDomainInput {
   domain: string;
   external_id?: string | undefined;
   metadata?: Record<string, unknown> | undefined;

@@ -15,13 +15,13 @@ import { checkNoNul } from './send-from-inbox.js';
 
 export { AGENT_ACTION_TYPES as AGENT_ACTIONS } from '../../store/inboxes.js';
 export const AGENT_TONES = ['concise_professional', 'concise_casual', 'expanded_professional', 'expanded_casual'] as const;
-export type AgentAction = AgentActionType;
-export type AgentTone = (typeof AGENT_TONES)[number];
+type AgentAction = AgentActionType;
+type AgentTone = (typeof AGENT_TONES)[number];
 export const MAX_INSTRUCTIONS = 10_000;
 /** Entries of forward_to, at most. */
 export const MAX_FORWARD_TO = 100;
 
-export interface AgentSettings {
+interface AgentSettings {
   object: 'inbox_agent';
   instructions: string | null;
   tone: AgentTone | null;
@@ -34,7 +34,7 @@ export interface AgentSettings {
   runtime: { enabled: boolean; reason: string | null; model: string | null };
 }
 
-export interface AgentChanges {
+interface AgentChanges {
   instructions?: string | null | undefined;
   tone?: AgentTone | null | undefined;
   actions?: AgentAction[] | undefined;

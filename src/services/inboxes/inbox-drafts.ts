@@ -24,7 +24,7 @@ import { checkCallerHeaders, checkNoNul, sendFromInbox, type Caller } from './se
 
 type Addresses = string | string[] | null | undefined;
 
-export interface DraftContent {
+interface DraftContent {
   to?: Addresses;
   cc?: Addresses;
   bcc?: Addresses;
@@ -35,7 +35,7 @@ export interface DraftContent {
   attachments?: AttachmentInput[] | null | undefined;
 }
 
-export interface NewDraft extends DraftContent {
+interface NewDraft extends DraftContent {
   threadId?: string | undefined;
   replyToEmailId?: string | undefined;
 }
@@ -44,7 +44,7 @@ const SNIPPET = 120;
 
 const attachmentView = (a: Omit<InboxDraftAttachment, 'content'>) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size });
 
-export function draftView(d: InboxDraft, attachments: Array<Omit<InboxDraftAttachment, 'content'>>) {
+function draftView(d: InboxDraft, attachments: Array<Omit<InboxDraftAttachment, 'content'>>) {
   return {
     object: 'inbox_draft' as const,
     id: d.id,
@@ -63,7 +63,7 @@ export function draftView(d: InboxDraft, attachments: Array<Omit<InboxDraftAttac
     attachments: attachments.map(attachmentView),
   };
 }
-export type DraftView = ReturnType<typeof draftView>;
+type DraftView = ReturnType<typeof draftView>;
 
 const snippetOf = (d: InboxDraft): string | null => {
   const source = d.text ?? (d.html ? d.html.replace(/<[^>]+>/g, ' ') : null);
@@ -72,7 +72,7 @@ const snippetOf = (d: InboxDraft): string | null => {
   return flat.length > SNIPPET ? `${flat.slice(0, SNIPPET - 1)}…` : flat;
 };
 
-export const draftListItem = (d: InboxDraft, attachments: Array<Omit<InboxDraftAttachment, 'content'>>) => {
+const draftListItem = (d: InboxDraft, attachments: Array<Omit<InboxDraftAttachment, 'content'>>) => {
   const { object: _object, html: _html, text: _text, email_id: _emailId, created_at: _createdAt, ...rest } = draftView(d, attachments);
   return { ...rest, snippet: snippetOf(d) };
 };

@@ -24,7 +24,7 @@ import { sendFromInbox, type Caller } from './send-from-inbox.js';
 
 type Addresses = string | string[] | undefined;
 
-export interface ReplyInput {
+interface ReplyInput {
   text?: string | undefined;
   html?: string | undefined;
   subject?: string | undefined;
@@ -35,7 +35,7 @@ export interface ReplyInput {
   headers?: Record<string, string> | null | undefined;
 }
 
-export interface ForwardInput extends Omit<ReplyInput, 'replyAll'> {
+interface ForwardInput extends Omit<ReplyInput, 'replyAll'> {
   to: string | string[];
 }
 
@@ -52,7 +52,7 @@ export interface InboxReplyService {
   original(workspaceId: string, inbox: string, threadId: string, emailId: string): Promise<{ inbox: RouteView; message: InboxMessage }>;
 }
 
-export const quotedOf = (m: InboxMessage): QuotedMessage => ({
+const quotedOf = (m: InboxMessage): QuotedMessage => ({
   from: m.from_header,
   to: m.to_addresses,
   cc: m.cc_addresses,

@@ -7,14 +7,14 @@ import type { RouteService, RouteView } from '../receiving/routes.js';
 import { labelView, messageIdOf, messageView, threadLabelView, threadView, type MessageView, type ThreadView } from './inbox-views.js';
 
 /** At most this many labels in one add or set, as Resend takes them. */
-export const MAX_THREAD_LABELS = 10;
+const MAX_THREAD_LABELS = 10;
 /** Labels one inbox may have. */
-export const MAX_LABELS = 100;
+const MAX_LABELS = 100;
 const COLOR = /^#[0-9A-Fa-f]{6}$/;
 /** Colours given to labels created without one, in turn. */
 const PALETTE = ['#E93D82', '#3E63DD', '#30A46C', '#F76B15', '#8E4EC6', '#12A594', '#E5484D', '#FFC53D'];
 
-export interface ThreadListQuery {
+interface ThreadListQuery {
   folders?: InboxFolder[] | undefined;
   labels?: string[] | undefined;
   read?: boolean | undefined;

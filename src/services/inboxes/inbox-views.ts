@@ -13,7 +13,7 @@ export const threadLabelView = (l: InboxLabel) => ({ id: l.id, name: l.name, col
 /** The id a message goes by: its received email's, or the email we sent. */
 export const messageIdOf = (m: InboxMessage): string => (m.received_email_id ?? m.email_id)!;
 
-export const messageAttachments = (m: InboxMessage) =>
+const messageAttachments = (m: InboxMessage) =>
   m.attachments.map((a) => ({
     id: a.id,
     filename: a.filename,
@@ -42,7 +42,7 @@ export const messageView = (m: InboxMessage) => ({
 export type MessageView = ReturnType<typeof messageView>;
 
 /** What the inbox agent did about one message: the actions it asked for, each with its result. */
-export const agentRunView = (r: InboxAgentRun) => ({
+const agentRunView = (r: InboxAgentRun) => ({
   id: r.id,
   email_id: null as string | null,
   status: r.status,

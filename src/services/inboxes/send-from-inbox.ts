@@ -26,7 +26,7 @@ export interface Caller {
   senderDomainId: string | null;
 }
 
-export interface OutgoingMessage {
+interface OutgoingMessage {
   inbox: RouteView;
   /** The thread it joins; none: the headers decide (a standalone message starts one). */
   threadId?: string | undefined;

@@ -5,6 +5,7 @@ import type { CampaignVariant } from '../../store/ab-tests.js';
 import type { Campaign, WinnerMetric } from '../../store/campaigns.js';
 import { contentOf, type Content } from '../../messages/campaign-content.js';
 import { WINNER_METRICS } from '../../store/campaigns.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * The A/B test of a campaign as it is asked for and checked: 2 to 5 variants (each changing
@@ -13,17 +14,17 @@ import { WINNER_METRICS } from '../../store/campaigns.js';
  * out. Pure but for the template look-up the caller passes.
  */
 
-export const VARIANT_KEYS = ['A', 'B', 'C', 'D', 'E'] as const;
-export const MIN_VARIANTS = 2;
-export const MAX_VARIANTS = VARIANT_KEYS.length;
+const VARIANT_KEYS = ['A', 'B', 'C', 'D', 'E'] as const;
+const MIN_VARIANTS = 2;
+const MAX_VARIANTS = VARIANT_KEYS.length;
 /** Shorter than a minute, no reader could have opened anything. */
-export const MIN_TEST_MS = 60_000;
+const MIN_TEST_MS = 60_000;
 /** More than half the list held out measures the list, not the campaign. */
-export const MAX_HOLDOUT_PERCENTAGE = 50;
+const MAX_HOLDOUT_PERCENTAGE = 50;
 const MAX_VARIANT_NAME = 100;
 const MAX_PREVIEW_TEXT = 500;
 
-export interface VariantInput {
+interface VariantInput {
   name?: string | undefined;
   subject?: string | undefined;
   previewText?: string | undefined;
@@ -43,7 +44,7 @@ export interface AbTestInput {
   holdoutPercentage?: number | undefined;
 }
 
-export type AbFields = Pick<Campaign, 'holdout_percentage' | 'test_percentage' | 'winner_metric' | 'test_duration_ms'>;
+type AbFields = Pick<Campaign, 'holdout_percentage' | 'test_percentage' | 'winner_metric' | 'test_duration_ms'>;
 export type VariantRow = Omit<CampaignVariant, 'campaign_id'>;
 
 const isPercentage = (n: number, min: number, max: number): boolean => Number.isInteger(n) && n >= min && n <= max;
@@ -76,7 +77,7 @@ export async function checkAbTest(
   if (!isPercentage(test, 1, 100)) throw validationError('test_percentage', 'must be a whole number from 1 to 100');
   if (test + holdout > 100) throw validationError('test_percentage', `and holdout_percentage add up to ${test + holdout}: at most 100`);
   const metric = input.winnerMetric ?? 'human_click_rate';
-  if (!(WINNER_METRICS as readonly string[]).includes(metric)) throw validationError('winner_metric', `must be one of ${WINNER_METRICS.join(', ')}`);
+  if (!isOneOf(WINNER_METRICS, metric)) throw validationError('winner_metric', `must be one of ${WINNER_METRICS.join(', ')}`);
   if (input.testDuration === undefined) throw validationError('test_duration', 'is required with variants: how long the test runs before the winner is chosen, e.g. "4 hours"');
   const duration = parseDuration('test_duration', input.testDuration, MAX_DURATION_MS);
   if (duration < MIN_TEST_MS) throw validationError('test_duration', 'must be at least 1 minute');

@@ -20,7 +20,7 @@ export interface AudienceView {
 }
 
 /** Most members added by one request. */
-export const MAX_MEMBERS_PER_REQUEST = 1000;
+const MAX_MEMBERS_PER_REQUEST = 1000;
 
 export interface AudienceService {
   create(workspaceId: string, name: string, conditions?: unknown): Promise<AudienceView>;

@@ -4,6 +4,7 @@ import { listCampaignClickedLinks, listCampaignRecipients, listClicksOfEmails } 
 import { findCampaign } from '../../store/campaigns.js';
 import { parsePage, DEFAULT_LIMIT, MAX_LIMIT } from '../../store/list-page.js';
 import type { ServiceDeps } from '../deps.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * A broadcast's recipients by what happened to their message, and the links they clicked
@@ -11,10 +12,10 @@ import type { ServiceDeps } from '../deps.js';
  * campaign's emails.
  */
 
-export const RECIPIENT_EVENT_TYPES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'suppressed'] as const;
-export type RecipientEventType = (typeof RECIPIENT_EVENT_TYPES)[number];
-export const BOUNCE_TYPES = ['permanent', 'transient', 'undetermined'] as const;
-export type BounceType = (typeof BOUNCE_TYPES)[number];
+const RECIPIENT_EVENT_TYPES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'suppressed'] as const;
+type RecipientEventType = (typeof RECIPIENT_EVENT_TYPES)[number];
+const BOUNCE_TYPES = ['permanent', 'transient', 'undetermined'] as const;
+type BounceType = (typeof BOUNCE_TYPES)[number];
 
 const EVENT_OF: Record<RecipientEventType, string> = {
   sent: 'email.sent',
@@ -27,7 +28,7 @@ const EVENT_OF: Record<RecipientEventType, string> = {
   suppressed: 'email.suppressed',
 };
 
-export interface BroadcastRecipientView {
+interface BroadcastRecipientView {
   /** The email's id: the cursor of the list. */
   id: string;
   contact_id: string | null;
@@ -37,7 +38,7 @@ export interface BroadcastRecipientView {
   bounce_type?: BounceType;
 }
 
-export interface ClickedLinkView {
+interface ClickedLinkView {
   /** An opaque cursor (the URL, base64url). */
   id: string;
   url: string;
@@ -80,16 +81,16 @@ export function createCampaignEngagementService(deps: ServiceDeps): CampaignEnga
     async recipients(workspaceId, campaignId, query) {
       const campaign = await find(workspaceId, campaignId);
       const type = query.type;
-      if (typeof type !== 'string' || !(RECIPIENT_EVENT_TYPES as readonly string[]).includes(type)) {
+      if (typeof type !== 'string' || !isOneOf(RECIPIENT_EVENT_TYPES, type)) {
         throw validationError('type', `is required: one of ${RECIPIENT_EVENT_TYPES.join(', ')}`);
       }
       const bounceType = query.bounce_type;
-      if (bounceType !== undefined && (type !== 'bounced' || typeof bounceType !== 'string' || !(BOUNCE_TYPES as readonly string[]).includes(bounceType))) {
+      if (bounceType !== undefined && (type !== 'bounced' || typeof bounceType !== 'string' || !isOneOf(BOUNCE_TYPES, bounceType))) {
         throw validationError('bounce_type', `only with type bounced: one of ${BOUNCE_TYPES.join(', ')}`);
       }
       const email = typeof query.email === 'string' && query.email !== '' ? query.email.trim().toLowerCase() : undefined;
       const page = parsePage(query, 'keyset');
-      const { rows, more } = await listCampaignRecipients(db, { workspaceId, campaignId: campaign.id, eventType: EVENT_OF[type as RecipientEventType], emailKey: email }, page);
+      const { rows, more } = await listCampaignRecipients(db, { workspaceId, campaignId: campaign.id, eventType: EVENT_OF[type], emailKey: email }, page);
       const clicks = type === 'clicked' ? await listClicksOfEmails(db, dialect, rows.map((r) => r.email_id)) : [];
       const data = rows
         .map((r): BroadcastRecipientView => ({

@@ -22,7 +22,7 @@ export interface GroupStats {
   human_click_rate: number;
 }
 
-export interface CampaignReport {
+interface CampaignReport {
   counts: Record<string, number>;
   /** Each variant's messages sent in the test. */
   test: Map<string, GroupStats>;

@@ -51,7 +51,7 @@ export interface CampaignView {
   variants?: VariantView[];
 }
 
-export interface VariantView {
+interface VariantView {
   id: string;
   name: string | null;
   subject: string;
@@ -63,7 +63,7 @@ export interface VariantView {
   stats: GroupStats;
 }
 
-export interface WinnerView {
+interface WinnerView {
   variant: string;
   chosen_by: WinnerChoice;
   chosen_at: string;

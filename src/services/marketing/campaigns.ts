@@ -21,7 +21,7 @@ export type { CampaignInput } from './campaign-fields.js';
 
 export type { CampaignView } from './campaign-view.js';
 
-export interface CreateOptions {
+interface CreateOptions {
   /** false: a draft, sent later by `send` (default true: queue now). */
   send?: boolean | undefined;
   /** Queue at this time rather than now (epoch ms). */
@@ -57,14 +57,14 @@ export interface CampaignService {
   preview(workspaceId: string, id: string, contact?: PreviewContact): Promise<CampaignPreview>;
 }
 
-export interface PreviewContact {
+interface PreviewContact {
   email?: string | undefined;
   first_name?: string | undefined;
   last_name?: string | undefined;
   properties?: Record<string, unknown> | undefined;
 }
 
-export interface CampaignPreview {
+interface CampaignPreview {
   object: 'broadcast_preview';
   id: string;
   subject: string;
@@ -73,7 +73,7 @@ export interface CampaignPreview {
   text: string | null;
 }
 
-export interface CampaignServiceDeps extends ServiceDeps {
+interface CampaignServiceDeps extends ServiceDeps {
   send: SendService;
   templates: TemplateService;
   topics: TopicService;

@@ -15,11 +15,11 @@ import type { ServiceDeps } from '../deps.js';
  * properties stay free-form, as before.
  */
 
-export const MAX_CONTACT_PROPERTIES = 100;
+const MAX_CONTACT_PROPERTIES = 100;
 /** The contact's own fields and our template names: a property cannot shadow them. */
 const RESERVED_KEYS = new Set(['email', 'first_name', 'last_name', 'unsubscribed', 'external_id', 'metadata', 'unsubscribe_url', 'id', 'status']);
 
-export interface ContactPropertyView {
+interface ContactPropertyView {
   object: 'contact_property';
   id: string;
   key: string;

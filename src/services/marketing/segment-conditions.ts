@@ -3,8 +3,9 @@ import { valueMatches, type FieldType } from '../../shared/typed-fields.js';
 import { listAllContactProperties } from '../../store/contact-properties.js';
 import type { Db } from '../../store/db.js';
 import { CONDITION_OPERATORS, type ConditionOperator, type PropertyCondition } from '../../store/property-conditions.js';
+import { isOneOf } from '../../shared/one-of.js';
 
-export const MAX_SEGMENT_CONDITIONS = 20;
+const MAX_SEGMENT_CONDITIONS = 20;
 const ORDERED: readonly ConditionOperator[] = ['gt', 'gte', 'lt', 'lte'];
 
 /**
@@ -23,8 +24,8 @@ export async function checkSegmentConditions(db: Db, workspaceId: string, input:
     const { property, operator, value } = raw as Record<string, unknown>;
     if (typeof property !== 'string' || !declared.has(property)) throw validationError(`${field}.property`, `must name a declared contact property (contactProperties.create)${typeof property === 'string' ? `; ${property} is not one` : ''}`);
     const type = declared.get(property)!;
-    if (typeof operator !== 'string' || !(CONDITION_OPERATORS as readonly string[]).includes(operator)) throw validationError(`${field}.operator`, `must be one of ${CONDITION_OPERATORS.join(', ')}`);
-    const op = operator as ConditionOperator;
+    if (typeof operator !== 'string' || !isOneOf(CONDITION_OPERATORS, operator)) throw validationError(`${field}.operator`, `must be one of ${CONDITION_OPERATORS.join(', ')}`);
+    const op = operator;
     if (type === 'boolean' && ORDERED.includes(op)) throw validationError(`${field}.operator`, `${property} is a boolean: eq, neq, exists or not_exists`);
     if (op === 'exists' || op === 'not_exists') {
       if (value !== undefined && value !== null) throw validationError(`${field}.value`, `${op} takes no value`);

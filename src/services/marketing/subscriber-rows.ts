@@ -30,7 +30,7 @@ export interface SubscriberInput {
 
 export type ImportOutcome = { outcome: 'created' | 'updated' | 'skipped'; id: string } | { outcome: 'failed'; reason: string };
 
-export const MAX_SUBSCRIBER_TAGS = 50;
+const MAX_SUBSCRIBER_TAGS = 50;
 
 export const checkName = (field: string, value: string | null | undefined) => {
   if (value != null && (value.length > 200 || hasLineBreak(value))) throw validationError(field, 'must be one line of at most 200 characters');

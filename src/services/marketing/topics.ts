@@ -6,6 +6,7 @@ import { findSubscriber } from '../../store/subscribers.js';
 import { countOpenCampaignsOf, findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic, type Topic, type TopicSubscription } from '../../store/topics.js';
 import type { ServiceDeps } from '../deps.js';
 import { hasLineBreak } from '../../messages/addresses.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * Topics: what a subscriber may opt in to or out of without leaving the list altogether
@@ -16,7 +17,7 @@ import { hasLineBreak } from '../../messages/addresses.js';
 
 export const TOPIC_SUBSCRIPTIONS = ['opt_in', 'opt_out'] as const satisfies readonly TopicSubscription[];
 
-export interface TopicView {
+interface TopicView {
   object: 'topic';
   id: string;
   name: string;
@@ -34,7 +35,7 @@ export interface TopicChoiceView {
   subscription: TopicSubscription;
 }
 
-export interface TopicInput {
+interface TopicInput {
   name: string;
   description?: string | null | undefined;
   default_subscription: TopicSubscription;
@@ -54,7 +55,7 @@ export interface TopicService {
   choose(workspaceId: string, subscriberId: string, choices: Array<{ id: string; subscription: TopicSubscription }>, trx?: Db): Promise<void>;
 }
 
-export const topicView = (t: Topic): TopicView => ({
+const topicView = (t: Topic): TopicView => ({
   object: 'topic',
   id: t.id,
   name: t.name,
@@ -82,7 +83,7 @@ export function createTopicService(deps: ServiceDeps): TopicService {
   };
   return {
     async create(workspaceId, input) {
-      if (!(TOPIC_SUBSCRIPTIONS as readonly string[]).includes(input.default_subscription)) throw validationError('default_subscription', 'must be opt_in or opt_out');
+      if (!isOneOf(TOPIC_SUBSCRIPTIONS, input.default_subscription)) throw validationError('default_subscription', 'must be opt_in or opt_out');
       const now = clock.now();
       const row: Topic = { id: newId(), workspace_id: workspaceId, name: checkName(input.name), description: checkDescription(input.description), default_subscription: input.default_subscription, created_at: now, updated_at: now };
       await saveTopic(db, row);
@@ -117,7 +118,7 @@ export function createTopicService(deps: ServiceDeps): TopicService {
     async choose(workspaceId, subscriberId, choices, trx = db) {
       if (!(await findSubscriber(trx, workspaceId, subscriberId))) throw notFound(`Contact ${subscriberId}`);
       for (const [i, c] of choices.entries()) {
-        if (!(TOPIC_SUBSCRIPTIONS as readonly string[]).includes(c.subscription)) throw validationError(`topics[${i}].subscription`, 'must be opt_in or opt_out');
+        if (!isOneOf(TOPIC_SUBSCRIPTIONS, c.subscription)) throw validationError(`topics[${i}].subscription`, 'must be opt_in or opt_out');
         if (!(isUuid(c.id) && (await findTopic(trx, workspaceId, c.id)))) throw validationError(`topics[${i}].id`, `topic ${c.id} not found`);
       }
       await saveSubscriptions(trx, subscriberId, choices.map((c) => ({ topicId: c.id, subscription: c.subscription })), clock.now());

@@ -8,17 +8,17 @@ import { readAttachment } from '../../receiving/routes/parse-inbound.js';
 import { receivedLinks, RECEIVED_DOWNLOAD_PATH } from '../../receiving/routes/received-links.js';
 import { attachmentView, receivedDetail, receivedSummary, type ViewContext } from '../../receiving/routes/received-view.js';
 
-export type ReceivedDetail = ReturnType<typeof receivedDetail>;
-export type ReceivedAttachment = ReturnType<typeof attachmentView>;
+type ReceivedDetail = ReturnType<typeof receivedDetail>;
+type ReceivedAttachment = ReturnType<typeof attachmentView>;
 
-export interface ReceivedPage {
+interface ReceivedPage {
   object: 'list';
   has_more: boolean;
   next_cursor: string | null;
   data: Array<ReturnType<typeof receivedSummary>>;
 }
 
-export interface AttachmentContent {
+interface AttachmentContent {
   filename: string | null;
   contentType: string;
   content: Buffer;

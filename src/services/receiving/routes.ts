@@ -7,6 +7,7 @@ import type { ServiceDeps } from '../deps.js';
 import type { ListPage } from '../../store/list-page.js';
 import { hasLineBreak } from '../../messages/addresses.js';
 import { parseRouteAddress } from '../../receiving/routes/match-route.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 export interface RouteView {
   object: 'route';
@@ -24,7 +25,7 @@ export interface RouteView {
   updated_at: string;
 }
 
-export const routeView = (r: RouteWithDomain): RouteView => ({
+const routeView = (r: RouteWithDomain): RouteView => ({
   object: 'route',
   id: r.id,
   address: `${r.local_part}@${r.domain_name}`,
@@ -39,14 +40,14 @@ export const routeView = (r: RouteWithDomain): RouteView => ({
   updated_at: toIso(r.updated_at),
 });
 
-export interface NewRoute {
+interface NewRoute {
   address: string;
   action?: RouteAction | undefined;
   name?: string | null | undefined;
   from_name?: string | null | undefined;
 }
 
-export interface RouteChanges {
+interface RouteChanges {
   action?: RouteAction | undefined;
   name?: string | null | undefined;
   from_name?: string | null | undefined;
@@ -74,8 +75,8 @@ const label = (field: string, value: string | null | undefined): string | null |
 
 const action = (value: string | undefined): RouteAction | undefined => {
   if (value === undefined) return undefined;
-  if (!(ROUTE_ACTIONS as readonly string[]).includes(value)) throw validationError('action', `must be one of ${ROUTE_ACTIONS.join(', ')}`);
-  return value as RouteAction;
+  if (!isOneOf(ROUTE_ACTIONS, value)) throw validationError('action', `must be one of ${ROUTE_ACTIONS.join(', ')}`);
+  return value;
 };
 
 export function createRouteService(deps: ServiceDeps): RouteService {

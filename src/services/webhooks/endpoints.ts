@@ -13,12 +13,12 @@ import type { WebhookService } from './webhook-service.js';
 /** Endpoints: who gets which events at which URL, signed with which secret. */
 
 const SECRET_BYTES = 32;
-export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
+const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 const HINT_CHARS = 4;
 const LEGACY_SECRET_RE = /^whsec_[\x21-\x7e]{16,256}$/;
 const MAX_DESCRIPTION = 500;
 
-export const generateSecret = (): string => SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
+const generateSecret = (): string => SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
 
 /** Resend's event types with no counterpart here (yet): refused with a message that says so. */
 const RESEND_ONLY_EVENTS = new Set([

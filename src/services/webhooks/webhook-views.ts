@@ -55,7 +55,7 @@ export interface DeliveryView {
   completed_at: string | null;
 }
 
-export const maskSecret = (hint: string): string => `${SECRET_PREFIX}********${hint}`;
+const maskSecret = (hint: string): string => `${SECRET_PREFIX}********${hint}`;
 
 export const webhookView = (e: WebhookEndpoint, now: number): WebhookView => ({
   id: e.id,

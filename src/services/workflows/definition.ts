@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { validationError } from '../../shared/errors.js';
 import { checkFieldName, isVarRef, OPERATORS, type ConditionRule } from './conditions.js';
 import { parseDuration } from '../../shared/duration.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * A workflow's definition, in Resend's automation shape: steps (each with a key, a type and
@@ -11,22 +12,22 @@ import { parseDuration } from '../../shared/duration.js';
  * segments are checked by the service, which can read them.
  */
 
-export const STEP_TYPES = ['trigger', 'delay', 'send_email', 'wait_for_event', 'condition', 'contact_update', 'contact_delete', 'add_to_segment'] as const;
-export type StepType = (typeof STEP_TYPES)[number];
-export const CONNECTION_TYPES = ['default', 'condition_met', 'condition_not_met', 'timeout', 'event_received'] as const;
+const STEP_TYPES = ['trigger', 'delay', 'send_email', 'wait_for_event', 'condition', 'contact_update', 'contact_delete', 'add_to_segment'] as const;
+type StepType = (typeof STEP_TYPES)[number];
+const CONNECTION_TYPES = ['default', 'condition_met', 'condition_not_met', 'timeout', 'event_received'] as const;
 export type ConnectionType = (typeof CONNECTION_TYPES)[number];
 
-export const MAX_STEPS = 100;
-export const MAX_CONNECTIONS = 200;
-export const MAX_KEY_LENGTH = 100;
-export const MAX_EVENT_NAME_LENGTH = 200;
+const MAX_STEPS = 100;
+const MAX_CONNECTIONS = 200;
+const MAX_KEY_LENGTH = 100;
+const MAX_EVENT_NAME_LENGTH = 200;
 /** Rules in a condition, counted through its and/or groups, and how deep groups nest. */
 export const MAX_RULES = 50;
 export const MAX_RULE_DEPTH = 5;
 
 const KEY = /^[A-Za-z0-9_-]+$/;
 /** Event names: letters, digits and `. _ - :` (`user.created`, `cart:abandoned`). */
-export const EVENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+const EVENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
 
 export const eventNameSchema = z
   .string()
@@ -92,17 +93,17 @@ const connectionSchema = z.strictObject({
   type: z.enum(CONNECTION_TYPES, { error: `must be one of ${CONNECTION_TYPES.join(', ')}` }).optional().default('default'),
 });
 
-export const definitionSchema = z.object({
+const definitionSchema = z.object({
   steps: z.array(stepSchema).min(1, 'needs at least the trigger step').max(MAX_STEPS, `at most ${MAX_STEPS} steps`),
   connections: z.array(connectionSchema).max(MAX_CONNECTIONS, `at most ${MAX_CONNECTIONS} connections`),
 });
 
-export type TriggerConfig = z.infer<typeof configs.trigger>;
-export type DelayConfig = z.infer<typeof configs.delay>;
+type TriggerConfig = z.infer<typeof configs.trigger>;
+type DelayConfig = z.infer<typeof configs.delay>;
 export type SendEmailConfig = z.infer<typeof configs.send_email>;
-export type WaitForEventConfig = Omit<z.infer<typeof configs.wait_for_event>, 'filter_rule'> & { filter_rule?: ConditionRule | undefined };
-export type ContactUpdateConfig = z.infer<typeof configs.contact_update>;
-export type AddToSegmentConfig = z.infer<typeof configs.add_to_segment>;
+type WaitForEventConfig = Omit<z.infer<typeof configs.wait_for_event>, 'filter_rule'> & { filter_rule?: ConditionRule | undefined };
+type ContactUpdateConfig = z.infer<typeof configs.contact_update>;
+type AddToSegmentConfig = z.infer<typeof configs.add_to_segment>;
 
 export type Step =
   | { key: string; type: 'trigger'; config: TriggerConfig }
@@ -114,7 +115,7 @@ export type Step =
   | { key: string; type: 'contact_delete'; config: Record<string, never> }
   | { key: string; type: 'add_to_segment'; config: AddToSegmentConfig };
 
-export interface Connection {
+interface Connection {
   from: string;
   to: string;
   type: ConnectionType;
@@ -162,7 +163,7 @@ function parseRule(value: unknown, field: string, depth: number, count: { n: num
   const badName = checkFieldName(r.field);
   if (badName) throw validationError(`${field}.field`, badName);
   const operator = r.operator;
-  if (typeof operator !== 'string' || !(OPERATORS as readonly string[]).includes(operator)) throw validationError(`${field}.operator`, `must be one of ${OPERATORS.join(', ')}`);
+  if (typeof operator !== 'string' || !isOneOf(OPERATORS, operator)) throw validationError(`${field}.operator`, `must be one of ${OPERATORS.join(', ')}`);
   const v = r.value;
   switch (operator) {
     case 'exists':
@@ -182,7 +183,7 @@ function parseRule(value: unknown, field: string, depth: number, count: { n: num
       return { type: 'rule', field: r.field, operator, value: v };
     default:
       if (!(v === null || ['string', 'number', 'boolean'].includes(typeof v))) throw validationError(`${field}.value`, 'must be a string, number, boolean or null');
-      return { type: 'rule', field: r.field, operator: operator as 'eq' | 'neq', value: v as string | number | boolean | null };
+      return { type: 'rule', field: r.field, operator: operator, value: v as string | number | boolean | null };
   }
 }
 

@@ -7,6 +7,7 @@ import { findEventDefinition, findEventDefinitionByName, listEventDefinitions, r
 import { parsePage } from '../../store/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { eventNameSchema } from './definition.js';
+import { isOneOf } from '../../shared/one-of.js';
 
 /**
  * Declared custom events (Resend's `events.create` …): a name and, optionally, the type of each
@@ -15,7 +16,7 @@ import { eventNameSchema } from './definition.js';
  * accepted as before.
  */
 
-export interface EventDefinitionView {
+interface EventDefinitionView {
   object: 'event';
   id: string;
   name: string;
@@ -57,7 +58,7 @@ export function createEventDefinitionService(deps: ServiceDeps): EventDefinition
     async create(workspaceId, input) {
       const name = eventNameSchema.safeParse(input.name);
       if (!name.success) throw validationError('name', typeof input.name === 'string' ? name.error.issues[0]!.message : 'is required');
-      if ((EVENT_TYPES as readonly string[]).includes(name.data)) throw validationError('name', `${name.data} is a platform event: mailsvc emits it itself`);
+      if (isOneOf(EVENT_TYPES, name.data)) throw validationError('name', `${name.data} is a platform event: mailsvc emits it itself`);
       const schema = parseSchema('schema', input.schema);
       const row: EventDefinition = { id: newId(), workspace_id: workspaceId, name: name.data, schema, created_at: clock.now(), updated_at: null };
       // A name the workspace declared already is already_exists (store/event-definitions.ts).

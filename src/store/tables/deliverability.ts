@@ -55,8 +55,7 @@ export interface TlsReportsTable {
 }
 
 /** sending: marketing flows; warning: a rate crossed its warning threshold; paused: marketing mail is held. */
-export const REPUTATION_STATES = ['sending', 'warning', 'paused'] as const;
-export type ReputationState = (typeof REPUTATION_STATES)[number];
+export type ReputationState = 'sending' | 'warning' | 'paused';
 
 /** The reputation guard's view of one sending domain: its counts over the window when last evaluated. */
 export interface ReputationStatesTable {

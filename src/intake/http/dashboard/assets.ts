@@ -114,7 +114,7 @@ const JS = `document.addEventListener('click',function(e){var b=e.target.closest
 
 const version = (body: string) => createHash('sha256').update(body).digest('hex').slice(0, 12);
 
-export interface Asset {
+interface Asset {
   path: string;
   type: string;
   body: string;

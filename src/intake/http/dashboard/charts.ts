@@ -60,7 +60,7 @@ ${xTicks.map((i) => html`<text class="tick" x="${pct((100 * x(i)) / SPAN)}" y="$
   )}</tbody></table></div></details></figure>`;
 }
 
-export interface Bar {
+interface Bar {
   label: string;
   /** 0 to 1. */
   value: number;

@@ -18,7 +18,7 @@ export interface DashView {
   can(permission: Permission): boolean;
 }
 
-export const SECTIONS = [
+const SECTIONS = [
   ['overview', 'Overview'],
   ['emails', 'Emails'],
   ['templates', 'Templates'],
@@ -35,10 +35,10 @@ export const SECTIONS = [
   ['audit', 'Audit log'],
   ['oauth', 'Connected apps'],
 ] as const;
-export type Section = (typeof SECTIONS)[number][0];
+type Section = (typeof SECTIONS)[number][0];
 
 /** The hidden input every form carries; the middleware refuses a POST without it. */
-export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
+const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
 
 /**
  * A form that changes something; nothing at all for a role that may not post it (the same
@@ -93,7 +93,7 @@ const shell = (title: string, header: SafeHtml | string, body: SafeHtml) => html
 <link rel="stylesheet" href="${assets.css.path}"><script src="${assets.js.path}" defer></script>
 </head><body>${header}<main>${body}</main></body></html>`;
 
-export interface PageOptions {
+interface PageOptions {
   title: string;
   /** `account`: the signed-in person's own page, linked beside Sign out rather than in the workspace's sections. */
   section: Section | 'account';

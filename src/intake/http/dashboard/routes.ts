@@ -7,7 +7,7 @@ import type { DashState } from './session.js';
  * What a dashboard route needs: a permission of the role (services/users.ts ROLE_PERMISSIONS),
  * or only a session (signing out, choosing a workspace, one's own account).
  */
-export type Need = Permission | 'session';
+type Need = Permission | 'session';
 
 export interface RouteDeclaration {
   method: 'GET' | 'POST';

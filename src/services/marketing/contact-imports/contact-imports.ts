@@ -30,10 +30,10 @@ export type { ContactImportOptions } from './read-contacts-csv.js';
  * row is counted and reported with its line and reason, the others go in.
  */
 
-export const CONTACT_IMPORT_STATUSES = ['queued', 'in_progress', 'completed', 'failed'] as const;
-export type ContactImportStatus = (typeof CONTACT_IMPORT_STATUSES)[number];
+const CONTACT_IMPORT_STATUSES = ['queued', 'in_progress', 'completed', 'failed'] as const;
+type ContactImportStatus = (typeof CONTACT_IMPORT_STATUSES)[number];
 
-export interface ContactImportView {
+interface ContactImportView {
   object: 'contact_import';
   id: string;
   status: ContactImportStatus;

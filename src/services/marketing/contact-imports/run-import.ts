@@ -26,7 +26,7 @@ export interface RunImportDeps {
 }
 
 /** Who holds the import while it runs (a node's kernel, or the CLI), and how it is told to stop. */
-export interface ImportLease {
+interface ImportLease {
   owner: string;
   /** Each committed batch extends the lease by this much. */
   leaseMs: number;
@@ -36,7 +36,7 @@ export interface ImportLease {
 }
 
 /** How a run ended: finished (completed or failed, the file deleted); stopped by its holder; or lost to another node (its lease had run out). */
-export type ImportEnd = 'completed' | 'failed' | 'stopped' | 'lost';
+type ImportEnd = 'completed' | 'failed' | 'stopped' | 'lost';
 
 const STOPPED = new Error('stopping');
 const LOST = new Error('the import is held by another node');

@@ -22,7 +22,7 @@ async function parsedMessage(deps: HttpDeps, view: DashView, id: string): Promis
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
 
 /** An SMTP reply once: stored replies often start with their own code already. */
-export const replyText = (code: number | null, message: string | null): string =>
+const replyText = (code: number | null, message: string | null): string =>
   code === null ? (message ?? '') : message === null ? String(code) : message.startsWith(String(code)) ? message : `${code} ${message}`;
 
 /** The next day of a `YYYY-MM-DD` date: "to 12 June" includes the whole of the 12th. */

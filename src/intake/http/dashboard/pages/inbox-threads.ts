@@ -6,6 +6,7 @@ import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table, when } from '../layout.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
+import { isOneOf } from '../../../../shared/one-of.js';
 
 /** An inbox's conversations in the dashboard: threads by folder or search, one thread's messages, moving and marking them. */
 
@@ -20,7 +21,7 @@ export function registerInboxThreadRoutes(router: DashRoutes, deps: HttpDeps): v
     const view = ctx.state.dashboard;
     const threads = deps.services.inboxThreads;
     const inbox = await threads.inbox(view.workspace.id, ctx.params.id!);
-    const folder = (INBOX_FOLDERS as readonly string[]).includes(str(ctx.query.folder)) ? (str(ctx.query.folder) as InboxFolder) : 'inbox';
+    const folder = isOneOf(INBOX_FOLDERS, str(ctx.query.folder)) ? (str(ctx.query.folder) as InboxFolder) : 'inbox';
     const q = str(ctx.query.q).trim();
     if (q.length > 500) throw validationError('q', 'at most 500 characters');
     const pageOf = parsePage({ after: str(ctx.query.after) || undefined, limit: '50' }, 'keyset');

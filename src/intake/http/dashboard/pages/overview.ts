@@ -24,7 +24,7 @@ const CHECK_LABELS: Record<(typeof CHECKS)[number], string> = { dkim: 'DKIM', sp
 const pct = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
 
 /** The checks of a domain as badges, one per check, in the status vocabulary. */
-export const checkBadges = (checks: DomainChecks | null) =>
+const checkBadges = (checks: DomainChecks | null) =>
   checks
     ? html`<span class="checks">${CHECKS.flatMap((k) => (checks[k] ? [html`<span class="check" title="${checks[k].message}">${CHECK_LABELS[k]} ${badge(checks[k].status)}</span>`] : []))}</span>`
     : html`<span class="muted">not checked yet</span>`;

@@ -1,6 +1,6 @@
 import type { DashRoutes } from '../routes.js';
 import { parsePage } from '../../../../store/list-page.js';
-import type { RunSummary, WorkflowSummary } from '../../../../services/workflows/workflows.js';
+import type { RunSummary, WorkflowSummary } from '../../../../services/workflows/workflow-views.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table, when } from '../layout.js';

@@ -6,7 +6,7 @@ import { setRateLimitHeaders } from '../../rate-limit.js';
 import { defineRoute } from '../../route.js';
 import { attachmentSchema } from '../v1/emails.js';
 
-export const legacySendBody = z.object({
+const legacySendBody = z.object({
   to: z.string(),
   subject: z.string(),
   html: z.string().optional(),

@@ -12,7 +12,7 @@ const STYLE =
   'iframe{border:0;width:100%;height:calc(100vh - 7rem)}pre{white-space:pre-wrap;padding:1rem 1.25rem;margin:0;font:inherit}';
 
 /** The page of a shared message: its headers, and its HTML in a sandboxed frame (no script, no forms) or its text. */
-export function sharedEmailPage(e: SharedEmail): string {
+function sharedEmailPage(e: SharedEmail): string {
   const body = e.html !== null ? `<iframe sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" title="Message" srcdoc="${escapeHtml(e.html)}"></iframe>` : `<pre>${escapeHtml(e.text ?? '')}</pre>`;
   return (
     `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">` +

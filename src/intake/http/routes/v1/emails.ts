@@ -105,7 +105,7 @@ const emailFields = {
   ip_pool: z.string().max(100).optional(),
 };
 
-export const sendEmailBody = z.object({
+const sendEmailBody = z.object({
   ...emailFields,
   to: addresses.optional(),
   /** One template (or body) to many: each recipient with its own variables. */
@@ -115,7 +115,7 @@ export const sendEmailBody = z.object({
     .max(MAX_BATCH)
     .optional(),
 });
-export const batchEmailBody = z.array(z.object({ ...emailFields, to: addresses })).max(MAX_BATCH);
+const batchEmailBody = z.array(z.object({ ...emailFields, to: addresses })).max(MAX_BATCH);
 
 type EmailBody = z.infer<typeof sendEmailBody>;
 
@@ -141,14 +141,14 @@ const tagStrings = (tags: EmailBody['tags']): string[] | undefined =>
   tags?.map((t) => (typeof t === 'string' ? t : t.value === undefined ? t.name : `${t.name}:${t.value}`));
 
 /** What the send path needs to know about the caller. */
-export interface Caller {
+interface Caller {
   test: boolean;
   /** The key may send from this domain only. */
   senderDomainId: string | null;
   now: number;
 }
 
-export const callerOf = ({ principal, deps }: HandlerInput<unknown, unknown>): Caller => ({ test: principal.kind === 'test', senderDomainId: principal.domainId, now: deps.clock.now() });
+const callerOf = ({ principal, deps }: HandlerInput<unknown, unknown>): Caller => ({ test: principal.kind === 'test', senderDomainId: principal.domainId, now: deps.clock.now() });
 
 /** The versioned body, in the send service's canonical shape. */
 export function toSendInput(body: EmailBody, to: string | string[], caller: Caller, overrides: Partial<SendInput> = {}): SendInput {
@@ -195,7 +195,7 @@ const atIndex = (i: number, err: unknown): unknown =>
   isAppError(err) && err.field !== undefined ? new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` }) : err;
 
 /** Builds each message's input; a failure names the message's index, as the service does. */
-export function eachIndexed<T, R>(items: T[], build: (item: T) => R): R[] {
+function eachIndexed<T, R>(items: T[], build: (item: T) => R): R[] {
   return items.map((item, i) => {
     try {
       return build(item);

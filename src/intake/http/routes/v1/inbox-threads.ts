@@ -6,6 +6,7 @@ import { defineRoute, type HandlerInput } from '../../route.js';
 import type { Db } from '../../../../store/db.js';
 import type { SendResult } from '../../../../services/send/send-input.js';
 import { v1AttachmentSchema } from './emails.js';
+import { isOneOf } from '../../../../shared/one-of.js';
 
 /**
  * The conversations of an inbox, as the Resend SDK's `inboxes.threads` and `inboxes.labels`
@@ -25,8 +26,8 @@ const commaList = (field: string, value: string | undefined): string[] | undefin
 
 const folders = (value: string | undefined): InboxFolder[] | undefined =>
   commaList('folders', value)?.map((f) => {
-    if (!(INBOX_FOLDERS as readonly string[]).includes(f)) throw validationError('folders', `must be among ${INBOX_FOLDERS.join(', ')}`);
-    return f as InboxFolder;
+    if (!isOneOf(INBOX_FOLDERS, f)) throw validationError('folders', `must be among ${INBOX_FOLDERS.join(', ')}`);
+    return f;
   });
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
