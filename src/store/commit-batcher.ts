@@ -12,9 +12,23 @@ type Work<T> = (trx: Db) => Promise<T>;
  */
 export type Lane = 'foreground' | 'background';
 interface Pending {
+  /** The write on its own (a merged write with this one item): how it runs alone, and after a failed batch. */
   work: Work<unknown>;
+  /** A write of a kind the batch writes once for all its items (see `merge`). */
+  merged?: { kind: Merged<unknown>; item: unknown };
   resolve(value: unknown): void;
   reject(err: unknown): void;
+}
+
+/**
+ * Writes of one kind that concurrent callers hand in (`CommitBatcher.merge`), written by one
+ * call for every item of a batch: a multi-row insert in place of one insert per caller. On
+ * PostgreSQL each statement is a round trip, so a batch of 50 sends costs three inserts, not 150.
+ * `write` must be safe to run again after a rollback, with fewer items (a failed batch is
+ * retried one item at a time).
+ */
+export interface Merged<T> {
+  write(trx: Db, items: T[]): Promise<void>;
 }
 
 /**
@@ -77,6 +91,20 @@ export class CommitBatcher {
     });
   }
 
+  /**
+   * Hands `item` to `kind`'s write in the next transaction, together with the items other
+   * callers hand in meanwhile; settles once that transaction is committed and durable.
+   * `kind` is compared by identity: create it once, not per call.
+   */
+  merge<T>(kind: Merged<T>, item: T, lane: Lane = 'foreground'): Promise<void> {
+    const work = (trx: Db) => kind.write(trx, [item]);
+    if (inUnit()) return work(this.db);
+    return new Promise<void>((resolve, reject) => {
+      this.queues[lane].push({ work, merged: { kind, item }, resolve: () => resolve(), reject });
+      this.schedule();
+    });
+  }
+
   private pending(): number {
     return this.queues.foreground.length + this.queues.background.length;
   }
@@ -115,7 +143,17 @@ export class CommitBatcher {
       try {
         results = await this.db.transaction().execute(async (trx) => {
           const out: unknown[] = [];
-          for (const item of batch) out.push(await item.work(trx));
+          const merged = new Map<Merged<unknown>, unknown[]>();
+          for (const item of batch) {
+            if (item.merged) {
+              const { kind, item: one } = item.merged;
+              merged.set(kind, [...(merged.get(kind) ?? []), one]);
+              out.push(undefined);
+            } else {
+              out.push(await item.work(trx));
+            }
+          }
+          for (const [kind, items] of merged) await kind.write(trx, items);
           return out;
         });
       } catch {

@@ -8,10 +8,9 @@ import type { EmailStatus, QueueStatus } from './tables/emails.js';
 export function aggregateStatus(states: readonly QueueStatus[], scheduled = false): EmailStatus {
   if (states.length === 0) return 'failed';
   const has = (s: QueueStatus) => states.includes(s);
-  if (has('sending')) return 'sending';
-  if (has('deferred')) return 'deferred';
-  if (has('queued')) return scheduled ? 'scheduled' : 'queued';
-  if (has('held')) return 'held';
-  for (const s of ['delivered', 'bounced', 'failed', 'suppressed', 'cancelled'] as const) if (has(s)) return s;
+  for (const s of PRECEDENCE) if (has(s)) return s === 'queued' && scheduled ? 'scheduled' : s;
   return 'failed';
 }
+
+/** The statuses an email takes from its recipients', first match wins (aggregateStatus). */
+export const PRECEDENCE = ['sending', 'deferred', 'queued', 'held', 'delivered', 'bounced', 'failed', 'suppressed', 'cancelled'] as const satisfies readonly QueueStatus[];

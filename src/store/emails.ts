@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db, Dialect } from './db.js';
-import { aggregateStatus } from './email-status.js';
+import { aggregateStatus, PRECEDENCE } from './email-status.js';
 import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
 import type { DeliveryAttemptsTable, EmailsTable, QueueItemsTable } from './tables/emails.js';
 
@@ -54,17 +54,36 @@ export async function saveEmail(trx: Db, { email, raw, recipients }: NewEmail): 
 }
 
 /** Writes many emails at once with multi-row inserts (campaign pages). */
+/** Bytes of messages per insert (a larger message goes alone). */
+const CONTENT_BYTES = 32 * 1024 * 1024;
+
 export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<void> {
-  // Rows per statement: well under SQLite's and PostgreSQL's limits on bound parameters.
-  const CHUNK = 300;
-  for (let i = 0; i < emails.length; i += CHUNK) {
-    const chunk = emails.slice(i, i + CHUNK);
+  // Rows per statement: well under SQLite's (32,766) and PostgreSQL's (65,535) limits on bound
+  // parameters, at about 40 columns an email and 20 a queue row.
+  const EMAILS = 300;
+  const ITEMS = 1000;
+  for (let i = 0; i < emails.length; i += EMAILS) {
+    const chunk = emails.slice(i, i + EMAILS);
     await trx.insertInto('emails').values(chunk.map((e) => emailRows.encode(e.email))).execute();
-    const contents = chunk.filter((e) => e.raw).map((e) => ({ email_id: e.email.id, raw: e.raw! }));
-    if (contents.length > 0) await trx.insertInto('email_contents').values(contents).execute();
-    const items = chunk.flatMap((e) => e.recipients.map(queueItemRows.encode));
-    if (items.length > 0) await trx.insertInto('queue_items').values(items).execute();
   }
+  // Messages by size too: one statement must stay far below PostgreSQL's 1 GB per message, and
+  // a commit can hold the messages of hundreds of requests, each up to the size limit.
+  let contents: Array<{ email_id: string; raw: Buffer }> = [];
+  let bytes = 0;
+  const flush = async () => {
+    if (contents.length > 0) await trx.insertInto('email_contents').values(contents).execute();
+    contents = [];
+    bytes = 0;
+  };
+  for (const e of emails) {
+    if (!e.raw) continue;
+    if (contents.length >= EMAILS || (contents.length > 0 && bytes + e.raw.length > CONTENT_BYTES)) await flush();
+    contents.push({ email_id: e.email.id, raw: e.raw });
+    bytes += e.raw.length;
+  }
+  await flush();
+  const items = emails.flatMap((e) => e.recipients.map(queueItemRows.encode));
+  for (let i = 0; i < items.length; i += ITEMS) await trx.insertInto('queue_items').values(items.slice(i, i + ITEMS)).execute();
 }
 
 /**
@@ -204,25 +223,32 @@ export async function rescheduleEmail(trx: Db, emailId: string, at: number | nul
 }
 
 /**
- * `refreshEmailStatus` for many emails: two reads and one update per status reached, whatever
- * the number of emails (delivery writes a batch of results at once).
+ * `refreshEmailStatus` for many emails, in one statement per 500 emails whatever their number
+ * (delivery writes a batch of results at once; on PostgreSQL each statement is a round trip):
+ * aggregateStatus's rule as SQL, over each email's queue rows.
  */
 export async function refreshEmailStatuses(trx: Db, emailIds: readonly string[], now: number): Promise<void> {
   const ids = [...new Set(emailIds)];
+  const has = (s: (typeof PRECEDENCE)[number]) => sql`max(case when q.status = ${sql.lit(s)} then 1 else 0 end) = 1`;
+  const status = sql.join(
+    PRECEDENCE.map((s) =>
+      s === 'queued'
+        ? sql`when ${has(s)} then case when e.scheduled_at is not null and e.scheduled_at > ${now} then 'scheduled' else 'queued' end`
+        : sql`when ${has(s)} then ${sql.lit(s)}`,
+    ),
+    sql` `,
+  );
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
-    const [items, emails] = await Promise.all([
-      trx.selectFrom('queue_items').select(['email_id', 'status']).where('email_id', 'in', chunk).execute(),
-      trx.selectFrom('emails').select(['id', 'scheduled_at']).where('id', 'in', chunk).execute(),
-    ]);
-    const states = new Map<string, QueueItem['status'][]>();
-    for (const item of items) states.set(item.email_id, [...(states.get(item.email_id) ?? []), item.status]);
-    const byStatus = new Map<Email['status'], string[]>();
-    for (const email of emails) {
-      const status = aggregateStatus(states.get(email.id) ?? [], email.scheduled_at != null && email.scheduled_at > now);
-      byStatus.set(status, [...(byStatus.get(status) ?? []), email.id]);
-    }
-    for (const [status, group] of byStatus) await trx.updateTable('emails').set({ status, updated_at: now }).where('id', 'in', group).execute();
+    await sql`
+      update emails set status = s.status, updated_at = ${now}
+      from (
+        select e.id, case ${status} else 'failed' end as status
+        from emails as e left join queue_items as q on q.email_id = e.id
+        where e.id in (${sql.join(chunk)})
+        group by e.id, e.scheduled_at
+      ) as s
+      where emails.id = s.id`.execute(trx);
   }
 }
 

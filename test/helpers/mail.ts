@@ -2,7 +2,7 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import { newId } from '../../src/shared/ids.js';
 import type { Db } from '../../src/store/db.js';
 import { findDomainByName } from '../../src/store/domains.js';
-import { PRIORITY, saveEmail, type Email, type EmailType, type QueueItem } from '../../src/store/emails.js';
+import { PRIORITY, saveEmail, type Email, type EmailType, type NewEmail, type QueueItem } from '../../src/store/emails.js';
 
 export interface QueueOptions {
   workspaceId: string;
@@ -25,6 +25,13 @@ export interface QueueOptions {
  * not go through the HTTP API.
  */
 export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> {
+  const queued = await composeQueuedEmail(db, options);
+  await db.transaction().execute((trx) => saveEmail(trx, queued));
+  return queued.email;
+}
+
+/** What queueEmail writes, not written yet (for tests that queue through the send path's own door). */
+export async function composeQueuedEmail(db: Db, options: QueueOptions): Promise<NewEmail & { type: EmailType }> {
   const now = options.now ?? Date.now();
   const domain = await findDomainByName(db, options.workspaceId, options.domain);
   const id = newId();
@@ -96,6 +103,5 @@ export async function queueEmail(db: Db, options: QueueOptions): Promise<Email> 
     updated_at: now,
     finished_at: null,
   }));
-  await db.transaction().execute((trx) => saveEmail(trx, { email, raw, recipients }));
-  return email;
+  return { email, raw, recipients, type };
 }

@@ -1,7 +1,7 @@
 import type { Metrics } from '../../observability/metrics.js';
 import type { Clock } from '../../shared/clock.js';
 import { AppError } from '../../shared/errors.js';
-import type { CommitBatcher } from '../../store/commit-batcher.js';
+import type { CommitBatcher, Merged } from '../../store/commit-batcher.js';
 import type { Db } from '../../store/db.js';
 import { saveEmails, PRIORITY } from '../../store/emails.js';
 import type { Workspace } from '../../store/workspaces.js';
@@ -23,7 +23,7 @@ export type Enqueue = (workspace: Workspace, prepared: Prepared[], options?: Enq
  * The one door into the queue (zone-mta's mail-drop): every message, whichever intake made it
  * (API, SMTP, a workflow, a campaign's page), passes the workspace's sending limits and is
  * written, email, content and one row per recipient, in one transaction shared with concurrent
- * callers (group commit), then counted. The delivery workers are woken by the commit itself.
+ * callers (group commit) and in the same three inserts as theirs, then counted. The delivery workers are woken by the commit itself.
  *
  * Below the disk's reserve (`storage.minFreeBytes`) it refuses with `storage_full`.
  *
@@ -32,6 +32,17 @@ export type Enqueue = (workspace: Workspace, prepared: Prepared[], options?: Enq
  */
 export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; batcher: CommitBatcher; space: FreeSpace; metrics?: Metrics | undefined }): Enqueue {
   const { clock, rateLimiter } = deps;
+  /**
+   * The messages of every request in a commit, written together: three multi-row inserts
+   * (emails, contents, queue rows) per transaction, not three per request. Each request's own
+   * step (`inTransaction`) runs first, in the same transaction as its messages.
+   */
+  const queueing: Merged<{ prepared: Prepared[]; results: SendResult[]; inTransaction: EnqueueOptions['inTransaction'] }> = {
+    async write(trx, items) {
+      for (const item of items) await item.inTransaction?.(trx, item.results);
+      await saveEmails(trx, items.flatMap((item) => item.prepared));
+    },
+  };
 
   async function applyLimits(workspace: Workspace, prepared: Prepared[]): Promise<{ decision: Decision; demoted: boolean }> {
     const now = clock.now();
@@ -69,10 +80,7 @@ export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; ba
       }
       return { id: p.email.id, status: p.email.status === 'scheduled' ? 'scheduled' : 'queued', type: p.type, demoted: demote };
     });
-    await deps.batcher.run(async (trx) => {
-      await options.inTransaction?.(trx, results);
-      await saveEmails(trx, prepared);
-    });
+    await deps.batcher.merge(queueing, { prepared, results, inTransaction: options.inTransaction });
     const intake = prepared[0]?.email.intake;
     const label = intake === 'v1' || intake === 'legacy' || intake === 'dashboard' ? 'http' : intake;
     if (label) for (const type of ['transactional', 'marketing'] as const) {
