@@ -14,7 +14,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { CommitBatcher } from '../../src/store/commit-batcher.js';
 import { aggregateStatus } from '../../src/store/email-status.js';
 import { listEmailsByIds, refreshEmailStatuses, saveEmail, type EmailStatus, type QueueStatus } from '../../src/store/emails.js';
-import { unlimitedSpace } from '../../src/store/free-space.js';
+import { watchFreeSpace } from '../../src/store/free-space.js';
 import { claimDueQueueItems } from '../../src/store/queue.js';
 import type { Workspace } from '../../src/store/workspaces.js';
 import { composeQueuedEmail } from '../helpers/mail.js';
@@ -67,7 +67,7 @@ for (const target of targets) {
       const { db: store, dialect } = runtime.store;
       const now = Date.now() - 1000;
       // The send path's own door, its commits grouped by a batcher whose window holds every request.
-      const enqueue = createEnqueue({ clock: systemClock, rateLimiter: new MemoryRateLimiter(), batcher: new CommitBatcher(store, { windowMs: 200 }), space: unlimitedSpace });
+      const enqueue = createEnqueue({ clock: systemClock, rateLimiter: new MemoryRateLimiter(), batcher: new CommitBatcher(store, { windowMs: 200 }), space: watchFreeSpace([tmpdir()], 0) });
       const prepared = await Promise.all(Array.from({ length: MESSAGES }, (_, i) => composeQueuedEmail(store, { workspaceId: workspace.id, domain: 'sender.test', to: [`r${i}@dest.test`], now })));
       // begin, the emails, their contents, their queue rows, commit.
       const queued = await counted(() => Promise.all(prepared.map((p) => enqueue(workspace, [p]))));
