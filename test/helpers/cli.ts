@@ -67,8 +67,10 @@ export interface Served {
  * Starts `mailsvc serve` in a child process, as an operator runs it; resolves once the HTTP API
  * listens (the CLI prints its address). The one helper the tests start, stop and kill servers with.
  */
-export async function serveCli(env: Record<string, string>): Promise<Served> {
+export async function serveCli(env: Record<string, string>, onSpawn?: (child: ChildProcess) => void): Promise<Served> {
   const child = spawnCli(['serve'], env);
+  // E.g. into a memory cgroup, before the program has loaded.
+  onSpawn?.(child);
   let out = '';
   let running = true;
   const exited = new Promise<number | null>((resolve) =>

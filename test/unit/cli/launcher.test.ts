@@ -7,8 +7,14 @@ import { launchFlags } from '../../../scripts/launch-flags.js';
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
 describe('the launcher (bin/mailsvc.js)', () => {
-  it('sizes V8 young generation as Node.js 20 did, on the line the kernel reads', () => {
-    assert.deepEqual(launchFlags(root), ['--max-semi-space-size=16']);
+  it('sizes V8 young generation as Node.js 20 did, and the old generation, on the line the kernel reads', () => {
+    assert.deepEqual(launchFlags(root), ['--max-semi-space-size=16', '--max-old-space-size=384']);
+  });
+
+  it('caps the main heap at 384 MB of old generation (V8 grows a heap with a smaller limit less far past what it holds)', () => {
+    const limit = Number(execFileSync(process.execPath, [...launchFlags(root), '-p', "require('v8').getHeapStatistics().heap_size_limit"], { encoding: 'utf8' }));
+    // The limit is the old generation and the young generation's semi-spaces.
+    assert.ok(limit >= 384 * 2 ** 20 && limit <= (384 + 3 * 16) * 2 ** 20, `heap limit ${limit}`);
   });
 
   it('runs when executed itself, as the systemd unit and an npm-installed `mailsvc` run it', () => {
