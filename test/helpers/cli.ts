@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { distIsFresh } from '../../scripts/dist-fresh.js';
-import { launchFlags } from '../../scripts/launch-flags.js';
+import { launchEnv, launchFlags } from '../../scripts/launch-flags.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -29,7 +29,7 @@ export interface CliResult {
 export function spawnCli(args: string[], env: Record<string, string>, cwd = root): ChildProcess {
   return spawn(process.execPath, [...cliCommand(), ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...launchEnv(root), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }

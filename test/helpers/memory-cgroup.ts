@@ -36,11 +36,11 @@ function v2(own: string[], name: string, limit: number): MemoryCgroup | null {
   const rel = own.find((l) => l.startsWith('0::'))?.slice(3);
   if (rel === undefined || !existsSync(join(root, 'cgroup.controllers'))) return null;
   const parent = join(root, rel);
+  const path = join(parent, name);
   try {
     if (!read(join(parent, 'cgroup.controllers')).split(/\s+/).includes('memory')) return null;
     // A group with processes of its own cannot give controllers to its children ("no internal processes").
     if (!read(join(parent, 'cgroup.subtree_control')).split(/\s+/).includes('memory')) writeFileSync(join(parent, 'cgroup.subtree_control'), '+memory');
-    const path = join(parent, name);
     mkdirSync(path);
     writeFileSync(join(path, 'memory.max'), String(limit));
     if (existsSync(join(path, 'memory.swap.max'))) writeFileSync(join(path, 'memory.swap.max'), '0');
@@ -53,6 +53,7 @@ function v2(own: string[], name: string, limit: number): MemoryCgroup | null {
       remove: () => rmdirSync(path),
     };
   } catch {
+    if (existsSync(path)) rmdirSync(path);
     return null;
   }
 }
@@ -61,14 +62,12 @@ function v1(own: string[], name: string, limit: number): MemoryCgroup | null {
   const root = '/sys/fs/cgroup/memory';
   const rel = own.map((l) => l.split(':')).find((p) => p[1]?.split(',').includes('memory'))?.[2];
   if (rel === undefined || !existsSync(join(root, 'memory.limit_in_bytes'))) return null;
+  const path = join(root, rel, name);
   try {
-    const path = join(root, rel, name);
     mkdirSync(path);
     writeFileSync(join(path, 'memory.limit_in_bytes'), String(limit));
     // No swap to escape to either (where swap accounting is on).
     if (existsSync(join(path, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(path, 'memory.memsw.limit_in_bytes'), String(limit));
-    // What the process held before it moved in is charged here too.
-    writeFileSync(join(path, 'memory.move_charge_at_immigrate'), '3');
     return {
       path,
       version: 1,
@@ -78,6 +77,7 @@ function v1(own: string[], name: string, limit: number): MemoryCgroup | null {
       remove: () => rmdirSync(path),
     };
   } catch {
+    if (existsSync(path)) rmdirSync(path);
     return null;
   }
 }
