@@ -11,8 +11,8 @@
 //   limit is 2 GB or more (what it picks on a machine with 8 GB or more), to 1.3 times at 256
 //   MB, and in between in proportion; on the machines of the issue the main heap reached
 //   160-175 MB for 45 MB live. 384 MB grows it 1.35 times and still leaves room for
-//   http.bodyMemory's large bodies (64 MB of JSON: about 160 MB of heap) above what the server
-//   holds (about 50 MB). Past it V8 ends the process: everything answered is on disk.
+//   http.bodyMemory's large bodies (32 MB of JSON by default: about 80 MB of heap, 160 at 64
+//   MB) above what the server holds (about 50 MB). Past it V8 ends the process: everything answered is on disk.
 // - MALLOC_ARENA_MAX=2: glibc gives each thread that allocates (the worker threads, libuv's
 //   pool, V8's helpers) a heap of its own, up to 8 per core, and keeps what was freed in each;
 //   two hold 20 MB less under load, at no measured cost (docs/performance.md).

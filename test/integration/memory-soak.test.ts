@@ -127,7 +127,20 @@ describe('soak inside a 512 MB memory limit', { skip: typeof cgroup === 'string'
         await new Promise((r) => setTimeout(r, 15_000));
       }
     };
-    await Promise.all([...[0, 1, 2, 3, 4, 5, 6, 7].map(http), ...[0, 1, 2, 3].map(smtp), big()]).catch((err: Error) => {
+    // Where the memory is, each second: the highest of each isolate's heap and external memory, and of native memory.
+    const peaks = new Map<string, number>();
+    const sampler = setInterval(() => {
+      void fetch(`${node.url}/metrics`)
+        .then((r) => r.text())
+        .then((text) => {
+          for (const m of text.matchAll(/^mailsvc_(?:thread|process)_memory_bytes\{(?:thread="([^"]+)",)?kind="(heap_total|external|native|rss)"\} (\S+)$/gm)) {
+            const k = `${m[1] ?? 'process'} ${m[2]}`;
+            peaks.set(k, Math.max(peaks.get(k) ?? 0, Number(m[3])));
+          }
+        })
+        .catch(() => {});
+    }, 1000);
+    await Promise.all([...[0, 1, 2, 3, 4, 5, 6, 7].map(http), ...[0, 1, 2, 3].map(smtp), big()]).finally(() => clearInterval(sampler)).catch((err: Error) => {
       throw new Error(`${err.message} (${String((err.cause as Error | undefined)?.message ?? '')}); server ${node.alive() ? 'running' : 'exited'}, ${group.oomKills()} OOM kill(s), ${accepted.length} accepted; its output: ${node.output().slice(-3000)}`);
     });
 
@@ -147,6 +160,7 @@ describe('soak inside a 512 MB memory limit', { skip: typeof cgroup === 'string'
     assert.ok(hooks.received.length > 0, 'the endpoint was tried');
     t.diagnostic(`${accepted.length} messages accepted and delivered in ${SOAK_SECONDS} s; ${events} events, ${hooks.received.length} failed webhook attempts; cgroup v${group.version} peak ${((group.peak() ?? 0) / MB).toFixed(0)} MB of ${LIMIT / MB}`);
     const vmhwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${node.child.pid}/status`, 'utf8'))?.[1];
+    t.diagnostic(`peaks, MB: ${[...peaks].map(([k, v]) => `${k} ${(v / MB).toFixed(0)}`).join(', ')}`);
     t.diagnostic(`the server's peak RSS (VmHWM) ${(Number(vmhwm) / 1024).toFixed(0)} MB; the group's peak counts the page cache of its files too`);
     assert.equal(await node.stop(), 0, 'a clean stop');
   });
