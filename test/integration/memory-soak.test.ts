@@ -145,7 +145,7 @@ describe('soak inside a 512 MB memory limit', { skip: typeof cgroup === 'string'
         .catch(() => {});
     }, 1000);
     await Promise.all([...[0, 1, 2, 3, 4, 5, 6, 7].map(http), ...[0, 1, 2, 3].map(smtp), big()]).finally(() => clearInterval(sampler)).catch((err: Error) => {
-      throw new Error(`${err.message} (${String((err.cause as Error | undefined)?.message ?? '')}); server ${node.alive() ? 'running' : 'exited'}, ${group.oomKills()} OOM kill(s), ${accepted.length} accepted; its output: ${node.output().slice(-3000)}`);
+      throw new Error(`${err.message} (${String((err.cause as Error | undefined)?.message ?? '')}); server ${node.alive() ? 'running' : 'exited'}, ${group.oomKills()} OOM kill(s), ${accepted.length} accepted; peaks, MB: ${[...peaks].map(([k, v]) => `${k} ${(v / MB).toFixed(0)}`).join(', ')}; its output: ${node.output().slice(-3000)}`);
     });
 
     await allArrived(rig.mx, accepted, 180_000);
