@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestDns } from '../test/helpers/dns-server.js';
-import { launchFlags } from '../scripts/launch-flags.js';
+import { launchEnv, launchFlags } from '../scripts/launch-flags.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'dist/src/cli/bin.js');
@@ -57,7 +57,7 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
 export function serve(env: Record<string, string>): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
     const flags = [...launchFlags(root), ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
-    const child = spawn(process.execPath, [...flags, bin, 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...flags, bin, 'serve'], { env: { ...launchEnv(root), ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
     child.stderr.on('data', (d) => {

@@ -20,6 +20,7 @@ const SERIAL: Record<string, string> = {
   'test/integration/delivery-threads.test.ts': 'measures RSS',
   'test/integration/contact-imports.test.ts': 'a heap-capped server (RSS bound)',
   'test/unit/shared/worker-pool.test.ts': 'measures memory',
+  'test/integration/memory-soak.test.ts': 'a server inside a 512 MB cgroup under mixed load for 75 s',
   // Kill -9 child `mailsvc serve` processes, several nodes at once.
   'test/integration/crash-recovery.test.ts': 'kills a node',
   'test/integration/restart-leases.test.ts': 'kills a node',

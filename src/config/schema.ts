@@ -255,6 +255,12 @@ export const schema = {
     port: port(3000, 'HTTP API port.'),
     publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links; also the OAuth issuer (/.well-known/oauth-authorization-server) and the base of the resources /v1 and /mcp its tokens are for: set it to the address clients use.'),
     bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
+    bodyMemory: int(
+      32 * 1024 * 1024,
+      'Bytes of large JSON request bodies (1 MB and over, e.g. messages with attachments) read and handled at once; more wait for room, in the order they came (a body larger than this runs alone). Each byte costs about 2.5 bytes of the main thread\'s V8 heap while its request runs (the text, the parsed document, the composed message): keep it well under the heap limit the launcher sets (bin/mailsvc.js). The default lets three messages with 7 MB of attachments run at once. Smaller requests never wait.',
+      1024 * 1024,
+      16 * 1024 * 1024 * 1024,
+    ),
     trustProxy,
     importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory, then kept in the database until imported, so that any node can finish it.', 1),
   },

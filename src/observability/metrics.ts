@@ -40,6 +40,8 @@ export interface ServerMetrics extends Metrics {
   storageFrom(read: () => StorageSample[]): void;
   /** Adds a source of the per-thread memory gauges (the main thread and its pool; the delivery threads and theirs), read at scrape time. */
   threadMemoryFrom(read: () => Promise<ThreadMemorySample[]>): void;
+  /** Where the gauges of large request bodies read from (http.bodyMemory): bytes held now, and bodies waiting for room. */
+  bodyMemoryFrom(read: () => { held: number; waiting: number }): void;
   /** The text exposition of every metric. */
   render(): Promise<string>;
   readonly contentType: string;
@@ -205,6 +207,25 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     },
   });
 
+  // Large request bodies (http.bodyMemory): waiting bodies that stay are a budget too small for the traffic.
+  let readBodies: (() => { held: number; waiting: number }) | null = null;
+  new Gauge({
+    name: 'mailsvc_http_body_memory_bytes',
+    help: 'Bytes of large request bodies (1 MB and over) being read and handled now, within http.bodyMemory',
+    registers: [registry],
+    collect() {
+      this.set(readBodies?.().held ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'mailsvc_http_bodies_waiting',
+    help: 'Large request bodies waiting for room in http.bodyMemory before they are read',
+    registers: [registry],
+    collect() {
+      this.set(readBodies?.().waiting ?? 0);
+    },
+  });
+
   const readStatements: Array<() => number> = [];
   let statementsSeen = 0;
   new Counter({
@@ -303,6 +324,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     },
     threadMemoryFrom: (read) => {
       readMemory.push(read);
+    },
+    bodyMemoryFrom: (read) => {
+      readBodies = read;
     },
     reputationFrom: (read) => {
       readReputation = read;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { distIsFresh } from '../../scripts/dist-fresh.js';
-import { launchFlags } from '../../scripts/launch-flags.js';
+import { launchEnv, launchFlags } from '../../scripts/launch-flags.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -29,7 +29,7 @@ export interface CliResult {
 export function spawnCli(args: string[], env: Record<string, string>, cwd = root): ChildProcess {
   return spawn(process.execPath, [...cliCommand(), ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...launchEnv(root), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -67,8 +67,10 @@ export interface Served {
  * Starts `mailsvc serve` in a child process, as an operator runs it; resolves once the HTTP API
  * listens (the CLI prints its address). The one helper the tests start, stop and kill servers with.
  */
-export async function serveCli(env: Record<string, string>): Promise<Served> {
+export async function serveCli(env: Record<string, string>, onSpawn?: (child: ChildProcess) => void): Promise<Served> {
   const child = spawnCli(['serve'], env);
+  // E.g. into a memory cgroup, before the program has loaded.
+  onSpawn?.(child);
   let out = '';
   let running = true;
   const exited = new Promise<number | null>((resolve) =>

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +28,7 @@ export interface ServeRig {
   /** The environment node `name` runs with: its own data directory, the rig's database, secret key, DNS and MX. */
   env(name?: string): Record<string, string>;
   /** Starts `mailsvc serve` as node `name` (the same name again: a restart of that node, on its data directory). */
-  serve(name?: string, extra?: Record<string, string>): Promise<Served>;
+  serve(name?: string, extra?: Record<string, string>, onSpawn?: (child: ChildProcess) => void): Promise<Served>;
   /** Kills every node still running, then closes the runtime, the DNS and MX, drops the database and removes the directories. */
   close(): Promise<void>;
 }
@@ -123,8 +124,8 @@ export async function startServeRig(options: ServeRigOptions): Promise<ServeRig>
         return mx;
       },
       env,
-      async serve(name, extra = {}) {
-        const node = await serveCli({ ...env(name), ...extra });
+      async serve(name, extra = {}, onSpawn) {
+        const node = await serveCli({ ...env(name), ...extra }, onSpawn);
         nodes.push(node);
         return node;
       },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request as rawRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { eventually } from '../helpers/delivery.js';
 import { request, show, type ApiResponse } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -158,5 +159,65 @@ describe('HTTP errors in the surface envelope', () => {
     const ready = await request(server.httpUrl, 'GET', '/readyz');
     assert.equal(ready.status, 200);
     assert.equal(ready.body.database, 'reachable');
+  });
+});
+
+describe('large bodies inside http.bodyMemory', () => {
+  const MB = 1024 * 1024;
+  let server: TestServer;
+  let key: string;
+  before(async () => {
+    server = await startTestServer({ http: { bodyLimit: 4 * MB, bodyMemory: 3 * MB } });
+    key = await server.key();
+  });
+  after(() => server.close());
+
+  /** A POST of `size` bytes whose body is sent in two halves, the second when `finish` is called; `answered` is its status. */
+  const post = (size: number, sendAll = false) => {
+    const head = '{"domain":"big.example","metadata":{"pad":"';
+    const body = Buffer.from(head + 'x'.repeat(size - head.length - 3) + '"}}');
+    assert.equal(body.length, size);
+    const url = new URL(`${server.httpUrl}/v1/domains`);
+    let done = false;
+    const req = rawRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': size } });
+    const answered = new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.resume();
+        done = true;
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+    });
+    req.write(body.subarray(0, MB));
+    const finish = () => req.end(body.subarray(MB));
+    if (sendAll) finish();
+    return { answered, finish, done: () => done };
+  };
+
+  /** The gauges of http.bodyMemory: bytes held and bodies waiting. */
+  const gauges = async () => {
+    const text = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    return { held: read('mailsvc_http_body_memory_bytes'), waiting: read('mailsvc_http_bodies_waiting') };
+  };
+
+  it('at the budget large bodies run together; a byte over waits for room, small ones never wait, one over bodyLimit is refused at once', async () => {
+    const a = post(1.5 * MB);
+    await eventually(async () => (await gauges()).held === 1.5 * MB || undefined, 10_000, 'a holds its room');
+    const b = post(1.5 * MB); // with a: exactly the budget
+    await eventually(async () => (await gauges()).held === 3 * MB || undefined, 10_000, 'b holds its room beside a');
+    const c = post(1.5 * MB + 1, true); // over it: waits though its whole body is sent
+    await eventually(async () => (await gauges()).waiting === 1 || undefined, 10_000, 'c waits');
+    // Small requests and a body over bodyLimit do not wait.
+    assertVersioned(await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 42 } }), 400, 'validation_error');
+    assert.equal(await post(4 * MB + 2, true).answered, 413);
+    b.finish();
+    assert.equal(await b.answered, 400, 'b ran beside a');
+    assert.equal(c.done(), false);
+    assert.deepEqual(await gauges(), { held: 1.5 * MB, waiting: 1 }, 'c waits while a holds its room');
+    a.finish();
+    assert.equal(await a.answered, 400);
+    assert.equal(await c.answered, 400, 'c runs once a gave its room back');
+    assert.deepEqual(await gauges(), { held: 0, waiting: 0 });
   });
 });

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import Koa, { type Next } from 'koa';
 import compose from 'koa-compose';
+import { byteBudget } from '../../shared/byte-budget.js';
 import { AppError } from '../../shared/errors.js';
 import { writeScope } from '../../store/wal-sync.js';
 import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
@@ -66,10 +67,12 @@ export function createHttpApp(given: HttpDeps, routes: Route[] = apiRoutes): Koa
   app.on('error', (err: Error) => deps.logger.debug({ err }, 'http response error'));
 
   const { router, routeOf } = apiRouter(deps, routes);
+  const bodies = byteBudget(deps.config.http.bodyMemory);
+  deps.metrics?.bodyMemoryFrom(() => ({ held: bodies.held(), waiting: bodies.waiting() }));
   const api = compose<Ctx>([
     showRateLimit(deps, routeOf, deps.logger),
     authenticate(deps),
-    parseBody(deps.config.http.bodyLimit, (ctx) => routeOf(ctx)?.multipart === true),
+    parseBody(deps.config.http.bodyLimit, (ctx) => routeOf(ctx)?.multipart === true, bodies),
     selectWorkspace(deps, (ctx) => routeOf(ctx)?.master === true),
     // eslint-disable-next-line no-restricted-syntax -- @koa/router types its middleware over its own context; ours extends Koa's
     router.routes() as unknown as (ctx: Ctx, next: Next) => Promise<void>,

@@ -1,19 +1,31 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { launchFlags } from '../../../scripts/launch-flags.js';
+import { launchEnv, launchFlags } from '../../../scripts/launch-flags.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 
 describe('the launcher (bin/mailsvc.js)', () => {
-  it('sizes V8 young generation as Node.js 20 did, on the line the kernel reads', () => {
-    assert.deepEqual(launchFlags(root), ['--max-semi-space-size=16']);
+  it('sizes V8 young generation as Node.js 20 did, and the old generation, on the line the kernel reads', () => {
+    assert.deepEqual(launchFlags(root), ['--max-semi-space-size=16', '--max-old-space-size=384']);
+    // Two malloc arenas, set before node starts (glibc reads it once).
+    assert.deepEqual(launchEnv(root), { MALLOC_ARENA_MAX: '2' });
+  });
+
+  it('caps the main heap at 384 MB of old generation (V8 grows a heap with a smaller limit less far past what it holds)', () => {
+    const limit = Number(execFileSync(process.execPath, [...launchFlags(root), '-p', "require('v8').getHeapStatistics().heap_size_limit"], { encoding: 'utf8' }));
+    // The limit is the old generation and the young generation's semi-spaces.
+    assert.ok(limit >= 384 * 2 ** 20 && limit <= (384 + 3 * 16) * 2 ** 20, `heap limit ${limit}`);
   });
 
   it('runs when executed itself, as the systemd unit and an npm-installed `mailsvc` run it', () => {
     const out = execFileSync(`${root}bin/mailsvc.js`, ['--version'], { encoding: 'utf8', env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` } });
     assert.match(out.trim(), /^\d+\.\d+\.\d+$/);
+    // The settings on the line reach the program (env -S splits the line and sets them).
+    const seen = execFileSync('/usr/bin/env', ['-S', `${readFileSync(`${root}bin/mailsvc.js`, 'utf8').split('\n', 1)[0]!.replace(/^#!\/usr\/bin\/env -S /, '')} -p process.env.MALLOC_ARENA_MAX`], { encoding: 'utf8', env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` } });
+    assert.equal(seen.trim(), '2');
   });
 
   it('gives V8 no more young generation than the option says (Node.js 24 alone grows it to 128 MB)', () => {

@@ -83,6 +83,15 @@ describe('loadConfig', () => {
     }
   });
 
+  it('http.bodyMemory: 1 MB to 16 GB of large bodies at once, 32 MB by default', () => {
+    assert.equal(loadConfig({ env: {} }).http.bodyMemory, 32 * 1024 * 1024);
+    assert.equal(loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(1024 * 1024) } }).http.bodyMemory, 1024 * 1024);
+    assert.equal(loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(16 * 1024 ** 3) } }).http.bodyMemory, 16 * 1024 ** 3);
+    for (const bad of [1024 * 1024 - 1, 16 * 1024 ** 3 + 1]) {
+      assert.throws(() => loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(bad) } }), /^ConfigError: config: http\.bodyMemory must be an integer from 1048576 to 17179869184/);
+    }
+  });
+
   it('describes every setting for the README', () => {
     for (const { path, setting } of listSettings()) {
       assert.ok(setting.description.length > 10, `${path} has a description`);

@@ -1,5 +1,6 @@
 import parse from 'co-body';
 import type { Next } from 'koa';
+import type { ByteBudget } from '../../../shared/byte-budget.js';
 import { AppError } from '../../../shared/errors.js';
 import { jsonDepth } from '../../../shared/json-depth.js';
 import type { Ctx } from '../context.js';
@@ -13,6 +14,13 @@ export const MAX_BODY_DEPTH = 64;
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
+/**
+ * Bodies from this size on take their length from the budget (`http.bodyMemory`) while they
+ * are read and handled: the budget is for messages with attachments, not the small requests
+ * that make up the load, which never wait for it.
+ */
+export const LARGE_BODY = 1024 * 1024;
+
 const hasBody = (ctx: Ctx): boolean =>
   ctx.get('Transfer-Encoding') !== '' || (ctx.request.length !== undefined && ctx.request.length > 0);
 
@@ -20,9 +28,13 @@ const hasBody = (ctx: Ctx): boolean =>
  * Reads a JSON body up to `limit` bytes into ctx.state.body (and its raw text, which
  * idempotency compares). Bodies are JSON only: anything else is a 415, a broken document a
  * 400, an oversized one a 413, one nested deeper than MAX_BODY_DEPTH a 400, each in the
- * surface's envelope. Routes marked `multipart` read their body themselves.
+ * surface's envelope. Routes marked `multipart` read their body themselves. With a `budget`,
+ * a large body is read only once its length fits in it (a body of unknown length counts as
+ * `limit`), and holds it until the request is answered: a JSON body costs about twice its
+ * size of the main thread's heap as text and parsed, and its message as much again, so many
+ * at once would otherwise grow the heap past its limit.
  */
-export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean = () => false) {
+export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean = () => false, budget?: ByteBudget) {
   return async function parseBodyMiddleware(ctx: Ctx, next: Next): Promise<void> {
     ctx.state.body = undefined;
     ctx.state.rawBody = undefined;
@@ -33,6 +45,17 @@ export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean =
     if (!ctx.is('application/json', '+json')) {
       throw new AppError('unsupported_media_type', 'Request body must be JSON: send Content-Type: application/json');
     }
+    // Over the limit: refused at once below (413), without waiting for room.
+    const length = ctx.request.length ?? limit;
+    const release = budget && length >= LARGE_BODY && length <= limit ? await budget.take(length) : undefined;
+    try {
+      return await parsed(ctx, next);
+    } finally {
+      release?.();
+    }
+  };
+
+  async function parsed(ctx: Ctx, next: Next): Promise<void> {
     let body: { parsed: unknown; raw: string };
     try {
       body = (await parse.json(ctx.req, { limit, strict: true, returnRawBody: true })) as { parsed: unknown; raw: string };
@@ -48,5 +71,5 @@ export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean =
     ctx.state.body = body.parsed;
     ctx.state.rawBody = body.raw;
     return next();
-  };
+  }
 }
