@@ -1,7 +1,7 @@
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { newId } from '../src/shared/ids.js';
-import { migrateToLatest, openStore } from '../src/store/db.js';
+import { migrateToLatest, openStore } from '../src/store/infra/db.js';
 import { benchEnv, cli, fmt, peakRssMb, rssMb, serve, statementsOf, verifiedBenchDomain } from './lib.js';
 import { waitForSink } from './postfix.js';
 import { startSink } from './smtp-sink.js';

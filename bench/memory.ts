@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { newId } from '../src/shared/ids.js';
-import { migrateToLatest, openStore } from '../src/store/db.js';
+import { migrateToLatest, openStore } from '../src/store/infra/db.js';
 import { benchEnv, cli, cpuSeconds, fmt, freePort, httpLoad, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
 import { waitForSink } from './postfix.js';
 import { loadGenerator } from './side-by-side.js';

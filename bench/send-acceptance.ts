@@ -1,4 +1,4 @@
-import { SQLite } from '../src/store/sqlite-driver.js';
+import { SQLite } from '../src/store/infra/sqlite-driver.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, serve, verifiedBenchDomain } from './lib.js';
 

@@ -14,11 +14,11 @@ import { inboundKinds } from './receiving/inbound-kinds.js';
 import { openRuntime, type Runtime, type RuntimeOptions } from './runtime.js';
 import { readinessProbe } from './observability/readiness.js';
 import { startWorkers, type Workers } from './start-workers.js';
-import { pingDatabase, sqliteFile } from './store/db.js';
+import { pingDatabase, sqliteFile } from './store/infra/db.js';
 import { asListenError } from './shared/listen-error.js';
 import { releaseHeldLeases } from './store/lease.js';
 import { countActiveQueueItems } from './store/queue.js';
-import { holdServeLock } from './store/serve-lock.js';
+import { holdServeLock } from './store/infra/serve-lock.js';
 
 /**
  * `mailsvc serve`: opens the runtime (runtime.ts), starts the listeners and the workers

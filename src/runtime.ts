@@ -58,15 +58,15 @@ import { createPreferenceService } from './services/marketing/preferences.js';
 import { createWebhookService } from './services/webhooks/webhooks.js';
 import { createWorkflowService } from './services/workflows/workflows.js';
 import { createWorkspaceService } from './services/workspaces.js';
-import { createCommitBatcher } from './store/commit-batcher.js';
+import { createCommitBatcher } from './store/infra/commit-batcher.js';
 import type { Email } from './store/emails.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { steadyClock } from './shared/steady-clock.js';
 import { createResolver, type DnsResolver } from './shared/dns.js';
 import type { Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
-import { migrateToLatest, openStore, sqliteFile, storeOptions, type Store } from './store/db.js';
-import { watchFreeSpace } from './store/free-space.js';
+import { migrateToLatest, openStore, sqliteFile, storeOptions, type Store } from './store/infra/db.js';
+import { watchFreeSpace } from './store/infra/free-space.js';
 import { dirname } from 'node:path';
 
 /**

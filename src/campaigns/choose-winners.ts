@@ -2,7 +2,7 @@ import { campaignReport, type GroupStats } from '../services/marketing/campaign-
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import { listCampaignVariants, listDueTests, saveWinner } from '../store/ab-tests.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { Db, Dialect } from '../store/infra/db.js';
 import type { WinnerChoice, WinnerMetric } from '../store/campaigns.js';
 
 /** Tests decided per run; more wait for the next second. */

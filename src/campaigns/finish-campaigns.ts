@@ -2,7 +2,7 @@ import { recordEvent } from '../events/record-event.js';
 import { campaignReport } from '../services/marketing/campaign-report.js';
 import { toIso, type Clock } from '../shared/clock.js';
 import { countUnfinished, listSendingCampaigns, markCampaignSent } from '../store/campaigns.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { Db, Dialect } from '../store/infra/db.js';
 
 /**
  * A periodic task: campaigns whose every message has an outcome are marked sent, with their

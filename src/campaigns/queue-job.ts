@@ -12,7 +12,7 @@ import type { Clock } from '../shared/clock.js';
 import { classifyFault, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { advanceCampaign, claimQueuingCampaign, finishQueuingCampaign, saveGroupCuts, type Campaign } from '../store/campaigns.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { Db, Dialect } from '../store/infra/db.js';
 import { listDomains } from '../store/domains.js';
 import { listSelectionIds, listSelectionPage } from '../store/subscribers.js';
 import { listDomainSuppressions } from '../store/suppressions.js';

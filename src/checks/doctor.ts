@@ -7,14 +7,14 @@ import type { Config } from '../config/schema.js';
 import { submissionTlsPaths } from '../config/tls-paths.js';
 import { isNoRecordError, type DnsResolver } from '../shared/dns.js';
 import { listAllDomains } from '../store/domains.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { needsAction, type CheckStatus } from './check-status.js';
 import { measureClockOffset } from './clock-offset.js';
 import { domainChecksOf } from './domain-checks.js';
 import { reversedLabels, ptrName } from './reverse-name.js';
 import { addressesOf, sendingAddresses } from './sending-addresses.js';
 import { ipPoolChecks } from './ip-pool-addresses.js';
-import { reserveFor } from '../store/free-space.js';
+import { reserveFor } from '../store/infra/free-space.js';
 
 /**
  * `mailsvc doctor`: the installation as a receiving mail server sees it, one check per line

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { isNoRecordError, type DnsResolver } from '../shared/dns.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { listIpPools } from '../store/ip-pools.js';
 import type { CheckStatus } from './check-status.js';
 import { ptrName } from './reverse-name.js';

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { backupDatabase, BackupRefused, restoreDatabase, type BackupProgress, type BackupResult } from '../store/backup.js';
-import { migrateToLatest, openStore, sqliteFile, type Store } from '../store/db.js';
-import { copyDatabase, CopyRefused } from '../store/copy.js';
-import { ServeLockBusy } from '../store/serve-lock.js';
+import { backupDatabase, BackupRefused, restoreDatabase, type BackupProgress, type BackupResult } from '../store/infra/backup.js';
+import { migrateToLatest, openStore, sqliteFile, type Store } from '../store/infra/db.js';
+import { copyDatabase, CopyRefused } from '../store/infra/copy.js';
+import { ServeLockBusy } from '../store/infra/serve-lock.js';
 import { CliExit, configOf, output, progressOn, type CliIo } from './io.js';
 import type { Progress } from './progress.js';
 

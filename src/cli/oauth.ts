@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { ClientView, GrantView } from '../services/oauth.js';
-import { parsePage } from '../store/list-page.js';
+import { parsePage } from '../store/infra/list-page.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';
 
 const clientsText = (items: ClientView[]): string =>

@@ -4,7 +4,7 @@ import { localSettings } from '../checks/doctor.js';
 import { prettyDestination } from '../shared/log-format.js';
 import { createLogger } from '../shared/logger.js';
 import { commandName } from './command-name.js';
-import { migrateToLatest, openStore, storeOptions } from '../store/db.js';
+import { migrateToLatest, openStore, storeOptions } from '../store/infra/db.js';
 import { configOf, output, type CliIo } from './io.js';
 
 export function registerServerCommands(program: Command, io: CliIo): void {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { parsePage } from '../store/list-page.js';
+import { parsePage } from '../store/infra/list-page.js';
 import type { RunSummary, RunView, WorkflowView } from '../services/workflows/workflow-views.js';
 import { validationError } from '../shared/errors.js';
 import { output, table, withRuntime, workspaceOf, type CliIo } from './io.js';

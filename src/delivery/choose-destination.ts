@@ -1,8 +1,8 @@
 import type { Config, DomainLimit } from '../config/schema.js';
 import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
-import type { CommitBatcher } from '../store/commit-batcher.js';
-import type { Db } from '../store/db.js';
+import type { CommitBatcher } from '../store/infra/commit-batcher.js';
+import type { Db } from '../store/infra/db.js';
 import { findWarmupCount, giveBackWarmup, reserveWarmup, type IpWarmup } from '../store/warmups.js';
 import type { DestinationBook } from './destination-book.js';
 import { keyOf } from './destination-key.js';

@@ -1,6 +1,6 @@
 import { recordEvent } from '../events/record-event.js';
 import type { Clock } from '../shared/clock.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { listEmailsByIds, refreshEmailStatus, type Email, type QueueItem } from '../store/emails.js';
 import { holdClaimedQueueItems, listPausedDomainIds } from '../store/reputation.js';
 import { recipientEventData } from './event-data.js';

@@ -1,6 +1,6 @@
 import type { Clock } from '../shared/clock.js';
 import { decryptSecret } from '../shared/crypto.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { findDomain, listDkimKeys } from '../store/domains.js';
 import type { Email } from '../store/emails.js';
 import type { Prepared } from './transmit-job.js';

@@ -1,7 +1,7 @@
 import { recordEvents, type NewEvent } from '../events/record-event.js';
 import { toIso } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { refreshEmailStatuses, type DeliveryAttempt, type QueueStatus } from '../store/emails.js';
 import { finishQueueItems, saveDeliveryAttempts } from '../store/queue.js';
 import { saveSuppressionIfAbsent } from '../store/suppressions.js';

@@ -1,7 +1,7 @@
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../shared/clock.js';
-import { Collector, type CommitBatcher } from '../store/commit-batcher.js';
+import { Collector, type CommitBatcher } from '../store/infra/commit-batcher.js';
 import type { QueueItem } from '../store/emails.js';
 import type { Hand } from '../workers/kernel.js';
 import { rideOut } from '../workers/ride-out.js';

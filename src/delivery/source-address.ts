@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { listIpPools, type IpPoolRow } from '../store/ip-pools.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Config } from '../config/schema.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { listWarmups, type IpWarmup } from '../store/warmups.js';
 
 /**

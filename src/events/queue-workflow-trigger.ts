@@ -1,5 +1,5 @@
 import { newId } from '../shared/ids.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
 import type { NewEventRecord } from '../store/events.js';
 import { saveWorkflowTrigger, triggerContactKey } from '../store/workflow-triggers.js';

@@ -1,5 +1,5 @@
 import { newPrefixedId } from '../shared/ids.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { saveEvents, type NewEventRecord } from '../store/events.js';
 import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries, type WebhookDelivery } from '../store/webhooks.js';
 import { isWorkflowTriggerEvent, type EventType } from './event-types.js';

@@ -1,6 +1,6 @@
 import { runImport, type RunImportDeps } from '../services/marketing/contact-imports/run-import.js';
 import { claimContactImport } from '../store/contact-imports.js';
-import type { Dialect } from '../store/db.js';
+import type { Dialect } from '../store/infra/db.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 
 interface ImportJobDeps extends RunImportDeps {

@@ -4,7 +4,7 @@ import { messageIdOf } from '../services/inboxes/inbox-views.js';
 import type { Clock } from '../shared/clock.js';
 import type { DnsResolver } from '../shared/dns.js';
 import type { Logger } from '../shared/logger.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { Db, Dialect } from '../store/infra/db.js';
 import { prefixedSubject } from '../messages/quote-message.js';
 import { checkForward } from './forward-policy.js';
 import { claimAgentRuns, findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, type InboxAgent, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';

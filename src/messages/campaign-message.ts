@@ -1,6 +1,6 @@
 import { listContactPropertyFallbacks } from '../store/contact-properties.js';
 import type { Clock } from '../shared/clock.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { findCampaignById, type Campaign } from '../store/campaigns.js';
 import { findEmailContent, saveEmailContent, type Email } from '../store/emails.js';
 import { findSubscriber, type Subscriber } from '../store/subscribers.js';

@@ -1,4 +1,4 @@
-import type { FreeSpace } from '../store/free-space.js';
+import type { FreeSpace } from '../store/infra/free-space.js';
 
 /**
  * What GET /readyz answers, for load balancers, orchestrators and systemd: whether this node

@@ -3,8 +3,8 @@ import { notFound } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import { redactBody } from '../shared/redact-body.js';
 import { findApiLog, listApiLogs, saveApiLogs, type ApiLog, type NewApiLog } from '../store/api-logs.js';
-import { Collector, type CommitBatcher } from '../store/commit-batcher.js';
-import { parsePage } from '../store/list-page.js';
+import { Collector, type CommitBatcher } from '../store/infra/commit-batcher.js';
+import { parsePage } from '../store/infra/list-page.js';
 import type { ServiceDeps } from './deps.js';
 
 /** Every authenticated API request of a workspace, as Resend's `logs` shows them. */

@@ -1,5 +1,5 @@
-import { atomically } from '../store/ambient-transaction.js';
-import type { Db } from '../store/db.js';
+import { atomically } from '../store/infra/ambient-transaction.js';
+import type { Db } from '../store/infra/db.js';
 import { urlForAudit, type AuditFact, type AuditService } from './audit.js';
 import type { Services } from './index.js';
 
@@ -127,7 +127,7 @@ const AUDIT_TRAIL: Trail = {
 
 /**
  * The services with every use case of the trail run as one unit with its entry: the change
- * and the append of its record commit in one transaction (store/ambient-transaction.ts), so
+ * and the append of its record commit in one transaction (store/infra/ambient-transaction.ts), so
  * the log never lacks a change that was made, nor shows one that was rolled back; a record
  * that cannot be written fails the change with it. Then, as every service does before it
  * answers, the commit is made durable.

@@ -3,7 +3,7 @@ import { toIso } from '../shared/clock.js';
 import { validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { appendAuditEntries, listAuditEntries, ACTOR_TYPES, type AuditEntry } from '../store/audit-log.js';
-import { parsePage } from '../store/list-page.js';
+import { parsePage } from '../store/infra/list-page.js';
 import type { ServiceDeps } from './deps.js';
 import { isOneOf } from '../shared/one-of.js';
 

@@ -19,7 +19,7 @@ import {
 import { findWorkspace } from '../store/workspaces.js';
 import { saveOAuthGrant } from '../store/oauth.js';
 import { findDomain, findDomainByName } from '../store/domains.js';
-import type { ListPage, Listed } from '../store/list-page.js';
+import type { ListPage, Listed } from '../store/infra/list-page.js';
 import { normalizeDomain } from '../shared/domain-name.js';
 import type { ServiceDeps } from './deps.js';
 import { isOneOf } from '../shared/one-of.js';

@@ -6,9 +6,9 @@ import type { Logger } from '../shared/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Composer } from '../messages/compose.js';
 import type { MessageLinks } from '../messages/links.js';
-import type { Db, Dialect } from '../store/db.js';
-import type { RowCache } from '../store/row-cache.js';
-import type { FreeSpace } from '../store/free-space.js';
+import type { Db, Dialect } from '../store/infra/db.js';
+import type { RowCache } from '../store/infra/row-cache.js';
+import type { FreeSpace } from '../store/infra/free-space.js';
 
 /** What every service receives from the composition root; nothing reads globals. */
 export interface ServiceDeps {

@@ -1,8 +1,8 @@
-import { parsePage } from '../store/list-page.js';
+import { parsePage } from '../store/infra/list-page.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid } from '../shared/ids.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { cancelQueuedItems, countSubscriberEmails, findEmail, listAttemptsOfEmail, listEmails, listQueueItemsOfEmail, refreshEmailStatus, rescheduleEmail, EMAIL_STATUSES, type Email, type EmailStatus } from '../store/emails.js';
 import { listEmailEvents, listEmailEventTypes } from '../store/events.js';
 import type { ParsedMail } from 'mailparser';

@@ -1,5 +1,5 @@
 import { AppError, validationError } from '../shared/errors.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import {
   completeIdempotencyClaim,
   findIdempotencyRecord,

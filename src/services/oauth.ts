@@ -4,7 +4,7 @@ import { decryptSecret, encryptSecret, sha256Hex } from '../shared/crypto.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
 import { findCredentialByHash, saveCredential } from '../store/credentials.js';
-import type { ListPage } from '../store/list-page.js';
+import type { ListPage } from '../store/infra/list-page.js';
 import {
   activeGrantIdsOfClient,
   consumeOAuthModel,

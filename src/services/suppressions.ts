@@ -12,7 +12,7 @@ import {
   type SuppressionReason,
   type SuppressionScope,
 } from '../store/suppressions.js';
-import type { ListPage, Listed } from '../store/list-page.js';
+import type { ListPage, Listed } from '../store/infra/list-page.js';
 import type { ServiceDeps } from './deps.js';
 
 /**

@@ -1,7 +1,7 @@
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid, newId } from '../shared/ids.js';
-import type { ListPage, Listed } from '../store/list-page.js';
+import type { ListPage, Listed } from '../store/infra/list-page.js';
 import {
   countTemplates,
   findTemplate,

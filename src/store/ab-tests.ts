@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import { campaignRows, type Campaign, type WinnerChoice } from './campaigns.js';
-import type { Db } from './db.js';
-import { jsonTrue, type Dialect } from './dialect.js';
+import type { Db } from './infra/db.js';
+import { jsonTrue, type Dialect } from './infra/dialect.js';
 import type { AbPhase } from './emails.js';
 import type { CampaignVariantsTable } from './tables/campaigns.js';
 

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { ApiLogsTable } from './tables/requests.js';
 
 const logRows = rowCodec<Selectable<ApiLogsTable>>()({ request_body: jsonOrNull<unknown>(), response_body: jsonOrNull<unknown>() });

@@ -1,7 +1,7 @@
 import type { ExpressionBuilder, Selectable } from 'kysely';
-import type { Dialect } from './dialect.js';
+import type { Dialect } from './infra/dialect.js';
 import { matchesAll, type PropertyCondition } from './property-conditions.js';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { Database } from './tables/database.js';
 import type { AudiencesTable } from './tables/subscribers.js';
 

@@ -1,6 +1,6 @@
-import type { Db, Dialect } from './db.js';
+import type { Db, Dialect } from './infra/db.js';
 import { audienceRows, isMember, type Audience, type Membership } from './audience-membership.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
 import type { PropertyCondition } from './property-conditions.js';
 import { subscriberRows, type Subscriber } from './subscribers.js';
 

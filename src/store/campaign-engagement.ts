@@ -1,8 +1,8 @@
-import type { Db, Dialect } from './db.js';
-import { jsonText } from './dialect.js';
+import type { Db, Dialect } from './infra/db.js';
+import { jsonText } from './infra/dialect.js';
 import { emailRows } from './emails.js';
 import { eventRows } from './events.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
 
 /**
  * Who did what with a campaign's messages, read from the events of its emails (one email per

@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
-import type { Db, Dialect } from './db.js';
+import type { Db, Dialect } from './infra/db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { flag, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { flag, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { CampaignsTable, GroupCuts } from './tables/campaigns.js';
 
 export { CAMPAIGN_STATUSES, WINNER_METRICS, type GroupCuts, type CampaignStatus, type WinnerChoice, type WinnerMetric } from './tables/campaigns.js';

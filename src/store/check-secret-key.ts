@@ -1,6 +1,6 @@
 import { ConfigError } from '../config/load-config.js';
 import { decryptSecret, encryptSecret } from '../shared/crypto.js';
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import { findAnySealedSecret, findInstanceValue, saveInstanceValueOnce } from './instance.js';
 
 const CHECK_KEY = 'secret_key_check';

@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
-import type { Db, Dialect } from './db.js';
+import type { Db, Dialect } from './infra/db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { json, rowCodec, type EntityOf } from './row-codec.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { ContactImportsTable } from './tables/subscribers.js';
 
 /** A row of an import that was not taken, and why. */

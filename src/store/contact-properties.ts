@@ -1,9 +1,9 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { ContactPropertiesTable } from './tables/subscribers.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 
 const propertyRows = rowCodec<Selectable<ContactPropertiesTable>>()({ fallback_value: jsonOrNull<string | number | boolean>() });
 /** A declared contact property: its key, its type and the value templates use when a contact has none (null: none). */

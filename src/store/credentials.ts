@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { flag, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { flag, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { CredentialsTable } from './tables/credentials.js';
 
 export type { CredentialKind } from './tables/credentials.js';

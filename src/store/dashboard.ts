@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import type { DashboardSession } from './tables.js';
 
 export const saveDashboardSession = async (db: Db, row: DashboardSession): Promise<void> => {

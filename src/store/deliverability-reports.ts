@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { json, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { DmarcReportRecordsTable, DmarcReportsTable, TlsReportsTable } from './tables/deliverability.js';
 
 /** DMARC aggregate and TLS reports received about our domains. A report seen before is not stored again. */

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import type { DeliveryDestination } from './tables.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { DomainClaimsTable } from './tables/domains.js';
 
 export { DOMAIN_CLAIM_STATUSES, type DomainClaimBlockedReason, type DomainClaimStatus } from './tables/domains.js';

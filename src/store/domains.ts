@@ -1,10 +1,10 @@
 import { normalizeDomain } from '../shared/domain-name.js';
 import { isUuid } from '../shared/ids.js';
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { flagOrNull, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { flagOrNull, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { DkimKeysTable, DomainsTable } from './tables/domains.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 
 export { DOMAIN_TLS, type DomainStatus, type DomainTls } from './tables/domains.js';
 

@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db, Dialect } from './db.js';
+import type { Db, Dialect } from './infra/db.js';
 import { aggregateStatus, PRECEDENCE } from './email-status.js';
-import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { DeliveryAttemptsTable, EmailsTable, QueueItemsTable } from './tables/emails.js';
 
 export {

@@ -1,10 +1,10 @@
 import type { Selectable } from 'kysely';
 import type { FieldSchema } from '../shared/typed-fields.js';
-import type { Db } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { EventDefinitionsTable } from './tables/workflows.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 
 const definitionRows = rowCodec<Selectable<EventDefinitionsTable>>()({ schema: jsonOrNull<FieldSchema>() });
 /** A declared custom event: its name and the types of its payload's fields (null: any payload). */

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { json, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { EventsTable } from './tables/events.js';
 
 export const eventRows = rowCodec<Selectable<EventsTable>>()({ data: json<Record<string, unknown>>() });

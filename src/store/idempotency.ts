@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { IdempotencyKeysTable } from './tables/requests.js';
 
 const recordRows = rowCodec<Selectable<IdempotencyKeysTable>>()({ response_body: jsonOrNull<unknown>() });

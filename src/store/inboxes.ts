@@ -1,12 +1,12 @@
 import { sql, type ExpressionBuilder, type Expression, type Selectable, type SqlBool } from 'kysely';
 import { newId } from '../shared/ids.js';
-import type { Db } from './db.js';
-import type { Dialect } from './dialect.js';
+import type { Db } from './infra/db.js';
+import type { Dialect } from './infra/dialect.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import { readTimePage, type ListPage, type PageOf } from './list-page.js';
-import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import { readTimePage, type ListPage, type PageOf } from './infra/list-page.js';
+import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { Database } from './tables/database.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 import type {
   InboxAgentRunsTable,
   InboxAgentsTable,

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 
 /** A fact about the database itself, or undefined. */
 export const findInstanceValue = async (db: Db, key: string): Promise<string | undefined> =>

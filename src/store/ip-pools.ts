@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import type { IpPool, IpPoolAddress } from './tables.js';
 
 /** A pool with its addresses in order. */

@@ -1,6 +1,6 @@
 import { sql, type Selectable, type SelectQueryBuilder } from 'kysely';
-import type { Db } from './db.js';
-import type { Dialect } from './dialect.js';
+import type { Db } from './infra/db.js';
+import type { Dialect } from './infra/dialect.js';
 import { refreshEmailStatuses } from './emails.js';
 import type { Database } from './tables.js';
 

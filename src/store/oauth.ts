@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { json, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { OAuthGrantsTable, OAuthModelsTable } from './tables/oauth.js';
 
 /** oidc-provider's models (clients, codes, refresh tokens, sessions…) and the grants people approved. */

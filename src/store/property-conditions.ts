@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Dialect } from './dialect.js';
+import type { Dialect } from './infra/dialect.js';
 
 /** Comparisons a segment condition may make (exists/not_exists take no value). */
 export const CONDITION_OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'exists', 'not_exists'] as const;

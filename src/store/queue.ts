@@ -1,5 +1,5 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
-import type { Db, Dialect } from './db.js';
+import type { Db, Dialect } from './infra/db.js';
 import { deliveryAttemptRows, queueItemRows, type DeliveryAttempt, type QueueItem } from './emails.js';
 import { claimRows, type Lease } from './lease.js';
 import type { Database } from './tables/database.js';

@@ -1,5 +1,5 @@
 import { decide, windowStart, type Decision, type Limit, type RateLimiter } from '../shared/fixed-window.js';
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 
 /**
  * Adds `cost` to a window's counter in one statement and returns the new count, or null when

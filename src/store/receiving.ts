@@ -1,9 +1,9 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { flag, json, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { flag, json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { ReceivedEmailContentsTable, ReceivedEmailsTable, ReceivingRoutesTable, RouteKind } from './tables/receiving.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 
 export { ROUTE_ACTIONS, ROUTE_KINDS, type RouteAction, type RouteKind } from './tables/receiving.js';
 

@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { jsonText, jsonTrue, type Dialect } from './dialect.js';
+import type { Db } from './infra/db.js';
+import { jsonText, jsonTrue, type Dialect } from './infra/dialect.js';
 import type { QueueStatus } from './emails.js';
 import type { ReputationStatesTable } from './tables/deliverability.js';
 

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 
 // Deletes go in batches so a first clean-up of a large, old installation never holds long
 // locks that would stall intake on the same tables.

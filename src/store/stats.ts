@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { Db } from './db.js';
-import { jsonText, type Dialect } from './dialect.js';
+import type { Db } from './infra/db.js';
+import { jsonText, type Dialect } from './infra/dialect.js';
 import type { StatsHourlyTable } from './tables.js';
 
 /**

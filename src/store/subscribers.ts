@@ -1,8 +1,8 @@
 import { audienceRows, isMember, type Membership } from './audience-membership.js';
-import type { Db, Dialect } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
+import type { Db, Dialect } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
 import type { ExpressionBuilder, Selectable } from 'kysely';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { Database } from './tables/database.js';
 import type { SubscribersTable, SubscriberStatus } from './tables/subscribers.js';
 

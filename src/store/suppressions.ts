@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import { domainOf } from '../shared/domain-name.js';
-import { readTimePage, type ListPage, type PageOf } from './list-page.js';
+import { readTimePage, type ListPage, type PageOf } from './infra/list-page.js';
 import type { SuppressionsTable } from './tables/suppressions.js';
 
 export type { SuppressionScope } from './tables/suppressions.js';

@@ -1,9 +1,9 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
-import { jsonOrNull, rowCodec, type Column, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
+import { jsonOrNull, rowCodec, type Column, type EntityOf } from './infra/row-codec.js';
 import type { TemplatesTable, TemplateVersionsTable } from './tables/templates.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 
 /** A declared variable: its type, and the value used when a send gives none. */
 export interface TemplateVariable {

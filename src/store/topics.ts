@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import type { TopicsTable, TopicSubscription } from './tables/subscribers.js';
 
 export type { TopicSubscription } from './tables/subscribers.js';

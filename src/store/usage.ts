@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 
 /** What a workspace has used, for Resend's `usage.get`: rows counted, some since a moment. */
 

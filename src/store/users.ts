@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import type { Role, UserInvitesTable, UsersTable, UserTwoFactorTable, WorkspaceMembersTable, WorkspaceTwoFactorTable } from './tables/users.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 
 export { ROLES, type Role } from './tables/users.js';
 

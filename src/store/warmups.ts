@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
-import { jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import type { Db } from './infra/db.js';
+import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { IpWarmupsTable, WarmupCountsTable } from './tables/delivery.js';
 
 /** An address in warm-up; `schedule` its own daily caps per provider, null for the default (delivery.warmup). */

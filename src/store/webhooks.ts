@@ -1,10 +1,10 @@
 import type { Selectable } from 'kysely';
-import { readPage, readTimePage, type ListPage, type PageOf } from './list-page.js';
-import type { Db, Dialect } from './db.js';
+import { readPage, readTimePage, type ListPage, type PageOf } from './infra/list-page.js';
+import type { Db, Dialect } from './infra/db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import { json, rowCodec, type EntityOf } from './row-codec.js';
+import { json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookEndpointsTable } from './tables/webhooks.js';
-import { refuseDuplicate } from './unique-violation.js';
+import { refuseDuplicate } from './infra/unique-violation.js';
 
 export {
   WEBHOOK_DELIVERY_STATUSES,

@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
-import type { Db, Dialect } from './db.js';
-import { readPage, type ListPage, type PageOf } from './list-page.js';
+import type { Db, Dialect } from './infra/db.js';
+import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './row-codec.js';
+import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { WorkflowRunStatus, WorkflowRunsTable, WorkflowRunStepsTable } from './tables/workflows.js';
 
 const runRows = rowCodec<Selectable<WorkflowRunsTable>>()({ test: flag, trigger_payload: json<Record<string, unknown>>(), wait_events: json<Record<string, unknown>>() });

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
-import type { Db, Dialect } from './db.js';
+import type { Db, Dialect } from './infra/db.js';
 import { claimRows, unleased, type Lease } from './lease.js';
-import { flag, json, rowCodec, type EntityOf } from './row-codec.js';
+import { flag, json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { WorkflowTriggersTable } from './tables/workflows.js';
 
 const triggerRows = rowCodec<Selectable<WorkflowTriggersTable>>()({ payload: json<Record<string, unknown>>(), test: flag });

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Db } from './db.js';
+import type { Db } from './infra/db.js';
 import type { WorkspacesTable } from './tables/workspaces.js';
 
 export type { Plan } from './tables/workspaces.js';

@@ -8,7 +8,7 @@ import { deleteStatsBefore } from '../store/stats.js';
 import { deleteApiLogsBefore, deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore, deleteWorkflowRunsBefore } from '../store/retention.js';
 import type { Clock } from '../shared/clock.js';
 import type { Config } from '../config/schema.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { IDEMPOTENCY_TTL_MS } from '../services/idempotency.js';
 
 const DAY = 24 * 3600 * 1000;

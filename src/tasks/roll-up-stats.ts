@@ -1,7 +1,7 @@
 import { domainClass } from '../observability/domain-class.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { Db, Dialect } from '../store/infra/db.js';
 import { aggregateAttempts, aggregateEvents, firstEventAt, floorHour, HOUR, lastStatsHour, replaceStats, type StatRow } from '../store/stats.js';
 
 /** Hours caught up at most when the roll-up has not run for a while (or ever). */

@@ -1,6 +1,6 @@
 import { newPrefixedId } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import type { EventRecord } from '../store/events.js';
 import { failPendingWebhookDeliveries, findWebhookDeliveryById, findWebhookEndpoint, markWebhookEndpointHealthy, saveWebhookAttempts, updateLeasedWebhookDelivery, updateWebhookEndpoint, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../store/webhooks.js';
 import { endpointHealthAfter, nextAttemptAt, type EndpointHealth, type RetryPolicy } from './retry-policy.js';

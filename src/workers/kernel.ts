@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
-import type { CommitBatcher } from '../store/commit-batcher.js';
+import type { CommitBatcher } from '../store/infra/commit-batcher.js';
 import { releaseLeases, renewLeases, type Lease, type LeasedTable } from '../store/lease.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { classifyFault } from '../shared/errors.js';
 import { faultBackoff } from './ride-out.js';
 

@@ -1,6 +1,6 @@
 import type { Logger } from '../shared/logger.js';
-import { runAsLeader } from '../store/leader-lock.js';
-import type { Store } from '../store/db.js';
+import { runAsLeader } from '../store/infra/leader-lock.js';
+import type { Store } from '../store/infra/db.js';
 
 /**
  * Periodic tasks (Postal's TASKS): jobs driven by time, not rows. A leader task runs on one

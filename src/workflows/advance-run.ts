@@ -2,7 +2,7 @@ import { recordEvent } from '../events/record-event.js';
 import type { EventType } from '../events/event-types.js';
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import type { RunChanges, WorkflowRun, WorkflowRunStep } from '../store/workflow-runs.js';
 import { saveWorkflowRunStep } from '../store/workflow-runs.js';
 import { findWorkflow } from '../store/workflows.js';

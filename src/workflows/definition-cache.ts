@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { findWorkflowVersion } from '../store/workflows.js';
 import { definitionOf, type Definition } from '../services/workflows/definition.js';
 

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../shared/crypto.js';
 import { isAppError } from '../shared/errors.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import { listSuppressionsCovering } from '../store/suppressions.js';
 import type { Workspace } from '../store/workspaces.js';
 import type { WorkflowRun } from '../store/workflow-runs.js';

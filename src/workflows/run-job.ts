@@ -1,8 +1,8 @@
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
-import type { CommitBatcher } from '../store/commit-batcher.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { CommitBatcher } from '../store/infra/commit-batcher.js';
+import type { Db, Dialect } from '../store/infra/db.js';
 import { claimDueWorkflowRuns, updateLeasedWorkflowRun, updateWorkflowRunStep, type RunChanges, type WorkflowRun } from '../store/workflow-runs.js';
 import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import { findStep, type Definition } from '../services/workflows/definition.js';

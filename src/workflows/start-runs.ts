@@ -1,12 +1,12 @@
 import { isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import type { CommitBatcher } from '../store/commit-batcher.js';
+import type { CommitBatcher } from '../store/infra/commit-batcher.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
 import { removeLeasedWorkflowTrigger, type WorkflowTrigger } from '../store/workflow-triggers.js';
 import { listRunsWaitingFor, resumeWaitingWorkflowRun, saveWorkflowRun, saveWorkflowRunStep, updateWorkflowRun, wasInWorkflowRun, type WorkflowRun } from '../store/workflow-runs.js';
 import { listEnabledWorkflowsFor } from '../store/workflows.js';
 import type { Clock } from '../shared/clock.js';
-import type { Db } from '../store/db.js';
+import type { Db } from '../store/infra/db.js';
 import type { SubscriberService, SubscriberView } from '../services/marketing/subscribers.js';
 import { moveRun, recordRunStarted } from './advance-run.js';
 import { evaluateRule } from './evaluate-rule.js';

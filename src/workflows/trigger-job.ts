@@ -1,7 +1,7 @@
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../shared/clock.js';
-import type { CommitBatcher } from '../store/commit-batcher.js';
-import type { Db, Dialect } from '../store/db.js';
+import type { CommitBatcher } from '../store/infra/commit-batcher.js';
+import type { Db, Dialect } from '../store/infra/db.js';
 import { claimWorkflowTriggers, type WorkflowTrigger } from '../store/workflow-triggers.js';
 import type { SubscriberService } from '../services/marketing/subscribers.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';

@@ -1,6 +1,6 @@
 import { promises as dnsPromises } from 'node:dns';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import type { Db } from '../../src/store/db.js';
+import type { Db } from '../../src/store/infra/db.js';
 import type { TestDns } from './dns-server.js';
 import type { TestMx } from './mx-server.js';
 

@@ -1,5 +1,5 @@
 import type { Services } from '../../src/services/index.js';
-import type { Db } from '../../src/store/db.js';
+import type { Db } from '../../src/store/infra/db.js';
 
 /**
  * A workflow for the crash and cluster tests: on `event`, send an email, wait a second, send

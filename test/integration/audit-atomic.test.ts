@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditService } from '../../src/services/audit.js';
 import { withAuditTrail } from '../../src/services/audit-trail.js';
-import { atomically, outsideUnit } from '../../src/store/ambient-transaction.js';
+import { atomically, outsideUnit } from '../../src/store/infra/ambient-transaction.js';
 import { appendAuditEntries } from '../../src/store/audit-log.js';
 import { newId } from '../../src/shared/ids.js';
 import { request, show } from '../helpers/http.js';
@@ -10,7 +10,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * An audit entry commits with the change it records (issue 32): the use case and the append
- * run as one unit (store/ambient-transaction.ts), on SQLite and PostgreSQL alike.
+ * run as one unit (store/infra/ambient-transaction.ts), on SQLite and PostgreSQL alike.
  */
 
 describe('audit entries in the transaction of their change', () => {

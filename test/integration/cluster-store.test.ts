@@ -8,8 +8,8 @@ import { DatabaseRateLimiter } from '../../src/store/rate-limits.js';
 import type { Limit } from '../../src/shared/fixed-window.js';
 import { runRetention } from '../../src/tasks/retention.js';
 import { manualClock } from '../helpers/server.js';
-import { migrateToLatest, openStore, type Store } from '../../src/store/db.js';
-import { runAsLeader } from '../../src/store/leader-lock.js';
+import { migrateToLatest, openStore, type Store } from '../../src/store/infra/db.js';
+import { runAsLeader } from '../../src/store/infra/leader-lock.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
 
 /**

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CommitBatcher } from '../../src/store/commit-batcher.js';
-import { migrateToLatest, openStore, type Store } from '../../src/store/db.js';
+import { CommitBatcher } from '../../src/store/infra/commit-batcher.js';
+import { migrateToLatest, openStore, type Store } from '../../src/store/infra/db.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
 
 const targets: Array<{ name: string; open: () => Promise<TestDatabase> }> = [

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { generate } from 'selfsigned';
 import { parsePolicy } from 'mailauth/lib/mta-sts.js';
 import type { PolicyFetcher } from '../../src/delivery/mta-sts.js';
-import { openStore } from '../../src/store/db.js';
+import { openStore } from '../../src/store/infra/db.js';
 import { emailState, eventually, routeDomain } from '../helpers/delivery.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { startDnsServer, type TestDns } from '../helpers/dns-server.js';

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { CommitBatcher } from '../../src/store/commit-batcher.js';
-import { migrateToLatest, openStore, type Store } from '../../src/store/db.js';
-import { fileSyncer, writeScope } from '../../src/store/wal-sync.js';
+import { CommitBatcher } from '../../src/store/infra/commit-batcher.js';
+import { migrateToLatest, openStore, type Store } from '../../src/store/infra/db.js';
+import { fileSyncer, writeScope } from '../../src/store/infra/wal-sync.js';
 
 /**
  * SQLite commits do not fsync on the event loop; a caller that answers a client waits until

@@ -11,7 +11,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 /**
  * Issue 23: on PostgreSQL, the keys, workspaces and domains every request reads are kept in
  * memory, and a change any node (or anyone) commits reaches every node's memory through
- * LISTEN/NOTIFY (migration 0043, store/row-cache.ts). Two nodes on one database: A changes,
+ * LISTEN/NOTIFY (migration 0043, store/infra/row-cache.ts). Two nodes on one database: A changes,
  * B serves.
  */
 describe('rows kept in memory on PostgreSQL', { skip: testPostgresUrl() ? false : 'PostgreSQL only (SQLite reads are local and kept nowhere)' }, () => {

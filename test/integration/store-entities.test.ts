@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AppError } from '../../src/shared/errors.js';
 import { newId } from '../../src/shared/ids.js';
-import { migrateToLatest, openStore, type Store } from '../../src/store/db.js';
+import { migrateToLatest, openStore, type Store } from '../../src/store/infra/db.js';
 import { findDomain, saveDomain, type Domain } from '../../src/store/domains.js';
 import { findTemplate, saveTemplate, updateTemplate, type Template } from '../../src/store/templates.js';
-import { isUniqueViolation } from '../../src/store/unique-violation.js';
+import { isUniqueViolation } from '../../src/store/infra/unique-violation.js';
 import { saveWorkspace } from '../../src/store/workspaces.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
 

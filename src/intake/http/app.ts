@@ -3,7 +3,7 @@ import Koa, { type Next } from 'koa';
 import compose from 'koa-compose';
 import { byteBudget } from '../../shared/byte-budget.js';
 import { AppError } from '../../shared/errors.js';
-import { writeScope } from '../../store/wal-sync.js';
+import { writeScope } from '../../store/infra/wal-sync.js';
 import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
 import { authenticate, selectWorkspace } from './middleware/authenticate.js';
 import { parseBody } from './middleware/parse-body.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { errorCatalog, type ErrorCode } from '../../shared/errors.js';
 import { RESEND_ERROR_NAMES } from './middleware/render-errors.js';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../../store/list-page.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../store/infra/list-page.js';
 import type { Route } from './route.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ListPage } from '../../store/list-page.js';
+import type { ListPage } from '../../store/infra/list-page.js';
 
 /**
  * An offset list in the SPEC's shape (the resource-named array and `pagination`), with the

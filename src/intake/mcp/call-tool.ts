@@ -8,7 +8,7 @@ import { stableStringify } from '../../shared/stable-json.js';
 import { parseWith } from '../../shared/validate.js';
 import { jsonDepth } from '../../shared/json-depth.js';
 import { MAX_BODY_DEPTH } from '../http/middleware/parse-body.js';
-import { writeScope } from '../../store/wal-sync.js';
+import { writeScope } from '../../store/infra/wal-sync.js';
 import { jsonSchema } from '../http/openapi.js';
 import { countAgainstLimit } from '../http/rate-limit.js';
 import type { McpCaller, McpDeps, Tool } from './tool.js';

@@ -2,7 +2,7 @@ import type { Clock } from '../../shared/clock.js';
 import { newId } from '../../shared/ids.js';
 import type { Logger } from '../../shared/logger.js';
 import { parseMail } from '../../shared/parse-mail.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { isVerifiedDomainName, saveDmarcReport, saveTlsReports } from '../../store/deliverability-reports.js';
 import type { InboundKind } from '../inbound-kind.js';
 import { parseDmarcReport, parseTlsReport, ReportError, unpack, type DmarcAggregate, type TlsReport } from './parse-aggregate-reports.js';

@@ -6,7 +6,7 @@ import { recordEvent } from '../../events/record-event.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { parseMail } from '../../shared/parse-mail.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { findEmailById, findEmailByMessageId, listQueueItemsOfEmail, refreshEmailStatus, type Email } from '../../store/emails.js';
 import { listEmailEvents } from '../../store/events.js';
 import { bounceQueueItem, findQueueItemOfRecipient } from '../../store/queue.js';

@@ -1,7 +1,7 @@
 import { convert } from 'html-to-text';
 import { newId } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { findEmailContent, type Email } from '../../store/emails.js';
 import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread, type InboxFolder } from '../../store/inboxes.js';
 import { formatMailbox, PARSE_OPTIONS } from './parse-inbound.js';

@@ -1,4 +1,4 @@
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { listEmailsByMessageIds, type Email } from '../../store/emails.js';
 
 /**

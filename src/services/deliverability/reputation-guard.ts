@@ -3,7 +3,7 @@ import { notFound } from '../../shared/errors.js';
 import { findDomainByIdOrName, listDomainNames, listDomains, type Domain } from '../../store/domains.js';
 import { refreshEmailStatus } from '../../store/emails.js';
 import { countHeldByDomain, findReputationState, listReputationStates, releaseHeldQueueItems, saveReputationState, type DomainReputation, type ReputationState } from '../../store/reputation.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import type { ServiceDeps } from '../deps.js';
 
 export interface ReputationGuard {

@@ -2,7 +2,7 @@ import type { Config } from '../../config/schema.js';
 import { holdWaiting, judge, reputationEvent, type GuardThresholds } from './reputation-rule.js';
 import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
-import type { Db, Dialect } from '../../store/db.js';
+import type { Db, Dialect } from '../../store/infra/db.js';
 import { findDomainById } from '../../store/domains.js';
 import { countDomainEngagement, countDomainOutcomes, listReputationStates, saveReputationState, type DomainReputation } from '../../store/reputation.js';
 

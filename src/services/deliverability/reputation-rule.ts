@@ -2,7 +2,7 @@ import { recordHeld } from '../../delivery/hold-paused.js';
 import { recordEvent } from '../../events/record-event.js';
 import type { Clock } from '../../shared/clock.js';
 import { toIsoOrNull } from '../../shared/clock.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { holdWaitingMarketing, type DomainEngagement, type DomainOutcomeCounts, type DomainReputation, type ReputationState } from '../../store/reputation.js';
 import type { Domain } from '../../store/domains.js';
 import type { CheckStatus } from '../../checks/check-status.js';

@@ -5,7 +5,7 @@ import { PARSE_OPTIONS } from '../../receiving/routes/parse-inbound.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { findEmailContent } from '../../store/emails.js';
 import { findThreadMessage, type InboxMessage } from '../../store/inboxes.js';
 import { findReceivedEmail, findReceivedRaw } from '../../store/receiving.js';

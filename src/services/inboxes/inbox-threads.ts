@@ -1,7 +1,7 @@
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { addThreadLabels, countOpenDrafts, countUnreadThreads, findLabel, findLabelByName, findMatchedMessages, findThread, findThreadMessage, listAgentRunsOfThreads, listLabels, listLabelsOfThreads, listMessagesOfThreads, listThreadMessagesPage, listThreadsPage, listThreadsWithDrafts, removeLabel, removeThread, removeThreadLabels, saveLabel, setThreadRead, updateLabel, updateThreadFolder, type MessageSearch, type ThreadFilter, type InboxFolder, type InboxLabel, type InboxThread } from '../../store/inboxes.js';
-import type { ListPage } from '../../store/list-page.js';
+import type { ListPage } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import type { RouteService, RouteView } from '../receiving/routes.js';
 import { labelView, messageIdOf, messageView, threadLabelView, threadView, type MessageView, type ThreadView } from './inbox-views.js';

@@ -4,7 +4,7 @@ import { validationError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import type { Address } from '../../messages/addresses.js';
 import { contentTypeOf, type AttachmentInput } from '../../messages/attachments.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import type { Workspace } from '../../store/workspaces.js';
 import type { RouteView } from '../receiving/routes.js';
 import type { SendService } from '../send/send-email.js';

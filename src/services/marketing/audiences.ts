@@ -5,7 +5,7 @@ import { countAudiences, countMembers, findAudience, findMember, listAudiences, 
 import type { PropertyCondition } from '../../store/property-conditions.js';
 import { checkSegmentConditions } from './segment-conditions.js';
 import { findSubscriber, findSubscriberByEmail } from '../../store/subscribers.js';
-import type { ListPage, Listed } from '../../store/list-page.js';
+import type { ListPage, Listed } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import type { SubscriberService, SubscriberView } from './subscribers.js';
 

@@ -2,7 +2,7 @@ import { isUuid } from '../../shared/ids.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { listCampaignClickedLinks, listCampaignRecipients, listClicksOfEmails } from '../../store/campaign-engagement.js';
 import { findCampaign } from '../../store/campaigns.js';
-import { parsePage, DEFAULT_LIMIT, MAX_LIMIT } from '../../store/list-page.js';
+import { parsePage, DEFAULT_LIMIT, MAX_LIMIT } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { isOneOf } from '../../shared/one-of.js';
 

@@ -1,5 +1,5 @@
 import { countCampaignGroups, countHoldouts, type GroupCounts } from '../../store/ab-tests.js';
-import type { Db, Dialect } from '../../store/db.js';
+import type { Db, Dialect } from '../../store/infra/db.js';
 import type { Campaign } from '../../store/campaigns.js';
 
 /**

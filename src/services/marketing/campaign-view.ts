@@ -1,7 +1,7 @@
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { contentOf } from '../../messages/campaign-content.js';
-import type { Db } from '../../store/db.js';
-import type { Dialect } from '../../store/dialect.js';
+import type { Db } from '../../store/infra/db.js';
+import type { Dialect } from '../../store/infra/dialect.js';
 import type { Campaign, WinnerChoice, WinnerMetric } from '../../store/campaigns.js';
 import { listCampaignVariants, type CampaignVariant } from '../../store/ab-tests.js';
 import { campaignReport, type GroupStats } from './campaign-report.js';

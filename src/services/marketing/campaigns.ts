@@ -11,7 +11,7 @@ import { renderSubject, renderTemplate } from '../../messages/render-template.js
 import { subscriberVariables } from '../../messages/campaign-message.js';
 import { plainTextOf } from '../../messages/plain-text.js';
 import type { TopicService } from './topics.js';
-import type { ListPage, Listed } from '../../store/list-page.js';
+import type { ListPage, Listed } from '../../store/infra/list-page.js';
 import type { SendService } from '../send/send-email.js';
 import type { TemplateService } from '../templates.js';
 import { campaignView, detailedCampaignView, type CampaignView } from './campaign-view.js';

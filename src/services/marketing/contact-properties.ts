@@ -3,8 +3,8 @@ import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { checkTypedValues, FIELD_NAME, FIELD_TYPES, isFieldType, valueMatches, type FieldSchema, type FieldType } from '../../shared/typed-fields.js';
 import { countContactProperties, findContactProperty, findContactPropertyByKey, listAllContactProperties, listContactProperties, removeContactProperty, saveContactProperty, updateContactPropertyFallback, type ContactProperty } from '../../store/contact-properties.js';
-import type { Db } from '../../store/db.js';
-import { parsePage } from '../../store/list-page.js';
+import type { Db } from '../../store/infra/db.js';
+import { parsePage } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 
 /**

@@ -1,7 +1,7 @@
 import { validationError } from '../../shared/errors.js';
 import { valueMatches, type FieldType } from '../../shared/typed-fields.js';
 import { listAllContactProperties } from '../../store/contact-properties.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { CONDITION_OPERATORS, type ConditionOperator, type PropertyCondition } from '../../store/property-conditions.js';
 import { isOneOf } from '../../shared/one-of.js';
 

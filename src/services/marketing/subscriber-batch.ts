@@ -3,7 +3,7 @@ import { isAppError } from '../../shared/errors.js';
 import { checkTypedValues, type FieldSchema, type FieldType } from '../../shared/typed-fields.js';
 import { requireAddress } from '../../messages/addresses.js';
 import { listAllContactProperties } from '../../store/contact-properties.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { listSubscribersByEmailKeys, listTagsOf, saveSubscribers, updateSubscriber, type Subscriber, type SubscriberStatus } from '../../store/subscribers.js';
 import { saveSuppressionIfAbsent } from '../../store/suppressions.js';
 import type { ServiceDeps } from '../deps.js';

@@ -4,7 +4,7 @@ import { validationError } from '../../shared/errors.js';
 import { newId } from '../../shared/ids.js';
 import { checkMetadata } from '../../shared/metadata.js';
 import { hasLineBreak } from '../../messages/addresses.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { listTagsOf, updateSubscriber, type Subscriber, type SubscriberStatus } from '../../store/subscribers.js';
 import { findSuppression, removeSuppression, saveSuppressionIfAbsent } from '../../store/suppressions.js';
 

@@ -3,7 +3,7 @@ import { recordEvent } from '../../events/record-event.js';
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { findDomain, listDomains } from '../../store/domains.js';
 import {
   countSubscribers,
@@ -20,7 +20,7 @@ import {
   type SubscriberStatus,
 } from '../../store/subscribers.js';
 import { saveSuppressionIfAbsent } from '../../store/suppressions.js';
-import type { ListPage, Listed } from '../../store/list-page.js';
+import type { ListPage, Listed } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { checkMetadata } from '../../shared/metadata.js';
 import { hasLineBreak, requireAddress } from '../../messages/addresses.js';

@@ -1,7 +1,7 @@
 import { toIso } from '../../shared/clock.js';
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { findSubscriber } from '../../store/subscribers.js';
 import { countOpenCampaignsOf, findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic, type Topic, type TopicSubscription } from '../../store/topics.js';
 import type { ServiceDeps } from '../deps.js';

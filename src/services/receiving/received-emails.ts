@@ -3,7 +3,7 @@ import { isUuid } from '../../shared/ids.js';
 import { findEmailById, listEmailsByIds } from '../../store/emails.js';
 import { findReceivedEmail, findReceivedEmailBody, findReceivedRaw, listReceivedEmails, type ReceivedEmail } from '../../store/receiving.js';
 import type { ServiceDeps } from '../deps.js';
-import { parsePage } from '../../store/list-page.js';
+import { parsePage } from '../../store/infra/list-page.js';
 import { readAttachment } from '../../receiving/routes/parse-inbound.js';
 import { receivedLinks, RECEIVED_DOWNLOAD_PATH } from '../../receiving/routes/received-links.js';
 import { attachmentView, receivedDetail, receivedSummary, type ViewContext } from '../../receiving/routes/received-view.js';

@@ -4,7 +4,7 @@ import { isUuid, newId } from '../../shared/ids.js';
 import { findDomainByName } from '../../store/domains.js';
 import { findRoute, findRouteByAddress, listRoutes, listRoutesPage, removeRoute, saveRoute, updateRoute, type RouteWithDomain, ROUTE_ACTIONS, type RouteAction, type RouteKind } from '../../store/receiving.js';
 import type { ServiceDeps } from '../deps.js';
-import type { ListPage } from '../../store/list-page.js';
+import type { ListPage } from '../../store/infra/list-page.js';
 import { hasLineBreak } from '../../messages/addresses.js';
 import { parseRouteAddress } from '../../receiving/routes/match-route.js';
 import { isOneOf } from '../../shared/one-of.js';

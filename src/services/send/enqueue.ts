@@ -1,15 +1,15 @@
 import type { Metrics } from '../../observability/metrics.js';
 import type { Clock } from '../../shared/clock.js';
 import { AppError } from '../../shared/errors.js';
-import type { CommitBatcher, Merged } from '../../store/commit-batcher.js';
-import type { Db } from '../../store/db.js';
+import type { CommitBatcher, Merged } from '../../store/infra/commit-batcher.js';
+import type { Db } from '../../store/infra/db.js';
 import { saveEmails, PRIORITY } from '../../store/emails.js';
 import type { Workspace } from '../../store/workspaces.js';
 import { limitFor } from '../rate-limits.js';
 import { retryAfterSeconds, type Decision, type RateLimiter } from '../../shared/fixed-window.js';
 import type { Prepared } from '../../messages/email-records.js';
 import type { SendResult } from './send-input.js';
-import type { FreeSpace } from '../../store/free-space.js';
+import type { FreeSpace } from '../../store/infra/free-space.js';
 
 export interface EnqueueOptions {
   /** Runs in the transaction that queues the mail (idempotency records its response, a campaign moves its cursor); throwing rolls it back. */

@@ -1,7 +1,7 @@
 import type { EmailType, Intake } from '../../store/emails.js';
 import type { Address } from '../../messages/addresses.js';
 import type { Variables } from '../../messages/render-template.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import type { Decision } from '../../shared/fixed-window.js';
 import type { AttachmentInput } from '../../messages/attachments.js';
 

@@ -1,5 +1,5 @@
 import type { WebhookDeliveryStatus, WebhookEndpointStatus, WebhookSurface } from '../../store/webhooks.js';
-import type { ListPage, Listed } from '../../store/list-page.js';
+import type { ListPage, Listed } from '../../store/infra/list-page.js';
 import type { Envelope } from '../../webhooks/render-event.js';
 import type { AttemptView, DeliveryView, DeliveryWithAttempts, WebhookView } from './webhook-views.js';
 

@@ -3,7 +3,7 @@ import { domainOf } from '../../shared/domain-name.js';
 import { isAppError, notFound, validationError } from '../../shared/errors.js';
 import { parseMailbox, parseMailboxes, singleLine } from '../../messages/addresses.js';
 import { findWorkspace, type Workspace } from '../../store/workspaces.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import type { AudienceService } from '../marketing/audiences.js';
 import type { SendService } from '../send/send-email.js';
 import type { TemplateService } from '../templates.js';

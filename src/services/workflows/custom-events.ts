@@ -4,7 +4,7 @@ import type { Clock } from '../../shared/clock.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { checkTypedValues } from '../../shared/typed-fields.js';
-import type { Db } from '../../store/db.js';
+import type { Db } from '../../store/infra/db.js';
 import { findEventDefinitionByName } from '../../store/event-definitions.js';
 import { findSubscriber } from '../../store/subscribers.js';
 import { saveWorkflowTrigger, triggerContactKey } from '../../store/workflow-triggers.js';

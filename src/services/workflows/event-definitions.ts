@@ -4,7 +4,7 @@ import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { parseSchema, type FieldSchema } from '../../shared/typed-fields.js';
 import { findEventDefinition, findEventDefinitionByName, listEventDefinitions, removeEventDefinition, saveEventDefinition, updateEventDefinitionSchema, type EventDefinition } from '../../store/event-definitions.js';
-import { parsePage } from '../../store/list-page.js';
+import { parsePage } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { eventNameSchema } from './definition.js';
 import { isOneOf } from '../../shared/one-of.js';

@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { SQLite } from '../../../src/store/sqlite-driver.js';
+import { SQLite } from '../../../src/store/infra/sqlite-driver.js';
 import { runCli } from '../../../src/cli/program.js';
 import { errorReply } from '../../../src/intake/smtp/reply.js';
 import { legacyBody, versionedBody } from '../../../src/intake/http/middleware/render-errors.js';
 import { AppError, classifyFault, isFault, toAppError } from '../../../src/shared/errors.js';
 import { faultOf, type FaultKind } from '../../../src/shared/faults.js';
-import { watchFreeSpace, reserveFor } from '../../../src/store/free-space.js';
+import { watchFreeSpace, reserveFor } from '../../../src/store/infra/free-space.js';
 
 /** An error as its library raises it: a code, and (node-postgres) a severity. */
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code, severity: 'FATAL' });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SQLite } from '../../../src/store/sqlite-driver.js';
+import { SQLite } from '../../../src/store/infra/sqlite-driver.js';
 import { Kysely, SqliteDialect, sql } from 'kysely';
-import { Collector, CommitBatcher } from '../../../src/store/commit-batcher.js';
-import type { Db } from '../../../src/store/db.js';
+import { Collector, CommitBatcher } from '../../../src/store/infra/commit-batcher.js';
+import type { Db } from '../../../src/store/infra/db.js';
 
 const memoryDb = (): Db => new Kysely({ dialect: new SqliteDialect({ database: new SQLite(':memory:') }) }) as unknown as Db;
 

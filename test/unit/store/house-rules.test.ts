@@ -75,14 +75,38 @@ describe('house rules: only the store speaks SQL', () => {
 
   it('catches what it is meant to catch', () => {
     const breaks = (name: string, line: string) => RULES.find((r) => r.name === name)!.pattern.test(line);
-    assert.ok(breaks("imports the store's row types", "import type { Email } from '../store/tables.js';"));
+    assert.ok(breaks("imports the store's row types", "import type { Email } from './tables.js';"));
     assert.ok(breaks("imports the store's row types", "import type { EmailsTable } from '../../store/tables/emails.js';"));
-    assert.ok(!breaks("imports the store's row types", "import { findEmail, type Email } from '../store/emails.js';"));
+    assert.ok(!breaks("imports the store's row types", "import { findEmail, type Email } from './emails.js';"));
     assert.ok(breaks('imports kysely', "import { sql } from 'kysely';"));
     assert.ok(breaks('builds SQL', "await trx.selectFrom('subscribers').selectAll()"));
     assert.ok(breaks('builds SQL', 'await sql`select 1`.execute(db);'));
     assert.ok(breaks('builds SQL', 'sql<boolean>`lower(subject)`'));
     assert.ok(!breaks('builds SQL', 'await db.transaction().execute(async (trx) => saveEmail(trx, email));'));
     assert.ok(breaks('parses JSON', 'const to = JSON.parse(e.to_addresses) as string[];'));
+  });
+});
+
+describe('house rules: the store is repositories over its infrastructure', () => {
+  // src/store/infra/ is the machinery every repository stands on (connection, drivers, dialect,
+  // migrations, group commit, commit watch, faults); a repository above it may use it, never
+  // the other way round, so the machinery can be read and changed without the aggregates.
+  const infra = sources(join(root, 'src/store/infra')).filter((file) => !file.includes('/migrations/'));
+  /** An import of a module in src/store/ itself (a repository), from src/store/infra/. */
+  const repositoryImport = /from\s+['"]\.\.\/(?!tables\b)[\w-]+\.js['"]/;
+
+  it('no module of src/store/infra/ imports a repository', () => {
+    assert.ok(infra.length > 10, 'the infrastructure is where this test looks for it');
+    assert.deepEqual(
+      infra.filter((file) => readFileSync(join(root, file), 'utf8').split('\n').some((line) => repositoryImport.test(line))),
+      [],
+    );
+  });
+
+  it('catches what it is meant to catch', () => {
+    assert.ok(repositoryImport.test("import { refreshEmailStatuses } from '../emails.js';"));
+    assert.ok(!repositoryImport.test("import type { Database } from '../tables.js';"));
+    assert.ok(!repositoryImport.test("import { classifyFault } from '../../shared/errors.js';"));
+    assert.ok(!repositoryImport.test("import type { Dialect } from './dialect.js';"));
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { offsetList } from '../../../src/intake/http/pagination.js';
-import { MAX_OFFSET, parsePage } from '../../../src/store/list-page.js';
+import { MAX_OFFSET, parsePage } from '../../../src/store/infra/list-page.js';
 
 describe('offset pagination', () => {
   it('falls back to 20 for a limit outside 1..100 rather than clamping', () => {

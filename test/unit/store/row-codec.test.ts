@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { flag, flagOrNull, json, jsonOrNull, rowCodec } from '../../../src/store/row-codec.js';
+import { flag, flagOrNull, json, jsonOrNull, rowCodec } from '../../../src/store/infra/row-codec.js';
 
 interface Row {
   id: string;

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { SQLite } from '../../../src/store/sqlite-driver.js';
+import { SQLite } from '../../../src/store/infra/sqlite-driver.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const major = Number(process.versions.node.split('.')[0]);
@@ -15,7 +15,7 @@ describe('better-sqlite3, in the major this Node.js runs safely', () => {
     const version = (db.prepare('select sqlite_version() as v').get() as { v: string }).v;
     db.close();
     assert.match(version, /^3\./);
-    const loaded = spawnSync(process.execPath, ['--import', 'tsx', '-e', "import('./src/store/sqlite-driver.ts').then(() => console.log(Object.keys(require.cache).find((k) => /better-sqlite3(-napi)?[\\\\/]package\\.json$|better-sqlite3(-napi)?[\\\\/]lib[\\\\/]index\\.js$/.test(k))))"], { cwd: root, encoding: 'utf8' });
+    const loaded = spawnSync(process.execPath, ['--import', 'tsx', '-e', "import('./src/store/infra/sqlite-driver.ts').then(() => console.log(Object.keys(require.cache).find((k) => /better-sqlite3(-napi)?[\\\\/]package\\.json$|better-sqlite3(-napi)?[\\\\/]lib[\\\\/]index\\.js$/.test(k))))"], { cwd: root, encoding: 'utf8' });
     assert.match(loaded.stdout, major >= 22 ? /better-sqlite3-napi/ : /node_modules[\\/]better-sqlite3[\\/]/, loaded.stdout + loaded.stderr);
   });
 
@@ -25,7 +25,7 @@ describe('better-sqlite3, in the major this Node.js runs safely', () => {
     const script = `
       const { Worker, isMainThread } = require('node:worker_threads');
       const work = async () => {
-        const { SQLite } = await import(${JSON.stringify(join(root, 'src/store/sqlite-driver.ts'))});
+        const { SQLite } = await import(${JSON.stringify(join(root, 'src/store/infra/sqlite-driver.ts'))});
         const db = new SQLite(':memory:');
         db.exec('create table t (a)');
         for (let i = 0; i < 5000; i++) db.prepare('insert into t values (' + i + ')').run();
@@ -56,7 +56,7 @@ describe('better-sqlite3, in the major this Node.js runs safely', () => {
       readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
     const offenders = ['src', 'test', 'bench', 'scripts']
       .flatMap((d) => files(join(root, d)))
-      .filter((f) => !f.endsWith('src/store/sqlite-driver.ts') && !f.endsWith('sqlite-driver.test.ts') && /['"]better-sqlite3(-napi)?['"]/.test(readFileSync(f, 'utf8')))
+      .filter((f) => !f.endsWith('src/store/infra/sqlite-driver.ts') && !f.endsWith('sqlite-driver.test.ts') && /['"]better-sqlite3(-napi)?['"]/.test(readFileSync(f, 'utf8')))
       .map((f) => relative(root, f));
     assert.deepEqual(offenders, []);
   });

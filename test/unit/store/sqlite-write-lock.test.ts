@@ -6,8 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
-import { openStore, type Store } from '../../../src/store/db.js';
-import { SQLITE_MODULE } from '../../../src/store/sqlite-driver.js';
+import { openStore, type Store } from '../../../src/store/infra/db.js';
+import { SQLITE_MODULE } from '../../../src/store/infra/sqlite-driver.js';
 
 /**
  * Delivery threads write the SQLite file through connections of their own. A transaction

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CommitWatch } from '../../../src/store/commit-watch.js';
-import { STATEMENT_CACHE_BYTES, withStatementCache } from '../../../src/store/db.js';
-import { SQLite } from '../../../src/store/sqlite-driver.js';
+import { CommitWatch } from '../../../src/store/infra/commit-watch.js';
+import { STATEMENT_CACHE_BYTES, withStatementCache } from '../../../src/store/infra/db.js';
+import { SQLite } from '../../../src/store/infra/sqlite-driver.js';
 
 /**
  * SQLite's prepared statements are kept by SQL text, bounded by the text's bytes (a prepared

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TOPIC_SUBSCRIPTIONS } from '../../../services/marketing/topics.js';
-import { parsePage } from '../../../store/list-page.js';
+import { parsePage } from '../../../store/infra/list-page.js';
 import { CREATE, READ, WRITE, defineTool } from '../tool.js';
 
 const page = { limit: z.number().int().min(1).max(100).optional(), offset: z.number().int().min(0).optional() };

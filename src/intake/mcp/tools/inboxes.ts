@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parsePage } from '../../../store/list-page.js';
+import { parsePage } from '../../../store/infra/list-page.js';
 import { CREATE, READ, defineTool } from '../tool.js';
 
 const inbox = z.string().describe("The inbox's id or address");

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parsePage } from '../../../store/list-page.js';
+import { parsePage } from '../../../store/infra/list-page.js';
 import { toSendInput } from '../../http/routes/v1/emails.js';
 import { CREATE, READ, SEND, WRITE, defineTool } from '../tool.js';
 

@@ -9,7 +9,7 @@ import { parseWith } from '../../../shared/validate.js';
 import type { FieldType } from '../../../shared/typed-fields.js';
 import { listAllContactProperties } from '../../../store/contact-properties.js';
 import { findContactImport, findContactImportByKey, listContactImports, saveContactImport, saveContactImportChunk, type ContactImport, type RowError } from '../../../store/contact-imports.js';
-import { parsePage } from '../../../store/list-page.js';
+import { parsePage } from '../../../store/infra/list-page.js';
 import { newOwnerId } from '../../../workers/kernel.js';
 import type { AudienceService } from '../audiences.js';
 import type { ServiceDeps } from '../../deps.js';

@@ -7,7 +7,7 @@ import type { FieldType } from '../../../shared/typed-fields.js';
 import { saveMembers } from '../../../store/audiences.js';
 import { advanceContactImport, finishContactImport, readContactImportFile, type ContactImport, type RowError } from '../../../store/contact-imports.js';
 import { listAllContactProperties } from '../../../store/contact-properties.js';
-import type { Db } from '../../../store/db.js';
+import type { Db } from '../../../store/infra/db.js';
 import type { ImportOutcome, SubscriberInput, SubscriberService } from '../subscribers.js';
 import type { TopicService } from '../topics.js';
 import { csvParser, inputOf, layoutOf, optionsOfImport, type Layout } from './read-contacts-csv.js';

@@ -1,6 +1,6 @@
 import type { DashRoutes } from '../routes.js';
 import { validationError } from '../../../../shared/errors.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/inboxes.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';

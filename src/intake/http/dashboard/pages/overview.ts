@@ -1,7 +1,7 @@
 import type { DashRoutes } from '../routes.js';
 import type { DomainChecks } from '../../../../checks/domain-checks.js';
 import type { HttpDeps } from '../../context.js';
-import type { SpaceReading } from '../../../../store/free-space.js';
+import type { SpaceReading } from '../../../../store/infra/free-space.js';
 import { dayLabel, hourLabel, lineChart, ratioBars, type Series } from '../charts.js';
 import { html } from '../html.js';
 import { actionButton, badge, page, table } from '../layout.js';

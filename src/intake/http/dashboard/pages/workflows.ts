@@ -1,5 +1,5 @@
 import type { DashRoutes } from '../routes.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import type { RunSummary, WorkflowSummary } from '../../../../services/workflows/workflow-views.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute } from '../../route.js';
 import { campaignBody, subscriberBody, toCampaignInput } from '../v1/marketing.js';
 

@@ -3,7 +3,7 @@ import { AppError } from '../../../../shared/errors.js';
 import { KEY_PERMISSIONS } from '../../../../services/credentials.js';
 import { defineRoute } from '../../route.js';
 import { offsetList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 
 const createBody = z.object({
   name: z.string(),

@@ -3,7 +3,7 @@ import type { CampaignInput, CampaignView } from '../../../../services/marketing
 import { parseMailbox } from '../../../../messages/addresses.js';
 import { validationError } from '../../../../shared/errors.js';
 import { cursorList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { limitWorkspace } from '../../rate-limit.js';
 import { defineRoute } from '../../route.js';
 import { parseScheduledAt } from '../../schedule.js';

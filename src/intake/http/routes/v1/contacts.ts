@@ -4,7 +4,7 @@ import { TOPIC_SUBSCRIPTIONS } from '../../../../services/marketing/topics.js';
 import { isAppError, notFound, validationError } from '../../../../shared/errors.js';
 import type { HttpDeps } from '../../context.js';
 import { cursorList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
 
 /**

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { AGENT_ACTIONS, AGENT_TONES, MAX_FORWARD_TO, MAX_INSTRUCTIONS } from '../../../../services/inboxes/agent-settings.js';
 import type { SendResult } from '../../../../services/send/send-input.js';
-import type { Db } from '../../../../store/db.js';
+import type { Db } from '../../../../store/infra/db.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
 import { v1AttachmentSchema } from './emails.js';
 

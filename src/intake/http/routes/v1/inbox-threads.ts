@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { INBOX_FOLDERS, type InboxFolder } from '../../../../store/inboxes.js';
 import { validationError } from '../../../../shared/errors.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
-import type { Db } from '../../../../store/db.js';
+import type { Db } from '../../../../store/infra/db.js';
 import type { SendResult } from '../../../../services/send/send-input.js';
 import { v1AttachmentSchema } from './emails.js';
 import { isOneOf } from '../../../../shared/one-of.js';

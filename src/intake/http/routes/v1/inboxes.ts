@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import type { RouteView } from '../../../../services/receiving/routes.js';
 import { notFound, validationError } from '../../../../shared/errors.js';
 import { defineRoute, type HandlerInput } from '../../route.js';

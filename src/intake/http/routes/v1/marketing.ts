@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CampaignInput } from '../../../../services/marketing/campaigns.js';
 import { offsetList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute } from '../../route.js';
 import { abTestFields, abTestRoutes, toAbInput } from './ab-tests.js';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../../../../store/list-page.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../../../store/infra/list-page.js';
 import { ROUTE_ACTIONS, ROUTE_KINDS } from '../../../../store/receiving.js';
 import { offsetList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute } from '../../route.js';
 
 const routeBody = z.object({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AudienceView } from '../../../../services/marketing/audiences.js';
 import { cursorList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute } from '../../route.js';
 import { renderContact } from './contacts.js';
 

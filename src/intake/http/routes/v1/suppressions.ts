@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SUPPRESSION_REASONS, SUPPRESSION_SCOPES, type SuppressionReason, type SuppressionView } from '../../../../services/suppressions.js';
 import { validationError } from '../../../../shared/errors.js';
 import { offsetList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute } from '../../route.js';
 
 const addSuppressionBody = z.object({

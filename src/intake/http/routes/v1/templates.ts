@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { offsetList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute } from '../../route.js';
 
 const variable = z.object({

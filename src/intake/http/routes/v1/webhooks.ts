@@ -3,7 +3,7 @@ import type { AttemptView, DeliveryView, WebhookView } from '../../../../service
 import { validationError } from '../../../../shared/errors.js';
 import { WEBHOOK_DELIVERY_STATUSES } from '../../../../store/webhooks.js';
 import { cursorList, offsetList } from '../../pagination.js';
-import { parsePage } from '../../../../store/list-page.js';
+import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
 
 /** `url` (SPEC) or `endpoint` (Resend) name the receiving URL. */

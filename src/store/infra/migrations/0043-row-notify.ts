@@ -6,7 +6,7 @@ const TABLES = ['credentials', 'workspaces', 'domains'];
 /**
  * PostgreSQL: a change committed to a row every request reads (an API key, a workspace, a
  * sending domain) notifies `mailsvc_rows` with the table's name, whichever node or CLI made
- * it, so that every node's row cache (store/row-cache.ts) drops it. A key's last use, written
+ * it, so that every node's row cache (store/infra/row-cache.ts) drops it. A key's last use, written
  * in the background, is not a change anyone caches. SQLite keeps no such cache.
  */
 export const rowNotify = (dialect: Dialect): Migration => ({

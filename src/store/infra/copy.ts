@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Store } from './db.js';
-import type { Database } from './tables.js';
+import type { Database } from '../tables.js';
 
 type TableName = keyof Database;
 

@@ -10,8 +10,8 @@ import { CommitWatch, type CommitListener } from './commit-watch.js';
 import { WalSync, type FileSync } from './wal-sync.js';
 import { faultClassifying } from './fault-driver.js';
 import { Ambience, registerAmbience } from './ambient-transaction.js';
-import type { Logger } from '../shared/logger.js';
-import type { Database } from './tables.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Database } from '../tables.js';
 import type { Dialect } from './dialect.js';
 
 export type { Dialect };
@@ -227,7 +227,7 @@ function openPostgres(url: string, options: OpenOptions): Store {
   pool.on('connect', (client) => {
     // A connection checked out (kysely holds one through a transaction) has no listener of the
     // pool's: one dropped then would raise an unhandled 'error' and end the process. The
-    // statement in flight fails (a fault, store/fault-driver.ts) and the pool discards the
+    // statement in flight fails (a fault, store/infra/fault-driver.ts) and the pool discards the
     // connection when it comes back.
     client.on('error', () => {});
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;

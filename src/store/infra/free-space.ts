@@ -1,6 +1,6 @@
 import { existsSync, statfsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { AppError } from '../shared/errors.js';
+import { AppError } from '../../shared/errors.js';
 
 /**
  * The reserve of disk space below which new mail is refused (Postfix's `queue_minfree`), so

@@ -1,4 +1,4 @@
-import { AppError, type ErrorOptions } from '../shared/errors.js';
+import { AppError, type ErrorOptions } from '../../shared/errors.js';
 
 /**
  * Whether a statement failed on a unique index or primary key, on SQLite

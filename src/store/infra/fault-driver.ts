@@ -1,5 +1,5 @@
 import type { DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from 'kysely';
-import { classifyFault } from '../shared/errors.js';
+import { classifyFault } from '../../shared/errors.js';
 import type { Ambience } from './ambient-transaction.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { SelectQueryBuilder } from 'kysely';
-import { validationError } from '../shared/errors.js';
-import { isUuid } from '../shared/ids.js';
+import { validationError } from '../../shared/errors.js';
+import { isUuid } from '../../shared/ids.js';
 
 /**
  * A page of a list, newest first: by `offset` (SPEC offset lists), or after or before an id
