@@ -14,18 +14,38 @@ export default tseslint.config(
       // A promise nobody awaits loses its rejection: an unhandled rejection ends the process.
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+        {
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
+          ],
+        },
       ],
-      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+      '@typescript-eslint/no-misused-promises': [
+        'error',
+        { checksVoidReturn: { arguments: false, attributes: false } },
+      ],
       '@typescript-eslint/await-thenable': 'error',
       // Casts: none that the compiler already knows are needless, and none through unknown/never.
       '@typescript-eslint/no-unnecessary-type-assertion': 'error',
       'no-restricted-syntax': [
         'error',
-        { selector: 'TSAsExpression > TSAsExpression[typeAnnotation.type="TSUnknownKeyword"]', message: 'A cast through unknown hides a type error: narrow, or type the source.' },
-        { selector: 'TSAsExpression[typeAnnotation.type="TSNeverKeyword"]', message: 'A cast to never hides a type error: narrow, or type the source.' },
+        {
+          selector: 'TSAsExpression > TSAsExpression[typeAnnotation.type="TSUnknownKeyword"]',
+          message: 'A cast through unknown hides a type error: narrow, or type the source.',
+        },
+        {
+          selector: 'TSAsExpression[typeAnnotation.type="TSNeverKeyword"]',
+          message: 'A cast to never hides a type error: narrow, or type the source.',
+        },
       ],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
       eqeqeq: ['error', 'always', { null: 'ignore' }],
       // Control characters in patterns are what refuses header injection and terminal escapes.
       'no-control-regex': 'off',

@@ -27,10 +27,19 @@ export async function apiLatency(options: { seconds: number; runs: number; rates
   });
   const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
   const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
-  await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+  await cli(
+    ['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
+    env,
+  );
   await verifiedBenchDomain(env, dns);
-  const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-  const body = JSON.stringify({ from: 'Shop <orders@bench.example>', to: 'customer@sink.bench', subject: 'Your order has shipped', html: paragraph.repeat(6) });
+  const paragraph =
+    '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
+  const body = JSON.stringify({
+    from: 'Shop <orders@bench.example>',
+    to: 'customer@sink.bench',
+    subject: 'Your order has shipped',
+    html: paragraph.repeat(6),
+  });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
   const server = await serve(env);
@@ -41,7 +50,14 @@ export async function apiLatency(options: { seconds: number; runs: number; rates
     for (let run = 0; run < options.runs; run++) {
       for (const rate of options.rates) {
         const base = sink.count();
-        const r = await openLoopLoad({ url: `${server.url}/v1/emails`, method: 'POST', headers, body, rate, seconds: options.seconds });
+        const r = await openLoopLoad({
+          url: `${server.url}/v1/emails`,
+          method: 'POST',
+          headers,
+          body,
+          rate,
+          seconds: options.seconds,
+        });
         const deliveredDuring = sink.count() - base;
         // Let delivery catch up before the next load, so runs do not start with a backlog.
         await waitForSink(sink, base + r.completed - r.non2xx - r.errors, 10 * 60_000);
@@ -65,7 +81,16 @@ export async function apiLatency(options: { seconds: number; runs: number; rates
     }
     const m = (f: (r: OpenLoopResult) => number) => median(runs.map(f));
     console.log(
-      `  ${rate} req/s median: achieved ${fmt(m((r) => r.achieved))} req/s, p50 ${fmt(m((r) => r.p50), 1)} ms, p99 ${fmt(m((r) => r.p99), 1)} ms, p99.9 ${fmt(m((r) => r.p999), 1)} ms${rate === 500 ? ' (target p99 < 50 ms)' : ''}`,
+      `  ${rate} req/s median: achieved ${fmt(m((r) => r.achieved))} req/s, p50 ${fmt(
+        m((r) => r.p50),
+        1,
+      )} ms, p99 ${fmt(
+        m((r) => r.p99),
+        1,
+      )} ms, p99.9 ${fmt(
+        m((r) => r.p999),
+        1,
+      )} ms${rate === 500 ? ' (target p99 < 50 ms)' : ''}`,
     );
   }
 }

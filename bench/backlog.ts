@@ -1,6 +1,18 @@
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { postMany } from './delivery.js';
-import { benchEnv, cli, cpuSeconds, fmt, freePort, httpLoad, median, metricOf, serve, statementsOf, verifiedBenchDomain } from './lib.js';
+import {
+  benchEnv,
+  cli,
+  cpuSeconds,
+  fmt,
+  freePort,
+  httpLoad,
+  median,
+  metricOf,
+  serve,
+  statementsOf,
+  verifiedBenchDomain,
+} from './lib.js';
 import { startPostfix, waitForSink } from './postfix.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
@@ -34,10 +46,19 @@ export async function backlog(options: { messages: number; runs: number }): Prom
   });
   const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
   const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
-  await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+  await cli(
+    ['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
+    env,
+  );
   await verifiedBenchDomain(env, dns);
-  const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-  const one = { from: 'Shop <orders@bench.example>', to: 'customer@sink.bench', subject: 'Your order has shipped', html: paragraph.repeat(6) };
+  const paragraph =
+    '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
+  const one = {
+    from: 'Shop <orders@bench.example>',
+    to: 'customer@sink.bench',
+    subject: 'Your order has shipped',
+    html: paragraph.repeat(6),
+  };
   const batch = JSON.stringify(Array.from({ length: 100 }, () => one));
 
   const server = await serve(env);
@@ -56,10 +77,15 @@ export async function backlog(options: { messages: number; runs: number }): Prom
         amount: Math.ceil(messages / 100),
         connections: 4,
       });
-      if (queued.non2xx + queued.errors > 0) throw new Error(`queueing the backlog: ${queued.non2xx} non-2xx, ${queued.errors} errors`);
+      if (queued.non2xx + queued.errors > 0)
+        throw new Error(`queueing the backlog: ${queued.non2xx} non-2xx, ${queued.errors} errors`);
       const total = Math.ceil(messages / 100) * 100;
       for (let i = 0; i < 6000; i++) {
-        if ((await metricOf(server.url, 'mailsvc_delivery_attempts_total', { outcome: 'deferred' })) - deferredBefore >= total) break;
+        if (
+          (await metricOf(server.url, 'mailsvc_delivery_attempts_total', { outcome: 'deferred' })) - deferredBefore >=
+          total
+        )
+          break;
         await new Promise((r) => setTimeout(r, 100));
       }
       // The MX comes back; the operator retries the queue.
@@ -72,7 +98,11 @@ export async function backlog(options: { messages: number; runs: number }): Prom
       const done = await waitForSink(sink, base + total);
       const s1 = await statementsOf(server.url);
       const c1 = cpuSeconds(server.process.pid!) ?? 0;
-      drains.push({ perSecond: total / ((done - t0) / 1000), statementsPerMessage: (s1 - s0) / total, cpuMs: ((c1 - c0) * 1000) / total });
+      drains.push({
+        perSecond: total / ((done - t0) / 1000),
+        statementsPerMessage: (s1 - s0) / total,
+        cpuMs: ((c1 - c0) * 1000) / total,
+      });
 
       // Steady stream: the same N, POSTed one by one (50 connections) with the MX up.
       const sBase = sink.count();
@@ -90,13 +120,19 @@ export async function backlog(options: { messages: number; runs: number }): Prom
   }
 
   const total = Math.ceil(messages / 100) * 100;
-  console.log(`backlog drain: ${fmt(total)} messages deferred while the MX was down, then \`mailsvc queue retry --all\` with the MX back; ${runs} runs`);
+  console.log(
+    `backlog drain: ${fmt(total)} messages deferred while the MX was down, then \`mailsvc queue retry --all\` with the MX back; ${runs} runs`,
+  );
   for (const [i, d] of drains.entries()) {
-    console.log(`  run: drained ${fmt(d.perSecond)} msg/s (server CPU ${fmt(d.cpuMs, 2)} ms/msg, all threads; ${fmt(d.statementsPerMessage, 1)} database statements per message); steady stream ${fmt(steady[i]!)} msg/s`);
+    console.log(
+      `  run: drained ${fmt(d.perSecond)} msg/s (server CPU ${fmt(d.cpuMs, 2)} ms/msg, all threads; ${fmt(d.statementsPerMessage, 1)} database statements per message); steady stream ${fmt(steady[i]!)} msg/s`,
+    );
   }
   const drain = median(drains.map((d) => d.perSecond));
   const stream = median(steady);
-  console.log(`  median: drain ${fmt(drain)} msg/s (target >= 700), steady stream ${fmt(stream)} msg/s; drain / steady = ${fmt(drain / stream, 2)} (target >= 0.9)`);
+  console.log(
+    `  median: drain ${fmt(drain)} msg/s (target >= 700), steady stream ${fmt(stream)} msg/s; drain / steady = ${fmt(drain / stream, 2)} (target >= 0.9)`,
+  );
 
   if (process.env.BENCH_NO_POSTFIX) {
     console.log('  Postfix: skipped (BENCH_NO_POSTFIX)');
@@ -120,8 +156,12 @@ export async function backlog(options: { messages: number; runs: number }): Prom
         await pf.stop();
       }
       const pfMedian = median(rates);
-      console.log(`postfix, same ${fmt(total)} messages held by defer_transports = smtp, then postqueue -f, to the same kind of sink; ${runs} runs`);
-      console.log(`  runs: ${rates.map((r) => fmt(r)).join(', ')} msg/s; median ${fmt(pfMedian)} msg/s; mailsvc / postfix = ${fmt(drain / pfMedian, 2)}`);
+      console.log(
+        `postfix, same ${fmt(total)} messages held by defer_transports = smtp, then postqueue -f, to the same kind of sink; ${runs} runs`,
+      );
+      console.log(
+        `  runs: ${rates.map((r) => fmt(r)).join(', ')} msg/s; median ${fmt(pfMedian)} msg/s; mailsvc / postfix = ${fmt(drain / pfMedian, 2)}`,
+      );
     }
     await pfSink.stop();
   }

@@ -28,8 +28,13 @@ export async function campaignDelivery(options: { subscribers: number }): Promis
     MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
     MAILSVC_SMTP_SUBMISSION_ENABLED: 'false',
   });
-  const { key, workspace_id: workspaceId } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
-  await cli(['workspaces', 'set-plan', workspaceId, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+  const { key, workspace_id: workspaceId } = JSON.parse(
+    await cli(['keys', 'create', '--name', 'bench', '--json'], env),
+  );
+  await cli(
+    ['workspaces', 'set-plan', workspaceId, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
+    env,
+  );
   await verifiedBenchDomain(env, dns);
 
   const store = openStore(loadConfig({ env }).database);
@@ -40,7 +45,22 @@ export async function campaignDelivery(options: { subscribers: number }): Promis
       for (let j = i; j < Math.min(i + 5000, options.subscribers); j += 500) {
         const rows = Array.from({ length: Math.min(500, options.subscribers - j) }, (_, k) => {
           const n = j + k;
-          return { id: newId(), workspace_id: workspaceId, email: `user${n}@sink.bench`, email_key: `user${n}@sink.bench`, first_name: `User${n}`, last_name: null, status: 'subscribed' as const, domain_id: null, external_id: null, metadata: null, source: 'bench', created_at: started, updated_at: started, unsubscribed_at: null };
+          return {
+            id: newId(),
+            workspace_id: workspaceId,
+            email: `user${n}@sink.bench`,
+            email_key: `user${n}@sink.bench`,
+            first_name: `User${n}`,
+            last_name: null,
+            status: 'subscribed' as const,
+            domain_id: null,
+            external_id: null,
+            metadata: null,
+            source: 'bench',
+            created_at: started,
+            updated_at: started,
+            unsubscribed_at: null,
+          };
         });
         await trx.insertInto('subscribers').values(rows).execute();
       }
@@ -57,7 +77,13 @@ export async function campaignDelivery(options: { subscribers: number }): Promis
     const res = await fetch(`${server.url}/api/v1/campaigns/send`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ subject: 'Spring sale for {{first_name}}', from_name: 'Bench', from_email: 'news@bench.example', html: `<p>Hello {{first_name}}, {{greeting}}</p>${'<p>Our spring collection is here: new colours, new sizes, and free returns for thirty days.</p>'.repeat(8)}`, variables: { greeting: 'hi' } }),
+      body: JSON.stringify({
+        subject: 'Spring sale for {{first_name}}',
+        from_name: 'Bench',
+        from_email: 'news@bench.example',
+        html: `<p>Hello {{first_name}}, {{greeting}}</p>${'<p>Our spring collection is here: new colours, new sizes, and free returns for thirty days.</p>'.repeat(8)}`,
+        variables: { greeting: 'hi' },
+      }),
     });
     if (!res.ok) throw new Error(`campaign refused: ${res.status} ${await res.text()}`);
     let peakSeen = 0;
@@ -66,9 +92,15 @@ export async function campaignDelivery(options: { subscribers: number }): Promis
     clearInterval(sampler);
     const s1 = await statementsOf(server.url);
     const seconds = (done - t0) / 1000;
-    console.log(`campaign delivery (${fmt(options.subscribers)} subscribers, SQLite, POST /api/v1/campaigns/send -> queue -> compose -> DKIM RSA-2048 -> loopback ${sink.kind})`);
-    console.log(`  last message at the sink after ${fmt(seconds, 1)} s (${fmt(options.subscribers / seconds)} msg/s; target < 180 s for 100,000, i.e. >= 556 msg/s)`);
-    console.log(`  server peak RSS ${fmt(peakRssMb(pid) ?? peakSeen)} MB (target < 300 MB); ${fmt(idleRss ?? 0)} MB idle before the campaign; ${fmt((s1 - s0) / options.subscribers, 1)} database statements per message`);
+    console.log(
+      `campaign delivery (${fmt(options.subscribers)} subscribers, SQLite, POST /api/v1/campaigns/send -> queue -> compose -> DKIM RSA-2048 -> loopback ${sink.kind})`,
+    );
+    console.log(
+      `  last message at the sink after ${fmt(seconds, 1)} s (${fmt(options.subscribers / seconds)} msg/s; target < 180 s for 100,000, i.e. >= 556 msg/s)`,
+    );
+    console.log(
+      `  server peak RSS ${fmt(peakRssMb(pid) ?? peakSeen)} MB (target < 300 MB); ${fmt(idleRss ?? 0)} MB idle before the campaign; ${fmt((s1 - s0) / options.subscribers, 1)} database statements per message`,
+    );
   } finally {
     await server.stop();
     await sink.stop();

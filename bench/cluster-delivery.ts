@@ -3,7 +3,17 @@ import pg from 'pg';
 import { startDnsServer, type TestDns } from '../test/helpers/dns-server.js';
 import { createTestDatabase } from '../test/helpers/postgres.js';
 import { postMany } from './delivery.js';
-import { benchEnv, cli, cpuSeconds, fmt, median, serve, statementsOf, type BenchServer, verifiedBenchDomain } from './lib.js';
+import {
+  benchEnv,
+  cli,
+  cpuSeconds,
+  fmt,
+  median,
+  serve,
+  statementsOf,
+  type BenchServer,
+  verifiedBenchDomain,
+} from './lib.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
 /**
@@ -25,7 +35,8 @@ const SETUPS: Setup[] = [
   { name: '2 nodes, PostgreSQL', nodes: 2, postgres: true },
 ];
 
-const pgServer = () => process.env.BENCH_POSTGRES ?? process.env.MAILSVC_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+const pgServer = () =>
+  process.env.BENCH_POSTGRES ?? process.env.MAILSVC_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /**
  * CPU seconds the PostgreSQL server processes serving `url`'s database have used (their
@@ -36,7 +47,9 @@ async function postgresCpuSeconds(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: pgServer() });
   await client.connect();
   try {
-    const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [new URL(url).pathname.slice(1)]);
+    const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [
+      new URL(url).pathname.slice(1),
+    ]);
     return rows.reduce((sum, r) => sum + (cpuSeconds(r.pid) ?? 0), 0);
   } finally {
     await client.end();
@@ -85,12 +98,21 @@ async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number
   try {
     const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
     const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
-    await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+    await cli(
+      ['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
+      env,
+    );
     await verifiedBenchDomain(env, dns);
     for (const e of envs) servers.push(await serve(e));
 
-    const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-    const body = JSON.stringify({ from: 'Shop <orders@bench.example>', to: 'customer@sink.bench', subject: 'Your order has shipped', html: paragraph.repeat(6) });
+    const paragraph =
+      '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
+    const body = JSON.stringify({
+      from: 'Shop <orders@bench.example>',
+      to: 'customer@sink.bench',
+      subject: 'Your order has shipped',
+      html: paragraph.repeat(6),
+    });
     // Warm-up on every node: JIT, pools, connections to the sink.
     let base = sink.count();
     await Promise.all(servers.map((s) => postMany(s.url, key, body, 200, 20)));
@@ -103,7 +125,8 @@ async function runSetup(setup: Setup, dns: TestDns, sink: Sink, messages: number
     const nodeCpu: number[] = [];
     const nodesCpu = () => servers.reduce((sum, s) => sum + (cpuSeconds(s.process.pid!) ?? 0), 0);
     let non2xx = 0;
-    const statementsNow = async () => (await Promise.all(servers.map((s) => statementsOf(s.url)))).reduce((a, b) => a + b, 0);
+    const statementsNow = async () =>
+      (await Promise.all(servers.map((s) => statementsOf(s.url)))).reduce((a, b) => a + b, 0);
     for (let run = 0; run < runs; run++) {
       base = sink.count();
       const s0 = await statementsNow();
@@ -145,7 +168,9 @@ export async function clusterDelivery(options: { messages: number; runs: number 
     );
     const results = new Map<string, SetupResult>();
     // BENCH_SETUPS=1,2 runs only those (1-based), e.g. the PostgreSQL node alone while profiling it.
-    const chosen = process.env.BENCH_SETUPS ? process.env.BENCH_SETUPS.split(',').map((n) => SETUPS[Number(n) - 1]!) : SETUPS;
+    const chosen = process.env.BENCH_SETUPS
+      ? process.env.BENCH_SETUPS.split(',').map((n) => SETUPS[Number(n) - 1]!)
+      : SETUPS;
     for (const setup of chosen) {
       const r = await runSetup(setup, dns, sink, options.messages, options.runs);
       results.set(setup.name, r);
@@ -156,7 +181,9 @@ export async function clusterDelivery(options: { messages: number; runs: number 
     const sqlite = results.get(SETUPS[0]!.name)?.perSecond ?? NaN;
     const pg1 = results.get(SETUPS[1]!.name)?.perSecond ?? NaN;
     const pg2 = results.get(SETUPS[2]!.name)?.perSecond ?? NaN;
-    console.log(`  PostgreSQL 1 node / SQLite = ${fmt(pg1 / sqlite, 2)} (target >= 0.8); 2 nodes / 1 node on PostgreSQL = ${fmt(pg2 / pg1, 2)} (target > 1)`);
+    console.log(
+      `  PostgreSQL 1 node / SQLite = ${fmt(pg1 / sqlite, 2)} (target >= 0.8); 2 nodes / 1 node on PostgreSQL = ${fmt(pg2 / pg1, 2)} (target > 1)`,
+    );
   } finally {
     await sink.stop();
     await dns.close();

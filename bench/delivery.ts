@@ -1,5 +1,16 @@
 import { startDnsServer } from '../test/helpers/dns-server.js';
-import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
+import {
+  benchEnv,
+  cli,
+  cpuSeconds,
+  fmt,
+  httpLoad,
+  median,
+  peakRssMb,
+  rssMb,
+  serve,
+  verifiedBenchDomain,
+} from './lib.js';
 import { postfixWithOpendkim } from './postfix.js';
 import { startSink, type Sink } from './smtp-sink.js';
 
@@ -12,7 +23,14 @@ import { startSink, type Sink } from './smtp-sink.js';
  */
 
 export const postMany = (url: string, key: string, body: string, amount: number, connections: number) =>
-  httpLoad({ url: `${url}/v1/emails`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, amount, connections });
+  httpLoad({
+    url: `${url}/v1/emails`,
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body,
+    amount,
+    connections,
+  });
 
 interface RunResult {
   /** Server CPU time per message (all threads): independent of what else the machine runs. */
@@ -50,12 +68,21 @@ export async function deliveryEndToEnd(options: { runs: number; messages: number
   });
   const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
   const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
-  await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+  await cli(
+    ['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
+    env,
+  );
   await verifiedBenchDomain(env, dns);
 
   // About 2 KB on the wire, as Postfix's smtp-source -l 2000 below.
-  const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-  const body = JSON.stringify({ from: 'Shop <orders@bench.example>', to: 'customer@sink.bench', subject: 'Your order has shipped', html: paragraph.repeat(6) });
+  const paragraph =
+    '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
+  const body = JSON.stringify({
+    from: 'Shop <orders@bench.example>',
+    to: 'customer@sink.bench',
+    subject: 'Your order has shipped',
+    html: paragraph.repeat(6),
+  });
 
   const server = await serve(env);
   const pid = server.process.pid!;
@@ -96,7 +123,9 @@ export async function deliveryEndToEnd(options: { runs: number; messages: number
     await server.stop();
   }
 
-  console.log(`delivery end to end (POST /v1/emails -> queue -> DKIM RSA-2048 -> SMTP to a loopback ${sink.kind}), ${runs} x ${fmt(messages)} messages, 50 HTTP connections`);
+  console.log(
+    `delivery end to end (POST /v1/emails -> queue -> DKIM RSA-2048 -> SMTP to a loopback ${sink.kind}), ${runs} x ${fmt(messages)} messages, 50 HTTP connections`,
+  );
   for (const r of results) {
     console.log(
       `  run: accepted ${fmt(r.acceptedPerSecond)} msg/s, delivered end to end ${fmt(r.endToEndPerSecond)} msg/s, non-2xx ${r.non2xx}; server CPU ${r.cpuMsPerMessage === null ? '?' : fmt(r.cpuMsPerMessage, 2)} ms/msg; RSS ${r.rssAt.map((s) => `${fmt(s.mb)} MB @${fmt(s.at)}`).join(', ')}`,
@@ -114,7 +143,9 @@ export async function deliveryEndToEnd(options: { runs: number; messages: number
         : '  Postfix + OpenDKIM: not installed (apt-get install postfix opendkim opendkim-tools; needs root), no reference run',
     );
   } else {
-    console.log(`postfix + opendkim milter (RSA-2048, relaxed/relaxed), smtp-source -s 20 -l 2000 -> postfix -> same ${sink.kind}, ${runs} x ${fmt(messages)} messages`);
+    console.log(
+      `postfix + opendkim milter (RSA-2048, relaxed/relaxed), smtp-source -s 20 -l 2000 -> postfix -> same ${sink.kind}, ${runs} x ${fmt(messages)} messages`,
+    );
     for (const r of postfix.runs) console.log(`  run: ${fmt(r)} msg/s end to end`);
     console.log(`  median: ${fmt(postfix.median)} msg/s; mailsvc / postfix = ${fmt(e2e / postfix.median, 2)}`);
   }

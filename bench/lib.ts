@@ -56,8 +56,15 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
  */
 export function serve(env: Record<string, string>): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
-    const flags = [...launchFlags(root), ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []), ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
-    const child = spawn(process.execPath, [...flags, bin, 'serve'], { env: { ...launchEnv(root), ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const flags = [
+      ...launchFlags(root),
+      ...(process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir=/tmp/cpuprof'] : []),
+      ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    ];
+    const child = spawn(process.execPath, [...flags, bin, 'serve'], {
+      env: { ...launchEnv(root), ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
     child.stderr.on('data', (d) => {
@@ -82,7 +89,8 @@ export function serve(env: Record<string, string>): Promise<BenchServer> {
   });
 }
 
-export const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+export const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** Peak and current resident memory of a process, from /proc (Linux), in MB. */
 export const peakRssMb = (pid: number): number | null => procStatusMb(pid, 'VmHWM');
@@ -108,9 +116,30 @@ export interface LoadResult {
 }
 
 /** HTTP load from a separate process (autocannon), so the generator does not share our event loop: for a duration or a number of requests. */
-export function httpLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; connections: number; timeoutSeconds?: number } & ({ seconds: number } | { amount: number })): Promise<LoadResult> {
+export function httpLoad(
+  options: {
+    url: string;
+    method: string;
+    headers: Record<string, string>;
+    body: string;
+    connections: number;
+    timeoutSeconds?: number;
+  } & ({ seconds: number } | { amount: number }),
+): Promise<LoadResult> {
   const span = 'seconds' in options ? ['-d', String(options.seconds)] : ['-a', String(options.amount)];
-  const args = [join(root, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(options.connections), ...span, '-m', options.method, '-b', options.body, '-t', String(options.timeoutSeconds ?? 10)];
+  const args = [
+    join(root, 'node_modules/autocannon/autocannon.js'),
+    '-j',
+    '-c',
+    String(options.connections),
+    ...span,
+    '-m',
+    options.method,
+    '-b',
+    options.body,
+    '-t',
+    String(options.timeoutSeconds ?? 10),
+  ];
   for (const [k, v] of Object.entries(options.headers)) args.push('-H', `${k}=${v}`);
   args.push(options.url);
   return new Promise((resolve, reject) => {
@@ -120,7 +149,14 @@ export function httpLoad(options: { url: string; method: string; headers: Record
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`autocannon exited ${code}`));
       const r = JSON.parse(out);
-      resolve({ requests: r.requests.total, perSecond: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors });
+      resolve({
+        requests: r.requests.total,
+        perSecond: r.requests.average,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        non2xx: r.non2xx,
+        errors: r.errors,
+      });
     });
   });
 }
@@ -131,7 +167,6 @@ export const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-
 /** CPU seconds (user + system, all threads) a process has used, from /proc (Linux). */
 export const cpuSeconds = (pid: number): number | null => {
   try {
@@ -141,7 +176,6 @@ export const cpuSeconds = (pid: number): number | null => {
     return null;
   }
 };
-
 
 /** A loopback port free at the time of asking. */
 export function freePort(): Promise<number> {
@@ -180,12 +214,25 @@ export interface OpenLoopResult {
 }
 
 /** Open-loop (fixed-rate) HTTP load from its own process (bench/open-loop-process.ts); latencies in ms from when each request was due. */
-export function openLoopLoad(options: { url: string; method: string; headers: Record<string, string>; body: string; rate: number; seconds: number }): Promise<OpenLoopResult> {
+export function openLoopLoad(options: {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+  rate: number;
+  seconds: number;
+}): Promise<OpenLoopResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/open-loop-process.ts'), JSON.stringify(options)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'bench/open-loop-process.ts'), JSON.stringify(options)],
+      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d));
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as OpenLoopResult) : reject(new Error(`open-loop load exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as OpenLoopResult) : reject(new Error(`open-loop load exited ${code}`)),
+    );
   });
 }
 

@@ -6,7 +6,18 @@ import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { newId } from '../src/shared/ids.js';
 import { migrateToLatest, openStore } from '../src/store/infra/db.js';
-import { benchEnv, cli, cpuSeconds, fmt, freePort, httpLoad, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
+import {
+  benchEnv,
+  cli,
+  cpuSeconds,
+  fmt,
+  freePort,
+  httpLoad,
+  peakRssMb,
+  rssMb,
+  serve,
+  verifiedBenchDomain,
+} from './lib.js';
 import { waitForSink } from './postfix.js';
 import { loadGenerator } from './side-by-side.js';
 import { startSink } from './smtp-sink.js';
@@ -34,7 +45,25 @@ export async function memoryProfile(options: { messages: number; campaign: numbe
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-memory-'));
   chmodSync(dir, 0o755);
   const cert = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
-  const made = spawnSync('openssl', ['req', '-x509', '-nodes', '-days', '30', '-subj', '/CN=localhost', '-newkey', 'rsa:2048', '-keyout', cert.key, '-out', cert.cert], { encoding: 'utf8' });
+  const made = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-nodes',
+      '-days',
+      '30',
+      '-subj',
+      '/CN=localhost',
+      '-newkey',
+      'rsa:2048',
+      '-keyout',
+      cert.key,
+      '-out',
+      cert.cert,
+    ],
+    { encoding: 'utf8' },
+  );
   if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
 
   const dns = await startDnsServer();
@@ -52,13 +81,24 @@ export async function memoryProfile(options: { messages: number; campaign: numbe
     MAILSVC_SMTP_SUBMISSION_IMPLICIT_TLS: 'false',
     MAILSVC_SMTP_SUBMISSION_TLS: JSON.stringify(cert),
   });
-  const { key, workspace_id: workspaceId } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
-  await cli(['workspaces', 'set-plan', workspaceId, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+  const { key, workspace_id: workspaceId } = JSON.parse(
+    await cli(['keys', 'create', '--name', 'bench', '--json'], env),
+  );
+  await cli(
+    ['workspaces', 'set-plan', workspaceId, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
+    env,
+  );
   await verifiedBenchDomain(env, dns);
   await writeSubscribers(env, workspaceId, options.campaign);
 
-  const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-  const body = JSON.stringify({ from: 'Shop <orders@bench.example>', to: 'customer@sink.bench', subject: 'Your order has shipped', html: paragraph.repeat(6) });
+  const paragraph =
+    '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
+  const body = JSON.stringify({
+    from: 'Shop <orders@bench.example>',
+    to: 'customer@sink.bench',
+    subject: 'Your order has shipped',
+    html: paragraph.repeat(6),
+  });
   const server = await serve(env);
   const pid = server.process.pid!;
   const phases: Phase[] = [];
@@ -72,10 +112,28 @@ export async function memoryProfile(options: { messages: number; campaign: numbe
       const base = sink.count();
       await Promise.all([
         // A minute per request, not autocannon's 10 s: on a shared machine a request can wait that long, and this bench measures memory.
-        httpLoad({ url: `${server.url}/v1/emails`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, amount: n, connections: 50, timeoutSeconds: 60 }).then((r) => {
+        httpLoad({
+          url: `${server.url}/v1/emails`,
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body,
+          amount: n,
+          connections: 50,
+          timeoutSeconds: 60,
+        }).then((r) => {
           if (r.non2xx + r.errors > 0) throw new Error(`HTTP: ${r.non2xx} non-2xx, ${r.errors} errors`);
         }),
-        loadGenerator({ port: submissionPort, messages: n, sessions: 20, reuse: true, starttls: true, auth: { user: 'apikey', pass: key }, size: 2000, from: 'orders@bench.example', to: 'customer@sink.bench' }),
+        loadGenerator({
+          port: submissionPort,
+          messages: n,
+          sessions: 20,
+          reuse: true,
+          starttls: true,
+          auth: { user: 'apikey', pass: key },
+          size: 2000,
+          from: 'orders@bench.example',
+          to: 'customer@sink.bench',
+        }),
       ]);
       await waitForSink(sink, base + 2 * n, 20 * 60_000);
     });
@@ -101,7 +159,13 @@ export async function memoryProfile(options: { messages: number; campaign: numbe
         const res = await fetch(`${server.url}/api/v1/campaigns/send`, {
           method: 'POST',
           headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ subject: 'Spring sale for {{first_name}}', from_name: 'Bench', from_email: 'news@bench.example', html: `<p>Hello {{first_name}}, {{greeting}}</p>${'<p>Our spring collection is here: new colours, new sizes, and free returns for thirty days.</p>'.repeat(8)}`, variables: { greeting: 'hi' } }),
+          body: JSON.stringify({
+            subject: 'Spring sale for {{first_name}}',
+            from_name: 'Bench',
+            from_email: 'news@bench.example',
+            html: `<p>Hello {{first_name}}, {{greeting}}</p>${'<p>Our spring collection is here: new colours, new sizes, and free returns for thirty days.</p>'.repeat(8)}`,
+            variables: { greeting: 'hi' },
+          }),
         });
         if (!res.ok) throw new Error(`campaign refused: ${res.status} ${await res.text()}`);
         await waitForSink(sink, base + options.campaign, 60 * 60_000);
@@ -136,7 +200,22 @@ async function writeSubscribers(env: Record<string, string>, workspaceId: string
       for (let j = i; j < Math.min(i + 5000, count); j += 500) {
         const rows = Array.from({ length: Math.min(500, count - j) }, (_, k) => {
           const n = j + k;
-          return { id: newId(), workspace_id: workspaceId, email: `user${n}@sink.bench`, email_key: `user${n}@sink.bench`, first_name: `User${n}`, last_name: null, status: 'subscribed' as const, domain_id: null, external_id: null, metadata: null, source: 'bench', created_at: now, updated_at: now, unsubscribed_at: null };
+          return {
+            id: newId(),
+            workspace_id: workspaceId,
+            email: `user${n}@sink.bench`,
+            email_key: `user${n}@sink.bench`,
+            first_name: `User${n}`,
+            last_name: null,
+            status: 'subscribed' as const,
+            domain_id: null,
+            external_id: null,
+            metadata: null,
+            source: 'bench',
+            created_at: now,
+            updated_at: now,
+            unsubscribed_at: null,
+          };
         });
         await trx.insertInto('subscribers').values(rows).execute();
       }
@@ -149,13 +228,20 @@ async function writeSubscribers(env: Record<string, string>, workspaceId: string
 async function scrape(url: string): Promise<Map<string, number>> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const out = new Map<string, number>();
-  for (const m of text.matchAll(/^mailsvc_thread_memory_bytes\{thread="([^"]+)",kind="([^"]+)"\} (\S+)$/gm)) out.set(`${m[1]} ${m[2]}`, Number(m[3]));
-  for (const m of text.matchAll(/^mailsvc_process_memory_bytes\{kind="([^"]+)"\} (\S+)$/gm)) out.set(`process ${m[1]}`, Number(m[2]));
+  for (const m of text.matchAll(/^mailsvc_thread_memory_bytes\{thread="([^"]+)",kind="([^"]+)"\} (\S+)$/gm))
+    out.set(`${m[1]} ${m[2]}`, Number(m[3]));
+  for (const m of text.matchAll(/^mailsvc_process_memory_bytes\{kind="([^"]+)"\} (\S+)$/gm))
+    out.set(`process ${m[1]}`, Number(m[2]));
   return out;
 }
 
 /** Runs `work`, sampling the gauges every 250 ms; the peak of each, the kernel's VmHWM and the time taken. */
-async function during(url: string, pid: number, messages: number, work: () => Promise<void>): Promise<Omit<Phase, 'name'>> {
+async function during(
+  url: string,
+  pid: number,
+  messages: number,
+  work: () => Promise<void>,
+): Promise<Omit<Phase, 'name'>> {
   const peaks = new Map<string, number>();
   const sample = async () => {
     for (const [k, v] of await scrape(url)) peaks.set(k, Math.max(peaks.get(k) ?? 0, v));
@@ -186,15 +272,29 @@ const MB = 1024 * 1024;
 
 function print(phases: Phase[]): void {
   const mb = (v: number | undefined) => (v === undefined ? '-' : fmt(v / MB, 1));
-  const threads = [...new Set(phases.flatMap((p) => [...p.peaks.keys()].filter((k) => !k.startsWith('process ')).map((k) => k.split(' ')[0]!)))].sort();
-  console.log('memory by thread and process, MB (peaks sampled every 250 ms; heap young = the young generation as reserved)');
+  const threads = [
+    ...new Set(
+      phases.flatMap((p) => [...p.peaks.keys()].filter((k) => !k.startsWith('process ')).map((k) => k.split(' ')[0]!)),
+    ),
+  ].sort();
+  console.log(
+    'memory by thread and process, MB (peaks sampled every 250 ms; heap young = the young generation as reserved)',
+  );
   for (const p of phases) {
-    const rate = p.messages ? `, ${fmt(p.seconds, 1)} s, ${fmt(p.messages / p.seconds)} msg/s end to end, ${fmt(p.cpuMs ?? 0, 2)} ms server CPU per message` : '';
-    console.log(`  ${p.name}: RSS ${mb(p.peaks.get('process rss'))}, native ${mb(p.peaks.get('process native'))}${p.vmhwm !== null ? `, VmHWM ${fmt(p.vmhwm, 1)}` : ''}${rate}`);
-    console.log(`    ${'thread'.padEnd(20)} ${['heap total', 'heap used', 'heap young', 'external', 'arrayBuf', 'heap limit'].map((h) => h.padStart(10)).join(' ')}`);
+    const rate = p.messages
+      ? `, ${fmt(p.seconds, 1)} s, ${fmt(p.messages / p.seconds)} msg/s end to end, ${fmt(p.cpuMs ?? 0, 2)} ms server CPU per message`
+      : '';
+    console.log(
+      `  ${p.name}: RSS ${mb(p.peaks.get('process rss'))}, native ${mb(p.peaks.get('process native'))}${p.vmhwm !== null ? `, VmHWM ${fmt(p.vmhwm, 1)}` : ''}${rate}`,
+    );
+    console.log(
+      `    ${'thread'.padEnd(20)} ${['heap total', 'heap used', 'heap young', 'external', 'arrayBuf', 'heap limit'].map((h) => h.padStart(10)).join(' ')}`,
+    );
     for (const t of threads) {
       if (!p.peaks.has(`${t} heap_total`)) continue;
-      const cells = ['heap_total', 'heap_used', 'heap_young', 'external', 'array_buffers', 'heap_limit'].map((k) => mb(p.peaks.get(`${t} ${k}`)).padStart(10));
+      const cells = ['heap_total', 'heap_used', 'heap_young', 'external', 'array_buffers', 'heap_limit'].map((k) =>
+        mb(p.peaks.get(`${t} ${k}`)).padStart(10),
+      );
       console.log(`    ${t.padEnd(20)} ${cells.join(' ')}`);
     }
   }

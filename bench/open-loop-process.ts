@@ -35,7 +35,14 @@ let lastDone = 0;
 const t0 = performance.now();
 const fire = (dueAt: number) => {
   const req = request(
-    { host: url.hostname, port: url.port, path: url.pathname, method: options.method, agent, headers: { ...options.headers, 'content-length': body.length } },
+    {
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: options.method,
+      agent,
+      headers: { ...options.headers, 'content-length': body.length },
+    },
     (res) => {
       res.resume();
       res.on('end', () => {

@@ -1,5 +1,15 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { median } from './lib.js';
@@ -78,13 +88,20 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
       `maillog_file_prefixes = ${dir}`,
       ...(options.dkim ? [`smtpd_milters = inet:127.0.0.1:${milterPort}`, 'milter_default_action = tempfail'] : []),
       ...(options.defer ? ['defer_transports = smtp'] : []),
-      ...(options.tls ? [`smtpd_tls_cert_file = ${options.tls.cert}`, `smtpd_tls_key_file = ${options.tls.key}`, 'smtpd_tls_security_level = may'] : []),
+      ...(options.tls
+        ? [
+            `smtpd_tls_cert_file = ${options.tls.cert}`,
+            `smtpd_tls_key_file = ${options.tls.key}`,
+            'smtpd_tls_security_level = may',
+          ]
+        : []),
       'default_process_limit = 100',
       '',
     ].join('\n'),
   );
   // master.cf columns: service type private unpriv chroot wakeup maxproc command.
-  const service = (name: string, type: string, priv: string, maxproc: string, command: string) => `${name} ${type} ${priv} - n - ${maxproc} ${command}`;
+  const service = (name: string, type: string, priv: string, maxproc: string, command: string) =>
+    `${name} ${type} ${priv} - n - ${maxproc} ${command}`;
   writeFileSync(
     join(conf, 'master.cf'),
     [
@@ -96,7 +113,18 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
       ...['bounce', 'defer', 'trace'].map((name) => service(name, 'unix', '-', '0', 'bounce')),
       // The connection cache and anvil must run as one process each (otherwise smtp disables connection reuse).
       ...['scache', 'anvil'].map((name) => service(name, 'unix', '-', '1', name)),
-      ...['rewrite:trivial-rewrite', 'verify:verify', 'proxymap:proxymap', 'smtp:smtp', 'relay:smtp', 'error:error', 'retry:error', 'discard:discard', 'flush:flush', 'showq:showq'].map((s) => {
+      ...[
+        'rewrite:trivial-rewrite',
+        'verify:verify',
+        'proxymap:proxymap',
+        'smtp:smtp',
+        'relay:smtp',
+        'error:error',
+        'retry:error',
+        'discard:discard',
+        'flush:flush',
+        'showq:showq',
+      ].map((s) => {
         const [name, command] = s.split(':');
         return service(name!, 'unix', '-', '-', command!);
       }),
@@ -149,7 +177,8 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
   const countFiles = (d: string): number => {
     if (!existsSync(d)) return 0;
     let n = 0;
-    for (const entry of readdirSync(d, { withFileTypes: true })) n += entry.isDirectory() ? countFiles(join(d, entry.name)) : 1;
+    for (const entry of readdirSync(d, { withFileTypes: true }))
+      n += entry.isDirectory() ? countFiles(join(d, entry.name)) : 1;
     return n;
   };
   return {
@@ -157,11 +186,28 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
     dkim: options.dkim,
     send: (n, o = {}) =>
       new Promise<void>((resolve, reject) => {
-        const args = ['-s', String(o.sessions ?? 20), '-m', String(n), '-l', String(o.size ?? 2000), ...(o.reuse ? ['-d'] : []), '-f', 'orders@bench.example', '-t', 'customer@sink.bench', `127.0.0.1:${smtpdPort}`];
+        const args = [
+          '-s',
+          String(o.sessions ?? 20),
+          '-m',
+          String(n),
+          '-l',
+          String(o.size ?? 2000),
+          ...(o.reuse ? ['-d'] : []),
+          '-f',
+          'orders@bench.example',
+          '-t',
+          'customer@sink.bench',
+          `127.0.0.1:${smtpdPort}`,
+        ];
         const child = spawn(smtpSource, args, { stdio: ['ignore', 'ignore', 'pipe'] });
         let err = '';
         child.stderr.on('data', (d) => (err += d));
-        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`smtp-source exited ${code}: ${err.trim()}\npostfix log:\n${logTail(dir)}`))));
+        child.on('exit', (code) =>
+          code === 0
+            ? resolve()
+            : reject(new Error(`smtp-source exited ${code}: ${err.trim()}\npostfix log:\n${logTail(dir)}`)),
+        );
       }),
     deferredCount: () => countFiles(join(dir, 'queue', 'deferred')),
     flush: () => {
@@ -174,7 +220,14 @@ export async function startPostfix(options: PostfixOptions): Promise<Postfix | n
 
 const logTail = (dir: string): string => {
   const log = join(dir, 'maillog');
-  return existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter((l) => /fatal|error|warning/.test(l)).slice(0, 6).join('\n') : '(no maillog)';
+  return existsSync(log)
+    ? readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .filter((l) => /fatal|error|warning/.test(l))
+        .slice(0, 6)
+        .join('\n')
+    : '(no maillog)';
 };
 
 /** Resolves when the sink has counted `target` messages (bounded: 30 minutes). */
@@ -192,7 +245,11 @@ export async function waitForSink(sink: Sink, target: number, timeoutMs = 30 * 6
  * sink, loaded by smtp-source (20 sessions, one message per connection); end to end, from
  * the first connection to the last message at the sink.
  */
-export async function postfixWithOpendkim(options: { messages: number; runs: number; sink: Sink }): Promise<{ runs: number[]; median: number } | null> {
+export async function postfixWithOpendkim(options: {
+  messages: number;
+  runs: number;
+  sink: Sink;
+}): Promise<{ runs: number[]; median: number } | null> {
   const pf = await startPostfix({ sink: options.sink, dkim: true });
   if (!pf) return null;
   const results: number[] = [];

@@ -29,10 +29,29 @@ const benches: Record<string, () => Promise<void>> = {
   'cluster-delivery': () => clusterDelivery({ messages, runs }),
   'campaign-delivery': () => campaignDelivery({ subscribers: Number(process.env.BENCH_CAMPAIGN ?? 10_000) }),
   backlog: () => backlog({ messages: Number(process.env.BENCH_BACKLOG ?? 5000), runs }),
-  'api-latency': () => apiLatency({ seconds: Number(process.env.BENCH_SECONDS ?? 30), runs, rates: (process.env.BENCH_RATES ?? '300,500').split(',').map(Number) }),
-  'side-by-side': () => sideBySide({ messages: Number(process.env.BENCH_MESSAGES ?? 10_000), each: Number(process.env.BENCH_EACH ?? 2000), runs }),
-  memory: () => memoryProfile({ messages: Number(process.env.BENCH_MESSAGES ?? 6000), campaign: Number(process.env.BENCH_CAMPAIGN ?? 100_000) }),
-  workflows: () => workflowRuns({ events: Number(process.env.BENCH_EVENTS ?? 2000), waiting: Number(process.env.BENCH_WAITING ?? 10_000), runs }),
+  'api-latency': () =>
+    apiLatency({
+      seconds: Number(process.env.BENCH_SECONDS ?? 30),
+      runs,
+      rates: (process.env.BENCH_RATES ?? '300,500').split(',').map(Number),
+    }),
+  'side-by-side': () =>
+    sideBySide({
+      messages: Number(process.env.BENCH_MESSAGES ?? 10_000),
+      each: Number(process.env.BENCH_EACH ?? 2000),
+      runs,
+    }),
+  memory: () =>
+    memoryProfile({
+      messages: Number(process.env.BENCH_MESSAGES ?? 6000),
+      campaign: Number(process.env.BENCH_CAMPAIGN ?? 100_000),
+    }),
+  workflows: () =>
+    workflowRuns({
+      events: Number(process.env.BENCH_EVENTS ?? 2000),
+      waiting: Number(process.env.BENCH_WAITING ?? 10_000),
+      runs,
+    }),
 };
 
 const wanted = process.argv.slice(2);

@@ -9,16 +9,32 @@ import { benchEnv, cli, cpuSeconds, fmt, httpLoad, median, peakRssMb, serve, ver
  */
 export async function sendAcceptance(options: { seconds: number; runs: number }): Promise<void> {
   const dns = await startDnsServer();
-  const env = benchEnv({ MAILSVC_DELIVERY_DNS_SERVERS: dns.server, MAILSVC_DELIVERY_ENABLED: 'false', MAILSVC_DOMAINS_RECHECK_INTERVAL: '0' });
+  const env = benchEnv({
+    MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
+    MAILSVC_DELIVERY_ENABLED: 'false',
+    MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
+  });
   const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
   await verifiedBenchDomain(env, dns);
 
   const server = await serve(env);
   let accepted = 0;
   try {
-    const body = JSON.stringify({ from: 'Bench <hello@bench.example>', to: 'someone@example.org', subject: 'Your receipt', html: '<p>Thank you for your order.</p>' });
+    const body = JSON.stringify({
+      from: 'Bench <hello@bench.example>',
+      to: 'someone@example.org',
+      subject: 'Your receipt',
+      html: '<p>Thank you for your order.</p>',
+    });
     const load = (seconds: number) =>
-      httpLoad({ url: `${server.url}/v1/emails`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, connections: 50, seconds });
+      httpLoad({
+        url: `${server.url}/v1/emails`,
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body,
+        connections: 50,
+        seconds,
+      });
     const warm = await load(2);
     accepted += warm.requests - warm.non2xx;
     const results = [];
@@ -32,12 +48,18 @@ export async function sendAcceptance(options: { seconds: number; runs: number })
     }
     const rps = median(results.map((r) => r.perSecond));
     const p99 = median(results.map((r) => r.p99));
-    console.log(`send acceptance (POST /v1/emails, SQLite synchronous=FULL, 50 connections, ${options.runs} x ${options.seconds} s)`);
+    console.log(
+      `send acceptance (POST /v1/emails, SQLite synchronous=FULL, 50 connections, ${options.runs} x ${options.seconds} s)`,
+    );
     for (const r of results) {
       const cpu = r.cpuMs === null ? '?' : `${fmt(r.cpuMs, 2)} ms (${fmt(1000 / r.cpuMs)} req/s per core)`;
-      console.log(`  run: ${fmt(r.perSecond)} req/s, p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, non-2xx ${r.non2xx}, errors ${r.errors}; server CPU per request ${cpu}`);
+      console.log(
+        `  run: ${fmt(r.perSecond)} req/s, p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, non-2xx ${r.non2xx}, errors ${r.errors}; server CPU per request ${cpu}`,
+      );
     }
-    console.log(`  median: ${fmt(rps)} req/s, p99 ${fmt(p99, 1)} ms (target >= 1,000 req/s, p99 < 50 ms); server peak RSS ${fmt(peakRssMb(server.process.pid!) ?? 0)} MB`);
+    console.log(
+      `  median: ${fmt(rps)} req/s, p99 ${fmt(p99, 1)} ms (target >= 1,000 req/s, p99 < 50 ms); server peak RSS ${fmt(peakRssMb(server.process.pid!) ?? 0)} MB`,
+    );
   } finally {
     await server.stop();
     await dns.close();
@@ -46,5 +68,7 @@ export async function sendAcceptance(options: { seconds: number; runs: number })
   const db = new SQLite(env.MAILSVC_DATABASE!.slice('sqlite:'.length), { readonly: true });
   const { n } = db.prepare('SELECT count(*) AS n FROM emails').get() as { n: number };
   db.close();
-  console.log(`  durable: ${fmt(n)} emails in the database for ${fmt(accepted)} 2xx answers${n >= accepted ? '' : ' (MISSING MESSAGES)'}`);
+  console.log(
+    `  durable: ${fmt(n)} emails in the database for ${fmt(accepted)} 2xx answers${n >= accepted ? '' : ' (MISSING MESSAGES)'}`,
+  );
 }

@@ -4,7 +4,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { postMany } from './delivery.js';
-import { benchEnv, cli, cpuSeconds, fmt, freePort, median, peakRssMb, root, serve, statementsOf, verifiedBenchDomain } from './lib.js';
+import {
+  benchEnv,
+  cli,
+  cpuSeconds,
+  fmt,
+  freePort,
+  median,
+  peakRssMb,
+  root,
+  serve,
+  statementsOf,
+  verifiedBenchDomain,
+} from './lib.js';
 import { startPostfix, waitForSink, type Postfix } from './postfix.js';
 import { startSink } from './smtp-sink.js';
 
@@ -32,7 +44,24 @@ export async function sideBySide(options: { messages: number; each: number; runs
   chmodSync(dir, 0o755);
   const cert = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
   const ecdsa = process.env.BENCH_CERT === 'ecdsa';
-  const made = spawnSync('openssl', ['req', '-x509', '-nodes', '-days', '30', '-subj', '/CN=localhost', ...(ecdsa ? ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'] : ['-newkey', 'rsa:2048']), '-keyout', cert.key, '-out', cert.cert], { encoding: 'utf8' });
+  const made = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-nodes',
+      '-days',
+      '30',
+      '-subj',
+      '/CN=localhost',
+      ...(ecdsa ? ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'] : ['-newkey', 'rsa:2048']),
+      '-keyout',
+      cert.key,
+      '-out',
+      cert.cert,
+    ],
+    { encoding: 'utf8' },
+  );
   if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
   chmodSync(cert.key, 0o644);
 
@@ -53,10 +82,19 @@ export async function sideBySide(options: { messages: number; each: number; runs
   });
   const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
   const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
-  await cli(['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'], env);
+  await cli(
+    ['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
+    env,
+  );
   await verifiedBenchDomain(env, dns);
-  const paragraph = '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-  const body = JSON.stringify({ from: 'Shop <orders@bench.example>', to: 'customer@sink.bench', subject: 'Your order has shipped', html: paragraph.repeat(6) });
+  const paragraph =
+    '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
+  const body = JSON.stringify({
+    from: 'Shop <orders@bench.example>',
+    to: 'customer@sink.bench',
+    subject: 'Your order has shipped',
+    html: paragraph.repeat(6),
+  });
 
   const server = await serve(env);
   const pid = server.process.pid!;
@@ -75,7 +113,7 @@ export async function sideBySide(options: { messages: number; each: number; runs
       const base = sink.count();
       const t0 = performance.now();
       await load();
-      return n / ((await waitForSink(sink, base + n, 20 * 60_000)) - t0) * 1000;
+      return (n / ((await waitForSink(sink, base + n, 20 * 60_000)) - t0)) * 1000;
     };
     const mailsvc = async (row: Row, n: number, load: () => Promise<unknown>) => {
       const [c0, s0] = [cpuSeconds(pid)!, await statementsOf(server.url)];
@@ -86,7 +124,17 @@ export async function sideBySide(options: { messages: number; each: number; runs
       add(`mailsvc ${row} statements`, ((await statementsOf(server.url)) - s0) / n);
     };
     const smtpLoad = (port: number, n: number, reuse: boolean, auth: boolean) => () =>
-      loadGenerator({ port, messages: n, sessions: 20, reuse, starttls: true, ...(auth ? { auth: { user: 'apikey', pass: key } } : {}), size: 2000, from: 'orders@bench.example', to: 'customer@sink.bench' });
+      loadGenerator({
+        port,
+        messages: n,
+        sessions: 20,
+        reuse,
+        starttls: true,
+        ...(auth ? { auth: { user: 'apikey', pass: key } } : {}),
+        size: 2000,
+        from: 'orders@bench.example',
+        to: 'customer@sink.bench',
+      });
 
     // Warm-up: JIT, the signing threads, connections to the sink.
     await endToEnd(500, () => postMany(server.url, key, body, 500, 50));
@@ -94,8 +142,10 @@ export async function sideBySide(options: { messages: number; each: number; runs
     for (const pf of [postfix.plain, postfix.dkim]) if (pf) await endToEnd(200, () => pf.send(200, { reuse: true }));
 
     for (let run = 0; run < runs; run++) {
-      if (postfix.dkim) add('postfix+dkim smtp', await endToEnd(messages, () => postfix.dkim!.send(messages, { reuse: true })));
-      if (postfix.plain) add('postfix smtp', await endToEnd(messages, () => postfix.plain!.send(messages, { reuse: true })));
+      if (postfix.dkim)
+        add('postfix+dkim smtp', await endToEnd(messages, () => postfix.dkim!.send(messages, { reuse: true })));
+      if (postfix.plain)
+        add('postfix smtp', await endToEnd(messages, () => postfix.plain!.send(messages, { reuse: true })));
       await mailsvc('smtp', messages, smtpLoad(submissionPort, messages, true, true));
       let latency = { p50: 0, p99: 0 };
       await mailsvc('http', messages, async () => {
@@ -107,7 +157,11 @@ export async function sideBySide(options: { messages: number; each: number; runs
       add('mailsvc http p99', latency.p99);
       if (postfix.plain) add('postfix each', await endToEnd(each, smtpLoad(postfix.plain.port, each, false, false)));
       await mailsvc('each', each, smtpLoad(submissionPort, each, false, true));
-      console.log(`  run ${run + 1}: ${Object.entries(figures).map(([k, v]) => `${k} ${fmt(v[v.length - 1]!, /cpu|statements/.test(k) ? 2 : 0)}`).join('; ')}`);
+      console.log(
+        `  run ${run + 1}: ${Object.entries(figures)
+          .map(([k, v]) => `${k} ${fmt(v[v.length - 1]!, /cpu|statements/.test(k) ? 2 : 0)}`)
+          .join('; ')}`,
+      );
     }
     peak = peakRssMb(pid);
   } finally {
@@ -121,13 +175,21 @@ export async function sideBySide(options: { messages: number; each: number; runs
   const m = (name: string) => (figures[name] ? median(figures[name]) : null);
   const rate = (x: number | null) => (x === null ? 'n/a' : `${fmt(x)} msg/s`);
   const ratio = (a: number | null, b: number | null) => (a === null || b === null ? 'n/a' : `${fmt(a / b, 2)}×`);
-  console.log(`side by side, ${runs} runs (medians), ${fmt(messages)} messages of 2 KB (${fmt(each)} one per connection), 20 sessions, ${ecdsa ? 'ECDSA P-256' : 'RSA-2048'} certificate, sink: ${sink.kind}`);
+  console.log(
+    `side by side, ${runs} runs (medians), ${fmt(messages)} messages of 2 KB (${fmt(each)} one per connection), 20 sessions, ${ecdsa ? 'ECDSA P-256' : 'RSA-2048'} certificate, sink: ${sink.kind}`,
+  );
   console.log(`  Postfix + OpenDKIM, SMTP with reuse:        ${rate(m('postfix+dkim smtp'))}`);
   console.log(`  Postfix plain, SMTP with reuse:             ${rate(m('postfix smtp'))}`);
-  console.log(`  mailsvc, SMTP with reuse (STARTTLS + AUTH): ${rate(m('mailsvc smtp'))} = ${ratio(m('mailsvc smtp'), m('postfix smtp'))} Postfix plain (target >= 1.2), ${ratio(m('mailsvc smtp'), m('postfix+dkim smtp'))} Postfix + OpenDKIM; CPU ${fmt(m('mailsvc smtp cpu') ?? 0, 2)} ms/msg, ${fmt(m('mailsvc smtp statements') ?? 0, 1)} statements/msg`);
-  console.log(`  mailsvc, HTTP POST /v1/emails (50 conns):   ${rate(m('mailsvc http'))} = ${ratio(m('mailsvc http'), m('postfix smtp'))} Postfix plain (target >= 1.0); p50 ${fmt(m('mailsvc http p50') ?? 0)} ms, p99 ${fmt(m('mailsvc http p99') ?? 0)} ms; CPU ${fmt(m('mailsvc http cpu') ?? 0, 2)} ms/msg, ${fmt(m('mailsvc http statements') ?? 0, 1)} statements/msg`);
+  console.log(
+    `  mailsvc, SMTP with reuse (STARTTLS + AUTH): ${rate(m('mailsvc smtp'))} = ${ratio(m('mailsvc smtp'), m('postfix smtp'))} Postfix plain (target >= 1.2), ${ratio(m('mailsvc smtp'), m('postfix+dkim smtp'))} Postfix + OpenDKIM; CPU ${fmt(m('mailsvc smtp cpu') ?? 0, 2)} ms/msg, ${fmt(m('mailsvc smtp statements') ?? 0, 1)} statements/msg`,
+  );
+  console.log(
+    `  mailsvc, HTTP POST /v1/emails (50 conns):   ${rate(m('mailsvc http'))} = ${ratio(m('mailsvc http'), m('postfix smtp'))} Postfix plain (target >= 1.0); p50 ${fmt(m('mailsvc http p50') ?? 0)} ms, p99 ${fmt(m('mailsvc http p99') ?? 0)} ms; CPU ${fmt(m('mailsvc http cpu') ?? 0, 2)} ms/msg, ${fmt(m('mailsvc http statements') ?? 0, 1)} statements/msg`,
+  );
   console.log(`  Postfix plain, one per connection, STARTTLS: ${rate(m('postfix each'))}`);
-  console.log(`  mailsvc, one per connection, STARTTLS + AUTH: ${rate(m('mailsvc each'))} = ${ratio(m('mailsvc each'), m('postfix each'))} Postfix (target >= 1.0); CPU ${fmt(m('mailsvc each cpu') ?? 0, 2)} ms/msg`);
+  console.log(
+    `  mailsvc, one per connection, STARTTLS + AUTH: ${rate(m('mailsvc each'))} = ${ratio(m('mailsvc each'), m('postfix each'))} Postfix (target >= 1.0); CPU ${fmt(m('mailsvc each cpu') ?? 0, 2)} ms/msg`,
+  );
   console.log(`  mailsvc peak RSS: ${fmt(peak ?? 0)} MB (target < 250)`);
 }
 
@@ -146,13 +208,18 @@ interface LoadOptions {
 /** Runs bench/smtp-load-process.ts; rejects when any message was refused. */
 export function loadGenerator(options: LoadOptions): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/smtp-load-process.ts'), JSON.stringify(options)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'bench/smtp-load-process.ts'), JSON.stringify(options)],
+      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`SMTP load generator exited ${code}`));
       const r = JSON.parse(out) as { accepted: number; failed: number; firstError: string | null };
-      if (r.failed > 0) return reject(new Error(`SMTP load generator: ${r.failed} of ${options.messages} refused (${r.firstError})`));
+      if (r.failed > 0)
+        return reject(new Error(`SMTP load generator: ${r.failed} of ${options.messages} refused (${r.firstError})`));
       resolve();
     });
   });

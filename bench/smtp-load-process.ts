@@ -26,10 +26,20 @@ const options = JSON.parse(process.argv[2]!) as Options;
 const filler = 'Thank you for your order; it ships within two business days. '.repeat(Math.ceil(options.size / 62));
 const message = (n: number) =>
   Buffer.from(
-    [`From: <${options.from}>`, `To: <${options.to}>`, `Subject: load ${n}`, `Message-ID: <load-${process.pid}-${n}@bench.example>`, 'Content-Type: text/plain; charset=utf-8', '', ...filler.slice(0, options.size).match(/.{1,76}/g)!, ''].join('\r\n'),
+    [
+      `From: <${options.from}>`,
+      `To: <${options.to}>`,
+      `Subject: load ${n}`,
+      `Message-ID: <load-${process.pid}-${n}@bench.example>`,
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      ...filler.slice(0, options.size).match(/.{1,76}/g)!,
+      '',
+    ].join('\r\n'),
   );
 
-const call = <T>(f: (cb: (err: Error | null, value?: T) => void) => void): Promise<T> => new Promise((resolve, reject) => f((err, value) => (err ? reject(err) : resolve(value as T))));
+const call = <T>(f: (cb: (err: Error | null, value?: T) => void) => void): Promise<T> =>
+  new Promise((resolve, reject) => f((err, value) => (err ? reject(err) : resolve(value as T))));
 
 async function open(): Promise<SMTPConnection> {
   const connection = new SMTPConnection({
@@ -50,7 +60,10 @@ async function open(): Promise<SMTPConnection> {
     failed = reject;
     connection.connect(() => resolve());
   });
-  if (options.auth) await call<void>((cb) => connection.login({ user: options.auth!.user, pass: options.auth!.pass }, (err) => cb(err ?? null)));
+  if (options.auth)
+    await call<void>((cb) =>
+      connection.login({ user: options.auth!.user, pass: options.auth!.pass }, (err) => cb(err ?? null)),
+    );
   return connection;
 }
 

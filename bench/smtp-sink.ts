@@ -62,9 +62,14 @@ export async function startSink(atPort?: number): Promise<Sink> {
   let child: ChildProcess;
   if (smtpSink) {
     const asRoot = process.getuid?.() === 0;
-    child = spawn(smtpSink, ['-c', ...(asRoot ? ['-u', 'nobody'] : []), `127.0.0.1:${port}`, '1000'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(smtpSink, ['-c', ...(asRoot ? ['-u', 'nobody'] : []), `127.0.0.1:${port}`, '1000'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } else {
-    child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/sink.ts'), String(port)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/sink.ts'), String(port)], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   }
   let messages = 0;
   let tail = '';

@@ -39,7 +39,20 @@ export async function smtpSubmission(options: { messages: number; runs: number }
   await verifiedBenchDomain(env, dns);
 
   const run = (port: number, messages: number, reuse: boolean) => {
-    const args = ['-s', '20', '-m', String(messages), '-l', '2048', '-f', 'app@bench.example', '-t', 'someone@example.org', ...(reuse ? ['-d'] : []), `127.0.0.1:${port}`];
+    const args = [
+      '-s',
+      '20',
+      '-m',
+      String(messages),
+      '-l',
+      '2048',
+      '-f',
+      'app@bench.example',
+      '-t',
+      'someone@example.org',
+      ...(reuse ? ['-d'] : []),
+      `127.0.0.1:${port}`,
+    ];
     const t0 = performance.now();
     const result = spawnSync(source, args, { encoding: 'utf8', timeout: 600_000 });
     if (result.status !== 0) throw new Error(`smtp-source failed: ${result.stderr}`);
@@ -47,10 +60,16 @@ export async function smtpSubmission(options: { messages: number; runs: number }
   };
 
   // The bare smtp-server first, in its own process.
-  const raw = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/raw-smtp-server-process.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const rawPort = await new Promise<number>((resolve) => raw.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
+  const raw = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/raw-smtp-server-process.ts')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const rawPort = await new Promise<number>((resolve) =>
+    raw.stdout.once('data', (d) => resolve(Number(String(d).trim()))),
+  );
   const rawReuse = median(Array.from({ length: options.runs }, () => run(rawPort, options.messages, true)));
-  const rawEach = median(Array.from({ length: options.runs }, () => run(rawPort, Math.min(options.messages, 2000), false)));
+  const rawEach = median(
+    Array.from({ length: options.runs }, () => run(rawPort, Math.min(options.messages, 2000), false)),
+  );
   raw.kill();
 
   const server = await serve(env);
@@ -67,9 +86,13 @@ export async function smtpSubmission(options: { messages: number; runs: number }
     }
     const each = median(Array.from({ length: options.runs }, () => run(port, Math.min(options.messages, 2000), false)));
     console.log(`SMTP submission with smtp-source (20 sessions, 2 KB messages, ${options.runs} runs, medians)`);
-    console.log(`  mailsvc, connection reuse (-d): ${fmt(median(reuse))} msg/s durable (runs ${reuse.map((r) => fmt(r)).join(', ')}); server CPU ${fmt(median(cpu), 2)} ms/msg (target >= 1,000 msg/s)`);
+    console.log(
+      `  mailsvc, connection reuse (-d): ${fmt(median(reuse))} msg/s durable (runs ${reuse.map((r) => fmt(r)).join(', ')}); server CPU ${fmt(median(cpu), 2)} ms/msg (target >= 1,000 msg/s)`,
+    );
     console.log(`  mailsvc, one message per connection: ${fmt(each)} msg/s`);
-    console.log(`  bare smtp-server, same machine: ${fmt(rawReuse)} msg/s with reuse, ${fmt(rawEach)} msg/s one per connection`);
+    console.log(
+      `  bare smtp-server, same machine: ${fmt(rawReuse)} msg/s with reuse, ${fmt(rawEach)} msg/s one per connection`,
+    );
     console.log(`  ratio mailsvc / bare smtp-server with reuse: ${(median(reuse) / rawReuse).toFixed(2)}`);
     reference = { reuse: median(reuse), each };
   } finally {
@@ -84,7 +107,9 @@ export async function smtpSubmission(options: { messages: number; runs: number }
     for (const dkim of [false, true]) {
       const pf = await startPostfix({ sink, dkim });
       if (!pf) {
-        console.log(`  Postfix${dkim ? ' + OpenDKIM' : ''}: not installed (apt-get install postfix opendkim opendkim-tools; needs root), no reference run`);
+        console.log(
+          `  Postfix${dkim ? ' + OpenDKIM' : ''}: not installed (apt-get install postfix opendkim opendkim-tools; needs root), no reference run`,
+        );
         continue;
       }
       try {
@@ -96,8 +121,12 @@ export async function smtpSubmission(options: { messages: number; runs: number }
         const pfReuse = median(await sequence(options.runs, () => accept(options.messages, true)));
         const pfEach = median(await sequence(options.runs, () => accept(Math.min(options.messages, 2000), false)));
         const name = dkim ? 'Postfix + OpenDKIM' : 'Postfix plain';
-        console.log(`  ${name}, same run: ${fmt(pfReuse)} msg/s with reuse, ${fmt(pfEach)} msg/s one message per connection`);
-        console.log(`  mailsvc / ${name}: ${fmt(reference.reuse / pfReuse, 2)} with reuse, ${fmt(reference.each / pfEach, 2)} one message per connection${dkim ? '' : ' (target >= 1.0)'}`);
+        console.log(
+          `  ${name}, same run: ${fmt(pfReuse)} msg/s with reuse, ${fmt(pfEach)} msg/s one message per connection`,
+        );
+        console.log(
+          `  mailsvc / ${name}: ${fmt(reference.reuse / pfReuse, 2)} with reuse, ${fmt(reference.each / pfEach, 2)} one message per connection${dkim ? '' : ' (target >= 1.0)'}`,
+        );
       } finally {
         await pf.stop();
       }

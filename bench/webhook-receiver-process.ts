@@ -14,6 +14,7 @@ const server = createServer((req, res) => {
 });
 server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
 process.on('message', (msg: { get?: number }) => {
-  if (msg.get !== undefined) process.send!({ count: arrivals.length, arrivals: arrivals.length >= msg.get ? arrivals : undefined });
+  if (msg.get !== undefined)
+    process.send!({ count: arrivals.length, arrivals: arrivals.length >= msg.get ? arrivals : undefined });
 });
 process.on('disconnect', () => process.exit(0));

@@ -13,11 +13,15 @@ const EVENTS_PER_TRANSACTION = 100;
 const PACED_RATE = 500; // events/s for the latency run
 const PACED_SECONDS = 4;
 
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 /** The receiver runs in a child process, so its HTTP work does not share our event loop. */
 async function startReceiver() {
-  const child = fork(fileURLToPath(new URL('./webhook-receiver-process.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('./webhook-receiver-process.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m: { port: number }) => resolve(m.port));
     child.once('error', reject);
@@ -45,12 +49,26 @@ async function startReceiver() {
   };
 }
 
-async function scenario(label: string, emit: (record: (n: number) => Promise<string[]>) => Promise<Array<{ id: string; at: number }>>, total: number) {
+async function scenario(
+  label: string,
+  emit: (record: (n: number) => Promise<string[]>) => Promise<Array<{ id: string; at: number }>>,
+  total: number,
+) {
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-bench-'));
   const receiver = await startReceiver();
   const config = loadConfig({
     env: {},
-    overrides: { database: `sqlite:${join(dir, 'db.sqlite')}`, dataDir: dir, log: { level: 'silent' }, http: { port: 0 }, domains: { recheckInterval: 0 }, webhooks: { allowPrivateNetworks: true, ...(process.env.BENCH_PER_ENDPOINT ? { perEndpointConcurrency: Number(process.env.BENCH_PER_ENDPOINT) } : {}) } },
+    overrides: {
+      database: `sqlite:${join(dir, 'db.sqlite')}`,
+      dataDir: dir,
+      log: { level: 'silent' },
+      http: { port: 0 },
+      domains: { recheckInterval: 0 },
+      webhooks: {
+        allowPrivateNetworks: true,
+        ...(process.env.BENCH_PER_ENDPOINT ? { perEndpointConcurrency: Number(process.env.BENCH_PER_ENDPOINT) } : {}),
+      },
+    },
   });
   const server = await startServer(config, { logger: createLogger('silent') });
   try {
@@ -61,7 +79,13 @@ async function scenario(label: string, emit: (record: (n: number) => Promise<str
         const ids: string[] = [];
         const at = Date.now();
         for (let i = 0; i < n; i++) {
-          const row = await recordEvent(trx, { workspaceId: ws.id, type: 'email.delivered', emailId: null, data: { email_id: `e${i}`, to: 'bob@example.org', subject: 'Hi' }, at });
+          const row = await recordEvent(trx, {
+            workspaceId: ws.id,
+            type: 'email.delivered',
+            emailId: null,
+            data: { email_id: `e${i}`, to: 'bob@example.org', subject: 'Hi' },
+            at,
+          });
           ids.push(row.id);
         }
         return ids;

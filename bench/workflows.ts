@@ -16,14 +16,25 @@ import { benchEnv, cli, cpuSeconds, fmt, median, rssMb, serve, verifiedBenchDoma
  */
 export async function workflowRuns(options: { events: number; waiting: number; runs: number }): Promise<void> {
   const dns = await startDnsServer();
-  const env = benchEnv({ MAILSVC_DELIVERY_DNS_SERVERS: dns.server, MAILSVC_DELIVERY_ENABLED: 'false', MAILSVC_DOMAINS_RECHECK_INTERVAL: '0', MAILSVC_WEBHOOKS_ENABLED: 'false' });
-  const { key, workspace_id: workspaceId } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
+  const env = benchEnv({
+    MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
+    MAILSVC_DELIVERY_ENABLED: 'false',
+    MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
+    MAILSVC_WEBHOOKS_ENABLED: 'false',
+  });
+  const { key, workspace_id: workspaceId } = JSON.parse(
+    await cli(['keys', 'create', '--name', 'bench', '--json'], env),
+  );
   await cli(['workspaces', 'set-plan', workspaceId, 'enterprise', '--marketing', '100000'], env);
   await verifiedBenchDomain(env, dns);
   const server = await serve(env);
   const store = openStore(loadConfig({ env }).database);
   const api = async (path: string, body: unknown) => {
-    const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<{ id: string }>;
   };
@@ -49,9 +60,22 @@ export async function workflowRuns(options: { events: number; waiting: number; r
     }
   };
   const runsIn = async (workflowId: string, status: string) =>
-    Number((await store.db.selectFrom('workflow_runs').select((eb) => eb.fn.countAll<number>().as('n')).where('workflow_id', '=', workflowId).where('status', '=', status as 'running').executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await store.db
+          .selectFrom('workflow_runs')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('workflow_id', '=', workflowId)
+          .where('status', '=', status as 'running')
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   try {
-    const template = await api('/v1/templates', { name: 'Welcome', subject: 'Welcome, {{contact.email}}', html: '<p>Your plan: {{plan}}</p>' });
+    const template = await api('/v1/templates', {
+      name: 'Welcome',
+      subject: 'Welcome, {{contact.email}}',
+      html: '<p>Your plan: {{plan}}</p>',
+    });
     const completed: number[] = [];
     for (let run = 0; run < options.runs; run++) {
       const workflow = await api('/v1/automations', {
@@ -59,8 +83,19 @@ export async function workflowRuns(options: { events: number; waiting: number; r
         status: 'enabled',
         steps: [
           { key: 'start', type: 'trigger', config: { event_name: `bench.signup.${run}` } },
-          { key: 'pro', type: 'condition', config: { type: 'rule', field: 'event.plan', operator: 'eq', value: 'pro' } },
-          { key: 'welcome', type: 'send_email', config: { template: { id: template.id, variables: { plan: { var: 'event.plan' } } }, from: 'hello@bench.example' } },
+          {
+            key: 'pro',
+            type: 'condition',
+            config: { type: 'rule', field: 'event.plan', operator: 'eq', value: 'pro' },
+          },
+          {
+            key: 'welcome',
+            type: 'send_email',
+            config: {
+              template: { id: template.id, variables: { plan: { var: 'event.plan' } } },
+              from: 'hello@bench.example',
+            },
+          },
           { key: 'other', type: 'send_email', config: { template: { id: template.id }, from: 'hello@bench.example' } },
         ],
         connections: [
@@ -71,13 +106,20 @@ export async function workflowRuns(options: { events: number; waiting: number; r
       });
       const t0 = performance.now();
       await queueEvents(`bench.signup.${run}`, `r${run}-`, options.events);
-      for (let i = 0; i < 6000 && (await runsIn(workflow.id, 'completed')) < options.events; i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 6000 && (await runsIn(workflow.id, 'completed')) < options.events; i++)
+        await new Promise((r) => setTimeout(r, 100));
       const seconds = (performance.now() - t0) / 1000;
       completed.push(options.events / seconds);
-      console.log(`  run ${run + 1}: ${fmt(options.events)} runs (a new contact each) completed in ${fmt(seconds, 1)} s: ${fmt(completed.at(-1)!)} runs/s`);
+      console.log(
+        `  run ${run + 1}: ${fmt(options.events)} runs (a new contact each) completed in ${fmt(seconds, 1)} s: ${fmt(completed.at(-1)!)} runs/s`,
+      );
     }
-    console.log(`workflow runs (SQLite, separate server process, delivery off, default workflows.* settings, a backlog of ${fmt(options.events)} events)`);
-    console.log(`  runs completed (event consumed, contact created, run started, condition, email queued): median ${fmt(median(completed))}/s of ${options.runs} runs`);
+    console.log(
+      `workflow runs (SQLite, separate server process, delivery off, default workflows.* settings, a backlog of ${fmt(options.events)} events)`,
+    );
+    console.log(
+      `  runs completed (event consumed, contact created, run started, condition, email queued): median ${fmt(median(completed))}/s of ${options.runs} runs`,
+    );
 
     const waiting = await api('/v1/automations', {
       name: 'Thirty days',
@@ -90,12 +132,15 @@ export async function workflowRuns(options: { events: number; waiting: number; r
     });
     const before = rssMb(server.process.pid!) ?? 0;
     await queueEvents('bench.trial', 'w', options.waiting);
-    for (let i = 0; i < 3000 && (await runsIn(waiting.id, 'running')) < options.waiting; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 3000 && (await runsIn(waiting.id, 'running')) < options.waiting; i++)
+      await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 2000));
     const cpu0 = cpuSeconds(server.process.pid!) ?? 0;
     await new Promise((r) => setTimeout(r, 10_000));
     const idleCpu = ((cpuSeconds(server.process.pid!) ?? 0) - cpu0) / 10;
-    console.log(`  ${fmt(options.waiting)} runs waiting on a 30-day delay: server RSS ${fmt(before)} MB before, ${fmt(rssMb(server.process.pid!) ?? 0)} MB while they wait; CPU while they wait ${fmt(idleCpu * 100, 1)}% of a core (polling)`);
+    console.log(
+      `  ${fmt(options.waiting)} runs waiting on a 30-day delay: server RSS ${fmt(before)} MB before, ${fmt(rssMb(server.process.pid!) ?? 0)} MB while they wait; CPU while they wait ${fmt(idleCpu * 100, 1)}% of a core (polling)`,
+    );
   } finally {
     await store.close();
     await server.stop();

@@ -8,5 +8,9 @@ import { distIsFresh } from './dist-fresh.js';
 if (distIsFresh('.')) {
   console.log('mailsvc: dist/ is up to date');
 } else {
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+    { stdio: 'inherit' },
+  );
 }

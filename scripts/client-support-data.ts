@@ -7,7 +7,15 @@ import { readFileSync, writeFileSync } from 'node:fs';
 interface CanIEmail {
   api_version: string;
   last_update_date: string;
-  data: Array<{ slug: string; title: string; url: string; category: string; keywords: string | null; stats: Record<string, Record<string, Record<string, string>>>; notes_by_num: Record<string, string> | null }>;
+  data: Array<{
+    slug: string;
+    title: string;
+    url: string;
+    category: string;
+    keywords: string | null;
+    stats: Record<string, Record<string, Record<string, string>>>;
+    notes_by_num: Record<string, string> | null;
+  }>;
 }
 
 /** The clients the checks report on: family.platform -> the name people know. */

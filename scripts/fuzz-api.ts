@@ -14,13 +14,26 @@ import { startDnsServer } from '../test/helpers/dns-server.js';
 import { addVerifiedDomain } from '../test/helpers/domains.js';
 import { manualClock, startTestServer } from '../test/helpers/server.js';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5000' }, seeds: { type: 'string', default: '3' }, seed: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '5000' },
+    seeds: { type: 'string', default: '3' },
+    seed: { type: 'string' },
+  },
+});
 const runs = Number(values.runs);
 const first = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 
 const dns = await startDnsServer();
 const clock = manualClock();
-const server = await startTestServer({ delivery: { dnsServers: [dns.server], enabled: false }, webhooks: { enabled: false }, http: { bodyLimit: 1024 * 1024 } }, { clock });
+const server = await startTestServer(
+  {
+    delivery: { dnsServers: [dns.server], enabled: false },
+    webhooks: { enabled: false },
+    http: { bodyLimit: 1024 * 1024 },
+  },
+  { clock },
+);
 let failed = false;
 try {
   await addVerifiedDomain(server, dns, 'sender.test');
@@ -29,9 +42,18 @@ try {
     const seed = first + i;
     const started = Date.now();
     try {
-      const statuses = await fuzzApi(server, fixtures, { seed, numRuns: runs, beforeEach: () => clock.advance(61_000) });
-      const seen = [...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ');
-      console.log(`seed ${seed}: ${runs} requests in ${((Date.now() - started) / 1000).toFixed(1)} s, all held; statuses ${seen}`);
+      const statuses = await fuzzApi(server, fixtures, {
+        seed,
+        numRuns: runs,
+        beforeEach: () => clock.advance(61_000),
+      });
+      const seen = [...statuses]
+        .sort(([a], [b]) => a - b)
+        .map(([s, n]) => `${s}×${n}`)
+        .join(' ');
+      console.log(
+        `seed ${seed}: ${runs} requests in ${((Date.now() - started) / 1000).toFixed(1)} s, all held; statuses ${seen}`,
+      );
     } catch (err) {
       failed = true;
       console.error(`seed ${seed}: FAILED\n${(err as Error).message}`);

@@ -6,7 +6,12 @@ function launchLine(root: string): { env: Record<string, string>; flags: string[
   const first = readFileSync(join(root, 'bin/mailsvc.js'), 'utf8').split('\n', 1)[0]!;
   const m = /^#!\/usr\/bin\/env -S(?<env>( [A-Z_]+=\S+)*) node(?<flags>( --?[\w-]+(=\S+)?)*)$/.exec(first)?.groups;
   if (!m) throw new Error(`bin/mailsvc.js: cannot read the options on its first line: ${first}`);
-  const env = Object.fromEntries((m.env ?? '').split(' ').filter(Boolean).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]));
+  const env = Object.fromEntries(
+    (m.env ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]),
+  );
   return { env, flags: (m.flags ?? '').split(' ').filter(Boolean) };
 }
 

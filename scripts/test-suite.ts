@@ -38,7 +38,11 @@ const SERIAL: Record<string, string> = {
 
 function run(files: string[], concurrency: number): boolean {
   if (files.length === 0) return true;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit' });
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files],
+    { stdio: 'inherit' },
+  );
   return result.status === 0;
 }
 

@@ -65,16 +65,24 @@ for (const file of files) {
   const time = await timeFile(file);
   times.push(time);
   const load = loadavg()[0]!.toFixed(2);
-  console.error(`${time.ok ? 'ok  ' : 'FAIL'} ${time.wall.toFixed(1).padStart(6)}s wall ${(time.user + time.sys).toFixed(1).padStart(6)}s cpu load ${load} ${file}`);
+  console.error(
+    `${time.ok ? 'ok  ' : 'FAIL'} ${time.wall.toFixed(1).padStart(6)}s wall ${(time.user + time.sys).toFixed(1).padStart(6)}s cpu load ${load} ${file}`,
+  );
   if (outFile) writeFileSync(outFile, JSON.stringify({ database, times }, null, 1));
 }
 const total = (Date.now() - started) / 1000;
 const cpu = times.reduce((sum, t) => sum + t.user + t.sys, 0);
-console.log(`${database}: ${files.length} files, ${total.toFixed(0)} s wall, ${cpu.toFixed(0)} s cpu (user+sys), load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `${database}: ${files.length} files, ${total.toFixed(0)} s wall, ${cpu.toFixed(0)} s cpu (user+sys), load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 console.log('| file | tests | wall s | cpu s | ok |');
 console.log('|---|---:|---:|---:|---|');
 for (const t of [...times].sort((a, b) => b.wall - a.wall).slice(0, top)) {
-  console.log(`| ${t.file} | ${t.tests} | ${t.wall.toFixed(1)} | ${(t.user + t.sys).toFixed(1)} | ${t.ok ? 'ok' : 'FAIL'} |`);
+  console.log(
+    `| ${t.file} | ${t.tests} | ${t.wall.toFixed(1)} | ${(t.user + t.sys).toFixed(1)} | ${t.ok ? 'ok' : 'FAIL'} |`,
+  );
 }
 const failed = times.filter((t) => !t.ok);
 if (failed.length > 0) console.log(`failed: ${failed.map((t) => t.file).join(', ')}`);

@@ -20,7 +20,11 @@ import { createLogger, type Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { createCommitBatcher, type CommitBatcher } from './store/infra/commit-batcher.js';
 import { openStore, storeOptions, type Db, type Store } from './store/infra/db.js';
-import { listOthersPauses, removeDeliveryDestinations, saveDeliveryDestinations } from './store/delivery-destinations.js';
+import {
+  listOthersPauses,
+  removeDeliveryDestinations,
+  saveDeliveryDestinations,
+} from './store/delivery-destinations.js';
 import type { Email } from './store/emails.js';
 import { createKernel } from './workers/kernel.js';
 import { startTasks, type Task } from './workers/tasks.js';
@@ -60,9 +64,16 @@ export function deliveryDeps(w: DeliveryWiring): DeliveryDeps {
     clock: w.clock,
     resolver: w.resolver,
     secretKey: w.secretKey,
-    smtp: createSmtpClient({ name: d.hostname, timeoutMs: d.timeoutSeconds * 1000, logger: w.logger, extraCa: readCaFile(d.tlsCaFile) }),
+    smtp: createSmtpClient({
+      name: d.hostname,
+      timeoutMs: d.timeoutSeconds * 1000,
+      logger: w.logger,
+      extraCa: readCaFile(d.tlsCaFile),
+    }),
     signer: poolSigner(w.pool),
-    mtaSts: d.mtaSts ? new MtaStsPolicies(w.mtaStsFetcher ?? fetchWithMailauth(w.resolver), () => w.clock.now(), w.logger) : null,
+    mtaSts: d.mtaSts
+      ? new MtaStsPolicies(w.mtaStsFetcher ?? fetchWithMailauth(w.resolver), () => w.clock.now(), w.logger)
+      : null,
     batcher: w.batcher,
     compose: w.content,
     hold: w.config.deliverability.guard.enabled ? pausedDomainHold(w.store.db, w.clock) : undefined,
@@ -77,9 +88,12 @@ export function readCaFile(file: string | null): string | null {
   try {
     pem = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`config: delivery.tlsCaFile: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new ConfigError(
+      `config: delivery.tlsCaFile: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
   }
-  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`config: delivery.tlsCaFile: ${file} holds no PEM certificate`);
+  if (!pem.includes('-----BEGIN CERTIFICATE-----'))
+    throw new ConfigError(`config: delivery.tlsCaFile: ${file} holds no PEM certificate`);
   return pem;
 }
 
@@ -105,7 +119,13 @@ const REPORT_FRESH_MS = 30_000;
  * (every delivery.reportInterval ms), and reads back the pauses other nodes were asked for:
  * a provider that told one node to slow down from an address is paused on every node.
  */
-export const destinationsTask = (db: Db, owner: string, job: Pick<DeliveryJob, 'destinations' | 'adoptPauses'>, clock: Clock, everyMs: number): Task => ({
+export const destinationsTask = (
+  db: Db,
+  owner: string,
+  job: Pick<DeliveryJob, 'destinations' | 'adoptPauses'>,
+  clock: Clock,
+  everyMs: number,
+): Task => ({
   name: 'delivery-destinations',
   everyMs,
   leader: false,
@@ -144,15 +164,45 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
   const logger = createLogger(config.log.level, { write: (line: string) => post({ type: 'log', line }) });
   const store = openStore(config.database, storeOptions(config, logger));
   const batcher = createCommitBatcher(store.db, store.dialect, config.databasePoolSize, () => store.durable());
-  const pool = createWorkerPool({ threads: data.signingThreads, tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK }, size: config.delivery.signingThreadMemory });
+  const pool = createWorkerPool({
+    threads: data.signingThreads,
+    tasks: { sign: SIGN_TASK, compose: COMPOSE_TASK },
+    size: config.delivery.signingThreadMemory,
+  });
   const clock = systemClock;
   // Counters are the main thread's (one registry per server): each call goes there.
-  const metrics = new Proxy({} as Metrics, { get: (_, name: string) => (...args: unknown[]) => post({ type: 'metric', name, args }) });
-  const content = campaignMessages({ db: store.db, clock, compose: poolComposer(pool), links: messageLinks(secretKey, config.http.publicUrl) });
+  const metrics = new Proxy({} as Metrics, {
+    get:
+      (_, name: string) =>
+      (...args: unknown[]) =>
+        post({ type: 'metric', name, args }),
+  });
+  const content = campaignMessages({
+    db: store.db,
+    clock,
+    compose: poolComposer(pool),
+    links: messageLinks(secretKey, config.http.publicUrl),
+  });
   // Leases and claims by a clock that is never stepped back.
   const kernel = createKernel({ db: store.db, clock: steadyClock(), logger, batcher });
   let job: DeliveryJob | null = null;
-  job = kernel.add('delivery', (hand) => deliveryJob(hand, deliveryDeps({ config, store, batcher, clock, logger, resolver: createResolver(config.delivery.dnsServers), secretKey, pool, content, metrics })));
+  job = kernel.add('delivery', (hand) =>
+    deliveryJob(
+      hand,
+      deliveryDeps({
+        config,
+        store,
+        batcher,
+        clock,
+        logger,
+        resolver: createResolver(config.delivery.dnsServers),
+        secretKey,
+        pool,
+        content,
+        metrics,
+      }),
+    ),
+  );
   store.onCommit((tables) => {
     kernel.committed(tables);
     post({ type: 'committed', tables: [...tables] });
@@ -162,11 +212,21 @@ async function runThread(data: DeliveryThreadData): Promise<void> {
       void pool
         .memory()
         .catch(() => [])
-        .then((signing) => post({ type: 'destinations', list: job.destinations(), statements: store.statements(), memory: { thread: isolateMemory(), signing } })),
+        .then((signing) =>
+          post({
+            type: 'destinations',
+            list: job.destinations(),
+            statements: store.statements(),
+            memory: { thread: isolateMemory(), signing },
+          }),
+        ),
     GATE_REPORT_MS,
   );
   report.unref();
-  const tasks = startTasks([destinationsTask(store.db, kernel.owner, job, clock, config.delivery.reportInterval)], { store, logger });
+  const tasks = startTasks([destinationsTask(store.db, kernel.owner, job, clock, config.delivery.reportInterval)], {
+    store,
+    logger,
+  });
 
   port.on('message', (message: ThreadMessage) => {
     if (message.type === 'committed') kernel.committed(message.tables as string[]);

@@ -67,7 +67,8 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
     if (lock) {
       // A server killed while it held mail, webhooks or runs delivers them again now, not after the lease.
       const released = await releaseHeldLeases(runtime.store.db, null, runtime.deps.clock.now());
-      if (Object.values(released).some((n) => n > 0)) logger.info({ released }, 'gave back the leases of the previous run');
+      if (Object.values(released).some((n) => n > 0))
+        logger.info({ released }, 'gave back the leases of the previous run');
     }
     metrics?.queueDepthFrom(() => countActiveQueueItems(runtime.store.db));
     metrics?.databaseStatementsFrom(() => runtime.store.statements());
@@ -111,14 +112,27 @@ export async function startServer(config: Config, options: RuntimeOptions): Prom
 
     let smtp: RunningServer['smtp'] = null;
     if (config.smtp.submission.enabled) {
-      const submission = await startSubmission({ services: runtime.services, config, logger, clock: runtime.deps.clock, tls: await loadSubmissionTls(config) });
+      const submission = await startSubmission({
+        services: runtime.services,
+        config,
+        logger,
+        clock: runtime.deps.clock,
+        tls: await loadSubmissionTls(config),
+      });
       stops.push(() => submission.close());
       smtp = submission.ports;
     }
     let inboundPort: number | null = null;
     if (config.smtp.inbound.enabled) {
       const kinds = inboundKinds({ ...runtime.deps, batcher: runtime.services.batcher });
-      const inbound = await startInbound({ services: runtime.services, kinds, config, logger, clock: runtime.deps.clock, tls: await loadSubmissionTls(config) });
+      const inbound = await startInbound({
+        services: runtime.services,
+        kinds,
+        config,
+        logger,
+        clock: runtime.deps.clock,
+        tls: await loadSubmissionTls(config),
+      });
       stops.push(() => inbound.close());
       inboundPort = inbound.port;
     }

@@ -138,7 +138,10 @@ export async function openRuntime(config: Config, options: RuntimeOptions): Prom
     };
     const content = campaignMessages(deps);
     const t = config.tracking;
-    const rules = loadEngagementRules(t.engagementRules, { clickAfterDeliveryMs: t.scannerClickSeconds * 1000, burstMs: t.linkBurstMs });
+    const rules = loadEngagementRules(t.engagementRules, {
+      clickAfterDeliveryMs: t.scannerClickSeconds * 1000,
+      burstMs: t.linkBurstMs,
+    });
     const services = buildServices(deps, content, rules);
     await services.workspaces.ensureDefault();
     return { config, store, services, deps, content, workers, close };
@@ -157,7 +160,10 @@ const storagePaths = (config: Config): string[] => {
 /** Every use case, built once and shared by all intakes. */
 function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: EngagementRules): Services {
   // Nodes sharing PostgreSQL must count against the same windows; one SQLite node counts in memory.
-  const rateLimiter = deps.dialect === 'postgres' ? new DatabaseRateLimiter(deps.db) : new MemoryRateLimiter(deps.clock === systemClock ? steadyClock().now : undefined);
+  const rateLimiter =
+    deps.dialect === 'postgres'
+      ? new DatabaseRateLimiter(deps.db)
+      : new MemoryRateLimiter(deps.clock === systemClock ? steadyClock().now : undefined);
   // One batcher for the process: concurrent intakes share its commits.
   const batcher = createCommitBatcher(deps.db, deps.dialect, deps.config.databasePoolSize, deps.durable);
   const enqueue = createEnqueue({ clock: deps.clock, rateLimiter, batcher, space: deps.space, metrics: deps.metrics });

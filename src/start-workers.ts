@@ -63,11 +63,19 @@ export function deliveryThreadCount(config: Config, options: RuntimeOptions): nu
 /** The delivery thread's module, as built (.js) or from source (.ts, under tsx). */
 const threadEntry = new URL(`./delivery-thread${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
-export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metrics?: ServerMetrics | undefined }): Workers {
+export function startWorkers(
+  runtime: Runtime,
+  options: RuntimeOptions & { metrics?: ServerMetrics | undefined },
+): Workers {
   const { config, deps, services, store } = runtime;
   const { db, dialect, clock } = deps;
   // Leases and claims by a clock that is never stepped back (a test's own clock as it is).
-  const kernel = createKernel({ db, clock: clock === systemClock ? steadyClock() : clock, logger: deps.logger, batcher: services.batcher });
+  const kernel = createKernel({
+    db,
+    clock: clock === systemClock ? steadyClock() : clock,
+    logger: deps.logger,
+    batcher: services.batcher,
+  });
   // Every insert anywhere in this process wakes the jobs taking that table's rows.
   store.onCommit((tables) => kernel.committed(tables));
 
@@ -77,7 +85,22 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
     const count = deliveryThreadCount(config, options);
     if (count === 0) {
       const job = kernel.add('delivery', (hand) =>
-        deliveryJob(hand, deliveryDeps({ config, store, batcher: services.batcher, clock, logger: deps.logger, resolver: deps.resolver, secretKey: deps.secretKey, pool: runtime.workers, content: runtime.content, metrics: deps.metrics, mtaStsFetcher: options.mtaStsFetcher })),
+        deliveryJob(
+          hand,
+          deliveryDeps({
+            config,
+            store,
+            batcher: services.batcher,
+            clock,
+            logger: deps.logger,
+            resolver: deps.resolver,
+            secretKey: deps.secretKey,
+            pool: runtime.workers,
+            content: runtime.content,
+            metrics: deps.metrics,
+            mtaStsFetcher: options.mtaStsFetcher,
+          }),
+        ),
       );
       options.metrics?.destinationsFrom(() => job.destinations());
       tasks.push(destinationsTask(db, kernel.owner, job, clock, config.delivery.reportInterval));
@@ -87,23 +110,53 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
   }
   if (config.webhooks.enabled) {
     kernel.add('webhooks', (hand) =>
-      webhookJob(hand, { db, dialect, settings: config.webhooks, clock, secretKey: deps.secretKey, resolver: deps.resolver, batcher: services.batcher, metrics: deps.metrics }),
+      webhookJob(hand, {
+        db,
+        dialect,
+        settings: config.webhooks,
+        clock,
+        secretKey: deps.secretKey,
+        resolver: deps.resolver,
+        batcher: services.batcher,
+        metrics: deps.metrics,
+      }),
     );
   }
   if (config.workflows.enabled) {
-    const common = { db, dialect, clock, settings: config.workflows, batcher: services.batcher, definitions: new DefinitionCache() };
+    const common = {
+      db,
+      dialect,
+      clock,
+      settings: config.workflows,
+      batcher: services.batcher,
+      definitions: new DefinitionCache(),
+    };
     kernel.add('workflow-triggers', (hand) => triggerJob(hand, { ...common, subscribers: services.subscribers }));
     kernel.add('workflow-runs', (hand) => runJob(hand, { ...common, services }));
   }
 
   // Campaigns: recipients written to the queue page by page, through the one door.
-  kernel.add('campaign-queue', (hand) => campaignQueueJob(hand, { db, dialect, clock, config, links: deps.links, enqueue: services.enqueue, pollMs: 500 }));
+  kernel.add('campaign-queue', (hand) =>
+    campaignQueueJob(hand, { db, dialect, clock, config, links: deps.links, enqueue: services.enqueue, pollMs: 500 }),
+  );
   if (config.inboxes.agent.url) {
     // New inbox messages to their agents, a run at a time per node, under a lease.
-    kernel.add('inbox-agent', (hand) => agentRunJob(hand, { db, dialect, clock, config, resolver: deps.resolver, logger: deps.logger, services }));
+    kernel.add('inbox-agent', (hand) =>
+      agentRunJob(hand, { db, dialect, clock, config, resolver: deps.resolver, logger: deps.logger, services }),
+    );
   }
   // Contact imports: one at a time per node, resumed from its cursor by any node after a crash.
-  kernel.add('contact-imports', (hand) => importJob(hand, { db, dialect, clock, logger: deps.logger, subscribers: services.subscribers, topics: services.topics, pollMs: 1000 }));
+  kernel.add('contact-imports', (hand) =>
+    importJob(hand, {
+      db,
+      dialect,
+      clock,
+      logger: deps.logger,
+      subscribers: services.subscribers,
+      topics: services.topics,
+      pollMs: 1000,
+    }),
+  );
 
   tasks.push(
     // Campaigns whose every message has an outcome are sent.
@@ -115,19 +168,35 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
       name: 'retention',
       everyMs: RETENTION_INTERVAL_MS,
       leader: true,
-      run: async () => deps.logger.info({ task: 'retention', deleted: await runRetention(deps) }, 'retention clean-up done'),
+      run: async () =>
+        deps.logger.info({ task: 'retention', deleted: await runRetention(deps) }, 'retention clean-up done'),
     },
   );
   if (config.domains.recheckInterval > 0) {
     const interval = config.domains.recheckInterval;
-    tasks.push({ name: 'domain-recheck', everyMs: Math.min(interval, 60) * 1000, leader: true, run: () => services.domains.recheckPending(interval) });
+    tasks.push({
+      name: 'domain-recheck',
+      everyMs: Math.min(interval, 60) * 1000,
+      leader: true,
+      run: () => services.domains.recheckPending(interval),
+    });
   }
   if (config.deliverability.checkInterval > 0) {
     const interval = config.deliverability.checkInterval;
-    tasks.push({ name: 'domain-checks', everyMs: Math.min(interval, 300) * 1000, leader: true, run: () => services.domains.recheckAll(interval) });
+    tasks.push({
+      name: 'domain-checks',
+      everyMs: Math.min(interval, 300) * 1000,
+      leader: true,
+      run: () => services.domains.recheckAll(interval),
+    });
   }
   if (config.deliverability.guard.enabled) {
-    tasks.push({ name: 'reputation-guard', everyMs: config.deliverability.guard.interval * 1000, leader: true, run: () => evaluateReputation(deps) });
+    tasks.push({
+      name: 'reputation-guard',
+      everyMs: config.deliverability.guard.interval * 1000,
+      leader: true,
+      run: () => evaluateReputation(deps),
+    });
   }
   kernel.start();
   const periodic = startTasks(tasks, { store, logger: deps.logger });
@@ -151,7 +220,12 @@ export function startWorkers(runtime: Runtime, options: RuntimeOptions & { metri
  * their log lines and what their gates hold. A thread that dies has its claims given back at
  * once and is replaced.
  */
-function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | undefined }, kernel: Kernel, count: number): Threads {
+function deliveryThreads(
+  runtime: Runtime,
+  options: { metrics?: ServerMetrics | undefined },
+  kernel: Kernel,
+  count: number,
+): Threads {
   const { config, deps, store } = runtime;
   const gates = new Map<number, DestinationState[]>();
   // Statements of each running thread's store, and of the threads that died (a counter never goes back).
@@ -161,8 +235,14 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
   const memory = new Map<number, { thread: IsolateMemory; signing: IsolateMemory[] }>();
   // The thread's log lines are written where the main thread's go, formatted alike.
   // eslint-disable-next-line no-restricted-syntax -- pino keeps its destination under a symbol its types do not declare
-  const destination = (deps.logger as unknown as Record<symbol, { write(line: string): void }>)[pino.symbols.streamSym]!;
-  const data: DeliveryThreadData = { config, secretKey: deps.secretKey, signingThreads: Math.max(signingThreads(config) > 0 ? 1 : 0, Math.floor(signingThreads(config) / count)) };
+  const destination = (deps.logger as unknown as Record<symbol, { write(line: string): void }>)[
+    pino.symbols.streamSym
+  ]!;
+  const data: DeliveryThreadData = {
+    config,
+    secretKey: deps.secretKey,
+    signingThreads: Math.max(signingThreads(config) > 0 ? 1 : 0, Math.floor(signingThreads(config) / count)),
+  };
   const threads = startThreads({
     entry: threadEntry,
     count,
@@ -175,7 +255,10 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
           kernel.committed(message.tables as string[]);
           break;
         case 'metric':
-          if (options.metrics) (options.metrics[message.name as keyof Metrics] as (...args: unknown[]) => void)(...(message.args as unknown[]));
+          if (options.metrics)
+            (options.metrics[message.name as keyof Metrics] as (...args: unknown[]) => void)(
+              ...(message.args as unknown[]),
+            );
           break;
         case 'destinations':
           gates.set(index, message.list as DestinationState[]);
@@ -192,7 +275,11 @@ function deliveryThreads(runtime: Runtime, options: { metrics?: ServerMetrics | 
       statementsOfDead += statements.get(index) ?? 0;
       statements.delete(index);
       memory.delete(index);
-      if (owner) deps.logger.warn({ owner, released: await releaseHeldLeases(store.db, owner, deps.clock.now()) }, 'gave back the claims of a dead delivery thread');
+      if (owner)
+        deps.logger.warn(
+          { owner, released: await releaseHeldLeases(store.db, owner, deps.clock.now()) },
+          'gave back the claims of a dead delivery thread',
+        );
     },
   });
   options.metrics?.destinationsFrom(() => [...gates.values()].flat());

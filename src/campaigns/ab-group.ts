@@ -13,7 +13,8 @@ export interface Split {
 
 /** 48 bits of a hash of the campaign and the contact: a double holds them exactly. */
 const SPACE = 2 ** 48;
-const hashOf = (campaignId: string, subscriberId: string): number => createHash('sha256').update(`${campaignId}:${subscriberId}`).digest().readUIntBE(0, 6);
+const hashOf = (campaignId: string, subscriberId: string): number =>
+  createHash('sha256').update(`${campaignId}:${subscriberId}`).digest().readUIntBE(0, 6);
 
 /**
  * Where to cut a campaign's recipients, once, when its queuing starts: rank them by the
@@ -55,7 +56,9 @@ export function groupOf(campaignId: string, subscriberId: string, split: Split, 
     if (h < cuts.holdout) return { kind: 'holdout' };
     if (split.testPercentage === null) return { kind: 'rest' };
     const index = cuts.variants.findIndex((bound) => h < bound);
-    return index === -1 || index >= split.variants.length ? { kind: 'rest' } : { kind: 'test', variant: split.variants[index]! };
+    return index === -1 || index >= split.variants.length
+      ? { kind: 'rest' }
+      : { kind: 'test', variant: split.variants[index]! };
   }
   const u = h / SPACE;
   const holdout = split.holdoutPercentage / 100;

@@ -13,10 +13,17 @@ const BATCH = 20;
  * message delivered (machines left out). When the best rate is shared, the first of those
  * variants is taken and the choice says it was a tie. Pure.
  */
-export function pickWinner(keys: readonly string[], stats: ReadonlyMap<string, GroupStats>, metric: WinnerMetric): { variant: string; by: WinnerChoice } {
+export function pickWinner(
+  keys: readonly string[],
+  stats: ReadonlyMap<string, GroupStats>,
+  metric: WinnerMetric,
+): { variant: string; by: WinnerChoice } {
   const score = (key: string) => {
     const s = stats.get(key);
-    return { hits: s ? (metric === 'human_open_rate' ? s.human_opened : s.human_clicked) : 0, delivered: s?.delivered ?? 0 };
+    return {
+      hits: s ? (metric === 'human_open_rate' ? s.human_opened : s.human_clicked) : 0,
+      delivered: s?.delivered ?? 0,
+    };
   };
   // a/b against c/d without rounding: a·d against c·b (no message delivered scores 0).
   const compare = (x: { hits: number; delivered: number }, y: { hits: number; delivered: number }) =>
@@ -36,7 +43,10 @@ export async function chooseWinners(deps: { db: Db; dialect: Dialect; clock: Clo
   const { db, dialect, clock } = deps;
   let chosen = 0;
   for (const campaign of await listDueTests(db, clock.now(), BATCH)) {
-    const [report, variants] = await Promise.all([campaignReport(db, dialect, campaign), listCampaignVariants(db, campaign.id)]);
+    const [report, variants] = await Promise.all([
+      campaignReport(db, dialect, campaign),
+      listCampaignVariants(db, campaign.id),
+    ]);
     const winner = pickWinner(
       variants.map((v) => v.variant),
       report.test,
@@ -44,7 +54,16 @@ export async function chooseWinners(deps: { db: Db; dialect: Dialect; clock: Clo
     );
     if (!(await saveWinner(db, campaign.id, winner.variant, winner.by, clock.now()))) continue;
     chosen++;
-    deps.logger.info({ component: 'ab-test', campaignId: campaign.id, workspaceId: campaign.workspace_id, variant: winner.variant, chosenBy: winner.by }, 'A/B test winner chosen');
+    deps.logger.info(
+      {
+        component: 'ab-test',
+        campaignId: campaign.id,
+        workspaceId: campaign.workspace_id,
+        variant: winner.variant,
+        chosenBy: winner.by,
+      },
+      'A/B test winner chosen',
+    );
   }
   return chosen;
 }

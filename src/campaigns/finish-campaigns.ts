@@ -9,7 +9,15 @@ import type { Db, Dialect } from '../store/infra/db.js';
  * `campaign.sent` event and final counts. Run on one node at a time; marking is a
  * compare-and-set, so a campaign is finished once whoever runs it.
  */
-export async function finishCampaigns({ db, dialect, clock }: { db: Db; dialect: Dialect; clock: Clock }): Promise<number> {
+export async function finishCampaigns({
+  db,
+  dialect,
+  clock,
+}: {
+  db: Db;
+  dialect: Dialect;
+  clock: Clock;
+}): Promise<number> {
   let finished = 0;
   for (const campaign of await listSendingCampaigns(db, 50)) {
     if ((await countUnfinished(db, campaign.id)) > 0) continue;
@@ -20,7 +28,13 @@ export async function finishCampaigns({ db, dialect, clock }: { db: Db; dialect:
       await recordEvent(trx, {
         workspaceId: campaign.workspace_id,
         type: 'campaign.sent',
-        data: { campaign_id: campaign.id, name: campaign.name, recipients: campaign.queued, counts, timestamp: toIso(now) },
+        data: {
+          campaign_id: campaign.id,
+          name: campaign.name,
+          recipients: campaign.queued,
+          counts,
+          timestamp: toIso(now),
+        },
         at: now,
       });
       return true;

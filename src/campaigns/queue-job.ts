@@ -11,7 +11,13 @@ import type { Enqueue } from '../services/send/enqueue.js';
 import type { Clock } from '../shared/clock.js';
 import { classifyFault, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { advanceCampaign, claimQueuingCampaign, finishQueuingCampaign, saveGroupCuts, type Campaign } from '../store/campaigns.js';
+import {
+  advanceCampaign,
+  claimQueuingCampaign,
+  finishQueuingCampaign,
+  saveGroupCuts,
+  type Campaign,
+} from '../store/campaigns.js';
 import type { Db, Dialect } from '../store/infra/db.js';
 import { listDomains } from '../store/domains.js';
 import { listSelectionIds, listSelectionPage } from '../store/subscribers.js';
@@ -59,7 +65,11 @@ interface Queuing {
  * groups with their variants, or, once the winner is known, the winner to those who got nothing
  * yet (the rest, and any who joined the list meanwhile) but the held out.
  */
-const splitOf = (c: Campaign, variants: Map<string, CampaignVariant>): Split => ({ holdoutPercentage: c.holdout_percentage, testPercentage: c.test_percentage, variants: [...variants.keys()] });
+const splitOf = (c: Campaign, variants: Map<string, CampaignVariant>): Split => ({
+  holdoutPercentage: c.holdout_percentage,
+  testPercentage: c.test_percentage,
+  variants: [...variants.keys()],
+});
 
 /** Ids read per query when a campaign's groups are cut. */
 const CUT_PAGE = 10_000;
@@ -74,7 +84,7 @@ async function cutGroups(db: Db, dialect: Dialect, owner: string, q: Queuing): P
   if (c.group_cuts !== null || c.cursor !== null || c.queued > 0 || phaseOf(c) === 'winner') return;
   if (c.holdout_percentage === 0 && c.test_percentage === null) return;
   const ids: string[] = [];
-  for (let after: string | null = null; ; ) {
+  for (let after: string | null = null; ;) {
     const page = await listSelectionIds(db, selectionOf(c), after, CUT_PAGE, dialect);
     ids.push(...page);
     if (page.length < CUT_PAGE) break;
@@ -85,7 +95,8 @@ async function cutGroups(db: Db, dialect: Dialect, owner: string, q: Queuing): P
   c.group_cuts = cuts;
 }
 
-const phaseOf = (c: Campaign): 'all' | 'test' | 'winner' => (c.test_percentage === null ? 'all' : c.winner_variant === null ? 'test' : 'winner');
+const phaseOf = (c: Campaign): 'all' | 'test' | 'winner' =>
+  c.test_percentage === null ? 'all' : c.winner_variant === null ? 'test' : 'winner';
 
 /**
  * The campaign queuer, a job on the worker kernel: claims a campaign being queued and writes
@@ -99,7 +110,11 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
   let current: Queuing | null = null;
 
   /** One page: the next subscribers after the cursor, as queued messages. */
-  async function queuePage({ campaign, workspace, variants }: Queuing): Promise<'more' | 'done' | 'lost' | RateLimited> {
+  async function queuePage({
+    campaign,
+    workspace,
+    variants,
+  }: Queuing): Promise<'more' | 'done' | 'lost' | RateLimited> {
     const size = Math.max(1, Math.min(CAMPAIGN_PAGE, limitFor('send.marketing', workspace).limit));
     const page = await listSelectionPage(db, selectionOf(campaign), campaign.cursor, size, deps.dialect);
     const now = clock.now();
@@ -112,10 +127,17 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
     const metadata = campaign.metadata ?? undefined;
     const phase = phaseOf(campaign);
     const split = splitOf(campaign, variants);
-    const sentAlready = phase === 'winner' ? await listSubscribersSent(db, campaign.id, page.map((s) => s.id)) : new Set<string>();
+    const sentAlready =
+      phase === 'winner'
+        ? await listSubscribersSent(
+            db,
+            campaign.id,
+            page.map((s) => s.id),
+          )
+        : new Set<string>();
     const holdouts: string[] = [];
     const prepared: Prepared[] = [];
-    const fallbacks = (await listContactPropertyFallbacks(db, workspace.id));
+    const fallbacks = await listContactPropertyFallbacks(db, workspace.id);
     for (const subscriber of page) {
       const group = groupOf(campaign.id, subscriber.id, split, campaign.group_cuts);
       if (group.kind === 'holdout') {
@@ -125,15 +147,31 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
       if ((phase === 'test' && group.kind !== 'test') || sentAlready.has(subscriber.id)) continue;
       if (suppressedDomains.has(`@${domainOf(subscriber.email_key)}`)) continue;
       const variant =
-        phase === 'test' && group.kind === 'test' ? { key: group.variant, phase: 'test' as const } : phase === 'winner' ? { key: campaign.winner_variant!, phase: 'winner' as const } : undefined;
+        phase === 'test' && group.kind === 'test'
+          ? { key: group.variant, phase: 'test' as const }
+          : phase === 'winner'
+            ? { key: campaign.winner_variant!, phase: 'winner' as const }
+            : undefined;
       const content = contentOf(campaign, variant && variants.get(variant.key));
       const id = newId();
-      const to = { name: [subscriber.first_name, subscriber.last_name].filter(Boolean).join(' '), address: subscriber.email };
+      const to = {
+        name: [subscriber.first_name, subscriber.last_name].filter(Boolean).join(' '),
+        address: subscriber.email,
+      };
       prepared.push(
         emailRecords(workspace.id, {
           id,
           now,
-          input: { intake: 'campaign', test: campaign.test, type: 'marketing', metadata, externalId: campaign.external_id ?? undefined, campaignId: campaign.id, subscriberId: subscriber.id, variant },
+          input: {
+            intake: 'campaign',
+            test: campaign.test,
+            type: 'marketing',
+            metadata,
+            externalId: campaign.external_id ?? undefined,
+            campaignId: campaign.id,
+            subscriberId: subscriber.id,
+            variant,
+          },
           domain,
           from: { name: content.fromName, address: campaign.from_email },
           to: [to],
@@ -141,13 +179,21 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
           bcc: [],
           replyTo,
           recipients: [subscriber.email],
-          subject: campaignSubject({ ...campaign, subject: content.subject }, subscriber, links.unsubscribe(workspace.id, subscriber.email, id), fallbacks),
+          subject: campaignSubject(
+            { ...campaign, subject: content.subject },
+            subscriber,
+            links.unsubscribe(workspace.id, subscriber.email, id),
+            fallbacks,
+          ),
           messageId: `<${id}@${domain.name}>`,
           templateId: campaign.template_id,
           tags,
           scheduledAt: null,
           // Campaigns are marketing: tracked as the configuration says (HTML only).
-          track: { opens: content.html !== null && deps.config.tracking.opens, clicks: content.html !== null && deps.config.tracking.clicks },
+          track: {
+            opens: content.html !== null && deps.config.tracking.opens,
+            clicks: content.html !== null && deps.config.tracking.clicks,
+          },
           ipPoolId: campaign.ip_pool_id,
           workspacePoolId: workspace.ip_pool_id,
         }),
@@ -163,7 +209,8 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
       if (prepared.length === 0) await db.transaction().execute(advance);
       else await deps.enqueue(workspace, prepared, { inTransaction: advance });
     } catch (err) {
-      if (isAppError(err) && err.code === 'rate_limited') return new RateLimited(Math.max(50, (err.retryAfter ?? 1) * 1000));
+      if (isAppError(err) && err.code === 'rate_limited')
+        return new RateLimited(Math.max(50, (err.retryAfter ?? 1) * 1000));
       // The disk below its reserve, the database away: the page waits, as for a rate limit.
       const fault = classifyFault(err);
       if (fault) {
@@ -171,7 +218,10 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
         return new RateLimited((fault.retryAfter ?? 5) * 1000);
       }
       if (!(err instanceof NotOurs)) throw err;
-      hand.log.info({ campaignId: campaign.id }, 'campaign cancelled or taken over while it was queued; this node stopped queuing it');
+      hand.log.info(
+        { campaignId: campaign.id },
+        'campaign cancelled or taken over while it was queued; this node stopped queuing it',
+      );
       return 'lost';
     }
     campaign.cursor = cursor;
@@ -208,12 +258,17 @@ export function campaignQueueJob(hand: Hand, deps: CampaignQueueDeps): WorkerJob
           hand.settle([campaign.id]);
           return 'again';
         }
-        current = { campaign, workspace, variants: new Map((await listCampaignVariants(db, campaign.id)).map((v) => [v.variant, v])) };
+        current = {
+          campaign,
+          workspace,
+          variants: new Map((await listCampaignVariants(db, campaign.id)).map((v) => [v.variant, v])),
+        };
         try {
           await cutGroups(db, deps.dialect, hand.owner, current);
         } catch (err) {
           // Left to its lease, as a page that could not be queued.
-          if (!(err instanceof NotOurs)) hand.log.error({ err, campaignId: campaign.id }, 'could not cut the groups of a campaign');
+          if (!(err instanceof NotOurs))
+            hand.log.error({ err, campaignId: campaign.id }, 'could not cut the groups of a campaign');
           drop(current);
           return { sleep: deps.pollMs, onWork: 'ignore' };
         }

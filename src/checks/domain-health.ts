@@ -7,7 +7,10 @@ import { checkStatuses, runDomainChecks, type DkimTokenResult, type DomainChecks
 import { sendingAddresses } from './sending-addresses.js';
 
 /** What changed between two runs of a domain's checks: `[{check, from, to}]`. */
-export function checkChanges(before: DomainChecks | null, after: DomainChecks): Array<{ check: string; from: string | null; to: string }> {
+export function checkChanges(
+  before: DomainChecks | null,
+  after: DomainChecks,
+): Array<{ check: string; from: string | null; to: string }> {
   const old = before ? checkStatuses(before) : {};
   return Object.entries(checkStatuses(after))
     .filter(([name, status]) => old[name] !== status)
@@ -15,12 +18,21 @@ export function checkChanges(before: DomainChecks | null, after: DomainChecks): 
 }
 
 /** Runs a domain's deliverability checks with the configured resolver, addresses and report mailboxes. */
-export function createDomainHealth(deps: { config: Config; resolver: DnsResolver; clock: Clock; mtaStsFetcher?: PolicyFetcher | undefined }) {
+export function createDomainHealth(deps: {
+  config: Config;
+  resolver: DnsResolver;
+  clock: Clock;
+  mtaStsFetcher?: PolicyFetcher | undefined;
+}) {
   const { config, resolver, clock } = deps;
   const fetchMtaStsPolicy = deps.mtaStsFetcher ?? fetchWithMailauth(resolver);
   return {
     /** `returnPathSubdomain`: the domain's own (domains.update), else delivery.returnPathSubdomain. */
-    async run(domain: string, dkim: DkimTokenResult[], returnPathSubdomain: string = config.delivery.returnPathSubdomain): Promise<DomainChecks> {
+    async run(
+      domain: string,
+      dkim: DkimTokenResult[],
+      returnPathSubdomain: string = config.delivery.returnPathSubdomain,
+    ): Promise<DomainChecks> {
       let sendingIps: string[] = [];
       try {
         sendingIps = await sendingAddresses(config, resolver);

@@ -47,7 +47,16 @@ export async function ipPoolChecks(db: Db, resolver: DnsResolver): Promise<PoolA
       try {
         ptr = (await resolver.resolvePtr(ptrName(a.address))).map((p) => p.replace(/\.$/, '').toLowerCase());
       } catch (err) {
-        if (!isNoRecordError(err)) return [{ name, status: 'warning', required: false, message: `${a.address} can be bound; its PTR could not be looked up: ${(err as Error).message}.`, fix: null }];
+        if (!isNoRecordError(err))
+          return [
+            {
+              name,
+              status: 'warning',
+              required: false,
+              message: `${a.address} can be bound; its PTR could not be looked up: ${(err as Error).message}.`,
+              fix: null,
+            },
+          ];
       }
       if (!ptr.includes(a.ehlo)) {
         return [
@@ -60,7 +69,15 @@ export async function ipPoolChecks(db: Db, resolver: DnsResolver): Promise<PoolA
           },
         ];
       }
-      return [{ name, status: 'ok', required: true, message: `${a.address} can be bound; its PTR is its EHLO name ${a.ehlo}.`, fix: null }];
+      return [
+        {
+          name,
+          status: 'ok',
+          required: true,
+          message: `${a.address} can be bound; its PTR is its EHLO name ${a.ehlo}.`,
+          fix: null,
+        },
+      ];
     }),
   );
   return (await Promise.all(checks)).flat();

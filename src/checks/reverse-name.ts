@@ -17,4 +17,5 @@ export function reversedLabels(ip: string): string {
 }
 
 /** The PTR name of an address: `1.2.0.192.in-addr.arpa` or `….ip6.arpa`. */
-export const ptrName = (ip: string): string => `${reversedLabels(ip)}.${ipaddr.process(ip).kind() === 'ipv4' ? 'in-addr' : 'ip6'}.arpa`;
+export const ptrName = (ip: string): string =>
+  `${reversedLabels(ip)}.${ipaddr.process(ip).kind() === 'ipv4' ? 'in-addr' : 'ip6'}.arpa`;

@@ -8,7 +8,9 @@ import { isNoRecordError, type DnsResolver } from '../shared/dns.js';
  * the reverse DNS of the connecting address to match).
  */
 export async function sendingAddresses(config: Config, resolver: DnsResolver): Promise<string[]> {
-  const configured = config.deliverability.sendingIps.filter((ip) => ipaddr.isValid(ip)).map((ip) => ipaddr.process(ip).toString());
+  const configured = config.deliverability.sendingIps
+    .filter((ip) => ipaddr.isValid(ip))
+    .map((ip) => ipaddr.process(ip).toString());
   if (configured.length > 0) return configured;
   return addressesOf(config.delivery.hostname, resolver);
 }
@@ -26,4 +28,3 @@ export async function addressesOf(name: string, resolver: DnsResolver): Promise<
   const [v4, v6] = await Promise.all([lookup(() => resolver.resolve4(name)), lookup(() => resolver.resolve6(name))]);
   return [...v4, ...v6];
 }
-

@@ -33,7 +33,8 @@ const createdText = (what: string, created: CreatedCredential): string =>
 const asJson = (created: CreatedCredential) => ({ ...created.credential, key: created.secret });
 
 /** A key's lifetime in seconds: `30d`, `12h`, `90m`, `3600` (seconds), `1 year`, or `never`. */
-const lifetime = (value: string): number | null => (value === 'never' ? null : Math.round(parseDuration('expires-in', value, 100 * 365 * 86_400_000) / 1000));
+const lifetime = (value: string): number | null =>
+  value === 'never' ? null : Math.round(parseDuration('expires-in', value, 100 * 365 * 86_400_000) / 1000);
 
 export function registerCredentialCommands(program: Command, io: CliIo): void {
   const keys = program.command('keys').description('API keys: sk_live_, sk_test_ and master keys');
@@ -46,25 +47,41 @@ export function registerCredentialCommands(program: Command, io: CliIo): void {
     .option('--sending-only', 'a key that can only send email (sending_access), not manage anything')
     .option('--domain <domain>', 'with --sending-only: the one domain (name or id) the key may send from')
     .option('--workspace <id>', 'workspace of the key (default: the default workspace)')
-    .action(async (opts: { name: string; test?: boolean; master?: boolean; sendingOnly?: boolean; domain?: string; workspace?: string }, cmd: Command) => {
-      const created = await withRuntime(cmd, io, async (rt) =>
-        rt.services.credentials.createKey({
-          name: opts.name,
-          test: opts.test === true,
-          master: opts.master === true,
-          permission: opts.sendingOnly ? 'sending_access' : undefined,
-          domain: opts.domain,
-          workspaceId: opts.master ? null : await workspaceOf(rt, opts.workspace),
-        }),
-      );
-      output(cmd, io, asJson(created), () => createdText(opts.master ? 'master key' : `${created.credential.kind} API key`, created));
-    });
+    .action(
+      async (
+        opts: {
+          name: string;
+          test?: boolean;
+          master?: boolean;
+          sendingOnly?: boolean;
+          domain?: string;
+          workspace?: string;
+        },
+        cmd: Command,
+      ) => {
+        const created = await withRuntime(cmd, io, async (rt) =>
+          rt.services.credentials.createKey({
+            name: opts.name,
+            test: opts.test === true,
+            master: opts.master === true,
+            permission: opts.sendingOnly ? 'sending_access' : undefined,
+            domain: opts.domain,
+            workspaceId: opts.master ? null : await workspaceOf(rt, opts.workspace),
+          }),
+        );
+        output(cmd, io, asJson(created), () =>
+          createdText(opts.master ? 'master key' : `${created.credential.kind} API key`, created),
+        );
+      },
+    );
   keys
     .command('list')
     .description('list API keys (prefix, name, kind, created, last used)')
     .option('--workspace <id>', 'only this workspace')
     .action(async (opts: { workspace?: string }, cmd: Command) => {
-      const items = await withRuntime(cmd, io, (rt) => rt.services.credentials.list({ workspaceId: opts.workspace, oauth: false }));
+      const items = await withRuntime(cmd, io, (rt) =>
+        rt.services.credentials.list({ workspaceId: opts.workspace, oauth: false }),
+      );
       output(cmd, io, items, () => listText(items));
     });
   keys
@@ -75,7 +92,11 @@ export function registerCredentialCommands(program: Command, io: CliIo): void {
       output(cmd, io, revoked, () => `Revoked key ${revoked.id} (${revoked.prefix}…).`);
     });
 
-  const tokens = program.command('tokens').description('OAuth access tokens (oat_) for automation, accepted on /v1 and /mcp (apps get theirs through OAuth: mailsvc oauth)');
+  const tokens = program
+    .command('tokens')
+    .description(
+      'OAuth access tokens (oat_) for automation, accepted on /v1 and /mcp (apps get theirs through OAuth: mailsvc oauth)',
+    );
   tokens
     .command('create')
     .description('mint an access token with scopes and print it once')
@@ -88,7 +109,10 @@ export function registerCredentialCommands(program: Command, io: CliIo): void {
         rt.services.credentials.createToken({
           name: opts.name,
           workspaceId: await workspaceOf(rt, opts.workspace),
-          scopes: opts.scopes.split(',').map((s) => s.trim()).filter(Boolean),
+          scopes: opts.scopes
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
           expiresInSeconds: lifetime(opts.expiresIn),
         }),
       );
@@ -99,7 +123,9 @@ export function registerCredentialCommands(program: Command, io: CliIo): void {
     .description('list access tokens')
     .option('--workspace <id>', 'only this workspace')
     .action(async (opts: { workspace?: string }, cmd: Command) => {
-      const items = await withRuntime(cmd, io, (rt) => rt.services.credentials.list({ workspaceId: opts.workspace, oauth: true }));
+      const items = await withRuntime(cmd, io, (rt) =>
+        rt.services.credentials.list({ workspaceId: opts.workspace, oauth: true }),
+      );
       output(cmd, io, items, () => listText(items));
     });
   tokens

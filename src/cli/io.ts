@@ -43,7 +43,9 @@ export const configOf = (cmd: Command, io: CliIo, overrides?: unknown): Config =
  */
 export async function withRuntime<T>(cmd: Command, io: CliIo, body: (runtime: Runtime) => Promise<T>): Promise<T> {
   const config = configOf(cmd, io);
-  const logger = createLogger(config.log.level === 'silent' ? 'silent' : 'warn', { write: (s: string) => io.stderr(s) });
+  const logger = createLogger(config.log.level === 'silent' ? 'silent' : 'warn', {
+    write: (s: string) => io.stderr(s),
+  });
   const runtime = await openRuntime(config, { logger });
   try {
     return await body(runtime);
@@ -62,7 +64,9 @@ export function output(cmd: Command, io: CliIo, data: unknown, text: () => strin
 export function table(rows: string[][]): string {
   if (rows.length === 0) return '';
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')).join('\n');
+  return rows
+    .map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '))
+    .join('\n');
 }
 
 /** The workspace a command acts on: --workspace, or the default one. */
@@ -72,4 +76,9 @@ export async function workspaceOf(runtime: Runtime, id: string | undefined): Pro
 
 /** Progress of long work, on stderr: a redrawn bar on a terminal, plain lines otherwise. */
 export const progressOn = (io: CliIo, label: string, total: number | null, unit?: string): Progress =>
-  createProgress({ label, total, unit, sink: { write: (text) => io.stderr(text), isTTY: io.stderrIsTTY === true, columns: io.columns } });
+  createProgress({
+    label,
+    total,
+    unit,
+    sink: { write: (text) => io.stderr(text), isTTY: io.stderrIsTTY === true, columns: io.columns },
+  });

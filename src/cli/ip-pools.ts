@@ -13,7 +13,11 @@ interface AddressOption {
  * the options are read in order (an address without one greets as delivery.hostname).
  */
 function addressOptions(cmd: Command): Command {
-  cmd.option('--address <address>', 'a source address of the pool (repeat for more)', (value: string, previous: AddressOption[] = []) => [...previous, { address: value }]);
+  cmd.option(
+    '--address <address>',
+    'a source address of the pool (repeat for more)',
+    (value: string, previous: AddressOption[] = []) => [...previous, { address: value }],
+  );
   cmd.option('--ehlo <name>', 'the EHLO name of the --address before it (its PTR name; default: delivery.hostname)');
   cmd.on('option:ehlo', (name: string) => {
     const list = cmd.getOptionValue('address') as AddressOption[] | undefined;
@@ -26,24 +30,42 @@ function addressOptions(cmd: Command): Command {
 }
 
 const warmupText = (w: WarmupView | null): string =>
-  w === null ? 'warm' : `day ${w.day} of ${w.schedule.length}: ${w.cap}/provider today${w.sent_today.length > 0 ? ` (sent ${w.sent_today.map((s) => `${s.provider} ${s.count}`).join(', ')})` : ''}`;
+  w === null
+    ? 'warm'
+    : `day ${w.day} of ${w.schedule.length}: ${w.cap}/provider today${w.sent_today.length > 0 ? ` (sent ${w.sent_today.map((s) => `${s.provider} ${s.count}`).join(', ')})` : ''}`;
 
-const text = (p: IpPoolView) => `${p.name} (id ${p.id}): ${p.addresses.map((a) => `${a.address} as ${a.ehlo}`).join(', ')}`;
+const text = (p: IpPoolView) =>
+  `${p.name} (id ${p.id}): ${p.addresses.map((a) => `${a.address} as ${a.ehlo}`).join(', ')}`;
 
 export function registerIpPoolCommands(program: Command, io: CliIo): void {
-  const pools = program.command('ip-pools').description('IP pools: the source addresses mail leaves from, each with its EHLO name (docs/deliverability.md)');
+  const pools = program
+    .command('ip-pools')
+    .description('IP pools: the source addresses mail leaves from, each with its EHLO name (docs/deliverability.md)');
 
-  addressOptions(pools.command('create <name>').description('create a pool: --address ADDR [--ehlo NAME] for each address')).action(
-    async (name: string, opts: { address?: AddressOption[] }, cmd: Command) => {
-      const pool = await withRuntime(cmd, io, (rt) => rt.services.ipPools.create({ name, addresses: opts.address ?? [] }));
-      output(cmd, io, pool, () => `Created IP pool ${text(pool)}.\nCheck that this host can send from each address: mailsvc doctor`);
-    },
-  );
+  addressOptions(
+    pools.command('create <name>').description('create a pool: --address ADDR [--ehlo NAME] for each address'),
+  ).action(async (name: string, opts: { address?: AddressOption[] }, cmd: Command) => {
+    const pool = await withRuntime(cmd, io, (rt) =>
+      rt.services.ipPools.create({ name, addresses: opts.address ?? [] }),
+    );
+    output(
+      cmd,
+      io,
+      pool,
+      () => `Created IP pool ${text(pool)}.\nCheck that this host can send from each address: mailsvc doctor`,
+    );
+  });
 
-  addressOptions(pools.command('update <pool>').description('rename a pool (--name) or replace its addresses (--address ADDR [--ehlo NAME] …)'))
+  addressOptions(
+    pools
+      .command('update <pool>')
+      .description('rename a pool (--name) or replace its addresses (--address ADDR [--ehlo NAME] …)'),
+  )
     .option('--name <name>', 'the new name')
     .action(async (id: string, opts: { address?: AddressOption[]; name?: string }, cmd: Command) => {
-      const pool = await withRuntime(cmd, io, (rt) => rt.services.ipPools.update(id, { name: opts.name, addresses: opts.address }));
+      const pool = await withRuntime(cmd, io, (rt) =>
+        rt.services.ipPools.update(id, { name: opts.name, addresses: opts.address }),
+      );
       output(cmd, io, pool, () => `Updated IP pool ${text(pool)}.`);
     });
 
@@ -57,14 +79,24 @@ export function registerIpPoolCommands(program: Command, io: CliIo): void {
           ? 'No IP pools: mail leaves from the system address (delivery.hostname).'
           : table([
               ['POOL', 'ID', 'ADDRESS', 'EHLO', 'WARM-UP'],
-              ...items.flatMap((p) => p.addresses.map((a, i) => [i === 0 ? p.name : '', i === 0 ? p.id : '', a.address, a.ehlo, warmupText(a.warmup)])),
+              ...items.flatMap((p) =>
+                p.addresses.map((a, i) => [
+                  i === 0 ? p.name : '',
+                  i === 0 ? p.id : '',
+                  a.address,
+                  a.ehlo,
+                  warmupText(a.warmup),
+                ]),
+              ),
             ]),
       );
     });
 
   pools
     .command('warmup <address>')
-    .description('put an address of a pool in warm-up from day 1: each day at most the day\'s cap per provider (default: delivery.warmup, 50 doubling to the target); --stop ends it')
+    .description(
+      "put an address of a pool in warm-up from day 1: each day at most the day's cap per provider (default: delivery.warmup, 50 doubling to the target); --stop ends it",
+    )
     .option('--schedule <caps>', 'daily caps, comma-separated, e.g. 50,100,200,400')
     .option('--stop', 'end the warm-up: the address sends as a warm one')
     .action(async (address: string, opts: { schedule?: string; stop?: boolean }, cmd: Command) => {
@@ -77,7 +109,13 @@ export function registerIpPoolCommands(program: Command, io: CliIo): void {
         return output(cmd, io, stopped, () => `${stopped.address} is warm: its warm-up ended.`);
       }
       const w = await withRuntime(cmd, io, (rt) => rt.services.ipPools.startWarmup(address, schedule));
-      output(cmd, io, w, () => `${w.address} warms up: ${w.schedule.join(', ')} messages per provider on days 1 to ${w.schedule.length} (today: ${w.cap}); next day at ${w.next_day_at}.`);
+      output(
+        cmd,
+        io,
+        w,
+        () =>
+          `${w.address} warms up: ${w.schedule.join(', ')} messages per provider on days 1 to ${w.schedule.length} (today: ${w.cap}); next day at ${w.next_day_at}.`,
+      );
     });
 
   pools
@@ -90,14 +128,24 @@ export function registerIpPoolCommands(program: Command, io: CliIo): void {
 
   pools
     .command('use <pool>')
-    .description('the pool of a workspace\'s mail, or with --domain of one sending domain\'s ("default": the system address)')
+    .description(
+      'the pool of a workspace\'s mail, or with --domain of one sending domain\'s ("default": the system address)',
+    )
     .option('--workspace <id>', 'workspace (default: the default workspace)')
     .option('--domain <domain>', 'only mail from this sending domain')
     .action(async (pool: string, opts: { workspace?: string; domain?: string }, cmd: Command) => {
       const result = await withRuntime(cmd, io, async (rt) => {
         const workspaceId = await workspaceOf(rt, opts.workspace);
-        return opts.domain ? rt.services.ipPools.setDomainPool(workspaceId, opts.domain, pool) : rt.services.ipPools.setWorkspacePool(workspaceId, pool);
+        return opts.domain
+          ? rt.services.ipPools.setDomainPool(workspaceId, opts.domain, pool)
+          : rt.services.ipPools.setWorkspacePool(workspaceId, pool);
       });
-      output(cmd, io, result, () => `Mail ${opts.domain ? `from ${opts.domain}` : 'of the workspace'} leaves through ${pool === 'default' ? 'the system address' : `IP pool ${pool}`} unless a message names its own pool.`);
+      output(
+        cmd,
+        io,
+        result,
+        () =>
+          `Mail ${opts.domain ? `from ${opts.domain}` : 'of the workspace'} leaves through ${pool === 'default' ? 'the system address' : `IP pool ${pool}`} unless a message names its own pool.`,
+      );
     });
 }

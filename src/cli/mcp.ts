@@ -16,7 +16,10 @@ function keyOf(io: CliIo, keyFile: string | undefined): string {
     try {
       text = readFileSync(keyFile, 'utf8');
     } catch (err) {
-      throw new AppError('validation_error', `--key-file: cannot read ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw new AppError(
+        'validation_error',
+        `--key-file: cannot read ${keyFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
     const key = text.split(/\r?\n/)[0]!.trim();
     if (!key) throw new AppError('validation_error', `--key-file: ${keyFile} is empty`);
@@ -36,23 +39,32 @@ async function callerFor(runtime: Runtime, key: string, workspaceId: string | un
   const principal = await services.credentials.authenticate(key, 'v1');
   const id = principal.master ? workspaceId : principal.workspaceId!;
   if (!id) throw new AppError('validation_error', 'a master key needs --workspace ID');
-  if (!principal.master && workspaceId !== undefined && workspaceId !== id) throw new AppError('forbidden', 'This key has no access to that workspace');
+  if (!principal.master && workspaceId !== undefined && workspaceId !== id)
+    throw new AppError('forbidden', 'This key has no access to that workspace');
   const workspace = await services.workspaces.find(id);
-  if (!workspace) throw new AppError(principal.master ? 'not_found' : 'unauthorized', principal.master ? `Workspace ${id} not found` : 'Invalid API key');
+  if (!workspace)
+    throw new AppError(
+      principal.master ? 'not_found' : 'unauthorized',
+      principal.master ? `Workspace ${id} not found` : 'Invalid API key',
+    );
   return { principal, workspace };
 }
 
 export function registerMcpCommands(program: Command, io: CliIo): void {
   program
     .command('mcp')
-    .description('serve the Model Context Protocol on stdin/stdout for an assistant (docs/assistants.md); key from MAILSVC_API_KEY or --key-file')
+    .description(
+      'serve the Model Context Protocol on stdin/stdout for an assistant (docs/assistants.md); key from MAILSVC_API_KEY or --key-file',
+    )
     .option('--key-file <file>', 'read the API key (or oat_ token) from the first line of this file')
-    .option('--workspace <id>', "the workspace a master key acts on")
+    .option('--workspace <id>', 'the workspace a master key acts on')
     .action(async (opts: { keyFile?: string; workspace?: string }, cmd: Command) => {
       const key = keyOf(io, opts.keyFile);
       const config = configOf(cmd, io);
       // stdout carries the protocol and nothing else: every log line goes to stderr.
-      const logger = createLogger(config.log.level === 'silent' ? 'silent' : 'warn', { write: (s: string) => io.stderr(s) });
+      const logger = createLogger(config.log.level === 'silent' ? 'silent' : 'warn', {
+        write: (s: string) => io.stderr(s),
+      });
       const runtime = await openRuntime(config, { logger });
       try {
         // A wrong key is told at once, on stderr with a non-zero exit, not at the first call.
@@ -60,7 +72,9 @@ export function registerMcpCommands(program: Command, io: CliIo): void {
         const deps: McpDeps = { services: runtime.services, config, clock: runtime.deps.clock, logger };
         const server = buildMcpServer(deps, packageVersion(), () => callerFor(runtime, key, opts.workspace));
         // Bounded as an HTTP body is: a message larger than http.bodyLimit ends the session.
-        const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: config.http.bodyLimit });
+        const transport = new StdioServerTransport(process.stdin, process.stdout, {
+          maxBufferSize: config.http.bodyLimit,
+        });
         const closed = new Promise<void>((resolve) => {
           server.server.onclose = () => resolve();
         });

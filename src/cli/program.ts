@@ -81,7 +81,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   } catch (err) {
     if (err instanceof CliExit) return err.code;
     if (err instanceof CommanderError) {
-      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help' ? 0 : 2;
+      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help'
+        ? 0
+        : 2;
     }
     if (err instanceof ConfigError) {
       io.stderr(`mailsvc: ${err.message}\n`);

@@ -70,7 +70,10 @@ export function createProgress(options: ProgressOptions): Progress {
   /** `1,500 of 10,000 entries (15%), 750/s` */
   const summary = (at: number): string => {
     const r = rate(at);
-    const counts = total === null ? `${formatCount(done)}${unit}` : `${formatCount(done)} of ${formatCount(total)}${unit} (${total === 0 ? 100 : Math.floor((done / total) * 100)}%)`;
+    const counts =
+      total === null
+        ? `${formatCount(done)}${unit}`
+        : `${formatCount(done)} of ${formatCount(total)}${unit} (${total === 0 ? 100 : Math.floor((done / total) * 100)}%)`;
     return `${counts}, ${formatCount(Math.round(r))}/s`;
   };
 
@@ -80,7 +83,11 @@ export function createProgress(options: ProgressOptions): Progress {
 
   const ttyLine = (at: number, final: boolean): string => {
     const r = rate(at);
-    const tail = final ? ` ${ending} ${formatDuration((at - startedAt) / 1000)}` : total !== null && r > 0 ? ` eta ${formatDuration((total - done) / r)}` : '';
+    const tail = final
+      ? ` ${ending} ${formatDuration((at - startedAt) / 1000)}`
+      : total !== null && r > 0
+        ? ` eta ${formatDuration((total - done) / r)}`
+        : '';
     const text = `${summary(at)}${tail}`;
     let bar = '';
     if (total !== null) {

@@ -11,7 +11,16 @@ const count = (name: string) => (value: string) => {
 const rows = (items: QueueItemView[]) =>
   table([
     ['ID', 'EMAIL', 'RECIPIENT', 'STATUS', 'PRIORITY', 'ATTEMPTS', 'NEXT ATTEMPT', 'WHY IT WAITS'],
-    ...items.map((q) => [q.id, q.email_id, q.recipient, q.status, q.priority, String(q.attempts), q.next_attempt_at, q.waiting ?? (q.last_response ?? '').slice(0, 60)]),
+    ...items.map((q) => [
+      q.id,
+      q.email_id,
+      q.recipient,
+      q.status,
+      q.priority,
+      String(q.attempts),
+      q.next_attempt_at,
+      q.waiting ?? (q.last_response ?? '').slice(0, 60),
+    ]),
   ]);
 
 const gates = (destinations: DestinationView[]) =>
@@ -19,12 +28,20 @@ const gates = (destinations: DestinationView[]) =>
     ? ''
     : `${table([
         ['DESTINATION', 'RUNNING', 'ALLOWED', 'WAITING', 'STATE'],
-        ...destinations.map((d) => [d.domain, String(d.active), String(d.allowed), String(d.waiting), `${gateText(d).replace(/^.*waiting, /, '')}${via(d)}`]),
+        ...destinations.map((d) => [
+          d.domain,
+          String(d.active),
+          String(d.allowed),
+          String(d.waiting),
+          `${gateText(d).replace(/^.*waiting, /, '')}${via(d)}`,
+        ]),
       ])}\n\n`;
 
 /** The provider and source address a destination's limits are kept for, when not the domain itself from the system address. */
 const via = (d: DestinationView): string =>
-  d.provider === d.domain && !d.source ? '' : ` (${d.provider === d.domain ? '' : `provider ${d.provider}`}${d.provider !== d.domain && d.source ? ', ' : ''}${d.source ? `from ${d.source}` : ''})`;
+  d.provider === d.domain && !d.source
+    ? ''
+    : ` (${d.provider === d.domain ? '' : `provider ${d.provider}`}${d.provider !== d.domain && d.source ? ', ' : ''}${d.source ? `from ${d.source}` : ''})`;
 
 export function registerQueueCommands(program: Command, io: CliIo): void {
   const queue = program.command('queue').description('the delivery queue: one row per recipient');
@@ -32,17 +49,29 @@ export function registerQueueCommands(program: Command, io: CliIo): void {
   queue
     .command('list')
     .description('list queue rows, soonest due first (default: waiting and in flight)')
-    .option('--status <list>', 'comma-separated: queued, sending, deferred, delivered, bounced, failed, cancelled, suppressed, or all', 'queued,sending,deferred')
+    .option(
+      '--status <list>',
+      'comma-separated: queued, sending, deferred, delivered, bounced, failed, cancelled, suppressed, or all',
+      'queued,sending,deferred',
+    )
     .option('--workspace <id>', 'only this workspace')
     .option('--limit <n>', 'at most this many', count('limit'), 100)
     .option('--offset <n>', 'skip this many', count('offset'), 0)
     .action(async (opts: { status: string; workspace?: string; limit: number; offset: number }, cmd: Command) => {
-      const statuses = opts.status === 'all' ? undefined : opts.status.split(',').map((s) => s.trim()).filter(Boolean);
+      const statuses =
+        opts.status === 'all'
+          ? undefined
+          : opts.status
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean);
       const { items, total, destinations } = await withRuntime(cmd, io, (rt) =>
         rt.services.queue.list({ workspaceId: opts.workspace, statuses, limit: opts.limit, offset: opts.offset }),
       );
       output(cmd, io, { items, total, destinations }, () =>
-        items.length === 0 ? 'The queue is empty.' : `${gates(destinations)}${rows(items)}${items.length < total ? `\n(${items.length} of ${total}; --offset for more)` : ''}`,
+        items.length === 0
+          ? 'The queue is empty.'
+          : `${gates(destinations)}${rows(items)}${items.length < total ? `\n(${items.length} of ${total}; --offset for more)` : ''}`,
       );
     });
 
@@ -53,11 +82,20 @@ export function registerQueueCommands(program: Command, io: CliIo): void {
     .option('--workspace <id>', 'with --all: only this workspace')
     .action(async (ids: string[], opts: { all?: boolean; workspace?: string }, cmd: Command) => {
       if (!opts.all && ids.length === 0) throw validationError('ids', 'name queue item or email ids, or use --all');
-      const retried = await withRuntime(cmd, io, (rt) => rt.services.queue.retry(opts.all ? 'all-deferred' : ids, opts.workspace));
-      output(cmd, io, { retried: retried.length, items: retried }, () => `${retried.length} row(s) due now; a running server picks them up at its next poll.`);
+      const retried = await withRuntime(cmd, io, (rt) =>
+        rt.services.queue.retry(opts.all ? 'all-deferred' : ids, opts.workspace),
+      );
+      output(
+        cmd,
+        io,
+        { retried: retried.length, items: retried },
+        () => `${retried.length} row(s) due now; a running server picks them up at its next poll.`,
+      );
       // Named rows that are all finished or in flight: the operator asked for something that did not happen.
       if (!opts.all && retried.length === 0) {
-        io.stderr('mailsvc: nothing was retried: the rows named are delivered, bounced, cancelled or being delivered right now (see `mailsvc queue list --status all`)\n');
+        io.stderr(
+          'mailsvc: nothing was retried: the rows named are delivered, bounced, cancelled or being delivered right now (see `mailsvc queue list --status all`)\n',
+        );
         throw new CliExit(1);
       }
     });

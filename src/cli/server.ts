@@ -11,12 +11,18 @@ export function registerServerCommands(program: Command, io: CliIo): void {
   program
     .command('serve')
     .description('run the HTTP API, SMTP listeners, delivery workers and webhook dispatcher')
-    .option('--log-format <format>', 'pretty (coloured lines, local time) or json; default: pretty on a terminal, json otherwise (log.format)')
+    .option(
+      '--log-format <format>',
+      'pretty (coloured lines, local time) or json; default: pretty on a terminal, json otherwise (log.format)',
+    )
     .action(async (opts: { logFormat?: string }, cmd: Command) => {
       const config = configOf(cmd, io, opts.logFormat === undefined ? undefined : { log: { format: opts.logFormat } });
       const pretty = config.log.format === 'pretty' || (config.log.format === 'auto' && io.stdoutIsTTY === true);
       const color = pretty && io.stdoutIsTTY === true && !io.env.NO_COLOR;
-      const logger = createLogger(config.log.level, pretty ? prettyDestination((text) => io.stdout(text), color) : undefined);
+      const logger = createLogger(
+        config.log.level,
+        pretty ? prettyDestination((text) => io.stdout(text), color) : undefined,
+      );
       // Listening before the start, so a signal during a slow start (migrations, a distant
       // PostgreSQL) stops the server once it is up instead of killing it mid-write.
       let signalled: (signal: string) => void = () => {};
@@ -36,16 +42,28 @@ export function registerServerCommands(program: Command, io: CliIo): void {
       }
       const mailsvc = commandName(io.env);
       io.stderr(`mailsvc: HTTP API on ${server.httpUrl} (database ${server.runtime.store.location})\n`);
-      const signIn = config.dashboard.password ? `with dashboard.password or \`${mailsvc} dashboard login\`` : `run \`${mailsvc} dashboard login\` for a link`;
+      const signIn = config.dashboard.password
+        ? `with dashboard.password or \`${mailsvc} dashboard login\``
+        : `run \`${mailsvc} dashboard login\` for a link`;
       io.stderr(`mailsvc: dashboard on ${server.httpUrl}/dashboard (sign in: ${signIn})\n`);
       if (server.smtp) {
-        const implicit = server.smtp.implicitTls === null ? '' : `, implicit TLS on ${config.smtp.submission.host}:${server.smtp.implicitTls}`;
-        io.stderr(`mailsvc: SMTP submission with STARTTLS on ${config.smtp.submission.host}:${server.smtp.starttls}${implicit}\n`);
+        const implicit =
+          server.smtp.implicitTls === null
+            ? ''
+            : `, implicit TLS on ${config.smtp.submission.host}:${server.smtp.implicitTls}`;
+        io.stderr(
+          `mailsvc: SMTP submission with STARTTLS on ${config.smtp.submission.host}:${server.smtp.starttls}${implicit}\n`,
+        );
       }
-      if (server.inboundPort !== null) io.stderr(`mailsvc: inbound SMTP (bounces, reports, receiving) on ${config.smtp.inbound.host}:${server.inboundPort}\n`);
+      if (server.inboundPort !== null)
+        io.stderr(
+          `mailsvc: inbound SMTP (bounces, reports, receiving) on ${config.smtp.inbound.host}:${server.inboundPort}\n`,
+        );
       const local = localSettings(config);
       if (local.length > 0) {
-        io.stderr(`mailsvc: local mode (${local.map((s) => s.key).join(', ')} only work on this machine): test keys work; for a real domain run \`${mailsvc} init\`\n`);
+        io.stderr(
+          `mailsvc: local mode (${local.map((s) => s.key).join(', ')} only work on this machine): test keys work; for a real domain run \`${mailsvc} init\`\n`,
+        );
       }
       logger.info({ signal: await signal }, 'shutting down');
       process.removeListener('SIGTERM', onTerm);

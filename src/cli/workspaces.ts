@@ -17,18 +17,34 @@ export function registerWorkspaceCommands(program: Command, io: CliIo): void {
     .description('create a workspace')
     .action(async (name: string, _opts: unknown, cmd: Command) => {
       const ws = await withRuntime(cmd, io, (rt) => rt.services.workspaces.create(name));
-      output(cmd, io, { ...ws, created_at: toIso(ws.created_at) }, () => `Created workspace "${ws.name}" (id ${ws.id}).`);
+      output(
+        cmd,
+        io,
+        { ...ws, created_at: toIso(ws.created_at) },
+        () => `Created workspace "${ws.name}" (id ${ws.id}).`,
+      );
     });
   workspaces
     .command('list')
     .description('list workspaces with their plan')
     .action(async (_opts: unknown, cmd: Command) => {
       const items = await withRuntime(cmd, io, (rt) => rt.services.workspaces.list());
-      output(cmd, io, items.map((w) => ({ ...w, created_at: toIso(w.created_at) })), () =>
-        table([
-          ['ID', 'NAME', 'PLAN', 'TRANSACTIONAL/S', 'MARKETING/S', 'CREATED'],
-          ...items.map((w) => [w.id, w.name, w.plan, String(w.transactional_per_second ?? '-'), String(w.marketing_per_second ?? '-'), toIso(w.created_at)]),
-        ]),
+      output(
+        cmd,
+        io,
+        items.map((w) => ({ ...w, created_at: toIso(w.created_at) })),
+        () =>
+          table([
+            ['ID', 'NAME', 'PLAN', 'TRANSACTIONAL/S', 'MARKETING/S', 'CREATED'],
+            ...items.map((w) => [
+              w.id,
+              w.name,
+              w.plan,
+              String(w.transactional_per_second ?? '-'),
+              String(w.marketing_per_second ?? '-'),
+              toIso(w.created_at),
+            ]),
+          ]),
       );
     });
   workspaces
@@ -36,7 +52,12 @@ export function registerWorkspaceCommands(program: Command, io: CliIo): void {
     .description('the sender used when a legacy send has no from_email (must be on a verified domain at send time)')
     .action(async (id: string, address: string, _opts: unknown, cmd: Command) => {
       const ws = await withRuntime(cmd, io, (rt) => rt.services.workspaces.setDefaultFrom(id, address));
-      output(cmd, io, { ...ws, created_at: toIso(ws.created_at) }, () => `Workspace ${ws.id} sends as ${ws.default_from_email} by default.`);
+      output(
+        cmd,
+        io,
+        { ...ws, created_at: toIso(ws.created_at) },
+        () => `Workspace ${ws.id} sends as ${ws.default_from_email} by default.`,
+      );
     });
   workspaces
     .command('set-branding <id>')
@@ -44,18 +65,38 @@ export function registerWorkspaceCommands(program: Command, io: CliIo): void {
     .option('--name <name>', 'the workspace name shown')
     .option('--logo-url <url>', 'an https URL of the logo; "" removes it')
     .action(async (id: string, opts: { name?: string; logoUrl?: string }, cmd: Command) => {
-      const ws = await withRuntime(cmd, io, (rt) => rt.services.workspaces.setBranding(id, { name: opts.name, logoUrl: opts.logoUrl }));
-      output(cmd, io, { ...ws, created_at: toIso(ws.created_at) }, () => `Workspace ${ws.id} shows as "${ws.name}"${ws.logo_url ? ` with the logo ${ws.logo_url}` : ', without a logo'}.`);
+      const ws = await withRuntime(cmd, io, (rt) =>
+        rt.services.workspaces.setBranding(id, { name: opts.name, logoUrl: opts.logoUrl }),
+      );
+      output(
+        cmd,
+        io,
+        { ...ws, created_at: toIso(ws.created_at) },
+        () =>
+          `Workspace ${ws.id} shows as "${ws.name}"${ws.logo_url ? ` with the logo ${ws.logo_url}` : ', without a logo'}.`,
+      );
     });
   workspaces
     .command('set-plan <id> <plan>')
     .description(`set the plan (${PLANS.join(', ')}); enterprise takes custom rates`)
-    .option('--transactional <perSecond>', 'enterprise: transactional sends per second (soft limit)', positiveInt('transactional'))
+    .option(
+      '--transactional <perSecond>',
+      'enterprise: transactional sends per second (soft limit)',
+      positiveInt('transactional'),
+    )
     .option('--marketing <perSecond>', 'enterprise: marketing sends per second (hard limit)', positiveInt('marketing'))
     .action(async (id: string, plan: string, opts: { transactional?: number; marketing?: number }, cmd: Command) => {
       const ws = await withRuntime(cmd, io, (rt) =>
-        rt.services.workspaces.setPlan(id, plan as Plan, { transactionalPerSecond: opts.transactional, marketingPerSecond: opts.marketing }),
+        rt.services.workspaces.setPlan(id, plan as Plan, {
+          transactionalPerSecond: opts.transactional,
+          marketingPerSecond: opts.marketing,
+        }),
       );
-      output(cmd, io, { ...ws, created_at: toIso(ws.created_at) }, () => `Workspace ${ws.id} is on the ${ws.plan} plan.`);
+      output(
+        cmd,
+        io,
+        { ...ws, created_at: toIso(ws.created_at) },
+        () => `Workspace ${ws.id} is on the ${ws.plan} plan.`,
+      );
     });
 }

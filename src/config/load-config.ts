@@ -12,7 +12,11 @@ const isSetting = (node: Node): node is Setting<unknown> => typeof (node as Sett
 
 /** `http.publicUrl` -> `MAILSVC_HTTP_PUBLIC_URL`. */
 export const envName = (path: string): string =>
-  'MAILSVC_' + path.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/\./g, '_').toUpperCase();
+  'MAILSVC_' +
+  path
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/\./g, '_')
+    .toUpperCase();
 
 /** Every setting with its dotted path, in declaration order. */
 export function listSettings(): Array<{ path: string; setting: Setting<unknown> }> {

@@ -43,7 +43,10 @@ const url = (defaultValue: string, description: string): Setting<string> => ({
 });
 
 const databaseUrl: Setting<string> = {
-  ...str('sqlite:./data/mailsvc.db', 'Where data lives: `sqlite:PATH` (embedded, default) or `postgres://user@host/db` (several nodes).'),
+  ...str(
+    'sqlite:./data/mailsvc.db',
+    'Where data lives: `sqlite:PATH` (embedded, default) or `postgres://user@host/db` (several nodes).',
+  ),
   kind: 'string',
   parse: (v) =>
     typeof v === 'string' && /^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(v)
@@ -92,15 +95,24 @@ const relay = json<RelayConfig | null>(
   'Smarthost that replaces MX routing, e.g. { "host": "smtp.example.net", "port": 587, "secure": false, "auth": { "user": "u", "pass": "p" } }. With auth, STARTTLS is required; the certificate is verified unless "rejectUnauthorized": false.',
   (v) => {
     if (v === null) return null;
-    if (!isPlainObject(v) || typeof v.host !== 'string' || v.host === '') return settingFail('must be null or an object with a "host"');
+    if (!isPlainObject(v) || typeof v.host !== 'string' || v.host === '')
+      return settingFail('must be null or an object with a "host"');
     const p = v.port ?? 25;
-    if (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > 65535) return settingFail('port must be an integer from 1 to 65535');
+    if (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > 65535)
+      return settingFail('port must be an integer from 1 to 65535');
     const auth = v.auth ?? null;
     if (auth !== null && !(isPlainObject(auth) && typeof auth.user === 'string' && typeof auth.pass === 'string')) {
       return settingFail('auth must be null or { "user", "pass" }');
     }
-    if (v.rejectUnauthorized !== undefined && typeof v.rejectUnauthorized !== 'boolean') return settingFail('rejectUnauthorized must be true or false');
-    return { host: v.host, port: p, secure: v.secure === true, auth: auth as RelayConfig['auth'], rejectUnauthorized: v.rejectUnauthorized !== false };
+    if (v.rejectUnauthorized !== undefined && typeof v.rejectUnauthorized !== 'boolean')
+      return settingFail('rejectUnauthorized must be true or false');
+    return {
+      host: v.host,
+      port: p,
+      secure: v.secure === true,
+      auth: auth as RelayConfig['auth'],
+      rejectUnauthorized: v.rejectUnauthorized !== false,
+    };
   },
 );
 
@@ -116,20 +128,27 @@ const isDomainLimit = (v: unknown): v is DomainLimit =>
   (v.concurrency as number) >= 1 &&
   Number.isInteger(v.perMinute) &&
   (v.perMinute as number) >= 1 &&
-  (v.messagesPerConnection === undefined || (Number.isInteger(v.messagesPerConnection) && (v.messagesPerConnection as number) >= 1));
-const LIMIT_SHAPE = '{ "concurrency": integer >= 1, "perMinute": integer >= 1, "messagesPerConnection"?: integer >= 1 }';
+  (v.messagesPerConnection === undefined ||
+    (Number.isInteger(v.messagesPerConnection) && (v.messagesPerConnection as number) >= 1));
+const LIMIT_SHAPE =
+  '{ "concurrency": integer >= 1, "perMinute": integer >= 1, "messagesPerConnection"?: integer >= 1 }';
 const limitMap = (what: string, defaults: Record<string, DomainLimit>, description: string) =>
-  json<Record<string, DomainLimit>>(`{ [${what}]: { concurrency, perMinute, messagesPerConnection? } }`, defaults, description, (v) => {
-    if (!isPlainObject(v)) return settingFail(`must be an object keyed by ${what}`);
-    for (const [key, limit] of Object.entries(v)) {
-      if (!isDomainLimit(limit)) return settingFail(`${key} must be ${LIMIT_SHAPE}`);
-    }
-    return v as Record<string, DomainLimit>;
-  });
+  json<Record<string, DomainLimit>>(
+    `{ [${what}]: { concurrency, perMinute, messagesPerConnection? } }`,
+    defaults,
+    description,
+    (v) => {
+      if (!isPlainObject(v)) return settingFail(`must be an object keyed by ${what}`);
+      for (const [key, limit] of Object.entries(v)) {
+        if (!isDomainLimit(limit)) return settingFail(`${key} must be ${LIMIT_SHAPE}`);
+      }
+      return v as Record<string, DomainLimit>;
+    },
+  );
 const domainLimits = limitMap(
   'domain',
   {},
-  'Limits of one recipient domain of its own, apart from its mailbox provider (a special case: your own relay, a partner\'s gateway): simultaneous connections, messages per minute and per connection, per source address.',
+  "Limits of one recipient domain of its own, apart from its mailbox provider (a special case: your own relay, a partner's gateway): simultaneous connections, messages per minute and per connection, per source address.",
 );
 const providerLimits = limitMap(
   'provider',
@@ -148,8 +167,10 @@ const providers = json<Record<string, string[]>>(
   (v) => {
     if (!isPlainObject(v)) return settingFail('must be an object keyed by provider name');
     for (const [name, patterns] of Object.entries(v)) {
-      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name)) return settingFail(`${name}: a provider name is lower-case letters, digits, "-" and "_"`);
-      if (!Array.isArray(patterns) || !patterns.every((p) => typeof p === 'string' && /^(\*\.)?[a-z0-9.-]+$/i.test(p))) return settingFail(`${name} must be a list of host names, e.g. ["mx.example.net"]`);
+      if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name))
+        return settingFail(`${name}: a provider name is lower-case letters, digits, "-" and "_"`);
+      if (!Array.isArray(patterns) || !patterns.every((p) => typeof p === 'string' && /^(\*\.)?[a-z0-9.-]+$/i.test(p)))
+        return settingFail(`${name} must be a list of host names, e.g. ["mx.example.net"]`);
     }
     return v as Record<string, string[]>;
   },
@@ -190,17 +211,22 @@ const trustProxy: Setting<number | string[]> = {
             return `${addr.toString()}/${addr.kind() === 'ipv4' ? 32 : 128}`;
           }
         }
-        return settingFail(`must list proxy addresses or networks such as "127.0.0.1" or "10.0.0.0/8", got ${JSON.stringify(entry)}`);
+        return settingFail(
+          `must list proxy addresses or networks such as "127.0.0.1" or "10.0.0.0/8", got ${JSON.stringify(entry)}`,
+        );
       });
     }
-    return settingFail(`must be a hop count (0 to 16), true/false, or a list of proxy addresses or networks, got ${JSON.stringify(v)}`);
+    return settingFail(
+      `must be a hop count (0 to 16), true/false, or a list of proxy addresses or networks, got ${JSON.stringify(v)}`,
+    );
   },
 };
 
 const threadCount: Setting<number | 'auto'> = {
   kind: 'integer | "auto"',
   default: 'auto',
-  description: 'Worker threads that DKIM-sign outgoing mail and compose messages (MIME): "auto" is one fewer than the CPU cores (at least 1); 0 does both on the main thread.',
+  description:
+    'Worker threads that DKIM-sign outgoing mail and compose messages (MIME): "auto" is one fewer than the CPU cores (at least 1); 0 does both on the main thread.',
   parse: (v, fromEnv) => {
     if (v === 'auto') return 'auto';
     const n = fromEnv && typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
@@ -243,7 +269,11 @@ export const schema = {
   dataDir: str('./data', 'Directory for generated files: the secret key, self-signed TLS certificates.'),
   secretKey,
   log: {
-    level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info', 'Log level of `mailsvc serve` (its log goes to stdout).'),
+    level: oneOf(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+      'info',
+      'Log level of `mailsvc serve` (its log goes to stdout).',
+    ),
     format: oneOf(
       ['auto', 'pretty', 'json'] as const,
       'auto',
@@ -253,16 +283,27 @@ export const schema = {
   http: {
     host: str('127.0.0.1', 'Address the HTTP API listens on.'),
     port: port(3000, 'HTTP API port.'),
-    publicUrl: url('http://localhost:3000', 'Public base URL, used in tracking and unsubscribe links; also the OAuth issuer (/.well-known/oauth-authorization-server) and the base of the resources /v1 and /mcp its tokens are for: set it to the address clients use.'),
-    bodyLimit: int(32 * 1024 * 1024, 'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.', 1024),
+    publicUrl: url(
+      'http://localhost:3000',
+      'Public base URL, used in tracking and unsubscribe links; also the OAuth issuer (/.well-known/oauth-authorization-server) and the base of the resources /v1 and /mcp its tokens are for: set it to the address clients use.',
+    ),
+    bodyLimit: int(
+      32 * 1024 * 1024,
+      'Largest accepted request body in bytes (413 above it); room for a message with 7 MB of base64 attachments.',
+      1024,
+    ),
     bodyMemory: int(
       32 * 1024 * 1024,
-      'Bytes of large JSON request bodies (1 MB and over, e.g. messages with attachments) read and handled at once; more wait for room, in the order they came (a body larger than this runs alone). Each byte costs about 2.5 bytes of the main thread\'s V8 heap while its request runs (the text, the parsed document, the composed message): keep it well under the heap limit the launcher sets (bin/mailsvc.js). The default lets three messages with 7 MB of attachments run at once. Smaller requests never wait.',
+      "Bytes of large JSON request bodies (1 MB and over, e.g. messages with attachments) read and handled at once; more wait for room, in the order they came (a body larger than this runs alone). Each byte costs about 2.5 bytes of the main thread's V8 heap while its request runs (the text, the parsed document, the composed message): keep it well under the heap limit the launcher sets (bin/mailsvc.js). The default lets three messages with 7 MB of attachments run at once. Smaller requests never wait.",
       1024 * 1024,
       16 * 1024 * 1024 * 1024,
     ),
     trustProxy,
-    importLimit: int(100 * 1024 * 1024, 'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory, then kept in the database until imported, so that any node can finish it.', 1),
+    importLimit: int(
+      100 * 1024 * 1024,
+      'Largest CSV file a contact import accepts (POST /v1/contacts/imports), in bytes (413 above it); the file is streamed to `<dataDir>/imports/`, never held in memory, then kept in the database until imported, so that any node can finish it.',
+      1,
+    ),
   },
   smtp: {
     submission: {
@@ -273,37 +314,67 @@ export const schema = {
       implicitTls: bool(true, 'Run the implicit-TLS submission listener on smtp.submission.tlsPort.'),
       tls: tlsFiles,
       allowInsecureAuth: bool(false, 'Allow AUTH without TLS from non-loopback clients (never in production).'),
-      plaintextAuthOnLoopback: bool(true, 'Allow AUTH without TLS from loopback clients (local applications on the same machine).'),
-      maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted over SMTP in bytes (advertised with SIZE).', 1024),
+      plaintextAuthOnLoopback: bool(
+        true,
+        'Allow AUTH without TLS from loopback clients (local applications on the same machine).',
+      ),
+      maxMessageSize: int(
+        25 * 1024 * 1024,
+        'Largest message accepted over SMTP in bytes (advertised with SIZE).',
+        1024,
+      ),
       maxRecipients: int(50, 'Most recipients per SMTP transaction.', 1),
       trustedNetworks: json<string[]>(
         'string[] (CIDR)',
         [],
         'Clients in these networks (e.g. ["127.0.0.1/32"]) may submit without AUTH, as smtp.submission.trustedWorkspace, like Postfix mynetworks: for printers and scripts that cannot authenticate.',
         (v) => {
-          if (!Array.isArray(v) || !v.every((c) => typeof c === 'string' && isCidr(c))) return settingFail('must be an array of CIDR ranges such as "127.0.0.1/32" or "10.0.0.0/8"');
+          if (!Array.isArray(v) || !v.every((c) => typeof c === 'string' && isCidr(c)))
+            return settingFail('must be an array of CIDR ranges such as "127.0.0.1/32" or "10.0.0.0/8"');
           return v as string[];
         },
       ),
-      trustedWorkspace: optionalStr('Workspace id that mail from trustedNetworks is sent as (null: the default workspace). Such mail is live, never test mail.'),
+      trustedWorkspace: optionalStr(
+        'Workspace id that mail from trustedNetworks is sent as (null: the default workspace). Such mail is live, never test mail.',
+      ),
     },
     inbound: {
-      enabled: bool(false, 'Run the inbound listener: the MX for receiving routes, bounces (DSN) and complaints (ARF).'),
+      enabled: bool(
+        false,
+        'Run the inbound listener: the MX for receiving routes, bounces (DSN) and complaints (ARF).',
+      ),
       host: str('127.0.0.1', 'Address the inbound listener listens on.'),
       port: port(2525, 'Inbound port (25 in production).'),
-      feedbackAddresses: stringList([], 'Addresses (besides the VERP return paths) that take feedback-loop complaint reports (ARF), e.g. ["fbl@bounces.example.com"]: the address registered with each mailbox provider.'),
-      maxMessageSize: int(25 * 1024 * 1024, 'Largest message accepted by the inbound listener, in bytes (advertised with SIZE; 552 above it).', 1024),
+      feedbackAddresses: stringList(
+        [],
+        'Addresses (besides the VERP return paths) that take feedback-loop complaint reports (ARF), e.g. ["fbl@bounces.example.com"]: the address registered with each mailbox provider.',
+      ),
+      maxMessageSize: int(
+        25 * 1024 * 1024,
+        'Largest message accepted by the inbound listener, in bytes (advertised with SIZE; 552 above it).',
+        1024,
+      ),
       maxRecipients: int(100, 'Most recipients per inbound SMTP transaction (452 for the next one).', 1),
       maxConnections: int(500, 'Inbound SMTP connections open at once (421 above it).', 1),
       maxConnectionsPerIp: int(10, 'Inbound SMTP connections open at once from one client address (421 above it).', 1),
-      commandsPerMinutePerIp: int(1200, 'MAIL FROM and RCPT TO commands per minute from one client address (421 above it).', 1),
-      rejectDmarcFailures: bool(false, 'Refuse (550 5.7.1) received mail that fails DMARC when the sender domain publishes p=reject. Off: such mail is taken and its DMARC result recorded.'),
+      commandsPerMinutePerIp: int(
+        1200,
+        'MAIL FROM and RCPT TO commands per minute from one client address (421 above it).',
+        1,
+      ),
+      rejectDmarcFailures: bool(
+        false,
+        'Refuse (550 5.7.1) received mail that fails DMARC when the sender domain publishes p=reject. Off: such mail is taken and its DMARC result recorded.',
+      ),
     },
   },
   delivery: {
     enabled: bool(true, 'Run delivery workers in this process.'),
     hostname: str(hostname(), 'EHLO name of outgoing connections; should match the server reverse DNS.'),
-    dnsServers: stringList([], 'DNS servers for every look-up (MX, A/AAAA, TXT, domain verification), e.g. ["127.0.0.1:5353"]; empty uses the system resolver.'),
+    dnsServers: stringList(
+      [],
+      'DNS servers for every look-up (MX, A/AAAA, TXT, domain verification), e.g. ["127.0.0.1:5353"]; empty uses the system resolver.',
+    ),
     port: port(25, 'Port used to connect to MX hosts.'),
     relay,
     concurrency: int(20, 'Messages delivered at the same time by this node.', 1, 10000),
@@ -317,7 +388,11 @@ export const schema = {
     providerLimits,
     providers,
     backoff: {
-      pauseSeconds: int(30, 'A provider that answers "slow down" pauses on that source address this long at first, doubling while such replies continue.', 1),
+      pauseSeconds: int(
+        30,
+        'A provider that answers "slow down" pauses on that source address this long at first, doubling while such replies continue.',
+        1,
+      ),
       maxPauseSeconds: int(600, 'The longest such pause.', 1),
     },
     slowDownReplies: json<string[]>(
@@ -325,7 +400,8 @@ export const schema = {
       [],
       'More replies that mean "slow down" (regular expressions, case-insensitive, matched against the whole reply, e.g. "^421 .*try again in a few minutes"), checked before the built-in table (docs/deliverability.md, Adaptive shaping): the provider backs off on that address and the message waits.',
       (v) => {
-        if (!Array.isArray(v) || !v.every((s) => typeof s === 'string' && s !== '')) return settingFail(`must be an array of regular expressions, got ${JSON.stringify(v)}`);
+        if (!Array.isArray(v) || !v.every((s) => typeof s === 'string' && s !== ''))
+          return settingFail(`must be an array of regular expressions, got ${JSON.stringify(v)}`);
         for (const pattern of v) {
           try {
             new RegExp(pattern, 'i');
@@ -337,24 +413,51 @@ export const schema = {
       },
     ),
     warmup: {
-      start: int(50, 'IP warm-up: messages per provider an address in warm-up may send on its first day; the cap doubles each day (50, 100, 200, 400, …) until it reaches warmup.target. An address may have a schedule of its own (mailsvc ip-pools warmup --schedule).', 1),
-      target: int(100_000, 'IP warm-up: the daily cap per provider at which an address is warm and its warm-up ends.', 1),
+      start: int(
+        50,
+        'IP warm-up: messages per provider an address in warm-up may send on its first day; the cap doubles each day (50, 100, 200, 400, …) until it reaches warmup.target. An address may have a schedule of its own (mailsvc ip-pools warmup --schedule).',
+        1,
+      ),
+      target: int(
+        100_000,
+        'IP warm-up: the daily cap per provider at which an address is warm and its warm-up ends.',
+        1,
+      ),
       daySeconds: int(86_400, 'IP warm-up: the length of a warm-up day (shorter only for tests).', 1),
     },
-    reportInterval: int(5000, 'Milliseconds between the reports each node writes of its delivery destinations (state, limits, back-off) for `mailsvc delivery status`, `queue list` and GET /v1/delivery/providers.', 100),
-    retrySchedule: intList([60, 300, 900, 1800, 3600, 7200, 14400], 'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.', 0),
+    reportInterval: int(
+      5000,
+      'Milliseconds between the reports each node writes of its delivery destinations (state, limits, back-off) for `mailsvc delivery status`, `queue list` and GET /v1/delivery/providers.',
+      100,
+    ),
+    retrySchedule: intList(
+      [60, 300, 900, 1800, 3600, 7200, 14400],
+      'Seconds to wait before each retry after a temporary failure; the last value repeats until maxQueueLifetime.',
+      0,
+    ),
     maxQueueLifetime: int(3 * 24 * 3600, 'Seconds after which an undeliverable message bounces.', 1),
-    leaseSeconds: int(30, 'How long a node owns a claimed message before another may take it; renewed every third of it while the message is in hand, so a node that dies gives its mail up within this long.', 5),
+    leaseSeconds: int(
+      30,
+      'How long a node owns a claimed message before another may take it; renewed every third of it while the message is in hand, so a node that dies gives its mail up within this long.',
+      5,
+    ),
     pollInterval: int(1000, 'Milliseconds between queue polls when idle.', 10),
     timeoutSeconds: int(60, 'Timeout for each SMTP step (connect, greeting, each command, data).', 1),
-    requireTls: bool(false, 'Refuse to deliver without STARTTLS (certificate not verified). MTA-STS enforce policies require verified TLS regardless.'),
-    mtaSts: bool(true, 'Honour MTA-STS (RFC 8461): to a domain with an enforce policy, deliver only over verified TLS to the MX hosts it names.'),
+    requireTls: bool(
+      false,
+      'Refuse to deliver without STARTTLS (certificate not verified). MTA-STS enforce policies require verified TLS regardless.',
+    ),
+    mtaSts: bool(
+      true,
+      'Honour MTA-STS (RFC 8461): to a domain with an enforce policy, deliver only over verified TLS to the MX hosts it names.',
+    ),
     tlsCaFile: optionalStr(
       'PEM file of CA certificates trusted, besides the public roots bundled with Node, when verifying an MX certificate (MTA-STS enforce) or the relay certificate: for a private CA.',
     ),
     workers: {
       ...threadCount,
-      description: 'Delivery threads: each runs the delivery job with its own database connection, off the main event loop that keeps HTTP and SMTP intake; "auto" is half the CPU cores (1 on 2 cores, 0 on 1); 0 delivers on the main thread.',
+      description:
+        'Delivery threads: each runs the delivery job with its own database connection, off the main event loop that keeps HTTP and SMTP intake; "auto" is half the CPU cores (1 on 2 cores, 0 on 1); 0 delivers on the main thread.',
     },
     signingThreads: threadCount,
     // Each thread is a V8 isolate of its own, sized for what it does; V8's defaults are sized
@@ -363,49 +466,88 @@ export const schema = {
     threadMemory: {
       youngGenerationMb: int(
         6,
-        'Young generation of each delivery thread\'s V8 heap, in MB (resourceLimits.maxYoungGenerationSizeMb; a third of it is each semi-space): short-lived objects of a delivery (rows, replies, timers) die there; larger trades memory for fewer scavenges.',
+        "Young generation of each delivery thread's V8 heap, in MB (resourceLimits.maxYoungGenerationSizeMb; a third of it is each semi-space): short-lived objects of a delivery (rows, replies, timers) die there; larger trades memory for fewer scavenges.",
         3,
         1024,
       ),
       heapMb: int(
         128,
-        'Old generation limit of each delivery thread\'s V8 heap, in MB (resourceLimits.maxOldGenerationSizeMb). Message bodies are Buffers outside the heap; under 256 MB V8 also grows the heap less eagerly past what it holds. A thread over it is replaced and its mail given back to the queue.',
+        "Old generation limit of each delivery thread's V8 heap, in MB (resourceLimits.maxOldGenerationSizeMb). Message bodies are Buffers outside the heap; under 256 MB V8 also grows the heap less eagerly past what it holds. A thread over it is replaced and its mail given back to the queue.",
         32,
         16384,
       ),
     },
     signingThreadMemory: {
-      youngGenerationMb: int(6, 'Young generation of each signing thread\'s V8 heap, in MB (threads that DKIM-sign and compose, delivery.signingThreads).', 3, 1024),
+      youngGenerationMb: int(
+        6,
+        "Young generation of each signing thread's V8 heap, in MB (threads that DKIM-sign and compose, delivery.signingThreads).",
+        3,
+        1024,
+      ),
       heapMb: int(
         128,
-        'Old generation limit of each signing thread\'s V8 heap, in MB. Composing a message at smtp.submission.maxMessageSize holds its parts on the heap for a moment; a thread over it is replaced and the message tried again later.',
+        "Old generation limit of each signing thread's V8 heap, in MB. Composing a message at smtp.submission.maxMessageSize holds its parts on the heap for a moment; a thread over it is replaced and the message tried again later.",
         32,
         16384,
       ),
     },
-    returnPathSubdomain: str('bounces', 'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (docs/api.md, Domains).'),
-    shutdownTimeout: int(20, 'Seconds a stopping server lets SMTP transactions in flight finish before it abandons them (they are released to the queue).', 0),
+    returnPathSubdomain: str(
+      'bounces',
+      'VERP envelope sender domain: b-<id>-<tag>@<this>.<sending domain> (empty: the sending domain itself). Publish an MX and SPF for it (docs/api.md, Domains).',
+    ),
+    shutdownTimeout: int(
+      20,
+      'Seconds a stopping server lets SMTP transactions in flight finish before it abandons them (they are released to the queue).',
+      0,
+    ),
   },
   dkim: {
-    host: str('dkim.localhost', 'The zone holding DKIM public keys: customers CNAME <token>._domainkey.<their domain> to <token>.<dkim.host>.'),
+    host: str(
+      'dkim.localhost',
+      'The zone holding DKIM public keys: customers CNAME <token>._domainkey.<their domain> to <token>.<dkim.host>.',
+    ),
   },
   domains: {
     recheckInterval: int(300, 'Seconds between automatic DNS checks of pending domains (0 disables).', 0),
   },
   deliverability: {
-    checkInterval: int(6 * 3600, 'Seconds between automatic deliverability checks (SPF, DMARC, MTA-STS, TLS-RPT, DKIM) of every domain; a change of status emits domain.updated (0 disables).', 0),
-    sendingIps: stringList([], 'Public addresses this server sends from (SPF, blocklists, reverse DNS); empty: the A and AAAA records of delivery.hostname.'),
-    dnsbl: stringList(['zen.spamhaus.org'], 'DNS blocklists `mailsvc doctor` looks the sending addresses up in, through delivery.dnsServers (Spamhaus refuses queries from public resolvers: use your own).'),
-    ntpServers: stringList(['pool.ntp.org'], 'NTP servers `mailsvc doctor` compares the clock with (empty: skip the check).'),
-    reportDomain: optionalStr('Domain whose dmarc@ and tls-reports@ addresses take DMARC aggregate and TLS reports on the inbound listener (the rua to publish); null: delivery.hostname.'),
+    checkInterval: int(
+      6 * 3600,
+      'Seconds between automatic deliverability checks (SPF, DMARC, MTA-STS, TLS-RPT, DKIM) of every domain; a change of status emits domain.updated (0 disables).',
+      0,
+    ),
+    sendingIps: stringList(
+      [],
+      'Public addresses this server sends from (SPF, blocklists, reverse DNS); empty: the A and AAAA records of delivery.hostname.',
+    ),
+    dnsbl: stringList(
+      ['zen.spamhaus.org'],
+      'DNS blocklists `mailsvc doctor` looks the sending addresses up in, through delivery.dnsServers (Spamhaus refuses queries from public resolvers: use your own).',
+    ),
+    ntpServers: stringList(
+      ['pool.ntp.org'],
+      'NTP servers `mailsvc doctor` compares the clock with (empty: skip the check).',
+    ),
+    reportDomain: optionalStr(
+      'Domain whose dmarc@ and tls-reports@ addresses take DMARC aggregate and TLS reports on the inbound listener (the rua to publish); null: delivery.hostname.',
+    ),
     guard: {
-      enabled: bool(true, 'Run the reputation guard: above the pause thresholds a sending domain\'s marketing mail is held (transactional mail keeps flowing) until resumed.'),
-      interval: int(60, 'Seconds between evaluations of every sending domain\'s bounce and complaint rates.', 1),
+      enabled: bool(
+        true,
+        "Run the reputation guard: above the pause thresholds a sending domain's marketing mail is held (transactional mail keeps flowing) until resumed.",
+      ),
+      interval: int(60, "Seconds between evaluations of every sending domain's bounce and complaint rates.", 1),
       windowHours: int(24, 'Hours of mail the rates are computed over (rolling).', 1, 24 * 30),
       minimumSent: int(200, 'Messages a domain must have sent in the window before its rates are judged.', 1),
-      bounceWarning: percent(5, 'Hard-bounce rate (% of messages sent: accepted or bounced) above which a domain is in warning.'),
+      bounceWarning: percent(
+        5,
+        'Hard-bounce rate (% of messages sent: accepted or bounced) above which a domain is in warning.',
+      ),
       bouncePause: percent(10, 'Hard-bounce rate (% of messages sent) above which marketing mail is held.'),
-      complaintWarning: percent(0.1, 'Complaint rate (% of messages accepted by the recipients\' servers) above which a domain is in warning.'),
+      complaintWarning: percent(
+        0.1,
+        "Complaint rate (% of messages accepted by the recipients' servers) above which a domain is in warning.",
+      ),
       complaintPause: percent(0.3, 'Complaint rate (% of messages accepted) above which marketing mail is held.'),
       engagementWarning: percent(
         1,
@@ -415,21 +557,58 @@ export const schema = {
   },
   webhooks: {
     enabled: bool(true, 'Run the webhook dispatcher in this process (events are recorded for delivery either way).'),
-    allowPrivateNetworks: bool(false, 'Allow http:// and private, loopback and link-local webhook URLs (local testing only).'),
-    timeoutSeconds: int(30, 'Seconds a webhook endpoint has to answer one delivery; no answer is a failed attempt.', 1, 300),
-    legacySchedule: intList([60, 300, 1800], 'Legacy (/api/v1) endpoints: seconds before each retry after the immediate first attempt; when they run out the delivery fails.'),
-    schedule: intList([60, 300, 1800, 7200, 18000], 'Versioned (/v1) endpoints: seconds before each retry after the immediate first attempt; the last value repeats until webhooks.disableAfterSeconds.'),
-    disableAfterSeconds: int(5 * 24 * 3600, 'A versioned endpoint failing continuously this long is disabled, and a versioned delivery this old stops being retried.', 1),
+    allowPrivateNetworks: bool(
+      false,
+      'Allow http:// and private, loopback and link-local webhook URLs (local testing only).',
+    ),
+    timeoutSeconds: int(
+      30,
+      'Seconds a webhook endpoint has to answer one delivery; no answer is a failed attempt.',
+      1,
+      300,
+    ),
+    legacySchedule: intList(
+      [60, 300, 1800],
+      'Legacy (/api/v1) endpoints: seconds before each retry after the immediate first attempt; when they run out the delivery fails.',
+    ),
+    schedule: intList(
+      [60, 300, 1800, 7200, 18000],
+      'Versioned (/v1) endpoints: seconds before each retry after the immediate first attempt; the last value repeats until webhooks.disableAfterSeconds.',
+    ),
+    disableAfterSeconds: int(
+      5 * 24 * 3600,
+      'A versioned endpoint failing continuously this long is disabled, and a versioned delivery this old stops being retried.',
+      1,
+    ),
     concurrency: int(50, 'Webhook deliveries in flight at once on this node.', 1, 10000),
-    perEndpointConcurrency: int(16, 'Deliveries in flight at once per endpoint, so one slow endpoint cannot hold up the others.', 1, 1000),
-    pollInterval: int(1000, 'Milliseconds between looks for deliveries whose retry came due; new events are sent at once, and a busy endpoint is refilled as its attempts finish.', 10),
+    perEndpointConcurrency: int(
+      16,
+      'Deliveries in flight at once per endpoint, so one slow endpoint cannot hold up the others.',
+      1,
+      1000,
+    ),
+    pollInterval: int(
+      1000,
+      'Milliseconds between looks for deliveries whose retry came due; new events are sent at once, and a busy endpoint is refilled as its attempts finish.',
+      10,
+    ),
   },
   workflows: {
-    enabled: bool(true, 'Run the workflow runner in this process: start runs from events and execute their steps (events are recorded for it either way).'),
+    enabled: bool(
+      true,
+      'Run the workflow runner in this process: start runs from events and execute their steps (events are recorded for it either way).',
+    ),
     concurrency: int(10, 'Workflow runs executing a step at the same time on this node.', 1, 1000),
-    leaseSeconds: int(30, 'How long a node owns a claimed run or trigger before another may take it; renewed every third of it while in hand, so a node that dies gives its runs up within this long.', 5),
+    leaseSeconds: int(
+      30,
+      'How long a node owns a claimed run or trigger before another may take it; renewed every third of it while in hand, so a node that dies gives its runs up within this long.',
+      5,
+    ),
     pollInterval: int(1000, 'Milliseconds between looks for due runs and new triggers when idle.', 10),
-    retrySchedule: intList([10, 60, 300, 1800, 7200], 'Seconds before each retry of a step that failed temporarily (rate limit, database); when they run out the run fails.'),
+    retrySchedule: intList(
+      [10, 60, 300, 1800, 7200],
+      'Seconds before each retry of a step that failed temporarily (rate limit, database); when they run out the run fails.',
+    ),
   },
   inboxes: {
     agent: {
@@ -438,14 +617,29 @@ export const schema = {
       ),
       model: str('', 'The model named in every request to inboxes.agent.url.'),
       apiKey: optionalStr('Sent as `Authorization: Bearer …` to inboxes.agent.url; null: no Authorization header.'),
-      timeoutSeconds: int(60, 'Seconds the endpoint has to answer; no answer fails the run (it is tried again up to inboxes.agent.attempts times).', 1, 600),
+      timeoutSeconds: int(
+        60,
+        'Seconds the endpoint has to answer; no answer fails the run (it is tried again up to inboxes.agent.attempts times).',
+        1,
+        600,
+      ),
       attempts: int(3, 'Tries per message before its run is recorded as failed.', 1, 20),
-      allowPrivateNetworks: bool(false, 'Allow http:// and private, loopback and link-local endpoint addresses (a model served on the same network).'),
-      pollInterval: int(1000, 'Milliseconds between looks for inbox-agent runs whose retry came due or whose node died (a new message wakes its node at once); each node runs one at a time, under a lease of twice timeoutSeconds.', 10),
+      allowPrivateNetworks: bool(
+        false,
+        'Allow http:// and private, loopback and link-local endpoint addresses (a model served on the same network).',
+      ),
+      pollInterval: int(
+        1000,
+        'Milliseconds between looks for inbox-agent runs whose retry came due or whose node died (a new message wakes its node at once); each node runs one at a time, under a lease of twice timeoutSeconds.',
+        10,
+      ),
     },
   },
   attachments: {
-    allowPrivateNetworks: bool(false, 'Allow attachment URLs on private, loopback and link-local addresses (local testing only).'),
+    allowPrivateNetworks: bool(
+      false,
+      'Allow attachment URLs on private, loopback and link-local addresses (local testing only).',
+    ),
     fetchTimeoutSeconds: int(10, 'Timeout for fetching an attachment URL.', 1),
   },
   tracking: {
@@ -454,12 +648,30 @@ export const schema = {
     engagementRules: optionalStr(
       'Directory holding agents.txt, networks.txt and apple-egress.csv, the data that tells people from machines (Apple Mail Privacy Protection, image proxies, scanners) in opens and clicks; null: the files shipped in config/engagement/ (docs/engagement.md). Read at start.',
     ),
-    scannerClickSeconds: int(10, "A click sooner than this many seconds after the message was delivered, with no open by a browser from the same client before it, is classified as a security scanner's (0: off). Timing alone never decides: an earlier open by the same client makes it a person's.", 0, 3600),
-    linkBurstMs: int(1000, "Clicks on two different links of one message closer together than this many milliseconds are a scanner's (0: off).", 0, 60_000),
+    scannerClickSeconds: int(
+      10,
+      "A click sooner than this many seconds after the message was delivered, with no open by a browser from the same client before it, is classified as a security scanner's (0: off). Timing alone never decides: an earlier open by the same client makes it a person's.",
+      0,
+      3600,
+    ),
+    linkBurstMs: int(
+      1000,
+      "Clicks on two different links of one message closer together than this many milliseconds are a scanner's (0: off).",
+      0,
+      60_000,
+    ),
   },
   retention: {
-    days: int(30, 'Days to keep delivery attempts, events, webhook deliveries, received messages, finished workflow runs and API request logs.', 1),
-    auditDays: int(365, 'Days to keep the audit log (who changed what: GET /v1/audit-log, `mailsvc audit`); nothing else deletes from it.', 1),
+    days: int(
+      30,
+      'Days to keep delivery attempts, events, webhook deliveries, received messages, finished workflow runs and API request logs.',
+      1,
+    ),
+    auditDays: int(
+      365,
+      'Days to keep the audit log (who changed what: GET /v1/audit-log, `mailsvc audit`); nothing else deletes from it.',
+      1,
+    ),
   },
   metrics: {
     enabled: bool(true, 'Serve Prometheus metrics at GET /metrics on the HTTP port.'),
@@ -471,8 +683,14 @@ export const schema = {
     ),
   },
   mcp: {
-    enabled: bool(true, 'Serve the Model Context Protocol (assistants: docs/assistants.md) at /mcp on the HTTP port; `mailsvc mcp` (stdio) works either way.'),
-    allowedOrigins: stringList([], 'Origins (`https://app.example`) allowed to call /mcp from a browser besides http.publicUrl\'s; a request with any other Origin header is refused with 403 (DNS rebinding). Clients that send no Origin (desktop assistants, SDKs) are not affected.'),
+    enabled: bool(
+      true,
+      'Serve the Model Context Protocol (assistants: docs/assistants.md) at /mcp on the HTTP port; `mailsvc mcp` (stdio) works either way.',
+    ),
+    allowedOrigins: stringList(
+      [],
+      "Origins (`https://app.example`) allowed to call /mcp from a browser besides http.publicUrl's; a request with any other Origin header is refused with 403 (DNS rebinding). Clients that send no Origin (desktop assistants, SDKs) are not affected.",
+    ),
   },
   dashboard: {
     password: optionalStr('Dashboard password; null allows only one-time links from `mailsvc dashboard login`.'),

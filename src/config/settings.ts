@@ -31,17 +31,26 @@ export const str = (defaultValue: string, description: string): Setting<string> 
 
 export const optionalStr = (description: string): Setting<string | null> =>
   setting('string | null', null, description, (v) =>
-    v === null || v === '' ? null : typeof v === 'string' ? v : fail(`must be a string or null, got ${JSON.stringify(v)}`),
+    v === null || v === ''
+      ? null
+      : typeof v === 'string'
+        ? v
+        : fail(`must be a string or null, got ${JSON.stringify(v)}`),
   );
 
 export const oneOf = <const T extends string>(values: readonly T[], defaultValue: T, description: string): Setting<T> =>
   setting(values.map((v) => `"${v}"`).join(' | '), defaultValue, description, (v) =>
     typeof v === 'string' && isOneOf(values, v)
-      ? (v)
+      ? v
       : fail(`must be one of ${values.join(', ')}, got ${JSON.stringify(v)}`),
   );
 
-export const int = (defaultValue: number, description: string, min = 0, max = Number.MAX_SAFE_INTEGER): Setting<number> =>
+export const int = (
+  defaultValue: number,
+  description: string,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): Setting<number> =>
   setting('integer', defaultValue, description, (v, fromEnv) => {
     const n = fromEnv && typeof v === 'string' && /^-?\d+$/.test(v.trim()) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
@@ -54,7 +63,8 @@ export const int = (defaultValue: number, description: string, min = 0, max = Nu
 export const percent = (defaultValue: number, description: string): Setting<number> =>
   setting('percent', defaultValue, description, (v, fromEnv) => {
     const n = fromEnv && typeof v === 'string' && /^\d+(\.\d+)?$/.test(v.trim()) ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > 100) return fail(`must be a percentage from 0 to 100, got ${JSON.stringify(v)}`);
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > 100)
+      return fail(`must be a percentage from 0 to 100, got ${JSON.stringify(v)}`);
     return n;
   });
 
@@ -82,7 +92,13 @@ export const json = <T>(kind: string, defaultValue: T, description: string, chec
         value = JSON.parse(v);
       } catch {
         // A plain comma-separated list is accepted for arrays of strings.
-        value = kind === 'string[]' ? v.split(',').map((s) => s.trim()).filter(Boolean) : fail(`must be JSON (${kind})`);
+        value =
+          kind === 'string[]'
+            ? v
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean)
+            : fail(`must be JSON (${kind})`);
       }
     }
     return check(value);

@@ -7,7 +7,12 @@ import { isNoRecordError, type DnsResolver } from '../shared/dns.js';
  * record" answers (an IPv4-only host is asked for AAAA once a minute, not once a message);
  * failures (SERVFAIL, timeouts) are not kept. Concurrent look-ups of one name share one query.
  */
-export function cachedResolver(resolver: DnsResolver, now: () => number, ttlMs = 60_000, maxEntries = 10_000): DnsResolver {
+export function cachedResolver(
+  resolver: DnsResolver,
+  now: () => number,
+  ttlMs = 60_000,
+  maxEntries = 10_000,
+): DnsResolver {
   const cache = new Map<string, { until: number; value: Promise<unknown> }>();
   const cached = <T>(kind: string, name: string, lookup: () => Promise<T>): Promise<T> => {
     const key = `${kind} ${name.toLowerCase()}`;

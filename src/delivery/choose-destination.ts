@@ -34,7 +34,9 @@ type DestinationChoice = Destination | { wait: number; reason: string };
  * counts against the cap once it has its slot, job-steps.ts); when no address of the pool can
  * take it, it waits.
  */
-export function destinationChooser(deps: ChooseDestinationDeps): (job: Job, recipients: number) => Promise<DestinationChoice> {
+export function destinationChooser(
+  deps: ChooseDestinationDeps,
+): (job: Job, recipients: number) => Promise<DestinationChoice> {
   const { config, clock } = deps;
   const providers = providerTable(config.providers);
   const sources = sourcePicker(deps.db, () => clock.now(), config.hostname);
@@ -54,14 +56,23 @@ export function destinationChooser(deps: ChooseDestinationDeps): (job: Job, reci
     turns.set(key, (turn + 1) % list.length);
     const rotated = [...list.slice(turn), ...list.slice(0, turn)];
     const now = clock.now();
-    const all = await Promise.all(rotated.map(async (source) => ({ source, warmup: source.address ? await warmups.get(source.address) : undefined })));
+    const all = await Promise.all(
+      rotated.map(async (source) => ({
+        source,
+        warmup: source.address ? await warmups.get(source.address) : undefined,
+      })),
+    );
     const warming = all.filter((c) => c.warmup && warmupDay(c.warmup, config.warmup, now).cap !== null);
     const warm = all.filter((c) => !warming.includes(c));
     return job.email.type === 'transactional' ? [...warm, ...warming] : [...warming, ...warm];
   };
 
   /** The first candidate that may take `recipients` more today (with its share of the warm-up cap to take), or why none may. */
-  const sourceFor = async (job: Job, group: string, recipients: number): Promise<{ source: Source; warmup: WarmupShare | undefined } | { wait: number; reason: string }> => {
+  const sourceFor = async (
+    job: Job,
+    group: string,
+    recipients: number,
+  ): Promise<{ source: Source; warmup: WarmupShare | undefined } | { wait: number; reason: string }> => {
     const now = clock.now();
     let until = Infinity;
     const full: string[] = [];
@@ -87,7 +98,10 @@ export function destinationChooser(deps: ChooseDestinationDeps): (job: Job, reci
       return { source: c.source, warmup: undefined };
     }
     const pool = (await sources.sourcesOf(job.email.ip_pool_id))[0]?.pool ?? 'default';
-    return { wait: until, reason: `IP warm-up: ${full.join('; ')}, and pool ${pool} has no warm address: waits until ${new Date(until).toISOString()}` };
+    return {
+      wait: until,
+      reason: `IP warm-up: ${full.join('; ')}, and pool ${pool} has no warm address: waits until ${new Date(until).toISOString()}`,
+    };
   };
 
   return async (job, recipients) => {

@@ -1,4 +1,11 @@
-import { ERROR_CATEGORIES, RESPONSE_RULES, type BounceType, type Category, type ResponseAction, type ResponseRule } from './response-rules.js';
+import {
+  ERROR_CATEGORIES,
+  RESPONSE_RULES,
+  type BounceType,
+  type Category,
+  type ResponseAction,
+  type ResponseRule,
+} from './response-rules.js';
 
 interface Classification {
   action: ResponseAction;

@@ -6,7 +6,11 @@ import type { Outcome, RecipientResult } from './outcome.js';
  * delivery the time since the mail was accepted (or became due, when scheduled).
  * Suppressed recipients had no attempt.
  */
-export function countOutcomes(metrics: Metrics, written: Array<{ result: RecipientResult; outcome: Outcome }>, now: number): void {
+export function countOutcomes(
+  metrics: Metrics,
+  written: Array<{ result: RecipientResult; outcome: Outcome }>,
+  now: number,
+): void {
   for (const { result, outcome } of written) {
     if (outcome.kind === 'suppressed') continue;
     metrics.deliveryAttempt(outcome.kind, result.item.recipient, 'mxHost' in outcome ? outcome.mxHost : null);

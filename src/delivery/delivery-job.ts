@@ -58,7 +58,12 @@ const MAX_CLAIM = 500;
  * many jobs as they may run at once) already waiting in hand; the recipient domains all of
  * whose destinations are such.
  */
-function domainsToLeaveOut(limiter: DomainLimiter, gate: DeliveryGate, book: DestinationBook, throttles: ThrottleLog): string[] {
+function domainsToLeaveOut(
+  limiter: DomainLimiter,
+  gate: DeliveryGate,
+  book: DestinationBook,
+  throttles: ThrottleLog,
+): string[] {
   limiter.prune();
   throttles.forgetEnded();
   const known = new Set(limiter.domains());
@@ -67,7 +72,13 @@ function domainsToLeaveOut(limiter: DomainLimiter, gate: DeliveryGate, book: Des
 }
 
 /** How long a claim that left destinations out may wait: until the first pause ends, at most a poll interval. */
-function untilHeldBackFree(heldBack: ReadonlySet<string>, book: DestinationBook, limiter: DomainLimiter, pollInterval: number, now: number): number {
+function untilHeldBackFree(
+  heldBack: ReadonlySet<string>,
+  book: DestinationBook,
+  limiter: DomainLimiter,
+  pollInterval: number,
+  now: number,
+): number {
   let ms = pollInterval;
   for (const d of heldBack) {
     for (const key of book.keysOf(d)) {
@@ -79,7 +90,11 @@ function untilHeldBackFree(heldBack: ReadonlySet<string>, book: DestinationBook,
 }
 
 /** What the jobs of one claim share: the settings and seams, and each message prepared (signed) once for all its jobs. */
-function contextOfClaim(base: Omit<JobContext, 'prepare'>, prepare: ReturnType<typeof messagePreparer>, contents: Map<string, Buffer>): JobContext {
+function contextOfClaim(
+  base: Omit<JobContext, 'prepare'>,
+  prepare: ReturnType<typeof messagePreparer>,
+  contents: Map<string, Buffer>,
+): JobContext {
   const prepared = new Map<string, Promise<Prepared>>();
   return {
     ...base,
@@ -101,7 +116,17 @@ function releaser(hand: Hand, deps: DeliveryDeps, forget: (items: readonly Queue
   return async (items: QueueItem[], dueAt: number, note?: string): Promise<void> => {
     if (items.length === 0) return;
     try {
-      await deps.batcher.run((trx) => releaseLeases(trx, 'queue_items', hand.owner, items.map((i) => i.id), { dueAt, now: deps.clock.now(), note }), 'background');
+      await deps.batcher.run(
+        (trx) =>
+          releaseLeases(
+            trx,
+            'queue_items',
+            hand.owner,
+            items.map((i) => i.id),
+            { dueAt, now: deps.clock.now(), note },
+          ),
+        'background',
+      );
     } catch (err) {
       hand.log.error({ err }, 'could not release queue items (their leases run out)');
     } finally {
@@ -131,7 +156,11 @@ async function startClaimed(
     const emailIds = [...new Set(items.map((i) => i.email_id))];
     const [emails, suppressions, contents] = await Promise.all([
       listEmailsByIds(deps.db, emailIds),
-      listSuppressionsCovering(deps.db, [...new Set(items.map((i) => i.workspace_id))], items.map((i) => i.recipient)),
+      listSuppressionsCovering(
+        deps.db,
+        [...new Set(items.map((i) => i.workspace_id))],
+        items.map((i) => i.recipient),
+      ),
       listEmailContents(deps.db, emailIds),
     ]);
     const byId = new Map(emails.map((e) => [e.id, e]));
@@ -148,12 +177,22 @@ async function startClaimed(
 }
 
 /** Pauses other nodes reported: held here too; a changed pause wakes the gate's waiting jobs. */
-function adoptPauses(pauses: ReadonlyArray<{ key: string; until: number }>, on: { limiter: DomainLimiter; gate: DeliveryGate; book: DestinationBook; log: Hand['log'] }): void {
+function adoptPauses(
+  pauses: ReadonlyArray<{ key: string; until: number }>,
+  on: { limiter: DomainLimiter; gate: DeliveryGate; book: DestinationBook; log: Hand['log'] },
+): void {
   let changed = false;
   for (const p of pauses) {
     if (on.limiter.pauseUntil(p.key, p.until)) {
       changed = true;
-      on.log.info({ destination: groupOfKey(p.key), source: on.book.get(p.key)?.source ?? null, pausedUntil: new Date(p.until).toISOString() }, 'another node was asked to slow down: pausing here too');
+      on.log.info(
+        {
+          destination: groupOfKey(p.key),
+          source: on.book.get(p.key)?.source ?? null,
+          pausedUntil: new Date(p.until).toISOString(),
+        },
+        'another node was asked to slow down: pausing here too',
+      );
     }
   }
   if (changed) on.gate.paused();
@@ -177,12 +216,29 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
   /** Claims happen when at least this much room is free: a claim is a write, so rows come in batches. */
   const refillBatch = Math.max(1, Math.floor(maxInMemory / 4));
   const limitOf = destinationLimitOf(config);
-  const limiter = new DomainLimiter(limitOf, () => clock.now(), { pauseMs: config.backoff.pauseSeconds * 1000, maxPauseMs: config.backoff.maxPauseSeconds * 1000 });
+  const limiter = new DomainLimiter(limitOf, () => clock.now(), {
+    pauseMs: config.backoff.pauseSeconds * 1000,
+    maxPauseMs: config.backoff.maxPauseSeconds * 1000,
+  });
   const resolver = cachedResolver(deps.resolver, () => clock.now());
   const book = new DestinationBook(() => clock.now());
   const throttles = throttleLog({ config, clock, limiter, book, limitOf, log: hand.log, metrics: deps.metrics });
-  const prepare = messagePreparer({ db, clock, secretKey: deps.secretKey, signer: deps.signer, returnPathSubdomain: config.returnPathSubdomain, compose: deps.compose });
-  const base = { config, rules: rulesWith(config.slowDownReplies), resolver, smtp: deps.smtp, mtaSts: deps.mtaSts, logger: hand.log };
+  const prepare = messagePreparer({
+    db,
+    clock,
+    secretKey: deps.secretKey,
+    signer: deps.signer,
+    returnPathSubdomain: config.returnPathSubdomain,
+    compose: deps.compose,
+  });
+  const base = {
+    config,
+    rules: rulesWith(config.slowDownReplies),
+    resolver,
+    smtp: deps.smtp,
+    mtaSts: deps.mtaSts,
+    logger: hand.log,
+  };
   /** Destinations the last claim left out (paused, or with enough of their rows waiting). */
   let heldBack = new Set<string>();
   /** The loop sleeps until room is free. */
@@ -195,7 +251,8 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
     // A slot was given: a destination the claim left out whose waiting jobs run low gets a claim.
     started: (key) => {
       const d = book.get(key);
-      if (d && [...d.domains].some((domain) => heldBack.has(domain)) && gate.waiting(key) <= limiter.allowed(key) / 2) hand.wake();
+      if (d && [...d.domains].some((domain) => heldBack.has(domain)) && gate.waiting(key) <= limiter.allowed(key) / 2)
+        hand.wake();
     },
   });
 
@@ -221,10 +278,17 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
 
   /** Claims up to `limit` due rows (not of the `excluded` domains) and starts their jobs; returns how many it claimed. */
   const claimAndStart = async (limit: number, excluded: string[]): Promise<number> => {
-    const items = await deps.batcher.run((trx) => claimDueQueueItems(trx, dialect, hand.lease(), limit, excluded), 'background');
+    const items = await deps.batcher.run(
+      (trx) => claimDueQueueItems(trx, dialect, hand.lease(), limit, excluded),
+      'background',
+    );
     if (items.length === 0) return 0;
     hand.hold(items.map((i) => i.id));
-    await startClaimed(hand, deps, items, { forget, release, steps: (suppressions, contents) => ({ ...steps, suppressions, context: contextOfClaim(base, prepare, contents) }) });
+    await startClaimed(hand, deps, items, {
+      forget,
+      release,
+      steps: (suppressions, contents) => ({ ...steps, suppressions, context: contextOfClaim(base, prepare, contents) }),
+    });
     return items.length;
   };
 
@@ -252,7 +316,8 @@ export function deliveryJob(hand: Hand, deps: DeliveryDeps): DeliveryJob {
       heldBack = new Set(excluded);
       if (claimed >= asked) return 'again';
       // The rows left may all be for destinations left out: claim again when they need more.
-      if (excluded.length > 0) return { sleep: untilHeldBackFree(heldBack, book, limiter, config.pollInterval, clock.now()), onWork: 'soon' };
+      if (excluded.length > 0)
+        return { sleep: untilHeldBackFree(heldBack, book, limiter, config.pollInterval, clock.now()), onWork: 'soon' };
       // Drained for now: let more arrive, so a steady stream is claimed in batches.
       if (claimed > 0) return { sleep: Math.min(config.pollInterval, 50), onWork: 'ignore' };
       return { sleep: config.pollInterval, onWork: 'now' };

@@ -54,7 +54,8 @@ export class DestinationBook {
    * and idle a while; then returns the recipient domains whose every destination is `full`.
    */
   domainsAllFull(known: ReadonlySet<string>, waiting: (key: string) => number, full: ReadonlySet<string>): string[] {
-    for (const [key, entry] of this.entries) if (!known.has(key) && waiting(key) === 0 && this.now() - entry.usedAt >= RECENT_MS) this.entries.delete(key);
+    for (const [key, entry] of this.entries)
+      if (!known.has(key) && waiting(key) === 0 && this.now() - entry.usedAt >= RECENT_MS) this.entries.delete(key);
     const out: string[] = [];
     for (const [domain, keys] of this.domainKeys) {
       for (const k of keys) if (!this.entries.has(k)) keys.delete(k);
@@ -69,7 +70,18 @@ export class DestinationBook {
     const seen = new Set(held.map((s) => s.domain));
     const idle: DestinationState[] = [...this.entries.keys()]
       .filter((key) => !seen.has(key))
-      .map((key) => ({ domain: key, active: 0, allowed: limitOf(key).concurrency, waiting: 0, pausedUntil: 0, hold: null, state: 'normal', perMinute: limitOf(key).perMinute, lastReply: null, lastReplyAt: null }));
+      .map((key) => ({
+        domain: key,
+        active: 0,
+        allowed: limitOf(key).concurrency,
+        waiting: 0,
+        pausedUntil: 0,
+        hold: null,
+        state: 'normal',
+        perMinute: limitOf(key).perMinute,
+        lastReply: null,
+        lastReplyAt: null,
+      }));
     return [...held, ...idle].map((s) => {
       const entry = this.entries.get(s.domain);
       const limit = limitOf(s.domain);

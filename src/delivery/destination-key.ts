@@ -24,5 +24,11 @@ export const destinationLimitOf =
   (config: Config['delivery']) =>
   (key: string): DomainLimit => {
     const group = groupOfKey(key);
-    return (Object.hasOwn(config.domainLimits, group) ? config.domainLimits[group] : Object.hasOwn(config.providerLimits, group) ? config.providerLimits[group] : undefined) ?? config.defaultDomainLimit;
+    return (
+      (Object.hasOwn(config.domainLimits, group)
+        ? config.domainLimits[group]
+        : Object.hasOwn(config.providerLimits, group)
+          ? config.providerLimits[group]
+          : undefined) ?? config.defaultDomainLimit
+    );
   };

@@ -16,12 +16,37 @@ import { createWorkerPool, type WorkerPool } from '../shared/worker-pool.js';
  * out, as §5.4.1 advises.
  */
 export const SIGNED_HEADERS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc',
-  'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Description',
-  'Resent-Date', 'Resent-From', 'Resent-Sender', 'Resent-To', 'Resent-Cc', 'Resent-Message-ID',
-  'In-Reply-To', 'References',
-  'List-Id', 'List-Help', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'List-Subscribe', 'List-Post', 'List-Owner', 'List-Archive',
-  'Feedback-ID', 'BIMI-Selector',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'Content-ID',
+  'Content-Description',
+  'Resent-Date',
+  'Resent-From',
+  'Resent-Sender',
+  'Resent-To',
+  'Resent-Cc',
+  'Resent-Message-ID',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Help',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
+  'List-Subscribe',
+  'List-Post',
+  'List-Owner',
+  'List-Archive',
+  'Feedback-ID',
+  'BIMI-Selector',
 ] as const;
 
 /**
@@ -31,9 +56,22 @@ export const SIGNED_HEADERS = [
  * signs their absence.
  */
 export const OVERSIGNED_HEADERS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc',
-  'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
-  'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
 ] as const;
 
 export interface DkimKey {
@@ -128,7 +166,11 @@ export function poolSigner(pool: WorkerPool): DkimSigner {
       const copy = new Uint8Array(message);
       let signatures: string;
       try {
-        signatures = await pool.run<string>('sign', { message: copy, domain: key.domain, selector: key.selector, privateKey: key.privateKey, signTime }, [copy.buffer]);
+        signatures = await pool.run<string>(
+          'sign',
+          { message: copy, domain: key.domain, selector: key.selector, privateKey: key.privateKey, signTime },
+          [copy.buffer],
+        );
       } catch (err) {
         throw new Error(`DKIM signing failed: ${(err as Error).message}`);
       }

@@ -58,7 +58,17 @@ export class DomainLimiter {
     let s = this.states.get(domain);
     if (!s) {
       const limit = this.limitOf(domain);
-      s = { active: 0, allowed: limit.concurrency, tokens: this.capacity(limit.perMinute), refilledAt: this.now(), pausedUntil: 0, throttles: 0, rate: 1, lastReply: null, lastReplyAt: null };
+      s = {
+        active: 0,
+        allowed: limit.concurrency,
+        tokens: this.capacity(limit.perMinute),
+        refilledAt: this.now(),
+        pausedUntil: 0,
+        throttles: 0,
+        rate: 1,
+        lastReply: null,
+        lastReplyAt: null,
+      };
       this.states.set(domain, s);
     }
     return s;
@@ -189,10 +199,26 @@ export class DomainLimiter {
   }
 
   /** For logs and tests. */
-  snapshot(domain: string): { active: number; allowed: number; pausedUntil: number; tokens: number; perMinute: number; lastReply: string | null; lastReplyAt: number | null } {
+  snapshot(domain: string): {
+    active: number;
+    allowed: number;
+    pausedUntil: number;
+    tokens: number;
+    perMinute: number;
+    lastReply: string | null;
+    lastReplyAt: number | null;
+  } {
     const s = this.state(domain);
     this.refill(domain, s);
-    return { active: s.active, allowed: s.allowed, pausedUntil: s.pausedUntil, tokens: s.tokens, perMinute: Math.floor(this.perMinute(domain, s)), lastReply: s.lastReply, lastReplyAt: s.lastReplyAt };
+    return {
+      active: s.active,
+      allowed: s.allowed,
+      pausedUntil: s.pausedUntil,
+      tokens: s.tokens,
+      perMinute: Math.floor(this.perMinute(domain, s)),
+      lastReply: s.lastReply,
+      lastReplyAt: s.lastReplyAt,
+    };
   }
 }
 

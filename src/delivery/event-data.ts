@@ -6,7 +6,12 @@ import type { Email } from '../store/emails.js';
  * (legacy: email_id, message_id, recipient, campaign_id, timestamp, metadata{subscriber_id,
  * tags}; versioned: email_id, to, subject, …). The webhook dispatcher picks its surface's.
  */
-export function recipientEventData(email: Email, recipient: string, at: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function recipientEventData(
+  email: Email,
+  recipient: string,
+  at: number,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     email_id: email.id,
     message_id: email.message_id,

@@ -6,7 +6,12 @@ import { holdClaimedQueueItems, listPausedDomainIds } from '../store/reputation.
 import { recipientEventData } from './event-data.js';
 
 /** `email.held` for each email that had rows held, and its new status; in the caller's transaction. */
-export async function recordHeld(trx: Db, rows: Array<{ email_id: string; recipient: string }>, reason: string, now: number): Promise<void> {
+export async function recordHeld(
+  trx: Db,
+  rows: Array<{ email_id: string; recipient: string }>,
+  reason: string,
+  now: number,
+): Promise<void> {
   const emails = new Map((await listEmailsByIds(trx, [...new Set(rows.map((r) => r.email_id))])).map((e) => [e.id, e]));
   for (const [emailId, email] of emails) {
     const recipients = rows.filter((r) => r.email_id === emailId).map((r) => r.recipient);
@@ -16,7 +21,11 @@ export async function recordHeld(trx: Db, rows: Array<{ email_id: string; recipi
       type: 'email.held',
       emailId,
       at: now,
-      data: { ...recipientEventData(email, recipients[0]!, now), to: recipients, held: { reason, domain_id: email.domain_id } },
+      data: {
+        ...recipientEventData(email, recipients[0]!, now),
+        to: recipients,
+        held: { reason, domain_id: email.domain_id },
+      },
     });
   }
 }
@@ -27,7 +36,10 @@ export async function recordHeld(trx: Db, rows: Array<{ email_id: string; recipi
  * sent; returns the rows to deliver. Transactional mail is never held. The guard itself (in
  * services) decides the pauses and holds the rows already waiting.
  */
-export function pausedDomainHold(db: Db, clock: Clock): (owner: string, items: QueueItem[], emails: Map<string, Email>) => Promise<QueueItem[]> {
+export function pausedDomainHold(
+  db: Db,
+  clock: Clock,
+): (owner: string, items: QueueItem[], emails: Map<string, Email>) => Promise<QueueItem[]> {
   return async (owner, items, emails) => {
     // Read at every claim (a small indexed read per batch): a pause applies to the next claim
     // on every node, and no mail slips through while a cached list is stale.
@@ -35,14 +47,30 @@ export function pausedDomainHold(db: Db, clock: Clock): (owner: string, items: Q
     if (ids.size === 0) return items;
     const toHold = items.filter((item) => {
       const email = emails.get(item.email_id);
-      return email !== undefined && email.type === 'marketing' && !email.test && email.domain_id !== null && ids.has(email.domain_id);
+      return (
+        email !== undefined &&
+        email.type === 'marketing' &&
+        !email.test &&
+        email.domain_id !== null &&
+        ids.has(email.domain_id)
+      );
     });
     if (toHold.length === 0) return items;
     const now = clock.now();
     const held = new Set(
       await db.transaction().execute(async (trx) => {
-        const heldIds = await holdClaimedQueueItems(trx, owner, toHold.map((i) => i.id), now);
-        await recordHeld(trx, toHold.filter((i) => heldIds.includes(i.id)), 'the reputation guard paused marketing mail of this domain', now);
+        const heldIds = await holdClaimedQueueItems(
+          trx,
+          owner,
+          toHold.map((i) => i.id),
+          now,
+        );
+        await recordHeld(
+          trx,
+          toHold.filter((i) => heldIds.includes(i.id)),
+          'the reputation guard paused marketing mail of this domain',
+          now,
+        );
         return heldIds;
       }),
     );

@@ -48,7 +48,12 @@ export interface JobStepsContext {
 const suppressionOf = (item: QueueItem, email: Email, entries: Suppression[]): Suppression | undefined => {
   const address = item.recipient.toLowerCase();
   const domain = `@${domainOf(address)}`;
-  return entries.find((s) => s.workspace_id === item.workspace_id && (s.address === address || s.address === domain) && (s.scope === 'all' || email.type === 'marketing'));
+  return entries.find(
+    (s) =>
+      s.workspace_id === item.workspace_id &&
+      (s.address === address || s.address === domain) &&
+      (s.scope === 'all' || email.type === 'marketing'),
+  );
 };
 
 /**
@@ -61,7 +66,8 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
   const { clock } = p;
   const startedAt = clock.now();
   const results: RecipientResult[] = [];
-  const result = (item: QueueItem, outcome: Outcome, start = startedAt) => results.push({ email: job.email, item, outcome, startedAt: start, durationMs: clock.now() - start });
+  const result = (item: QueueItem, outcome: Outcome, start = startedAt) =>
+    results.push({ email: job.email, item, outcome, startedAt: start, durationMs: clock.now() - start });
 
   // Hold: a suppressed address is never sent to.
   const toSend: QueueItem[] = [];
@@ -76,7 +82,12 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
   if (isSimulated(job.email.test, job.domain)) {
     for (const item of toSend) {
       const outcome = simulate(item.recipient, item.attempts, clock.now());
-      result(item, outcome.kind === 'suppressed' ? { kind: 'suppressed', entry: { ...outcome.entry, workspace_id: item.workspace_id } } : outcome);
+      result(
+        item,
+        outcome.kind === 'suppressed'
+          ? { kind: 'suppressed', entry: { ...outcome.entry, workspace_id: item.workspace_id } }
+          : outcome,
+      );
     }
     return p.record(results);
   }
@@ -88,7 +99,11 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
     // The pools could not be read: the rows go back, never out through another address.
     p.log.error({ err, emailId: job.email.id }, 'could not choose the source address');
     await p.record(results);
-    return p.release(toSend, clock.now() + 1000, 'could not choose the source address (IP pools, warm-up): retried shortly');
+    return p.release(
+      toSend,
+      clock.now() + 1000,
+      'could not choose the source address (IP pools, warm-up): retried shortly',
+    );
   }
   if ('wait' in destination) {
     // Every address of its pool is at today's warm-up cap: the rows wait, without an attempt.
@@ -100,7 +115,10 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
   const from = source.address ? `from ${source.address}` : 'from the system address';
 
   // Wait for a slot: the node's concurrency and the destination's limits.
-  const slot = await p.gate.acquire(key, toSend.map((i) => i.id));
+  const slot = await p.gate.acquire(
+    key,
+    toSend.map((i) => i.id),
+  );
   if (slot !== 'go') {
     await p.record(results);
     // Stopping: the kernel has given the rows back already.
@@ -108,7 +126,11 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
     // Backed off, not failed: the rows wait, without an attempt, until the pause ends.
     const until = p.limiter.pausedUntil(key) || clock.now();
     const why = group === job.domain ? job.domain : `${group} (${job.domain})`;
-    return p.release(toSend, until, `${why} asked us to slow down ${from}: its mail waits until ${new Date(until).toISOString()}`);
+    return p.release(
+      toSend,
+      until,
+      `${why} asked us to slow down ${from}: its mail waits until ${new Date(until).toISOString()}`,
+    );
   }
 
   // Warm-up: the cap is counted once the job may go, never while it waits (paused, stopping).
@@ -129,7 +151,11 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
       await p.record(results);
       const again = await p.destinationOf(job, toSend.length).catch(() => undefined);
       if (again && 'wait' in again) return p.release(toSend, again.wait, again.reason);
-      return p.release(toSend, clock.now(), `IP warm-up: today's room ${from} was taken meanwhile: the address is chosen again`);
+      return p.release(
+        toSend,
+        clock.now(),
+        `IP warm-up: today's room ${from} was taken meanwhile: the address is chosen again`,
+      );
     }
   }
 
@@ -139,7 +165,14 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
     outcomes = await transmitJob({ ...job, items: toSend, source, messagesPerConnection }, p.context);
   } catch (err) {
     p.log.error({ err, emailId: job.email.id }, 'delivery step failed');
-    outcomes = toSend.map(() => ({ kind: 'deferred', code: null, response: `internal error: ${(err as Error).message}`, category: 'other', mxHost: null, tls: false }));
+    outcomes = toSend.map(() => ({
+      kind: 'deferred',
+      code: null,
+      response: `internal error: ${(err as Error).message}`,
+      category: 'other',
+      mxHost: null,
+      tls: false,
+    }));
   } finally {
     // Given back on every path: a slot that is never released stops its destination for good.
     p.gate.release(key, slotResult(outcomes!), slowDownReply(outcomes!));
@@ -147,15 +180,27 @@ export async function runJobSteps(job: Job, p: JobStepsContext): Promise<void> {
   // What was not sent (deferred, failed, cut off) does not count against the day's cap.
   const unsent = outcomes.filter((o) => o.kind !== 'delivered' && o.kind !== 'bounced').length;
   if (destination.warmup && unsent > 0) {
-    await destination.warmup.giveBack(unsent).catch((err: unknown) => p.log.warn({ err, emailId: job.email.id }, 'could not give back warm-up cap'));
+    await destination.warmup
+      .giveBack(unsent)
+      .catch((err: unknown) => p.log.warn({ err, emailId: job.email.id }, 'could not give back warm-up cap'));
   }
   const throttled = outcomes.some((o) => o.kind === 'deferred' && o.slowDown);
-  if (throttled) p.log.warn({ domain: job.domain, destination: group, source: source.address, pausedUntil: new Date(p.limiter.pausedUntil(key)).toISOString() }, 'destination throttles us: slowing down');
+  if (throttled)
+    p.log.warn(
+      {
+        domain: job.domain,
+        destination: group,
+        source: source.address,
+        pausedUntil: new Date(p.limiter.pausedUntil(key)).toISOString(),
+      },
+      'destination throttles us: slowing down',
+    );
 
   toSend.forEach((item, i) => {
     const outcome = outcomes[i]!;
     // Cut off by the stop: the outcome is unknown, so the row goes back without an attempt (the kernel gives it back).
-    if (p.abandoning() && outcome.kind === 'deferred' && ['network', 'timeout', 'other'].includes(outcome.category)) return;
+    if (p.abandoning() && outcome.kind === 'deferred' && ['network', 'timeout', 'other'].includes(outcome.category))
+      return;
     result(item, outcome, sendStart);
   });
   await p.record(results);

@@ -61,7 +61,7 @@ export class MtaStsPolicies {
       this.logger.warn({ component: 'delivery', domain, err: (err as Error).message }, 'MTA-STS policy fetch failed');
       raw = known;
     }
-    const mode = (raw?.mode ?? 'none');
+    const mode = raw?.mode ?? 'none';
     const maxAgeMs = typeof raw?.maxAge === 'number' && raw.maxAge > 0 ? raw.maxAge * 1000 : NO_POLICY_TTL_MS;
     const policy: MtaStsPolicy = {
       mode: mode === 'enforce' || mode === 'testing' ? mode : 'none',
@@ -69,7 +69,10 @@ export class MtaStsPolicies {
       expiresAt: this.now() + (mode === 'none' ? NO_POLICY_TTL_MS : maxAgeMs),
     };
     if ((raw as { error?: Error } | undefined)?.error) {
-      this.logger.warn({ component: 'delivery', domain, err: (raw as { error: Error }).error.message }, 'MTA-STS policy could not be loaded');
+      this.logger.warn(
+        { component: 'delivery', domain, err: (raw as { error: Error }).error.message },
+        'MTA-STS policy could not be loaded',
+      );
     }
     this.cache.set(domain, { policy, raw });
     return policy;

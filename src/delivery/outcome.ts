@@ -19,9 +19,26 @@ export type Outcome =
       /** Simulator only: the recipient also "complains". */
       complained?: boolean;
     }
-  | { kind: 'deferred'; code: number | null; response: string; category: Category; mxHost: string | null; tls: boolean; slowDown?: boolean }
+  | {
+      kind: 'deferred';
+      code: number | null;
+      response: string;
+      category: Category;
+      mxHost: string | null;
+      tls: boolean;
+      slowDown?: boolean;
+    }
   /** `simulated`: the simulator's, which never adds the address to the suppression list. */
-  | { kind: 'bounced'; code: number | null; response: string; category: Category; bounceType: BounceType; mxHost: string | null; tls: boolean; simulated?: boolean }
+  | {
+      kind: 'bounced';
+      code: number | null;
+      response: string;
+      category: Category;
+      bounceType: BounceType;
+      mxHost: string | null;
+      tls: boolean;
+      simulated?: boolean;
+    }
   /** Our side could not attempt it (no DKIM key, content missing): nothing was sent. */
   | { kind: 'failed'; response: string; category: Category }
   /** On the suppression list: never sent. */

@@ -39,7 +39,11 @@ export function messagePreparer(deps: PrepareDeps): (email: Email, stored: Buffe
     const sender =
       domain && active
         ? {
-            key: { domain: domain.name, selector: active.selector, privateKey: decryptSecret(secretKey, active.private_key_sealed) },
+            key: {
+              domain: domain.name,
+              selector: active.selector,
+              privateKey: decryptSecret(secretKey, active.private_key_sealed),
+            },
             returnPathSubdomain: domain.return_path_subdomain ?? deps.returnPathSubdomain,
             requireTls: domain.tls === 'enforced',
           }
@@ -51,7 +55,8 @@ export function messagePreparer(deps: PrepareDeps): (email: Email, stored: Buffe
   return async (email, stored) => {
     const [content, sender] = await Promise.all([stored ?? deps.compose(email), senderFor(email)]);
     if (!content) return { kind: 'failed', category: 'message', reason: 'the message content is missing' };
-    if (!sender) return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
+    if (!sender)
+      return { kind: 'failed', category: 'config', reason: 'the sending domain has no DKIM key (was it removed?)' };
     const message = await deps.signer.sign(content, sender.key, clock.now());
     return {
       kind: 'message',

@@ -37,12 +37,17 @@ const BUILT_IN_PROVIDERS: Readonly<Record<string, readonly string[]>> = {
 export function providerTable(overrides: Record<string, string[]>): Array<{ provider: string; pattern: string }> {
   const merged: Record<string, readonly string[]> = { ...BUILT_IN_PROVIDERS, ...overrides };
   return Object.entries(merged)
-    .flatMap(([provider, patterns]) => patterns.map((p) => ({ provider, pattern: p.toLowerCase().replace(/^\*?\.|\.$/g, '') })))
+    .flatMap(([provider, patterns]) =>
+      patterns.map((p) => ({ provider, pattern: p.toLowerCase().replace(/^\*?\.|\.$/g, '') })),
+    )
     .sort((a, b) => b.pattern.length - a.pattern.length);
 }
 
 /** The provider of an MX host, or null when no pattern matches. */
-export function providerOfHost(table: ReadonlyArray<{ provider: string; pattern: string }>, host: string): string | null {
+export function providerOfHost(
+  table: ReadonlyArray<{ provider: string; pattern: string }>,
+  host: string,
+): string | null {
   const h = host.toLowerCase().replace(/\.$/, '');
   return table.find(({ pattern }) => h === pattern || h.endsWith(`.${pattern}`))?.provider ?? null;
 }

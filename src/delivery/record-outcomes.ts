@@ -62,7 +62,11 @@ const STATUS: Record<Outcome['kind'], QueueStatus> = {
  * Returns what was written (rows this worker still held, with deferrals past their lifetime
  * turned into bounces), for the metrics.
  */
-export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: RecordContext): Promise<Array<{ result: RecipientResult; outcome: Outcome }>> {
+export async function recordOutcomes(
+  trx: Db,
+  results: RecipientResult[],
+  ctx: RecordContext,
+): Promise<Array<{ result: RecipientResult; outcome: Outcome }>> {
   const settled = results.map((result) => ({ result, ...settle(result, ctx) }));
   const mine = await finishQueueItems(
     trx,
@@ -106,12 +110,19 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
     }
 
     const event = (type: NewEvent['type'], extra: Record<string, unknown>) =>
-      events.push({ workspaceId: item.workspace_id, type, emailId: email.id, at: ctx.now, data: recipientEventData(email, item.recipient, ctx.now, extra) });
+      events.push({
+        workspaceId: item.workspace_id,
+        type,
+        emailId: email.id,
+        at: ctx.now,
+        data: recipientEventData(email, item.recipient, ctx.now, extra),
+      });
 
     switch (outcome.kind) {
       case 'delivered':
         event('email.sent', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
-        if (!outcome.relayed) event('email.delivered', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
+        if (!outcome.relayed)
+          event('email.delivered', { smtp: smtp(outcome), mx_host: outcome.mxHost, tls: outcome.tls });
         if (outcome.complained) event('email.complained', { feedback_type: 'abuse' });
         break;
       case 'deferred':
@@ -160,8 +171,13 @@ export async function recordOutcomes(trx: Db, results: RecipientResult[], ctx: R
   }
   await saveDeliveryAttempts(trx, attempts);
   await recordEvents(trx, events);
-  await refreshEmailStatuses(trx, written.map((w) => w.result.email.id), ctx.now);
+  await refreshEmailStatuses(
+    trx,
+    written.map((w) => w.result.email.id),
+    ctx.now,
+  );
   return written;
 }
 
-const responseOf = (outcome: Outcome): string => (outcome.kind === 'suppressed' ? `suppressed (${outcome.entry.reason})` : outcome.response);
+const responseOf = (outcome: Outcome): string =>
+  outcome.kind === 'suppressed' ? `suppressed (${outcome.entry.reason})` : outcome.response;

@@ -34,7 +34,11 @@ export function orderMxHosts(records: MxHost[], random: () => number = Math.rand
   return keyed.map((k) => k.r);
 }
 
-export async function resolveMxRoute(domain: string, resolver: DnsResolver, random: () => number = Math.random): Promise<MxRoute> {
+export async function resolveMxRoute(
+  domain: string,
+  resolver: DnsResolver,
+  random: () => number = Math.random,
+): Promise<MxRoute> {
   let records: Array<{ exchange: string; priority: number }>;
   try {
     records = await resolver.resolveMx(domain);
@@ -70,6 +74,10 @@ export async function resolveAddresses(name: string, resolver: DnsResolver): Pro
     }
   }
   if (addresses.length > 0) return { kind: 'addresses', addresses };
-  if (error) return { kind: 'dns_error', message: `address look-up for ${name} failed: ${dnsCode(error) || (error as Error).message}` };
+  if (error)
+    return {
+      kind: 'dns_error',
+      message: `address look-up for ${name} failed: ${dnsCode(error) || (error as Error).message}`,
+    };
   return { kind: 'none' };
 }

@@ -59,29 +59,54 @@ export interface ResponseRule {
   slowDown?: boolean;
 }
 
-const defer = (match: RegExp, category: Category, slowDown = false): ResponseRule => ({ match, action: 'defer', category, slowDown });
-const hard = (match: RegExp, category: Category): ResponseRule => ({ match, action: 'bounce', category, bounceType: 'hard' });
-const soft = (match: RegExp, category: Category): ResponseRule => ({ match, action: 'bounce', category, bounceType: 'soft' });
+const defer = (match: RegExp, category: Category, slowDown = false): ResponseRule => ({
+  match,
+  action: 'defer',
+  category,
+  slowDown,
+});
+const hard = (match: RegExp, category: Category): ResponseRule => ({
+  match,
+  action: 'bounce',
+  category,
+  bounceType: 'hard',
+});
+const soft = (match: RegExp, category: Category): ResponseRule => ({
+  match,
+  action: 'bounce',
+  category,
+  bounceType: 'soft',
+});
 
 export const RESPONSE_RULES: readonly ResponseRule[] = [
   // Mailbox providers' replies that the generic rules below would misread.
   hard(/^5\d\d[ -].*(RecipientNotFound|Recipient not found by SMTP address lookup)/i, 'unknown_user'), // Microsoft 365: 5.1.10, RFC 7505's null MX code
   hard(/^5\d\d[ -].*(this mailbox is disabled|account has been disabled or discontinued)/i, 'inactive_mailbox'), // Yahoo, AOL
   // The destination requires TLS we did not offer or could not complete: fixable on our side, so retried.
-  defer(/^(4\d\d|5\d\d)[ -].*(must issue a STARTTLS|STARTTLS (is )?required|\bTLS (is )?required|encryption (is )?(needed|required)|TLS not available)/i, 'tls'),
+  defer(
+    /^(4\d\d|5\d\d)[ -].*(must issue a STARTTLS|STARTTLS (is )?required|\bTLS (is )?required|encryption (is )?(needed|required)|TLS not available)/i,
+    'tls',
+  ),
   // Reverse DNS (PTR) of our address missing or not matching (Gmail 4.7.25/5.7.25).
   defer(/^4\d\d[ -](.*\b(PTR record|reverse (DNS|hostname))|\s*4\.7\.25\b)/i, 'reverse_dns'),
   soft(/^5\d\d[ -](.*\b(PTR record|reverse (DNS|hostname))|\s*5\.7\.25\b)/i, 'reverse_dns'),
   // Our IP or domain reputation, not a listing on a public blocklist: slow down, and look at what we send.
   defer(/^4\d\d[ -].*(reputation|\[TSS?09\]|permanently deferred)/i, 'reputation', true), // Gmail 4.7.0, Microsoft 4.7.650, Yahoo TSS09
-  soft(/^5\d\d[ -].*(low reputation|poor reputation|bad reputation|reputation of the sending|traffic not accepted from this IP)/i, 'reputation'), // Gmail 5.7.1, Microsoft 5.7.708
+  soft(
+    /^5\d\d[ -].*(low reputation|poor reputation|bad reputation|reputation of the sending|traffic not accepted from this IP)/i,
+    'reputation',
+  ), // Gmail 5.7.1, Microsoft 5.7.708
   // Sender authentication, temporary (Gmail 4.7.23-4.7.32 but 4.7.28, the rate limit).
   defer(/^4\d\d[ -]+4\.7\.(2[3-7]|29|3[0-2])\b/, 'authentication'),
   defer(/^4\d\d[ -].*unresolvable .*from domain/i, 'sender'), // Yahoo: the MAIL FROM domain does not resolve
 
   // Throttling: the destination wants fewer connections or messages from us.
   defer(/^4\d\d[ -].*(server busy|\b4\.7\.500\b)/i, 'rate_limit', true), // Microsoft
-  defer(/^4\d\d[ -].*\b(too many (concurrent |simultaneous )?(smtp )?(connections|sessions|messages|mails|emails)|connection (rate )?limit|rate[ -]?limit|ratelimit|throttl|too fast|too quickly|sending rate|unusual rate|exceeded .*(rate|limit))/i, 'rate_limit', true),
+  defer(
+    /^4\d\d[ -].*\b(too many (concurrent |simultaneous )?(smtp )?(connections|sessions|messages|mails|emails)|connection (rate )?limit|rate[ -]?limit|ratelimit|throttl|too fast|too quickly|sending rate|unusual rate|exceeded .*(rate|limit))/i,
+    'rate_limit',
+    true,
+  ),
   defer(/^4\d\d[ -]+4\.7\.28\b/, 'rate_limit', true), // Gmail: unusual rate of unsolicited mail
   // Gmail's plain throttle (at EHLO or MAIL, no reason given): read as the basic 421 it would
   // be a capacity deferral, retried as hard as before; it is Gmail asking for fewer connections.
@@ -91,7 +116,10 @@ export const RESPONSE_RULES: readonly ResponseRule[] = [
   defer(/^4\d\d[ -].*\b(grey|gray)[ -]?list/i, 'greylist'),
 
   // Sender reputation: the address is good, our IP or domain is not (soft).
-  soft(/^5\d\d[ -].*(spamhaus|spamcop|barracuda|proofpoint|dnsbl|\brbl\b|black ?list|block ?list|listed (at|on|in|by)\b|banned send)/i, 'blocklist'),
+  soft(
+    /^5\d\d[ -].*(spamhaus|spamcop|barracuda|proofpoint|dnsbl|\brbl\b|black ?list|block ?list|listed (at|on|in|by)\b|banned send)/i,
+    'blocklist',
+  ),
   // Message rejected for its content.
   soft(/^5\d\d[ -].*(\bspam\b|unsolicited|phish|virus|malware|suspicious)/i, 'spam'),
   // Authentication of the sender (SPF, DKIM, DMARC).
@@ -113,8 +141,14 @@ export const RESPONSE_RULES: readonly ResponseRule[] = [
   hard(/^5\d\d[ -]+5\.1\.2\b/, 'bad_domain'),
   hard(/^5\d\d[ -]+5\.1\.3\b/, 'invalid_address'),
   hard(/^5\d\d[ -]+5\.2\.1\b.*\b(disabled|inactive|deactivated|suspended|expired|closed)\b/i, 'inactive_mailbox'),
-  hard(/^5\d\d[ -].*\b(unrouteable|unroutable) address|domain (does not exist|not found)|host (not found|unknown)/i, 'bad_domain'),
-  hard(/^5\d\d[ -].*(user unknown|unknown user|no such (user|mailbox|recipient)|does ?n[o']t exist|mailbox (unavailable|not found)|invalid (recipient|mailbox)|unknown recipient|recipient (address )?(unknown|not found)|account (is )?(disabled|inactive)|user doesn't have|no such account|address rejected)/i, 'unknown_user'),
+  hard(
+    /^5\d\d[ -].*\b(unrouteable|unroutable) address|domain (does not exist|not found)|host (not found|unknown)/i,
+    'bad_domain',
+  ),
+  hard(
+    /^5\d\d[ -].*(user unknown|unknown user|no such (user|mailbox|recipient)|does ?n[o']t exist|mailbox (unavailable|not found)|invalid (recipient|mailbox)|unknown recipient|recipient (address )?(unknown|not found)|account (is )?(disabled|inactive)|user doesn't have|no such account|address rejected)/i,
+    'unknown_user',
+  ),
   hard(/^5\d\d[ -]+5\.1\.0\b/, 'unknown_user'),
 
   // Enhanced status codes (RFC 3463) by class, for everything not matched above.

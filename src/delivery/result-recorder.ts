@@ -22,9 +22,24 @@ interface Recorded {
 const logResults = (hand: Hand, results: RecipientResult[]) => {
   for (const r of results) {
     const o = r.outcome;
-    const fields = { emailId: r.email.id, workspaceId: r.email.workspace_id, queueItemId: r.item.id, outcome: o.kind, code: 'code' in o ? o.code : null, mxHost: 'mxHost' in o ? o.mxHost : null };
+    const fields = {
+      emailId: r.email.id,
+      workspaceId: r.email.workspace_id,
+      queueItemId: r.item.id,
+      outcome: o.kind,
+      code: 'code' in o ? o.code : null,
+      mxHost: 'mxHost' in o ? o.mxHost : null,
+    };
     if (o.kind === 'delivered') hand.log.debug(fields, 'delivered');
-    else hand.log.info({ ...fields, category: 'category' in o ? o.category : undefined, response: 'response' in o ? o.response : undefined }, o.kind);
+    else
+      hand.log.info(
+        {
+          ...fields,
+          category: 'category' in o ? o.category : undefined,
+          response: 'response' in o ? o.response : undefined,
+        },
+        o.kind,
+      );
   }
 };
 
@@ -33,12 +48,30 @@ const logResults = (hand: Hand, results: RecipientResult[]) => {
  * a few milliseconds share one transaction), then the log lines and the counters, then the
  * rows leave the hand (`forget`).
  */
-export function resultRecorder(hand: Hand, deps: { batcher: CommitBatcher; clock: Clock; config: Config['delivery']; metrics?: Metrics | undefined; forget(items: readonly QueueItem[]): void }) {
+export function resultRecorder(
+  hand: Hand,
+  deps: {
+    batcher: CommitBatcher;
+    clock: Clock;
+    config: Config['delivery'];
+    metrics?: Metrics | undefined;
+    forget(items: readonly QueueItem[]): void;
+  },
+) {
   const { clock, config } = deps;
   const recorder = new Collector<Recorded>(
     deps.batcher,
     async (trx, batch) => {
-      const written = await recordOutcomes(trx, batch.flatMap((b) => b.results), { owner: hand.owner, now: clock.now(), retrySchedule: config.retrySchedule, maxQueueLifetime: config.maxQueueLifetime });
+      const written = await recordOutcomes(
+        trx,
+        batch.flatMap((b) => b.results),
+        {
+          owner: hand.owner,
+          now: clock.now(),
+          retrySchedule: config.retrySchedule,
+          maxQueueLifetime: config.maxQueueLifetime,
+        },
+      );
       const byItem = new Map(written.map((w) => [w.result.item.id, w]));
       for (const b of batch) b.written = b.results.flatMap((r) => byItem.get(r.item.id) ?? []);
     },
@@ -55,14 +88,21 @@ export function resultRecorder(hand: Hand, deps: { batcher: CommitBatcher; clock
       await rideOut(() => recorder.add(entry), {
         forMs: config.leaseSeconds * 1000,
         stopping: () => hand.stopping,
-        onFault: (err, attempt, retryInMs) => hand.log.warn({ cause: (err as Error).message, attempt, retryInMs, results: results.length }, 'could not record delivery results yet: storage fault'),
+        onFault: (err, attempt, retryInMs) =>
+          hand.log.warn(
+            { cause: (err as Error).message, attempt, retryInMs, results: results.length },
+            'could not record delivery results yet: storage fault',
+          ),
       });
       logResults(hand, results);
       // Counted once committed: a rolled-back batch is written again, one job at a time.
       if (deps.metrics) countOutcomes(deps.metrics, entry.written, clock.now());
     } catch (err) {
       // No longer renewed: the lease runs out and any worker retries the rows (at least once).
-      hand.log.error({ err, emailIds: [...new Set(results.map((r) => r.email.id))] }, 'could not record delivery results');
+      hand.log.error(
+        { err, emailIds: [...new Set(results.map((r) => r.email.id))] },
+        'could not record delivery results',
+      );
     } finally {
       deps.forget(results.map((r) => r.item));
     }

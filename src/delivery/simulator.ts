@@ -25,24 +25,56 @@ const RESEND_TEST_DOMAIN = 'resend.dev';
 export const SIMULATOR_HOST = 'simulator';
 const HOST = SIMULATOR_HOST;
 
-export const isSimulated = (test: boolean, recipientDomain: string): boolean => test || recipientDomain === SIMULATOR_DOMAIN || recipientDomain === RESEND_TEST_DOMAIN;
+export const isSimulated = (test: boolean, recipientDomain: string): boolean =>
+  test || recipientDomain === SIMULATOR_DOMAIN || recipientDomain === RESEND_TEST_DOMAIN;
 
 export function simulate(recipient: string, attemptsSoFar: number, now: number): Outcome {
   const local = recipient.toLowerCase().split('@')[0]!.split('+')[0]!;
-  const delivered: Outcome = { kind: 'delivered', code: 250, response: '250 2.0.0 OK (simulated)', mxHost: HOST, tls: true, relayed: false };
+  const delivered: Outcome = {
+    kind: 'delivered',
+    code: 250,
+    response: '250 2.0.0 OK (simulated)',
+    mxHost: HOST,
+    tls: true,
+    relayed: false,
+  };
   switch (local) {
     case 'bounced':
-      return { kind: 'bounced', code: 550, response: '550 5.1.1 The email account does not exist (simulated)', category: 'unknown_user', bounceType: 'hard', mxHost: HOST, tls: true, simulated: true };
+      return {
+        kind: 'bounced',
+        code: 550,
+        response: '550 5.1.1 The email account does not exist (simulated)',
+        category: 'unknown_user',
+        bounceType: 'hard',
+        mxHost: HOST,
+        tls: true,
+        simulated: true,
+      };
     case 'complained':
       return { ...delivered, complained: true };
     case 'delayed':
       return attemptsSoFar === 0
-        ? { kind: 'deferred', code: 451, response: '451 4.3.0 Temporary failure (simulated)', category: 'capacity', mxHost: HOST, tls: true }
+        ? {
+            kind: 'deferred',
+            code: 451,
+            response: '451 4.3.0 Temporary failure (simulated)',
+            category: 'capacity',
+            mxHost: HOST,
+            tls: true,
+          }
         : delivered;
     case 'suppressed':
       return {
         kind: 'suppressed',
-        entry: { workspace_id: '', address: recipient.toLowerCase(), scope: 'all', reason: 'manual', detail: 'simulated', email_id: null, created_at: now },
+        entry: {
+          workspace_id: '',
+          address: recipient.toLowerCase(),
+          scope: 'all',
+          reason: 'manual',
+          detail: 'simulated',
+          email_id: null,
+          created_at: now,
+        },
       };
     default:
       return delivered;

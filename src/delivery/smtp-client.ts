@@ -1,5 +1,14 @@
 import { SmtpConnections, isPooled, type Pooled, type SmtpClientOptions, type SmtpTarget } from './smtp-connections.js';
-import { codeOf, errorCodeOf, repliesBeforeClose, repliesOnError, repliesOnSuccess, type NodemailerError, type RecipientReply, type TrackedEnvelope } from './smtp-replies.js';
+import {
+  codeOf,
+  errorCodeOf,
+  repliesBeforeClose,
+  repliesOnError,
+  repliesOnSuccess,
+  type NodemailerError,
+  type RecipientReply,
+  type TrackedEnvelope,
+} from './smtp-replies.js';
 
 export type { SmtpTarget, TlsMode } from './smtp-connections.js';
 
@@ -20,7 +29,14 @@ export type SmtpResult =
   /** The transaction ran: every recipient has the server's answer. */
   | { kind: 'replied'; tls: boolean; replies: RecipientReply[] }
   /** No session could be set up (refused, timeout, bad greeting, TLS): the next MX may work. */
-  | { kind: 'unreachable'; tls: boolean; errorCode: string; code: number | null; response: string | null; message: string }
+  | {
+      kind: 'unreachable';
+      tls: boolean;
+      errorCode: string;
+      code: number | null;
+      response: string | null;
+      message: string;
+    }
   /** The session broke during the transaction: the outcome is unknown. */
   | { kind: 'interrupted'; tls: boolean; errorCode: string; message: string };
 
@@ -78,10 +94,18 @@ async function sendOnce(
   }
   p.broken = true;
   connections.park(p);
-  return { result: { kind: 'interrupted', tls, errorCode: errorCodeOf(err), message: err.message }, retryFresh: reused && !fresh && !err.response };
+  return {
+    result: { kind: 'interrupted', tls, errorCode: errorCodeOf(err), message: err.message },
+    retryFresh: reused && !fresh && !err.response,
+  };
 }
 
-const refusals = (p: Pooled, recipients: string[], err: NodemailerError, tracked: TrackedEnvelope): RecipientReply[] | null =>
+const refusals = (
+  p: Pooled,
+  recipients: string[],
+  err: NodemailerError,
+  tracked: TrackedEnvelope,
+): RecipientReply[] | null =>
   repliesOnError(recipients, err, tracked) ?? repliesBeforeClose(recipients, err, p.conn.lastServerResponse, tracked);
 
 const unreachable = (e: NodemailerError): SmtpResult => ({

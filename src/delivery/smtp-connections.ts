@@ -66,7 +66,17 @@ type Transmitted = { err: NodemailerError; info: null } | { err: null; info: SMT
 export const isPooled = (v: Pooled | NodemailerError): v is Pooled => 'conn' in v;
 
 // A kept-alive connection serves only the same source address and EHLO name.
-const keyOf = (t: SmtpTarget) => [t.address, t.port, t.host, t.tls, t.secure ? 'secure' : '', t.auth?.user ?? '', t.localAddress ?? '', t.ehlo ?? ''].join('|');
+const keyOf = (t: SmtpTarget) =>
+  [
+    t.address,
+    t.port,
+    t.host,
+    t.tls,
+    t.secure ? 'secure' : '',
+    t.auth?.user ?? '',
+    t.localAddress ?? '',
+    t.ehlo ?? '',
+  ].join('|');
 
 const aborted = (): NodemailerError => Object.assign(new Error('aborted: mailsvc is stopping'), { code: 'EABORTED' });
 
@@ -90,7 +100,9 @@ export class SmtpConnections {
     // Node trusts only the given `ca` when there is one, so the bundled public roots go along
     // with the extra CAs; and one context serves every verified connection, because building
     // it from ~150 roots takes some 25 ms, too much for each connection.
-    this.verifyingContext = options.extraCa ? createSecureContext({ ca: [...rootCertificates, options.extraCa] }) : null;
+    this.verifyingContext = options.extraCa
+      ? createSecureContext({ ca: [...rootCertificates, options.extraCa] })
+      : null;
   }
 
   /** A kept-alive connection to the target, or a new one (`fresh`: always new); the error when none could be set up. */
@@ -103,7 +115,13 @@ export class SmtpConnections {
     let result = await this.open(target, false);
     // A server that offers STARTTLS but cannot complete it still gets the mail in plain text,
     // unless a policy requires TLS.
-    if (!isPooled(result) && result.code === 'ETLS' && target.tls === 'opportunistic' && !target.secure && !target.auth) {
+    if (
+      !isPooled(result) &&
+      result.code === 'ETLS' &&
+      target.tls === 'opportunistic' &&
+      !target.secure &&
+      !target.auth
+    ) {
       this.options.logger.info({ component: 'delivery', mxHost: target.host }, 'STARTTLS failed, retrying without TLS');
       result = await this.open(target, true);
     }
@@ -137,7 +155,11 @@ export class SmtpConnections {
       p.uses++;
       envelope.use8BitMime = hasEightBit(message);
       p.conn.send(envelope, message, (err, info) =>
-        finish(err || !info ? { err: err ?? Object.assign(new Error('no result from nodemailer'), { code: 'EPROTOCOL' }), info: null } : { err: null, info }),
+        finish(
+          err || !info
+            ? { err: err ?? Object.assign(new Error('no result from nodemailer'), { code: 'EPROTOCOL' }), info: null }
+            : { err: null, info },
+        ),
       );
     });
   }
@@ -224,7 +246,11 @@ export class SmtpConnections {
       greetingTimeout: this.options.timeoutMs,
       socketTimeout: this.options.timeoutMs,
       logger: false,
-      ...(plainOnly ? { ignoreTLS: true } : target.tls === 'opportunistic' ? { opportunisticTLS: true } : { requireTLS: true }),
+      ...(plainOnly
+        ? { ignoreTLS: true }
+        : target.tls === 'opportunistic'
+          ? { opportunisticTLS: true }
+          : { requireTLS: true }),
       // `servername` is also the name Node checks the certificate against: the MX (or relay)
       // host name, never the address connected to.
       tls: {
@@ -239,7 +265,14 @@ export class SmtpConnections {
   private open(target: SmtpTarget, plainOnly: boolean): Promise<Pooled | NodemailerError> {
     return new Promise<Pooled | NodemailerError>((resolve) => {
       const conn = new SMTPConnection(this.connectionOptions(target, plainOnly));
-      const pooled: Pooled = { key: keyOf(target), conn, uses: 0, maxUses: target.maxMessages ?? this.maxUses, broken: false, idleTimer: null };
+      const pooled: Pooled = {
+        key: keyOf(target),
+        conn,
+        uses: 0,
+        maxUses: target.maxMessages ?? this.maxUses,
+        broken: false,
+        idleTimer: null,
+      };
       let settled = false;
       const settle = (v: Pooled | NodemailerError) => {
         if (settled) return;

@@ -43,15 +43,21 @@ export const errorCodeOf = (e: NodemailerError): string =>
   // The source address cannot be bound here: the operator's to fix, told apart from network failures.
   e.originalCode === 'EADDRNOTAVAIL'
     ? 'EADDRNOTAVAIL'
-    : /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|ALTNAME/i.test(e.originalCode ?? '') || /certificate/i.test(e.message)
-    ? 'ETLS'
-    : (e.code ?? 'ECONNECTION');
+    : /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|ALTNAME/i.test(e.originalCode ?? '') ||
+        /certificate/i.test(e.message)
+      ? 'ETLS'
+      : (e.code ?? 'ECONNECTION');
 
 function rejectedReplies(errors: NodemailerError[] | undefined): Map<string, RecipientReply> {
   const out = new Map<string, RecipientReply>();
   for (const e of errors ?? []) {
     if (!e.recipient) continue;
-    out.set(e.recipient, { recipient: e.recipient, accepted: false, code: e.responseCode ?? codeOf(e.response), response: e.response ?? e.message });
+    out.set(e.recipient, {
+      recipient: e.recipient,
+      accepted: false,
+      code: e.responseCode ?? codeOf(e.response),
+      response: e.response ?? e.message,
+    });
   }
   return out;
 }
@@ -72,19 +78,35 @@ export function repliesOnSuccess(recipients: string[], info: SMTPConnection.Sent
  * Per-recipient answers when the server replied negatively inside the transaction (MAIL FROM,
  * RCPT TO, DATA, or the final reply to the message); null when the session itself failed.
  */
-export function repliesOnError(recipients: string[], err: NodemailerError, envelope: TrackedEnvelope): RecipientReply[] | null {
-  const everyone = (code: number | null, response: string) => recipients.map((r) => ({ recipient: r, accepted: false, code, response }));
-  if (err.code === 'EENVELOPE' && err.command === 'MAIL FROM' && err.response) return everyone(err.responseCode ?? codeOf(err.response), err.response);
+export function repliesOnError(
+  recipients: string[],
+  err: NodemailerError,
+  envelope: TrackedEnvelope,
+): RecipientReply[] | null {
+  const everyone = (code: number | null, response: string) =>
+    recipients.map((r) => ({ recipient: r, accepted: false, code, response }));
+  if (err.code === 'EENVELOPE' && err.command === 'MAIL FROM' && err.response)
+    return everyone(err.responseCode ?? codeOf(err.response), err.response);
   if (err.code === 'EMESSAGE' && !err.response && /larger than allowed/.test(err.message)) {
     return everyone(552, `552 5.3.4 ${err.message}`);
   }
   const rejected = rejectedReplies(err.rejectedErrors ?? envelope.rejectedErrors);
   if (err.code === 'EENVELOPE' && err.command === 'RCPT TO') {
-    return recipients.map((r) => rejected.get(r) ?? { recipient: r, accepted: false, code: err.responseCode ?? codeOf(err.response), response: err.response ?? err.message });
+    return recipients.map(
+      (r) =>
+        rejected.get(r) ?? {
+          recipient: r,
+          accepted: false,
+          code: err.responseCode ?? codeOf(err.response),
+          response: err.response ?? err.message,
+        },
+    );
   }
   if ((err.code === 'EENVELOPE' && err.command === 'DATA') || (err.code === 'EMESSAGE' && err.response)) {
     const code = err.responseCode ?? codeOf(err.response);
-    return recipients.map((r) => rejected.get(r) ?? { recipient: r, accepted: false, code, response: err.response ?? err.message });
+    return recipients.map(
+      (r) => rejected.get(r) ?? { recipient: r, accepted: false, code, response: err.response ?? err.message },
+    );
   }
   return null;
 }
@@ -93,7 +115,12 @@ export function repliesOnError(recipients: string[], err: NodemailerError, envel
  * A server that answers 421 (or another failure) and closes the connection at once ends the
  * session with that reply: recipients without an answer of their own get it.
  */
-export function repliesBeforeClose(recipients: string[], err: NodemailerError, last: string | false, envelope: TrackedEnvelope): RecipientReply[] | null {
+export function repliesBeforeClose(
+  recipients: string[],
+  err: NodemailerError,
+  last: string | false,
+  envelope: TrackedEnvelope,
+): RecipientReply[] | null {
   if (err.code !== 'ECONNECTION') return null;
   const response = err.response ?? (typeof last === 'string' && /^[45]\d\d[ -]/.test(last) ? last : null);
   if (!response) return null;

@@ -31,7 +31,9 @@ export function sourcePicker(db: Db, now: () => number, defaultEhlo: string): So
   const read = () => {
     reading ??= listIpPools(db)
       .then((rows: IpPoolRow[]) => {
-        pools = new Map(rows.map((p) => [p.id, p.addresses.map((a) => ({ address: a.address, ehlo: a.ehlo, pool: p.name }))]));
+        pools = new Map(
+          rows.map((p) => [p.id, p.addresses.map((a) => ({ address: a.address, ehlo: a.ehlo, pool: p.name }))]),
+        );
         readAt = now();
       })
       .finally(() => {

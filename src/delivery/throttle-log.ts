@@ -16,7 +16,15 @@ export interface ThrottleLog {
   forgetEnded(): void;
 }
 
-export function throttleLog(deps: { config: Config['delivery']; clock: Clock; limiter: DomainLimiter; book: DestinationBook; limitOf(key: string): DomainLimit; log: Logger; metrics?: Metrics | undefined }): ThrottleLog {
+export function throttleLog(deps: {
+  config: Config['delivery'];
+  clock: Clock;
+  limiter: DomainLimiter;
+  book: DestinationBook;
+  limitOf(key: string): DomainLimit;
+  log: Logger;
+  metrics?: Metrics | undefined;
+}): ThrottleLog {
   const { clock, limiter, book } = deps;
   const throttledAt = new Map<string, number>();
   return {
@@ -42,7 +50,9 @@ export function throttleLog(deps: { config: Config['delivery']; clock: Clock; li
           limitPerMinute: limit.perMinute,
           setting: limitSetting(deps.config, groupOfKey(key)),
         },
-        hold === 'paused' ? 'destination asked us to slow down: its mail waits' : 'destination limit reached: mail to it waits its turn',
+        hold === 'paused'
+          ? 'destination asked us to slow down: its mail waits'
+          : 'destination limit reached: mail to it waits its turn',
       );
     },
     forgetEnded() {

@@ -63,14 +63,35 @@ async function route(job: Job, ctx: JobContext): Promise<Route | Outcome> {
   const { relay, requireTls } = ctx.config;
   const baseTls: TlsMode = requireTls ? 'required' : 'opportunistic';
   if (relay) {
-    return { hosts: [{ name: relay.host, priority: 0 }], implicit: false, tls: relay.auth ? 'required' : baseTls, relay };
+    return {
+      hosts: [{ name: relay.host, priority: 0 }],
+      implicit: false,
+      tls: relay.auth ? 'required' : baseTls,
+      relay,
+    };
   }
   const mx = await resolveMxRoute(job.domain, ctx.resolver);
   switch (mx.kind) {
     case 'null_mx':
-      return { kind: 'bounced', code: 556, response: `556 5.1.10 ${job.domain} does not accept mail (null MX, RFC 7505)`, category: 'null_mx', bounceType: 'hard', mxHost: null, tls: false };
+      return {
+        kind: 'bounced',
+        code: 556,
+        response: `556 5.1.10 ${job.domain} does not accept mail (null MX, RFC 7505)`,
+        category: 'null_mx',
+        bounceType: 'hard',
+        mxHost: null,
+        tls: false,
+      };
     case 'no_domain':
-      return { kind: 'bounced', code: 550, response: `550 5.1.2 ${job.domain} does not exist (NXDOMAIN)`, category: 'bad_domain', bounceType: 'hard', mxHost: null, tls: false };
+      return {
+        kind: 'bounced',
+        code: 550,
+        response: `550 5.1.2 ${job.domain} does not exist (NXDOMAIN)`,
+        category: 'bad_domain',
+        bounceType: 'hard',
+        mxHost: null,
+        tls: false,
+      };
     case 'dns_error':
       return { kind: 'deferred', code: null, response: mx.message, category: 'dns', mxHost: null, tls: false };
   }
@@ -81,7 +102,10 @@ async function route(job: Job, ctx: JobContext): Promise<Route | Outcome> {
   const { allowed, refused } = hostsAllowedBy(policy, mx.hosts);
   if (policy.mode === 'testing') {
     if (refused.length > 0) {
-      ctx.logger.warn({ component: 'delivery', domain: job.domain, refused: refused.map((h) => h.name) }, 'MTA-STS (testing): MX hosts outside the policy');
+      ctx.logger.warn(
+        { component: 'delivery', domain: job.domain, refused: refused.map((h) => h.name) },
+        'MTA-STS (testing): MX hosts outside the policy',
+      );
     }
     return { hosts: mx.hosts, implicit: mx.implicit, tls: baseTls, relay: null };
   }
@@ -99,21 +123,56 @@ async function route(job: Job, ctx: JobContext): Promise<Route | Outcome> {
 }
 
 /** A negative or positive reply for each recipient. */
-function fromReplies(job: Job, result: Extract<SmtpResult, { kind: 'replied' }>, mxHost: string, relayed: boolean, rules?: readonly ResponseRule[]): Outcome[] {
+function fromReplies(
+  job: Job,
+  result: Extract<SmtpResult, { kind: 'replied' }>,
+  mxHost: string,
+  relayed: boolean,
+  rules?: readonly ResponseRule[],
+): Outcome[] {
   const byRecipient = new Map(result.replies.map((r) => [r.recipient, r]));
   return job.items.map((item): Outcome => {
     const reply = byRecipient.get(item.recipient);
-    if (!reply) return { kind: 'deferred', code: null, response: 'no reply for this recipient', category: 'protocol', mxHost, tls: result.tls };
-    if (reply.accepted) return { kind: 'delivered', code: reply.code, response: reply.response, mxHost, tls: result.tls, relayed };
+    if (!reply)
+      return {
+        kind: 'deferred',
+        code: null,
+        response: 'no reply for this recipient',
+        category: 'protocol',
+        mxHost,
+        tls: result.tls,
+      };
+    if (reply.accepted)
+      return { kind: 'delivered', code: reply.code, response: reply.response, mxHost, tls: result.tls, relayed };
     const c = classifyResponse(reply.response, rules);
     return c.action === 'bounce'
-      ? { kind: 'bounced', code: reply.code, response: reply.response, category: c.category, bounceType: c.bounceType ?? 'soft', mxHost, tls: result.tls }
-      : { kind: 'deferred', code: reply.code, response: reply.response, category: c.category, mxHost, tls: result.tls, slowDown: c.slowDown };
+      ? {
+          kind: 'bounced',
+          code: reply.code,
+          response: reply.response,
+          category: c.category,
+          bounceType: c.bounceType ?? 'soft',
+          mxHost,
+          tls: result.tls,
+        }
+      : {
+          kind: 'deferred',
+          code: reply.code,
+          response: reply.response,
+          category: c.category,
+          mxHost,
+          tls: result.tls,
+          slowDown: c.slowDown,
+        };
   });
 }
 
 /** A failure before any reply to the transaction: always temporary. */
-function fromFailure(result: Exclude<SmtpResult, { kind: 'replied' }>, mxHost: string, rules?: readonly ResponseRule[]): Outcome {
+function fromFailure(
+  result: Exclude<SmtpResult, { kind: 'replied' }>,
+  mxHost: string,
+  rules?: readonly ResponseRule[],
+): Outcome {
   const response = 'response' in result && result.response ? result.response : null;
   const c = response ? classifyResponse(response, rules) : classifyError(result.errorCode);
   return {
@@ -129,7 +188,12 @@ function fromFailure(result: Exclude<SmtpResult, { kind: 'replied' }>, mxHost: s
 }
 
 /** Step 3: MX hosts in order, each address in turn, until one answers the transaction. */
-async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 'message' }>, ctx: JobContext): Promise<Outcome[]> {
+async function transmit(
+  job: Job,
+  r: Route,
+  prepared: Extract<Prepared, { kind: 'message' }>,
+  ctx: JobContext,
+): Promise<Outcome[]> {
   const envelope = { from: prepared.returnPath, to: job.items.map((i) => i.recipient), size: prepared.message.length };
   const port = r.relay ? r.relay.port : ctx.config.port;
   let last: Outcome | null = null;
@@ -145,7 +209,14 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
       continue;
     }
     if (lookup.kind === 'none') {
-      last ??= { kind: 'deferred', code: null, response: `${host.name} has no A or AAAA record`, category: 'dns', mxHost: host.name, tls: false };
+      last ??= {
+        kind: 'deferred',
+        code: null,
+        response: `${host.name} has no A or AAAA record`,
+        category: 'dns',
+        mxHost: host.name,
+        tls: false,
+      };
       continue;
     }
     anyAddress = true;
@@ -172,7 +243,10 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
       if (result.kind === 'replied') return fromReplies(job, result, host.name, r.relay !== null, ctx.rules);
       if (result.kind === 'unreachable' && result.errorCode === 'EADDRNOTAVAIL' && job.source?.address) {
         // Our own address cannot be bound: no other MX would do better; the operator must act.
-        ctx.logger.error({ component: 'delivery', source: job.source.address, pool: job.source.pool }, 'IP pool address cannot be bound on this host (mailsvc doctor)');
+        ctx.logger.error(
+          { component: 'delivery', source: job.source.address, pool: job.source.pool },
+          'IP pool address cannot be bound on this host (mailsvc doctor)',
+        );
         return everyone(job, {
           kind: 'deferred',
           code: null,
@@ -183,14 +257,28 @@ async function transmit(job: Job, r: Route, prepared: Extract<Prepared, { kind: 
         });
       }
       last = fromFailure(result, host.name, ctx.rules);
-      ctx.logger.debug({ component: 'delivery', emailId: job.email.id, mxHost: host.name, address, err: result.message }, 'MX host failed, trying the next');
+      ctx.logger.debug(
+        { component: 'delivery', emailId: job.email.id, mxHost: host.name, address, err: result.message },
+        'MX host failed, trying the next',
+      );
     }
   }
   if (r.implicit && !anyAddress && !lookupFailed) {
     // No MX and no address: the domain cannot receive mail (RFC 5321 §5.1).
-    return everyone(job, { kind: 'bounced', code: 550, response: `550 5.1.2 ${job.domain} has no MX, A or AAAA record`, category: 'bad_domain', bounceType: 'hard', mxHost: null, tls: false });
+    return everyone(job, {
+      kind: 'bounced',
+      code: 550,
+      response: `550 5.1.2 ${job.domain} has no MX, A or AAAA record`,
+      category: 'bad_domain',
+      bounceType: 'hard',
+      mxHost: null,
+      tls: false,
+    });
   }
-  return everyone(job, last ?? { kind: 'deferred', code: null, response: 'no MX host to try', category: 'dns', mxHost: null, tls: false });
+  return everyone(
+    job,
+    last ?? { kind: 'deferred', code: null, response: 'no MX host to try', category: 'dns', mxHost: null, tls: false },
+  );
 }
 
 /** Runs the steps; returns one outcome per item of the job, in order. */
@@ -198,7 +286,8 @@ export async function transmitJob(job: Job, ctx: JobContext): Promise<Outcome[]>
   const r = await route(job, ctx);
   if ('kind' in r) return everyone(job, r);
   const prepared = await ctx.prepare(job.email);
-  if (prepared.kind === 'failed') return everyone(job, { kind: 'failed', response: prepared.reason, category: prepared.category });
+  if (prepared.kind === 'failed')
+    return everyone(job, { kind: 'failed', response: prepared.reason, category: prepared.category });
   // A domain that enforces TLS never goes out in the clear; a stricter mode (MTA-STS's verified) stays.
   const tls: TlsMode = prepared.requireTls && r.tls === 'opportunistic' ? 'required' : r.tls;
   return transmit(job, { ...r, tls }, prepared, ctx);

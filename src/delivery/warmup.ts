@@ -21,7 +21,11 @@ interface WarmupDay {
 
 type WarmupSettings = Config['delivery']['warmup'];
 
-export function warmupDay(w: Pick<IpWarmup, 'started_at' | 'schedule'>, settings: WarmupSettings, now: number): WarmupDay {
+export function warmupDay(
+  w: Pick<IpWarmup, 'started_at' | 'schedule'>,
+  settings: WarmupSettings,
+  now: number,
+): WarmupDay {
   const dayMs = settings.daySeconds * 1000;
   const day = Math.max(0, Math.floor((now - w.started_at) / dayMs));
   const periodStart = w.started_at + day * dayMs;

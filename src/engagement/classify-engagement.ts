@@ -57,9 +57,11 @@ export function classifyEngagement(f: Fetch, rules: EngagementRules): Classifica
   }
 
   if (agentRule) return { class: 'scanner', by: `agent:${agentRule.who}` };
-  if (f.sinceOtherLink !== null && f.sinceOtherLink < rules.timing.burstMs) return { class: 'scanner', by: 'link_burst' };
+  if (f.sinceOtherLink !== null && f.sinceOtherLink < rules.timing.burstMs)
+    return { class: 'scanner', by: 'link_burst' };
   if (f.openedBySameClient) return { class: 'human', by: 'opened_first' };
   // Fast, and nothing from this client opened the message first: two signs.
-  if (f.sinceDelivery !== null && f.sinceDelivery < rules.timing.clickAfterDeliveryMs) return { class: 'scanner', by: 'click_after_delivery' };
+  if (f.sinceDelivery !== null && f.sinceDelivery < rules.timing.clickAfterDeliveryMs)
+    return { class: 'scanner', by: 'click_after_delivery' };
   return { class: 'human', by: 'default' };
 }

@@ -49,7 +49,8 @@ const lines = (text: string) =>
     .filter((l) => l.text !== '' && !l.text.startsWith('#'));
 
 const ruleClass = (value: string | undefined, where: string): MachineClass => {
-  if (!RULE_CLASSES.includes(value as MachineClass)) throw new RulesError(`${where}: the class must be one of ${RULE_CLASSES.join(', ')}, got "${value ?? ''}"`);
+  if (!RULE_CLASSES.includes(value as MachineClass))
+    throw new RulesError(`${where}: the class must be one of ${RULE_CLASSES.join(', ')}, got "${value ?? ''}"`);
   return value as MachineClass;
 };
 
@@ -73,7 +74,8 @@ export function parseNetworkRules(text: string, file = 'networks.txt'): Array<{ 
   return lines(text).map(({ line, text: l }) => {
     const where = `${file}:${line}`;
     const [cls, who, cidr, extra] = l.split(/\s+/);
-    if (!cls || !who || !cidr || extra !== undefined) throw new RulesError(`${where}: expected "<class> <who> <network>"`);
+    if (!cls || !who || !cidr || extra !== undefined)
+      throw new RulesError(`${where}: expected "<class> <who> <network>"`);
     const bad = checkCidr(cidr);
     if (bad) throw new RulesError(`${where}: ${bad}`);
     return { cidr, label: `${ruleClass(cls, where)}:${who}` };
@@ -117,7 +119,10 @@ function readRules(dir: string | null, timing: Timing): EngagementRules {
   };
   return {
     agents: parseAgentRules(read('agents.txt'), `${base}agents.txt`),
-    networks: new NetworkList([...parseNetworkRules(read('networks.txt'), `${base}networks.txt`), ...parseAppleEgress(read('apple-egress.csv'), `${base}apple-egress.csv`)]),
+    networks: new NetworkList([
+      ...parseNetworkRules(read('networks.txt'), `${base}networks.txt`),
+      ...parseAppleEgress(read('apple-egress.csv'), `${base}apple-egress.csv`),
+    ]),
     timing,
   };
 }

@@ -36,7 +36,9 @@ export class NetworkList {
     if (!ip || !ipaddr.isValid(ip)) return null;
     // An IPv4 client seen on a dual-stack socket arrives as ::ffff:a.b.c.d.
     const address = ipaddr.process(ip);
-    return address.kind() === 'ipv4' ? this.v4.find(v4Number(address as ipaddr.IPv4)) : this.v6.find(v6Number(address as ipaddr.IPv6));
+    return address.kind() === 'ipv4'
+      ? this.v4.find(v4Number(address as ipaddr.IPv4))
+      : this.v6.find(v6Number(address as ipaddr.IPv6));
   }
 }
 
@@ -64,7 +66,8 @@ class Ranges<T extends number | bigint> {
   constructor(ranges: Array<Range<T>>) {
     this.ranges = ranges.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
     this.reach = [];
-    for (const [i, r] of this.ranges.entries()) this.reach.push(i === 0 || r.end > this.reach[i - 1]! ? r.end : this.reach[i - 1]!);
+    for (const [i, r] of this.ranges.entries())
+      this.reach.push(i === 0 || r.end > this.reach[i - 1]! ? r.end : this.reach[i - 1]!);
   }
 
   get size(): number {

@@ -15,8 +15,12 @@ export async function queueWorkflowTrigger(trx: Db, event: NewEventRecord): Prom
   const { data } = event;
   if (!(await hasWorkflowListener(trx, event.workspace_id, event.type))) return;
   // subscriber.* name the subscriber; email.* name it when the mail was a campaign's, else the recipient.
-  const byId = typeof data.subscriber_id === 'string' ? await findSubscriber(trx, event.workspace_id, data.subscriber_id) : undefined;
-  const address = typeof data.email === 'string' ? data.email : typeof data.recipient === 'string' ? data.recipient : undefined;
+  const byId =
+    typeof data.subscriber_id === 'string'
+      ? await findSubscriber(trx, event.workspace_id, data.subscriber_id)
+      : undefined;
+  const address =
+    typeof data.email === 'string' ? data.email : typeof data.recipient === 'string' ? data.recipient : undefined;
   const subscriber = byId ?? (address ? await findSubscriberByEmail(trx, event.workspace_id, address) : undefined);
   if (!subscriber) return;
   await saveWorkflowTrigger(trx, {

@@ -7,4 +7,5 @@ export const ALL_EVENTS = '*';
 export const isEventType = (value: string): value is EventType => isOneOf(EVENT_TYPES, value);
 
 /** Whether an endpoint subscribed to `events` receives an event of `type`. */
-export const subscribesTo = (events: readonly string[], type: string): boolean => events.includes(ALL_EVENTS) || events.includes(type);
+export const subscribesTo = (events: readonly string[], type: string): boolean =>
+  events.includes(ALL_EVENTS) || events.includes(type);

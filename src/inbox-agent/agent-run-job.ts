@@ -7,7 +7,17 @@ import type { Logger } from '../shared/logger.js';
 import type { Db, Dialect } from '../store/infra/db.js';
 import { prefixedSubject } from '../messages/quote-message.js';
 import { checkForward } from './forward-policy.js';
-import { claimAgentRuns, findAgent, findInboxMessage, findLabelByName, finishAgentRun, listMessagesOfThreads, type InboxAgent, type InboxAgentRun, type InboxMessage } from '../store/inboxes.js';
+import {
+  claimAgentRuns,
+  findAgent,
+  findInboxMessage,
+  findLabelByName,
+  finishAgentRun,
+  listMessagesOfThreads,
+  type InboxAgent,
+  type InboxAgentRun,
+  type InboxMessage,
+} from '../store/inboxes.js';
 import type { Hand, Next, WorkerJob } from '../workers/kernel.js';
 import { askAgent, type AgentAction, type ThreadMessage } from './ask-agent.js';
 
@@ -89,16 +99,33 @@ async function runOne(deps: InboxAgentDeps, owner: string, run: InboxAgentRun): 
   const { db, clock, config, services } = deps;
   const log = deps.logger.child({ component: 'inbox-agent', runId: run.id, workspaceId: run.workspace_id });
   const settings = config.inboxes.agent;
-  const [agent, message, inbox] = await Promise.all([findAgent(db, run.inbox_id), findInboxMessage(db, run.message_id), services.inboxThreads.inbox(run.workspace_id, run.inbox_id).catch(() => undefined)]);
+  const [agent, message, inbox] = await Promise.all([
+    findAgent(db, run.inbox_id),
+    findInboxMessage(db, run.message_id),
+    services.inboxThreads.inbox(run.workspace_id, run.inbox_id).catch(() => undefined),
+  ]);
   const allowed = agent?.actions ?? [];
   if (!agent || !message || !inbox || allowed.length === 0) {
-    await finishAgentRun(db, run.id, owner, { status: 'done', attempts: run.attempts, next_attempt_at: run.next_attempt_at, actions: [], error: 'nothing to do: the message, its inbox or the agent is gone, or no action is allowed', updated_at: clock.now() });
+    await finishAgentRun(db, run.id, owner, {
+      status: 'done',
+      attempts: run.attempts,
+      next_attempt_at: run.next_attempt_at,
+      actions: [],
+      error: 'nothing to do: the message, its inbox or the agent is gone, or no action is allowed',
+      updated_at: clock.now(),
+    });
     return;
   }
   let actions: AgentAction[];
   try {
     const messages = (await listMessagesOfThreads(db, [run.thread_id])).filter((m) => m.at <= message.at);
-    actions = await askAgent(settings, deps.resolver, { inboxAddress: inbox.address, instructions: agent.instructions, tone: agent.tone, allowed, thread: threadOf(messages) });
+    actions = await askAgent(settings, deps.resolver, {
+      inboxAddress: inbox.address,
+      instructions: agent.instructions,
+      tone: agent.tone,
+      allowed,
+      thread: threadOf(messages),
+    });
   } catch (err) {
     const attempts = run.attempts + 1;
     const failed = attempts >= settings.attempts;
@@ -116,27 +143,60 @@ async function runOne(deps: InboxAgentDeps, owner: string, run: InboxAgentRun): 
   }
   const records: ActionRecord[] = [];
   for (const action of actions) records.push(await carryOut(deps, run, message, agent, action));
-  const recorded = await finishAgentRun(db, run.id, owner, { status: 'done', attempts: run.attempts + 1, next_attempt_at: run.next_attempt_at, actions: records, error: null, updated_at: clock.now() });
-  log.info({ actions: records.map((r) => `${r.type}:${r.result}`), recorded }, recorded ? 'inbox agent run done' : 'inbox agent run done, but another node had taken it over (its lease ran out): its record stands');
+  const recorded = await finishAgentRun(db, run.id, owner, {
+    status: 'done',
+    attempts: run.attempts + 1,
+    next_attempt_at: run.next_attempt_at,
+    actions: records,
+    error: null,
+    updated_at: clock.now(),
+  });
+  log.info(
+    { actions: records.map((r) => `${r.type}:${r.result}`), recorded },
+    recorded
+      ? 'inbox agent run done'
+      : 'inbox agent run done, but another node had taken it over (its lease ran out): its record stands',
+  );
 }
 
-async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: InboxMessage, agent: InboxAgent, action: AgentAction): Promise<ActionRecord> {
+async function carryOut(
+  deps: InboxAgentDeps,
+  run: InboxAgentRun,
+  message: InboxMessage,
+  agent: InboxAgent,
+  action: AgentAction,
+): Promise<ActionRecord> {
   const { services, db } = deps;
-  if (!agent.actions.includes(action.type)) return { ...action, result: 'refused', detail: "not among the actions the inbox's settings allow" };
+  if (!agent.actions.includes(action.type))
+    return { ...action, result: 'refused', detail: "not among the actions the inbox's settings allow" };
   const ws = run.workspace_id;
   try {
     switch (action.type) {
       case 'draft_reply': {
-        const draft = await services.inboxDrafts.create(ws, run.inbox_id, { threadId: run.thread_id, replyToEmailId: messageIdOf(message), text: action.text! });
+        const draft = await services.inboxDrafts.create(ws, run.inbox_id, {
+          threadId: run.thread_id,
+          replyToEmailId: messageIdOf(message),
+          text: action.text!,
+        });
         return { ...action, result: 'done', detail: `draft ${draft.id}` };
       }
       case 'add_labels': {
         const labels = await Promise.all((action.labels ?? []).map((name) => findLabelByName(db, run.inbox_id, name)));
         const known = labels.filter((l) => l !== undefined);
-        if (known.length === 0) return { ...action, result: 'refused', detail: 'no label of the inbox has any of these names' };
-        await services.inboxThreads.addLabels(ws, run.inbox_id, run.thread_id, known.map((l) => l.id));
+        if (known.length === 0)
+          return { ...action, result: 'refused', detail: 'no label of the inbox has any of these names' };
+        await services.inboxThreads.addLabels(
+          ws,
+          run.inbox_id,
+          run.thread_id,
+          known.map((l) => l.id),
+        );
         const unknown = (action.labels ?? []).filter((_, i) => !labels[i]);
-        return { ...action, result: 'done', ...(unknown.length ? { detail: `no such label: ${unknown.join(', ')}` } : {}) };
+        return {
+          ...action,
+          result: 'done',
+          ...(unknown.length ? { detail: `no such label: ${unknown.join(', ')}` } : {}),
+        };
       }
       case 'archive':
       case 'mark_as_spam':
@@ -146,7 +206,9 @@ async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: Inbox
         return { ...action, result: 'done' };
       }
       case 'forward_thread': {
-        const verified = (await services.domains.list(ws)).filter((d) => d.status === 'verified').map((d) => d.domain_name);
+        const verified = (await services.domains.list(ws))
+          .filter((d) => d.status === 'verified')
+          .map((d) => d.domain_name);
         const verdict = checkForward(action.to!, verified, agent.forward_to);
         if ('invalid' in verdict) return { ...action, result: 'refused', detail: verdict.invalid };
         if (!verdict.allowed) {
@@ -157,10 +219,21 @@ async function carryOut(deps: InboxAgentDeps, run: InboxAgentRun, message: Inbox
             subject: prefixedSubject('Fwd', message.subject),
             text: action.text ?? '',
           });
-          return { ...action, result: 'drafted', detail: `${verdict.outside.join(', ')} not among the addresses the agent may forward to (the workspace's verified domains and the agent's forward_to): saved as draft ${draft.id} for a person` };
+          return {
+            ...action,
+            result: 'drafted',
+            detail: `${verdict.outside.join(', ')} not among the addresses the agent may forward to (the workspace's verified domains and the agent's forward_to): saved as draft ${draft.id} for a person`,
+          };
         }
         const workspace = await services.workspaces.get(ws);
-        const sent = await services.inboxReplies.forward(workspace, { test: false, senderDomainId: null }, run.inbox_id, run.thread_id, messageIdOf(message), { to: verdict.to, ...(action.text ? { text: action.text } : {}) });
+        const sent = await services.inboxReplies.forward(
+          workspace,
+          { test: false, senderDomainId: null },
+          run.inbox_id,
+          run.thread_id,
+          messageIdOf(message),
+          { to: verdict.to, ...(action.text ? { text: action.text } : {}) },
+        );
         return { ...action, result: 'done', detail: `email ${sent.id}` };
       }
       case 'assign_thread':

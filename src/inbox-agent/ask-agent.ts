@@ -68,7 +68,10 @@ export const threadData = (thread: ThreadMessage[]): string => JSON.stringify({ 
 export function parseAgentAnswer(content: unknown): { actions: AgentAction[] } | { error: string } {
   if (typeof content !== 'string') return { error: 'the answer has no message content' };
   // Models asked for JSON still fence it at times.
-  const text = content.trim().replace(/^```(?:json)?\s*/i, '').replace(/\s*```$/, '');
+  const text = content
+    .trim()
+    .replace(/^```(?:json)?\s*/i, '')
+    .replace(/\s*```$/, '');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -80,13 +83,21 @@ export function parseAgentAnswer(content: unknown): { actions: AgentAction[] } |
   if (actions.length > MAX_ACTIONS) return { error: `the answer has more than ${MAX_ACTIONS} actions` };
   const out: AgentAction[] = [];
   for (const a of actions as Array<Record<string, unknown>>) {
-    if (!a || typeof a !== 'object' || !isOneOf(AGENT_ACTION_TYPES, a.type)) return { error: `unknown action ${JSON.stringify(a?.type ?? a)}` };
-    const str = (v: unknown, max: number) => (typeof v === 'string' && v.length <= max && !v.includes('\u0000') ? v : undefined);
+    if (!a || typeof a !== 'object' || !isOneOf(AGENT_ACTION_TYPES, a.type))
+      return { error: `unknown action ${JSON.stringify(a?.type ?? a)}` };
+    const str = (v: unknown, max: number) =>
+      typeof v === 'string' && v.length <= max && !v.includes('\u0000') ? v : undefined;
     const action: AgentAction = { type: a.type };
     if (a.text !== undefined) action.text = str(a.text, 100_000);
     if (a.to !== undefined) action.to = str(a.to, 320);
     if (a.assignee !== undefined) action.assignee = str(a.assignee, 320);
-    if (a.labels !== undefined) action.labels = Array.isArray(a.labels) ? a.labels.map((l) => str(l, 50)).filter((l): l is string => l !== undefined).slice(0, 10) : [];
+    if (a.labels !== undefined)
+      action.labels = Array.isArray(a.labels)
+        ? a.labels
+            .map((l) => str(l, 50))
+            .filter((l): l is string => l !== undefined)
+            .slice(0, 10)
+        : [];
     if (action.type === 'draft_reply' && !action.text) return { error: 'draft_reply needs its text' };
     if (action.type === 'forward_thread' && !action.to) return { error: 'forward_thread needs an address in "to"' };
     out.push(action);
@@ -95,7 +106,11 @@ export function parseAgentAnswer(content: unknown): { actions: AgentAction[] } |
 }
 
 /** Asks the agent; throws on no answer, an HTTP error or an answer that is not one (the run is tried again). */
-export async function askAgent(settings: Config['inboxes']['agent'], resolver: DnsResolver, q: AgentQuestion): Promise<AgentAction[]> {
+export async function askAgent(
+  settings: Config['inboxes']['agent'],
+  resolver: DnsResolver,
+  q: AgentQuestion,
+): Promise<AgentAction[]> {
   const content = await chatCompletion(
     settings,
     resolver,

@@ -7,7 +7,8 @@ import { normalizeAddress } from '../messages/addresses.js';
  * the address, and the model read the thread, so an inbound message can put any address there:
  * this list, not the model, decides what leaves. Pure.
  */
-type ForwardVerdict = { allowed: true; to: string[] } | { allowed: false; to: string[]; outside: string[] } | { invalid: string };
+type ForwardVerdict =
+  { allowed: true; to: string[] } | { allowed: false; to: string[]; outside: string[] } | { invalid: string };
 
 export function checkForward(to: string, verifiedDomains: string[], forwardTo: string[]): ForwardVerdict {
   const parsed = addressparser(to, { flatten: true });

@@ -47,8 +47,10 @@ export function requireAddress(field: string, value: string): string {
 export function parseMailbox(field: string, value: string): Address {
   singleLine(field, value);
   const parsed = addressparser(value, { flatten: true });
-  if (parsed.length > 1) throw validationError(field, `"${value.slice(0, 100)}" must be one address, e.g. "Name <name@example.com>"`);
-  if (parsed.length === 0 || !parsed[0]!.address) throw validationError(field, `"${value.slice(0, 100)}" is not a valid email address`);
+  if (parsed.length > 1)
+    throw validationError(field, `"${value.slice(0, 100)}" must be one address, e.g. "Name <name@example.com>"`);
+  if (parsed.length === 0 || !parsed[0]!.address)
+    throw validationError(field, `"${value.slice(0, 100)}" is not a valid email address`);
   return { name: parsed[0]!.name.trim(), address: requireAddress(field, parsed[0]!.address) };
 }
 
@@ -58,4 +60,3 @@ export function parseMailboxes(field: string, value: string | string[] | undefin
   const list = Array.isArray(value) ? value : [value];
   return list.map((v, i) => parseMailbox(Array.isArray(value) ? `${field}[${i}]` : field, v));
 }
-

@@ -15,7 +15,6 @@ export interface AttachmentInput {
   cid?: string | undefined;
 }
 
-
 /** Fetches an attachment URL within a byte cap; supplied by the composition root. */
 export type AttachmentFetcher = (url: string, maxBytes: number) => Promise<Buffer>;
 
@@ -54,17 +53,22 @@ export async function resolveAttachments(
   field = 'attachments',
 ): Promise<Attachment[]> {
   if (!inputs || inputs.length === 0) return [];
-  if (inputs.length > ATTACHMENT_LIMITS.count) throw validationError(field, `at most ${ATTACHMENT_LIMITS.count} attachments`);
+  if (inputs.length > ATTACHMENT_LIMITS.count)
+    throw validationError(field, `at most ${ATTACHMENT_LIMITS.count} attachments`);
   let total = 0;
   const out: Attachment[] = [];
   for (const [i, input] of inputs.entries()) {
     const at = `${field}[${i}]`;
     const filename = singleLine(`${at}.filename`, input.filename).trim();
-    if (filename === '' || filename.length > 255) throw validationError(`${at}.filename`, 'must be 1 to 255 characters');
+    if (filename === '' || filename.length > 255)
+      throw validationError(`${at}.filename`, 'must be 1 to 255 characters');
     const contentType = input.contentType ?? contentTypeOf(filename);
-    if (!MIME_TYPE.test(contentType) || contentType.length > 255) throw validationError(`${at}.contentType`, 'must be a MIME type such as application/pdf');
-    if (input.cid !== undefined && !CID.test(input.cid)) throw validationError(`${at}.cid`, 'must be a Content-ID without spaces or angle brackets');
-    if ((input.content === undefined) === (input.url === undefined)) throw validationError(at, 'needs exactly one of content or url');
+    if (!MIME_TYPE.test(contentType) || contentType.length > 255)
+      throw validationError(`${at}.contentType`, 'must be a MIME type such as application/pdf');
+    if (input.cid !== undefined && !CID.test(input.cid))
+      throw validationError(`${at}.cid`, 'must be a Content-ID without spaces or angle brackets');
+    if ((input.content === undefined) === (input.url === undefined))
+      throw validationError(at, 'needs exactly one of content or url');
 
     let content: Buffer;
     if (input.content !== undefined) {
@@ -72,7 +76,8 @@ export async function resolveAttachments(
       content = decodeBase64(`${at}.content`, input.content);
     } else {
       if (!fetcher) throw validationError(`${at}.url`, 'attachment URLs are not available here');
-      if (!URL.canParse(input.url!) || !/^https?:$/.test(new URL(input.url!).protocol)) throw validationError(`${at}.url`, 'must be an http(s) URL');
+      if (!URL.canParse(input.url!) || !/^https?:$/.test(new URL(input.url!).protocol))
+        throw validationError(`${at}.url`, 'must be an http(s) URL');
       content = await fetcher(input.url!, ATTACHMENT_LIMITS.fileBytes).catch((err: unknown) => {
         throw validationError(`${at}.url`, (err as Error).message);
       });

@@ -20,11 +20,16 @@ interface MessageParts extends Omit<ComposeInput, 'headers'> {
  * a campaign's (composed when first delivered), gets its List-Unsubscribe headers, preheader
  * and tracking here, and its MIME from nodemailer (compose.ts).
  */
-export async function buildMessage(parts: MessageParts, deps: { compose: Composer; links: MessageLinks }): Promise<Buffer> {
+export async function buildMessage(
+  parts: MessageParts,
+  deps: { compose: Composer; links: MessageLinks },
+): Promise<Buffer> {
   const headers = { ...parts.headers };
-  if (parts.unsubscribeUrl && !Object.keys(headers).some((h) => h.toLowerCase() === 'list-unsubscribe')) Object.assign(headers, listUnsubscribeHeaders(parts.unsubscribeUrl));
+  if (parts.unsubscribeUrl && !Object.keys(headers).some((h) => h.toLowerCase() === 'list-unsubscribe'))
+    Object.assign(headers, listUnsubscribeHeaders(parts.unsubscribeUrl));
   let html = parts.html === undefined ? undefined : withPreheader(parts.html, parts.previewText ?? null);
-  if (html !== undefined && (parts.track.opens || parts.track.clicks)) html = addTracking(html, deps.links.tracking(parts.emailId, parts.track));
+  if (html !== undefined && (parts.track.opens || parts.track.clicks))
+    html = addTracking(html, deps.links.tracking(parts.emailId, parts.track));
   return deps.compose({
     from: parts.from,
     to: parts.to,
@@ -45,5 +50,7 @@ function withPreheader(html: string, previewText: string | null): string {
   if (!previewText) return html;
   const hidden = `<div style="display:none;max-height:0;overflow:hidden;mso-hide:all">${escapeHtml(previewText)}</div>`;
   const body = /<body\b[^>]*>/i.exec(html);
-  return body ? html.slice(0, body.index + body[0].length) + hidden + html.slice(body.index + body[0].length) : hidden + html;
+  return body
+    ? html.slice(0, body.index + body[0].length) + hidden + html.slice(body.index + body[0].length)
+    : hidden + html;
 }

@@ -10,7 +10,10 @@ export interface Content {
   text: string | null;
 }
 
-export const contentOf = (c: Pick<Campaign, 'subject' | 'from_name' | 'preview_text' | 'html' | 'text'>, v: Omit<CampaignVariant, 'campaign_id'> | undefined): Content => ({
+export const contentOf = (
+  c: Pick<Campaign, 'subject' | 'from_name' | 'preview_text' | 'html' | 'text'>,
+  v: Omit<CampaignVariant, 'campaign_id'> | undefined,
+): Content => ({
   subject: v?.subject ?? c.subject,
   fromName: v?.from_name ?? c.from_name,
   previewText: v?.preview_text ?? c.preview_text,

@@ -12,7 +12,6 @@ import type { Composer } from './compose.js';
 import type { MessageLinks } from './links.js';
 import { renderSubject, renderTemplate, type Variables } from './render-template.js';
 
-
 /** A campaign being sent and its A/B test's variants, read once a minute. */
 interface Sending {
   campaign: Campaign;
@@ -26,10 +25,18 @@ type Recipient = Pick<Subscriber, 'email' | 'first_name' | 'last_name' | 'extern
  * subscriber), over its metadata. Resend's names too: `FIRST_NAME`, `LAST_NAME`, `EMAIL`,
  * `RESEND_UNSUBSCRIBE_URL` and `contact.*` (with the contact's properties).
  */
-export function subscriberVariables(campaignVariables: Variables | null, s: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): Variables {
+export function subscriberVariables(
+  campaignVariables: Variables | null,
+  s: Recipient,
+  unsubscribeUrl: string,
+  fallbacks: Variables = {},
+): Variables {
   const metadata: Variables = s.metadata ?? {};
   // A declared property's fallback stands in where the contact has no value (contactProperties).
-  const properties = { ...fallbacks, ...Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== null && v !== undefined)) };
+  const properties = {
+    ...fallbacks,
+    ...Object.fromEntries(Object.entries(metadata).filter(([, v]) => v !== null && v !== undefined)),
+  };
   const own = { email: s.email, first_name: s.first_name ?? '', last_name: s.last_name ?? '' };
   return {
     ...properties,
@@ -47,7 +54,12 @@ export function subscriberVariables(campaignVariables: Variables | null, s: Reci
 }
 
 /** The subject a campaign has for one recipient. */
-export const campaignSubject = (campaign: Campaign, recipient: Recipient, unsubscribeUrl: string, fallbacks: Variables = {}): string =>
+export const campaignSubject = (
+  campaign: Campaign,
+  recipient: Recipient,
+  unsubscribeUrl: string,
+  fallbacks: Variables = {},
+): string =>
   renderSubject(campaign.subject, subscriberVariables(campaign.variables, recipient, unsubscribeUrl, fallbacks));
 
 interface CampaignMessageDeps {
@@ -105,7 +117,9 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
     // An A/B test's message carries its variant's content (the winner's, for the rest).
     const content = contentOf(campaign, email.variant === null ? undefined : sending.variants.get(email.variant));
     const to = parseMailbox('to', email.to_addresses[0]!);
-    const recipient = (email.subscriber_id ? await findSubscriber(db, email.workspace_id, email.subscriber_id) : undefined) ?? {
+    const recipient = (email.subscriber_id
+      ? await findSubscriber(db, email.workspace_id, email.subscriber_id)
+      : undefined) ?? {
       email: to.address,
       first_name: null,
       last_name: null,
@@ -113,7 +127,12 @@ export function campaignMessages(deps: CampaignMessageDeps): (email: Email) => P
       metadata: null,
     };
     const unsubscribeUrl = links.unsubscribe(email.workspace_id, to.address, email.id);
-    const variables = subscriberVariables(campaign.variables, recipient, unsubscribeUrl, await fallbacksOf(email.workspace_id));
+    const variables = subscriberVariables(
+      campaign.variables,
+      recipient,
+      unsubscribeUrl,
+      await fallbacksOf(email.workspace_id),
+    );
     const raw = await buildMessage(
       {
         emailId: email.id,

@@ -34,13 +34,19 @@ function parseClientSupport(text: string): ClientSupportData {
   } catch {
     throw new ClientSupportError('is not JSON');
   }
-  if (!raw.clients || typeof raw.clients !== 'object' || !Array.isArray(raw.features)) throw new ClientSupportError('needs `clients` and `features` (see config/email-clients/caniemail.json)');
+  if (!raw.clients || typeof raw.clients !== 'object' || !Array.isArray(raw.features))
+    throw new ClientSupportError('needs `clients` and `features` (see config/email-clients/caniemail.json)');
   const features = new Map<string, ClientSupportFeature>();
   for (const f of raw.features as ClientSupportFeature[]) {
-    if (typeof f?.slug !== 'string' || typeof f.support !== 'object') throw new ClientSupportError('every feature needs `slug` and `support`');
+    if (typeof f?.slug !== 'string' || typeof f.support !== 'object')
+      throw new ClientSupportError('every feature needs `slug` and `support`');
     features.set(f.slug, f);
   }
-  return { last_update_date: String(raw.last_update_date ?? ''), clients: raw.clients as Record<string, string>, features };
+  return {
+    last_update_date: String(raw.last_update_date ?? ''),
+    clients: raw.clients as Record<string, string>,
+    features,
+  };
 }
 
 const cache = new Map<string, ClientSupportData>();

@@ -12,7 +12,8 @@ let loaded: Promise<typeof import('mjml').default> | undefined;
 export async function compileMjml(source: string, field = 'mjml'): Promise<string> {
   loaded ??= import('mjml').then((m) => m.default);
   const mjml2html = await loaded;
-  if (!/^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<mjml[\s>]/i.test(source)) throw validationError(field, 'is not MJML: it must start with <mjml>');
+  if (!/^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<mjml[\s>]/i.test(source))
+    throw validationError(field, 'is not MJML: it must start with <mjml>');
   try {
     const { html } = await mjml2html(source, { validationLevel: 'strict', ignoreIncludes: true, keepComments: false });
     return html;

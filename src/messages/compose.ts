@@ -29,7 +29,10 @@ export interface ComposeInput {
 export type Composer = (input: ComposeInput) => Promise<Buffer>;
 
 const requireHere = createRequire(import.meta.url);
-const MODULES = { composer: requireHere.resolve('nodemailer/lib/mail-composer'), htmlToText: requireHere.resolve('html-to-text') };
+const MODULES = {
+  composer: requireHere.resolve('nodemailer/lib/mail-composer'),
+  htmlToText: requireHere.resolve('html-to-text'),
+};
 
 /**
  * Composes the RFC 5322 message with nodemailer: RFC 2047 encoding of non-ASCII names and

@@ -1,5 +1,13 @@
 import { newId } from '../shared/ids.js';
-import { type NewEmail, PRIORITY, type AbPhase, type Email, type EmailType, type Intake, type QueueItem } from '../store/emails.js';
+import {
+  type NewEmail,
+  PRIORITY,
+  type AbPhase,
+  type Email,
+  type EmailType,
+  type Intake,
+  type QueueItem,
+} from '../store/emails.js';
 import { domainOf } from '../shared/domain-name.js';
 import type { Domain } from '../store/domains.js';
 import type { Address } from './addresses.js';
@@ -8,7 +16,6 @@ import type { TrackingFlags } from './links.js';
 export interface Prepared extends NewEmail {
   type: EmailType;
 }
-
 
 const formatMailbox = (a: Address): string => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address);
 

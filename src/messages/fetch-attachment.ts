@@ -14,12 +14,18 @@ export function createAttachmentFetcher(config: Config, resolver: DnsResolver): 
   return async (url, maxBytes) => {
     let response;
     try {
-      response = await safeRequest(url, { policy, timeoutMs: config.attachments.fetchTimeoutSeconds * 1000, maxResponseBytes: maxBytes + 1, maxRedirects: 3 });
+      response = await safeRequest(url, {
+        policy,
+        timeoutMs: config.attachments.fetchTimeoutSeconds * 1000,
+        maxResponseBytes: maxBytes + 1,
+        maxRedirects: 3,
+      });
     } catch (err) {
       if (err instanceof NetworkPolicyError) throw err;
       throw new Error(`could not be fetched: ${(err as Error).message}`);
     }
-    if (response.status < 200 || response.status >= 300) throw new Error(`could not be fetched: the server answered HTTP ${response.status}`);
+    if (response.status < 200 || response.status >= 300)
+      throw new Error(`could not be fetched: the server answered HTTP ${response.status}`);
     if (response.truncated || response.body.length > maxBytes) throw new Error('is larger than 5 MB');
     return response.body;
   };

@@ -15,7 +15,12 @@ interface GeneratedTemplate {
   name: string;
   subject: string;
   mjml: string;
-  variables: Array<{ key: string; type: 'string' | 'number'; fallback_value: string | number | null; sample_value?: string | number | null }>;
+  variables: Array<{
+    key: string;
+    type: 'string' | 'number';
+    fallback_value: string | number | null;
+    sample_value?: string | number | null;
+  }>;
 }
 
 export function parseGeneratedTemplate(content: unknown): GeneratedTemplate | { error: string } {
@@ -27,7 +32,15 @@ export function parseGeneratedTemplate(content: unknown): GeneratedTemplate | { 
   } catch {
     return { error: 'the model did not answer with JSON' };
   }
-  if (typeof answer?.mjml !== 'string' || typeof answer.subject !== 'string') return { error: 'the model\'s answer lacks mjml or subject' };
-  const variables = Array.isArray(answer.variables) ? answer.variables.filter((v) => v && typeof v.key === 'string' && (v.type === 'string' || v.type === 'number')) : [];
-  return { name: typeof answer.name === 'string' && answer.name.trim() ? answer.name.slice(0, 200) : 'Generated template', subject: answer.subject, mjml: answer.mjml, variables };
+  if (typeof answer?.mjml !== 'string' || typeof answer.subject !== 'string')
+    return { error: "the model's answer lacks mjml or subject" };
+  const variables = Array.isArray(answer.variables)
+    ? answer.variables.filter((v) => v && typeof v.key === 'string' && (v.type === 'string' || v.type === 'number'))
+    : [];
+  return {
+    name: typeof answer.name === 'string' && answer.name.trim() ? answer.name.slice(0, 200) : 'Generated template',
+    subject: answer.subject,
+    mjml: answer.mjml,
+    variables,
+  };
 }

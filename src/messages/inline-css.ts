@@ -5,4 +5,5 @@ import juice from 'juice';
  * ignore `<style>` (Gmail without a Google account, old Outlook): juice, the inliner MJML
  * uses. Media queries and rules that cannot be inlined stay in `<style>`.
  */
-export const inlineCss = (html: string): string => juice(html, { preserveMediaQueries: true, removeStyleTags: true, applyStyleTags: true });
+export const inlineCss = (html: string): string =>
+  juice(html, { preserveMediaQueries: true, removeStyleTags: true, applyStyleTags: true });

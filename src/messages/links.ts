@@ -49,7 +49,9 @@ export function messageLinks(secretKey: Buffer, publicUrl: string): MessageLinks
   return {
     tracking(emailId, flags) {
       return {
-        openUrl: flags.opens ? `${publicUrl}${TRACKING_PATHS.open}${signToken(tracking, { k: 'o', e: emailId } satisfies OpenToken)}` : null,
+        openUrl: flags.opens
+          ? `${publicUrl}${TRACKING_PATHS.open}${signToken(tracking, { k: 'o', e: emailId } satisfies OpenToken)}`
+          : null,
         clickUrl: flags.clicks
           ? (url) => {
               // Our own unsubscribe links stay direct: a click there is not engagement.
@@ -60,7 +62,8 @@ export function messageLinks(secretKey: Buffer, publicUrl: string): MessageLinks
           : null,
       };
     },
-    unsubscribe: (workspaceId, address, emailId) => `${publicUrl}/u/${signToken(unsubscribe, { w: workspaceId, a: address, e: emailId } satisfies UnsubscribeToken)}`,
+    unsubscribe: (workspaceId, address, emailId) =>
+      `${publicUrl}/u/${signToken(unsubscribe, { w: workspaceId, a: address, e: emailId } satisfies UnsubscribeToken)}`,
     readOpen(token) {
       const p = verifyToken<OpenToken>(tracking, token);
       return p?.k === 'o' && typeof p.e === 'string' ? { emailId: p.e } : null;

@@ -33,10 +33,15 @@ const roughText = (html: string): string =>
 
 // A message whose text part is empty (HTML-only mail often has one) is quoted from its HTML.
 const originalText = (m: QuotedMessage): string => (m.text?.trim() ? m.text : m.html ? roughText(m.html) : '');
-const originalHtml = (m: QuotedMessage): string => m.html ?? `<pre style="white-space:pre-wrap">${escapeHtml(m.text ?? '')}</pre>`;
+const originalHtml = (m: QuotedMessage): string =>
+  m.html ?? `<pre style="white-space:pre-wrap">${escapeHtml(m.text ?? '')}</pre>`;
 
 /** A reply's bodies: what the caller wrote, then the original quoted. A body the caller left out stays out. */
-export function replyBodies(original: QuotedMessage, text: string | undefined, html: string | undefined): { text?: string; html?: string } {
+export function replyBodies(
+  original: QuotedMessage,
+  text: string | undefined,
+  html: string | undefined,
+): { text?: string; html?: string } {
   const attribution = `On ${when(original.at)}, ${original.from} wrote:`;
   const quotedText = originalText(original)
     .split(/\r?\n/)
@@ -45,13 +50,19 @@ export function replyBodies(original: QuotedMessage, text: string | undefined, h
   return {
     ...(text !== undefined ? { text: `${text}\n\n${attribution}\n${quotedText}\n` } : {}),
     ...(html !== undefined
-      ? { html: `${html}\n<div class="mailsvc-quote"><p>${escapeHtml(attribution)}</p><blockquote style="margin:0 0 0 .8ex;border-left:1px solid #ccc;padding-left:1ex">${originalHtml(original)}</blockquote></div>` }
+      ? {
+          html: `${html}\n<div class="mailsvc-quote"><p>${escapeHtml(attribution)}</p><blockquote style="margin:0 0 0 .8ex;border-left:1px solid #ccc;padding-left:1ex">${originalHtml(original)}</blockquote></div>`,
+        }
       : {}),
   };
 }
 
 /** A forward's bodies: the caller's note (if any), the header block, the original. Both parts, since the original is always there. */
-export function forwardBodies(original: QuotedMessage, text: string | undefined, html: string | undefined): { text: string; html: string } {
+export function forwardBodies(
+  original: QuotedMessage,
+  text: string | undefined,
+  html: string | undefined,
+): { text: string; html: string } {
   const header = [
     '---------- Forwarded message ---------',
     `From: ${original.from}`,

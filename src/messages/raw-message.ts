@@ -14,7 +14,11 @@ export async function editRootHeaders(raw: Buffer, edit: (headers: Headers) => v
     new Splitter(),
     new Transform({
       objectMode: true,
-      transform(data: { type: string; root?: boolean; headers?: Headers }, _enc: BufferEncoding, done: TransformCallback) {
+      transform(
+        data: { type: string; root?: boolean; headers?: Headers },
+        _enc: BufferEncoding,
+        done: TransformCallback,
+      ) {
         if (data.type === 'node' && data.root && !edited && data.headers) {
           edit(data.headers);
           edited = true;

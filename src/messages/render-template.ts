@@ -7,7 +7,10 @@
 
 const NAME = '([A-Za-z_][\\w-]*(?:\\.[A-Za-z_][\\w-]*)*)';
 const FALLBACK = '(?:\\|([^{}|]*))?';
-const PLACEHOLDER = new RegExp(`\\{\\{\\{\\s*${NAME}\\s*${FALLBACK}\\}\\}\\}|\\{\\{\\s*${NAME}\\s*${FALLBACK}\\}\\}`, 'g');
+const PLACEHOLDER = new RegExp(
+  `\\{\\{\\{\\s*${NAME}\\s*${FALLBACK}\\}\\}\\}|\\{\\{\\s*${NAME}\\s*${FALLBACK}\\}\\}`,
+  'g',
+);
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export const escapeHtml = (value: string): string => value.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
@@ -26,11 +29,14 @@ function lookup(variables: Variables, path: string): string {
 }
 
 export function renderTemplate(template: string, variables: Variables, mode: 'html' | 'text'): string {
-  return template.replace(PLACEHOLDER, (_, triplePath?: string, tripleFallback?: string, path?: string, fallback?: string) => {
-    const found = lookup(variables, (triplePath ?? path)!);
-    const value = found === '' ? (tripleFallback ?? fallback ?? '').trim() : found;
-    return mode === 'html' ? escapeHtml(value) : value;
-  });
+  return template.replace(
+    PLACEHOLDER,
+    (_, triplePath?: string, tripleFallback?: string, path?: string, fallback?: string) => {
+      const found = lookup(variables, (triplePath ?? path)!);
+      const value = found === '' ? (tripleFallback ?? fallback ?? '').trim() : found;
+      return mode === 'html' ? escapeHtml(value) : value;
+    },
+  );
 }
 
 /** Subjects are one header line: line breaks that variables bring in become spaces. */

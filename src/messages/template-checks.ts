@@ -11,7 +11,8 @@ import { variableNames } from './render-template.js';
  * the HTML in, findings out, each with where, which clients and what to do instead.
  */
 
-type FindingKind = 'client_support' | 'gmail_clipping' | 'image_alt' | 'insecure_link' | 'unsubscribe_link' | 'undeclared_variable';
+type FindingKind =
+  'client_support' | 'gmail_clipping' | 'image_alt' | 'insecure_link' | 'unsubscribe_link' | 'undeclared_variable';
 type Severity = 'error' | 'warning' | 'info';
 
 export interface Finding {
@@ -31,13 +32,28 @@ export interface Finding {
 const GMAIL_CLIP_BYTES = 102 * 1024;
 
 /** Variables every campaign and send knows without declaring them (messages/campaign-message.ts). */
-const BUILT_IN_VARIABLES = new Set(['email', 'first_name', 'last_name', 'external_id', 'metadata', 'contact', 'unsubscribe_url', 'FIRST_NAME', 'LAST_NAME', 'EMAIL', 'RESEND_UNSUBSCRIBE_URL']);
+const BUILT_IN_VARIABLES = new Set([
+  'email',
+  'first_name',
+  'last_name',
+  'external_id',
+  'metadata',
+  'contact',
+  'unsubscribe_url',
+  'FIRST_NAME',
+  'LAST_NAME',
+  'EMAIL',
+  'RESEND_UNSUBSCRIBE_URL',
+]);
 
 /** What to do instead, for the features templates most often trip on; others get the general advice. */
 const SUGGESTIONS: Record<string, string> = {
-  'css-display-flex': 'Lay out with tables (MJML\'s mj-section and mj-column do): clients that ignore flex stack the items.',
-  'css-display-grid': 'Lay out with tables (MJML\'s mj-section and mj-column do): clients that ignore grid stack the items.',
-  'css-position': 'Do not position elements: clients that ignore it show them in the flow, often over other content. Use tables.',
+  'css-display-flex':
+    "Lay out with tables (MJML's mj-section and mj-column do): clients that ignore flex stack the items.",
+  'css-display-grid':
+    "Lay out with tables (MJML's mj-section and mj-column do): clients that ignore grid stack the items.",
+  'css-position':
+    'Do not position elements: clients that ignore it show them in the flow, often over other content. Use tables.',
   'css-background-image': 'Give a background-color too, and keep text readable without the image.',
   'css-at-font-face': 'Name a web-safe font after the web font in font-family: clients without @font-face use it.',
   'css-at-import': 'Put the CSS in a <style> element or inline it: @import is dropped.',
@@ -95,7 +111,12 @@ export function checkTemplate(input: CheckInput, data: ClientSupportData): Findi
       const line = firstLine + (rule.source?.start?.line ?? 1) - 1;
       const name = rule.name.toLowerCase();
       const params = rule.params.toLowerCase();
-      const specific = name === 'media' ? [...params.matchAll(/\(\s*([a-z-]+)/g)].map((m) => `css-at-media-${m[1]}`).find((slug) => data.features.has(slug)) : undefined;
+      const specific =
+        name === 'media'
+          ? [...params.matchAll(/\(\s*([a-z-]+)/g)]
+              .map((m) => `css-at-media-${m[1]}`)
+              .find((slug) => data.features.has(slug))
+          : undefined;
       if (!(specific && use(specific, line))) use(`css-at-${name}`, line);
     });
     root.walkRules((rule) => {
@@ -131,14 +152,21 @@ export function checkTemplate(input: CheckInput, data: ClientSupportData): Findi
     if (el.tagName === 'a') {
       const href = (attr('href') ?? '').trim();
       if (/^http:\/\//i.test(href)) insecure.push(line);
-      if (/unsubscribe/i.test(href) || /\{\{\{?\s*(unsubscribe_url|RESEND_UNSUBSCRIBE_URL)/.test(href)) unsubscribe = true;
+      if (/unsubscribe/i.test(href) || /\{\{\{?\s*(unsubscribe_url|RESEND_UNSUBSCRIBE_URL)/.test(href))
+        unsubscribe = true;
     }
   }
 
   for (const { feature, lines } of used.values()) {
     const clients = Object.entries(feature.support)
       .filter(([client]) => client in data.clients)
-      .map(([client, s]) => ({ client: data.clients[client]!, support: LEVELS[s.level] ?? 'unknown', ...(s.note ? { note: s.note } : {}), key: client, level: s.level }));
+      .map(([client, s]) => ({
+        client: data.clients[client]!,
+        support: LEVELS[s.level] ?? 'unknown',
+        ...(s.note ? { note: s.note } : {}),
+        key: client,
+        level: s.level,
+      }));
     if (clients.length === 0) continue;
     const severity: Severity = clients.some((c) => c.level === 'n' && MAJOR.test(c.key)) ? 'warning' : 'info';
     const lacking = clients.filter((c) => c.level === 'n').map((c) => c.client);
@@ -148,7 +176,9 @@ export function checkTemplate(input: CheckInput, data: ClientSupportData): Findi
       message: `${feature.title}: ${lacking.length ? `not supported by ${lacking.join(', ')}` : 'only partly supported by some clients'}`,
       lines: [...lines].sort((a, b) => a - b),
       clients: clients.map(({ key: _k, level: _l, ...c }) => c),
-      suggestion: SUGGESTIONS[feature.slug] ?? `Check the clients listed: they ignore or mangle ${feature.title}. Give a fallback, or do without it.`,
+      suggestion:
+        SUGGESTIONS[feature.slug] ??
+        `Check the clients listed: they ignore or mangle ${feature.title}. Give a fallback, or do without it.`,
       url: feature.url,
     });
   }
@@ -188,16 +218,21 @@ export function checkTemplate(input: CheckInput, data: ClientSupportData): Findi
     findings.push({
       kind: 'unsubscribe_link',
       severity: 'error',
-      message: 'A marketing template has no unsubscribe link: Gmail and Yahoo require one in bulk mail, and people who cannot leave report spam',
+      message:
+        'A marketing template has no unsubscribe link: Gmail and Yahoo require one in bulk mail, and people who cannot leave report spam',
       lines: [],
       clients: [],
       suggestion: 'Add <a href="{{{unsubscribe_url}}}">Unsubscribe</a> (filled in for each recipient).',
     });
   }
   const declared = new Set(input.declared);
-  const undeclared = [...new Set([input.subject ?? '', input.html, input.text ?? ''].flatMap(variableNames))].filter((n) => !declared.has(n) && !BUILT_IN_VARIABLES.has(n));
+  const undeclared = [...new Set([input.subject ?? '', input.html, input.text ?? ''].flatMap(variableNames))].filter(
+    (n) => !declared.has(n) && !BUILT_IN_VARIABLES.has(n),
+  );
   for (const name of undeclared) {
-    const lines = input.html.split('\n').flatMap((l, i) => (new RegExp(`\\{\\{\\{?\\s*${name}\\b`).test(l) ? [i + 1] : []));
+    const lines = input.html
+      .split('\n')
+      .flatMap((l, i) => (new RegExp(`\\{\\{\\{?\\s*${name}\\b`).test(l) ? [i + 1] : []));
     findings.push({
       kind: 'undeclared_variable',
       severity: 'warning',

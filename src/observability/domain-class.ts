@@ -30,7 +30,13 @@ const BY_MX: Array<[RegExp, DomainClass]> = [
 
 export function domainClass(recipient: string, mxHost: string | null): DomainClass {
   const domain = domainOf(recipient).toLowerCase();
-  const known = BY_DOMAIN[domain] ?? (/^(hotmail|outlook|live)\.[a-z.]+$/.test(domain) ? 'microsoft' : /^yahoo\.[a-z.]+$/.test(domain) ? 'yahoo' : undefined);
+  const known =
+    BY_DOMAIN[domain] ??
+    (/^(hotmail|outlook|live)\.[a-z.]+$/.test(domain)
+      ? 'microsoft'
+      : /^yahoo\.[a-z.]+$/.test(domain)
+        ? 'yahoo'
+        : undefined);
   if (known) return known;
   const mx = mxHost?.toLowerCase().replace(/\.$/, '');
   return (mx ? BY_MX.find(([re]) => re.test(mx))?.[1] : undefined) ?? 'other';

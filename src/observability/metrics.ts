@@ -86,8 +86,15 @@ export interface DestinationSample {
 }
 
 /** The destination class of a gate's destination: its provider's, else its first recipient domain's. */
-const PROVIDER_CLASS: Record<string, DomainClass> = { google: 'gmail', microsoft: 'microsoft', microsoft365: 'microsoft', yahoo: 'yahoo', apple: 'apple' };
-const classOf = (d: DestinationSample): DomainClass => (d.provider && PROVIDER_CLASS[d.provider]) || domainClass(`@${d.domains?.[0] ?? d.domain}`, null);
+const PROVIDER_CLASS: Record<string, DomainClass> = {
+  google: 'gmail',
+  microsoft: 'microsoft',
+  microsoft365: 'microsoft',
+  yahoo: 'yahoo',
+  apple: 'apple',
+};
+const classOf = (d: DestinationSample): DomainClass =>
+  (d.provider && PROVIDER_CLASS[d.provider]) || domainClass(`@${d.domains?.[0] ?? d.domain}`, null);
 
 export const noMetrics: Metrics = {
   emailsAccepted: () => {},
@@ -107,23 +114,48 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   // Event loop lag, heap, GC, CPU and file descriptors, under the same prefix.
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'mailsvc_' });
 
-  const accepted = new Counter({ name: 'mailsvc_emails_accepted_total', help: 'Emails accepted for sending, by intake and type', labelNames: ['intake', 'type'] as const, registers: [registry] });
+  const accepted = new Counter({
+    name: 'mailsvc_emails_accepted_total',
+    help: 'Emails accepted for sending, by intake and type',
+    labelNames: ['intake', 'type'] as const,
+    registers: [registry],
+  });
   const attempts = new Counter({
     name: 'mailsvc_delivery_attempts_total',
     help: 'Delivery attempts per recipient, by outcome and destination class (gmail, microsoft, yahoo, apple, other)',
     labelNames: ['outcome', 'domain_class'] as const,
     registers: [registry],
   });
-  const latency = new Histogram({ name: 'mailsvc_delivery_latency_seconds', help: 'Seconds from acceptance to delivery', buckets: LATENCY_BUCKETS, registers: [registry] });
-  const webhooks = new Counter({ name: 'mailsvc_webhook_attempts_total', help: 'Webhook delivery attempts, by outcome', labelNames: ['outcome'] as const, registers: [registry] });
-  const sessions = new Counter({ name: 'mailsvc_smtp_sessions_total', help: 'SMTP connections accepted, by listener', labelNames: ['listener'] as const, registers: [registry] });
+  const latency = new Histogram({
+    name: 'mailsvc_delivery_latency_seconds',
+    help: 'Seconds from acceptance to delivery',
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const webhooks = new Counter({
+    name: 'mailsvc_webhook_attempts_total',
+    help: 'Webhook delivery attempts, by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const sessions = new Counter({
+    name: 'mailsvc_smtp_sessions_total',
+    help: 'SMTP connections accepted, by listener',
+    labelNames: ['listener'] as const,
+    registers: [registry],
+  });
   const throttled = new Counter({
     name: 'mailsvc_delivery_throttled_waits_total',
     help: 'Deliveries that waited for their destination limit (delivery.domainLimits / defaultDomainLimit), by destination class and hold (concurrency, rate, paused after a slow-down reply)',
     labelNames: ['domain_class', 'hold'] as const,
     registers: [registry],
   });
-  const limited = new Counter({ name: 'mailsvc_rate_limited_total', help: 'Requests refused by a rate limit, by surface and bucket', labelNames: ['surface', 'operation'] as const, registers: [registry] });
+  const limited = new Counter({
+    name: 'mailsvc_rate_limited_total',
+    help: 'Requests refused by a rate limit, by surface and bucket',
+    labelNames: ['surface', 'operation'] as const,
+    registers: [registry],
+  });
 
   let readQueue: (() => Promise<Record<string, number>>) | null = null;
   new Gauge({
@@ -150,7 +182,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   let databaseUp = 1;
   new Gauge({
     name: 'mailsvc_database_up',
-    help: '1 when the database answered the scrape\'s queue-depth query, 0 when it failed (unreachable, dropped, busy past its timeout)',
+    help: "1 when the database answered the scrape's queue-depth query, 0 when it failed (unreachable, dropped, busy past its timeout)",
     registers: [registry],
     collect() {
       this.set(databaseUp);
@@ -168,8 +200,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
         for (const s of readStorage?.() ?? []) this.set({ path: s.path }, value(s));
       },
     });
-  storageGauge('mailsvc_storage_free_bytes', 'Free bytes on each file system the server writes to (the SQLite database\'s, dataDir)', (s) => s.freeBytes);
-  storageGauge('mailsvc_storage_min_free_bytes', 'The reserve (storage.minFreeBytes) below which new mail is refused, per file system', (s) => s.minFreeBytes);
+  storageGauge(
+    'mailsvc_storage_free_bytes',
+    "Free bytes on each file system the server writes to (the SQLite database's, dataDir)",
+    (s) => s.freeBytes,
+  );
+  storageGauge(
+    'mailsvc_storage_min_free_bytes',
+    'The reserve (storage.minFreeBytes) below which new mail is refused, per file system',
+    (s) => s.minFreeBytes,
+  );
 
   // Memory the way it is spent: each isolate's heap (and young generation) and external
   // memory, and what the process holds beyond them (native: SQLite's page cache, TLS, malloc).
@@ -180,20 +220,28 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
     (threadSamples ??= Promise.all(readMemory.map((read) => read().catch(() => [])))
       .then((lists) => lists.flat())
       .finally(() => setTimeout(() => (threadSamples = null), 100).unref()));
-  const THREAD_KINDS: Record<string, keyof IsolateMemory> = { heap_used: 'heapUsed', heap_total: 'heapTotal', heap_young: 'young', heap_limit: 'heapLimit', external: 'external', array_buffers: 'arrayBuffers' };
+  const THREAD_KINDS: Record<string, keyof IsolateMemory> = {
+    heap_used: 'heapUsed',
+    heap_total: 'heapTotal',
+    heap_young: 'young',
+    heap_limit: 'heapLimit',
+    external: 'external',
+    array_buffers: 'arrayBuffers',
+  };
   new Gauge({
     name: 'mailsvc_thread_memory_bytes',
-    help: 'Memory of each thread\'s V8 isolate (main, main-pool-N, delivery-N, delivery-N-pool-N), by kind: heap_total, heap_used, heap_young (the young generation as reserved), heap_limit, external (Buffers and other memory outside the heap), array_buffers',
+    help: "Memory of each thread's V8 isolate (main, main-pool-N, delivery-N, delivery-N-pool-N), by kind: heap_total, heap_used, heap_young (the young generation as reserved), heap_limit, external (Buffers and other memory outside the heap), array_buffers",
     labelNames: ['thread', 'kind'] as const,
     registers: [registry],
     async collect() {
       this.reset();
-      for (const s of await memorySamples()) for (const [kind, field] of Object.entries(THREAD_KINDS)) this.set({ thread: s.thread, kind }, s.memory[field]);
+      for (const s of await memorySamples())
+        for (const [kind, field] of Object.entries(THREAD_KINDS)) this.set({ thread: s.thread, kind }, s.memory[field]);
     },
   });
   new Gauge({
     name: 'mailsvc_process_memory_bytes',
-    help: 'Memory of the whole process, by kind: rss, peak_rss (VmHWM, Linux), native (rss beyond every isolate\'s heap and external memory: SQLite\'s page cache, TLS, malloc\'s slack, code)',
+    help: "Memory of the whole process, by kind: rss, peak_rss (VmHWM, Linux), native (rss beyond every isolate's heap and external memory: SQLite's page cache, TLS, malloc's slack, code)",
     labelNames: ['kind'] as const,
     registers: [registry],
     async collect() {
@@ -244,7 +292,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   /** One read per scrape for the four gauges. */
   const samples = () => {
     // A database fault leaves these out of the scrape rather than failing it (mailsvc_database_up).
-    reputation ??= (readReputation ? readReputation().catch(() => []) : Promise.resolve([])).finally(() => setTimeout(() => (reputation = null), 100).unref());
+    reputation ??= (readReputation ? readReputation().catch(() => []) : Promise.resolve([])).finally(() =>
+      setTimeout(() => (reputation = null), 100).unref(),
+    );
     return reputation;
   };
   const reputationGauge = (name: string, help: string, value: (s: ReputationSample) => number) =>
@@ -258,10 +308,26 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
         for (const s of await samples()) this.set({ workspace: s.workspace_id, domain: s.domain }, value(s));
       },
     });
-  reputationGauge('mailsvc_reputation_bounce_rate', 'Hard-bounce rate of a sending domain over the guard window, in percent', (s) => s.bounce_rate);
-  reputationGauge('mailsvc_reputation_complaint_rate', 'Complaint rate of a sending domain over the guard window, in percent', (s) => s.complaint_rate);
-  reputationGauge('mailsvc_reputation_paused', '1 while the reputation guard holds the marketing mail of a sending domain', (s) => (s.state === 'paused' ? 1 : 0));
-  reputationGauge('mailsvc_reputation_held', 'Recipients of marketing mail held for a paused sending domain', (s) => s.held);
+  reputationGauge(
+    'mailsvc_reputation_bounce_rate',
+    'Hard-bounce rate of a sending domain over the guard window, in percent',
+    (s) => s.bounce_rate,
+  );
+  reputationGauge(
+    'mailsvc_reputation_complaint_rate',
+    'Complaint rate of a sending domain over the guard window, in percent',
+    (s) => s.complaint_rate,
+  );
+  reputationGauge(
+    'mailsvc_reputation_paused',
+    '1 while the reputation guard holds the marketing mail of a sending domain',
+    (s) => (s.state === 'paused' ? 1 : 0),
+  );
+  reputationGauge(
+    'mailsvc_reputation_held',
+    'Recipients of marketing mail held for a paused sending domain',
+    (s) => s.held,
+  );
 
   // The gate's state, summed by destination class: mail that waits while nothing runs and
   // nothing is paused is a stall, and shows here instead of only in the queue's growth.
@@ -282,10 +348,26 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
         for (const [domain_class, n] of sums) this.set({ domain_class }, n);
       },
     });
-  destinationGauge('mailsvc_delivery_destination_active', 'SMTP transactions running now, by destination class', (d) => d.active);
-  destinationGauge('mailsvc_delivery_destination_allowed', 'SMTP transactions allowed at once now (the limit, lowered while a destination throttles us), by destination class', (d) => d.allowed);
-  destinationGauge('mailsvc_delivery_destination_waiting', 'Claimed deliveries waiting for a slot of their destination, by destination class', (d) => d.waiting);
-  destinationGauge('mailsvc_delivery_destination_paused', 'Destinations paused after a slow-down reply, by destination class', (d) => (d.pausedUntil > Date.now() ? 1 : 0));
+  destinationGauge(
+    'mailsvc_delivery_destination_active',
+    'SMTP transactions running now, by destination class',
+    (d) => d.active,
+  );
+  destinationGauge(
+    'mailsvc_delivery_destination_allowed',
+    'SMTP transactions allowed at once now (the limit, lowered while a destination throttles us), by destination class',
+    (d) => d.allowed,
+  );
+  destinationGauge(
+    'mailsvc_delivery_destination_waiting',
+    'Claimed deliveries waiting for a slot of their destination, by destination class',
+    (d) => d.waiting,
+  );
+  destinationGauge(
+    'mailsvc_delivery_destination_paused',
+    'Destinations paused after a slow-down reply, by destination class',
+    (d) => (d.pausedUntil > Date.now() ? 1 : 0),
+  );
   // Adaptive shaping by provider and source address: known providers by name, every other MX host as "other".
   new Gauge({
     name: 'mailsvc_delivery_provider_state',
@@ -309,7 +391,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   });
 
   // Every label combination shows from the start, so rate() has a zero to start from.
-  for (const intake of ['http', 'smtp', 'campaign', 'workflow'] as const) for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
+  for (const intake of ['http', 'smtp', 'campaign', 'workflow'] as const)
+    for (const type of ['transactional', 'marketing'] as const) accepted.inc({ intake, type }, 0);
   for (const outcome of ['succeeded', 'http_error', 'no_response'] as const) webhooks.inc({ outcome }, 0);
 
   return {
@@ -338,7 +421,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
       readStorage = read;
     },
     emailsAccepted: (intake, type, count = 1) => accepted.inc({ intake, type }, count),
-    deliveryAttempt: (outcome, recipient, mxHost) => attempts.inc({ outcome, domain_class: domainClass(recipient, mxHost) satisfies DomainClass }),
+    deliveryAttempt: (outcome, recipient, mxHost) =>
+      attempts.inc({ outcome, domain_class: domainClass(recipient, mxHost) satisfies DomainClass }),
     delivered: (seconds) => latency.observe(Math.max(0, seconds)),
     webhookAttempt: (outcome) => webhooks.inc({ outcome }),
     smtpSession: (listener) => sessions.inc({ listener }),

@@ -13,7 +13,11 @@ export interface Readiness {
 }
 
 /** A check of the database (a trivial query, bounded) and of the disk's reserve. */
-export function readinessProbe(deps: { ping: () => Promise<unknown>; space: FreeSpace; timeoutMs: number }): () => Promise<Readiness> {
+export function readinessProbe(deps: {
+  ping: () => Promise<unknown>;
+  space: FreeSpace;
+  timeoutMs: number;
+}): () => Promise<Readiness> {
   return async () => {
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), deps.timeoutMs)));

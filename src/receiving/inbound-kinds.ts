@@ -26,4 +26,8 @@ interface InboundKindsDeps {
  * then routes, so a return path is never taken by a catch-all route.
  */
 export const inboundKinds = (deps: InboundKindsDeps): InboundKind[] =>
-  [feedbackKind(deps), aggregateReportKind({ ...deps, addresses: reportAddresses(deps.config) }), routeKind(deps)] as InboundKind[];
+  [
+    feedbackKind(deps),
+    aggregateReportKind({ ...deps, addresses: reportAddresses(deps.config) }),
+    routeKind(deps),
+  ] as InboundKind[];

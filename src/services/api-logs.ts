@@ -32,8 +32,14 @@ interface LogSummary {
 
 export interface ApiLogService {
   record(entry: ApiRequestRecord): Promise<void>;
-  list(workspaceId: string, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: LogSummary[] }>;
-  get(workspaceId: string, id: string): Promise<LogSummary & { object: 'log'; request_id: string | null; request_body: unknown; response_body: unknown }>;
+  list(
+    workspaceId: string,
+    query: Record<string, unknown>,
+  ): Promise<{ object: 'list'; has_more: boolean; data: LogSummary[] }>;
+  get(
+    workspaceId: string,
+    id: string,
+  ): Promise<LogSummary & { object: 'log'; request_id: string | null; request_body: unknown; response_body: unknown }>;
 }
 
 const MAX_USER_AGENT = 512;
@@ -78,7 +84,13 @@ export function createApiLogService(deps: ServiceDeps & { batcher: CommitBatcher
     async get(workspaceId, id) {
       const row = isUuid(id) ? await findApiLog(db, workspaceId, id.toLowerCase()) : undefined;
       if (!row) throw notFound(`Log ${id}`);
-      return { object: 'log', ...summary(row), request_id: row.request_id, request_body: row.request_body, response_body: row.response_body };
+      return {
+        object: 'log',
+        ...summary(row),
+        request_id: row.request_id,
+        request_body: row.request_body,
+        response_body: row.response_body,
+      };
     },
   };
 }

@@ -42,7 +42,10 @@ export interface AuditService {
    * A page, newest first; filters: `action` (exact, or a prefix ending in "."), `actor_type`,
    * `actor_id`, `object_type`, `object_id`, `since` and `until` (ISO 8601 times; since inclusive).
    */
-  list(scope: { workspaceId: string | null; instance: boolean }, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: AuditView[] }>;
+  list(
+    scope: { workspaceId: string | null; instance: boolean },
+    query: Record<string, unknown>,
+  ): Promise<{ object: 'list'; has_more: boolean; data: AuditView[] }>;
 }
 
 /** Keys whose values are never kept, whatever a fact's author passed. */
@@ -55,7 +58,11 @@ function safeDetail(detail: AuditFact['detail']): Record<string, unknown> | null
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(detail)) {
     if (SECRET_KEY.test(key) || value === undefined) continue;
-    out[key] = Array.isArray(value) ? value.slice(0, 50).map((v) => String(v).slice(0, MAX_DETAIL_STRING)) : typeof value === 'string' ? value.slice(0, MAX_DETAIL_STRING) : value;
+    out[key] = Array.isArray(value)
+      ? value.slice(0, 50).map((v) => String(v).slice(0, MAX_DETAIL_STRING))
+      : typeof value === 'string'
+        ? value.slice(0, MAX_DETAIL_STRING)
+        : value;
   }
   return Object.keys(out).length > 0 ? out : null;
 }
@@ -86,7 +93,8 @@ const view = (e: AuditEntry): AuditView => ({
 const text = (query: Record<string, unknown>, field: string): string | undefined => {
   const v = query[field];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string' || v.length === 0 || v.length > 200) throw validationError(field, 'must be a non-empty string of at most 200 characters');
+  if (typeof v !== 'string' || v.length === 0 || v.length > 200)
+    throw validationError(field, 'must be a non-empty string of at most 200 characters');
   return v;
 };
 
@@ -98,7 +106,8 @@ const time = (query: Record<string, unknown>, field: string): number | undefined
   if (v === undefined) return undefined;
   const zoned = v.includes('T') && !/(Z|[+-]\d{2}:\d{2})$/.test(v) ? `${v}Z` : v;
   const ms = ISO_TIME.test(v) ? Date.parse(zoned) : NaN;
-  if (!Number.isFinite(ms)) throw validationError(field, 'must be an ISO 8601 time, e.g. 2026-11-28 or 2026-11-28T09:30:00Z');
+  if (!Number.isFinite(ms))
+    throw validationError(field, 'must be an ISO 8601 time, e.g. 2026-11-28 or 2026-11-28T09:30:00Z');
   return ms;
 };
 
@@ -125,10 +134,12 @@ export function createAuditService(deps: ServiceDeps): AuditService {
 
     async list(scope, query) {
       const actorType = text(query, 'actor_type');
-      if (actorType !== undefined && !isOneOf(ACTOR_TYPES, actorType)) throw validationError('actor_type', `must be one of ${ACTOR_TYPES.join(', ')}`);
+      if (actorType !== undefined && !isOneOf(ACTOR_TYPES, actorType))
+        throw validationError('actor_type', `must be one of ${ACTOR_TYPES.join(', ')}`);
       const since = time(query, 'since');
       const until = time(query, 'until');
-      if (since !== undefined && until !== undefined && until <= since) throw validationError('until', 'must be later than since');
+      if (since !== undefined && until !== undefined && until <= since)
+        throw validationError('until', 'must be later than since');
       const { rows, more } = await listAuditEntries(
         db,
         {

@@ -121,7 +121,8 @@ const DISPLAY_PREFIX_CHARS = 4;
 /** A new secret of a kind: its prefix and 256 random bits (the authorization server mints `oat_` tokens with it too). */
 export const newCredentialSecret = (kind: CredentialKind): string => PREFIXES[kind] + randomBase62(SECRET_CHARS);
 /** What lists show of a secret to tell credentials apart. */
-export const displayPrefix = (secret: string, kind: CredentialKind): string => secret.slice(0, PREFIXES[kind].length + DISPLAY_PREFIX_CHARS);
+export const displayPrefix = (secret: string, kind: CredentialKind): string =>
+  secret.slice(0, PREFIXES[kind].length + DISPLAY_PREFIX_CHARS);
 /** last_used_at is written at most this often per credential, so reads stay reads. */
 const TOUCH_INTERVAL_MS = 60_000;
 
@@ -152,7 +153,12 @@ interface CreateTokenInput {
 export interface CredentialService {
   createKey(input: CreateKeyInput): Promise<CreatedCredential>;
   createToken(input: CreateTokenInput): Promise<CreatedCredential>;
-  list(filter: { workspaceId?: string | undefined; oauth?: boolean; limit?: number; offset?: number }): Promise<CredentialView[]>;
+  list(filter: {
+    workspaceId?: string | undefined;
+    oauth?: boolean;
+    limit?: number;
+    offset?: number;
+  }): Promise<CredentialView[]>;
   /** A page of a workspace's API keys, newest first. */
   listPage(workspaceId: string, page: ListPage): Promise<Listed<CredentialView>>;
   rename(id: string, workspaceId: string, name: string): Promise<CredentialView>;
@@ -178,7 +184,14 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
 
   const insert = async (
     kind: CredentialKind,
-    fields: { name: string; workspaceId: string | null; master: boolean; scopes: readonly string[] | null; expiresInSeconds: number | null; domainId?: string | null },
+    fields: {
+      name: string;
+      workspaceId: string | null;
+      master: boolean;
+      scopes: readonly string[] | null;
+      expiresInSeconds: number | null;
+      domainId?: string | null;
+    },
   ): Promise<CreatedCredential> => {
     const secret = newCredentialSecret(kind);
     const now = clock.now();
@@ -201,7 +214,18 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       grant_id: kind === 'oauth' ? id : null,
     };
     if (kind === 'oauth') {
-      await saveOAuthGrant(db, { id, workspace_id: fields.workspaceId!, provider_grant_id: null, client_id: null, user_id: null, name: fields.name, scopes: [...(fields.scopes ?? [])], created_at: now, expires_at: row.expires_at, revoked_at: null });
+      await saveOAuthGrant(db, {
+        id,
+        workspace_id: fields.workspaceId!,
+        provider_grant_id: null,
+        client_id: null,
+        user_id: null,
+        name: fields.name,
+        scopes: [...(fields.scopes ?? [])],
+        created_at: now,
+        expires_at: row.expires_at,
+        revoked_at: null,
+      });
     }
     await saveCredential(db, row);
     return { credential: credentialView(row), secret };
@@ -212,17 +236,26 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
   return {
     async createKey(input) {
       const name = validName(input.name);
-      if (input.master && input.test) throw validationError('master', 'a master key is a live key; it cannot also be a test key');
-      if (input.master && (input.permission === 'sending_access' || input.domain !== undefined)) throw validationError('master', 'a master key has full access; it cannot be restricted to sending');
-      if (input.master) return insert('live', { name, workspaceId: null, master: true, scopes: null, expiresInSeconds: null });
+      if (input.master && input.test)
+        throw validationError('master', 'a master key is a live key; it cannot also be a test key');
+      if (input.master && (input.permission === 'sending_access' || input.domain !== undefined))
+        throw validationError('master', 'a master key has full access; it cannot be restricted to sending');
+      if (input.master)
+        return insert('live', { name, workspaceId: null, master: true, scopes: null, expiresInSeconds: null });
       if (!input.workspaceId) throw validationError('workspace', 'is required for a workspace key');
       await requireWorkspace(input.workspaceId);
       const permission = input.permission ?? 'full_access';
-      if (!isOneOf(KEY_PERMISSIONS, permission)) throw validationError('permission', `must be one of ${KEY_PERMISSIONS.join(', ')}`);
-      if (input.domain !== undefined && permission !== 'sending_access') throw validationError('domain_id', 'restricts a sending_access key; a full_access key reaches every domain');
+      if (!isOneOf(KEY_PERMISSIONS, permission))
+        throw validationError('permission', `must be one of ${KEY_PERMISSIONS.join(', ')}`);
+      if (input.domain !== undefined && permission !== 'sending_access')
+        throw validationError('domain_id', 'restricts a sending_access key; a full_access key reaches every domain');
       let domainId: string | null = null;
       if (input.domain !== undefined) {
-        const domain = (await findDomain(db, input.workspaceId, input.domain)) ?? (normalizeDomain(input.domain) ? await findDomainByName(db, input.workspaceId, normalizeDomain(input.domain)!) : undefined);
+        const domain =
+          (await findDomain(db, input.workspaceId, input.domain)) ??
+          (normalizeDomain(input.domain)
+            ? await findDomainByName(db, input.workspaceId, normalizeDomain(input.domain)!)
+            : undefined);
         if (!domain) throw validationError('domain_id', `no domain ${input.domain} in this workspace`);
         domainId = domain.id;
       }
@@ -241,11 +274,21 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       await requireWorkspace(input.workspaceId);
       if (input.scopes.length === 0) throw validationError('scopes', `name at least one of: ${ALL_SCOPES.join(', ')}`);
       const unknown = input.scopes.filter((s) => !isOneOf(ALL_SCOPES, s));
-      if (unknown.length > 0) throw validationError('scopes', `unknown scope "${unknown[0]}"; known: ${ALL_SCOPES.join(', ')}`);
-      if (input.expiresInSeconds !== null && (!Number.isInteger(input.expiresInSeconds) || input.expiresInSeconds < 1)) {
+      if (unknown.length > 0)
+        throw validationError('scopes', `unknown scope "${unknown[0]}"; known: ${ALL_SCOPES.join(', ')}`);
+      if (
+        input.expiresInSeconds !== null &&
+        (!Number.isInteger(input.expiresInSeconds) || input.expiresInSeconds < 1)
+      ) {
         throw validationError('expires', 'must be a positive number of seconds');
       }
-      return insert('oauth', { name, workspaceId: input.workspaceId, master: false, scopes: [...new Set(input.scopes)], expiresInSeconds: input.expiresInSeconds });
+      return insert('oauth', {
+        name,
+        workspaceId: input.workspaceId,
+        master: false,
+        scopes: [...new Set(input.scopes)],
+        expiresInSeconds: input.expiresInSeconds,
+      });
     },
 
     list: async (filter) => (await listCredentials(db, filter)).map(credentialView),
@@ -253,7 +296,10 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
 
     async listPage(workspaceId, page) {
       const filter = { workspaceId, oauth: false };
-      const [{ rows, more }, total] = await Promise.all([listCredentialPage(db, filter, page), countCredentials(db, filter)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listCredentialPage(db, filter, page),
+        countCredentials(db, filter),
+      ]);
       return { items: rows.map(credentialView), total, more };
     },
 
@@ -276,7 +322,9 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       const kind = (Object.keys(PREFIXES) as CredentialKind[]).find((k) => secret.startsWith(PREFIXES[k]));
       if (!kind || secret.length > 200) throw unauthorized();
       if (kind === 'oauth' && surface === 'legacy') {
-        throw unauthorized('OAuth access tokens are accepted on /v1 only; use an API key (sk_live_ or sk_test_) on /api/v1');
+        throw unauthorized(
+          'OAuth access tokens are accepted on /v1 only; use an API key (sk_live_ or sk_test_) on /api/v1',
+        );
       }
       const hash = sha256Hex(secret);
       const found = await deps.rows.read('credentials', hash, () => findCredentialByHash(db, hash));
@@ -289,7 +337,9 @@ export function createCredentialService(deps: ServiceDeps): CredentialService {
       const touched = lastTouched.get(found.id) ?? found.last_used_at ?? 0;
       if (now - touched >= TOUCH_INTERVAL_MS) {
         lastTouched.set(found.id, now);
-        touchCredential(db, found.id, now).catch((err: unknown) => logger.warn({ err, credentialId: found.id }, 'could not record key use'));
+        touchCredential(db, found.id, now).catch((err: unknown) =>
+          logger.warn({ err, credentialId: found.id }, 'could not record key use'),
+        );
       }
       return {
         credentialId: found.id,

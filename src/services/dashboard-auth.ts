@@ -87,7 +87,11 @@ export interface DashboardAuthService {
   /** Who a second-factor ticket is for (undefined: expired or not ours), to name them in the audit log. */
   ticketUser(ticket: string | undefined): string | undefined;
   /** The second step: a TOTP code or a recovery code; wrong ones count towards the same lockout as passwords. */
-  signInWithSecondFactor(ticket: string | undefined, code: string, client: ClientInfo): Promise<SignedIn & { userId: string; method: 'totp' | 'recovery_code'; recoveryCodesLeft: number }>;
+  signInWithSecondFactor(
+    ticket: string | undefined,
+    code: string,
+    client: ClientInfo,
+  ): Promise<SignedIn & { userId: string; method: 'totp' | 'recovery_code'; recoveryCodesLeft: number }>;
   /**
    * A session for a user who just proved who they are (an accepted invitation); an existing
    * account with a second factor (joining another workspace) still owes its code.
@@ -115,7 +119,9 @@ export interface DashboardAuthService {
   checkCsrf(binding: string, token: unknown): boolean;
 }
 
-export function createDashboardAuthService(deps: ServiceDeps & { users: UserService; twoFactor: TwoFactorService }): DashboardAuthService {
+export function createDashboardAuthService(
+  deps: ServiceDeps & { users: UserService; twoFactor: TwoFactorService },
+): DashboardAuthService {
   const { db, clock, config, secretKey } = deps;
   const log = deps.logger.child({ component: 'dashboard' });
   const throttle = new LoginThrottle(() => clock.now());
@@ -161,7 +167,17 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
       return undefined;
     }
   };
-  const viewOf = (row: { id_hash: string; client_address: string | null; user_agent: string | null; created_at: number; last_seen_at: number | null; expires_at: number }, current: string | null): SessionView => ({
+  const viewOf = (
+    row: {
+      id_hash: string;
+      client_address: string | null;
+      user_agent: string | null;
+      created_at: number;
+      last_seen_at: number | null;
+      expires_at: number;
+    },
+    current: string | null,
+  ): SessionView => ({
     id: row.id_hash.slice(0, 16),
     current: row.id_hash === current,
     client_address: row.client_address,
@@ -192,7 +208,8 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
     return newSession(client, userId);
   };
 
-  const mac = (binding: string): string => createHmac('sha256', secretKey).update(`dashboard-csrf:${binding}`).digest('base64url');
+  const mac = (binding: string): string =>
+    createHmac('sha256', secretKey).update(`dashboard-csrf:${binding}`).digest('base64url');
 
   return {
     passwordEnabled: Boolean(configured),
@@ -212,21 +229,33 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
         const user = email ? await deps.users.verify(email, password) : undefined;
         if (!user) throw refused(client, 'password', 'Wrong address or password');
         if ((await deps.twoFactor.status(user.id)).enabled) {
-          log.info({ client: client.address, userId: user.id }, 'dashboard sign-in: password right, asking for the second factor');
+          log.info(
+            { client: client.address, userId: user.id },
+            'dashboard sign-in: password right, asking for the second factor',
+          );
           return makeTicket(user.id);
         }
         return signedIn(client, 'user', user.id);
       }
-      if (!configured) throw new AppError('forbidden', 'Password sign-in is off (dashboard.password is not set); run `mailsvc dashboard login` for a link');
+      if (!configured)
+        throw new AppError(
+          'forbidden',
+          'Password sign-in is off (dashboard.password is not set); run `mailsvc dashboard login` for a link',
+        );
       const given = await scrypt(password.slice(0, 1024), salt, 32);
-      if (!timingSafeEqual(given, await hashOfConfigured(configured))) throw refused(client, 'password', 'Wrong password');
+      if (!timingSafeEqual(given, await hashOfConfigured(configured)))
+        throw refused(client, 'password', 'Wrong password');
       return signedIn(client, 'password');
     },
 
     async signInWithLink(token, client) {
       checkThrottle(client, 'link');
       if (!/^[A-Za-z0-9_-]{43}$/.test(token) || !(await useLoginToken(db, sha256Hex(token), clock.now()))) {
-        throw refused(client, 'link', 'This sign-in link is not valid: it was already used, has expired or was mistyped. Run `mailsvc dashboard login` for a new one.');
+        throw refused(
+          client,
+          'link',
+          'This sign-in link is not valid: it was already used, has expired or was mistyped. Run `mailsvc dashboard login` for a new one.',
+        );
       }
       return signedIn(client, 'link');
     },
@@ -236,7 +265,11 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
     async signInWithSecondFactor(ticket, code, client) {
       checkThrottle(client, 'totp');
       const userId = openTicket(ticket);
-      if (!userId) throw new AppError('unauthorized', 'The sign-in took too long or was not started here: enter your address and password again.');
+      if (!userId)
+        throw new AppError(
+          'unauthorized',
+          'The sign-in took too long or was not started here: enter your address and password again.',
+        );
       const result = await deps.twoFactor.check(userId, code);
       if (!result.ok) throw refused(client, 'totp', 'That code is not right');
       const signed = await signedIn(client, result.method, userId);
@@ -253,7 +286,8 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
       const now = clock.now();
       const row = await findDashboardSession(db, sha256Hex(secret), now);
       if (!row) return undefined;
-      if (row.last_seen_at === null || now - row.last_seen_at >= LAST_SEEN_RESOLUTION_MS) await touchDashboardSession(db, row.id_hash, now);
+      if (row.last_seen_at === null || now - row.last_seen_at >= LAST_SEEN_RESOLUTION_MS)
+        await touchDashboardSession(db, row.id_hash, now);
       return { idHash: row.id_hash, workspaceId: row.workspace_id, expiresAt: row.expires_at, userId: row.user_id };
     },
 
@@ -263,11 +297,15 @@ export function createDashboardAuthService(deps: ServiceDeps & { users: UserServ
 
     switchWorkspace: (session, workspaceId) => setDashboardSessionWorkspace(db, session.idHash, workspaceId),
 
-    listSessions: async (userId, current) => (await listUserSessions(db, userId, clock.now())).map((row) => viewOf(row, current)),
+    listSessions: async (userId, current) =>
+      (await listUserSessions(db, userId, clock.now())).map((row) => viewOf(row, current)),
 
     async revokeSession(who, sessionId) {
-      const row = /^[0-9a-f]{16}$/.test(sessionId) ? (await listUserSessions(db, who.userId, clock.now())).find((r) => r.id_hash.startsWith(sessionId)) : undefined;
-      if (!row || !(await deleteUserSession(db, who.userId, row.id_hash))) throw new AppError('not_found', 'No such session: it has ended already');
+      const row = /^[0-9a-f]{16}$/.test(sessionId)
+        ? (await listUserSessions(db, who.userId, clock.now())).find((r) => r.id_hash.startsWith(sessionId))
+        : undefined;
+      if (!row || !(await deleteUserSession(db, who.userId, row.id_hash)))
+        throw new AppError('not_found', 'No such session: it has ended already');
       await deps.durable();
       return { id: sessionId };
     },

@@ -3,7 +3,19 @@ import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { isUuid } from '../shared/ids.js';
 import type { Db } from '../store/infra/db.js';
-import { cancelQueuedItems, countSubscriberEmails, findEmail, listAttemptsOfEmail, listEmails, listQueueItemsOfEmail, refreshEmailStatus, rescheduleEmail, EMAIL_STATUSES, type Email, type EmailStatus } from '../store/emails.js';
+import {
+  cancelQueuedItems,
+  countSubscriberEmails,
+  findEmail,
+  listAttemptsOfEmail,
+  listEmails,
+  listQueueItemsOfEmail,
+  refreshEmailStatus,
+  rescheduleEmail,
+  EMAIL_STATUSES,
+  type Email,
+  type EmailStatus,
+} from '../store/emails.js';
 import { listEmailEvents, listEmailEventTypes } from '../store/events.js';
 import type { ParsedMail } from 'mailparser';
 import { parseMail } from '../shared/parse-mail.js';
@@ -13,10 +25,20 @@ import type { ServiceDeps } from './deps.js';
 import { SIMULATOR_HOST } from '../delivery/simulator.js';
 import { isOneOf } from '../shared/one-of.js';
 
-
 /** Resend's `last_event` vocabulary. */
 type LastEvent =
-  | 'bounced' | 'canceled' | 'clicked' | 'complained' | 'delivered' | 'delivery_delayed' | 'failed' | 'opened' | 'queued' | 'scheduled' | 'sent' | 'suppressed';
+  | 'bounced'
+  | 'canceled'
+  | 'clicked'
+  | 'complained'
+  | 'delivered'
+  | 'delivery_delayed'
+  | 'failed'
+  | 'opened'
+  | 'queued'
+  | 'scheduled'
+  | 'sent'
+  | 'suppressed';
 
 const LAST_EVENT_OF_STATUS: Record<EmailStatus, LastEvent> = {
   scheduled: 'scheduled',
@@ -94,8 +116,15 @@ interface EmailPage {
  */
 async function withLastEvents(db: Db, summaries: EmailSummary[]): Promise<EmailSummary[]> {
   const last = new Map<string, LastEvent>();
-  for (const e of await listEmailEventTypes(db, summaries.map((s) => s.id), Object.keys(LAST_EVENT_OF_TYPE))) last.set(e.email_id!, LAST_EVENT_OF_TYPE[e.type]!);
-  return summaries.map((s) => (last.has(s.id) && !UNFINISHED.has(s.status) ? { ...s, last_event: last.get(s.id)! } : s));
+  for (const e of await listEmailEventTypes(
+    db,
+    summaries.map((s) => s.id),
+    Object.keys(LAST_EVENT_OF_TYPE),
+  ))
+    last.set(e.email_id!, LAST_EVENT_OF_TYPE[e.type]!);
+  return summaries.map((s) =>
+    last.has(s.id) && !UNFINISHED.has(s.status) ? { ...s, last_event: last.get(s.id)! } : s,
+  );
 }
 
 /** States no event records: a scheduled email's, a cancelled one's. */
@@ -121,7 +150,10 @@ interface EmailListQuery {
 export interface EmailService {
   get(workspaceId: string, id: string): Promise<EmailDetail>;
   list(workspaceId: string, query: EmailListQuery): Promise<EmailPage>;
-  events(workspaceId: string, id: string): Promise<Array<{ id: string; type: string; created_at: string; data: unknown }>>;
+  events(
+    workspaceId: string,
+    id: string,
+  ): Promise<Array<{ id: string; type: string; created_at: string; data: unknown }>>;
   /** The composed message as queued. */
   raw(workspaceId: string, id: string): Promise<Buffer>;
   /** A subscriber's emails by status, and how many were opened, clicked or complained about. */
@@ -135,7 +167,11 @@ export interface EmailService {
   /** The file a download link names; a 404 for a link that is not genuine or has expired. */
   download(token: string): Promise<{ filename: string; contentType: string; content: Buffer }>;
   /** A public link to the rendered message that works for `expiresIn` ("30m", "24h", "7d"; default 24h, at most 30 days). */
-  share(workspaceId: string, id: string, expiresIn: string | undefined): Promise<{ object: 'email'; id: string; url: string; expires_at: string }>;
+  share(
+    workspaceId: string,
+    id: string,
+    expiresIn: string | undefined,
+  ): Promise<{ object: 'email'; id: string; url: string; expires_at: string }>;
   /** The message a share link names, for its page; a 404 for a link that is not genuine or has expired. */
   shared(token: string): Promise<SharedEmail>;
 }
@@ -166,7 +202,8 @@ interface ShareToken extends Record<string, unknown> {
 function parseShareDuration(value: string): number {
   const m = /^(\d{1,5})\s*([mhd])$/.exec(value.trim());
   const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
-  if (!(ms >= 60_000) || ms > SHARE_MAX_MS) throw validationError('expires_in', 'must be a duration from 1m to 30d, such as "30m", "24h" or "7d"');
+  if (!(ms >= 60_000) || ms > SHARE_MAX_MS)
+    throw validationError('expires_in', 'must be a duration from 1m to 30d, such as "30m", "24h" or "7d"');
   return ms;
 }
 
@@ -201,10 +238,17 @@ interface DownloadToken extends Record<string, unknown> {
 export type EmailDetail = Awaited<ReturnType<typeof detail>>;
 
 async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
-  const [items, attempts, events] = await Promise.all([listQueueItemsOfEmail(db, email.id), listAttemptsOfEmail(db, email.id), listEmailEvents(db, email.workspace_id, email.id)]);
+  const [items, attempts, events] = await Promise.all([
+    listQueueItemsOfEmail(db, email.id),
+    listAttemptsOfEmail(db, email.id),
+    listEmailEvents(db, email.workspace_id, email.id),
+  ]);
   const recipientOf = new Map(items.map((i) => [i.id, i.recipient]));
   const summary = emailSummary(email);
-  const lastEvent = events.map((e) => LAST_EVENT_OF_TYPE[e.type]).filter((e) => e !== undefined).at(-1);
+  const lastEvent = events
+    .map((e) => LAST_EVENT_OF_TYPE[e.type])
+    .filter((e) => e !== undefined)
+    .at(-1);
   return {
     ...summary,
     last_event: lastEvent !== undefined && !UNFINISHED.has(email.status) ? lastEvent : summary.last_event,
@@ -227,7 +271,8 @@ async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
       status: i.status,
       attempts: i.attempts,
       next_attempt_at: i.finished_at === null ? toIso(i.next_attempt_at) : null,
-      last_response: i.last_code === null && i.last_response === null ? null : { code: i.last_code, message: i.last_response },
+      last_response:
+        i.last_code === null && i.last_response === null ? null : { code: i.last_code, message: i.last_response },
       finished_at: toIsoOrNull(i.finished_at),
     })),
     attempts: attempts.map((a) => ({
@@ -249,7 +294,8 @@ async function detail(db: Db, email: Email, content: ParsedMail | undefined) {
 /** An optional text filter: trimmed, empty is absent, one value of at most `max` characters. */
 function text(field: string, value: unknown, max: number): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value.length > max) throw validationError(field, `must be one text of at most ${max} characters`);
+  if (typeof value !== 'string' || value.length > max)
+    throw validationError(field, `must be one text of at most ${max} characters`);
   return value.trim() === '' ? undefined : value.trim();
 }
 
@@ -264,12 +310,17 @@ function uuidParam(field: string, value: unknown): string | undefined {
 function instant(field: string, value: unknown): number | undefined {
   const given = text(field, value, 40);
   if (given === undefined) return undefined;
-  const ms = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(given) ? Date.parse(/T/.test(given) && !/(Z|[+-]\d{2}:?\d{2})$/.test(given) ? `${given}Z` : given) : NaN;
-  if (Number.isNaN(ms)) throw validationError(field, 'must be an ISO 8601 date (2024-06-01) or date and time (2024-06-01T12:00:00Z)');
+  const ms = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(given)
+    ? Date.parse(/T/.test(given) && !/(Z|[+-]\d{2}:?\d{2})$/.test(given) ? `${given}Z` : given)
+    : NaN;
+  if (Number.isNaN(ms))
+    throw validationError(field, 'must be an ISO 8601 date (2024-06-01) or date and time (2024-06-01T12:00:00Z)');
   return ms;
 }
 
-export function createEmailService(deps: ServiceDeps & { contentFor: (email: Email) => Promise<Buffer | undefined> }): EmailService {
+export function createEmailService(
+  deps: ServiceDeps & { contentFor: (email: Email) => Promise<Buffer | undefined> },
+): EmailService {
   const { db, clock } = deps;
   const linkKey = tokenKey(deps.secretKey, 'attachment download');
   const shareKey = tokenKey(deps.secretKey, 'email share');
@@ -279,12 +330,15 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
    * invitation holds a one-time link that makes whoever opens it a member with the role it
    * names: anyone who may read the workspace's emails must not be able to take it).
    */
-  const contentFor = async (email: Email): Promise<Buffer | undefined> => (email.intake === 'dashboard' ? undefined : deps.contentFor(email));
+  const contentFor = async (email: Email): Promise<Buffer | undefined> =>
+    email.intake === 'dashboard' ? undefined : deps.contentFor(email);
 
   /** The message as composed, parsed (undefined when it has no content yet, or none is shown). */
   const parsed = async (email: Email): Promise<ParsedMail | undefined> => {
     const raw = await contentFor(email);
-    return raw ? parseMail(raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true }) : undefined;
+    return raw
+      ? parseMail(raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true })
+      : undefined;
   };
 
   const withDetail = async (email: Email) => detail(db, email, await parsed(email));
@@ -316,8 +370,26 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
       const createdUntil = instant('created_before', query.created_before);
       const campaignId = uuidParam('campaign_id', query.campaign_id);
       const subscriberId = uuidParam('subscriber_id', query.subscriber_id);
-      const { rows, more } = await listEmails(db, { workspaceId, limit, after, before, status, to, search, tag, createdFrom, createdUntil, campaignId, subscriberId });
-      return { object: 'list', has_more: more, next_cursor: rows.at(-1)?.id ?? null, data: await withLastEvents(db, rows.map(emailSummary)) };
+      const { rows, more } = await listEmails(db, {
+        workspaceId,
+        limit,
+        after,
+        before,
+        status,
+        to,
+        search,
+        tag,
+        createdFrom,
+        createdUntil,
+        campaignId,
+        subscriberId,
+      });
+      return {
+        object: 'list',
+        has_more: more,
+        next_cursor: rows.at(-1)?.id ?? null,
+        data: await withLastEvents(db, rows.map(emailSummary)),
+      };
     },
 
     countsOfSubscriber: (workspaceId, subscriberId) => countSubscriberEmails(db, workspaceId, subscriberId),
@@ -342,7 +414,8 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
         if (n > 0) await refreshEmailStatus(trx, email.id, clock.now());
         return n;
       });
-      if (cancelled === 0) throw new AppError('invalid_state', `Email ${email.id} is ${email.status}: nothing is left to cancel`);
+      if (cancelled === 0)
+        throw new AppError('invalid_state', `Email ${email.id} is ${email.status}: nothing is left to cancel`);
       return withDetail((await findEmail(db, workspaceId, email.id))!);
     },
 
@@ -350,9 +423,14 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
       const email = await find(workspaceId, id);
       const now = clock.now();
       const when = at === null || at <= now ? null : at;
-      if (when !== null && when > now + MAX_SCHEDULE_MS) throw validationError('scheduled_at', 'must be within 30 days');
+      if (when !== null && when > now + MAX_SCHEDULE_MS)
+        throw validationError('scheduled_at', 'must be within 30 days');
       const moved = await db.transaction().execute((trx) => rescheduleEmail(trx, email.id, when, now));
-      if (!moved) throw new AppError('invalid_state', `Email ${email.id} is ${email.status}: only a scheduled email can be rescheduled`);
+      if (!moved)
+        throw new AppError(
+          'invalid_state',
+          `Email ${email.id} is ${email.status}: only a scheduled email can be rescheduled`,
+        );
       return withDetail((await findEmail(db, workspaceId, email.id))!);
     },
 
@@ -377,7 +455,12 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
       const email = await find(workspaceId, id);
       const expires = clock.now() + parseShareDuration(expiresIn ?? SHARE_DEFAULT);
       const token = signToken(shareKey, { w: workspaceId, e: email.id, x: expires } satisfies ShareToken);
-      return { object: 'email', id: email.id, url: `${deps.config.http.publicUrl}${SHARE_PATH}${token}`, expires_at: toIso(expires) };
+      return {
+        object: 'email',
+        id: email.id,
+        url: `${deps.config.http.publicUrl}${SHARE_PATH}${token}`,
+        expires_at: toIso(expires),
+      };
     },
 
     async shared(token) {
@@ -387,7 +470,10 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
       }
       const email = await find(p.w, p.e);
       const content = await parsed(email);
-      const html = content && typeof content.html === 'string' ? sharedCopyHtml(content.html, deps.config.http.publicUrl, deps.links) : null;
+      const html =
+        content && typeof content.html === 'string'
+          ? sharedCopyHtml(content.html, deps.config.http.publicUrl, deps.links)
+          : null;
       return {
         subject: email.subject,
         from: email.from_header,
@@ -400,13 +486,24 @@ export function createEmailService(deps: ServiceDeps & { contentFor: (email: Ema
 
     async download(token) {
       const payload = verifyToken<DownloadToken>(linkKey, token);
-      if (!payload || typeof payload.e !== 'string' || typeof payload.w !== 'string' || typeof payload.i !== 'number' || typeof payload.x !== 'number' || payload.x < clock.now()) {
+      if (
+        !payload ||
+        typeof payload.e !== 'string' ||
+        typeof payload.w !== 'string' ||
+        typeof payload.i !== 'number' ||
+        typeof payload.x !== 'number' ||
+        payload.x < clock.now()
+      ) {
         throw notFound('This download link is not valid or has expired; list the attachments again for a new one');
       }
       const email = await find(payload.w, payload.e);
       const attachment = (await parsed(email))?.attachments[payload.i];
       if (!attachment) throw notFound('Attachment');
-      return { filename: attachment.filename ?? `attachment-${payload.i + 1}`, contentType: attachment.contentType, content: attachment.content };
+      return {
+        filename: attachment.filename ?? `attachment-${payload.i + 1}`,
+        contentType: attachment.contentType,
+        content: attachment.content,
+      };
     },
   };
 }

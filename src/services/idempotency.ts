@@ -36,11 +36,17 @@ export interface IdempotencyService {
    * unique key decides. `lockMs`: how long an unfinished claim keeps others out (a caller
    * holding a lease of its own passes the lease's length, so its successor can take over).
    */
-  claim(workspaceId: string, key: string, requestHash: string, lockMs?: number): Promise<ClaimOutcome & { handle?: IdempotencyClaim }>;
+  claim(
+    workspaceId: string,
+    key: string,
+    requestHash: string,
+    lockMs?: number,
+  ): Promise<ClaimOutcome & { handle?: IdempotencyClaim }>;
 }
 
 function validateIdempotencyKey(key: string): string {
-  if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX) throw validationError('Idempotency-Key', `must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`);
+  if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX)
+    throw validationError('Idempotency-Key', `must be 1 to ${IDEMPOTENCY_KEY_MAX} characters`);
   return key;
 }
 
@@ -75,20 +81,33 @@ export function createIdempotencyService(deps: ServiceDeps): IdempotencyService 
         const expired = existing.created_at + IDEMPOTENCY_TTL_MS <= now;
         const abandoned = existing.state === 'in_flight' && existing.locked_until <= now;
         if (expired || abandoned) {
-          if (await takeOverIdempotencyClaim(db, workspaceId, key, existing.locked_until, requestHash, now, now + lockMs)) {
+          if (
+            await takeOverIdempotencyClaim(db, workspaceId, key, existing.locked_until, requestHash, now, now + lockMs)
+          ) {
             return { kind: 'proceed', handle: handle(workspaceId, key) };
           }
           continue;
         }
         if (existing.request_hash !== requestHash) {
-          throw new AppError('invalid_idempotent_request', 'This Idempotency-Key was used with a different request body');
+          throw new AppError(
+            'invalid_idempotent_request',
+            'This Idempotency-Key was used with a different request body',
+          );
         }
         if (existing.state === 'in_flight') {
-          throw new AppError('concurrent_idempotent_requests', 'A request with this Idempotency-Key is still being processed; retry shortly', { retryAfter: 1 });
+          throw new AppError(
+            'concurrent_idempotent_requests',
+            'A request with this Idempotency-Key is still being processed; retry shortly',
+            { retryAfter: 1 },
+          );
         }
         return { kind: 'replay', status: existing.response_status!, body: existing.response_body };
       }
-      throw new AppError('concurrent_idempotent_requests', 'A request with this Idempotency-Key is still being processed; retry shortly', { retryAfter: 1 });
+      throw new AppError(
+        'concurrent_idempotent_requests',
+        'A request with this Idempotency-Key is still being processed; retry shortly',
+        { retryAfter: 1 },
+      );
     },
   };
 }

@@ -62,7 +62,11 @@ export interface IpPoolService {
   /** The id of the pool named `name` (or with that id), for a request field: a 400 when there is none. */
   resolve(field: string, name: string): Promise<string>;
   /** The pool of a sending domain's mail (null: the workspace's). */
-  setDomainPool(workspaceId: string, domain: string, pool: string | null): Promise<{ domain: string; ip_pool: string | null }>;
+  setDomainPool(
+    workspaceId: string,
+    domain: string,
+    pool: string | null,
+  ): Promise<{ domain: string; ip_pool: string | null }>;
   /** The pool of a workspace's mail when neither message nor domain names one (null: the default). */
   setWorkspacePool(workspaceId: string, pool: string | null): Promise<{ workspace_id: string; ip_pool: string | null }>;
   /** Puts an address of a pool in warm-up (again from day 1), with its own schedule or the default. */
@@ -79,8 +83,13 @@ const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const MAX_SCHEDULE_DAYS = 365;
 
 function checkName(name: unknown): string {
-  if (typeof name !== 'string' || !NAME.test(name)) throw validationError('name', 'must be 1 to 63 lower-case letters, digits, "-" or "_", starting with a letter or digit');
-  if (name === DEFAULT_POOL) throw validationError('name', '"default" is the system address (delivery.hostname); name the pool otherwise');
+  if (typeof name !== 'string' || !NAME.test(name))
+    throw validationError(
+      'name',
+      'must be 1 to 63 lower-case letters, digits, "-" or "_", starting with a letter or digit',
+    );
+  if (name === DEFAULT_POOL)
+    throw validationError('name', '"default" is the system address (delivery.hostname); name the pool otherwise');
   return name;
 }
 
@@ -93,14 +102,17 @@ function canonicalAddress(field: string, raw: string): string {
 /** Canonical text of an address (IPv6 compressed, IPv4-mapped IPv6 as IPv4), so one address is one entry. */
 function checkAddresses(list: IpPoolInput['addresses'], defaultEhlo: string): Array<{ address: string; ehlo: string }> {
   if (!Array.isArray(list) || list.length === 0) throw validationError('addresses', 'give at least one address');
-  if (list.length > MAX_POOL_ADDRESSES) throw validationError('addresses', `at most ${MAX_POOL_ADDRESSES} addresses per pool`);
+  if (list.length > MAX_POOL_ADDRESSES)
+    throw validationError('addresses', `at most ${MAX_POOL_ADDRESSES} addresses per pool`);
   const seen = new Set<string>();
   return list.map((entry, i) => {
     const raw = typeof entry?.address === 'string' ? entry.address.trim() : '';
-    if (!ipaddr.isValid(raw)) throw validationError(`addresses[${i}].address`, `"${raw}" is not an IPv4 or IPv6 address`);
+    if (!ipaddr.isValid(raw))
+      throw validationError(`addresses[${i}].address`, `"${raw}" is not an IPv4 or IPv6 address`);
     const parsed = ipaddr.process(raw);
     const address = parsed.toString();
-    if (parsed.range() === 'unspecified') throw validationError(`addresses[${i}].address`, 'must be an address of this host, not the unspecified address');
+    if (parsed.range() === 'unspecified')
+      throw validationError(`addresses[${i}].address`, 'must be an address of this host, not the unspecified address');
     if (seen.has(address)) throw validationError(`addresses[${i}].address`, `${address} is listed twice`);
     seen.add(address);
     const ehlo = entry.ehlo === undefined ? defaultEhlo : normalizeDomain(String(entry.ehlo));
@@ -122,7 +134,10 @@ export function createIpPoolService(deps: ServiceDeps): IpPoolService {
       .filter((w) => wanted.has(w.address))
       .map((w) => ({ w, day: warmupDay(w, settings, now) }))
       .filter(({ day }) => day.cap !== null);
-    const counts = await listWarmupCounts(db, running.map(({ w, day }) => ({ address: w.address, periodStart: day.periodStart })));
+    const counts = await listWarmupCounts(
+      db,
+      running.map(({ w, day }) => ({ address: w.address, periodStart: day.periodStart })),
+    );
     return new Map(
       running.map(({ w, day }) => [
         w.address,
@@ -132,7 +147,9 @@ export function createIpPoolService(deps: ServiceDeps): IpPoolService {
           day: day.day + 1,
           cap: day.cap!,
           schedule: scheduleOf(w.schedule, settings),
-          sent_today: counts.filter((c) => c.address === w.address && c.period_start === day.periodStart).map((c) => ({ provider: c.provider, count: c.count })),
+          sent_today: counts
+            .filter((c) => c.address === w.address && c.period_start === day.periodStart)
+            .map((c) => ({ provider: c.provider, count: c.count })),
           next_day_at: toIso(day.nextPeriod),
         },
       ]),
@@ -158,7 +175,8 @@ export function createIpPoolService(deps: ServiceDeps): IpPoolService {
   };
   const named = async (name: string, except?: string) => {
     const other = await findIpPool(db, name);
-    if (other && other.id !== except) throw new AppError('already_exists', `An IP pool named ${name} already exists`, { field: 'name' });
+    if (other && other.id !== except)
+      throw new AppError('already_exists', `An IP pool named ${name} already exists`, { field: 'name' });
   };
 
   return {
@@ -175,11 +193,17 @@ export function createIpPoolService(deps: ServiceDeps): IpPoolService {
     get: async (idOrName) => view(await find(idOrName)),
     async update(idOrName, input) {
       const pool = await find(idOrName);
-      if (input.name === undefined && input.addresses === undefined) throw validationError('name', 'give a name or addresses (or both)');
+      if (input.name === undefined && input.addresses === undefined)
+        throw validationError('name', 'give a name or addresses (or both)');
       const name = input.name === undefined ? pool.name : checkName(input.name);
       if (name !== pool.name) await named(name, pool.id);
       const addresses = input.addresses === undefined ? undefined : checkAddresses(input.addresses, defaultEhlo);
-      await saveIpPool(db, { id: pool.id, name, created_at: pool.created_at, updated_at: clock.now() }, addresses, false);
+      await saveIpPool(
+        db,
+        { id: pool.id, name, created_at: pool.created_at, updated_at: clock.now() },
+        addresses,
+        false,
+      );
       return view(await find(pool.id));
     },
     async remove(idOrName) {
@@ -218,8 +242,16 @@ export function createIpPoolService(deps: ServiceDeps): IpPoolService {
         throw notFound(`${address} in any IP pool (add it to a pool first)`);
       }
       if (schedule !== undefined) {
-        if (!Array.isArray(schedule) || schedule.length === 0 || schedule.length > MAX_SCHEDULE_DAYS || !schedule.every((n) => Number.isInteger(n) && n >= 1 && n <= 10_000_000)) {
-          throw validationError('schedule', `must be 1 to ${MAX_SCHEDULE_DAYS} daily caps, each an integer from 1 to 10000000`);
+        if (
+          !Array.isArray(schedule) ||
+          schedule.length === 0 ||
+          schedule.length > MAX_SCHEDULE_DAYS ||
+          !schedule.every((n) => Number.isInteger(n) && n >= 1 && n <= 10_000_000)
+        ) {
+          throw validationError(
+            'schedule',
+            `must be 1 to ${MAX_SCHEDULE_DAYS} daily caps, each an integer from 1 to 10000000`,
+          );
         }
       }
       await saveWarmup(db, { address, started_at: clock.now(), schedule: schedule ?? null });

@@ -19,7 +19,11 @@ export class LoginThrottle {
     const entry = this.current(client);
     if (entry && entry.count >= MAX_LOGIN_FAILURES) {
       const retryAfter = Math.ceil((entry.since + LOCKOUT_WINDOW_MS - this.now()) / 1000);
-      throw new AppError('rate_limited', `Too many failed ${this.what}; try again in ${Math.ceil(retryAfter / 60)} minutes`, { retryAfter });
+      throw new AppError(
+        'rate_limited',
+        `Too many failed ${this.what}; try again in ${Math.ceil(retryAfter / 60)} minutes`,
+        { retryAfter },
+      );
     }
   }
 

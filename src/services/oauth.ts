@@ -156,7 +156,11 @@ export interface OAuthService {
   revokeGrant(workspaceId: string, id: string): Promise<GrantView>;
   /** Marks the grant behind an oidc-provider grant revoked (refresh-token or code reuse, revocation endpoint); null when it already was. */
   endProviderGrant(providerGrantId: string): Promise<GrantView | null>;
-  createClient(input: { name: string; redirectUris: string[]; confidential: boolean }): Promise<{ client: ClientView; secret: string | null }>;
+  createClient(input: {
+    name: string;
+    redirectUris: string[];
+    confidential: boolean;
+  }): Promise<{ client: ClientView; secret: string | null }>;
   listClients(): Promise<ClientView[]>;
   /** Removes a client and ends every grant it holds. */
   removeClient(clientId: string): Promise<ClientView>;
@@ -166,7 +170,8 @@ const clientView = (payload: ProviderPayload, createdAt: number): ClientView => 
   client_id: String(payload.client_id),
   client_name: typeof payload.client_name === 'string' ? payload.client_name : String(payload.client_id),
   redirect_uris: Array.isArray(payload.redirect_uris) ? payload.redirect_uris.map(String) : [],
-  token_endpoint_auth_method: typeof payload.token_endpoint_auth_method === 'string' ? payload.token_endpoint_auth_method : 'client_secret_basic',
+  token_endpoint_auth_method:
+    typeof payload.token_endpoint_auth_method === 'string' ? payload.token_endpoint_auth_method : 'client_secret_basic',
   registered_by: payload.mailsvc_admin === true ? 'admin' : 'dynamic',
   created_at: toIso(createdAt),
 });
@@ -185,7 +190,8 @@ export function createOAuthService(deps: ServiceDeps): OAuthService {
     if (await findCredentialByHash(db, hash)) return;
     const grant = payload.grantId ? await findOAuthGrantByProviderId(db, payload.grantId) : undefined;
     // Every token is issued under a consent recorded by approve(); one without is refused, not minted.
-    if (!grant || grant.revoked_at !== null) throw new AppError('unauthorized', 'The grant behind this token was revoked');
+    if (!grant || grant.revoked_at !== null)
+      throw new AppError('unauthorized', 'The grant behind this token was revoked');
     // A token asked with no scope carries what the person approved; otherwise what it asked of that.
     const asked = new Set((payload.scope ?? '').split(' ').filter(Boolean));
     const scopes = asked.size === 0 ? grant.scopes : grant.scopes.filter((s) => asked.has(s));
@@ -215,12 +221,16 @@ export function createOAuthService(deps: ServiceDeps): OAuthService {
   };
 
   const adapter = (model: string): ProviderAdapter => {
-    const decode = (row: { payload: Record<string, unknown>; consumed_at: number | null; expires_at: number | null }, id: string): ProviderPayload | undefined => {
+    const decode = (
+      row: { payload: Record<string, unknown>; consumed_at: number | null; expires_at: number | null },
+      id: string,
+    ): ProviderPayload | undefined => {
       if (row.expires_at !== null && row.expires_at <= clock.now()) return undefined;
       const payload: ProviderPayload = { ...row.payload };
       if (model !== 'Client') payload.jti = id;
       if (row.consumed_at !== null) payload.consumed = Math.floor(row.consumed_at / 1000);
-      if (model === 'Client' && typeof payload.client_secret === 'string') payload.client_secret = decryptSecret(secretKey, payload.client_secret);
+      if (model === 'Client' && typeof payload.client_secret === 'string')
+        payload.client_secret = decryptSecret(secretKey, payload.client_secret);
       return payload;
     };
     return {
@@ -229,7 +239,8 @@ export function createOAuthService(deps: ServiceDeps): OAuthService {
         const stored: ProviderPayload = { ...payload };
         // A secret is never stored in clear: ids of tokens are hashed (the row's key), a client's secret is sealed.
         if (!CLEAR_IDS.has(model)) delete stored.jti;
-        if (model === 'Client' && typeof stored.client_secret === 'string') stored.client_secret = encryptSecret(secretKey, stored.client_secret);
+        if (model === 'Client' && typeof stored.client_secret === 'string')
+          stored.client_secret = encryptSecret(secretKey, stored.client_secret);
         const now = clock.now();
         await upsertOAuthModel(db, {
           model,
@@ -273,10 +284,19 @@ export function createOAuthService(deps: ServiceDeps): OAuthService {
     adapter,
 
     providerKeys() {
-      const signing = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_HEADER, derive('signing').subarray(0, 32)]), format: 'der', type: 'pkcs8' });
+      const signing = createPrivateKey({
+        key: Buffer.concat([ED25519_PKCS8_HEADER, derive('signing').subarray(0, 32)]),
+        format: 'der',
+        type: 'pkcs8',
+      });
       return {
         cookieKeys: [derive('cookies').toString('base64url')],
-        signingKey: { ...signing.export({ format: 'jwk' }), kid: sha256Hex(derive('kid').toString('hex')).slice(0, 16), use: 'sig', alg: 'EdDSA' },
+        signingKey: {
+          ...signing.export({ format: 'jwk' }),
+          kid: sha256Hex(derive('kid').toString('hex')).slice(0, 16),
+          use: 'sig',
+          alg: 'EdDSA',
+        },
       };
     },
 
@@ -307,7 +327,8 @@ export function createOAuthService(deps: ServiceDeps): OAuthService {
 
     async revokeGrant(workspaceId, id) {
       const found = isUuid(id) ? await findOAuthGrant(db, id.toLowerCase()) : undefined;
-      if (!found || found.workspace_id !== workspaceId || found.revoked_at !== null) throw notFound(`OAuth grant ${id}`);
+      if (!found || found.workspace_id !== workspaceId || found.revoked_at !== null)
+        throw notFound(`OAuth grant ${id}`);
       await revokeOAuthGrant(db, found.id, clock.now());
       return grantView((await findListedOAuthGrant(db, found.id))!);
     },
@@ -340,15 +361,26 @@ export function createOAuthService(deps: ServiceDeps): OAuthService {
         mailsvc_admin: true,
         ...(secret ? { client_secret: encryptSecret(secretKey, secret) } : {}),
       };
-      await upsertOAuthModel(db, { model: 'Client', id: clientId, payload, grant_id: null, uid: null, created_at: now, expires_at: null, consumed_at: null });
+      await upsertOAuthModel(db, {
+        model: 'Client',
+        id: clientId,
+        payload,
+        grant_id: null,
+        uid: null,
+        created_at: now,
+        expires_at: null,
+        consumed_at: null,
+      });
       return { client: clientView(payload, now), secret };
     },
 
-    listClients: async () => (await listOAuthModels(db, 'Client')).map((row) => clientView(row.payload, row.created_at)),
+    listClients: async () =>
+      (await listOAuthModels(db, 'Client')).map((row) => clientView(row.payload, row.created_at)),
 
     async removeClient(clientId) {
       const row = await findClient(clientId);
-      for (const grantId of await activeGrantIdsOfClient(db, clientId)) await revokeOAuthGrant(db, grantId, clock.now());
+      for (const grantId of await activeGrantIdsOfClient(db, clientId))
+        await revokeOAuthGrant(db, grantId, clock.now());
       await deleteOAuthModel(db, 'Client', clientId);
       return clientView(row.payload, row.created_at);
     },

@@ -1,6 +1,11 @@
 import { toIso, toIsoOrNull } from '../shared/clock.js';
 import { notFound, validationError } from '../shared/errors.js';
-import { sumDeliveryDestinations, sumProviders, type DestinationSum, type ProviderSum } from '../store/delivery-destinations.js';
+import {
+  sumDeliveryDestinations,
+  sumProviders,
+  type DestinationSum,
+  type ProviderSum,
+} from '../store/delivery-destinations.js';
 import { refreshEmailStatus, QUEUE_STATUSES, type QueueItem, type QueueStatus } from '../store/emails.js';
 import {
   cancelQueueItems,
@@ -90,7 +95,13 @@ const limitText = (config: ServiceDeps['config']['delivery'], domain: string, gr
  * Why a row waits, from what the database knows: its schedule, its last reply, and how many
  * rows are due before it for the same destination under that destination's limit.
  */
-function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, number>, gates: Map<string, DestinationView>, config: ServiceDeps['config']['delivery']): string | null {
+function waitingReason(
+  q: QueueItem,
+  now: number,
+  dueByDomain: Map<string, number>,
+  gates: Map<string, DestinationView>,
+  config: ServiceDeps['config']['delivery'],
+): string | null {
   if (q.finished_at !== null || !['queued', 'deferred', 'sending'].includes(q.status)) return null;
   if (q.status === 'sending') {
     const gate = gates.get(q.recipient_domain);
@@ -99,7 +110,8 @@ function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, numbe
   }
   if (q.next_attempt_at > now) {
     const at = toIso(q.next_attempt_at);
-    if (q.status === 'deferred') return `retry at ${at}${q.last_response ? ` after: ${q.last_response.slice(0, 120)}` : ''}`;
+    if (q.status === 'deferred')
+      return `retry at ${at}${q.last_response ? ` after: ${q.last_response.slice(0, 120)}` : ''}`;
     return q.last_response ? `held until ${at}: ${q.last_response.slice(0, 120)}` : `scheduled for ${at}`;
   }
   const due = dueByDomain.get(q.recipient_domain) ?? 1;
@@ -107,13 +119,25 @@ function waitingReason(q: QueueItem, now: number, dueByDomain: Map<string, numbe
   const limit = destinationLimitOf(config)(gate?.provider ?? q.recipient_domain);
   const minutes = due / limit.perMinute;
   const eta = minutes >= 1 ? `; at that rate about ${Math.ceil(minutes)} min for all of them` : '';
-  const state = gate?.hold === 'paused' ? `; ${gate.provider} is backed off${gate.source ? ` on ${gate.source}` : ''} until ${gate.paused_until} after a slow-down reply` : '';
+  const state =
+    gate?.hold === 'paused'
+      ? `; ${gate.provider} is backed off${gate.source ? ` on ${gate.source}` : ''} until ${gate.paused_until} after a slow-down reply`
+      : '';
   return `due: waiting its turn, ${due.toLocaleString('en-US')} due for ${limitText(config, q.recipient_domain, gate?.provider)}${eta}${state}`;
 }
 
 /** A destination's gate in words. */
 export const gateText = (d: DestinationView): string => {
-  const state = d.hold === 'paused' ? `paused until ${d.paused_until} after a slow-down reply` : d.hold === 'concurrency' ? 'every slot busy' : d.hold === 'rate' ? 'at its per-minute limit' : d.waiting > 0 ? 'starting the next' : 'free';
+  const state =
+    d.hold === 'paused'
+      ? `paused until ${d.paused_until} after a slow-down reply`
+      : d.hold === 'concurrency'
+        ? 'every slot busy'
+        : d.hold === 'rate'
+          ? 'at its per-minute limit'
+          : d.waiting > 0
+            ? 'starting the next'
+            : 'free';
   return `${d.active} of ${d.allowed} transaction(s) running, ${d.waiting} waiting, ${state}`;
 };
 
@@ -123,7 +147,8 @@ export function createQueueService(deps: ServiceDeps): QueueService {
   const statusesOf = (statuses: string[] | undefined): QueueStatus[] | undefined => {
     if (!statuses || statuses.length === 0) return undefined;
     for (const s of statuses) {
-      if (!isOneOf(QUEUE_STATUSES, s)) throw validationError('status', `"${s}" is not one of ${QUEUE_STATUSES.join(', ')}`);
+      if (!isOneOf(QUEUE_STATUSES, s))
+        throw validationError('status', `"${s}" is not one of ${QUEUE_STATUSES.join(', ')}`);
     }
     return statuses as QueueStatus[];
   };
@@ -141,17 +166,38 @@ export function createQueueService(deps: ServiceDeps): QueueService {
   return {
     async list(input) {
       const filter = { workspaceId: input.workspaceId, statuses: statusesOf(input.statuses) };
-      const [rows, total] = await Promise.all([listQueueItems(db, { ...filter, limit: input.limit, offset: input.offset }), countQueueItems(db, filter)]);
+      const [rows, total] = await Promise.all([
+        listQueueItems(db, { ...filter, limit: input.limit, offset: input.offset }),
+        countQueueItems(db, filter),
+      ]);
       const now = clock.now();
-      const dueDomains = [...new Set(rows.filter((r) => (r.status === 'queued' || r.status === 'deferred') && r.next_attempt_at <= now).map((r) => r.recipient_domain))];
-      const waitingDomains = [...new Set(rows.filter((r) => ['queued', 'deferred', 'sending'].includes(r.status)).map((r) => r.recipient_domain))];
-      const [dueByDomain, destinations] = await Promise.all([countDueQueueItemsByDomain(db, dueDomains, now), sumDeliveryDestinations(db, now - DESTINATION_REPORT_MS, now, waitingDomains)]);
+      const dueDomains = [
+        ...new Set(
+          rows
+            .filter((r) => (r.status === 'queued' || r.status === 'deferred') && r.next_attempt_at <= now)
+            .map((r) => r.recipient_domain),
+        ),
+      ];
+      const waitingDomains = [
+        ...new Set(
+          rows.filter((r) => ['queued', 'deferred', 'sending'].includes(r.status)).map((r) => r.recipient_domain),
+        ),
+      ];
+      const [dueByDomain, destinations] = await Promise.all([
+        countDueQueueItemsByDomain(db, dueDomains, now),
+        sumDeliveryDestinations(db, now - DESTINATION_REPORT_MS, now, waitingDomains),
+      ]);
       const gates = new Map(destinations.map((d) => [d.domain, d]));
-      return { items: rows.map((r) => queueItemView(r, waitingReason(r, now, dueByDomain, gates, deps.config.delivery))), total, destinations };
+      return {
+        items: rows.map((r) => queueItemView(r, waitingReason(r, now, dueByDomain, gates, deps.config.delivery))),
+        total,
+        destinations,
+      };
     },
 
     async retry(ids, workspaceId) {
-      const targets = ids === 'all-deferred' ? await listWaitingQueueItemIds(db, ['deferred'], workspaceId) : await idsOf(ids);
+      const targets =
+        ids === 'all-deferred' ? await listWaitingQueueItemIds(db, ['deferred'], workspaceId) : await idsOf(ids);
       const now = clock.now();
       const rows: QueueItem[] = [];
       for (let i = 0; i < targets.length; i += 500) {

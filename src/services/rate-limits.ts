@@ -39,7 +39,10 @@ const FIXED: Record<Exclude<Operation, 'send.transactional' | 'send.marketing'>,
   'oauth.register': { limit: 20, windowMs: 60 * MINUTE, soft: false },
 };
 
-export function limitFor(operation: Operation, workspace: Pick<Workspace, 'plan' | 'transactional_per_second' | 'marketing_per_second'> | null): Limit {
+export function limitFor(
+  operation: Operation,
+  workspace: Pick<Workspace, 'plan' | 'transactional_per_second' | 'marketing_per_second'> | null,
+): Limit {
   if (operation === 'send.transactional' || operation === 'send.marketing') {
     const plan = PLAN_RATES[workspace?.plan ?? 'starter'];
     if (operation === 'send.transactional') {

@@ -22,7 +22,12 @@ import type { ServiceDeps } from './deps.js';
  */
 
 export type { SuppressionReason };
-export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'unsubscribe', 'manual'] as const satisfies readonly SuppressionReason[];
+export const SUPPRESSION_REASONS = [
+  'hard_bounce',
+  'complaint',
+  'unsubscribe',
+  'manual',
+] as const satisfies readonly SuppressionReason[];
 export const SUPPRESSION_SCOPES = ['all', 'marketing'] as const satisfies readonly SuppressionScope[];
 
 export interface SuppressionView {
@@ -68,7 +73,11 @@ export interface SuppressionService {
   importLines(
     workspaceId: string,
     lines: string[],
-    options?: { reason?: SuppressionReason; scope?: SuppressionScope; onProgress?: (written: number, total: number) => void },
+    options?: {
+      reason?: SuppressionReason;
+      scope?: SuppressionScope;
+      onProgress?: (written: number, total: number) => void;
+    },
   ): Promise<ImportResult>;
 }
 
@@ -92,7 +101,8 @@ export function suppressionKey(value: string, field = 'email'): string {
   }
   const local = v.slice(0, at);
   const domain = normalizeDomain(v.slice(at + 1));
-  if (!domain || !LOCAL_RE.test(local) || v.length > MAX_ADDRESS) throw validationError(field, `"${value}" is not a valid email address`);
+  if (!domain || !LOCAL_RE.test(local) || v.length > MAX_ADDRESS)
+    throw validationError(field, `"${value}" is not a valid email address`);
   return `${local.toLowerCase()}@${domain}`;
 }
 
@@ -108,7 +118,11 @@ const suppressionView = (s: Suppression): SuppressionView => ({
 
 /** First column of a CSV or plain list line; null for blanks, comments and a header. */
 function valueOfLine(line: string): string | null {
-  const cell = line.split(/[,;\t]/)[0]!.trim().replace(/^"(.*)"$/, '$1').trim();
+  const cell = line
+    .split(/[,;\t]/)[0]!
+    .trim()
+    .replace(/^"(.*)"$/, '$1')
+    .trim();
   if (cell === '' || cell.startsWith('#') || /^(e-?mail|address|email_address)$/i.test(cell)) return null;
   return cell;
 }
@@ -125,7 +139,10 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
 
   return {
     async list(workspaceId, page, reasons) {
-      const [{ rows, more }, total] = await Promise.all([listSuppressions(db, { workspaceId, reasons }, page), countSuppressions(db, workspaceId, reasons)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listSuppressions(db, { workspaceId, reasons }, page),
+        countSuppressions(db, workspaceId, reasons),
+      ]);
       return { items: rows.map(suppressionView), total, more };
     },
 
@@ -138,8 +155,14 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
       const address =
         input.email !== undefined
           ? suppressionKey(input.email, 'email')
-          : `@${normalizeDomain(input.domain!) ?? (() => { throw validationError('domain', `"${input.domain}" is not a valid domain name`); })()}`;
-      if (input.email !== undefined && address.startsWith('@')) throw validationError('email', `"${input.email}" is not an email address (use domain for a whole domain)`);
+          : `@${
+              normalizeDomain(input.domain!) ??
+              (() => {
+                throw validationError('domain', `"${input.domain}" is not a valid domain name`);
+              })()
+            }`;
+      if (input.email !== undefined && address.startsWith('@'))
+        throw validationError('email', `"${input.email}" is not an email address (use domain for a whole domain)`);
       const reason = input.reason ?? 'manual';
       const row: Suppression = {
         workspace_id: workspaceId,
@@ -162,10 +185,19 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
     },
 
     async addMany(workspaceId, emails) {
-      if (emails.length === 0 || emails.length > MAX_BATCH) throw validationError('emails', `must list 1 to ${MAX_BATCH} addresses`);
+      if (emails.length === 0 || emails.length > MAX_BATCH)
+        throw validationError('emails', `must list 1 to ${MAX_BATCH} addresses`);
       const keys = [...new Set(emails.map((e, i) => suppressionKey(e, `emails[${i}]`)))];
       const now = clock.now();
-      const rows = keys.map((address): Suppression => ({ workspace_id: workspaceId, address, scope: 'all', reason: 'manual', detail: null, email_id: null, created_at: now }));
+      const rows = keys.map((address): Suppression => ({
+        workspace_id: workspaceId,
+        address,
+        scope: 'all',
+        reason: 'manual',
+        detail: null,
+        email_id: null,
+        created_at: now,
+      }));
       await db.transaction().execute(async (trx) => {
         for (const row of rows) await saveSuppression(trx, row);
       });
@@ -173,11 +205,13 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
     },
 
     async removeMany(workspaceId, emails) {
-      if (emails.length === 0 || emails.length > MAX_BATCH) throw validationError('emails', `must list 1 to ${MAX_BATCH} addresses`);
+      if (emails.length === 0 || emails.length > MAX_BATCH)
+        throw validationError('emails', `must list 1 to ${MAX_BATCH} addresses`);
       const keys = emails.map((e, i) => suppressionKey(e, `emails[${i}]`));
       return db.transaction().execute(async (trx) => {
         const out: Array<{ email: string; deleted: boolean }> = [];
-        for (const address of keys) out.push({ email: address, deleted: await removeSuppression(trx, workspaceId, address) });
+        for (const address of keys)
+          out.push({ email: address, deleted: await removeSuppression(trx, workspaceId, address) });
         return out;
       });
     },
@@ -195,7 +229,15 @@ export function createSuppressionService(deps: ServiceDeps): SuppressionService 
           const address = suppressionKey(value);
           if (seen.has(address)) return;
           seen.add(address);
-          rows.push({ workspace_id: workspaceId, address, scope: options.scope ?? (reason === 'unsubscribe' ? 'marketing' : 'all'), reason, detail: 'imported', email_id: null, created_at: now });
+          rows.push({
+            workspace_id: workspaceId,
+            address,
+            scope: options.scope ?? (reason === 'unsubscribe' ? 'marketing' : 'all'),
+            reason,
+            detail: 'imported',
+            email_id: null,
+            created_at: now,
+          });
         } catch (err) {
           result.invalid.push({ line: index + 1, value, error: (err as Error).message });
         }

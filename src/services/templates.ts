@@ -50,7 +50,12 @@ interface TemplateInput {
   from?: string | null | undefined;
   reply_to?: string | string[] | null | undefined;
   variables?:
-    | Array<Omit<TemplateVariable, 'fallback_value' | 'sample_value'> & { fallback_value?: string | number | null | undefined; sample_value?: string | number | null | undefined }>
+    | Array<
+        Omit<TemplateVariable, 'fallback_value' | 'sample_value'> & {
+          fallback_value?: string | number | null | undefined;
+          sample_value?: string | number | null | undefined;
+        }
+      >
     | null
     | undefined;
 }
@@ -117,7 +122,10 @@ export interface TemplateService {
   /** What would break the template in mail clients. */
   check(workspaceId: string, idOrAlias: string, input: CheckOptions): Promise<TemplateCheck>;
   /** Asks the configured model (inboxes.agent) for an MJML template from a description; saves it as a draft, checked. */
-  generate(workspaceId: string, description: string): Promise<{ object: 'template_generation'; template: TemplateView; check: TemplateCheck }>;
+  generate(
+    workspaceId: string,
+    description: string,
+  ): Promise<{ object: 'template_generation'; template: TemplateView; check: TemplateCheck }>;
 }
 
 /** Longest description a generation takes: a brief, not a document. */
@@ -206,29 +214,38 @@ function templateView(t: Template): TemplateView {
 }
 
 function checkVariables(variables: NonNullable<TemplateInput['variables']>): TemplateVariable[] {
-  if (variables.length > MAX_TEMPLATE_VARIABLES) throw validationError('variables', `at most ${MAX_TEMPLATE_VARIABLES} variables`);
+  if (variables.length > MAX_TEMPLATE_VARIABLES)
+    throw validationError('variables', `at most ${MAX_TEMPLATE_VARIABLES} variables`);
   const seen = new Set<string>();
   return variables.map((v, i) => {
-    if (!VARIABLE_KEY.test(v.key)) throw validationError(`variables[${i}].key`, 'must be letters, digits and underscores (at most 50), not starting with a digit');
+    if (!VARIABLE_KEY.test(v.key))
+      throw validationError(
+        `variables[${i}].key`,
+        'must be letters, digits and underscores (at most 50), not starting with a digit',
+      );
     if (seen.has(v.key)) throw validationError(`variables[${i}].key`, `${v.key} is declared twice`);
     seen.add(v.key);
     const fallback = v.fallback_value ?? null;
-    if (fallback !== null && typeof fallback !== v.type) throw validationError(`variables[${i}].fallback_value`, `must be a ${v.type}, as the variable's type`);
+    if (fallback !== null && typeof fallback !== v.type)
+      throw validationError(`variables[${i}].fallback_value`, `must be a ${v.type}, as the variable's type`);
     const sample = v.sample_value ?? null;
-    if (sample !== null && typeof sample !== v.type) throw validationError(`variables[${i}].sample_value`, `must be a ${v.type}, as the variable's type`);
+    if (sample !== null && typeof sample !== v.type)
+      throw validationError(`variables[${i}].sample_value`, `must be a ${v.type}, as the variable's type`);
     return { key: v.key, type: v.type, fallback_value: fallback, ...(sample !== null ? { sample_value: sample } : {}) };
   });
 }
 
 const sized = (field: string, value: string): string => {
-  if (Buffer.byteLength(value, 'utf8') > MAX_TEMPLATE_BYTES) throw new AppError('payload_too_large', `${field}: must be at most ${MAX_TEMPLATE_BYTES} bytes`, { field });
+  if (Buffer.byteLength(value, 'utf8') > MAX_TEMPLATE_BYTES)
+    throw new AppError('payload_too_large', `${field}: must be at most ${MAX_TEMPLATE_BYTES} bytes`, { field });
   return value;
 };
 
 /** Row changes for the given fields, validated; MJML is compiled (its errors are 400s with their lines). */
 async function fieldsOf(input: Partial<TemplateInput>): Promise<Partial<Template>> {
   const changes: Partial<Template> = {};
-  if (input.html !== undefined && input.mjml !== undefined) throw validationError('mjml', 'give html or mjml, not both');
+  if (input.html !== undefined && input.mjml !== undefined)
+    throw validationError('mjml', 'give html or mjml, not both');
   if (input.mjml !== undefined) {
     if (input.mjml.trim() === '') throw validationError('mjml', 'must not be empty');
     changes.source = sized('mjml', input.mjml);
@@ -236,7 +253,8 @@ async function fieldsOf(input: Partial<TemplateInput>): Promise<Partial<Template
     changes.language = 'mjml';
   }
   if (input.name !== undefined) {
-    if (input.name.trim() === '' || input.name.length > 200) throw validationError('name', 'must be 1 to 200 characters');
+    if (input.name.trim() === '' || input.name.length > 200)
+      throw validationError('name', 'must be 1 to 200 characters');
     changes.name = input.name.trim();
   }
   if (input.subject !== undefined) {
@@ -254,7 +272,8 @@ async function fieldsOf(input: Partial<TemplateInput>): Promise<Partial<Template
   }
   if (input.text !== undefined) changes.text = input.text;
   if (input.alias !== undefined) {
-    if (input.alias !== null && (!ALIAS.test(input.alias) || isUuid(input.alias))) throw validationError('alias', 'must be 1 to 100 letters, digits, dots, dashes or underscores (not a uuid)');
+    if (input.alias !== null && (!ALIAS.test(input.alias) || isUuid(input.alias)))
+      throw validationError('alias', 'must be 1 to 100 letters, digits, dots, dashes or underscores (not a uuid)');
     changes.alias = input.alias;
   }
   if (input.from !== undefined) {
@@ -262,9 +281,15 @@ async function fieldsOf(input: Partial<TemplateInput>): Promise<Partial<Template
     changes.from_address = input.from;
   }
   if (input.reply_to !== undefined) {
-    changes.reply_to = input.reply_to === null ? null : parseMailboxes('reply_to', input.reply_to).map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address));
+    changes.reply_to =
+      input.reply_to === null
+        ? null
+        : parseMailboxes('reply_to', input.reply_to).map((a) =>
+            a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address,
+          );
   }
-  if (input.variables !== undefined) changes.variables = input.variables === null ? null : checkVariables(input.variables);
+  if (input.variables !== undefined)
+    changes.variables = input.variables === null ? null : checkVariables(input.variables);
   return changes;
 }
 
@@ -289,7 +314,9 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
   const { db, clock } = deps;
 
   const find = async (workspaceId: string, idOrAlias: string): Promise<Template> => {
-    const found = isUuid(idOrAlias) ? await findTemplate(db, workspaceId, idOrAlias.toLowerCase()) : await findTemplateByAlias(db, workspaceId, idOrAlias);
+    const found = isUuid(idOrAlias)
+      ? await findTemplate(db, workspaceId, idOrAlias.toLowerCase())
+      : await findTemplateByAlias(db, workspaceId, idOrAlias);
     if (!found) throw notFound(`Template ${idOrAlias}`);
     return found;
   };
@@ -321,7 +348,8 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
   };
 
   const versionOf = async (workspaceId: string, t: Template, number: number): Promise<TemplateVersion> => {
-    const v = Number.isInteger(number) && number > 0 ? await findTemplateVersion(db, workspaceId, t.id, number) : undefined;
+    const v =
+      Number.isInteger(number) && number > 0 ? await findTemplateVersion(db, workspaceId, t.id, number) : undefined;
     if (!v) throw notFound(`Version ${number} of template ${t.id}`);
     return v;
   };
@@ -329,12 +357,16 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
   return {
     async create(workspaceId, input) {
       if (typeof input.name !== 'string') throw validationError('name', 'is required');
-      if (typeof input.html !== 'string' && typeof input.mjml !== 'string') throw validationError('html', 'is required (or mjml)');
+      if (typeof input.html !== 'string' && typeof input.mjml !== 'string')
+        throw validationError('html', 'is required (or mjml)');
       return insert(workspaceId, await fieldsOf(input));
     },
 
     async list(workspaceId, page) {
-      const [{ rows, more }, total] = await Promise.all([listTemplates(db, workspaceId, page), countTemplates(db, workspaceId)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listTemplates(db, workspaceId, page),
+        countTemplates(db, workspaceId),
+      ]);
       return { items: rows.map(templateView), total, more };
     },
 
@@ -342,7 +374,14 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
 
     async content(workspaceId, idOrAlias) {
       const t = await find(workspaceId, idOrAlias);
-      const version: PublishedTemplate = t.published ?? { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
+      const version: PublishedTemplate = t.published ?? {
+        subject: t.subject,
+        html: t.html,
+        text: t.text,
+        from: t.from_address,
+        reply_to: t.reply_to,
+        variables: t.variables,
+      };
       return {
         id: t.id,
         subject: version.subject === '' ? null : version.subject,
@@ -369,7 +408,14 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
 
     async publish(workspaceId, idOrAlias) {
       const t = await find(workspaceId, idOrAlias);
-      const published: PublishedTemplate = { subject: t.subject, html: t.html, text: t.text, from: t.from_address, reply_to: t.reply_to, variables: t.variables };
+      const published: PublishedTemplate = {
+        subject: t.subject,
+        html: t.html,
+        text: t.text,
+        from: t.from_address,
+        reply_to: t.reply_to,
+        variables: t.variables,
+      };
       const now = clock.now();
       const version = (await lastTemplateVersion(db, workspaceId, t.id)) + 1;
       // The version row first: it is never changed, so a send that used it can always be shown as it was.
@@ -389,7 +435,11 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
         created_at: now,
       });
       // The update time stays: publishing does not make the content newer than what is published.
-      await updateTemplate(db, workspaceId, t.id, { published, published_at: Math.max(now, t.updated_at), published_version: version });
+      await updateTemplate(db, workspaceId, t.id, {
+        published,
+        published_at: Math.max(now, t.updated_at),
+        published_version: version,
+      });
       return templateView(await find(workspaceId, t.id));
     },
 
@@ -434,31 +484,62 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
         subject: c.subject === '' ? null : renderSubject(c.subject, values),
         html,
         text: c.text === null ? plainTextOf(html) : renderTemplate(c.text, values, 'text'),
-        variables: { used, missing: used.filter((n) => values[n] === undefined || values[n] === null), unknown: Object.keys(given).filter((n) => !used.includes(n)) },
+        variables: {
+          used,
+          missing: used.filter((n) => values[n] === undefined || values[n] === null),
+          unknown: Object.keys(given).filter((n) => !used.includes(n)),
+        },
       };
     },
 
     async generate(workspaceId, description) {
-      if (description.trim() === '' || description.length > MAX_GENERATE_DESCRIPTION) throw validationError('description', `must be 1 to ${MAX_GENERATE_DESCRIPTION} characters`);
+      if (description.trim() === '' || description.length > MAX_GENERATE_DESCRIPTION)
+        throw validationError('description', `must be 1 to ${MAX_GENERATE_DESCRIPTION} characters`);
       const settings = deps.config.inboxes.agent;
-      if (!settings.url) throw new AppError('invalid_state', 'No model is configured: set inboxes.agent.url (an OpenAI-compatible endpoint) to generate templates; an assistant over MCP needs none');
+      if (!settings.url)
+        throw new AppError(
+          'invalid_state',
+          'No model is configured: set inboxes.agent.url (an OpenAI-compatible endpoint) to generate templates; an assistant over MCP needs none',
+        );
       let content: unknown;
       try {
-        content = await chatCompletion(settings, deps.resolver, [
-          { role: 'system', content: generationPrompt() },
-          { role: 'user', content: description },
-        ], { json: true });
+        content = await chatCompletion(
+          settings,
+          deps.resolver,
+          [
+            { role: 'system', content: generationPrompt() },
+            { role: 'user', content: description },
+          ],
+          { json: true },
+        );
       } catch (err) {
-        throw new AppError('service_unavailable', `The model could not be asked: ${(err as Error).message}`, { retryAfter: 5 });
+        throw new AppError('service_unavailable', `The model could not be asked: ${(err as Error).message}`, {
+          retryAfter: 5,
+        });
       }
       const answer = parseGeneratedTemplate(content);
-      if ('error' in answer) throw new AppError('service_unavailable', `The model's answer was not a template (${answer.error}); try again`, { retryAfter: 1 });
+      if ('error' in answer)
+        throw new AppError(
+          'service_unavailable',
+          `The model's answer was not a template (${answer.error}); try again`,
+          { retryAfter: 1 },
+        );
       let template: TemplateView;
       try {
-        template = await this.create(workspaceId, { name: answer.name, subject: answer.subject, mjml: answer.mjml, variables: answer.variables });
+        template = await this.create(workspaceId, {
+          name: answer.name,
+          subject: answer.subject,
+          mjml: answer.mjml,
+          variables: answer.variables,
+        });
       } catch (err) {
         // The model's MJML failed validation: its fault, not the caller's request.
-        if (err instanceof AppError && err.code === 'validation_error') throw new AppError('service_unavailable', `The model's template did not validate (${err.message}); try again`, { retryAfter: 1 });
+        if (err instanceof AppError && err.code === 'validation_error')
+          throw new AppError(
+            'service_unavailable',
+            `The model's template did not validate (${err.message}); try again`,
+            { retryAfter: 1 },
+          );
         throw err;
       }
       return { object: 'template_generation', template, check: await this.check(workspaceId, template.id, {}) };
@@ -468,14 +549,40 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
       const t = await find(workspaceId, idOrAlias);
       const c = input.version === undefined ? t : await versionOf(workspaceId, t, input.version);
       const data = loadClientSupport(deps.config.templates.clientSupportData);
-      const findings = checkTemplate({ html: c.html, subject: c.subject, text: c.text, declared: (c.variables ?? []).map((v) => v.key), marketing: input.type === 'marketing' }, data);
-      return { object: 'template_check', template_id: t.id, version: input.version ?? null, size: Buffer.byteLength(c.html, 'utf8'), findings, client_data_updated: data.last_update_date };
+      const findings = checkTemplate(
+        {
+          html: c.html,
+          subject: c.subject,
+          text: c.text,
+          declared: (c.variables ?? []).map((v) => v.key),
+          marketing: input.type === 'marketing',
+        },
+        data,
+      );
+      return {
+        object: 'template_check',
+        template_id: t.id,
+        version: input.version ?? null,
+        size: Buffer.byteLength(c.html, 'utf8'),
+        findings,
+        client_data_updated: data.last_update_date,
+      };
     },
 
     async duplicate(workspaceId, idOrAlias) {
       const t = await find(workspaceId, idOrAlias);
       const name = `${t.name} (copy)`.slice(0, 200);
-      return insert(workspaceId, { name, subject: t.subject, html: t.html, text: t.text, from_address: t.from_address, reply_to: t.reply_to, variables: t.variables, language: t.language, source: t.source });
+      return insert(workspaceId, {
+        name,
+        subject: t.subject,
+        html: t.html,
+        text: t.text,
+        from_address: t.from_address,
+        reply_to: t.reply_to,
+        variables: t.variables,
+        language: t.language,
+        source: t.source,
+      });
     },
   };
 }

@@ -38,17 +38,27 @@ type Kind = Fetch['kind'];
  * to an open by the same client, and not the address (an HMAC under the secret key: IPv4's
  * space is small enough to reverse a plain hash). The event holds this, never the address.
  */
-const clientTag = (secretKey: Buffer, ip: string): string => createHmac('sha256', secretKey).update(`engagement-client\0${ip}`).digest('base64url').slice(0, 22);
+const clientTag = (secretKey: Buffer, ip: string): string =>
+  createHmac('sha256', secretKey).update(`engagement-client\0${ip}`).digest('base64url').slice(0, 22);
 
-export function createTrackingService(deps: ServiceDeps & { links: MessageLinks; rules: EngagementRules }): TrackingService {
+export function createTrackingService(
+  deps: ServiceDeps & { links: MessageLinks; rules: EngagementRules },
+): TrackingService {
   const { db, dialect, clock, logger, links, rules } = deps;
 
-  async function record(emailId: string, kind: Kind, requester: Requester, extra: Record<string, unknown>): Promise<void> {
+  async function record(
+    emailId: string,
+    kind: Kind,
+    requester: Requester,
+    extra: Record<string, unknown>,
+  ): Promise<void> {
     const type = kind === 'open' ? 'email.opened' : 'email.clicked';
     const email = await findEmailById(db, emailId);
     if (!email) return; // the email is gone (retention); the redirect still works
     const items = await listQueueItemsOfEmail(db, emailId);
-    const delivered = items.filter((i) => i.status === 'delivered' && i.finished_at !== null).map((i) => i.finished_at!);
+    const delivered = items
+      .filter((i) => i.status === 'delivered' && i.finished_at !== null)
+      .map((i) => i.finished_at!);
     const deliveredAt = delivered.length > 0 ? Math.min(...delivered) : null;
     const userAgent = requester.userAgent ? requester.userAgent.slice(0, MAX_USER_AGENT) : null;
     const client = requester.ip ? clientTag(deps.secretKey, requester.ip) : null;
@@ -59,7 +69,11 @@ export function createTrackingService(deps: ServiceDeps & { links: MessageLinks;
       const otherLinks = kind === 'click' ? earlier.filter((e) => e.data.url !== extra.url) : [];
       const lastOther = otherLinks.length > 0 ? Math.max(...otherLinks.map((e) => e.created_at)) : null;
       const openedBySameClient =
-        kind === 'click' && client !== null && (await listEmailEventsOfType(trx, emailId, 'email.opened')).some((o) => o.data.client === client && o.data.is_machine !== true);
+        kind === 'click' &&
+        client !== null &&
+        (await listEmailEventsOfType(trx, emailId, 'email.opened')).some(
+          (o) => o.data.client === client && o.data.is_machine !== true,
+        );
       const verdict = classifyEngagement(
         {
           kind,
@@ -77,7 +91,13 @@ export function createTrackingService(deps: ServiceDeps & { links: MessageLinks;
         // corrected (their webhooks went out before anyone could know).
         for (const e of otherLinks) {
           if (now - e.created_at >= rules.timing.burstMs || e.data.is_machine === true) continue;
-          e.data = { ...e.data, classification: 'scanner', is_machine: true, classified_by: 'link_burst', first_human: false };
+          e.data = {
+            ...e.data,
+            classification: 'scanner',
+            is_machine: true,
+            classified_by: 'link_burst',
+            first_human: false,
+          };
           await updateEventData(trx, e.id, e.data);
         }
       }

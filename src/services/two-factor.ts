@@ -82,7 +82,12 @@ export interface TwoFactorService {
   setRequired(who: AccountActor, required: boolean): Promise<{ workspaceId: string; required: boolean }>;
 }
 
-const wrongCode = () => new AppError('validation_error', 'That code is not right: enter the 6 digits your authenticator app shows now, or one of your recovery codes.', { field: 'code' });
+const wrongCode = () =>
+  new AppError(
+    'validation_error',
+    'That code is not right: enter the 6 digits your authenticator app shows now, or one of your recovery codes.',
+    { field: 'code' },
+  );
 
 /** A recovery code as typed: case, spaces and dashes do not matter. */
 const canonicalRecovery = (code: string): string => code.toLowerCase().replace(/[\s-]/g, '');
@@ -160,7 +165,8 @@ export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
     async enrolment(userId) {
       const user = await userOf(userId);
       let factor = await findTwoFactor(db, userId);
-      if (factor?.confirmed_at != null) throw new AppError('invalid_state', 'Two-factor sign-in is already on for this account');
+      if (factor?.confirmed_at != null)
+        throw new AppError('invalid_state', 'Two-factor sign-in is already on for this account');
       if (!factor) {
         await savePendingTwoFactor(db, userId, encryptSecret(secretKey, generateSecret()), clock.now());
         factor = await findTwoFactor(db, userId);
@@ -174,7 +180,8 @@ export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
     async confirm(who, code) {
       const factor = await findTwoFactor(db, who.userId);
       if (!factor) throw new AppError('invalid_state', 'Start the set-up again: no enrolment is under way');
-      if (factor.confirmed_at !== null) throw new AppError('invalid_state', 'Two-factor sign-in is already on for this account');
+      if (factor.confirmed_at !== null)
+        throw new AppError('invalid_state', 'Two-factor sign-in is already on for this account');
       throttle.check(who.userId);
       const step = await totpStep(factor.secret_sealed, code, null);
       if (step === undefined) {
@@ -182,7 +189,8 @@ export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
         throw wrongCode();
       }
       const { codes, hashes } = newRecoveryCodes();
-      if (!(await confirmTwoFactor(db, who.userId, factor.secret_sealed, step, hashes, clock.now()))) throw new AppError('invalid_state', 'The enrolment was changed meanwhile; reload the page');
+      if (!(await confirmTwoFactor(db, who.userId, factor.secret_sealed, step, hashes, clock.now())))
+        throw new AppError('invalid_state', 'The enrolment was changed meanwhile; reload the page');
       await deps.durable();
       return { recoveryCodes: codes };
     },
@@ -199,7 +207,10 @@ export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
 
     async disable(who, code) {
       if ((await findTwoFactorRequirement(db, who.workspaceId)) !== undefined) {
-        throw new AppError('forbidden', 'This workspace requires two-factor sign-in: it cannot be turned off (an owner can stop requiring it).');
+        throw new AppError(
+          'forbidden',
+          'This workspace requires two-factor sign-in: it cannot be turned off (an owner can stop requiring it).',
+        );
       }
       if (!(await check(who.userId, code)).ok) throw wrongCode();
       await removeTwoFactor(db, who.userId);
@@ -223,7 +234,8 @@ export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
 
     async setRequired(who, required) {
       const membership = await findMembership(db, who.userId, who.workspaceId);
-      if (membership?.role !== 'owner') throw new AppError('forbidden', 'Only an owner of the workspace can require two-factor sign-in.');
+      if (membership?.role !== 'owner')
+        throw new AppError('forbidden', 'Only an owner of the workspace can require two-factor sign-in.');
       if (required && !(await findTwoFactorGate(db, who.userId, who.workspaceId)).enrolled) {
         throw new AppError('invalid_state', 'Turn on two-factor sign-in for your own account first.');
       }

@@ -43,24 +43,37 @@ export function createUsageService(deps: ServiceDeps): UsageService {
       const dayStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
       const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
       const nextMonth = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
-      const [sentToday, receivedToday, sentMonth, receivedMonth, runs, contacts, segments, broadcasts, domains] = await Promise.all([
-        countEmailsSince(db, workspace.id, dayStart),
-        countReceivedSince(db, workspace.id, dayStart),
-        countEmailsSince(db, workspace.id, monthStart),
-        countReceivedSince(db, workspace.id, monthStart),
-        countWorkflowRunsSince(db, workspace.id, monthStart),
-        countRows(db, 'subscribers', workspace.id),
-        countRows(db, 'audiences', workspace.id),
-        countRows(db, 'campaigns', workspace.id),
-        countRows(db, 'domains', workspace.id),
-      ]);
+      const [sentToday, receivedToday, sentMonth, receivedMonth, runs, contacts, segments, broadcasts, domains] =
+        await Promise.all([
+          countEmailsSince(db, workspace.id, dayStart),
+          countReceivedSince(db, workspace.id, dayStart),
+          countEmailsSince(db, workspace.id, monthStart),
+          countReceivedSince(db, workspace.id, monthStart),
+          countWorkflowRunsSince(db, workspace.id, monthStart),
+          countRows(db, 'subscribers', workspace.id),
+          countRows(db, 'audiences', workspace.id),
+          countRows(db, 'campaigns', workspace.id),
+          countRows(db, 'domains', workspace.id),
+        ]);
       const transactional = limitFor('send.transactional', workspace).limit;
       const perSecond = transactional + limitFor('send.marketing', workspace).limit;
       return {
         object: 'usage',
         emails: {
-          daily: { used: sentToday + receivedToday, limit: perSecond * (DAY / 1000), sent: sentToday, received: receivedToday, resets_at: toIso(dayStart + DAY) },
-          monthly: { used: sentMonth + receivedMonth, limit: perSecond * ((nextMonth - monthStart) / 1000), sent: sentMonth, received: receivedMonth, resets_at: toIso(nextMonth) },
+          daily: {
+            used: sentToday + receivedToday,
+            limit: perSecond * (DAY / 1000),
+            sent: sentToday,
+            received: receivedToday,
+            resets_at: toIso(dayStart + DAY),
+          },
+          monthly: {
+            used: sentMonth + receivedMonth,
+            limit: perSecond * ((nextMonth - monthStart) / 1000),
+            sent: sentMonth,
+            received: receivedMonth,
+            resets_at: toIso(nextMonth),
+          },
         },
         contacts: { used: contacts, limit: NO_LIMIT },
         segments: { used: segments, limit: null },

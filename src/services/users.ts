@@ -5,7 +5,24 @@ import { toIso } from '../shared/clock.js';
 import { sha256Hex } from '../shared/crypto.js';
 import { AppError, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { changeMembership, countUsers, findInvite, findMembership, findUser, findUserByEmail, listMembers, ROLES, saveInvite, saveMembership, saveUser, saveUserPassword, useInvite, type MembershipChange, type Role, type User } from '../store/users.js';
+import {
+  changeMembership,
+  countUsers,
+  findInvite,
+  findMembership,
+  findUser,
+  findUserByEmail,
+  listMembers,
+  ROLES,
+  saveInvite,
+  saveMembership,
+  saveUser,
+  saveUserPassword,
+  useInvite,
+  type MembershipChange,
+  type Role,
+  type User,
+} from '../store/users.js';
 import { parseMailbox, type Address } from '../messages/addresses.js';
 import { findWorkspace } from '../store/workspaces.js';
 import type { ServiceDeps } from './deps.js';
@@ -48,7 +65,9 @@ const PERMISSION_MEANS: Readonly<Record<Permission, string>> = {
 export function roleTableMarkdown(): string {
   const head = `| Role | ${PERMISSIONS.join(' | ')} |`;
   const rule = `|---|${PERMISSIONS.map(() => '---').join('|')}|`;
-  const rows = ROLES.map((role) => `| ${role} | ${PERMISSIONS.map((p) => (allows(role, p) ? 'yes' : '—')).join(' | ')} |`);
+  const rows = ROLES.map(
+    (role) => `| ${role} | ${PERMISSIONS.map((p) => (allows(role, p) ? 'yes' : '—')).join(' | ')} |`,
+  );
   const means = PERMISSIONS.map((p) => `- \`${p}\`: ${PERMISSION_MEANS[p]}.`);
   return [head, rule, ...rows, '', ...means].join('\n');
 }
@@ -134,13 +153,18 @@ async function passwordMatches(stored: string, password: string): Promise<boolea
 
 /** Only an owner makes, demotes or removes owners. */
 function ownersOnly(by: Role, from: Role, to: Role | null): void {
-  if (by !== 'owner' && (from === 'owner' || to === 'owner')) throw new AppError('forbidden', 'Only an owner can make, demote or remove an owner.');
+  if (by !== 'owner' && (from === 'owner' || to === 'owner'))
+    throw new AppError('forbidden', 'Only an owner can make, demote or remove an owner.');
   if (!allows(by, 'manage')) throw new AppError('forbidden', `Your role (${by}) may not change who is in the team.`);
 }
 
 function refused(outcome: MembershipChange, address: string): void {
   if (outcome === 'not_member') throw new AppError('not_found', `${address} is not a member of this workspace`);
-  if (outcome === 'last_owner') throw new AppError('invalid_state', `${address} is the last owner of this workspace: make someone else an owner first.`);
+  if (outcome === 'last_owner')
+    throw new AppError(
+      'invalid_state',
+      `${address} is the last owner of this workspace: make someone else an owner first.`,
+    );
 }
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -154,7 +178,13 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
    * link would carry the token through the click redirect. A refusal (no verified domain, a
    * limit) is the answer, not an error: the link is still there to pass on.
    */
-  async function mailInvite(workspaceId: string, to: string, role: Role, url: string, expiresAt: number): Promise<{ emailId: string | null; error: string | null }> {
+  async function mailInvite(
+    workspaceId: string,
+    to: string,
+    role: Role,
+    url: string,
+    expiresAt: number,
+  ): Promise<{ emailId: string | null; error: string | null }> {
     const workspace = await findWorkspace(db, workspaceId);
     if (!workspace) return { emailId: null, error: 'no such workspace' };
     try {
@@ -164,7 +194,10 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
         try {
           from = await deps.send.defaultSender(workspace);
         } catch {
-          return { emailId: null, error: `the workspace ${workspace.name} has no verified domain to send from, and dashboard.mailFrom is not set` };
+          return {
+            emailId: null,
+            error: `the workspace ${workspace.name} has no verified domain to send from, and dashboard.mailFrom is not set`,
+          };
         }
       }
       const name = workspace.name;
@@ -195,13 +228,21 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
       return { emailId: outcome.results[0]?.id ?? null, error: null };
     } catch (err) {
       const message = err instanceof AppError ? err.message : 'the message could not be queued';
-      deps.logger.warn({ workspaceId, err: err instanceof AppError ? undefined : err, reason: message }, 'invitation not mailed');
+      deps.logger.warn(
+        { workspaceId, err: err instanceof AppError ? undefined : err, reason: message },
+        'invitation not mailed',
+      );
       return { emailId: null, error: message };
     }
   }
   // An unknown address costs a scrypt too, so timing does not tell which addresses are users.
   const decoy = hashPassword(randomBytes(16).toString('base64'));
-  const view = (user: { id: string; email: string }, role: Role, createdAt: number): UserView => ({ id: user.id, email: user.email, role, created_at: toIso(createdAt) });
+  const view = (user: { id: string; email: string }, role: Role, createdAt: number): UserView => ({
+    id: user.id,
+    email: user.email,
+    role,
+    created_at: toIso(createdAt),
+  });
 
   return {
     any: async () => (await countUsers(db)) > 0,
@@ -209,8 +250,18 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
     async create(input) {
       checkPassword(input.password);
       const now = clock.now();
-      const user: User = { id: newId(), email: email(input.email), password_hash: await hashPassword(input.password), created_at: now };
-      await saveUser(db, user, { user_id: user.id, workspace_id: input.workspaceId, role: parseRole(input.role), created_at: now });
+      const user: User = {
+        id: newId(),
+        email: email(input.email),
+        password_hash: await hashPassword(input.password),
+        created_at: now,
+      };
+      await saveUser(db, user, {
+        user_id: user.id,
+        workspace_id: input.workspaceId,
+        role: parseRole(input.role),
+        created_at: now,
+      });
       await deps.durable();
       return view(user, input.role, now);
     },
@@ -221,11 +272,27 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
       const address = email(input.email);
       const role = parseRole(input.role);
       if (input.by) ownersOnly(input.by, 'viewer', role);
-      await saveInvite(db, { token_hash: sha256Hex(token), email: address, workspace_id: input.workspaceId, role, created_at: now, expires_at: now + INVITE_TTL_MS, used_at: null });
+      await saveInvite(db, {
+        token_hash: sha256Hex(token),
+        email: address,
+        workspace_id: input.workspaceId,
+        role,
+        created_at: now,
+        expires_at: now + INVITE_TTL_MS,
+        used_at: null,
+      });
       await deps.durable();
       const url = `${config.http.publicUrl}/dashboard/invite/${token}`;
       const mail = await mailInvite(input.workspaceId, address, role, url, now + INVITE_TTL_MS);
-      return { email: address, role, expires_at: toIso(now + INVITE_TTL_MS), url, mailed: mail.emailId !== null, email_id: mail.emailId, mail_error: mail.error };
+      return {
+        email: address,
+        role,
+        expires_at: toIso(now + INVITE_TTL_MS),
+        url,
+        mailed: mail.emailId !== null,
+        email_id: mail.emailId,
+        mail_error: mail.error,
+      };
     },
 
     async findInvite(token) {
@@ -236,21 +303,42 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
 
     async acceptInvite(token, password) {
       checkPassword(password);
-      const invite = /^[A-Za-z0-9_-]{43}$/.test(token) ? await findInvite(db, sha256Hex(token), clock.now()) : undefined;
+      const invite = /^[A-Za-z0-9_-]{43}$/.test(token)
+        ? await findInvite(db, sha256Hex(token), clock.now())
+        : undefined;
       if (!invite || !(await useInvite(db, invite.token_hash, clock.now()))) {
-        throw new AppError('not_found', 'This invitation is not valid: it was already used, has expired or was mistyped. Ask for a new one.');
+        throw new AppError(
+          'not_found',
+          'This invitation is not valid: it was already used, has expired or was mistyped. Ask for a new one.',
+        );
       }
       const now = clock.now();
       const existing = await findUserByEmail(db, invite.email);
       if (existing) {
         // Someone with an account joins another workspace: their password stays theirs.
-        if (!(await passwordMatches(existing.password_hash, password))) throw new AppError('unauthorized', 'This address has an account: enter its password to join');
-        await saveMembership(db, { user_id: existing.id, workspace_id: invite.workspace_id, role: invite.role, created_at: now });
+        if (!(await passwordMatches(existing.password_hash, password)))
+          throw new AppError('unauthorized', 'This address has an account: enter its password to join');
+        await saveMembership(db, {
+          user_id: existing.id,
+          workspace_id: invite.workspace_id,
+          role: invite.role,
+          created_at: now,
+        });
         await deps.durable();
         return { user: existing, workspaceId: invite.workspace_id };
       }
-      const user: User = { id: newId(), email: invite.email, password_hash: await hashPassword(password), created_at: now };
-      await saveUser(db, user, { user_id: user.id, workspace_id: invite.workspace_id, role: invite.role, created_at: now });
+      const user: User = {
+        id: newId(),
+        email: invite.email,
+        password_hash: await hashPassword(password),
+        created_at: now,
+      };
+      await saveUser(db, user, {
+        user_id: user.id,
+        workspace_id: invite.workspace_id,
+        role: invite.role,
+        created_at: now,
+      });
       await deps.durable();
       return { user, workspaceId: invite.workspace_id };
     },
@@ -267,21 +355,26 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
     async changePassword(userId, current, next) {
       const user = await findUser(db, userId);
       if (!user) throw new AppError('not_found', 'No such user');
-      if (!(await passwordMatches(user.password_hash, current))) throw validationError('current_password', 'is not your current password');
+      if (!(await passwordMatches(user.password_hash, current)))
+        throw validationError('current_password', 'is not your current password');
       checkPassword(next);
       if (next === current) throw validationError('password', 'must differ from the current one');
       await saveUserPassword(db, userId, await hashPassword(next));
       await deps.durable();
     },
 
-    list: async (workspaceId) => (await listMembers(db, workspaceId)).map((m) => view({ id: m.user_id, email: m.email }, m.role, m.created_at)),
+    list: async (workspaceId) =>
+      (await listMembers(db, workspaceId)).map((m) => view({ id: m.user_id, email: m.email }, m.role, m.created_at)),
 
     async setRole(input) {
       const role = parseRole(input.role);
       const member = await memberOf(input.workspaceId, input.email);
       if (member.role === role) return view({ id: member.user_id, email: member.email }, role, member.created_at);
       ownersOnly(input.by, member.role, role);
-      refused(await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role }), member.email);
+      refused(
+        await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role }),
+        member.email,
+      );
       await deps.durable();
       return view({ id: member.user_id, email: member.email }, role, member.created_at);
     },
@@ -289,7 +382,10 @@ export function createUserService(deps: ServiceDeps & { send: SendService }): Us
     async remove(input) {
       const member = await memberOf(input.workspaceId, input.email);
       ownersOnly(input.by, member.role, null);
-      refused(await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role: null }), member.email);
+      refused(
+        await changeMembership(db, { userId: member.user_id, workspaceId: input.workspaceId, role: null }),
+        member.email,
+      );
       await deps.durable();
       return view({ id: member.user_id, email: member.email }, member.role, member.created_at);
     },

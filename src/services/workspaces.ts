@@ -1,6 +1,13 @@
 import { AppError, notFound, validationError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { findWorkspace, listWorkspaces, saveWorkspace, updateWorkspace, type Plan, type Workspace } from '../store/workspaces.js';
+import {
+  findWorkspace,
+  listWorkspaces,
+  saveWorkspace,
+  updateWorkspace,
+  type Plan,
+  type Workspace,
+} from '../store/workspaces.js';
 import type { ServiceDeps } from './deps.js';
 import { requireAddress } from '../messages/addresses.js';
 
@@ -14,16 +21,24 @@ export interface WorkspaceService {
   /** The workspace used when a command names none: the first one, created on first start. */
   ensureDefault(): Promise<Workspace>;
   setDefaultFrom(id: string, address: string): Promise<Workspace>;
-  setPlan(id: string, plan: Plan, custom?: { transactionalPerSecond?: number; marketingPerSecond?: number }): Promise<Workspace>;
+  setPlan(
+    id: string,
+    plan: Plan,
+    custom?: { transactionalPerSecond?: number; marketingPerSecond?: number },
+  ): Promise<Workspace>;
   /** The name and logo contacts see on the preference centre; a logo of null (or "") removes it. */
-  setBranding(id: string, branding: { name?: string | undefined; logoUrl?: string | null | undefined }): Promise<Workspace>;
+  setBranding(
+    id: string,
+    branding: { name?: string | undefined; logoUrl?: string | null | undefined },
+  ): Promise<Workspace>;
 }
 
 const MAX_LOGO_URL = 2048;
 
 /** A logo is fetched by the contact's browser from the page: an https URL, nothing else. */
 function checkLogoUrl(value: string): string {
-  if (value.length > MAX_LOGO_URL || !URL.canParse(value) || new URL(value).protocol !== 'https:') throw validationError('logo_url', `must be an https URL of at most ${MAX_LOGO_URL} characters`);
+  if (value.length > MAX_LOGO_URL || !URL.canParse(value) || new URL(value).protocol !== 'https:')
+    throw validationError('logo_url', `must be an https URL of at most ${MAX_LOGO_URL} characters`);
   return value;
 }
 
@@ -78,7 +93,8 @@ export function createWorkspaceService(deps: ServiceDeps): WorkspaceService {
         throw new AppError('validation_error', 'custom rates are only for the enterprise plan');
       }
       for (const [field, value] of Object.entries(custom)) {
-        if (value !== undefined && (!Number.isInteger(value) || value < 1)) throw validationError(field, 'must be a positive integer');
+        if (value !== undefined && (!Number.isInteger(value) || value < 1))
+          throw validationError(field, 'must be a positive integer');
       }
       const updated = await updateWorkspace(db, id, {
         plan,
@@ -91,7 +107,9 @@ export function createWorkspaceService(deps: ServiceDeps): WorkspaceService {
     async setBranding(id, { name, logoUrl }) {
       const changes = {
         ...(name !== undefined ? { name: checkName(name) } : {}),
-        ...(logoUrl !== undefined ? { logo_url: logoUrl === null || logoUrl === '' ? null : checkLogoUrl(logoUrl) } : {}),
+        ...(logoUrl !== undefined
+          ? { logo_url: logoUrl === null || logoUrl === '' ? null : checkLogoUrl(logoUrl) }
+          : {}),
       };
       if (Object.keys(changes).length === 0) throw validationError('name', 'give a name or a logo URL (or both)');
       if (!(await updateWorkspace(db, id, changes))) throw notFound(`Workspace ${id}`);

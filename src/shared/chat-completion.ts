@@ -22,17 +22,32 @@ const MAX_RESPONSE_BYTES = 1024 * 1024;
  * HTTP error or a body that is not a completion: callers retry or report. Requests go
  * through safeRequest (private addresses refused unless allowed).
  */
-export async function chatCompletion(settings: ChatSettings, resolver: DnsResolver, messages: ChatMessage[], options: { json?: boolean } = {}): Promise<unknown> {
+export async function chatCompletion(
+  settings: ChatSettings,
+  resolver: DnsResolver,
+  messages: ChatMessage[],
+  options: { json?: boolean } = {},
+): Promise<unknown> {
   if (!settings.url) throw new Error('no model endpoint is configured (inboxes.agent.url)');
   const response = await safeRequest(settings.url, {
     policy: { allowPrivateNetworks: settings.allowPrivateNetworks, resolver },
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json', ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}) },
-    body: JSON.stringify({ model: settings.model, messages, ...(options.json ? { response_format: { type: 'json_object' } } : {}), temperature: 0 }),
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      ...(settings.apiKey ? { authorization: `Bearer ${settings.apiKey}` } : {}),
+    },
+    body: JSON.stringify({
+      model: settings.model,
+      messages,
+      ...(options.json ? { response_format: { type: 'json_object' } } : {}),
+      temperature: 0,
+    }),
     timeoutMs: settings.timeoutSeconds * 1000,
     maxResponseBytes: MAX_RESPONSE_BYTES,
   });
-  if (response.status < 200 || response.status > 299) throw new Error(`the model endpoint answered HTTP ${response.status}`);
+  if (response.status < 200 || response.status > 299)
+    throw new Error(`the model endpoint answered HTTP ${response.status}`);
   let body: { choices?: Array<{ message?: { content?: unknown } }> };
   try {
     body = JSON.parse(response.body.toString('utf8')) as typeof body;

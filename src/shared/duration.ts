@@ -36,7 +36,12 @@ const PART = /(\d+)\s*([a-z]+)/gy;
  * error naming `field`. In milliseconds.
  */
 export function parseDuration(field: string, text: string, max = MAX_DURATION_MS): number {
-  const input = text.trim().toLowerCase().replace(/,|\band\b/g, ' ').replace(/\s+/g, ' ').replace(/^(\d+)$/, '$1s');
+  const input = text
+    .trim()
+    .toLowerCase()
+    .replace(/,|\band\b/g, ' ')
+    .replace(/\s+/g, ' ')
+    .replace(/^(\d+)$/, '$1s');
   let total = 0;
   let parts = 0;
   PART.lastIndex = 0;
@@ -49,7 +54,11 @@ export function parseDuration(field: string, text: string, max = MAX_DURATION_MS
     PART.lastIndex = at;
     const m = PART.exec(input);
     const unit = m ? UNITS[m[2]!] : undefined;
-    if (!m || unit === undefined) throw validationError(field, `"${text}" is not a duration; write e.g. "30 minutes", "1 hour", "3 days" or "1 week"`);
+    if (!m || unit === undefined)
+      throw validationError(
+        field,
+        `"${text}" is not a duration; write e.g. "30 minutes", "1 hour", "3 days" or "1 week"`,
+      );
     total += Number(m[1]) * unit;
     parts++;
     at = PART.lastIndex;

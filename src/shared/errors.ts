@@ -17,23 +17,71 @@ interface ErrorKind {
 }
 
 export const errorCatalog = {
-  validation_error: { status: 400, legacyCode: 'VALIDATION_ERROR', smtpCode: 501, smtpStatus: '5.5.4', retryable: false },
+  validation_error: {
+    status: 400,
+    legacyCode: 'VALIDATION_ERROR',
+    smtpCode: 501,
+    smtpStatus: '5.5.4',
+    retryable: false,
+  },
   unauthorized: { status: 401, legacyCode: 'UNAUTHORIZED', smtpCode: 535, smtpStatus: '5.7.8', retryable: false },
   forbidden: { status: 403, legacyCode: 'FORBIDDEN', smtpCode: 550, smtpStatus: '5.7.1', retryable: false },
   not_found: { status: 404, legacyCode: 'NOT_FOUND', smtpCode: 550, smtpStatus: '5.1.1', retryable: false },
-  method_not_allowed: { status: 405, legacyCode: 'METHOD_NOT_ALLOWED', smtpCode: 502, smtpStatus: '5.5.1', retryable: false },
+  method_not_allowed: {
+    status: 405,
+    legacyCode: 'METHOD_NOT_ALLOWED',
+    smtpCode: 502,
+    smtpStatus: '5.5.1',
+    retryable: false,
+  },
   already_exists: { status: 409, legacyCode: 'ALREADY_EXISTS', smtpCode: 550, smtpStatus: '5.0.0', retryable: false },
   invalid_state: { status: 409, legacyCode: 'INVALID_STATE', smtpCode: 550, smtpStatus: '5.0.0', retryable: false },
-  invalid_idempotent_request: { status: 409, legacyCode: 'INVALID_IDEMPOTENT_REQUEST', smtpCode: 550, smtpStatus: '5.0.0', retryable: false },
-  concurrent_idempotent_requests: { status: 409, legacyCode: 'CONCURRENT_IDEMPOTENT_REQUESTS', smtpCode: 451, smtpStatus: '4.0.0', retryable: true },
-  payload_too_large: { status: 413, legacyCode: 'PAYLOAD_TOO_LARGE', smtpCode: 552, smtpStatus: '5.3.4', retryable: false },
-  unsupported_media_type: { status: 415, legacyCode: 'UNSUPPORTED_MEDIA_TYPE', smtpCode: 554, smtpStatus: '5.6.0', retryable: false },
+  invalid_idempotent_request: {
+    status: 409,
+    legacyCode: 'INVALID_IDEMPOTENT_REQUEST',
+    smtpCode: 550,
+    smtpStatus: '5.0.0',
+    retryable: false,
+  },
+  concurrent_idempotent_requests: {
+    status: 409,
+    legacyCode: 'CONCURRENT_IDEMPOTENT_REQUESTS',
+    smtpCode: 451,
+    smtpStatus: '4.0.0',
+    retryable: true,
+  },
+  payload_too_large: {
+    status: 413,
+    legacyCode: 'PAYLOAD_TOO_LARGE',
+    smtpCode: 552,
+    smtpStatus: '5.3.4',
+    retryable: false,
+  },
+  unsupported_media_type: {
+    status: 415,
+    legacyCode: 'UNSUPPORTED_MEDIA_TYPE',
+    smtpCode: 554,
+    smtpStatus: '5.6.0',
+    retryable: false,
+  },
   rate_limited: { status: 429, legacyCode: 'RATE_LIMITED', smtpCode: 451, smtpStatus: '4.7.0', retryable: true },
   internal_error: { status: 500, legacyCode: 'INTERNAL_ERROR', smtpCode: 451, smtpStatus: '4.3.0', retryable: true },
-  service_unavailable: { status: 503, legacyCode: 'SERVICE_UNAVAILABLE', smtpCode: 421, smtpStatus: '4.3.2', retryable: true },
+  service_unavailable: {
+    status: 503,
+    legacyCode: 'SERVICE_UNAVAILABLE',
+    smtpCode: 421,
+    smtpStatus: '4.3.2',
+    retryable: true,
+  },
   // Infrastructure faults (shared/faults.ts classifies them): temporary refusals on every
   // surface, so clients retry and nobody is told their request or their key was wrong.
-  storage_unavailable: { status: 503, legacyCode: 'SERVICE_UNAVAILABLE', smtpCode: 451, smtpStatus: '4.3.0', retryable: true },
+  storage_unavailable: {
+    status: 503,
+    legacyCode: 'SERVICE_UNAVAILABLE',
+    smtpCode: 451,
+    smtpStatus: '4.3.0',
+    retryable: true,
+  },
   storage_full: { status: 503, legacyCode: 'SERVICE_UNAVAILABLE', smtpCode: 452, smtpStatus: '4.3.1', retryable: true },
 } as const satisfies Record<string, ErrorKind>;
 
@@ -106,7 +154,10 @@ export function classifyFault(err: unknown, fromDatabase = false): AppError | nu
   const kind = faultOf(err, fromDatabase);
   if (!kind) return null;
   const { message, retryAfter } = FAULT_REPLIES[kind];
-  return new AppError(kind === 'disk_full' ? 'storage_full' : 'storage_unavailable', message, { retryAfter, cause: err });
+  return new AppError(kind === 'disk_full' ? 'storage_full' : 'storage_unavailable', message, {
+    retryAfter,
+    cause: err,
+  });
 }
 
 /** True for the faults of the machine beneath us: worth waiting out and retrying, never a client's mistake. */

@@ -120,15 +120,18 @@ export function faultOf(err: unknown, fromDatabase = false): FaultKind | null {
 /** What a client is told, and how long it should wait, per kind. */
 export const FAULT_REPLIES: Record<FaultKind, { message: string; retryAfter: number }> = {
   disk_full: {
-    message: "The server's storage is full: it accepts no new mail until its operator frees disk space. Nothing accepted before is lost; retry later.",
+    message:
+      "The server's storage is full: it accepts no new mail until its operator frees disk space. Nothing accepted before is lost; retry later.",
     retryAfter: 60,
   },
   disk_failing: {
-    message: "The server's disk failed to read or write: retry later. Its operator should check the disk and the server's log.",
+    message:
+      "The server's disk failed to read or write: retry later. Its operator should check the disk and the server's log.",
     retryAfter: 30,
   },
   database_unreachable: {
-    message: "The server's database is unreachable (restarting, failing over, or a dropped connection): retry in a few seconds.",
+    message:
+      "The server's database is unreachable (restarting, failing over, or a dropped connection): retry in a few seconds.",
     retryAfter: 5,
   },
   database_busy: {

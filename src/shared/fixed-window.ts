@@ -43,7 +43,8 @@ export function decide(count: number, limit: Limit, start: number): Decision {
 }
 
 /** Seconds a refused client should wait: until the window resets, at least one. */
-export const retryAfterSeconds = (decision: Decision, now: number): number => Math.max(1, Math.ceil((decision.resetAt - now) / 1000));
+export const retryAfterSeconds = (decision: Decision, now: number): number =>
+  Math.max(1, Math.ceil((decision.resetAt - now) / 1000));
 
 /** In-process counters: exact for one node. */
 export class MemoryRateLimiter implements RateLimiter {

@@ -27,7 +27,8 @@ function randomFromPool(bytes: number): Buffer {
 export const newId = (): string => uuidv7();
 
 /** A prefixed opaque id for things that are not rows users look up by uuid (requests, events). */
-export const newPrefixedId = (prefix: string, bytes = 16): string => `${prefix}${randomFromPool(bytes).toString('base64url')}`;
+export const newPrefixedId = (prefix: string, bytes = 16): string =>
+  `${prefix}${randomFromPool(bytes).toString('base64url')}`;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (value: string): boolean => UUID_RE.test(value);

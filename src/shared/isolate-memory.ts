@@ -37,7 +37,9 @@ export const MEMORY_PROBE = `(require) => {
 }`;
 
 /** This isolate's memory, now. */
-export const isolateMemory: () => IsolateMemory = runInThisContext(`(${MEMORY_PROBE})`, { filename: 'isolate-memory.cjs' })(createRequire(import.meta.url));
+export const isolateMemory: () => IsolateMemory = runInThisContext(`(${MEMORY_PROBE})`, {
+  filename: 'isolate-memory.cjs',
+})(createRequire(import.meta.url));
 
 /** How large a worker thread's isolate may grow (`delivery.threadMemory`, `delivery.signingThreadMemory`). */
 export interface IsolateSize {

@@ -22,5 +22,13 @@ export class ListenError extends Error {
 }
 
 /** `err` as a ListenError for the setting, when it is a failure to bind. */
-export const asListenError = (err: unknown, setting: string, hostSetting: string, host: string, port: number): unknown =>
-  err instanceof Error && 'syscall' in err && (err as NodeJS.ErrnoException).syscall === 'listen' ? new ListenError(err, setting, hostSetting, host, port) : err;
+export const asListenError = (
+  err: unknown,
+  setting: string,
+  hostSetting: string,
+  host: string,
+  port: number,
+): unknown =>
+  err instanceof Error && 'syscall' in err && (err as NodeJS.ErrnoException).syscall === 'listen'
+    ? new ListenError(err, setting, hostSetting, host, port)
+    : err;

@@ -47,7 +47,12 @@ function formatLogLine(line: string, color: boolean): string {
   const fields = Object.entries(entry)
     .filter(([k, v]) => !HIDDEN.has(k) && v !== undefined)
     .map(([k, v]) => `${paint('gray', `${k}=`)}${value(v)}`);
-  const head = [paint('gray', clock(typeof entry.time === 'number' ? entry.time : Date.now())), paint(style, name), String(entry.msg ?? ''), ...fields].join(' ');
+  const head = [
+    paint('gray', clock(typeof entry.time === 'number' ? entry.time : Date.now())),
+    paint(style, name),
+    String(entry.msg ?? ''),
+    ...fields,
+  ].join(' ');
   const err = entry.err as { stack?: unknown; message?: unknown } | undefined;
   const detail = err ? String(err.stack ?? err.message ?? JSON.stringify(err)) : '';
   return detail ? `${head}\n${detail.replace(/^/gm, '    ')}` : head;

@@ -13,7 +13,17 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
       level,
       base: { service: 'mailsvc' },
       redact: {
-        paths: ['authorization', 'password', 'secret', 'apiKey', 'key', 'token', '*.authorization', '*.password', '*.secret'],
+        paths: [
+          'authorization',
+          'password',
+          'secret',
+          'apiKey',
+          'key',
+          'token',
+          '*.authorization',
+          '*.password',
+          '*.secret',
+        ],
         censor: '[redacted]',
       },
     },

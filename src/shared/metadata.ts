@@ -10,7 +10,10 @@ const METADATA_LIMITS = { bytes: 8 * 1024, depth: 32 } as const;
  * depth is checked first: serialising a value nested thousands of levels overflows the stack.
  */
 export function checkMetadata(field: string, value: unknown): void {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw validationError(field, 'must be a JSON object');
-  if (jsonDepth(value, METADATA_LIMITS.depth) > METADATA_LIMITS.depth) throw validationError(field, `must nest at most ${METADATA_LIMITS.depth} levels deep`);
-  if (Buffer.byteLength(JSON.stringify(value)) > METADATA_LIMITS.bytes) throw validationError(field, `must be at most ${METADATA_LIMITS.bytes} bytes as JSON`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw validationError(field, 'must be a JSON object');
+  if (jsonDepth(value, METADATA_LIMITS.depth) > METADATA_LIMITS.depth)
+    throw validationError(field, `must nest at most ${METADATA_LIMITS.depth} levels deep`);
+  if (Buffer.byteLength(JSON.stringify(value)) > METADATA_LIMITS.bytes)
+    throw validationError(field, `must be at most ${METADATA_LIMITS.bytes} bytes as JSON`);
 }

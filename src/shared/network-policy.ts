@@ -57,7 +57,11 @@ export function parsePolicyUrl(input: string, policy: Pick<NetworkPolicy, 'allow
 }
 
 /** `[::1]` -> `::1`; names are lower-cased and lose a trailing dot. */
-const bareHost = (hostname: string): string => hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+const bareHost = (hostname: string): string =>
+  hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
 
 const isLocalhostName = (host: string): boolean => host === 'localhost' || host.endsWith('.localhost');
 
@@ -72,7 +76,9 @@ async function resolveHost(resolver: DnsResolver, host: string): Promise<string[
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
   const addresses = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
   if (addresses.length > 0) return addresses;
-  const failure = [v4, v6].find((r): r is PromiseRejectedResult => r.status === 'rejected' && !isNoRecordError(r.reason));
+  const failure = [v4, v6].find(
+    (r): r is PromiseRejectedResult => r.status === 'rejected' && !isNoRecordError(r.reason),
+  );
   if (failure) throw failure.reason;
   throw Object.assign(new Error(`${name} does not resolve`), { code: 'ENOTFOUND', hostname: name });
 }
@@ -83,7 +89,9 @@ async function resolveAllowedAddresses(policy: NetworkPolicy, host: string): Pro
   if (!policy.allowPrivateNetworks) {
     const refused = addresses.find((a) => !isPublicAddress(a));
     if (refused !== undefined) {
-      throw new NetworkPolicyError(`${bareHost(host)} resolves to a private, loopback or link-local address (${refused})`);
+      throw new NetworkPolicyError(
+        `${bareHost(host)} resolves to a private, loopback or link-local address (${refused})`,
+      );
     }
   }
   return addresses;
@@ -116,10 +124,17 @@ export function pinnedLookup(policy: NetworkPolicy) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     resolveAllowedAddresses(policy, hostname).then(
       (addresses) => {
-        const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => isIP(a) === options.family) : addresses;
+        const wanted =
+          options.family === 4 || options.family === 6
+            ? addresses.filter((a) => isIP(a) === options.family)
+            : addresses;
         const list: LookupAddress[] = wanted.map((address) => ({ address, family: isIP(address) }));
         if (list.length === 0) {
-          callback(Object.assign(new Error(`${hostname} has no IPv${options.family} address`), { code: 'ENOTFOUND' }), '', 0);
+          callback(
+            Object.assign(new Error(`${hostname} has no IPv${options.family} address`), { code: 'ENOTFOUND' }),
+            '',
+            0,
+          );
         } else if (options.all) {
           callback(null, list);
         } else {

@@ -36,7 +36,8 @@ function redact(value: unknown, parent: string | null, depth: number): unknown {
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
     const name = key.toLowerCase();
     if (SECRET_FIELDS.has(name) && v !== null && v !== undefined) out[key] = REDACTED;
-    else if (CONTENT_FIELDS.has(name) && parent !== null && CONTENT_PARENTS.has(parent) && typeof v === 'string') out[key] = `[${v.length} characters of attachment content]`;
+    else if (CONTENT_FIELDS.has(name) && parent !== null && CONTENT_PARENTS.has(parent) && typeof v === 'string')
+      out[key] = `[${v.length} characters of attachment content]`;
     else out[key] = redact(v, name, depth + 1);
   }
   return out;

@@ -72,7 +72,13 @@ function once(url: URL, hop: Hop, options: SafeRequestOptions, signal: AbortSign
       const finish = () => {
         if (done) return;
         done = true;
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), truncated, url: url.href });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks),
+          truncated,
+          url: url.href,
+        });
       };
       res.on('data', (chunk: Buffer) => {
         const room = options.maxResponseBytes - kept;
@@ -102,7 +108,10 @@ function once(url: URL, hop: Hop, options: SafeRequestOptions, signal: AbortSign
 export async function safeRequest(input: string | URL, options: SafeRequestOptions): Promise<SafeResponse> {
   const controller = new AbortController();
   let timeout: RequestTimeoutError | undefined;
-  const timer = setTimeout(() => controller.abort((timeout = new RequestTimeoutError(options.timeoutMs))), options.timeoutMs);
+  const timer = setTimeout(
+    () => controller.abort((timeout = new RequestTimeoutError(options.timeoutMs))),
+    options.timeoutMs,
+  );
   const onAbort = () => controller.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {

@@ -10,7 +10,8 @@ export function tokenKey(secretKey: Buffer, purpose: string): Buffer {
 }
 
 const MAC_BYTES = 16;
-const mac = (key: Buffer, payload: string): Buffer => createHmac('sha256', key).update(payload).digest().subarray(0, MAC_BYTES);
+const mac = (key: Buffer, payload: string): Buffer =>
+  createHmac('sha256', key).update(payload).digest().subarray(0, MAC_BYTES);
 
 export function signToken(key: Buffer, payload: Record<string, unknown>): string {
   const body = Buffer.from(JSON.stringify(payload)).toString('base64url');

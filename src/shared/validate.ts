@@ -3,13 +3,18 @@ import { validationError } from './errors.js';
 
 /** `['attachments', 1, 'content']` -> `attachments[1].content`. */
 const fieldPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>((out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)), '');
+  path.reduce<string>(
+    (out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)),
+    '',
+  );
 
 function describe(issue: z.core.$ZodIssue, input: unknown): string {
   if (issue.code === 'invalid_type') {
     let value: unknown = input;
     for (const part of issue.path) value = (value as Record<PropertyKey, unknown> | undefined)?.[part as string];
-    return value === undefined ? 'is required' : `must be ${issue.expected === 'array' ? 'an array' : `a ${issue.expected}`}`;
+    return value === undefined
+      ? 'is required'
+      : `must be ${issue.expected === 'array' ? 'an array' : `a ${issue.expected}`}`;
   }
   return issue.message.charAt(0).toLowerCase() + issue.message.slice(1);
 }

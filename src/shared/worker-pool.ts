@@ -70,7 +70,11 @@ interface Slot {
   pending: Map<number, { resolve(value: unknown): void; reject(err: Error): void }>;
 }
 
-export function createWorkerPool(options: { threads: number; tasks: Record<string, string>; size?: IsolateSize | undefined }): WorkerPool {
+export function createWorkerPool(options: {
+  threads: number;
+  tasks: Record<string, string>;
+  size?: IsolateSize | undefined;
+}): WorkerPool {
   const { threads, tasks } = options;
   const limits = resourceLimits(options.size);
   if (threads <= 0) return inlinePool(tasks);
@@ -79,7 +83,10 @@ export function createWorkerPool(options: { threads: number; tasks: Record<strin
   let closing = false;
 
   const spawn = (): Slot => {
-    const slot: Slot = { worker: new Worker(source, { eval: true, ...(limits ? { resourceLimits: limits } : {}) }), pending: new Map() };
+    const slot: Slot = {
+      worker: new Worker(source, { eval: true, ...(limits ? { resourceLimits: limits } : {}) }),
+      pending: new Map(),
+    };
     slot.worker.unref();
     slot.worker.on('message', (reply: Reply) => {
       const waiter = slot.pending.get(reply.id);

@@ -18,13 +18,26 @@ export const listCampaignVariants = (db: Db, campaignId: string): Promise<Campai
   db.selectFrom('campaign_variants').selectAll().where('campaign_id', '=', campaignId).orderBy('position').execute();
 
 /** Replaces a campaign's variants (none: no test). */
-export async function saveCampaignVariants(trx: Db, campaignId: string, rows: ReadonlyArray<Omit<CampaignVariant, 'campaign_id'>>): Promise<void> {
+export async function saveCampaignVariants(
+  trx: Db,
+  campaignId: string,
+  rows: ReadonlyArray<Omit<CampaignVariant, 'campaign_id'>>,
+): Promise<void> {
   await trx.deleteFrom('campaign_variants').where('campaign_id', '=', campaignId).execute();
-  if (rows.length > 0) await trx.insertInto('campaign_variants').values(rows.map((r) => ({ ...r, campaign_id: campaignId }))).execute();
+  if (rows.length > 0)
+    await trx
+      .insertInto('campaign_variants')
+      .values(rows.map((r) => ({ ...r, campaign_id: campaignId })))
+      .execute();
 }
 
 /** Records contacts held out of a campaign (again after a crash: nothing twice). */
-export async function saveHoldouts(trx: Db, campaignId: string, subscriberIds: readonly string[], now: number): Promise<void> {
+export async function saveHoldouts(
+  trx: Db,
+  campaignId: string,
+  subscriberIds: readonly string[],
+  now: number,
+): Promise<void> {
   if (subscriberIds.length === 0) return;
   await trx
     .insertInto('campaign_holdouts')
@@ -34,18 +47,44 @@ export async function saveHoldouts(trx: Db, campaignId: string, subscriberIds: r
 }
 
 export const countHoldouts = async (db: Db, campaignId: string): Promise<number> =>
-  Number((await db.selectFrom('campaign_holdouts').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaignId).executeTakeFirstOrThrow()).n);
+  Number(
+    (
+      await db
+        .selectFrom('campaign_holdouts')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('campaign_id', '=', campaignId)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 /** Which of these contacts a message of the campaign went to already (the test's, when the winner goes to the rest). */
-export async function listSubscribersSent(db: Db, campaignId: string, subscriberIds: readonly string[]): Promise<Set<string>> {
+export async function listSubscribersSent(
+  db: Db,
+  campaignId: string,
+  subscriberIds: readonly string[],
+): Promise<Set<string>> {
   if (subscriberIds.length === 0) return new Set();
-  const rows = await db.selectFrom('emails').select('subscriber_id').where('campaign_id', '=', campaignId).where('subscriber_id', 'in', [...subscriberIds]).execute();
+  const rows = await db
+    .selectFrom('emails')
+    .select('subscriber_id')
+    .where('campaign_id', '=', campaignId)
+    .where('subscriber_id', 'in', [...subscriberIds])
+    .execute();
   return new Set(rows.map((r) => r.subscriber_id!));
 }
 
 /** Tests whose time is up: their winner is due. */
 export const listDueTests = async (db: Db, now: number, limit: number): Promise<Campaign[]> =>
-  campaignRows.decodeAll(await db.selectFrom('campaigns').selectAll().where('status', '=', 'testing').where('winner_due_at', '<=', now).orderBy('winner_due_at').limit(limit).execute());
+  campaignRows.decodeAll(
+    await db
+      .selectFrom('campaigns')
+      .selectAll()
+      .where('status', '=', 'testing')
+      .where('winner_due_at', '<=', now)
+      .orderBy('winner_due_at')
+      .limit(limit)
+      .execute(),
+  );
 
 /**
  * Records the winner of a test still waiting for it, and queues the campaign again for the
@@ -54,7 +93,16 @@ export const listDueTests = async (db: Db, now: number, limit: number): Promise<
 export async function saveWinner(db: Db, id: string, variant: string, by: WinnerChoice, now: number): Promise<boolean> {
   const result = await db
     .updateTable('campaigns')
-    .set({ status: 'queuing', winner_variant: variant, winner_chosen_by: by, winner_chosen_at: now, cursor: null, lease_owner: null, lease_until: null, updated_at: now })
+    .set({
+      status: 'queuing',
+      winner_variant: variant,
+      winner_chosen_by: by,
+      winner_chosen_at: now,
+      cursor: null,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: now,
+    })
     .where('id', '=', id)
     .where('status', '=', 'testing')
     .executeTakeFirst();
@@ -105,7 +153,11 @@ export async function countCampaignGroups(db: Db, dialect: Dialect, campaignId: 
   const group = (variant: string | null, phase: AbPhase | null) => {
     const key = `${variant ?? ''} ${phase ?? ''}`;
     let g = groups.get(key);
-    if (!g) groups.set(key, (g = { variant, phase, byStatus: {}, opened: 0, clicked: 0, humanOpened: 0, humanClicked: 0, unsubscribed: 0 }));
+    if (!g)
+      groups.set(
+        key,
+        (g = { variant, phase, byStatus: {}, opened: 0, clicked: 0, humanOpened: 0, humanClicked: 0, unsubscribed: 0 }),
+      );
     return g;
   };
   for (const s of statuses) group(s.variant, s.ab_phase).byStatus[s.status] = Number(s.n);

@@ -16,7 +16,13 @@ export type Membership = Pick<Audience, 'id' | 'conditions'>;
  * on contact properties (when it has some).
  */
 export function isMember(eb: ExpressionBuilder<Database, 'subscribers'>, dialect: Dialect, audience: Membership) {
-  const added = eb.exists(eb.selectFrom('audience_members').select('audience_members.subscriber_id').whereRef('audience_members.subscriber_id', '=', 'subscribers.id').where('audience_members.audience_id', '=', audience.id));
+  const added = eb.exists(
+    eb
+      .selectFrom('audience_members')
+      .select('audience_members.subscriber_id')
+      .whereRef('audience_members.subscriber_id', '=', 'subscribers.id')
+      .where('audience_members.audience_id', '=', audience.id),
+  );
   const conditions = audience.conditions ?? [];
   return conditions.length === 0 ? added : eb.or([added, matchesAll(dialect, conditions)]);
 }

@@ -12,7 +12,11 @@ export type AuditEntry = EntityOf<typeof auditRows>;
 
 /** Appends entries; the audit log has no update, and only retention deletes from it. */
 export const appendAuditEntries = async (db: Db, entries: AuditEntry[]): Promise<void> => {
-  if (entries.length > 0) await db.insertInto('audit_log').values(entries.map((e) => auditRows.encode(e))).execute();
+  if (entries.length > 0)
+    await db
+      .insertInto('audit_log')
+      .values(entries.map((e) => auditRows.encode(e)))
+      .execute();
 };
 
 interface AuditFilter {
@@ -34,9 +38,14 @@ export async function listAuditEntries(db: Db, filter: AuditFilter, page: ListPa
   let q = db.selectFrom('audit_log').selectAll();
   if (filter.workspaceId !== null) {
     const ws = filter.workspaceId;
-    q = filter.instance ? q.where((eb) => eb.or([eb('workspace_id', '=', ws), eb('workspace_id', 'is', null)])) : q.where('workspace_id', '=', ws);
+    q = filter.instance
+      ? q.where((eb) => eb.or([eb('workspace_id', '=', ws), eb('workspace_id', 'is', null)]))
+      : q.where('workspace_id', '=', ws);
   }
-  if (filter.action) q = filter.action.endsWith('.') ? q.where('action', 'like', `${filter.action.replace(/[%_\\]/g, '')}%`) : q.where('action', '=', filter.action);
+  if (filter.action)
+    q = filter.action.endsWith('.')
+      ? q.where('action', 'like', `${filter.action.replace(/[%_\\]/g, '')}%`)
+      : q.where('action', '=', filter.action);
   if (filter.actorType) q = q.where('actor_type', '=', filter.actorType as AuditEntry['actor_type']);
   if (filter.objectId) q = q.where('object_id', '=', filter.objectId);
   if (filter.objectType) q = q.where('object_type', '=', filter.objectType);

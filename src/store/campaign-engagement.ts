@@ -44,7 +44,17 @@ export async function listCampaignRecipients(
     ]);
   const { rows, more } = await readPage(query, 'emails.id', page, true);
   if (rows.length === 0) return { rows: [], more };
-  const last = eventRows.decodeAll(await db.selectFrom('events').select(['seq', 'data']).where('seq', 'in', rows.map((r) => Number(r.last_seq))).execute());
+  const last = eventRows.decodeAll(
+    await db
+      .selectFrom('events')
+      .select(['seq', 'data'])
+      .where(
+        'seq',
+        'in',
+        rows.map((r) => Number(r.last_seq)),
+      )
+      .execute(),
+  );
   const dataOf = new Map(last.map((e) => [Number(e.seq), e.data]));
   return {
     rows: rows.map((r) => ({
@@ -82,19 +92,29 @@ export async function listCampaignClickedLinks(
     .where(url, 'is not', null)
     .$if(filter.emailIds !== undefined, (q) => q.where('emails.id', 'in', filter.emailIds!))
     .groupBy(url)
-    .select((eb) => [url.as('url'), eb.fn.countAll<number | string>().as('clicks'), eb.fn.count<number | string>('emails.id').distinct().as('unique_clicks')]);
+    .select((eb) => [
+      url.as('url'),
+      eb.fn.countAll<number | string>().as('clicks'),
+      eb.fn.count<number | string>('emails.id').distinct().as('unique_clicks'),
+    ]);
   const backward = page.before !== undefined;
   const cursor = page.before ?? page.after;
   const rows = await (cursor !== undefined ? base.having(url, backward ? '<' : '>', cursor) : base)
     .orderBy(url, backward ? 'desc' : 'asc')
     .limit(page.limit + 1)
     .execute();
-  const kept = rows.slice(0, page.limit).map((r) => ({ url: String(r.url), clicks: Number(r.clicks), unique_clicks: Number(r.unique_clicks) }));
+  const kept = rows
+    .slice(0, page.limit)
+    .map((r) => ({ url: String(r.url), clicks: Number(r.clicks), unique_clicks: Number(r.unique_clicks) }));
   return { rows: backward ? kept.reverse() : kept, more: rows.length > page.limit };
 }
 
 /** Clicks per URL of each of these emails. */
-export async function listClicksOfEmails(db: Db, dialect: Dialect, emailIds: string[]): Promise<Array<{ email_id: string; url: string; clicks: number }>> {
+export async function listClicksOfEmails(
+  db: Db,
+  dialect: Dialect,
+  emailIds: string[],
+): Promise<Array<{ email_id: string; url: string; clicks: number }>> {
   if (emailIds.length === 0) return [];
   const url = jsonText(dialect, 'data', 'url');
   const rows = await db

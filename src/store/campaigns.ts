@@ -5,7 +5,14 @@ import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
 import { flag, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { CampaignsTable, GroupCuts } from './tables/campaigns.js';
 
-export { CAMPAIGN_STATUSES, WINNER_METRICS, type GroupCuts, type CampaignStatus, type WinnerChoice, type WinnerMetric } from './tables/campaigns.js';
+export {
+  CAMPAIGN_STATUSES,
+  WINNER_METRICS,
+  type GroupCuts,
+  type CampaignStatus,
+  type WinnerChoice,
+  type WinnerMetric,
+} from './tables/campaigns.js';
 
 export const campaignRows = rowCodec<Selectable<CampaignsTable>>()({
   reply_to: jsonOrNull<string[]>(),
@@ -23,7 +30,12 @@ export const saveCampaign = async (db: Db, campaign: Campaign): Promise<void> =>
 };
 
 export const findCampaign = async (db: Db, workspaceId: string, id: string): Promise<Campaign | undefined> => {
-  const row = await db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('campaigns')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && campaignRows.decode(row);
 };
 
@@ -33,10 +45,20 @@ export const findCampaignById = async (db: Db, id: string): Promise<Campaign | u
 };
 
 export const listCampaigns = async (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<Campaign>> =>
-  campaignRows.decodePage(await readPage(db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId), 'id', page));
+  campaignRows.decodePage(
+    await readPage(db.selectFrom('campaigns').selectAll().where('workspace_id', '=', workspaceId), 'id', page),
+  );
 
 export const countCampaigns = async (db: Db, workspaceId: string): Promise<number> =>
-  Number((await db.selectFrom('campaigns').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
+  Number(
+    (
+      await db
+        .selectFrom('campaigns')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('workspace_id', '=', workspaceId)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 /** Takes one campaign being queued whose time has come and that nobody holds (or whose holder's lease ran out: it died). */
 export async function claimQueuingCampaign(db: Db, dialect: Dialect, lease: Lease): Promise<Campaign | undefined> {
@@ -66,7 +88,13 @@ export async function saveGroupCuts(db: Db, id: string, owner: string, cuts: Gro
 }
 
 /** Records a queued page, only while `owner` still holds the campaign (the worker kernel renews the lease). */
-export async function advanceCampaign(db: Db, id: string, owner: string, cursor: string, added: number): Promise<boolean> {
+export async function advanceCampaign(
+  db: Db,
+  id: string,
+  owner: string,
+  cursor: string,
+  added: number,
+): Promise<boolean> {
   const result = await db
     .updateTable('campaigns')
     .set((eb) => ({ cursor, queued: eb('queued', '+', added) }))
@@ -78,10 +106,20 @@ export async function advanceCampaign(db: Db, id: string, owner: string, cursor:
 }
 
 /** Every recipient is queued: the campaign is sending, or, an A/B test's variants queued, waits for its winner until `winnerDueAt`. */
-export async function finishQueuingCampaign(db: Db, id: string, owner: string, now: number, winnerDueAt: number | null): Promise<boolean> {
+export async function finishQueuingCampaign(
+  db: Db,
+  id: string,
+  owner: string,
+  now: number,
+  winnerDueAt: number | null,
+): Promise<boolean> {
   const result = await db
     .updateTable('campaigns')
-    .set(winnerDueAt === null ? { status: 'sending', queued_at: now, lease_owner: null, lease_until: null } : { status: 'testing', winner_due_at: winnerDueAt, lease_owner: null, lease_until: null })
+    .set(
+      winnerDueAt === null
+        ? { status: 'sending', queued_at: now, lease_owner: null, lease_until: null }
+        : { status: 'testing', winner_due_at: winnerDueAt, lease_owner: null, lease_until: null },
+    )
     .where('id', '=', id)
     .where('lease_owner', '=', owner)
     .where('status', '=', 'queuing')
@@ -93,12 +131,26 @@ const changed = (result: { numUpdatedRows: bigint } | { numDeletedRows: bigint }
   Number('numUpdatedRows' in result ? result.numUpdatedRows : result.numDeletedRows) > 0;
 
 /** Changes a campaign only while it is a draft (compare-and-set: a draft being sent is not). */
-export const updateDraftCampaign = async (db: Db, id: string, changes: Partial<Omit<Campaign, 'id'>>): Promise<boolean> =>
-  changed(await db.updateTable('campaigns').set(campaignRows.encode(changes)).where('id', '=', id).where('status', '=', 'draft').executeTakeFirst());
+export const updateDraftCampaign = async (
+  db: Db,
+  id: string,
+  changes: Partial<Omit<Campaign, 'id'>>,
+): Promise<boolean> =>
+  changed(
+    await db
+      .updateTable('campaigns')
+      .set(campaignRows.encode(changes))
+      .where('id', '=', id)
+      .where('status', '=', 'draft')
+      .executeTakeFirst(),
+  );
 
 /** A draft starts: queued by the campaign workers from `scheduled_at` (null: now). */
-export const startDraftCampaign = (db: Db, id: string, fields: Pick<Campaign, 'scheduled_at' | 'recipients' | 'test' | 'updated_at'>): Promise<boolean> =>
-  updateDraftCampaign(db, id, { ...fields, status: 'queuing' });
+export const startDraftCampaign = (
+  db: Db,
+  id: string,
+  fields: Pick<Campaign, 'scheduled_at' | 'recipients' | 'test' | 'updated_at'>,
+): Promise<boolean> => updateDraftCampaign(db, id, { ...fields, status: 'queuing' });
 
 /** A scheduled campaign no node has started goes back to draft. */
 export const unscheduleCampaign = async (db: Db, id: string, now: number): Promise<boolean> =>
@@ -120,7 +172,12 @@ export const removeUnstartedCampaign = async (db: Db, id: string): Promise<boole
     await db
       .deleteFrom('campaigns')
       .where('id', '=', id)
-      .where((eb) => eb.or([eb('status', '=', 'draft'), eb.and([eb('status', '=', 'queuing'), eb('cursor', 'is', null), eb('lease_owner', 'is', null)])]))
+      .where((eb) =>
+        eb.or([
+          eb('status', '=', 'draft'),
+          eb.and([eb('status', '=', 'queuing'), eb('cursor', 'is', null), eb('lease_owner', 'is', null)]),
+        ]),
+      )
       .executeTakeFirst(),
   );
 
@@ -152,17 +209,40 @@ export async function cancelCampaignMessages(trx: Db, campaignId: string, now: n
     .set({ status: 'cancelled', updated_at: now })
     .where('campaign_id', '=', campaignId)
     .where('status', 'in', ['queued', 'scheduled', 'deferred'])
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('queue_items').select('id').whereRef('queue_items.email_id', '=', 'emails.id').where('queue_items.status', '<>', 'cancelled'))))
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('queue_items')
+            .select('id')
+            .whereRef('queue_items.email_id', '=', 'emails.id')
+            .where('queue_items.status', '<>', 'cancelled'),
+        ),
+      ),
+    )
     .execute();
   return Number(result.numUpdatedRows);
 }
 
 export const listSendingCampaigns = async (db: Db, limit: number): Promise<Campaign[]> =>
-  campaignRows.decodeAll(await db.selectFrom('campaigns').selectAll().where('status', '=', 'sending').orderBy('queued_at').limit(limit).execute());
+  campaignRows.decodeAll(
+    await db
+      .selectFrom('campaigns')
+      .selectAll()
+      .where('status', '=', 'sending')
+      .orderBy('queued_at')
+      .limit(limit)
+      .execute(),
+  );
 
 /** Marks a campaign sent; false when another node did it first (it emits campaign.sent then). */
 export async function markCampaignSent(db: Db, id: string, now: number): Promise<boolean> {
-  const result = await db.updateTable('campaigns').set({ status: 'sent', sent_at: now }).where('id', '=', id).where('status', '=', 'sending').executeTakeFirst();
+  const result = await db
+    .updateTable('campaigns')
+    .set({ status: 'sent', sent_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'sending')
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 

@@ -34,5 +34,5 @@ const opens = (key: Buffer, sealed: string): boolean => {
 
 const refused = () =>
   new ConfigError(
-    'config: secretKey does not open this database\'s secrets (they were sealed with another key): every node must use the same secretKey (or the same <dataDir>/secret.key)',
+    "config: secretKey does not open this database's secrets (they were sealed with another key): every node must use the same secretKey (or the same <dataDir>/secret.key)",
   );

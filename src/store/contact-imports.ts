@@ -15,7 +15,10 @@ export interface RowError {
 }
 
 // The options are the import service's (services/marketing/contact-imports/contact-imports.ts), as uploaded: the store keeps the document.
-const importRows = rowCodec<Selectable<ContactImportsTable>>()({ options: json<unknown>(), errors: json<RowError[]>() });
+const importRows = rowCodec<Selectable<ContactImportsTable>>()({
+  options: json<unknown>(),
+  errors: json<RowError[]>(),
+});
 /** A CSV of contacts being imported: its progress, counts and the first rows it could not take. */
 export type ContactImport = EntityOf<typeof importRows>;
 
@@ -23,17 +26,40 @@ export const saveContactImport = async (db: Db, contactImport: ContactImport): P
   await db.insertInto('contact_imports').values(importRows.encode(contactImport)).execute();
 };
 
-export const findContactImport = async (db: Db, workspaceId: string, id: string): Promise<ContactImport | undefined> => {
-  const row = await db.selectFrom('contact_imports').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findContactImport = async (
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<ContactImport | undefined> => {
+  const row = await db
+    .selectFrom('contact_imports')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && importRows.decode(row);
 };
 
-export const findContactImportByKey = async (db: Db, workspaceId: string, key: string): Promise<ContactImport | undefined> => {
-  const row = await db.selectFrom('contact_imports').selectAll().where('workspace_id', '=', workspaceId).where('idempotency_key', '=', key).executeTakeFirst();
+export const findContactImportByKey = async (
+  db: Db,
+  workspaceId: string,
+  key: string,
+): Promise<ContactImport | undefined> => {
+  const row = await db
+    .selectFrom('contact_imports')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
   return row && importRows.decode(row);
 };
 
-export const listContactImports = async (db: Db, workspaceId: string, status: string | undefined, page: ListPage): Promise<PageOf<ContactImport>> => {
+export const listContactImports = async (
+  db: Db,
+  workspaceId: string,
+  status: string | undefined,
+  page: ListPage,
+): Promise<PageOf<ContactImport>> => {
   let q = db.selectFrom('contact_imports').selectAll().where('workspace_id', '=', workspaceId);
   if (status !== undefined) q = q.where('status', '=', status);
   return importRows.decodePage(await readPage(q, 'id', page));
@@ -44,8 +70,17 @@ export const listContactImports = async (db: Db, workspaceId: string, status: st
  * died) and marks it in progress under the lease; oldest first.
  */
 export async function claimContactImport(db: Db, dialect: Dialect, lease: Lease): Promise<ContactImport | undefined> {
-  const pick = db.selectFrom('contact_imports').select('id').where('status', 'in', ['queued', 'in_progress']).where(unleased(lease.now)).orderBy('created_at').orderBy('id').limit(1);
-  const [row] = await claimRows(db, dialect, 'contact_imports', lease, pick, { set: { status: 'in_progress', updated_at: lease.now } });
+  const pick = db
+    .selectFrom('contact_imports')
+    .select('id')
+    .where('status', 'in', ['queued', 'in_progress'])
+    .where(unleased(lease.now))
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(1);
+  const [row] = await claimRows(db, dialect, 'contact_imports', lease, pick, {
+    set: { status: 'in_progress', updated_at: lease.now },
+  });
   return row && importRows.decode(row);
 }
 
@@ -58,7 +93,10 @@ export async function advanceContactImport(
   trx: Db,
   id: string,
   owner: string,
-  progress: Pick<ContactImport, 'total' | 'created' | 'updated' | 'skipped' | 'failed' | 'errors' | 'cursor_row' | 'updated_at'>,
+  progress: Pick<
+    ContactImport,
+    'total' | 'created' | 'updated' | 'skipped' | 'failed' | 'errors' | 'cursor_row' | 'updated_at'
+  >,
   leaseUntil: number,
 ): Promise<boolean> {
   const result = await trx
@@ -76,7 +114,10 @@ export async function finishContactImport(
   db: Db,
   id: string,
   owner: string,
-  changes: Partial<Pick<ContactImport, 'total' | 'created' | 'updated' | 'skipped' | 'failed' | 'errors' | 'cursor_row' | 'failure'>> & Pick<ContactImport, 'status' | 'completed_at' | 'updated_at'>,
+  changes: Partial<
+    Pick<ContactImport, 'total' | 'created' | 'updated' | 'skipped' | 'failed' | 'errors' | 'cursor_row' | 'failure'>
+  > &
+    Pick<ContactImport, 'status' | 'completed_at' | 'updated_at'>,
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const result = await trx
@@ -94,14 +135,25 @@ export async function finishContactImport(
 // ---------------------------------------------------------------- the file
 
 /** One chunk of an import's file; `seq` from 0. Written before the import's row: a file without one is removed by retention. */
-export const saveContactImportChunk = async (db: Db, importId: string, seq: number, data: Buffer, now: number): Promise<void> => {
+export const saveContactImportChunk = async (
+  db: Db,
+  importId: string,
+  seq: number,
+  data: Buffer,
+  now: number,
+): Promise<void> => {
   await db.insertInto('contact_import_files').values({ import_id: importId, seq, data, created_at: now }).execute();
 };
 
 /** An import's file, chunk by chunk in order: one chunk in memory at a time. */
 export async function* readContactImportFile(db: Db, importId: string): AsyncGenerator<Buffer> {
   for (let seq = 0; ; seq++) {
-    const row = await db.selectFrom('contact_import_files').select('data').where('import_id', '=', importId).where('seq', '=', seq).executeTakeFirst();
+    const row = await db
+      .selectFrom('contact_import_files')
+      .select('data')
+      .where('import_id', '=', importId)
+      .where('seq', '=', seq)
+      .executeTakeFirst();
     if (!row) return;
     yield row.data;
   }
@@ -112,7 +164,16 @@ export async function deleteOrphanImportFiles(db: Db, before: number): Promise<n
   const result = await db
     .deleteFrom('contact_import_files')
     .where('created_at', '<', before)
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('contact_imports').select('id').whereRef('contact_imports.id', '=', 'contact_import_files.import_id'))))
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('contact_imports')
+            .select('id')
+            .whereRef('contact_imports.id', '=', 'contact_import_files.import_id'),
+        ),
+      ),
+    )
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -5,7 +5,9 @@ import { jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { ContactPropertiesTable } from './tables/subscribers.js';
 import { refuseDuplicate } from './infra/unique-violation.js';
 
-const propertyRows = rowCodec<Selectable<ContactPropertiesTable>>()({ fallback_value: jsonOrNull<string | number | boolean>() });
+const propertyRows = rowCodec<Selectable<ContactPropertiesTable>>()({
+  fallback_value: jsonOrNull<string | number | boolean>(),
+});
 /** A declared contact property: its key, its type and the value templates use when a contact has none (null: none). */
 export type ContactProperty = EntityOf<typeof propertyRows>;
 
@@ -20,25 +22,64 @@ export const saveContactProperty = (db: Db, property: ContactProperty): Promise<
     { field: 'key' },
   );
 
-export const findContactProperty = async (db: Db, workspaceId: string, id: string): Promise<ContactProperty | undefined> => {
-  const row = await db.selectFrom('contact_properties').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findContactProperty = async (
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<ContactProperty | undefined> => {
+  const row = await db
+    .selectFrom('contact_properties')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && propertyRows.decode(row);
 };
 
-export const findContactPropertyByKey = async (db: Db, workspaceId: string, key: string): Promise<ContactProperty | undefined> => {
-  const row = await db.selectFrom('contact_properties').selectAll().where('workspace_id', '=', workspaceId).where('key', '=', key).executeTakeFirst();
+export const findContactPropertyByKey = async (
+  db: Db,
+  workspaceId: string,
+  key: string,
+): Promise<ContactProperty | undefined> => {
+  const row = await db
+    .selectFrom('contact_properties')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('key', '=', key)
+    .executeTakeFirst();
   return row && propertyRows.decode(row);
 };
 
 /** Every property of a workspace (few: checks of contact writes and template fallbacks read them all). */
 export const listAllContactProperties = async (db: Db, workspaceId: string): Promise<ContactProperty[]> =>
-  propertyRows.decodeAll(await db.selectFrom('contact_properties').selectAll().where('workspace_id', '=', workspaceId).orderBy('key').execute());
+  propertyRows.decodeAll(
+    await db
+      .selectFrom('contact_properties')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('key')
+      .execute(),
+  );
 
-export const listContactProperties = async (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<ContactProperty>> =>
-  propertyRows.decodePage(await readPage(db.selectFrom('contact_properties').selectAll().where('workspace_id', '=', workspaceId), 'id', page));
+export const listContactProperties = async (
+  db: Db,
+  workspaceId: string,
+  page: ListPage,
+): Promise<PageOf<ContactProperty>> =>
+  propertyRows.decodePage(
+    await readPage(db.selectFrom('contact_properties').selectAll().where('workspace_id', '=', workspaceId), 'id', page),
+  );
 
-export const updateContactPropertyFallback = async (db: Db, id: string, fallback: ContactProperty['fallback_value']): Promise<void> => {
-  await db.updateTable('contact_properties').set(propertyRows.encode({ fallback_value: fallback })).where('id', '=', id).execute();
+export const updateContactPropertyFallback = async (
+  db: Db,
+  id: string,
+  fallback: ContactProperty['fallback_value'],
+): Promise<void> => {
+  await db
+    .updateTable('contact_properties')
+    .set(propertyRows.encode({ fallback_value: fallback }))
+    .where('id', '=', id)
+    .execute();
 };
 
 export const removeContactProperty = async (db: Db, id: string): Promise<void> => {
@@ -46,7 +87,15 @@ export const removeContactProperty = async (db: Db, id: string): Promise<void> =
 };
 
 export const countContactProperties = async (db: Db, workspaceId: string): Promise<number> =>
-  Number((await db.selectFrom('contact_properties').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n);
+  Number(
+    (
+      await db
+        .selectFrom('contact_properties')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('workspace_id', '=', workspaceId)
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 /** The fallback values of a workspace's properties, by key (templates use them when a contact has none). */
 export async function listContactPropertyFallbacks(db: Db, workspaceId: string): Promise<Record<string, unknown>> {

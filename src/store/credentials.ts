@@ -46,11 +46,17 @@ export const listCredentials = async (db: Db, filter: CredentialFilter = {}): Pr
 };
 
 /** A page of a workspace's keys, newest first (ids are UUIDv7). */
-export const listCredentialPage = async (db: Db, filter: CredentialFilter, page: ListPage): Promise<PageOf<Credential>> =>
+export const listCredentialPage = async (
+  db: Db,
+  filter: CredentialFilter,
+  page: ListPage,
+): Promise<PageOf<Credential>> =>
   credentialRows.decodePage(await readPage(filtered(db, filter).selectAll(), 'id', page));
 
 export const countCredentials = async (db: Db, filter: CredentialFilter = {}): Promise<number> => {
-  const row = await filtered(db, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await filtered(db, filter)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 };
 

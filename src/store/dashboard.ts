@@ -6,7 +6,12 @@ export const saveDashboardSession = async (db: Db, row: DashboardSession): Promi
 };
 
 export const findDashboardSession = (db: Db, idHash: string, now: number): Promise<DashboardSession | undefined> =>
-  db.selectFrom('dashboard_sessions').selectAll().where('id_hash', '=', idHash).where('expires_at', '>', now).executeTakeFirst();
+  db
+    .selectFrom('dashboard_sessions')
+    .selectAll()
+    .where('id_hash', '=', idHash)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
 
 export const deleteDashboardSession = async (db: Db, idHash: string): Promise<void> => {
   await db.deleteFrom('dashboard_sessions').where('id_hash', '=', idHash).execute();
@@ -22,8 +27,14 @@ export async function deleteExpiredDashboardRows(db: Db, now: number): Promise<v
   await db.deleteFrom('dashboard_login_tokens').where('expires_at', '<=', now).execute();
 }
 
-export const saveLoginToken = async (db: Db, row: { token_hash: string; created_at: number; expires_at: number }): Promise<void> => {
-  await db.insertInto('dashboard_login_tokens').values({ ...row, used_at: null }).execute();
+export const saveLoginToken = async (
+  db: Db,
+  row: { token_hash: string; created_at: number; expires_at: number },
+): Promise<void> => {
+  await db
+    .insertInto('dashboard_login_tokens')
+    .values({ ...row, used_at: null })
+    .execute();
 };
 
 /**
@@ -43,7 +54,13 @@ export async function useLoginToken(db: Db, tokenHash: string, now: number): Pro
 
 /** A user's sessions that have not expired, newest first. */
 export const listUserSessions = (db: Db, userId: string, now: number): Promise<DashboardSession[]> =>
-  db.selectFrom('dashboard_sessions').selectAll().where('user_id', '=', userId).where('expires_at', '>', now).orderBy('created_at', 'desc').execute();
+  db
+    .selectFrom('dashboard_sessions')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('expires_at', '>', now)
+    .orderBy('created_at', 'desc')
+    .execute();
 
 /** Ends a user's sessions but `keep` (null: every one); returns how many ended. */
 export async function deleteUserSessions(db: Db, userId: string, keep: string | null): Promise<number> {
@@ -55,7 +72,11 @@ export async function deleteUserSessions(db: Db, userId: string, keep: string | 
 
 /** Ends one session of a user; false when it was not theirs or is gone already. */
 export async function deleteUserSession(db: Db, userId: string, idHash: string): Promise<boolean> {
-  const r = await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).where('id_hash', '=', idHash).executeTakeFirst();
+  const r = await db
+    .deleteFrom('dashboard_sessions')
+    .where('user_id', '=', userId)
+    .where('id_hash', '=', idHash)
+    .executeTakeFirst();
   return Number(r.numDeletedRows) === 1;
 }
 

@@ -47,7 +47,11 @@ export async function saveDmarcReport(db: Db, report: DmarcReport, records: Dmar
       .returning('id')
       .execute();
     if (inserted.length === 0) return false;
-    for (let i = 0; i < records.length; i += 200) await trx.insertInto('dmarc_report_records').values(records.slice(i, i + 200).map((r) => dmarcRecords.encode(r))).execute();
+    for (let i = 0; i < records.length; i += 200)
+      await trx
+        .insertInto('dmarc_report_records')
+        .values(records.slice(i, i + 200).map((r) => dmarcRecords.encode(r)))
+        .execute();
     return true;
   });
 }
@@ -70,20 +74,52 @@ export async function saveTlsReports(db: Db, reports: TlsReport[]): Promise<numb
 
 /** Whether any workspace has this domain verified: reports about other domains are not kept. */
 export async function isVerifiedDomainName(db: Db, name: string): Promise<boolean> {
-  const row = await db.selectFrom('domains').select('id').where('name', '=', name).where('status', '=', 'verified').limit(1).executeTakeFirst();
+  const row = await db
+    .selectFrom('domains')
+    .select('id')
+    .where('name', '=', name)
+    .where('status', '=', 'verified')
+    .limit(1)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
 export const listDmarcReports = async (db: Db, domain: string, since: number): Promise<DmarcReport[]> =>
-  dmarcReports.decodeAll(await db.selectFrom('dmarc_reports').selectAll().where('domain', '=', domain).where('begin_at', '>=', since).orderBy('begin_at').orderBy('id').execute());
+  dmarcReports.decodeAll(
+    await db
+      .selectFrom('dmarc_reports')
+      .selectAll()
+      .where('domain', '=', domain)
+      .where('begin_at', '>=', since)
+      .orderBy('begin_at')
+      .orderBy('id')
+      .execute(),
+  );
 
 export const listDmarcReportRecords = async (db: Db, reportIds: string[]): Promise<DmarcReportRecord[]> =>
   reportIds.length === 0
     ? []
-    : dmarcRecords.decodeAll(await db.selectFrom('dmarc_report_records').selectAll().where('report_id', 'in', reportIds).orderBy('report_id').orderBy('position').execute());
+    : dmarcRecords.decodeAll(
+        await db
+          .selectFrom('dmarc_report_records')
+          .selectAll()
+          .where('report_id', 'in', reportIds)
+          .orderBy('report_id')
+          .orderBy('position')
+          .execute(),
+      );
 
 export const listTlsReports = async (db: Db, domain: string, since: number): Promise<TlsReport[]> =>
-  tlsReports.decodeAll(await db.selectFrom('tls_reports').selectAll().where('domain', '=', domain).where('begin_at', '>=', since).orderBy('begin_at').orderBy('id').execute());
+  tlsReports.decodeAll(
+    await db
+      .selectFrom('tls_reports')
+      .selectAll()
+      .where('domain', '=', domain)
+      .where('begin_at', '>=', since)
+      .orderBy('begin_at')
+      .orderBy('id')
+      .execute(),
+  );
 
 /** Reports received before `cutoff` (retention). */
 export async function deleteReportsBefore(db: Db, cutoff: number): Promise<number> {

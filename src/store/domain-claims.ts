@@ -16,12 +16,21 @@ export const saveDomainClaim = async (db: Db, claim: DomainClaim): Promise<void>
 };
 
 export const findDomainClaim = async (db: Db, workspaceId: string, id: string): Promise<DomainClaim | undefined> => {
-  const row = await db.selectFrom('domain_claims').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('domain_claims')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && domainClaimRows.decode(row);
 };
 
 /** The workspace's latest claim of a name, or of the domain a completed claim gave it. */
-export const findLatestDomainClaim = async (db: Db, workspaceId: string, nameOrDomainId: string): Promise<DomainClaim | undefined> => {
+export const findLatestDomainClaim = async (
+  db: Db,
+  workspaceId: string,
+  nameOrDomainId: string,
+): Promise<DomainClaim | undefined> => {
   const row = await db
     .selectFrom('domain_claims')
     .selectAll()
@@ -32,7 +41,11 @@ export const findLatestDomainClaim = async (db: Db, workspaceId: string, nameOrD
   return row && domainClaimRows.decode(row);
 };
 
-export const updateDomainClaim = async (db: Db, id: string, changes: Partial<Omit<DomainClaim, 'id'>>): Promise<void> => {
+export const updateDomainClaim = async (
+  db: Db,
+  id: string,
+  changes: Partial<Omit<DomainClaim, 'id'>>,
+): Promise<void> => {
   await db.updateTable('domain_claims').set(domainClaimRows.encode(changes)).where('id', '=', id).execute();
 };
 
@@ -50,8 +63,21 @@ export const supersedeDomainClaims = async (db: Db, workspaceId: string, name: s
 /** Whether any of these domains has mail not yet finished (scheduled, queued or being delivered). */
 export const hasUnfinishedEmails = async (db: Db, domainIds: string[]): Promise<boolean> =>
   domainIds.length > 0 &&
-  (await db.selectFrom('emails').select('id').where('domain_id', 'in', domainIds).where('status', 'in', ['scheduled', 'queued', 'sending', 'deferred', 'held']).limit(1).executeTakeFirst()) !== undefined;
+  (await db
+    .selectFrom('emails')
+    .select('id')
+    .where('domain_id', 'in', domainIds)
+    .where('status', 'in', ['scheduled', 'queued', 'sending', 'deferred', 'held'])
+    .limit(1)
+    .executeTakeFirst()) !== undefined;
 
 /** Whether any of these domains sent mail at or after `since`. */
 export const hasEmailsSince = async (db: Db, domainIds: string[], since: number): Promise<boolean> =>
-  domainIds.length > 0 && (await db.selectFrom('emails').select('id').where('domain_id', 'in', domainIds).where('created_at', '>', since).limit(1).executeTakeFirst()) !== undefined;
+  domainIds.length > 0 &&
+  (await db
+    .selectFrom('emails')
+    .select('id')
+    .where('domain_id', 'in', domainIds)
+    .where('created_at', '>', since)
+    .limit(1)
+    .executeTakeFirst()) !== undefined;

@@ -35,7 +35,12 @@ export const saveDomain = (db: Db, domain: Domain, keys: DkimKey[]): Promise<voi
   );
 
 export const findDomain = async (db: Db, workspaceId: string, id: string): Promise<Domain | undefined> => {
-  const row = await db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('domains')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && domainRows.decode(row);
 };
 
@@ -46,7 +51,12 @@ export const findDomainById = async (db: Db, id: string): Promise<Domain | undef
 };
 
 export const findDomainByName = async (db: Db, workspaceId: string, name: string): Promise<Domain | undefined> => {
-  const row = await db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).where('name', '=', name).executeTakeFirst();
+  const row = await db
+    .selectFrom('domains')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('name', '=', name)
+    .executeTakeFirst();
   return row && domainRows.decode(row);
 };
 
@@ -59,10 +69,19 @@ export async function findDomainByIdOrName(db: Db, workspaceId: string, idOrName
 }
 
 export const listDomains = async (db: Db, workspaceId: string): Promise<Domain[]> =>
-  domainRows.decodeAll(await db.selectFrom('domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute());
+  domainRows.decodeAll(
+    await db
+      .selectFrom('domains')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute(),
+  );
 
 /** Every domain of every workspace (the operator's view: `mailsvc doctor`). */
-export const listAllDomains = async (db: Db): Promise<Domain[]> => domainRows.decodeAll(await db.selectFrom('domains').selectAll().orderBy('name').orderBy('id').execute());
+export const listAllDomains = async (db: Db): Promise<Domain[]> =>
+  domainRows.decodeAll(await db.selectFrom('domains').selectAll().orderBy('name').orderBy('id').execute());
 
 /** Every workspace's domain of this name (names are unique per workspace, not across them). */
 export const listDomainsNamed = async (db: Db, name: string): Promise<Domain[]> =>
@@ -102,11 +121,21 @@ export const updateDomain = async (db: Db, id: string, changes: Partial<Omit<Dom
 };
 
 export const removeDomain = async (db: Db, workspaceId: string, id: string): Promise<boolean> => {
-  const result = await db.deleteFrom('domains').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const result = await db
+    .deleteFrom('domains')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 };
 
 export const listDkimKeys = (db: Db, domainIds: string[]): Promise<DkimKey[]> =>
   domainIds.length === 0
     ? Promise.resolve([])
-    : db.selectFrom('dkim_keys').selectAll().where('domain_id', 'in', domainIds).orderBy('domain_id').orderBy('position').execute();
+    : db
+        .selectFrom('dkim_keys')
+        .selectAll()
+        .where('domain_id', 'in', domainIds)
+        .orderBy('domain_id')
+        .orderBy('position')
+        .execute();

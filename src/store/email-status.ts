@@ -13,4 +13,14 @@ export function aggregateStatus(states: readonly QueueStatus[], scheduled = fals
 }
 
 /** The statuses an email takes from its recipients', first match wins (aggregateStatus). */
-export const PRECEDENCE = ['sending', 'deferred', 'queued', 'held', 'delivered', 'bounced', 'failed', 'suppressed', 'cancelled'] as const satisfies readonly QueueStatus[];
+export const PRECEDENCE = [
+  'sending',
+  'deferred',
+  'queued',
+  'held',
+  'delivered',
+  'bounced',
+  'failed',
+  'suppressed',
+  'cancelled',
+] as const satisfies readonly QueueStatus[];

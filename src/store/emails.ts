@@ -64,7 +64,10 @@ export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<
   const ITEMS = 1000;
   for (let i = 0; i < emails.length; i += EMAILS) {
     const chunk = emails.slice(i, i + EMAILS);
-    await trx.insertInto('emails').values(chunk.map((e) => emailRows.encode(e.email))).execute();
+    await trx
+      .insertInto('emails')
+      .values(chunk.map((e) => emailRows.encode(e.email)))
+      .execute();
   }
   // Messages by size too: one statement must stay far below PostgreSQL's 1 GB per message, and
   // a commit can hold the messages of hundreds of requests, each up to the size limit.
@@ -83,7 +86,11 @@ export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<
   }
   await flush();
   const items = emails.flatMap((e) => e.recipients.map(queueItemRows.encode));
-  for (let i = 0; i < items.length; i += ITEMS) await trx.insertInto('queue_items').values(items.slice(i, i + ITEMS)).execute();
+  for (let i = 0; i < items.length; i += ITEMS)
+    await trx
+      .insertInto('queue_items')
+      .values(items.slice(i, i + ITEMS))
+      .execute();
 }
 
 /**
@@ -91,14 +98,24 @@ export async function saveEmails(trx: Db, emails: readonly NewEmail[]): Promise<
  * is stored: `raw`, or what another node stored first.
  */
 export async function saveEmailContent(db: Db, emailId: string, raw: Buffer): Promise<Buffer> {
-  const inserted = await db.insertInto('email_contents').values({ email_id: emailId, raw }).onConflict((oc) => oc.column('email_id').doNothing()).returning('email_id').execute();
+  const inserted = await db
+    .insertInto('email_contents')
+    .values({ email_id: emailId, raw })
+    .onConflict((oc) => oc.column('email_id').doNothing())
+    .returning('email_id')
+    .execute();
   if (inserted.length === 0) return (await findEmailContent(db, emailId)) ?? raw;
   await db.updateTable('emails').set({ size: raw.length }).where('id', '=', emailId).execute();
   return raw;
 }
 
 export const findEmail = async (db: Db, workspaceId: string, id: string): Promise<Email | undefined> => {
-  const row = await db.selectFrom('emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('emails')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && emailRows.decode(row);
 };
 
@@ -148,7 +165,9 @@ export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Ema
   if (q.to) query = query.where(sql<boolean>`lower(to_addresses) like ${containing(q.to)} escape '\\'`);
   if (q.search) {
     const pattern = containing(q.search);
-    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(q.search) ? q.search.toLowerCase() : null;
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(q.search)
+      ? q.search.toLowerCase()
+      : null;
     query = query.where((eb) =>
       eb.or([
         ...(uuid ? [eb('id', '=', uuid)] : []),
@@ -160,19 +179,33 @@ export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Ema
   }
   if (q.tag) {
     // Tags are stored as a JSON array of strings: the tag itself, or any value of a tag name.
-    const quoted = JSON.stringify(q.tag).slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`);
-    query = query.where((eb) => eb.or([sql<boolean>`tags like ${`%${quoted}"%`} escape '\\'`, sql<boolean>`tags like ${`%${quoted}:%`} escape '\\'`]));
+    const quoted = JSON.stringify(q.tag)
+      .slice(0, -1)
+      .replace(/[\\%_]/g, (c) => `\\${c}`);
+    query = query.where((eb) =>
+      eb.or([
+        sql<boolean>`tags like ${`%${quoted}"%`} escape '\\'`,
+        sql<boolean>`tags like ${`%${quoted}:%`} escape '\\'`,
+      ]),
+    );
   }
   if (q.campaignId !== undefined) query = query.where('campaign_id', '=', q.campaignId);
   if (q.subscriberId !== undefined) query = query.where('subscriber_id', '=', q.subscriberId);
   if (q.createdFrom !== undefined) query = query.where('created_at', '>=', q.createdFrom);
   if (q.createdUntil !== undefined) query = query.where('created_at', '<', q.createdUntil);
   if (q.before !== undefined) {
-    const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
+    const rows = await query
+      .where('id', '>', q.before)
+      .orderBy('id', 'asc')
+      .limit(q.limit + 1)
+      .execute();
     return { rows: emailRows.decodeAll(rows.slice(0, q.limit).reverse()), more: rows.length > q.limit };
   }
   if (q.after !== undefined) query = query.where('id', '<', q.after);
-  const rows = await query.orderBy('id', 'desc').limit(q.limit + 1).execute();
+  const rows = await query
+    .orderBy('id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
   return { rows: emailRows.decodeAll(rows.slice(0, q.limit)), more: rows.length > q.limit };
 }
 
@@ -182,14 +215,25 @@ export async function listEmails(db: Db, q: EmailListQuery): Promise<{ rows: Ema
  * a time already; PostgreSQL locks the email's row.
  */
 export async function lockEmail(trx: Db, dialect: Dialect, emailId: string): Promise<void> {
-  if (dialect === 'postgres') await trx.selectFrom('emails').select('id').where('id', '=', emailId).forUpdate().execute();
+  if (dialect === 'postgres')
+    await trx.selectFrom('emails').select('id').where('id', '=', emailId).forUpdate().execute();
 }
 
 export const listQueueItemsOfEmail = async (db: Db, emailId: string): Promise<QueueItem[]> =>
-  queueItemRows.decodeAll(await db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('id').execute());
+  queueItemRows.decodeAll(
+    await db.selectFrom('queue_items').selectAll().where('email_id', '=', emailId).orderBy('id').execute(),
+  );
 
 export const listAttemptsOfEmail = async (db: Db, emailId: string): Promise<DeliveryAttempt[]> =>
-  deliveryAttemptRows.decodeAll(await db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('started_at').orderBy('id').execute());
+  deliveryAttemptRows.decodeAll(
+    await db
+      .selectFrom('delivery_attempts')
+      .selectAll()
+      .where('email_id', '=', emailId)
+      .orderBy('started_at')
+      .orderBy('id')
+      .execute(),
+  );
 
 /** Recomputes an email's status from its queue items; call after changing any of them. */
 export async function refreshEmailStatus(trx: Db, emailId: string, now: number): Promise<Email['status']> {
@@ -218,7 +262,11 @@ export async function rescheduleEmail(trx: Db, emailId: string, at: number | nul
     .where('attempts', '=', 0)
     .executeTakeFirst();
   if (Number(items.numUpdatedRows) === 0) return false;
-  await trx.updateTable('emails').set({ scheduled_at: at, status: at === null ? 'queued' : 'scheduled', updated_at: now }).where('id', '=', emailId).execute();
+  await trx
+    .updateTable('emails')
+    .set({ scheduled_at: at, status: at === null ? 'queued' : 'scheduled', updated_at: now })
+    .where('id', '=', emailId)
+    .execute();
   return true;
 }
 
@@ -256,7 +304,11 @@ export async function refreshEmailStatuses(trx: Db, emailIds: readonly string[],
 export async function listEmailContents(db: Db, emailIds: readonly string[]): Promise<Map<string, Buffer>> {
   const out = new Map<string, Buffer>();
   if (emailIds.length === 0) return out;
-  const rows = await db.selectFrom('email_contents').select(['email_id', 'raw']).where('email_id', 'in', [...emailIds]).execute();
+  const rows = await db
+    .selectFrom('email_contents')
+    .select(['email_id', 'raw'])
+    .where('email_id', 'in', [...emailIds])
+    .execute();
   for (const row of rows) out.set(row.email_id, Buffer.from(row.raw));
   return out;
 }
@@ -272,11 +324,24 @@ export async function cancelQueuedItems(trx: Db, emailId: string, now: number): 
   return Number(result.numUpdatedRows);
 }
 export const listEmailsByIds = async (db: Db, ids: readonly string[]): Promise<Email[]> =>
-  ids.length === 0 ? [] : emailRows.decodeAll(await db.selectFrom('emails').selectAll().where('id', 'in', [...ids]).execute());
+  ids.length === 0
+    ? []
+    : emailRows.decodeAll(
+        await db
+          .selectFrom('emails')
+          .selectAll()
+          .where('id', 'in', [...ids])
+          .execute(),
+      );
 
 /** The email that went out with this Message-ID (with angle brackets), if it was ours. */
 export const findEmailByMessageId = async (db: Db, messageId: string): Promise<Email | undefined> => {
-  const row = await db.selectFrom('emails').selectAll().where('message_id', '=', messageId).orderBy('created_at', 'desc').executeTakeFirst();
+  const row = await db
+    .selectFrom('emails')
+    .selectAll()
+    .where('message_id', '=', messageId)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
   return row && emailRows.decode(row);
 };
 
@@ -285,14 +350,26 @@ export const findEmailByMessageId = async (db: Db, messageId: string): Promise<E
  * in SQL: with it in the WHERE clause, SQLite and PostgreSQL may pick the workspace index and
  * scan every email of a big workspace; the message_id index finds the few rows directly.
  */
-export async function listEmailsByMessageIds(db: Db, workspaceId: string, messageIds: readonly string[]): Promise<Email[]> {
+export async function listEmailsByMessageIds(
+  db: Db,
+  workspaceId: string,
+  messageIds: readonly string[],
+): Promise<Email[]> {
   if (messageIds.length === 0) return [];
-  const rows = await db.selectFrom('emails').selectAll().where('message_id', 'in', [...messageIds]).execute();
+  const rows = await db
+    .selectFrom('emails')
+    .selectAll()
+    .where('message_id', 'in', [...messageIds])
+    .execute();
   return emailRows.decodeAll(rows.filter((e) => e.workspace_id === workspaceId));
 }
 
 /** How many of a subscriber's emails are in each status, and how many were opened, clicked or complained about. */
-export async function countSubscriberEmails(db: Db, workspaceId: string, subscriberId: string): Promise<Record<string, number>> {
+export async function countSubscriberEmails(
+  db: Db,
+  workspaceId: string,
+  subscriberId: string,
+): Promise<Record<string, number>> {
   const [statuses, engaged] = await Promise.all([
     db
       .selectFrom('emails')

@@ -21,22 +21,55 @@ export const saveEventDefinition = (db: Db, definition: EventDefinition): Promis
     { field: 'name' },
   );
 
-export const findEventDefinition = async (db: Db, workspaceId: string, id: string): Promise<EventDefinition | undefined> => {
-  const row = await db.selectFrom('event_definitions').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findEventDefinition = async (
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<EventDefinition | undefined> => {
+  const row = await db
+    .selectFrom('event_definitions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && definitionRows.decode(row);
 };
 
-export const findEventDefinitionByName = async (db: Db, workspaceId: string, name: string): Promise<EventDefinition | undefined> => {
-  const row = await db.selectFrom('event_definitions').selectAll().where('workspace_id', '=', workspaceId).where('name', '=', name).executeTakeFirst();
+export const findEventDefinitionByName = async (
+  db: Db,
+  workspaceId: string,
+  name: string,
+): Promise<EventDefinition | undefined> => {
+  const row = await db
+    .selectFrom('event_definitions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('name', '=', name)
+    .executeTakeFirst();
   return row && definitionRows.decode(row);
 };
 
 /** A page of a workspace's event definitions, newest first. */
-export const listEventDefinitions = async (db: Db, workspaceId: string, page: ListPage): Promise<PageOf<EventDefinition>> =>
-  definitionRows.decodePage(await readPage(db.selectFrom('event_definitions').selectAll().where('workspace_id', '=', workspaceId), 'id', page));
+export const listEventDefinitions = async (
+  db: Db,
+  workspaceId: string,
+  page: ListPage,
+): Promise<PageOf<EventDefinition>> =>
+  definitionRows.decodePage(
+    await readPage(db.selectFrom('event_definitions').selectAll().where('workspace_id', '=', workspaceId), 'id', page),
+  );
 
-export const updateEventDefinitionSchema = async (db: Db, id: string, schema: FieldSchema | null, at: number): Promise<void> => {
-  await db.updateTable('event_definitions').set(definitionRows.encode({ schema, updated_at: at })).where('id', '=', id).execute();
+export const updateEventDefinitionSchema = async (
+  db: Db,
+  id: string,
+  schema: FieldSchema | null,
+  at: number,
+): Promise<void> => {
+  await db
+    .updateTable('event_definitions')
+    .set(definitionRows.encode({ schema, updated_at: at }))
+    .where('id', '=', id)
+    .execute();
 };
 
 export const removeEventDefinition = async (db: Db, id: string): Promise<void> => {

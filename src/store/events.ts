@@ -11,23 +11,59 @@ export type NewEventRecord = Omit<EventRecord, 'seq'>;
 
 /** Events, 200 rows per statement. */
 export const saveEvents = async (db: Db, events: readonly NewEventRecord[]): Promise<void> => {
-  for (let i = 0; i < events.length; i += 200) await db.insertInto('events').values(events.slice(i, i + 200).map(eventRows.encode)).execute();
+  for (let i = 0; i < events.length; i += 200)
+    await db
+      .insertInto('events')
+      .values(events.slice(i, i + 200).map(eventRows.encode))
+      .execute();
 };
 
 /** An email's events in the order they were written (not by time: events of one millisecond tie). */
 export const listEmailEvents = async (db: Db, workspaceId: string, emailId: string): Promise<EventRecord[]> =>
-  eventRows.decodeAll(await db.selectFrom('events').selectAll().where('workspace_id', '=', workspaceId).where('email_id', '=', emailId).orderBy('seq').execute());
+  eventRows.decodeAll(
+    await db
+      .selectFrom('events')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('email_id', '=', emailId)
+      .orderBy('seq')
+      .execute(),
+  );
 
 export const listEventsByIds = async (db: Db, ids: string[]): Promise<EventRecord[]> =>
-  ids.length === 0 ? [] : eventRows.decodeAll(await db.selectFrom('events').selectAll().where('id', 'in', ids).execute());
+  ids.length === 0
+    ? []
+    : eventRows.decodeAll(await db.selectFrom('events').selectAll().where('id', 'in', ids).execute());
 
 /** The events of these types of several emails, each email's in the order they were written. */
-export const listEmailEventTypes = (db: Db, emailIds: readonly string[], types: readonly string[]): Promise<Array<{ email_id: string | null; type: string }>> =>
-  emailIds.length === 0 ? Promise.resolve([]) : db.selectFrom('events').select(['email_id', 'type']).where('email_id', 'in', [...emailIds]).where('type', 'in', [...types]).orderBy('seq').execute();
+export const listEmailEventTypes = (
+  db: Db,
+  emailIds: readonly string[],
+  types: readonly string[],
+): Promise<Array<{ email_id: string | null; type: string }>> =>
+  emailIds.length === 0
+    ? Promise.resolve([])
+    : db
+        .selectFrom('events')
+        .select(['email_id', 'type'])
+        .where('email_id', 'in', [...emailIds])
+        .where('type', 'in', [...types])
+        .orderBy('seq')
+        .execute();
 
 /** An email's events of one type (its opens or its clicks), oldest first. */
-export async function listEmailEventsOfType(db: Db, emailId: string, type: string): Promise<Array<Pick<EventRecord, 'id' | 'created_at' | 'data'>>> {
-  const rows = await db.selectFrom('events').select(['id', 'created_at', 'data']).where('email_id', '=', emailId).where('type', '=', type).orderBy('seq').execute();
+export async function listEmailEventsOfType(
+  db: Db,
+  emailId: string,
+  type: string,
+): Promise<Array<Pick<EventRecord, 'id' | 'created_at' | 'data'>>> {
+  const rows = await db
+    .selectFrom('events')
+    .select(['id', 'created_at', 'data'])
+    .where('email_id', '=', emailId)
+    .where('type', '=', type)
+    .orderBy('seq')
+    .execute();
   return eventRows.decodeAll(rows);
 }
 

@@ -8,16 +8,36 @@ const recordRows = rowCodec<Selectable<IdempotencyKeysTable>>()({ response_body:
 type IdempotencyRecord = Omit<EntityOf<typeof recordRows>, 'workspace_id' | 'key'>;
 
 /** Inserts an in-flight claim; false when the key already has a row (the unique key decides races). */
-export async function insertIdempotencyClaim(db: Db, workspaceId: string, key: string, requestHash: string, now: number, lockedUntil: number): Promise<boolean> {
+export async function insertIdempotencyClaim(
+  db: Db,
+  workspaceId: string,
+  key: string,
+  requestHash: string,
+  now: number,
+  lockedUntil: number,
+): Promise<boolean> {
   const result = await db
     .insertInto('idempotency_keys')
-    .values({ workspace_id: workspaceId, key, request_hash: requestHash, state: 'in_flight', response_status: null, response_body: null, created_at: now, locked_until: lockedUntil })
+    .values({
+      workspace_id: workspaceId,
+      key,
+      request_hash: requestHash,
+      state: 'in_flight',
+      response_status: null,
+      response_body: null,
+      created_at: now,
+      locked_until: lockedUntil,
+    })
     .onConflict((oc) => oc.columns(['workspace_id', 'key']).doNothing())
     .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
 
-export const findIdempotencyRecord = async (db: Db, workspaceId: string, key: string): Promise<IdempotencyRecord | undefined> => {
+export const findIdempotencyRecord = async (
+  db: Db,
+  workspaceId: string,
+  key: string,
+): Promise<IdempotencyRecord | undefined> => {
   const row = await db
     .selectFrom('idempotency_keys')
     .select(['request_hash', 'state', 'response_status', 'response_body', 'created_at', 'locked_until'])
@@ -42,7 +62,14 @@ export async function takeOverIdempotencyClaim(
 ): Promise<boolean> {
   const result = await db
     .updateTable('idempotency_keys')
-    .set({ request_hash: requestHash, state: 'in_flight', response_status: null, response_body: null, created_at: now, locked_until: lockedUntil })
+    .set({
+      request_hash: requestHash,
+      state: 'in_flight',
+      response_status: null,
+      response_body: null,
+      created_at: now,
+      locked_until: lockedUntil,
+    })
     .where('workspace_id', '=', workspaceId)
     .where('key', '=', key)
     .where('locked_until', '=', previousLock)
@@ -50,7 +77,13 @@ export async function takeOverIdempotencyClaim(
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function completeIdempotencyClaim(db: Db, workspaceId: string, key: string, status: number, body: unknown): Promise<void> {
+export async function completeIdempotencyClaim(
+  db: Db,
+  workspaceId: string,
+  key: string,
+  status: number,
+  body: unknown,
+): Promise<void> {
   await db
     .updateTable('idempotency_keys')
     .set(recordRows.encode({ state: 'done', response_status: status, response_body: body }))
@@ -60,5 +93,10 @@ export async function completeIdempotencyClaim(db: Db, workspaceId: string, key:
 }
 
 export async function removeIdempotencyClaim(db: Db, workspaceId: string, key: string): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('workspace_id', '=', workspaceId).where('key', '=', key).where('state', '=', 'in_flight').execute();
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('workspace_id', '=', workspaceId)
+    .where('key', '=', key)
+    .where('state', '=', 'in_flight')
+    .execute();
 }

@@ -39,15 +39,30 @@ const messageRows = rowCodec<Selectable<InboxMessagesTable>>()({
 /** A message of a thread, received or sent: its addresses and its attachments' descriptions. */
 export type InboxMessage = EntityOf<typeof messageRows>;
 
-const draftRows = rowCodec<Selectable<InboxDraftsTable>>()({ to_addresses: jsonOrNull<string[]>(), cc_addresses: addresses, bcc_addresses: addresses });
+const draftRows = rowCodec<Selectable<InboxDraftsTable>>()({
+  to_addresses: jsonOrNull<string[]>(),
+  cc_addresses: addresses,
+  bcc_addresses: addresses,
+});
 /** A draft; `to_addresses` null until set. */
 export type InboxDraft = EntityOf<typeof draftRows>;
 
 /** What an inbox's agent may be allowed to do (the settings store the names). */
-export const AGENT_ACTION_TYPES = ['draft_reply', 'forward_thread', 'add_labels', 'assign_thread', 'mark_as_spam', 'archive', 'move_to_trash'] as const;
+export const AGENT_ACTION_TYPES = [
+  'draft_reply',
+  'forward_thread',
+  'add_labels',
+  'assign_thread',
+  'mark_as_spam',
+  'archive',
+  'move_to_trash',
+] as const;
 export type AgentActionType = (typeof AGENT_ACTION_TYPES)[number];
 
-const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({ actions: json<AgentActionType[]>(), forward_to: addresses });
+const agentRows = rowCodec<Selectable<InboxAgentsTable>>()({
+  actions: json<AgentActionType[]>(),
+  forward_to: addresses,
+});
 /** An inbox's agent settings; `actions` the names of the actions it may take, `forward_to` where else than the workspace's verified domains it may forward. */
 export type InboxAgent = EntityOf<typeof agentRows>;
 
@@ -70,7 +85,11 @@ export type InboxAgentRun = EntityOf<typeof agentRunRows>;
 // ---------------------------------------------------------------- threads and messages
 
 /** The thread of this inbox holding one of these Message-IDs (the newest message wins). */
-export async function findThreadIdByMessageIds(db: Db, inboxId: string, messageIds: readonly string[]): Promise<string | undefined> {
+export async function findThreadIdByMessageIds(
+  db: Db,
+  inboxId: string,
+  messageIds: readonly string[],
+): Promise<string | undefined> {
   if (messageIds.length === 0) return undefined;
   const row = await db
     .selectFrom('inbox_messages')
@@ -84,7 +103,13 @@ export async function findThreadIdByMessageIds(db: Db, inboxId: string, messageI
 }
 
 /** The newest thread of this inbox with this subject key where `address` took part, since `since`. */
-export async function findThreadIdBySubject(db: Db, inboxId: string, subjectKey: string, address: string, since: number): Promise<string | undefined> {
+export async function findThreadIdBySubject(
+  db: Db,
+  inboxId: string,
+  subjectKey: string,
+  address: string,
+  since: number,
+): Promise<string | undefined> {
   const row = await db
     .selectFrom('inbox_threads')
     .innerJoin('inbox_messages', 'inbox_messages.thread_id', 'inbox_threads.id')
@@ -92,7 +117,12 @@ export async function findThreadIdBySubject(db: Db, inboxId: string, subjectKey:
     .where('inbox_threads.inbox_id', '=', inboxId)
     .where('inbox_threads.subject_key', '=', subjectKey)
     .where('inbox_threads.last_message_at', '>=', since)
-    .where((eb) => eb.or([eb('inbox_messages.from_address', '=', address), eb('inbox_messages.participants', 'like', `%${escapeLike(address)}%`)]))
+    .where((eb) =>
+      eb.or([
+        eb('inbox_messages.from_address', '=', address),
+        eb('inbox_messages.participants', 'like', `%${escapeLike(address)}%`),
+      ]),
+    )
     .orderBy('inbox_threads.last_message_at', 'desc')
     .limit(1)
     .executeTakeFirst();
@@ -111,13 +141,21 @@ export const saveInboxMessage = async (db: Db, message: InboxMessage): Promise<v
 };
 
 /** A new message in a thread: its time is the thread's, and a thread in one of `fromFolders` moves to `folder`. */
-export async function touchThread(db: Db, threadId: string, at: number, folder: InboxFolder | undefined, fromFolders: InboxFolder[]): Promise<void> {
+export async function touchThread(
+  db: Db,
+  threadId: string,
+  at: number,
+  folder: InboxFolder | undefined,
+  fromFolders: InboxFolder[],
+): Promise<void> {
   await db
     .updateTable('inbox_threads')
     .set((eb) => ({
       last_message_at: sql<number>`case when ${eb.ref('last_message_at')} > ${at} then ${eb.ref('last_message_at')} else ${at} end`,
       updated_at: at,
-      ...(folder && fromFolders.length > 0 ? { folder: eb.case().when('folder', 'in', fromFolders).then(folder).else(eb.ref('folder')).end() } : {}),
+      ...(folder && fromFolders.length > 0
+        ? { folder: eb.case().when('folder', 'in', fromFolders).then(folder).else(eb.ref('folder')).end() }
+        : {}),
     }))
     .where('id', '=', threadId)
     .execute();
@@ -135,7 +173,13 @@ export async function setThreadRead(db: Db, threadId: string, read: boolean, now
   if (read) {
     await db.updateTable('inbox_messages').set({ read: 1 }).where('thread_id', '=', threadId).execute();
   } else {
-    const newest = await db.selectFrom('inbox_messages').select('id').where('thread_id', '=', threadId).orderBy('at', 'desc').limit(1).executeTakeFirst();
+    const newest = await db
+      .selectFrom('inbox_messages')
+      .select('id')
+      .where('thread_id', '=', threadId)
+      .orderBy('at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
     if (newest) await db.updateTable('inbox_messages').set({ read: 0 }).where('id', '=', newest.id).execute();
   }
   await db.updateTable('inbox_threads').set({ updated_at: now }).where('id', '=', threadId).execute();
@@ -176,8 +220,14 @@ export const ftsQuery = (query: string): string =>
     .join(' ');
 
 /** A JSON array of addresses holding one of these, by its quoted form (`"a@b"`), without regard to case. */
-function addressIn(eb: ExpressionBuilder<Database, 'inbox_messages'>, column: 'to_addresses' | 'cc_addresses' | 'bcc_addresses', addresses: string[]): Expression<SqlBool> {
-  return eb.or(addresses.map((a) => eb(eb.fn('lower', [eb.ref(column)]), 'like', `%"${escapeLike(a.toLowerCase())}"%`)));
+function addressIn(
+  eb: ExpressionBuilder<Database, 'inbox_messages'>,
+  column: 'to_addresses' | 'cc_addresses' | 'bcc_addresses',
+  addresses: string[],
+): Expression<SqlBool> {
+  return eb.or(
+    addresses.map((a) => eb(eb.fn('lower', [eb.ref(column)]), 'like', `%"${escapeLike(a.toLowerCase())}"%`)),
+  );
 }
 
 function messageConditions(dialect: Dialect, s: MessageSearch) {
@@ -191,7 +241,8 @@ function messageConditions(dialect: Dialect, s: MessageSearch) {
           : sql<SqlBool>`inbox_messages.rowid in (select rowid from inbox_message_search where inbox_message_search match ${ftsQuery(words)})`,
       );
     }
-    if (s.from?.length) all.push(eb.or(s.from.map((a) => eb(eb.fn('lower', [eb.ref('from_address')]), '=', a.toLowerCase()))));
+    if (s.from?.length)
+      all.push(eb.or(s.from.map((a) => eb(eb.fn('lower', [eb.ref('from_address')]), '=', a.toLowerCase()))));
     if (s.to?.length) all.push(addressIn(eb, 'to_addresses', s.to));
     if (s.cc?.length) all.push(addressIn(eb, 'cc_addresses', s.cc));
     if (s.bcc?.length) all.push(addressIn(eb, 'bcc_addresses', s.bcc));
@@ -203,32 +254,72 @@ function messageConditions(dialect: Dialect, s: MessageSearch) {
 }
 
 /** One page of threads, latest activity first. */
-export async function listThreadsPage(db: Db, dialect: Dialect, filter: ThreadFilter, page: ListPage): Promise<PageOf<InboxThread>> {
-  let query = db.selectFrom('inbox_threads').selectAll('inbox_threads').where('inbox_threads.inbox_id', '=', filter.inboxId);
+export async function listThreadsPage(
+  db: Db,
+  dialect: Dialect,
+  filter: ThreadFilter,
+  page: ListPage,
+): Promise<PageOf<InboxThread>> {
+  let query = db
+    .selectFrom('inbox_threads')
+    .selectAll('inbox_threads')
+    .where('inbox_threads.inbox_id', '=', filter.inboxId);
   if (filter.folders?.length) query = query.where('inbox_threads.folder', 'in', filter.folders);
   if (filter.labelIds?.length) {
-    query = query.where('inbox_threads.id', 'in', (eb) => eb.selectFrom('inbox_thread_labels').select('thread_id').where('label_id', 'in', filter.labelIds!));
+    query = query.where('inbox_threads.id', 'in', (eb) =>
+      eb.selectFrom('inbox_thread_labels').select('thread_id').where('label_id', 'in', filter.labelIds!),
+    );
   }
   if (filter.read !== undefined) {
     const unread = (eb: ExpressionBuilder<Database, 'inbox_threads'>) =>
-      eb.exists(eb.selectFrom('inbox_messages').select('inbox_messages.id').whereRef('inbox_messages.thread_id', '=', 'inbox_threads.id').where('inbox_messages.read', '=', 0));
+      eb.exists(
+        eb
+          .selectFrom('inbox_messages')
+          .select('inbox_messages.id')
+          .whereRef('inbox_messages.thread_id', '=', 'inbox_threads.id')
+          .where('inbox_messages.read', '=', 0),
+      );
     query = query.where((eb) => (filter.read ? eb.not(unread(eb)) : unread(eb)));
   }
   if (filter.search) {
     const conditions = messageConditions(dialect, filter.search);
-    query = query.where('inbox_threads.id', 'in', (eb) => eb.selectFrom('inbox_messages').select('inbox_messages.thread_id').where('inbox_messages.inbox_id', '=', filter.inboxId).where(conditions));
+    query = query.where('inbox_threads.id', 'in', (eb) =>
+      eb
+        .selectFrom('inbox_messages')
+        .select('inbox_messages.thread_id')
+        .where('inbox_messages.inbox_id', '=', filter.inboxId)
+        .where(conditions),
+    );
   }
   const cursor = page.before ?? page.after;
   const cursorTime = cursor
-    ? (await db.selectFrom('inbox_threads').select('last_message_at').where('inbox_id', '=', filter.inboxId).where('id', '=', cursor).executeTakeFirst())?.last_message_at
+    ? (
+        await db
+          .selectFrom('inbox_threads')
+          .select('last_message_at')
+          .where('inbox_id', '=', filter.inboxId)
+          .where('id', '=', cursor)
+          .executeTakeFirst()
+      )?.last_message_at
     : undefined;
   return readTimePage(query, { time: 'inbox_threads.last_message_at', key: 'inbox_threads.id' }, page, cursorTime);
 }
 
 /** The newest message of each thread matching the search. */
-export async function findMatchedMessages(db: Db, dialect: Dialect, threadIds: string[], search: MessageSearch): Promise<Map<string, InboxMessage>> {
+export async function findMatchedMessages(
+  db: Db,
+  dialect: Dialect,
+  threadIds: string[],
+  search: MessageSearch,
+): Promise<Map<string, InboxMessage>> {
   if (threadIds.length === 0) return new Map();
-  const rows = await db.selectFrom('inbox_messages').selectAll().where('thread_id', 'in', threadIds).where(messageConditions(dialect, search)).orderBy('at', 'desc').execute();
+  const rows = await db
+    .selectFrom('inbox_messages')
+    .selectAll()
+    .where('thread_id', 'in', threadIds)
+    .where(messageConditions(dialect, search))
+    .orderBy('at', 'desc')
+    .execute();
   const out = new Map<string, InboxMessage>();
   for (const r of rows) if (!out.has(r.thread_id)) out.set(r.thread_id, messageRows.decode(r));
   return out;
@@ -236,12 +327,27 @@ export async function findMatchedMessages(db: Db, dialect: Dialect, threadIds: s
 
 /** Every message of these threads, oldest first: what a thread's summary is computed from. */
 export const listMessagesOfThreads = async (db: Db, threadIds: string[]): Promise<InboxMessage[]> =>
-  threadIds.length === 0 ? [] : messageRows.decodeAll(await db.selectFrom('inbox_messages').selectAll().where('thread_id', 'in', threadIds).orderBy('at', 'asc').orderBy('id', 'asc').execute());
+  threadIds.length === 0
+    ? []
+    : messageRows.decodeAll(
+        await db
+          .selectFrom('inbox_messages')
+          .selectAll()
+          .where('thread_id', 'in', threadIds)
+          .orderBy('at', 'asc')
+          .orderBy('id', 'asc')
+          .execute(),
+      );
 
 /** The threads among these with a draft not yet sent. */
 export async function listThreadsWithDrafts(db: Db, threadIds: string[]): Promise<Set<string>> {
   if (threadIds.length === 0) return new Set();
-  const rows = await db.selectFrom('inbox_drafts').select('thread_id').where('thread_id', 'in', threadIds).where('email_id', 'is', null).execute();
+  const rows = await db
+    .selectFrom('inbox_drafts')
+    .select('thread_id')
+    .where('thread_id', 'in', threadIds)
+    .where('email_id', 'is', null)
+    .execute();
   return new Set(rows.map((r) => r.thread_id!));
 }
 
@@ -249,7 +355,11 @@ export async function listThreadsWithDrafts(db: Db, threadIds: string[]): Promis
 export async function listThreadMessagesPage(db: Db, threadId: string, page: ListPage): Promise<PageOf<InboxMessage>> {
   const base = db.selectFrom('inbox_messages').selectAll().where('thread_id', '=', threadId);
   const cursor = page.before ?? page.after;
-  const at = cursor ? (await base.where((eb) => eb.or([eb('received_email_id', '=', cursor), eb('email_id', '=', cursor)])).executeTakeFirst()) : undefined;
+  const at = cursor
+    ? await base
+        .where((eb) => eb.or([eb('received_email_id', '=', cursor), eb('email_id', '=', cursor)]))
+        .executeTakeFirst()
+    : undefined;
   if (cursor && !at) return { rows: [], more: false };
   if (page.before !== undefined) {
     const rows = await base
@@ -260,13 +370,24 @@ export async function listThreadMessagesPage(db: Db, threadId: string, page: Lis
       .execute();
     return { rows: messageRows.decodeAll(rows.slice(0, page.limit).reverse()), more: rows.length > page.limit };
   }
-  const from = at ? base.where((eb) => eb.or([eb('at', '>', at.at), eb.and([eb('at', '=', at.at), eb('id', '>', at.id)])])) : base;
-  const rows = await from.orderBy('at', 'asc').orderBy('id', 'asc').limit(page.limit + 1).offset(at ? 0 : page.offset).execute();
+  const from = at
+    ? base.where((eb) => eb.or([eb('at', '>', at.at), eb.and([eb('at', '=', at.at), eb('id', '>', at.id)])]))
+    : base;
+  const rows = await from
+    .orderBy('at', 'asc')
+    .orderBy('id', 'asc')
+    .limit(page.limit + 1)
+    .offset(at ? 0 : page.offset)
+    .execute();
   return { rows: messageRows.decodeAll(rows.slice(0, page.limit)), more: rows.length > page.limit };
 }
 
 /** A message of a thread by the id the API shows: its received email's or sent email's. */
-export const findThreadMessage = async (db: Db, threadId: string, emailId: string): Promise<InboxMessage | undefined> => {
+export const findThreadMessage = async (
+  db: Db,
+  threadId: string,
+  emailId: string,
+): Promise<InboxMessage | undefined> => {
   const row = await db
     .selectFrom('inbox_messages')
     .selectAll()
@@ -311,7 +432,8 @@ const refuseTakenName = (name: string | undefined, write: () => Promise<unknown>
     { field: 'name' },
   );
 
-export const saveLabel = (db: Db, label: InboxLabel): Promise<void> => refuseTakenName(label.name, () => db.insertInto('inbox_labels').values(label).execute());
+export const saveLabel = (db: Db, label: InboxLabel): Promise<void> =>
+  refuseTakenName(label.name, () => db.insertInto('inbox_labels').values(label).execute());
 
 export const updateLabel = (db: Db, id: string, changes: Partial<Pick<InboxLabel, 'name' | 'color'>>): Promise<void> =>
   refuseTakenName(changes.name, () => db.updateTable('inbox_labels').set(changes).where('id', '=', id).execute());
@@ -362,17 +484,31 @@ export const saveDraft = async (db: Db, draft: InboxDraft): Promise<void> => {
 };
 
 export const findDraft = async (db: Db, inboxId: string, id: string): Promise<InboxDraft | undefined> => {
-  const row = await db.selectFrom('inbox_drafts').selectAll().where('inbox_id', '=', inboxId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('inbox_drafts')
+    .selectAll()
+    .where('inbox_id', '=', inboxId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && draftRows.decode(row);
 };
 
-export async function updateDraft(db: Db, id: string, changes: Partial<Omit<InboxDraft, 'id' | 'workspace_id' | 'inbox_id' | 'created_at'>>): Promise<void> {
+export async function updateDraft(
+  db: Db,
+  id: string,
+  changes: Partial<Omit<InboxDraft, 'id' | 'workspace_id' | 'inbox_id' | 'created_at'>>,
+): Promise<void> {
   await db.updateTable('inbox_drafts').set(draftRows.encode(changes)).where('id', '=', id).execute();
 }
 
 /** Records the email a draft became; false when another send took it first. */
 export async function markDraftSent(db: Db, id: string, emailId: string, now: number): Promise<boolean> {
-  const r = await db.updateTable('inbox_drafts').set({ email_id: emailId, updated_at: now }).where('id', '=', id).where('email_id', 'is', null).executeTakeFirst();
+  const r = await db
+    .updateTable('inbox_drafts')
+    .set({ email_id: emailId, updated_at: now })
+    .where('id', '=', id)
+    .where('email_id', 'is', null)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
@@ -384,7 +520,16 @@ export async function removeDraft(db: Db, id: string): Promise<void> {
 export async function listDraftsPage(db: Db, inboxId: string, page: ListPage): Promise<PageOf<InboxDraft>> {
   const query = db.selectFrom('inbox_drafts').selectAll().where('inbox_id', '=', inboxId).where('email_id', 'is', null);
   const cursor = page.before ?? page.after;
-  const cursorTime = cursor ? (await db.selectFrom('inbox_drafts').select('updated_at').where('inbox_id', '=', inboxId).where('id', '=', cursor).executeTakeFirst())?.updated_at : undefined;
+  const cursorTime = cursor
+    ? (
+        await db
+          .selectFrom('inbox_drafts')
+          .select('updated_at')
+          .where('inbox_id', '=', inboxId)
+          .where('id', '=', cursor)
+          .executeTakeFirst()
+      )?.updated_at
+    : undefined;
   return draftRows.decodePage(await readTimePage(query, { time: 'updated_at', key: 'id' }, page, cursorTime));
 }
 
@@ -401,7 +546,10 @@ export async function countOpenDrafts(db: Db, inboxIds: string[]): Promise<Map<s
 }
 
 /** Attachments of drafts, without their bytes, in order. */
-export async function listDraftAttachmentInfo(db: Db, draftIds: string[]): Promise<Map<string, Array<Omit<InboxDraftAttachment, 'content'>>>> {
+export async function listDraftAttachmentInfo(
+  db: Db,
+  draftIds: string[],
+): Promise<Map<string, Array<Omit<InboxDraftAttachment, 'content'>>>> {
   const out = new Map<string, Array<Omit<InboxDraftAttachment, 'content'>>>();
   if (draftIds.length === 0) return out;
   const rows = await db
@@ -418,7 +566,11 @@ export const listDraftAttachments = (db: Db, draftId: string): Promise<InboxDraf
   db.selectFrom('inbox_draft_attachments').selectAll().where('draft_id', '=', draftId).orderBy('position').execute();
 
 /** Replaces every attachment of a draft. */
-export async function replaceDraftAttachments(db: Db, draftId: string, attachments: InboxDraftAttachment[]): Promise<void> {
+export async function replaceDraftAttachments(
+  db: Db,
+  draftId: string,
+  attachments: InboxDraftAttachment[],
+): Promise<void> {
   await db.deleteFrom('inbox_draft_attachments').where('draft_id', '=', draftId).execute();
   if (attachments.length > 0) await db.insertInto('inbox_draft_attachments').values(attachments).execute();
 }
@@ -435,7 +587,15 @@ export async function saveAgent(db: Db, agent: InboxAgent): Promise<void> {
   await db
     .insertInto('inbox_agents')
     .values(row)
-    .onConflict((oc) => oc.column('inbox_id').doUpdateSet({ instructions: row.instructions, tone: row.tone, actions: row.actions, forward_to: row.forward_to, updated_at: row.updated_at }))
+    .onConflict((oc) =>
+      oc.column('inbox_id').doUpdateSet({
+        instructions: row.instructions,
+        tone: row.tone,
+        actions: row.actions,
+        forward_to: row.forward_to,
+        updated_at: row.updated_at,
+      }),
+    )
     .execute();
 }
 
@@ -449,7 +609,11 @@ const saveAgentRun = async (db: Db, run: InboxAgentRun): Promise<void> => {
  * A new message for the inbox's agent, when the inbox has one that may do something (at least
  * one action allowed): a run, written in the transaction that files the message.
  */
-export async function queueAgentRun(trx: Db, m: { workspaceId: string; inboxId: string; threadId: string; messageId: string }, now: number): Promise<void> {
+export async function queueAgentRun(
+  trx: Db,
+  m: { workspaceId: string; inboxId: string; threadId: string; messageId: string },
+  now: number,
+): Promise<void> {
   const agent = await findAgent(trx, m.inboxId);
   if (!agent || agent.actions.length === 0) return;
   await saveAgentRun(trx, {
@@ -479,16 +643,28 @@ export async function claimAgentRuns(db: Db, dialect: Dialect, lease: Lease, lim
   const pick = db
     .selectFrom('inbox_agent_runs')
     .select('id')
-    .where((eb) => eb.or([eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', lease.now)]), eb('status', '=', 'running')]))
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('status', '=', 'pending'), eb('next_attempt_at', '<=', lease.now)]),
+        eb('status', '=', 'running'),
+      ]),
+    )
     .where(unleased(lease.now))
     .orderBy('next_attempt_at')
     .limit(limit);
-  const rows = await claimRows(db, dialect, 'inbox_agent_runs', lease, pick, { set: { status: 'running', started_at: lease.now, updated_at: lease.now } });
+  const rows = await claimRows(db, dialect, 'inbox_agent_runs', lease, pick, {
+    set: { status: 'running', started_at: lease.now, updated_at: lease.now },
+  });
   return agentRunRows.decodeAll(rows);
 }
 
 /** Records a run's outcome and gives its lease back, only while `owner` holds it; false when another node took it over. */
-export async function finishAgentRun(db: Db, id: string, owner: string, changes: Pick<InboxAgentRun, 'status' | 'attempts' | 'next_attempt_at' | 'actions' | 'error' | 'updated_at'>): Promise<boolean> {
+export async function finishAgentRun(
+  db: Db,
+  id: string,
+  owner: string,
+  changes: Pick<InboxAgentRun, 'status' | 'attempts' | 'next_attempt_at' | 'actions' | 'error' | 'updated_at'>,
+): Promise<boolean> {
   const result = await db
     .updateTable('inbox_agent_runs')
     .set({ ...agentRunRows.encode(changes), lease_owner: null, lease_until: null })
@@ -502,7 +678,15 @@ export async function finishAgentRun(db: Db, id: string, owner: string, changes:
 export async function listAgentRunsOfThreads(db: Db, threadIds: string[]): Promise<Map<string, InboxAgentRun[]>> {
   const out = new Map<string, InboxAgentRun[]>();
   if (threadIds.length === 0) return out;
-  const rows = agentRunRows.decodeAll(await db.selectFrom('inbox_agent_runs').selectAll().where('thread_id', 'in', threadIds).orderBy('created_at').orderBy('id').execute());
+  const rows = agentRunRows.decodeAll(
+    await db
+      .selectFrom('inbox_agent_runs')
+      .selectAll()
+      .where('thread_id', 'in', threadIds)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute(),
+  );
   for (const r of rows) out.set(r.thread_id, [...(out.get(r.thread_id) ?? []), r]);
   return out;
 }

@@ -11,7 +11,14 @@ import type { Database } from './tables.js';
  * holder that dies leaves a lease that runs out, and any worker claims the row again: work is
  * at least once, and nothing lives only in memory.
  */
-export type LeasedTable = 'queue_items' | 'webhook_deliveries' | 'workflow_runs' | 'workflow_triggers' | 'campaigns' | 'contact_imports' | 'inbox_agent_runs';
+export type LeasedTable =
+  | 'queue_items'
+  | 'webhook_deliveries'
+  | 'workflow_runs'
+  | 'workflow_triggers'
+  | 'campaigns'
+  | 'contact_imports'
+  | 'inbox_agent_runs';
 
 export interface Lease {
   owner: string;
@@ -21,7 +28,8 @@ export interface Lease {
 }
 
 /** Rows no live lease holds: never leased, given back, or their holder's lease ran out. */
-export const unleased = (now: number, column = 'lease_until') => sql<boolean>`(${sql.ref(column)} is null or ${sql.ref(column)} < ${now})`;
+export const unleased = (now: number, column = 'lease_until') =>
+  sql<boolean>`(${sql.ref(column)} is null or ${sql.ref(column)} < ${now})`;
 
 type Pick = SelectQueryBuilder<Database, never, { id: string }>;
 
@@ -41,7 +49,9 @@ export async function claimRows<T extends LeasedTable>(
   pick: SelectQueryBuilder<Database, any, { id: string }>,
   options: { set?: Record<string, unknown>; lockOf?: string } = {},
 ): Promise<Array<Selectable<Database[T]>>> {
-  const picked = (dialect === 'postgres' ? (options.lockOf ? pick.forUpdate(options.lockOf) : pick.forUpdate()).skipLocked() : pick) as Pick;
+  const picked = (
+    dialect === 'postgres' ? (options.lockOf ? pick.forUpdate(options.lockOf) : pick.forUpdate()).skipLocked() : pick
+  ) as Pick;
   // eslint-disable-next-line no-restricted-syntax -- kysely cannot type an update of a table named by a parameter
   return (await db
     .updateTable(table as 'queue_items')
@@ -55,7 +65,13 @@ export async function claimRows<T extends LeasedTable>(
 const CHUNK = 500;
 
 /** Keeps the leases of work still running from running out; returns how many rows `owner` still held. */
-export async function renewLeases(db: Db, table: LeasedTable, owner: string, ids: readonly string[], until: number): Promise<number> {
+export async function renewLeases(
+  db: Db,
+  table: LeasedTable,
+  owner: string,
+  ids: readonly string[],
+  until: number,
+): Promise<number> {
   let renewed = 0;
   for (let i = 0; i < ids.length; i += CHUNK) {
     const result = await db
@@ -74,12 +90,24 @@ export async function renewLeases(db: Db, table: LeasedTable, owner: string, ids
  * of why it waits): work claimed but not started at a stop, a destination that must wait. A
  * queue row goes back to `queued` (`deferred` once attempted) and its email's status follows.
  */
-export async function releaseLeases(db: Db, table: LeasedTable, owner: string, ids: readonly string[], options: { dueAt?: number; now?: number; note?: string } = {}): Promise<string[]> {
+export async function releaseLeases(
+  db: Db,
+  table: LeasedTable,
+  owner: string,
+  ids: readonly string[],
+  options: { dueAt?: number; now?: number; note?: string } = {},
+): Promise<string[]> {
   const released: string[] = [];
   for (let i = 0; i < ids.length; i += CHUNK) {
     const chunk = ids.slice(i, i + CHUNK);
     if (table !== 'queue_items') {
-      const rows = await db.updateTable(table as 'webhook_deliveries').set({ lease_owner: null, lease_until: null }).where('lease_owner', '=', owner).where('id', 'in', chunk).returning('id').execute();
+      const rows = await db
+        .updateTable(table as 'webhook_deliveries')
+        .set({ lease_owner: null, lease_until: null })
+        .where('lease_owner', '=', owner)
+        .where('id', 'in', chunk)
+        .returning('id')
+        .execute();
       released.push(...rows.map((r) => r.id));
       continue;
     }
@@ -91,7 +119,9 @@ export async function releaseLeases(db: Db, table: LeasedTable, owner: string, i
         next_attempt_at: options.dueAt ?? now,
         updated_at: now,
         // Why it waits, for `mailsvc queue list` (a row never attempted has no reply of its own).
-        ...(options.note ? { last_response: sql<string>`case when attempts > 0 then last_response else ${options.note} end` } : {}),
+        ...(options.note
+          ? { last_response: sql<string>`case when attempts > 0 then last_response else ${options.note} end` }
+          : {}),
       })
       .where('lease_owner', '=', owner)
       .where('status', '=', 'sending')
@@ -118,16 +148,32 @@ const requeued = {
  * that no other server holds one (PostgreSQL nodes wait for a dead node's leases to run out).
  * Returns how many rows of each table were held.
  */
-export async function releaseHeldLeases(db: Db, owner: string | null, now: number): Promise<Record<LeasedTable, number>> {
+export async function releaseHeldLeases(
+  db: Db,
+  owner: string | null,
+  now: number,
+): Promise<Record<LeasedTable, number>> {
   return db.transaction().execute(async (trx) => {
-    let queue = trx.updateTable('queue_items').set({ ...requeued, next_attempt_at: now, updated_at: now }).where('status', '=', 'sending');
+    let queue = trx
+      .updateTable('queue_items')
+      .set({ ...requeued, next_attempt_at: now, updated_at: now })
+      .where('status', '=', 'sending');
     if (owner !== null) queue = queue.where('lease_owner', '=', owner);
     const held = await queue.returning('email_id').execute();
     await refreshEmailStatuses(trx, [...new Set(held.map((r) => r.email_id))], now);
     const counts = { queue_items: held.length } as Record<LeasedTable, number>;
-    for (const table of ['webhook_deliveries', 'workflow_runs', 'workflow_triggers', 'campaigns', 'contact_imports', 'inbox_agent_runs'] as const) {
+    for (const table of [
+      'webhook_deliveries',
+      'workflow_runs',
+      'workflow_triggers',
+      'campaigns',
+      'contact_imports',
+      'inbox_agent_runs',
+    ] as const) {
       const q = trx.updateTable(table as 'webhook_deliveries').set({ lease_owner: null, lease_until: null });
-      const result = await (owner === null ? q.where('lease_owner', 'is not', null) : q.where('lease_owner', '=', owner)).executeTakeFirst();
+      const result = await (
+        owner === null ? q.where('lease_owner', 'is not', null) : q.where('lease_owner', '=', owner)
+      ).executeTakeFirst();
       counts[table] = Number(result.numUpdatedRows);
     }
     return counts;

@@ -19,26 +19,58 @@ export const upsertOAuthModel = async (db: Db, model: OAuthModel): Promise<void>
   await db
     .insertInto('oauth_models')
     .values(row)
-    .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet({ payload: row.payload, grant_id: row.grant_id, uid: row.uid, expires_at: row.expires_at, consumed_at: row.consumed_at }))
+    .onConflict((oc) =>
+      oc.columns(['model', 'id']).doUpdateSet({
+        payload: row.payload,
+        grant_id: row.grant_id,
+        uid: row.uid,
+        expires_at: row.expires_at,
+        consumed_at: row.consumed_at,
+      }),
+    )
     .execute();
 };
 
 export const findOAuthModel = async (db: Db, model: string, id: string): Promise<OAuthModel | undefined> => {
-  const row = await db.selectFrom('oauth_models').selectAll().where('model', '=', model).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('oauth_models')
+    .selectAll()
+    .where('model', '=', model)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && modelRows.decode(row);
 };
 
 export const findOAuthModelByUid = async (db: Db, model: string, uid: string): Promise<OAuthModel | undefined> => {
-  const row = await db.selectFrom('oauth_models').selectAll().where('model', '=', model).where('uid', '=', uid).executeTakeFirst();
+  const row = await db
+    .selectFrom('oauth_models')
+    .selectAll()
+    .where('model', '=', model)
+    .where('uid', '=', uid)
+    .executeTakeFirst();
   return row && modelRows.decode(row);
 };
 
 export const listOAuthModels = async (db: Db, model: string): Promise<OAuthModel[]> =>
-  modelRows.decodeAll(await db.selectFrom('oauth_models').selectAll().where('model', '=', model).orderBy('created_at', 'desc').orderBy('id').execute());
+  modelRows.decodeAll(
+    await db
+      .selectFrom('oauth_models')
+      .selectAll()
+      .where('model', '=', model)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .execute(),
+  );
 
 /** Marks a code or refresh token used, once: false when it already was. */
 export const consumeOAuthModel = async (db: Db, model: string, id: string, at: number): Promise<boolean> => {
-  const result = await db.updateTable('oauth_models').set({ consumed_at: at }).where('model', '=', model).where('id', '=', id).where('consumed_at', 'is', null).executeTakeFirst();
+  const result = await db
+    .updateTable('oauth_models')
+    .set({ consumed_at: at })
+    .where('model', '=', model)
+    .where('id', '=', id)
+    .where('consumed_at', 'is', null)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 };
 
@@ -49,7 +81,15 @@ export const deleteOAuthModel = async (db: Db, model: string, id: string): Promi
 
 /** Everything oidc-provider issued under one of its grants (codes, refresh tokens, the grant itself). */
 export const deleteOAuthModelsOfGrant = async (db: Db, providerGrantId: string): Promise<void> => {
-  await db.deleteFrom('oauth_models').where((eb) => eb.or([eb('grant_id', '=', providerGrantId), eb.and([eb('model', '=', 'Grant'), eb('id', '=', providerGrantId)])])).execute();
+  await db
+    .deleteFrom('oauth_models')
+    .where((eb) =>
+      eb.or([
+        eb('grant_id', '=', providerGrantId),
+        eb.and([eb('model', '=', 'Grant'), eb('id', '=', providerGrantId)]),
+      ]),
+    )
+    .execute();
 };
 
 export const deleteExpiredOAuthModels = async (db: Db, now: number): Promise<number> => {
@@ -67,7 +107,11 @@ export const findOAuthGrant = async (db: Db, id: string): Promise<OAuthGrant | u
 };
 
 export const findOAuthGrantByProviderId = async (db: Db, providerGrantId: string): Promise<OAuthGrant | undefined> => {
-  const row = await db.selectFrom('oauth_grants').selectAll().where('provider_grant_id', '=', providerGrantId).executeTakeFirst();
+  const row = await db
+    .selectFrom('oauth_grants')
+    .selectAll()
+    .where('provider_grant_id', '=', providerGrantId)
+    .executeTakeFirst();
   return row && grantRows.decode(row);
 };
 
@@ -81,7 +125,13 @@ const listedGrants = (db: Db) =>
   db
     .selectFrom('oauth_grants')
     .selectAll('oauth_grants')
-    .select((eb) => eb.selectFrom('credentials').whereRef('credentials.grant_id', '=', 'oauth_grants.id').select((e) => e.fn.max('credentials.last_used_at').as('m')).as('last_used_at'));
+    .select((eb) =>
+      eb
+        .selectFrom('credentials')
+        .whereRef('credentials.grant_id', '=', 'oauth_grants.id')
+        .select((e) => e.fn.max('credentials.last_used_at').as('m'))
+        .as('last_used_at'),
+    );
 
 const decodeListed = <R extends Selectable<OAuthGrantsTable> & { last_used_at: unknown }>(r: R): ListedGrant => ({
   ...grantRows.decode(r),
@@ -110,9 +160,20 @@ export const findListedOAuthGrant = async (db: Db, id: string): Promise<ListedGr
  */
 export async function revokeOAuthGrant(db: Db, id: string, at: number): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const result = await trx.updateTable('oauth_grants').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).returning('provider_grant_id').executeTakeFirst();
+    const result = await trx
+      .updateTable('oauth_grants')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .returning('provider_grant_id')
+      .executeTakeFirst();
     if (!result) return false;
-    await trx.updateTable('credentials').set({ revoked_at: at }).where('grant_id', '=', id).where('revoked_at', 'is', null).execute();
+    await trx
+      .updateTable('credentials')
+      .set({ revoked_at: at })
+      .where('grant_id', '=', id)
+      .where('revoked_at', 'is', null)
+      .execute();
     if (result.provider_grant_id !== null) await deleteOAuthModelsOfGrant(trx, result.provider_grant_id);
     return true;
   });
@@ -120,14 +181,31 @@ export async function revokeOAuthGrant(db: Db, id: string, at: number): Promise<
 
 /** The grant ids of one client's grants still in force (a client removed ends them all). */
 export const activeGrantIdsOfClient = async (db: Db, clientId: string): Promise<string[]> =>
-  (await db.selectFrom('oauth_grants').select('id').where('client_id', '=', clientId).where('revoked_at', 'is', null).execute()).map((r) => r.id);
+  (
+    await db
+      .selectFrom('oauth_grants')
+      .select('id')
+      .where('client_id', '=', clientId)
+      .where('revoked_at', 'is', null)
+      .execute()
+  ).map((r) => r.id);
 
 /** Revokes the access tokens issued under a grant (the authorization server ending its tokens, the grant row kept). */
 export const revokeCredentialsOfGrant = async (db: Db, grantId: string, at: number): Promise<void> => {
-  await db.updateTable('credentials').set({ revoked_at: at }).where('grant_id', '=', grantId).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('credentials')
+    .set({ revoked_at: at })
+    .where('grant_id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
 };
 
 /** Revokes one access token by the hash of its secret (oidc-provider revoking or expiring it). */
 export const revokeCredentialByHash = async (db: Db, secretHash: string, at: number): Promise<void> => {
-  await db.updateTable('credentials').set({ revoked_at: at }).where('secret_hash', '=', secretHash).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('credentials')
+    .set({ revoked_at: at })
+    .where('secret_hash', '=', secretHash)
+    .where('revoked_at', 'is', null)
+    .execute();
 };

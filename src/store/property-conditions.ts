@@ -16,7 +16,14 @@ export interface PropertyCondition {
   value?: string | number | boolean;
 }
 
-const SQL_OPERATORS: Record<Exclude<ConditionOperator, 'exists' | 'not_exists'>, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' };
+const SQL_OPERATORS: Record<Exclude<ConditionOperator, 'exists' | 'not_exists'>, string> = {
+  eq: '=',
+  neq: '<>',
+  gt: '>',
+  gte: '>=',
+  lt: '<',
+  lte: '<=',
+};
 
 /**
  * The property's value in `subscribers.metadata` when it has the condition's type, else NULL:
@@ -33,8 +40,10 @@ function typedValue(dialect: Dialect, c: PropertyCondition): RawBuilder<unknown>
     return sql`(case when json_typeof(${node}) = 'string' then ${text} end)`;
   }
   const path = sql.lit(`$.${c.property}`);
-  if (c.type === 'number') return sql`(case when json_type(${column}, ${path}) in ('integer', 'real') then json_extract(${column}, ${path}) end)`;
-  if (c.type === 'boolean') return sql`(case when json_type(${column}, ${path}) in ('true', 'false') then json_type(${column}, ${path}) end)`;
+  if (c.type === 'number')
+    return sql`(case when json_type(${column}, ${path}) in ('integer', 'real') then json_extract(${column}, ${path}) end)`;
+  if (c.type === 'boolean')
+    return sql`(case when json_type(${column}, ${path}) in ('true', 'false') then json_type(${column}, ${path}) end)`;
   return sql`(case when json_type(${column}, ${path}) = 'text' then json_extract(${column}, ${path}) end)`;
 }
 

@@ -12,7 +12,9 @@ import { PRIORITY, type QueueStatus } from './tables/emails.js';
  */
 
 /** Every (status, priority) a due row can have: one index range scan each. */
-const DUE_ARMS = (['queued', 'deferred'] as const).flatMap((status) => Object.values(PRIORITY).map((priority) => [status, priority] as const));
+const DUE_ARMS = (['queued', 'deferred'] as const).flatMap((status) =>
+  Object.values(PRIORITY).map((priority) => [status, priority] as const),
+);
 
 type DueQuery = SelectQueryBuilder<Database, 'queue_items', { id: string; priority: number; next_attempt_at: number }>;
 
@@ -30,10 +32,17 @@ type DueQuery = SelectQueryBuilder<Database, 'queue_items', { id: string; priori
  * On PostgreSQL by one ordered scan, locked by the claim (store/lease.ts): union arms would each
  * lock up to `limit` rows of their own and hide the ones not claimed from the other nodes.
  */
-export async function claimDueQueueItems(trx: Db, dialect: Dialect, lease: Lease, limit: number, excludeDomains: readonly string[] = []): Promise<QueueItem[]> {
+export async function claimDueQueueItems(
+  trx: Db,
+  dialect: Dialect,
+  lease: Lease,
+  limit: number,
+  excludeDomains: readonly string[] = [],
+): Promise<QueueItem[]> {
   if (limit <= 0) return [];
   const now = lease.now;
-  const due = (q: DueQuery): DueQuery => (excludeDomains.length > 0 ? q.where('recipient_domain', 'not in', [...excludeDomains]) : q);
+  const due = (q: DueQuery): DueQuery =>
+    excludeDomains.length > 0 ? q.where('recipient_domain', 'not in', [...excludeDomains]) : q;
   const columns = ['id', 'priority', 'next_attempt_at'] as const;
   if (dialect === 'postgres') {
     const pick = due(
@@ -41,7 +50,10 @@ export async function claimDueQueueItems(trx: Db, dialect: Dialect, lease: Lease
         .selectFrom('queue_items')
         .select(columns)
         .where((w) =>
-          w.or([w.and([w('status', 'in', ['queued', 'deferred']), w('next_attempt_at', '<=', now)]), w.and([w('status', '=', 'sending'), w('lease_until', '<', now)])]),
+          w.or([
+            w.and([w('status', 'in', ['queued', 'deferred']), w('next_attempt_at', '<=', now)]),
+            w.and([w('status', '=', 'sending'), w('lease_until', '<', now)]),
+          ]),
         ),
     )
       .orderBy('priority')
@@ -51,31 +63,60 @@ export async function claimDueQueueItems(trx: Db, dialect: Dialect, lease: Lease
       .select('id');
     return inClaimOrder(queueItemRows.decodeAll(await claimWithEmails(trx, lease, pick)));
   }
-  const arm = (name: string, pickArm: (q: DueQuery) => DueQuery) => trx.selectFrom(due(pickArm(trx.selectFrom('queue_items').select(columns))).limit(limit).as(name)).select(columns);
+  const arm = (name: string, pickArm: (q: DueQuery) => DueQuery) =>
+    trx
+      .selectFrom(
+        due(pickArm(trx.selectFrom('queue_items').select(columns)))
+          .limit(limit)
+          .as(name),
+      )
+      .select(columns);
   const arms = DUE_ARMS.map(([status, priority], i) =>
-    arm(`due${i}`, (q) => q.where('status', '=', status).where('priority', '=', priority).where('next_attempt_at', '<=', now).orderBy('next_attempt_at')),
+    arm(`due${i}`, (q) =>
+      q
+        .where('status', '=', status)
+        .where('priority', '=', priority)
+        .where('next_attempt_at', '<=', now)
+        .orderBy('next_attempt_at'),
+    ),
   );
-  const expired = arm('expired', (q) => q.where('status', '=', 'sending').where('lease_until', '<', now).orderBy('priority').orderBy('next_attempt_at'));
+  const expired = arm('expired', (q) =>
+    q.where('status', '=', 'sending').where('lease_until', '<', now).orderBy('priority').orderBy('next_attempt_at'),
+  );
   const union = arms.reduce((all, a) => all.unionAll(a), expired);
   const pick = trx.selectFrom(union.as('due')).select('id').orderBy('priority').orderBy('next_attempt_at').limit(limit);
-  const claimed = inClaimOrder(queueItemRows.decodeAll(await claimRows(trx, dialect, 'queue_items', lease, pick, { set: { status: 'sending', updated_at: now } })));
+  const claimed = inClaimOrder(
+    queueItemRows.decodeAll(
+      await claimRows(trx, dialect, 'queue_items', lease, pick, { set: { status: 'sending', updated_at: now } }),
+    ),
+  );
   const emailIds = [...new Set(claimed.map((c) => c.email_id))];
   if (emailIds.length > 0) await markEmailsSending(trx, emailIds, now);
   return claimed;
 }
 
 /** RETURNING does not keep the sub-select's order: restored, so work starts by priority. */
-const inClaimOrder = (claimed: QueueItem[]): QueueItem[] => claimed.sort((x, y) => x.priority - y.priority || x.next_attempt_at - y.next_attempt_at);
+const inClaimOrder = (claimed: QueueItem[]): QueueItem[] =>
+  claimed.sort((x, y) => x.priority - y.priority || x.next_attempt_at - y.next_attempt_at);
 
 /** The claimed rows' emails show `sending`, unless they are final already (cancelled meanwhile). */
 const markEmailsSending = (trx: Db, ids: readonly string[], now: number) =>
-  trx.updateTable('emails').set({ status: 'sending', updated_at: now }).where('id', 'in', [...ids]).where('status', 'in', ['scheduled', 'queued', 'deferred']).execute();
+  trx
+    .updateTable('emails')
+    .set({ status: 'sending', updated_at: now })
+    .where('id', 'in', [...ids])
+    .where('status', 'in', ['scheduled', 'queued', 'deferred'])
+    .execute();
 
 /**
  * PostgreSQL: the claim (store/lease.ts: the lease, FOR UPDATE SKIP LOCKED) and its emails'
  * `sending` in one statement, a data-modifying WITH: one round trip per claim instead of two.
  */
-async function claimWithEmails(trx: Db, lease: Lease, pick: SelectQueryBuilder<Database, 'queue_items', { id: string }>) {
+async function claimWithEmails(
+  trx: Db,
+  lease: Lease,
+  pick: SelectQueryBuilder<Database, 'queue_items', { id: string }>,
+) {
   return trx
     .with('claimed', (db) =>
       db
@@ -120,15 +161,22 @@ export interface FinishedQueueItem extends QueueItemOutcome {
  * only rows written: a row whose lease expired and that another worker took is that worker's
  * to record.
  */
-export async function finishQueueItems(trx: Db, owner: string, rows: readonly FinishedQueueItem[], now: number): Promise<Set<string>> {
+export async function finishQueueItems(
+  trx: Db,
+  owner: string,
+  rows: readonly FinishedQueueItem[],
+  now: number,
+): Promise<Set<string>> {
   const mine = new Set<string>();
   for (let i = 0; i < rows.length; i += CHUNK) {
     // VALUES columns are column1…column7 on both engines; parameters are typed by CAST for PostgreSQL.
     const values = sql.join(
-      rows.slice(i, i + CHUNK).map(
-        (r) =>
-          sql`(${r.id}, ${r.status}, cast(${r.attempted ? 1 : 0} as integer), cast(${r.code} as integer), ${r.response}, cast(${r.nextAttemptAt ?? null} as bigint), cast(${r.finished ? now : null} as bigint))`,
-      ),
+      rows
+        .slice(i, i + CHUNK)
+        .map(
+          (r) =>
+            sql`(${r.id}, ${r.status}, cast(${r.attempted ? 1 : 0} as integer), cast(${r.code} as integer), ${r.response}, cast(${r.nextAttemptAt ?? null} as bigint), cast(${r.finished ? now : null} as bigint))`,
+        ),
     );
     const result = await sql<{ id: string }>`
       update queue_items set
@@ -150,7 +198,11 @@ export async function finishQueueItems(trx: Db, owner: string, rows: readonly Fi
 }
 
 export const saveDeliveryAttempts = async (trx: Db, attempts: DeliveryAttempt[]): Promise<void> => {
-  for (let i = 0; i < attempts.length; i += CHUNK) await trx.insertInto('delivery_attempts').values(attempts.slice(i, i + CHUNK).map(deliveryAttemptRows.encode)).execute();
+  for (let i = 0; i < attempts.length; i += CHUNK)
+    await trx
+      .insertInto('delivery_attempts')
+      .values(attempts.slice(i, i + CHUNK).map(deliveryAttemptRows.encode))
+      .execute();
 };
 
 export interface QueueListQuery {
@@ -171,15 +223,29 @@ const filtered = (db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>) => {
 
 /** Queue rows for operators, soonest due first. */
 export const listQueueItems = async (db: Db, q: QueueListQuery): Promise<QueueItem[]> =>
-  queueItemRows.decodeAll(await filtered(db, q).selectAll().orderBy('next_attempt_at').orderBy('id').limit(q.limit).offset(q.offset).execute());
+  queueItemRows.decodeAll(
+    await filtered(db, q)
+      .selectAll()
+      .orderBy('next_attempt_at')
+      .orderBy('id')
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute(),
+  );
 
 export async function countQueueItems(db: Db, q: Omit<QueueListQuery, 'limit' | 'offset'>): Promise<number> {
-  const row = await filtered(db, q).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await filtered(db, q)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 /** Rows due now (queued or deferred, their time come), per destination domain. */
-export async function countDueQueueItemsByDomain(db: Db, domains: readonly string[], now: number): Promise<Map<string, number>> {
+export async function countDueQueueItemsByDomain(
+  db: Db,
+  domains: readonly string[],
+  now: number,
+): Promise<Map<string, number>> {
   if (domains.length === 0) return new Map();
   const rows = await db
     .selectFrom('queue_items')
@@ -225,7 +291,14 @@ export async function cancelQueueItems(trx: Db, ids: readonly string[], now: num
   return queueItemRows.decodeAll(
     await trx
       .updateTable('queue_items')
-      .set({ status: 'cancelled', lease_owner: null, lease_until: null, finished_at: now, updated_at: now, last_response: 'cancelled by an operator' })
+      .set({
+        status: 'cancelled',
+        lease_owner: null,
+        lease_until: null,
+        finished_at: now,
+        updated_at: now,
+        last_response: 'cancelled by an operator',
+      })
       .where('id', 'in', [...ids])
       .where('status', 'in', ['queued', 'deferred', 'held'])
       .returningAll()
@@ -234,14 +307,25 @@ export async function cancelQueueItems(trx: Db, ids: readonly string[], now: num
 }
 
 /** Ids of waiting rows, for `queue retry --all`. */
-export const listWaitingQueueItemIds = async (db: Db, statuses: readonly QueueStatus[], workspaceId?: string): Promise<string[]> => {
-  let q = db.selectFrom('queue_items').select('id').where('status', 'in', [...statuses]);
+export const listWaitingQueueItemIds = async (
+  db: Db,
+  statuses: readonly QueueStatus[],
+  workspaceId?: string,
+): Promise<string[]> => {
+  let q = db
+    .selectFrom('queue_items')
+    .select('id')
+    .where('status', 'in', [...statuses]);
   if (workspaceId) q = q.where('workspace_id', '=', workspaceId);
   return (await q.execute()).map((r) => r.id);
 };
 
 /** The queue item of one recipient of an email (addresses compared without case). */
-export const findQueueItemOfRecipient = async (db: Db, emailId: string, recipient: string): Promise<QueueItem | undefined> => {
+export const findQueueItemOfRecipient = async (
+  db: Db,
+  emailId: string,
+  recipient: string,
+): Promise<QueueItem | undefined> => {
   const row = await db
     .selectFrom('queue_items')
     .selectAll()
@@ -256,10 +340,23 @@ export const findQueueItemOfRecipient = async (db: Db, emailId: string, recipien
  * reported failure). A row a worker holds right now is left to that worker; false then, and
  * when it had bounced already.
  */
-export async function bounceQueueItem(trx: Db, id: string, reply: { code: number | null; response: string }, now: number): Promise<boolean> {
+export async function bounceQueueItem(
+  trx: Db,
+  id: string,
+  reply: { code: number | null; response: string },
+  now: number,
+): Promise<boolean> {
   const result = await trx
     .updateTable('queue_items')
-    .set({ status: 'bounced', last_code: reply.code, last_response: reply.response, lease_owner: null, lease_until: null, updated_at: now, finished_at: now })
+    .set({
+      status: 'bounced',
+      last_code: reply.code,
+      last_response: reply.response,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: now,
+      finished_at: now,
+    })
     .where('id', '=', id)
     .where('status', 'in', ['delivered', 'deferred', 'queued'])
     .executeTakeFirst();
@@ -267,7 +364,9 @@ export async function bounceQueueItem(trx: Db, id: string, reply: { code: number
 }
 
 /** Rows waiting, held or in flight, by status (the metrics' queue depth); finished rows are not counted. */
-export async function countActiveQueueItems(db: Db): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>> {
+export async function countActiveQueueItems(
+  db: Db,
+): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>> {
   const depth = { queued: 0, sending: 0, deferred: 0, held: 0 };
   const rows = await db
     .selectFrom('queue_items')

@@ -6,13 +6,24 @@ import type { Db } from './infra/db.js';
  * the addition would pass `ceiling` (then nothing is added). The row lock of the upsert
  * serialises concurrent hits from every node, so no two see the same count.
  */
-async function addToWindow(db: Db, key: string, windowStart: number, expiresAt: number, cost: number, ceiling: number | null): Promise<number | null> {
+async function addToWindow(
+  db: Db,
+  key: string,
+  windowStart: number,
+  expiresAt: number,
+  cost: number,
+  ceiling: number | null,
+): Promise<number | null> {
   const row = await db
     .insertInto('rate_limit_windows')
     .values({ key, window_start: windowStart, count: cost, expires_at: expiresAt })
     .onConflict((oc) => {
-      const update = oc.columns(['key', 'window_start']).doUpdateSet((eb) => ({ count: eb('rate_limit_windows.count', '+', eb.ref('excluded.count')) }));
-      return ceiling === null ? update : update.where((eb) => eb(eb('rate_limit_windows.count', '+', eb.ref('excluded.count')), '<=', ceiling));
+      const update = oc
+        .columns(['key', 'window_start'])
+        .doUpdateSet((eb) => ({ count: eb('rate_limit_windows.count', '+', eb.ref('excluded.count')) }));
+      return ceiling === null
+        ? update
+        : update.where((eb) => eb(eb('rate_limit_windows.count', '+', eb.ref('excluded.count')), '<=', ceiling));
     })
     .returning('count')
     .executeTakeFirst();
@@ -20,7 +31,12 @@ async function addToWindow(db: Db, key: string, windowStart: number, expiresAt: 
 }
 
 async function windowCount(db: Db, key: string, windowStart: number): Promise<number> {
-  const row = await db.selectFrom('rate_limit_windows').select('count').where('key', '=', key).where('window_start', '=', windowStart).executeTakeFirst();
+  const row = await db
+    .selectFrom('rate_limit_windows')
+    .select('count')
+    .where('key', '=', key)
+    .where('window_start', '=', windowStart)
+    .executeTakeFirst();
   return row ? Number(row.count) : 0;
 }
 
@@ -43,8 +59,16 @@ export class DatabaseRateLimiter implements RateLimiter {
     const rowKey = `${key}|${limit.windowMs}`;
     // A refused hit is not counted (as in MemoryRateLimiter): the upsert adds only while the
     // sum stays within the limit, except for soft limits, which always count.
-    if (!limit.soft && cost > limit.limit) return decide((await windowCount(this.db, rowKey, start)) + cost, limit, start);
-    const count = await addToWindow(this.db, rowKey, start, start + limit.windowMs, cost, limit.soft ? null : limit.limit);
+    if (!limit.soft && cost > limit.limit)
+      return decide((await windowCount(this.db, rowKey, start)) + cost, limit, start);
+    const count = await addToWindow(
+      this.db,
+      rowKey,
+      start,
+      start + limit.windowMs,
+      cost,
+      limit.soft ? null : limit.limit,
+    );
     if (count !== null) return decide(count, limit, start);
     return decide((await windowCount(this.db, rowKey, start)) + cost, limit, start);
   }

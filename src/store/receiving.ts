@@ -2,7 +2,12 @@ import type { Selectable } from 'kysely';
 import type { Db } from './infra/db.js';
 import { readPage, type ListPage, type PageOf } from './infra/list-page.js';
 import { flag, json, rowCodec, type EntityOf } from './infra/row-codec.js';
-import type { ReceivedEmailContentsTable, ReceivedEmailsTable, ReceivingRoutesTable, RouteKind } from './tables/receiving.js';
+import type {
+  ReceivedEmailContentsTable,
+  ReceivedEmailsTable,
+  ReceivingRoutesTable,
+  RouteKind,
+} from './tables/receiving.js';
 import { refuseDuplicate } from './infra/unique-violation.js';
 
 export { ROUTE_ACTIONS, ROUTE_KINDS, type RouteAction, type RouteKind } from './tables/receiving.js';
@@ -46,7 +51,11 @@ export type ReceivedEmailContent = EntityOf<typeof contentRows>;
 export type RouteWithDomain = ReceivingRoute & { domain_name: string };
 
 const routesWithDomain = (db: Db) =>
-  db.selectFrom('receiving_routes').innerJoin('domains', 'domains.id', 'receiving_routes.domain_id').selectAll('receiving_routes').select('domains.name as domain_name');
+  db
+    .selectFrom('receiving_routes')
+    .innerJoin('domains', 'domains.id', 'receiving_routes.domain_id')
+    .selectAll('receiving_routes')
+    .select('domains.name as domain_name');
 
 /** A new route; `already_exists` when its domain has a route for the address (two concurrent adds: the unique index decides). */
 export const saveRoute = (db: Db, route: ReceivingRoute & { domain_name: string }): Promise<void> =>
@@ -61,9 +70,17 @@ export const saveRoute = (db: Db, route: ReceivingRoute & { domain_name: string 
   );
 
 export const findRoute = (db: Db, workspaceId: string, id: string): Promise<RouteWithDomain | undefined> =>
-  routesWithDomain(db).where('receiving_routes.workspace_id', '=', workspaceId).where('receiving_routes.id', '=', id).executeTakeFirst();
+  routesWithDomain(db)
+    .where('receiving_routes.workspace_id', '=', workspaceId)
+    .where('receiving_routes.id', '=', id)
+    .executeTakeFirst();
 
-export const findRouteByAddress = (db: Db, workspaceId: string, domainName: string, localPart: string): Promise<RouteWithDomain | undefined> =>
+export const findRouteByAddress = (
+  db: Db,
+  workspaceId: string,
+  domainName: string,
+  localPart: string,
+): Promise<RouteWithDomain | undefined> =>
   routesWithDomain(db)
     .where('receiving_routes.workspace_id', '=', workspaceId)
     .where('domains.name', '=', domainName)
@@ -79,7 +96,10 @@ interface RouteListQuery {
 
 export async function listRoutes(db: Db, q: RouteListQuery): Promise<{ rows: RouteWithDomain[]; total: number }> {
   let rows = routesWithDomain(db).where('receiving_routes.workspace_id', '=', q.workspaceId);
-  let count = db.selectFrom('receiving_routes').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', q.workspaceId);
+  let count = db
+    .selectFrom('receiving_routes')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('workspace_id', '=', q.workspaceId);
   if (q.kind) {
     rows = rows.where('receiving_routes.kind', '=', q.kind);
     count = count.where('kind', '=', q.kind);
@@ -92,20 +112,49 @@ export async function listRoutes(db: Db, q: RouteListQuery): Promise<{ rows: Rou
 }
 
 /** Keyset page of one kind of route, oldest first (ids are UUIDv7); one extra row says whether more exist. */
-export const listRoutesPage = (db: Db, q: { workspaceId: string; kind: RouteKind }, page: ListPage): Promise<PageOf<RouteWithDomain>> =>
-  readPage(routesWithDomain(db).where('receiving_routes.workspace_id', '=', q.workspaceId).where('receiving_routes.kind', '=', q.kind), 'receiving_routes.id', page, true);
+export const listRoutesPage = (
+  db: Db,
+  q: { workspaceId: string; kind: RouteKind },
+  page: ListPage,
+): Promise<PageOf<RouteWithDomain>> =>
+  readPage(
+    routesWithDomain(db)
+      .where('receiving_routes.workspace_id', '=', q.workspaceId)
+      .where('receiving_routes.kind', '=', q.kind),
+    'receiving_routes.id',
+    page,
+    true,
+  );
 
 /** Every route of the verified domains of this name, in every workspace: what RCPT TO is checked against. */
 export const listRoutesOfDomainName = (db: Db, domainName: string): Promise<RouteWithDomain[]> =>
-  routesWithDomain(db).where('domains.name', '=', domainName).where('domains.status', '=', 'verified').orderBy('receiving_routes.created_at').execute();
+  routesWithDomain(db)
+    .where('domains.name', '=', domainName)
+    .where('domains.status', '=', 'verified')
+    .orderBy('receiving_routes.created_at')
+    .execute();
 
-export async function updateRoute(db: Db, workspaceId: string, id: string, changes: Partial<Pick<ReceivingRoute, 'action' | 'name' | 'from_name' | 'updated_at'>>): Promise<boolean> {
-  const r = await db.updateTable('receiving_routes').set(changes).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export async function updateRoute(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  changes: Partial<Pick<ReceivingRoute, 'action' | 'name' | 'from_name' | 'updated_at'>>,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('receiving_routes')
+    .set(changes)
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
 export async function removeRoute(db: Db, workspaceId: string, id: string): Promise<boolean> {
-  const r = await db.deleteFrom('receiving_routes').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .deleteFrom('receiving_routes')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
 
@@ -113,11 +162,25 @@ export async function removeRoute(db: Db, workspaceId: string, id: string): Prom
 export async function saveReceivedEmail(trx: Db, email: ReceivedEmail, content: ReceivedEmailContent): Promise<void> {
   await trx.insertInto('received_emails').values(receivedRows.encode(email)).execute();
   await trx.insertInto('received_email_contents').values(contentRows.encode(content)).execute();
-  if (email.route_ids.length > 0) await trx.updateTable('receiving_routes').set({ last_received_at: email.created_at }).where('id', 'in', email.route_ids).execute();
+  if (email.route_ids.length > 0)
+    await trx
+      .updateTable('receiving_routes')
+      .set({ last_received_at: email.created_at })
+      .where('id', 'in', email.route_ids)
+      .execute();
 }
 
-export const findReceivedEmail = async (db: Db, workspaceId: string, id: string): Promise<ReceivedEmail | undefined> => {
-  const row = await db.selectFrom('received_emails').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+export const findReceivedEmail = async (
+  db: Db,
+  workspaceId: string,
+  id: string,
+): Promise<ReceivedEmail | undefined> => {
+  const row = await db
+    .selectFrom('received_emails')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && receivedRows.decode(row);
 };
 
@@ -125,12 +188,20 @@ export const findReceivedEmail = async (db: Db, workspaceId: string, id: string)
 export type ReceivedEmailBody = Omit<ReceivedEmailContent, 'raw'>;
 
 export const findReceivedEmailBody = async (db: Db, emailId: string): Promise<ReceivedEmailBody | undefined> => {
-  const row = await db.selectFrom('received_email_contents').select(['email_id', 'text', 'html', 'headers']).where('email_id', '=', emailId).executeTakeFirst();
+  const row = await db
+    .selectFrom('received_email_contents')
+    .select(['email_id', 'text', 'html', 'headers'])
+    .where('email_id', '=', emailId)
+    .executeTakeFirst();
   return row && contentRows.decode(row);
 };
 
 export async function findReceivedRaw(db: Db, emailId: string): Promise<Buffer | undefined> {
-  const row = await db.selectFrom('received_email_contents').select('raw').where('email_id', '=', emailId).executeTakeFirst();
+  const row = await db
+    .selectFrom('received_email_contents')
+    .select('raw')
+    .where('email_id', '=', emailId)
+    .executeTakeFirst();
   return row ? Buffer.from(row.raw) : undefined;
 }
 
@@ -144,12 +215,22 @@ interface ReceivedListQuery {
 }
 
 /** Keyset page, newest first; one extra row says whether more exist in the direction of travel. */
-export async function listReceivedEmails(db: Db, q: ReceivedListQuery): Promise<{ rows: ReceivedEmail[]; more: boolean }> {
+export async function listReceivedEmails(
+  db: Db,
+  q: ReceivedListQuery,
+): Promise<{ rows: ReceivedEmail[]; more: boolean }> {
   const query = db.selectFrom('received_emails').selectAll().where('workspace_id', '=', q.workspaceId);
   if (q.before !== undefined) {
-    const rows = await query.where('id', '>', q.before).orderBy('id', 'asc').limit(q.limit + 1).execute();
+    const rows = await query
+      .where('id', '>', q.before)
+      .orderBy('id', 'asc')
+      .limit(q.limit + 1)
+      .execute();
     return { rows: receivedRows.decodeAll(rows.slice(0, q.limit).reverse()), more: rows.length > q.limit };
   }
-  const rows = await (q.after !== undefined ? query.where('id', '<', q.after) : query).orderBy('id', 'desc').limit(q.limit + 1).execute();
+  const rows = await (q.after !== undefined ? query.where('id', '<', q.after) : query)
+    .orderBy('id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
   return { rows: receivedRows.decodeAll(rows.slice(0, q.limit)), more: rows.length > q.limit };
 }

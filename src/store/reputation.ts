@@ -36,7 +36,13 @@ export async function countDomainOutcomes(db: Db, dialect: Dialect, since: numbe
       'm.workspace_id',
       'm.domain_id',
       'e.type',
-      eb.case().when('e.type', '=', 'email.bounced').then(jsonText(dialect, 'e.data', 'bounce.type')).else(null).end().as('bounce_type'),
+      eb
+        .case()
+        .when('e.type', '=', 'email.bounced')
+        .then(jsonText(dialect, 'e.data', 'bounce.type'))
+        .else(null)
+        .end()
+        .as('bounce_type'),
       eb.fn.countAll<number | string>().as('n'),
     ])
     .where('e.created_at', '>=', since)
@@ -49,7 +55,14 @@ export async function countDomainOutcomes(db: Db, dialect: Dialect, since: numbe
   const byDomain = new Map<string, DomainOutcomeCounts>();
   for (const row of rows) {
     const key = row.domain_id!;
-    const counts = byDomain.get(key) ?? { workspace_id: row.workspace_id, domain_id: key, accepted: 0, bounces: 0, hard_bounces: 0, complaints: 0 };
+    const counts = byDomain.get(key) ?? {
+      workspace_id: row.workspace_id,
+      domain_id: key,
+      accepted: 0,
+      bounces: 0,
+      hard_bounces: 0,
+      complaints: 0,
+    };
     const n = Number(row.n);
     if (row.type === 'email.sent') counts.accepted += n;
     else if (row.type === 'email.complained') counts.complaints += n;
@@ -94,7 +107,12 @@ export async function countDomainEngagement(db: Db, dialect: Dialect, since: num
     .where((eb) => eb.or([eb('r.resumed_at', 'is', null), eb('d.created_at', '>=', eb.ref('r.resumed_at'))]))
     .groupBy('m.domain_id')
     .execute();
-  return rows.map((r) => ({ domain_id: r.domain_id!, tracked: Number(r.tracked), opened: Number(r.opened), human_opened: Number(r.human_opened) }));
+  return rows.map((r) => ({
+    domain_id: r.domain_id!,
+    tracked: Number(r.tracked),
+    opened: Number(r.opened),
+    human_opened: Number(r.human_opened),
+  }));
 }
 
 export const listReputationStates = (db: Db, workspaceId?: string): Promise<DomainReputation[]> => {
@@ -117,10 +135,17 @@ export async function saveReputationState(db: Db, row: DomainReputation): Promis
 
 /** Domains whose marketing mail is held now. */
 export const listPausedDomainIds = async (db: Db): Promise<string[]> =>
-  (await db.selectFrom('reputation_states').select('domain_id').where('state', '=', 'paused').execute()).map((r) => r.domain_id);
+  (await db.selectFrom('reputation_states').select('domain_id').where('state', '=', 'paused').execute()).map(
+    (r) => r.domain_id,
+  );
 
 /** The waiting live marketing rows of a domain (queued or deferred), up to `limit`: held now. Returns the rows' email ids. */
-export async function holdWaitingMarketing(trx: Db, domainId: string, now: number, limit: number): Promise<Array<{ id: string; email_id: string; recipient: string }>> {
+export async function holdWaitingMarketing(
+  trx: Db,
+  domainId: string,
+  now: number,
+  limit: number,
+): Promise<Array<{ id: string; email_id: string; recipient: string }>> {
   return trx
     .updateTable('queue_items')
     .set({ status: 'held', updated_at: now })
@@ -145,7 +170,12 @@ export async function holdWaitingMarketing(trx: Db, domainId: string, now: numbe
  * is still paused, read in this statement, so a node whose list of paused domains is a moment
  * old cannot hold again what a resume just released. Returns the ids held.
  */
-export async function holdClaimedQueueItems(trx: Db, owner: string, ids: readonly string[], now: number): Promise<string[]> {
+export async function holdClaimedQueueItems(
+  trx: Db,
+  owner: string,
+  ids: readonly string[],
+  now: number,
+): Promise<string[]> {
   if (ids.length === 0) return [];
   const rows = await trx
     .updateTable('queue_items')
@@ -155,7 +185,12 @@ export async function holdClaimedQueueItems(trx: Db, owner: string, ids: readonl
     .where('id', 'in', [...ids])
     .where((eb) =>
       eb.exists(
-        eb.selectFrom('emails as m').innerJoin('reputation_states as r', 'r.domain_id', 'm.domain_id').select('m.id').whereRef('m.id', '=', 'queue_items.email_id').where('r.state', '=', 'paused'),
+        eb
+          .selectFrom('emails as m')
+          .innerJoin('reputation_states as r', 'r.domain_id', 'm.domain_id')
+          .select('m.id')
+          .whereRef('m.id', '=', 'queue_items.email_id')
+          .where('r.state', '=', 'paused'),
       ),
     )
     .returning('id')
@@ -167,9 +202,19 @@ export async function holdClaimedQueueItems(trx: Db, owner: string, ids: readonl
 export async function releaseHeldQueueItems(trx: Db, domainId: string, now: number, limit: number): Promise<string[]> {
   const rows = await trx
     .updateTable('queue_items')
-    .set({ status: sql<QueueStatus>`case when attempts > 0 then 'deferred' else 'queued' end`, next_attempt_at: now, updated_at: now })
+    .set({
+      status: sql<QueueStatus>`case when attempts > 0 then 'deferred' else 'queued' end`,
+      next_attempt_at: now,
+      updated_at: now,
+    })
     .where('id', 'in', (eb) =>
-      eb.selectFrom('queue_items as q').innerJoin('emails as m', 'm.id', 'q.email_id').select('q.id').where('q.status', '=', 'held').where('m.domain_id', '=', domainId).limit(limit),
+      eb
+        .selectFrom('queue_items as q')
+        .innerJoin('emails as m', 'm.id', 'q.email_id')
+        .select('q.id')
+        .where('q.status', '=', 'held')
+        .where('m.domain_id', '=', domainId)
+        .limit(limit),
     )
     .where('status', '=', 'held')
     .returning('email_id')

@@ -17,7 +17,9 @@ export const deleteAttemptsBefore = (db: Db, cutoff: number): Promise<number> =>
   deleteInBatches(async () => {
     const r = await db
       .deleteFrom('delivery_attempts')
-      .where('id', 'in', (eb) => eb.selectFrom('delivery_attempts').select('id').where('started_at', '<', cutoff).limit(BATCH))
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('delivery_attempts').select('id').where('started_at', '<', cutoff).limit(BATCH),
+      )
       .executeTakeFirst();
     return Number(r.numDeletedRows);
   });
@@ -37,7 +39,9 @@ export const deleteReceivedEmailsBefore = (db: Db, cutoff: number): Promise<numb
   deleteInBatches(async () => {
     const r = await db
       .deleteFrom('received_emails')
-      .where('id', 'in', (eb) => eb.selectFrom('received_emails').select('id').where('created_at', '<', cutoff).limit(BATCH))
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('received_emails').select('id').where('created_at', '<', cutoff).limit(BATCH),
+      )
       .executeTakeFirst();
     return Number(r.numDeletedRows);
   });
@@ -57,7 +61,9 @@ export const deleteWorkflowRunsBefore = (db: Db, cutoff: number): Promise<number
   deleteInBatches(async () => {
     const r = await db
       .deleteFrom('workflow_runs')
-      .where('id', 'in', (eb) => eb.selectFrom('workflow_runs').select('id').where('completed_at', '<', cutoff).limit(BATCH))
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('workflow_runs').select('id').where('completed_at', '<', cutoff).limit(BATCH),
+      )
       .executeTakeFirst();
     return Number(r.numDeletedRows);
   });

@@ -16,7 +16,18 @@ export const floorHour = (ms: number): number => ms - (((ms % HOUR) + HOUR) % HO
 /** One row of stats_hourly. */
 export type StatRow = StatsHourlyTable;
 
-const EVENT_TYPES = ['email.sent', 'email.delivered', 'email.delivery_delayed', 'email.bounced', 'email.complained', 'email.opened', 'email.clicked', 'email.suppressed', 'email.failed', 'email.held'];
+const EVENT_TYPES = [
+  'email.sent',
+  'email.delivered',
+  'email.delivery_delayed',
+  'email.bounced',
+  'email.complained',
+  'email.opened',
+  'email.clicked',
+  'email.suppressed',
+  'email.failed',
+  'email.held',
+];
 
 const ENGAGEMENT = ['email.opened', 'email.clicked'];
 const isTrue = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 'true';
@@ -32,9 +43,29 @@ export async function aggregateEvents(db: Db, dialect: Dialect, from: number, to
       sql<number>`e.created_at - (e.created_at % ${HOUR})`.as('hour'),
       'm.domain_id',
       'e.type',
-      eb.case().when('e.type', '=', 'email.bounced').then(jsonText(dialect, 'e.data', 'bounce.type')).when('e.type', 'in', ENGAGEMENT).then(jsonText(dialect, 'e.data', 'first')).else(null).end().as('detail'),
-      eb.case().when('e.type', 'in', ENGAGEMENT).then(jsonText(dialect, 'e.data', 'is_machine')).else(null).end().as('machine'),
-      eb.case().when('e.type', 'in', ENGAGEMENT).then(jsonText(dialect, 'e.data', 'first_human')).else(null).end().as('first_human'),
+      eb
+        .case()
+        .when('e.type', '=', 'email.bounced')
+        .then(jsonText(dialect, 'e.data', 'bounce.type'))
+        .when('e.type', 'in', ENGAGEMENT)
+        .then(jsonText(dialect, 'e.data', 'first'))
+        .else(null)
+        .end()
+        .as('detail'),
+      eb
+        .case()
+        .when('e.type', 'in', ENGAGEMENT)
+        .then(jsonText(dialect, 'e.data', 'is_machine'))
+        .else(null)
+        .end()
+        .as('machine'),
+      eb
+        .case()
+        .when('e.type', 'in', ENGAGEMENT)
+        .then(jsonText(dialect, 'e.data', 'first_human'))
+        .else(null)
+        .end()
+        .as('first_human'),
       eb.fn.countAll<number | string>().as('n'),
     ])
     .where('e.created_at', '>=', from)
@@ -75,26 +106,43 @@ export async function aggregateAttempts(db: Db, from: number, to: number) {
     .where('q.test', '=', 0)
     .groupBy(['a.workspace_id', 'hour', 'q.recipient_domain', 'a.mx_host', 'a.outcome'])
     .execute();
-  return rows.map((r) => ({ workspace_id: r.workspace_id, hour: Number(r.hour), recipient_domain: r.recipient_domain, mx_host: r.mx_host, outcome: r.outcome, count: Number(r.n) }));
+  return rows.map((r) => ({
+    workspace_id: r.workspace_id,
+    hour: Number(r.hour),
+    recipient_domain: r.recipient_domain,
+    mx_host: r.mx_host,
+    outcome: r.outcome,
+    count: Number(r.n),
+  }));
 }
 
 /** Replaces the rows of the hours in [from, to) with `rows`, in one transaction. */
 export async function replaceStats(db: Db, from: number, to: number, rows: StatRow[]): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx.deleteFrom('stats_hourly').where('hour', '>=', from).where('hour', '<', to).execute();
-    for (let i = 0; i < rows.length; i += 500) await trx.insertInto('stats_hourly').values(rows.slice(i, i + 500)).execute();
+    for (let i = 0; i < rows.length; i += 500)
+      await trx
+        .insertInto('stats_hourly')
+        .values(rows.slice(i, i + 500))
+        .execute();
   });
 }
 
 /** The latest hour rolled up, or null before the first roll-up. */
 export async function lastStatsHour(db: Db): Promise<number | null> {
-  const row = await db.selectFrom('stats_hourly').select((eb) => eb.fn.max('hour').as('h')).executeTakeFirst();
+  const row = await db
+    .selectFrom('stats_hourly')
+    .select((eb) => eb.fn.max('hour').as('h'))
+    .executeTakeFirst();
   return row?.h == null ? null : Number(row.h);
 }
 
 /** The time of the oldest event (where a first roll-up starts). */
 export async function firstEventAt(db: Db): Promise<number | null> {
-  const row = await db.selectFrom('events').select((eb) => eb.fn.min('created_at').as('t')).executeTakeFirst();
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.min('created_at').as('t'))
+    .executeTakeFirst();
   return row?.t == null ? null : Number(row.t);
 }
 
@@ -127,7 +175,10 @@ export const deleteStatsBefore = async (db: Db, cutoff: number): Promise<number>
   Number((await db.deleteFrom('stats_hourly').where('hour', '<', cutoff).executeTakeFirst()).numDeletedRows);
 
 /** A workspace's queue rows waiting, in flight or held, by status (the overview's queue depth). */
-export async function countQueueDepth(db: Db, workspaceId: string): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>> {
+export async function countQueueDepth(
+  db: Db,
+  workspaceId: string,
+): Promise<Record<'queued' | 'sending' | 'deferred' | 'held', number>> {
   const depth = { queued: 0, sending: 0, deferred: 0, held: 0 };
   const rows = await db
     .selectFrom('queue_items')

@@ -16,7 +16,11 @@ export type SuppressionReason = Suppression['reason'];
  */
 
 /** Every row that covers any of `addresses` (each address and its `@domain`). */
-export async function listSuppressionsCovering(db: Db, workspaceIds: readonly string[], addresses: readonly string[]): Promise<Suppression[]> {
+export async function listSuppressionsCovering(
+  db: Db,
+  workspaceIds: readonly string[],
+  addresses: readonly string[],
+): Promise<Suppression[]> {
   if (workspaceIds.length === 0 || addresses.length === 0) return [];
   const keys = new Set<string>();
   for (const a of addresses) {
@@ -38,18 +42,33 @@ export async function saveSuppression(db: Db, row: Suppression): Promise<void> {
     .insertInto('suppressions')
     .values(row)
     .onConflict((oc) =>
-      oc.columns(['workspace_id', 'address']).doUpdateSet({ scope: row.scope, reason: row.reason, detail: row.detail, email_id: row.email_id, created_at: row.created_at }),
+      oc.columns(['workspace_id', 'address']).doUpdateSet({
+        scope: row.scope,
+        reason: row.reason,
+        detail: row.detail,
+        email_id: row.email_id,
+        created_at: row.created_at,
+      }),
     )
     .execute();
 }
 
 /** Inserts the row unless one exists (a bounce never overrides a manual entry). */
 export async function saveSuppressionIfAbsent(db: Db, row: Suppression): Promise<void> {
-  await db.insertInto('suppressions').values(row).onConflict((oc) => oc.columns(['workspace_id', 'address']).doNothing()).execute();
+  await db
+    .insertInto('suppressions')
+    .values(row)
+    .onConflict((oc) => oc.columns(['workspace_id', 'address']).doNothing())
+    .execute();
 }
 
 export const findSuppression = (db: Db, workspaceId: string, address: string): Promise<Suppression | undefined> =>
-  db.selectFrom('suppressions').selectAll().where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst();
+  db
+    .selectFrom('suppressions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('address', '=', address)
+    .executeTakeFirst();
 
 interface SuppressionFilter {
   workspaceId: string;
@@ -63,14 +82,34 @@ const suppressionsOf = (db: Db, filter: SuppressionFilter) => {
 };
 
 /** Newest first; a cursor is an address (or `@domain`) of the list. */
-export async function listSuppressions(db: Db, filter: SuppressionFilter, page: ListPage): Promise<PageOf<Suppression>> {
+export async function listSuppressions(
+  db: Db,
+  filter: SuppressionFilter,
+  page: ListPage,
+): Promise<PageOf<Suppression>> {
   const cursor = page.after ?? page.before;
-  const cursorTime = cursor === undefined ? undefined : (await findSuppression(db, filter.workspaceId, cursor.toLowerCase()))?.created_at;
-  const keyed = { ...page, ...(page.after !== undefined ? { after: page.after.toLowerCase() } : {}), ...(page.before !== undefined ? { before: page.before.toLowerCase() } : {}) };
-  return readTimePage(suppressionsOf(db, filter).selectAll(), { time: 'created_at', key: 'address' }, keyed, cursorTime);
+  const cursorTime =
+    cursor === undefined
+      ? undefined
+      : (await findSuppression(db, filter.workspaceId, cursor.toLowerCase()))?.created_at;
+  const keyed = {
+    ...page,
+    ...(page.after !== undefined ? { after: page.after.toLowerCase() } : {}),
+    ...(page.before !== undefined ? { before: page.before.toLowerCase() } : {}),
+  };
+  return readTimePage(
+    suppressionsOf(db, filter).selectAll(),
+    { time: 'created_at', key: 'address' },
+    keyed,
+    cursorTime,
+  );
 }
 
-export async function countSuppressions(db: Db, workspaceId: string, reasons?: readonly Suppression['reason'][]): Promise<number> {
+export async function countSuppressions(
+  db: Db,
+  workspaceId: string,
+  reasons?: readonly Suppression['reason'][],
+): Promise<number> {
   const row = await suppressionsOf(db, { workspaceId, reasons })
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
@@ -78,10 +117,19 @@ export async function countSuppressions(db: Db, workspaceId: string, reasons?: r
 }
 
 export async function removeSuppression(db: Db, workspaceId: string, address: string): Promise<boolean> {
-  const result = await db.deleteFrom('suppressions').where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst();
+  const result = await db
+    .deleteFrom('suppressions')
+    .where('workspace_id', '=', workspaceId)
+    .where('address', '=', address)
+    .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
 /** The workspace's whole-domain rows (`@domain`): few, so callers load them once. */
 export const listDomainSuppressions = (db: Db, workspaceId: string): Promise<Suppression[]> =>
-  db.selectFrom('suppressions').selectAll().where('workspace_id', '=', workspaceId).where('address', 'like', '@%').execute();
+  db
+    .selectFrom('suppressions')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('address', 'like', '@%')
+    .execute();

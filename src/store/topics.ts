@@ -22,7 +22,10 @@ export const updateTopic = async (db: Db, id: string, changes: Partial<Omit<Topi
 };
 
 export const removeTopic = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
-  Number((await db.deleteFrom('topics').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
+  Number(
+    (await db.deleteFrom('topics').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst())
+      .numDeletedRows,
+  ) > 0;
 
 /** Campaigns not finished (drafts, scheduled, being sent) that go to a topic's subscribers. */
 export const countOpenCampaignsOf = async (db: Db, topicId: string): Promise<number> =>
@@ -38,16 +41,35 @@ export const countOpenCampaignsOf = async (db: Db, topicId: string): Promise<num
   );
 
 /** A subscriber's own choices (topics it never chose are absent). */
-export const listSubscriptionsOf = (db: Db, subscriberId: string): Promise<Array<{ topic_id: string; subscription: TopicSubscription }>> =>
-  db.selectFrom('subscriber_topics').select(['topic_id', 'subscription']).where('subscriber_id', '=', subscriberId).execute();
+export const listSubscriptionsOf = (
+  db: Db,
+  subscriberId: string,
+): Promise<Array<{ topic_id: string; subscription: TopicSubscription }>> =>
+  db
+    .selectFrom('subscriber_topics')
+    .select(['topic_id', 'subscription'])
+    .where('subscriber_id', '=', subscriberId)
+    .execute();
 
 /** Records a subscriber's choice for each topic given (replacing an earlier one). */
-export async function saveSubscriptions(db: Db, subscriberId: string, choices: ReadonlyArray<{ topicId: string; subscription: TopicSubscription }>, at: number): Promise<void> {
+export async function saveSubscriptions(
+  db: Db,
+  subscriberId: string,
+  choices: ReadonlyArray<{ topicId: string; subscription: TopicSubscription }>,
+  at: number,
+): Promise<void> {
   for (const choice of choices) {
     await db
       .insertInto('subscriber_topics')
-      .values({ subscriber_id: subscriberId, topic_id: choice.topicId, subscription: choice.subscription, updated_at: at })
-      .onConflict((oc) => oc.columns(['subscriber_id', 'topic_id']).doUpdateSet({ subscription: choice.subscription, updated_at: at }))
+      .values({
+        subscriber_id: subscriberId,
+        topic_id: choice.topicId,
+        subscription: choice.subscription,
+        updated_at: at,
+      })
+      .onConflict((oc) =>
+        oc.columns(['subscriber_id', 'topic_id']).doUpdateSet({ subscription: choice.subscription, updated_at: at }),
+      )
       .execute();
   }
 }

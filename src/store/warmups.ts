@@ -8,7 +8,8 @@ const warmupRows = rowCodec<Selectable<IpWarmupsTable>>()({ schedule: jsonOrNull
 export type IpWarmup = EntityOf<typeof warmupRows>;
 type WarmupCount = Selectable<WarmupCountsTable>;
 
-export const listWarmups = async (db: Db): Promise<IpWarmup[]> => warmupRows.decodeAll(await db.selectFrom('ip_warmups').selectAll().orderBy('address').execute());
+export const listWarmups = async (db: Db): Promise<IpWarmup[]> =>
+  warmupRows.decodeAll(await db.selectFrom('ip_warmups').selectAll().orderBy('address').execute());
 
 /** Starts (or restarts from day 0) the warm-up of an address. */
 export async function saveWarmup(db: Db, warmup: IpWarmup): Promise<void> {
@@ -30,7 +31,12 @@ export async function deleteWarmup(db: Db, address: string): Promise<boolean> {
  * Counts `n` messages against the day's cap of `address` for `provider`, if they fit: one
  * conditional UPDATE, so nodes sharing the database never send more than the cap between them.
  */
-export async function reserveWarmup(db: Db, key: { address: string; provider: string; periodStart: number }, n: number, cap: number): Promise<boolean> {
+export async function reserveWarmup(
+  db: Db,
+  key: { address: string; provider: string; periodStart: number },
+  n: number,
+  cap: number,
+): Promise<boolean> {
   if (n > cap) return false;
   await db
     .insertInto('warmup_counts')
@@ -49,7 +55,10 @@ export async function reserveWarmup(db: Db, key: { address: string; provider: st
 }
 
 /** Messages counted against the day's cap of `address` for `provider` so far. */
-export async function findWarmupCount(db: Db, key: { address: string; provider: string; periodStart: number }): Promise<number> {
+export async function findWarmupCount(
+  db: Db,
+  key: { address: string; provider: string; periodStart: number },
+): Promise<number> {
   const row = await db
     .selectFrom('warmup_counts')
     .select('count')
@@ -61,7 +70,11 @@ export async function findWarmupCount(db: Db, key: { address: string; provider: 
 }
 
 /** Gives back `n` of what reserveWarmup counted: messages that were not sent after all. */
-export async function giveBackWarmup(db: Db, key: { address: string; provider: string; periodStart: number }, n: number): Promise<void> {
+export async function giveBackWarmup(
+  db: Db,
+  key: { address: string; provider: string; periodStart: number },
+  n: number,
+): Promise<void> {
   if (n <= 0) return;
   await db
     .updateTable('warmup_counts')
@@ -74,12 +87,17 @@ export async function giveBackWarmup(db: Db, key: { address: string; provider: s
 }
 
 /** The counts of the given warm-up days, by address. */
-export async function listWarmupCounts(db: Db, days: Array<{ address: string; periodStart: number }>): Promise<WarmupCount[]> {
+export async function listWarmupCounts(
+  db: Db,
+  days: Array<{ address: string; periodStart: number }>,
+): Promise<WarmupCount[]> {
   if (days.length === 0) return [];
   return db
     .selectFrom('warmup_counts')
     .selectAll()
-    .where((eb) => eb.or(days.map((d) => eb.and([eb('address', '=', d.address), eb('period_start', '=', d.periodStart)]))))
+    .where((eb) =>
+      eb.or(days.map((d) => eb.and([eb('address', '=', d.address), eb('period_start', '=', d.periodStart)]))),
+    )
     .orderBy('address')
     .orderBy('provider')
     .execute();

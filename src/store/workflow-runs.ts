@@ -5,11 +5,18 @@ import { claimRows, unleased, type Lease } from './lease.js';
 import { flag, json, jsonOrNull, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { WorkflowRunStatus, WorkflowRunsTable, WorkflowRunStepsTable } from './tables/workflows.js';
 
-const runRows = rowCodec<Selectable<WorkflowRunsTable>>()({ test: flag, trigger_payload: json<Record<string, unknown>>(), wait_events: json<Record<string, unknown>>() });
+const runRows = rowCodec<Selectable<WorkflowRunsTable>>()({
+  test: flag,
+  trigger_payload: json<Record<string, unknown>>(),
+  wait_events: json<Record<string, unknown>>(),
+});
 /** One execution of a workflow for one contact: the triggering event's payload and those its waits received. */
 export type WorkflowRun = EntityOf<typeof runRows>;
 
-const stepRows = rowCodec<Selectable<WorkflowRunStepsTable>>()({ output: jsonOrNull<Record<string, unknown>>(), error: jsonOrNull<{ message: string; code: string }>() });
+const stepRows = rowCodec<Selectable<WorkflowRunStepsTable>>()({
+  output: jsonOrNull<Record<string, unknown>>(),
+  error: jsonOrNull<{ message: string; code: string }>(),
+});
 /** One step a run went through: what it did, and its last failure. */
 export type WorkflowRunStep = EntityOf<typeof stepRows>;
 
@@ -23,7 +30,11 @@ export type RunChanges = Partial<Omit<WorkflowRun, 'id' | 'workspace_id' | 'work
 
 export const saveWorkflowRun = async (db: Db, run: WorkflowRun): Promise<boolean> => {
   // A contact already in a run of a workflow without re-entry holds the exclusive key.
-  const r = await db.insertInto('workflow_runs').values(runRows.encode(run)).onConflict((oc) => oc.column('exclusive_key').doNothing()).executeTakeFirst();
+  const r = await db
+    .insertInto('workflow_runs')
+    .values(runRows.encode(run))
+    .onConflict((oc) => oc.column('exclusive_key').doNothing())
+    .executeTakeFirst();
   return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
 };
 
@@ -31,19 +42,35 @@ export const saveWorkflowRunStep = async (db: Db, step: WorkflowRunStep): Promis
   await db.insertInto('workflow_run_steps').values(stepRows.encode(step)).execute();
 };
 
-export const updateWorkflowRunStep = async (db: Db, id: string, changes: Partial<Omit<WorkflowRunStep, 'id' | 'run_id'>>): Promise<void> => {
+export const updateWorkflowRunStep = async (
+  db: Db,
+  id: string,
+  changes: Partial<Omit<WorkflowRunStep, 'id' | 'run_id'>>,
+): Promise<void> => {
   await db.updateTable('workflow_run_steps').set(stepRows.encode(changes)).where('id', '=', id).execute();
 };
 
 /** Leases up to `limit` due runs: running, next_at reached, not leased (store/lease.ts). */
-export const claimDueWorkflowRuns = async (db: Db, dialect: Dialect, lease: Lease, limit: number): Promise<WorkflowRun[]> =>
+export const claimDueWorkflowRuns = async (
+  db: Db,
+  dialect: Dialect,
+  lease: Lease,
+  limit: number,
+): Promise<WorkflowRun[]> =>
   runRows.decodeAll(
     await claimRows(
       db,
       dialect,
       'workflow_runs',
       lease,
-      db.selectFrom('workflow_runs').select('id').where('status', '=', 'running').where('next_at', '<=', lease.now).where(unleased(lease.now)).orderBy('next_at').limit(limit),
+      db
+        .selectFrom('workflow_runs')
+        .select('id')
+        .where('status', '=', 'running')
+        .where('next_at', '<=', lease.now)
+        .where(unleased(lease.now))
+        .orderBy('next_at')
+        .limit(limit),
     ),
   );
 
@@ -53,21 +80,43 @@ export const updateWorkflowRun = async (db: Db, id: string, changes: RunChanges)
 };
 
 /** Writes a run this owner holds and that is still running; false when the lease was lost or the run was cancelled or removed. */
-export async function updateLeasedWorkflowRun(db: Db, id: string, owner: string, changes: RunChanges): Promise<boolean> {
-  const r = await db.updateTable('workflow_runs').set(runRows.encode(changes)).where('id', '=', id).where('lease_owner', '=', owner).where('status', '=', 'running').executeTakeFirst();
+export async function updateLeasedWorkflowRun(
+  db: Db,
+  id: string,
+  owner: string,
+  changes: RunChanges,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('workflow_runs')
+    .set(runRows.encode(changes))
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
 export const findWorkflowRun = async (db: Db, workflowId: string, id: string): Promise<WorkflowRun | undefined> => {
-  const row = await db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', workflowId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('workflow_runs')
+    .selectAll()
+    .where('workflow_id', '=', workflowId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && runRows.decode(row);
 };
 
 export const listWorkflowRunSteps = async (db: Db, runId: string): Promise<WorkflowRunStep[]> =>
-  stepRows.decodeAll(await db.selectFrom('workflow_run_steps').selectAll().where('run_id', '=', runId).orderBy('id').execute());
+  stepRows.decodeAll(
+    await db.selectFrom('workflow_run_steps').selectAll().where('run_id', '=', runId).orderBy('id').execute(),
+  );
 
 /** Keyset page of a workflow's runs, newest first. */
-export async function listWorkflowRunsPage(db: Db, q: { workflowId: string; statuses?: WorkflowRunStatus[] | undefined }, page: ListPage): Promise<PageOf<WorkflowRun>> {
+export async function listWorkflowRunsPage(
+  db: Db,
+  q: { workflowId: string; statuses?: WorkflowRunStatus[] | undefined },
+  page: ListPage,
+): Promise<PageOf<WorkflowRun>> {
   let query = db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', q.workflowId);
   if (q.statuses && q.statuses.length > 0) query = query.where('status', 'in', q.statuses);
   return runRows.decodePage(await readPage(query, 'id', page));
@@ -77,7 +126,9 @@ type RunCounts = Record<WorkflowRunStatus, number>;
 
 /** Runs by status, for each of some workflows, in one query. */
 export async function countWorkflowRunsByStatus(db: Db, workflowIds: string[]): Promise<Map<string, RunCounts>> {
-  const out = new Map<string, RunCounts>(workflowIds.map((id) => [id, { running: 0, completed: 0, failed: 0, cancelled: 0 }]));
+  const out = new Map<string, RunCounts>(
+    workflowIds.map((id) => [id, { running: 0, completed: 0, failed: 0, cancelled: 0 }]),
+  );
   if (workflowIds.length === 0) return out;
   const rows = await db
     .selectFrom('workflow_runs')
@@ -112,7 +163,13 @@ export async function wasInWorkflowRun(db: Db, workflowId: string, subscriberId:
  * run was still being moved to its wait (the runner's lag) counts, one from before the run
  * does not, and one consumed while the run sat at an earlier step (a delay) was spent then.
  */
-export const listRunsWaitingFor = async (db: Db, workspaceId: string, subscriberId: string, eventName: string, at: number): Promise<WorkflowRun[]> =>
+export const listRunsWaitingFor = async (
+  db: Db,
+  workspaceId: string,
+  subscriberId: string,
+  eventName: string,
+  at: number,
+): Promise<WorkflowRun[]> =>
   runRows.decodeAll(
     await db
       .selectFrom('workflow_runs')
@@ -131,10 +188,24 @@ export const listRunsWaitingFor = async (db: Db, workspaceId: string, subscriber
  * Wakes a waiting run with the event it waited for, unless something else holds it (its
  * timeout is being handled: the timeout wins). False when it was not waiting any more.
  */
-export async function resumeWaitingWorkflowRun(db: Db, run: WorkflowRun, eventName: string, waitEvents: Record<string, unknown>, now: number): Promise<boolean> {
+export async function resumeWaitingWorkflowRun(
+  db: Db,
+  run: WorkflowRun,
+  eventName: string,
+  waitEvents: Record<string, unknown>,
+  now: number,
+): Promise<boolean> {
   const r = await db
     .updateTable('workflow_runs')
-    .set(runRows.encode({ step_state: 'event_received', wait_event: null, wait_events: waitEvents, next_at: now, updated_at: now }))
+    .set(
+      runRows.encode({
+        step_state: 'event_received',
+        wait_event: null,
+        wait_events: waitEvents,
+        next_at: now,
+        updated_at: now,
+      }),
+    )
     .where('id', '=', run.id)
     .where('status', '=', 'running')
     .where('step_state', '=', 'waiting')
@@ -148,10 +219,23 @@ export async function resumeWaitingWorkflowRun(db: Db, run: WorkflowRun, eventNa
  * Cancels running runs (one, or all of a workflow): their current step is marked skipped.
  * A step executing on a node at that moment finishes, but its run goes no further.
  */
-export async function cancelWorkflowRuns(db: Db, filter: { workflowId: string; runId?: string }, now: number): Promise<WorkflowRun[]> {
+export async function cancelWorkflowRuns(
+  db: Db,
+  filter: { workflowId: string; runId?: string },
+  now: number,
+): Promise<WorkflowRun[]> {
   let q = db
     .updateTable('workflow_runs')
-    .set({ status: 'cancelled', completed_at: now, updated_at: now, next_at: null, wait_event: null, exclusive_key: null, lease_owner: null, lease_until: null })
+    .set({
+      status: 'cancelled',
+      completed_at: now,
+      updated_at: now,
+      next_at: null,
+      wait_event: null,
+      exclusive_key: null,
+      lease_owner: null,
+      lease_until: null,
+    })
     .where('workflow_id', '=', filter.workflowId)
     .where('status', '=', 'running');
   if (filter.runId) q = q.where('id', '=', filter.runId);
@@ -167,4 +251,3 @@ export async function cancelWorkflowRuns(db: Db, filter: { workflowId: string; r
   }
   return runs;
 }
-

@@ -4,7 +4,10 @@ import { claimRows, unleased, type Lease } from './lease.js';
 import { flag, json, rowCodec, type EntityOf } from './infra/row-codec.js';
 import type { WorkflowTriggersTable } from './tables/workflows.js';
 
-const triggerRows = rowCodec<Selectable<WorkflowTriggersTable>>()({ payload: json<Record<string, unknown>>(), test: flag });
+const triggerRows = rowCodec<Selectable<WorkflowTriggersTable>>()({
+  payload: json<Record<string, unknown>>(),
+  test: flag,
+});
 /** An event that may start or resume runs of a contact, with its payload. */
 export type WorkflowTrigger = EntityOf<typeof triggerRows>;
 
@@ -19,7 +22,8 @@ export const saveWorkflowTrigger = async (db: Db, trigger: WorkflowTrigger): Pro
   await db.insertInto('workflow_triggers').values(triggerRows.encode(trigger)).execute();
 };
 
-export const triggerContactKey = (workspaceId: string, email: string): string => `${workspaceId}:${email.toLowerCase()}`;
+export const triggerContactKey = (workspaceId: string, email: string): string =>
+  `${workspaceId}:${email.toLowerCase()}`;
 
 /**
  * Leases up to `limit` triggers, oldest first, and only the oldest of each contact: a
@@ -27,12 +31,27 @@ export const triggerContactKey = (workspaceId: string, email: string): string =>
  * them (an event a run waits for must not overtake the one that starts the run). SKIP LOCKED
  * on PostgreSQL, so nodes take disjoint rows.
  */
-export async function claimWorkflowTriggers(db: Db, dialect: Dialect, lease: Lease, limit: number): Promise<WorkflowTrigger[]> {
+export async function claimWorkflowTriggers(
+  db: Db,
+  dialect: Dialect,
+  lease: Lease,
+  limit: number,
+): Promise<WorkflowTrigger[]> {
   const pick = db
     .selectFrom('workflow_triggers as t')
     .select('t.id')
     .where(unleased(lease.now, 't.lease_until'))
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('workflow_triggers as older').select('older.id').whereRef('older.contact_key', '=', 't.contact_key').whereRef('older.id', '<', 't.id'))))
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('workflow_triggers as older')
+            .select('older.id')
+            .whereRef('older.contact_key', '=', 't.contact_key')
+            .whereRef('older.id', '<', 't.id'),
+        ),
+      ),
+    )
     .orderBy('t.id')
     .limit(limit);
   const rows = triggerRows.decodeAll(await claimRows(db, dialect, 'workflow_triggers', lease, pick, { lockOf: 't' }));
@@ -41,4 +60,7 @@ export async function claimWorkflowTriggers(db: Db, dialect: Dialect, lease: Lea
 
 /** Deletes a trigger this owner holds; false when the lease was lost (another node has it). */
 export const removeLeasedWorkflowTrigger = async (db: Db, id: string, owner: string): Promise<boolean> =>
-  Number((await db.deleteFrom('workflow_triggers').where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst()).numDeletedRows) > 0;
+  Number(
+    (await db.deleteFrom('workflow_triggers').where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst())
+      .numDeletedRows,
+  ) > 0;

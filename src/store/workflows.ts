@@ -35,7 +35,12 @@ export const saveWorkflowVersion = async (db: Db, version: WorkflowVersion): Pro
 };
 
 export const findWorkflow = async (db: Db, workspaceId: string, id: string): Promise<Workflow | undefined> => {
-  const row = await db.selectFrom('workflows').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('workflows')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && workflowRows.decode(row);
 };
 
@@ -44,16 +49,27 @@ export const findWorkflowVersion = async (db: Db, id: string): Promise<WorkflowV
   return row && versionRows.decode(row);
 };
 
-export const updateWorkflow = async (db: Db, id: string, changes: Partial<Omit<Workflow, 'id' | 'workspace_id'>>): Promise<void> => {
+export const updateWorkflow = async (
+  db: Db,
+  id: string,
+  changes: Partial<Omit<Workflow, 'id' | 'workspace_id'>>,
+): Promise<void> => {
   await db.updateTable('workflows').set(workflowRows.encode(changes)).where('id', '=', id).execute();
 };
 
 /** Removes a workflow with its versions, runs and their steps (foreign keys cascade). */
 export const removeWorkflow = async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
-  Number((await db.deleteFrom('workflows').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows) > 0;
+  Number(
+    (await db.deleteFrom('workflows').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst())
+      .numDeletedRows,
+  ) > 0;
 
 /** Keyset page, newest first (ids are UUIDv7); one extra row says whether more exist. */
-export async function listWorkflowsPage(db: Db, q: { workspaceId: string; status?: WorkflowStatus | undefined }, page: ListPage): Promise<PageOf<Workflow>> {
+export async function listWorkflowsPage(
+  db: Db,
+  q: { workspaceId: string; status?: WorkflowStatus | undefined },
+  page: ListPage,
+): Promise<PageOf<Workflow>> {
   let query = db.selectFrom('workflows').selectAll().where('workspace_id', '=', q.workspaceId);
   if (q.status) query = query.where('status', '=', q.status);
   return workflowRows.decodePage(await readPage(query, 'id', page));
@@ -61,7 +77,16 @@ export async function listWorkflowsPage(db: Db, q: { workspaceId: string; status
 
 /** The enabled workflows an event of this name starts. */
 export const listEnabledWorkflowsFor = async (db: Db, workspaceId: string, eventName: string): Promise<Workflow[]> =>
-  workflowRows.decodeAll(await db.selectFrom('workflows').selectAll().where('workspace_id', '=', workspaceId).where('trigger_event', '=', eventName).where('status', '=', 'enabled').orderBy('id').execute());
+  workflowRows.decodeAll(
+    await db
+      .selectFrom('workflows')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('trigger_event', '=', eventName)
+      .where('status', '=', 'enabled')
+      .orderBy('id')
+      .execute(),
+  );
 
 /** Whether an event of this name would start or resume anything in the workspace. */
 export async function hasWorkflowListener(db: Db, workspaceId: string, eventName: string): Promise<boolean> {
@@ -74,6 +99,12 @@ export async function hasWorkflowListener(db: Db, workspaceId: string, eventName
     .limit(1)
     .executeTakeFirst();
   if (starts) return true;
-  const waits = await db.selectFrom('workflow_runs').select('id').where('workspace_id', '=', workspaceId).where('wait_event', '=', eventName).limit(1).executeTakeFirst();
+  const waits = await db
+    .selectFrom('workflow_runs')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('wait_event', '=', eventName)
+    .limit(1)
+    .executeTakeFirst();
   return waits !== undefined;
 }

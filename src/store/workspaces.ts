@@ -17,7 +17,11 @@ export const findWorkspace = (db: Db, id: string): Promise<Workspace | undefined
 export const listWorkspaces = (db: Db): Promise<Workspace[]> =>
   db.selectFrom('workspaces').selectAll().orderBy('created_at').orderBy('id').execute();
 
-export const updateWorkspace = async (db: Db, id: string, changes: Partial<Omit<Workspace, 'id'>>): Promise<boolean> => {
+export const updateWorkspace = async (
+  db: Db,
+  id: string,
+  changes: Partial<Omit<Workspace, 'id'>>,
+): Promise<boolean> => {
   const result = await db.updateTable('workspaces').set(changes).where('id', '=', id).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 };

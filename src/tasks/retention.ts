@@ -5,7 +5,14 @@ import { deleteExpiredWindows } from '../store/rate-limits.js';
 import { deleteReportsBefore } from '../store/deliverability-reports.js';
 import { deleteOrphanImportFiles } from '../store/contact-imports.js';
 import { deleteStatsBefore } from '../store/stats.js';
-import { deleteApiLogsBefore, deleteAttemptsBefore, deleteEventsBefore, deleteIdempotencyKeysBefore, deleteReceivedEmailsBefore, deleteWorkflowRunsBefore } from '../store/retention.js';
+import {
+  deleteApiLogsBefore,
+  deleteAttemptsBefore,
+  deleteEventsBefore,
+  deleteIdempotencyKeysBefore,
+  deleteReceivedEmailsBefore,
+  deleteWorkflowRunsBefore,
+} from '../store/retention.js';
 import type { Clock } from '../shared/clock.js';
 import type { Config } from '../config/schema.js';
 import type { Db } from '../store/infra/db.js';
@@ -56,7 +63,10 @@ export async function runRetention(deps: { db: Db; clock: Clock; config: Config 
     deliverabilityReports: await deleteReportsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
     hourlyStats: await deleteStatsBefore(deps.db, now - Math.max(deps.config.retention.days, 400) * DAY),
     // Only the current warm-up day's counts are read; a day's are kept a while to be looked at.
-    warmupCounts: await pruneWarmupCounts(deps.db, now - Math.max(WARMUP_COUNTS_KEPT_MS, 2 * deps.config.delivery.warmup.daySeconds * 1000)),
+    warmupCounts: await pruneWarmupCounts(
+      deps.db,
+      now - Math.max(WARMUP_COUNTS_KEPT_MS, 2 * deps.config.delivery.warmup.daySeconds * 1000),
+    ),
     // Uploads stored but never registered (the node stopped between the file and the import's row).
     importFiles: await deleteOrphanImportFiles(deps.db, now - DAY),
     // The audit log is kept on its own clock (a year by default): who did what matters longer than mail.

@@ -2,13 +2,32 @@ import { domainClass } from '../observability/domain-class.js';
 import type { Clock } from '../shared/clock.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db, Dialect } from '../store/infra/db.js';
-import { aggregateAttempts, aggregateEvents, firstEventAt, floorHour, HOUR, lastStatsHour, replaceStats, type StatRow } from '../store/stats.js';
+import {
+  aggregateAttempts,
+  aggregateEvents,
+  firstEventAt,
+  floorHour,
+  HOUR,
+  lastStatsHour,
+  replaceStats,
+  type StatRow,
+} from '../store/stats.js';
 
 /** Hours caught up at most when the roll-up has not run for a while (or ever). */
 const MAX_BACKFILL_HOURS = 24 * 31;
 
 /** An event type (and its details) as the metrics it counts towards. */
-function metricsOf({ type, detail, machine, firstHuman }: { type: string; detail: string | null; machine: boolean; firstHuman: boolean }): string[] {
+function metricsOf({
+  type,
+  detail,
+  machine,
+  firstHuman,
+}: {
+  type: string;
+  detail: string | null;
+  machine: boolean;
+  firstHuman: boolean;
+}): string[] {
   switch (type) {
     case 'email.sent':
       return ['sent'];
@@ -17,7 +36,10 @@ function metricsOf({ type, detail, machine, firstHuman }: { type: string; detail
     case 'email.delivery_delayed':
       return ['delivery_delayed'];
     case 'email.bounced':
-      return ['bounced', detail === 'hard' ? 'bounced_permanent' : detail === 'soft' ? 'bounced_transient' : 'bounced_undetermined'];
+      return [
+        'bounced',
+        detail === 'hard' ? 'bounced_permanent' : detail === 'soft' ? 'bounced_transient' : 'bounced_undetermined',
+      ];
     case 'email.complained':
       return ['complained'];
     case 'email.suppressed':
@@ -48,16 +70,36 @@ function metricsOf({ type, detail, machine, firstHuman }: { type: string; detail
 export async function rollUpStats(deps: { db: Db; dialect: Dialect; clock: Clock; logger: Logger }): Promise<number> {
   const { db, dialect, clock } = deps;
   const rollUpRange = async (from: number, to: number) => {
-    const [events, attempts] = await Promise.all([aggregateEvents(db, dialect, from, to), aggregateAttempts(db, from, to)]);
+    const [events, attempts] = await Promise.all([
+      aggregateEvents(db, dialect, from, to),
+      aggregateAttempts(db, from, to),
+    ]);
     const rows = new Map<string, StatRow>();
-    const add = (workspace_id: string, hour: number, domain_id: string, destination: string, metric: string, count: number, test = 0) => {
+    const add = (
+      workspace_id: string,
+      hour: number,
+      domain_id: string,
+      destination: string,
+      metric: string,
+      count: number,
+      test = 0,
+    ) => {
       const key = `${workspace_id} ${hour} ${domain_id} ${destination} ${metric} ${test}`;
       const row = rows.get(key);
       if (row) row.count += count;
       else rows.set(key, { workspace_id, hour, domain_id, destination, metric, count, test });
     };
-    for (const e of events) for (const metric of metricsOf(e)) add(e.workspace_id, e.hour, e.domain_id, '', metric, e.count, e.test);
-    for (const a of attempts) add(a.workspace_id, a.hour, '', domainClass(`x@${a.recipient_domain}`, a.mx_host), `attempt_${a.outcome}`, a.count);
+    for (const e of events)
+      for (const metric of metricsOf(e)) add(e.workspace_id, e.hour, e.domain_id, '', metric, e.count, e.test);
+    for (const a of attempts)
+      add(
+        a.workspace_id,
+        a.hour,
+        '',
+        domainClass(`x@${a.recipient_domain}`, a.mx_host),
+        `attempt_${a.outcome}`,
+        a.count,
+      );
     await replaceStats(db, from, to, [...rows.values()]);
   };
 

@@ -19,7 +19,12 @@ declare module 'oidc-provider' {
 
   export interface ProviderInteraction {
     uid: string;
-    params: Record<string, unknown> & { client_id?: string; redirect_uri?: string; scope?: string; resource?: string | string[] };
+    params: Record<string, unknown> & {
+      client_id?: string;
+      redirect_uri?: string;
+      scope?: string;
+      resource?: string | string[];
+    };
     prompt: InteractionPrompt;
     grantId?: string;
     session?: { accountId?: string };
@@ -47,7 +52,12 @@ declare module 'oidc-provider' {
     constructor(issuer: string, configuration: Record<string, unknown>);
     issuer: string;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<ProviderInteraction>;
-    interactionResult(req: IncomingMessage, res: ServerResponse, result: Record<string, unknown>, options?: { mergeWithLastSubmission?: boolean }): Promise<string>;
+    interactionResult(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: Record<string, unknown>,
+      options?: { mergeWithLastSubmission?: boolean },
+    ): Promise<string>;
     urlFor(name: string, options?: Record<string, unknown>): string;
     Client: { find(id: string): Promise<ProviderClient | undefined> };
     Grant: new (fields: { accountId: string; clientId: string }) => ProviderGrant;

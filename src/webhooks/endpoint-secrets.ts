@@ -14,7 +14,11 @@ export class EndpointSecrets {
   /** The secrets a POST is signed with now: the current one, and the previous one during a rotation's overlap. */
   active(endpoint: WebhookEndpoint, now: number): string[] {
     const list = [this.unseal(endpoint.secret_sealed)];
-    if (endpoint.previous_secret_sealed && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now) {
+    if (
+      endpoint.previous_secret_sealed &&
+      endpoint.previous_secret_expires_at !== null &&
+      endpoint.previous_secret_expires_at > now
+    ) {
       list.push(this.unseal(endpoint.previous_secret_sealed));
     }
     return list;

@@ -42,12 +42,17 @@ export class Lanes {
 
   lane(endpointId: string): Lane {
     let l = this.lanes.get(endpointId);
-    if (!l) this.lanes.set(endpointId, (l = { running: 0, waiting: [], wantsMore: false, refilling: false, drained: false, lastClaimAt: 0 }));
+    if (!l)
+      this.lanes.set(
+        endpointId,
+        (l = { running: 0, waiting: [], wantsMore: false, refilling: false, drained: false, lastClaimAt: 0 }),
+      );
     return l;
   }
 
   dropIfIdle(endpointId: string, l: Lane): void {
-    if (l.running === 0 && l.waiting.length === 0 && !l.wantsMore && !l.refilling && this.lanes.get(endpointId) === l) this.lanes.delete(endpointId);
+    if (l.running === 0 && l.waiting.length === 0 && !l.wantsMore && !l.refilling && this.lanes.get(endpointId) === l)
+      this.lanes.delete(endpointId);
   }
 
   /** How many rows a claim for this lane may bring: its room, within the node's. */

@@ -2,7 +2,18 @@ import { newPrefixedId } from '../shared/ids.js';
 import type { Logger } from '../shared/logger.js';
 import type { Db } from '../store/infra/db.js';
 import type { EventRecord } from '../store/events.js';
-import { failPendingWebhookDeliveries, findWebhookDeliveryById, findWebhookEndpoint, markWebhookEndpointHealthy, saveWebhookAttempts, updateLeasedWebhookDelivery, updateWebhookEndpoint, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../store/webhooks.js';
+import {
+  failPendingWebhookDeliveries,
+  findWebhookDeliveryById,
+  findWebhookEndpoint,
+  markWebhookEndpointHealthy,
+  saveWebhookAttempts,
+  updateLeasedWebhookDelivery,
+  updateWebhookEndpoint,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+} from '../store/webhooks.js';
 import { endpointHealthAfter, nextAttemptAt, type EndpointHealth, type RetryPolicy } from './retry-policy.js';
 import type { AttemptResult } from './send-webhook.js';
 
@@ -56,7 +67,11 @@ export async function recordAttempts(trx: Db, outcomes: Outcome[], ctx: RecordCo
 }
 
 /** One outcome: the delivery's next state and, for a failure, the endpoint's health. */
-async function settle(trx: Db, { job, startedAt, result }: Outcome & { result: AttemptResult }, ctx: RecordContext): Promise<WebhookAttempt | null> {
+async function settle(
+  trx: Db,
+  { job, startedAt, result }: Outcome & { result: AttemptResult },
+  ctx: RecordContext,
+): Promise<WebhookAttempt | null> {
   const now = ctx.now();
   const { delivery } = job;
   let endpoint: WebhookEndpoint | undefined = job.endpoint;
@@ -71,7 +86,10 @@ async function settle(trx: Db, { job, startedAt, result }: Outcome & { result: A
   // copy's counters are current.
   const attempt = delivery.attempt_count + 1;
   const runAttempts = delivery.run_attempts + 1;
-  const retryAt = result.succeeded || health.disable ? null : nextAttemptAt(ctx.policy, endpoint.surface, runAttempts, delivery.run_started_at, now);
+  const retryAt =
+    result.succeeded || health.disable
+      ? null
+      : nextAttemptAt(ctx.policy, endpoint.surface, runAttempts, delivery.run_started_at, now);
   const updated = await updateLeasedWebhookDelivery(trx, delivery.id, ctx.owner, {
     status: result.succeeded ? 'succeeded' : retryAt !== null ? 'pending' : 'failed',
     attempt_count: attempt,
@@ -99,7 +117,10 @@ async function settle(trx: Db, { job, startedAt, result }: Outcome & { result: A
     });
     if (disable) {
       await failPendingWebhookDeliveries(trx, endpoint.id, now, `endpoint disabled (${disable})`);
-      ctx.log.warn({ endpointId: endpoint.id, workspaceId: endpoint.workspace_id, reason: disable }, 'webhook endpoint disabled');
+      ctx.log.warn(
+        { endpointId: endpoint.id, workspaceId: endpoint.workspace_id, reason: disable },
+        'webhook endpoint disabled',
+      );
     }
   }
   return {

@@ -37,7 +37,19 @@ const EMAIL_EXTRAS: Record<string, readonly string[]> = {
 };
 
 /** Every workflow event carries the run as it was then (error: why a failed run stopped). */
-const WORKFLOW_FIELDS = ['workflow_id', 'workflow_name', 'run_id', 'subscriber_id', 'email', 'trigger_event', 'status', 'started_at', 'completed_at', 'error', 'test'];
+const WORKFLOW_FIELDS = [
+  'workflow_id',
+  'workflow_name',
+  'run_id',
+  'subscriber_id',
+  'email',
+  'trigger_event',
+  'status',
+  'started_at',
+  'completed_at',
+  'error',
+  'test',
+];
 
 /** Non-email types: the same fields on both surfaces. */
 const OTHER_FIELDS: Record<string, readonly string[]> = {
@@ -46,7 +58,9 @@ const OTHER_FIELDS: Record<string, readonly string[]> = {
   'subscriber.updated': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata', 'topics'],
   'subscriber.unsubscribed': ['subscriber_id', 'email', 'status', 'first_name', 'last_name', 'tags', 'metadata'],
   'campaign.sent': ['campaign_id', 'name', 'recipients'],
-  ...Object.fromEntries(['workflow.started', 'workflow.completed', 'workflow.failed'].map((type) => [type, WORKFLOW_FIELDS])),
+  ...Object.fromEntries(
+    ['workflow.started', 'workflow.completed', 'workflow.failed'].map((type) => [type, WORKFLOW_FIELDS]),
+  ),
   'domain.updated': ['id', 'name', 'status', 'created_at', 'checks', 'changes', 'reputation'],
   // Resend's fields first (email_id … attachments), then the parsed message and what we know of it.
   'email.received': [

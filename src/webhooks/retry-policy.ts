@@ -17,7 +17,13 @@ export interface RetryPolicy {
 }
 
 /** When the next attempt is due after `attemptsMade` failed attempts, or null to give up. */
-export function nextAttemptAt(policy: RetryPolicy, surface: WebhookSurface, attemptsMade: number, runStartedAt: number, now: number): number | null {
+export function nextAttemptAt(
+  policy: RetryPolicy,
+  surface: WebhookSurface,
+  attemptsMade: number,
+  runStartedAt: number,
+  now: number,
+): number | null {
   const delays = surface === 'legacy' ? policy.legacySchedule : policy.schedule;
   const index = attemptsMade - 1;
   let seconds = delays[index];

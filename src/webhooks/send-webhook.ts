@@ -55,7 +55,11 @@ function buildRequest(message: WebhookMessage): { body: Buffer; headers: Record<
 }
 
 // PostgreSQL text cannot hold NUL; an excerpt is for reading, so control characters go too.
-const excerpt = (body: Buffer): string => body.toString('utf8').slice(0, RESPONSE_EXCERPT).replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
+const excerpt = (body: Buffer): string =>
+  body
+    .toString('utf8')
+    .slice(0, RESPONSE_EXCERPT)
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '');
 
 function describeFailure(err: unknown): string {
   if (err instanceof NetworkPolicyError) return `refused: ${err.message}`;

@@ -42,7 +42,8 @@ export function legacyHeaders(input: SignInput & { eventType: string }): Record<
     'x-service-timestamp': String(input.timestamp),
     'x-service-event': input.eventType,
   };
-  if (previous !== undefined) headers['x-service-signature-previous'] = legacySignature(previous, input.timestamp, input.body);
+  if (previous !== undefined)
+    headers['x-service-signature-previous'] = legacySignature(previous, input.timestamp, input.body);
   return headers;
 }
 
@@ -52,6 +53,8 @@ export function standardHeaders(input: SignInput & { messageId: string }): Recor
   return {
     'webhook-id': input.messageId,
     'webhook-timestamp': String(input.timestamp),
-    'webhook-signature': input.secrets.map((s) => standardSignature(s, input.messageId, input.timestamp, input.body)).join(' '),
+    'webhook-signature': input.secrets
+      .map((s) => standardSignature(s, input.messageId, input.timestamp, input.body))
+      .join(' '),
   };
 }

@@ -8,7 +8,12 @@ import type { DnsResolver } from '../shared/dns.js';
 import { Collector, type CommitBatcher } from '../store/infra/commit-batcher.js';
 import type { Db, Dialect } from '../store/infra/db.js';
 import { listEventsByIds } from '../store/events.js';
-import { claimWebhookDeliveries, failPendingWebhookDeliveries, listDueWebhookEndpointIds, listWebhookEndpointsByIds } from '../store/webhooks.js';
+import {
+  claimWebhookDeliveries,
+  failPendingWebhookDeliveries,
+  listDueWebhookEndpointIds,
+  listWebhookEndpointsByIds,
+} from '../store/webhooks.js';
 import type { Hand, Next, WorkerJob, Why } from '../workers/kernel.js';
 import { EndpointSecrets } from './endpoint-secrets.js';
 import { Lanes } from './lanes.js';
@@ -54,13 +59,22 @@ const ENDPOINTS_PER_POLL = 100;
 export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
   const { db, dialect, settings, clock } = deps;
   const timeoutMs = settings.timeoutSeconds * 1000;
-  const policy: RetryPolicy = { legacySchedule: settings.legacySchedule, schedule: settings.schedule, maxAgeMs: settings.disableAfterSeconds * 1000 };
+  const policy: RetryPolicy = {
+    legacySchedule: settings.legacySchedule,
+    schedule: settings.schedule,
+    maxAgeMs: settings.disableAfterSeconds * 1000,
+  };
   const network = { allowPrivateNetworks: settings.allowPrivateNetworks, resolver: deps.resolver };
   const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-  const recorder = new Collector<Outcome>(deps.batcher, (trx, outcomes) => recordAttempts(trx, outcomes, { owner: hand.owner, now: () => clock.now(), policy, log: hand.log }), {
-    windowMs: RECORD_WINDOW_MS,
-    max: 256,
-  });
+  const recorder = new Collector<Outcome>(
+    deps.batcher,
+    (trx, outcomes) =>
+      recordAttempts(trx, outcomes, { owner: hand.owner, now: () => clock.now(), policy, log: hand.log }),
+    {
+      windowMs: RECORD_WINDOW_MS,
+      max: 256,
+    },
+  );
   const abort = new AbortController();
   // Every running POST listens to this one signal (the stop's grace ran out).
   setMaxListeners(0, abort.signal);
@@ -93,16 +107,37 @@ export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
       );
     } catch (err) {
       // Not the endpoint's doing (an unreadable secret or event): recorded as a failed attempt.
-      hand.log.error({ err, endpointId: endpoint.id, deliveryId: delivery.id }, 'webhook attempt could not be prepared');
-      result = { succeeded: false, statusCode: null, durationMs: 0, error: 'internal: the delivery could not be prepared', response: null };
+      hand.log.error(
+        { err, endpointId: endpoint.id, deliveryId: delivery.id },
+        'webhook attempt could not be prepared',
+      );
+      result = {
+        succeeded: false,
+        statusCode: null,
+        durationMs: 0,
+        error: 'internal: the delivery could not be prepared',
+        response: null,
+      };
     }
     sent();
     // Cut short by a stop, not the endpoint's failure: the row stays in hand, and the kernel gives it back.
     if (abort.signal.aborted && result.error === 'aborted') return;
-    deps.metrics?.webhookAttempt(result.succeeded ? 'succeeded' : result.statusCode === null ? 'no_response' : 'http_error');
-    const fields = { endpointId: endpoint.id, workspaceId: endpoint.workspace_id, deliveryId: delivery.id, eventId: event.id };
-    if (result.succeeded) hand.log.debug({ ...fields, statusCode: result.statusCode, durationMs: result.durationMs }, 'webhook delivered');
-    else hand.log.warn({ ...fields, url: endpoint.url, statusCode: result.statusCode, error: result.error }, 'webhook attempt failed');
+    deps.metrics?.webhookAttempt(
+      result.succeeded ? 'succeeded' : result.statusCode === null ? 'no_response' : 'http_error',
+    );
+    const fields = {
+      endpointId: endpoint.id,
+      workspaceId: endpoint.workspace_id,
+      deliveryId: delivery.id,
+      eventId: event.id,
+    };
+    if (result.succeeded)
+      hand.log.debug({ ...fields, statusCode: result.statusCode, durationMs: result.durationMs }, 'webhook delivered');
+    else
+      hand.log.warn(
+        { ...fields, url: endpoint.url, statusCode: result.statusCode, error: result.error },
+        'webhook attempt failed',
+      );
     await recorder.add({ job, startedAt, result });
     hand.settle([delivery.id]);
   }
@@ -148,7 +183,14 @@ export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
       lanes.claimed += rows.length;
       // The endpoint as of this claim: a rotation or URL change applies from the next claim on.
       const [endpoint] = await listWebhookEndpointsByIds(db, [endpointId]);
-      const events = new Map((await listEventsByIds(db, rows.map((r) => r.event_id))).map((e) => [e.id, e]));
+      const events = new Map(
+        (
+          await listEventsByIds(
+            db,
+            rows.map((r) => r.event_id),
+          )
+        ).map((e) => [e.id, e]),
+      );
       for (const delivery of rows) {
         const event = events.get(delivery.event_id);
         // Without its endpoint or event the row is being deleted (cascade): nothing to send.
@@ -158,7 +200,8 @@ export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
           hand.settle([delivery.id]);
         }
       }
-      if (endpoint && endpoint.status !== 'enabled') await failPendingWebhookDeliveries(db, endpointId, clock.now(), 'endpoint disabled');
+      if (endpoint && endpoint.status !== 'enabled')
+        await failPendingWebhookDeliveries(db, endpointId, clock.now(), 'endpoint disabled');
     } finally {
       l.refilling = false;
       pump();
@@ -182,7 +225,12 @@ export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
       // must not starve the others): endpoints with due rows whose lanes have room.
       if ((why !== 'wake' || now - lastPollAt >= settings.pollInterval) && !lanes.full) {
         lastPollAt = now;
-        for (const endpointId of await listDueWebhookEndpointIds(db, clock.now(), lanes.busyEndpoints(), ENDPOINTS_PER_POLL)) {
+        for (const endpointId of await listDueWebhookEndpointIds(
+          db,
+          clock.now(),
+          lanes.busyEndpoints(),
+          ENDPOINTS_PER_POLL,
+        )) {
           if (hand.stopping || lanes.full) break;
           lanes.lane(endpointId).drained = false;
           await refill(endpointId);
@@ -191,7 +239,10 @@ export function webhookJob(hand: Hand, deps: WebhookJobDeps): WorkerJob {
       // A drained lane asking for more is looked at again shortly; new events wake the job at
       // once when it is idle, after a short debounce when it is busy (claims in batches).
       const pending = lanes.wanting().length > 0;
-      return { sleep: pending ? DRAINED_RECLAIM_MS : settings.pollInterval, onWork: lanes.claimed > 0 ? 'soon' : 'now' };
+      return {
+        sleep: pending ? DRAINED_RECLAIM_MS : settings.pollInterval,
+        onWork: lanes.claimed > 0 ? 'soon' : 'now',
+      };
     },
 
     halt() {

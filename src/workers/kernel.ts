@@ -175,7 +175,10 @@ export function createKernel(deps: KernelDeps): Kernel {
         const fault = classifyFault(err);
         if (fault) {
           const wait = faultBackoff(failures++);
-          r.hand.log.warn({ fault: fault.code, cause: (fault.cause as Error | undefined)?.message, failures, retryInMs: wait }, 'worker pass failed: storage fault');
+          r.hand.log.warn(
+            { fault: fault.code, cause: (fault.cause as Error | undefined)?.message, failures, retryInMs: wait },
+            'worker pass failed: storage fault',
+          );
           next = { sleep: wait, onWork: 'now' };
         } else {
           r.hand.log.error({ err }, 'worker pass failed');
@@ -194,7 +197,11 @@ export function createKernel(deps: KernelDeps): Kernel {
     } catch (err) {
       // Renewed again at the next beat; a lease that runs out meanwhile is taken by any worker (at least once).
       const fault = classifyFault(err);
-      if (fault) r.hand.log.warn({ fault: fault.code, cause: (fault.cause as Error | undefined)?.message, held: r.inHand.size }, 'could not renew leases: storage fault');
+      if (fault)
+        r.hand.log.warn(
+          { fault: fault.code, cause: (fault.cause as Error | undefined)?.message, held: r.inHand.size },
+          'could not renew leases: storage fault',
+        );
       else r.hand.log.error({ err }, 'could not renew leases');
     }
   };
@@ -243,7 +250,18 @@ export function createKernel(deps: KernelDeps): Kernel {
     owner,
     add(name, build) {
       // eslint-disable-next-line no-restricted-syntax -- the job and its hand are filled in just below, before anything reads them
-      const r = { name, inHand: new Set<string>(), work: new Set<Promise<void>>(), loop: null, heartbeat: null, wakeUp: null, onWork: 'now', soon: null, arrived: false, woken: false } as unknown as Running;
+      const r = {
+        name,
+        inHand: new Set<string>(),
+        work: new Set<Promise<void>>(),
+        loop: null,
+        heartbeat: null,
+        wakeUp: null,
+        onWork: 'now',
+        soon: null,
+        arrived: false,
+        woken: false,
+      } as unknown as Running;
       const log = deps.logger.child({ component: name });
       r.hand = {
         owner,

@@ -72,7 +72,9 @@ export function startThreads(options: ThreadsOptions): Threads {
 
   const spawn = (index: number): Slot => {
     const common = { workerData: options.data, ...(limits ? { resourceLimits: limits } : {}) };
-    const worker = fromSource(options.entry) ? new Worker(tsxBootstrap(options.entry), { eval: true, ...common }) : new Worker(options.entry, common);
+    const worker = fromSource(options.entry)
+      ? new Worker(tsxBootstrap(options.entry), { eval: true, ...common })
+      : new Worker(options.entry, common);
     const slot: Slot = { worker, owner: null, exited: Promise.resolve(), startedAt: Date.now() };
     worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'ready' && typeof message.owner === 'string') slot.owner = message.owner;
@@ -83,14 +85,18 @@ export function startThreads(options: ThreadsOptions): Threads {
       worker.once('exit', (code) => {
         resolve();
         if (stopping) return;
-        log.error({ thread: index, code, owner: slot.owner }, 'worker thread exited: giving back its claims and starting another');
+        log.error(
+          { thread: index, code, owner: slot.owner },
+          'worker thread exited: giving back its claims and starting another',
+        );
         void (async () => {
           try {
             await options.onCrash(slot.owner, index);
           } catch (err) {
             log.error({ err, thread: index }, 'could not give back the claims of a dead thread (their leases run out)');
           }
-          if (Date.now() - slot.startedAt < RESTART_PAUSE_MS) await new Promise((r) => setTimeout(r, RESTART_PAUSE_MS).unref());
+          if (Date.now() - slot.startedAt < RESTART_PAUSE_MS)
+            await new Promise((r) => setTimeout(r, RESTART_PAUSE_MS).unref());
           if (!stopping) slots[index] = spawn(index);
         })();
       }),

@@ -67,7 +67,8 @@ async function recordRunEvent(trx: Db, type: EventType, run: WorkflowRun, now: n
   });
 }
 
-export const recordRunStarted = (trx: Db, run: WorkflowRun, now: number) => recordRunEvent(trx, 'workflow.started', run, now);
+export const recordRunStarted = (trx: Db, run: WorkflowRun, now: number) =>
+  recordRunEvent(trx, 'workflow.started', run, now);
 
 /** Ends a run for good because a step failed: the failure event goes with it. */
 export async function failRun(trx: Db, run: WorkflowRun, error: string, now: number): Promise<RunChanges> {
@@ -80,7 +81,14 @@ export async function failRun(trx: Db, run: WorkflowRun, error: string, now: num
  * Moves a run from step `from` along its `connection`: enters the step it leads to, or,
  * when none does, completes the run (with workflow.completed).
  */
-export async function moveRun(trx: Db, run: WorkflowRun, definition: Definition, from: string, connection: ConnectionType, now: number): Promise<Moved> {
+export async function moveRun(
+  trx: Db,
+  run: WorkflowRun,
+  definition: Definition,
+  from: string,
+  connection: ConnectionType,
+  now: number,
+): Promise<Moved> {
   const key = nextStepKey(definition, from, connection);
   if (key === undefined) {
     const changes = finish(now, 'completed', null);
@@ -88,7 +96,11 @@ export async function moveRun(trx: Db, run: WorkflowRun, definition: Definition,
     return { changes, finished: true, due: false };
   }
   if (run.steps_taken + 1 > MAX_STEPS_PER_RUN) {
-    return { changes: await failRun(trx, run, `the run entered ${MAX_STEPS_PER_RUN} steps without finishing (a loop?)`, now), finished: true, due: false };
+    return {
+      changes: await failRun(trx, run, `the run entered ${MAX_STEPS_PER_RUN} steps without finishing (a loop?)`, now),
+      finished: true,
+      due: false,
+    };
   }
   const step = findStep(definition, key)!;
   const waits = step.type === 'delay' || step.type === 'wait_for_event';
@@ -106,13 +118,33 @@ export async function moveRun(trx: Db, run: WorkflowRun, definition: Definition,
     completed_at: null,
   };
   await saveWorkflowRunStep(trx, row);
-  const base: RunChanges = { step_key: step.key, step_id: row.id, step_started_at: now, attempts: 0, steps_taken: run.steps_taken + 1, updated_at: now };
+  const base: RunChanges = {
+    step_key: step.key,
+    step_id: row.id,
+    step_started_at: now,
+    attempts: 0,
+    steps_taken: run.steps_taken + 1,
+    updated_at: now,
+  };
   if (step.type === 'delay') {
-    return { changes: { ...base, step_state: 'waiting', wait_event: null, next_at: now + parseDuration('duration', step.config.duration) }, finished: false, due: false };
+    return {
+      changes: {
+        ...base,
+        step_state: 'waiting',
+        wait_event: null,
+        next_at: now + parseDuration('duration', step.config.duration),
+      },
+      finished: false,
+      due: false,
+    };
   }
   if (step.type === 'wait_for_event') {
     const timeout = step.config.timeout === undefined ? null : now + parseDuration('timeout', step.config.timeout);
-    return { changes: { ...base, step_state: 'waiting', wait_event: step.config.event_name, next_at: timeout }, finished: false, due: false };
+    return {
+      changes: { ...base, step_state: 'waiting', wait_event: step.config.event_name, next_at: timeout },
+      finished: false,
+      due: false,
+    };
   }
   return { changes: { ...base, step_state: 'ready', wait_event: null, next_at: now }, finished: false, due: true };
 }

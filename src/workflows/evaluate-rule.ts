@@ -53,14 +53,19 @@ export function resolveField(context: RunContext, field: string): unknown {
   const contact = context.contact;
   const [first, ...rest] = path;
   if (first === undefined) return undefined;
-  if (Object.hasOwn(contact, first) && first !== 'properties') return walk(Reflect.get(contact, first) as unknown, rest);
+  if (Object.hasOwn(contact, first) && first !== 'properties')
+    return walk(Reflect.get(contact, first) as unknown, rest);
   if (first === 'properties') return walk(contact.properties, rest);
   // A property by its own name, as `contact.plan`.
   return walk(contact.properties, path);
 }
 
 const isEmpty = (v: unknown): boolean =>
-  v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0) || (isRecord(v) && Object.keys(v).length === 0);
+  v === undefined ||
+  v === null ||
+  v === '' ||
+  (Array.isArray(v) && v.length === 0) ||
+  (isRecord(v) && Object.keys(v).length === 0);
 
 /** One operator on one value. Comparisons of mismatched types are false, never an error. */
 function test(actual: unknown, operator: Operator, expected: unknown): boolean {
@@ -78,7 +83,13 @@ function test(actual: unknown, operator: Operator, expected: unknown): boolean {
     case 'lt':
     case 'lte': {
       if (typeof actual !== 'number' || typeof expected !== 'number') return false;
-      return operator === 'gt' ? actual > expected : operator === 'gte' ? actual >= expected : operator === 'lt' ? actual < expected : actual <= expected;
+      return operator === 'gt'
+        ? actual > expected
+        : operator === 'gte'
+          ? actual >= expected
+          : operator === 'lt'
+            ? actual < expected
+            : actual <= expected;
     }
     case 'contains':
       if (Array.isArray(actual)) return actual.some((item) => item === expected);

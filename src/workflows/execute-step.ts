@@ -24,7 +24,12 @@ export interface StepError {
   message: string;
 }
 
-export type Done = { kind: 'done'; status: 'completed' | 'skipped'; connection: ConnectionType; output: Record<string, unknown> | null };
+export type Done = {
+  kind: 'done';
+  status: 'completed' | 'skipped';
+  connection: ConnectionType;
+  output: Record<string, unknown> | null;
+};
 type StepResult =
   | Done
   | { kind: 'retry'; error: StepError }
@@ -54,13 +59,27 @@ interface StepInput {
   commit(trx: Db, done: Done): Promise<WorkflowRun | null>;
 }
 
-const done = (connection: ConnectionType, output: Record<string, unknown> | null = null): Done => ({ kind: 'done', status: 'completed', connection, output });
-const skipped = (reason: string, extra: Record<string, unknown> = {}): Done => ({ kind: 'done', status: 'skipped', connection: 'default', output: { reason, ...extra } });
+const done = (connection: ConnectionType, output: Record<string, unknown> | null = null): Done => ({
+  kind: 'done',
+  status: 'completed',
+  connection,
+  output,
+});
+const skipped = (reason: string, extra: Record<string, unknown> = {}): Done => ({
+  kind: 'done',
+  status: 'skipped',
+  connection: 'default',
+  output: { reason, ...extra },
+});
 
 /** A service's error as an outcome: retryable ones (rate limits, outages) are retried, the rest fail the step. */
 function failure(err: unknown): StepResult {
-  if (isAppError(err)) return { kind: err.retryable ? 'retry' : 'fail', error: { code: err.code, message: err.message } };
-  return { kind: 'retry', error: { code: 'internal_error', message: 'the step could not be completed; it will be retried' } };
+  if (isAppError(err))
+    return { kind: err.retryable ? 'retry' : 'fail', error: { code: err.code, message: err.message } };
+  return {
+    kind: 'retry',
+    error: { code: 'internal_error', message: 'the step could not be completed; it will be retried' },
+  };
 }
 
 export async function executeStep(input: StepInput): Promise<StepResult> {
@@ -73,7 +92,10 @@ export async function executeStep(input: StepInput): Promise<StepResult> {
     case 'wait_for_event':
       // Due either because its event came, or because its timeout passed.
       return run.step_state === 'event_received'
-        ? done('event_received', { event: step.config.event_name, payload: context.wait_events[step.config.event_name] ?? null })
+        ? done('event_received', {
+            event: step.config.event_name,
+            payload: context.wait_events[step.config.event_name] ?? null,
+          })
         : done('timeout', { timed_out: true });
     case 'condition': {
       const met = evaluateRule(step.config, context);
@@ -86,7 +108,9 @@ export async function executeStep(input: StepInput): Promise<StepResult> {
     case 'add_to_segment':
       if (!input.contact) return skipped('contact_deleted');
       try {
-        const { added } = await input.services.audiences.addMembers(run.workspace_id, step.config.segment_id, { subscriberIds: [input.contact.id] });
+        const { added } = await input.services.audiences.addMembers(run.workspace_id, step.config.segment_id, {
+          subscriberIds: [input.contact.id],
+        });
         return done('default', { segment_id: step.config.segment_id, added: added > 0 });
       } catch (err) {
         return failure(err);
@@ -103,7 +127,14 @@ export async function executeStep(input: StepInput): Promise<StepResult> {
   }
 }
 
-const text = (value: unknown): string | null => (value === null || value === undefined ? null : typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value));
+const text = (value: unknown): string | null =>
+  value === null || value === undefined
+    ? null
+    : typeof value === 'string'
+      ? value
+      : typeof value === 'object'
+        ? JSON.stringify(value)
+        : String(value);
 
 async function updateContact(input: StepInput, step: Step & { type: 'contact_update' }): Promise<StepResult> {
   const { contact, run, context } = input;
@@ -144,7 +175,10 @@ async function sendEmail(input: StepInput, step: Step & { type: 'send_email' }):
   if (!contact) return skipped('contact_deleted');
   if (contact.status === 'unsubscribed') return skipped('unsubscribed');
   const covering = await listSuppressionsCovering(db, [run.workspace_id], [contact.email]);
-  if (covering.length > 0) return skipped('suppressed', { suppression: { address: covering[0]!.address, reason: covering[0]!.reason, scope: covering[0]!.scope } });
+  if (covering.length > 0)
+    return skipped('suppressed', {
+      suppression: { address: covering[0]!.address, reason: covering[0]!.reason, scope: covering[0]!.scope },
+    });
 
   const key = `workflow-step:${run.step_id}`;
   let claim;
@@ -152,7 +186,12 @@ async function sendEmail(input: StepInput, step: Step & { type: 'send_email' }):
     // Locked no longer than this node's lease on the run: a node that takes the run over after a
     // crash takes the key over too. Whoever loses the lease cannot commit its email (the run's
     // update in the same transaction checks the lease), so the key never hides a lost send.
-    claim = await services.idempotency.claim(run.workspace_id, key, sha256Hex(key), Math.max(1000, (run.lease_until ?? 0) - input.now));
+    claim = await services.idempotency.claim(
+      run.workspace_id,
+      key,
+      sha256Hex(key),
+      Math.max(1000, (run.lease_until ?? 0) - input.now),
+    );
   } catch (err) {
     return failure(err);
   }

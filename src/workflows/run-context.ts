@@ -16,7 +16,8 @@ export const contactFields = (s: SubscriberView): ContactFields => ({
 });
 
 /** A payload that is not an object (a run saved from a malformed event) reads as empty. */
-const object = (value: unknown): Record<string, unknown> => (typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+const object = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 
 /** What a run's steps read: its contact now (null once deleted), its trigger's payload, and what its waits received. */
 export const runContext = (run: WorkflowRun, contact: SubscriberView | null): RunContext => ({

@@ -3,7 +3,13 @@ import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
 import type { CommitBatcher } from '../store/infra/commit-batcher.js';
 import type { Db, Dialect } from '../store/infra/db.js';
-import { claimDueWorkflowRuns, updateLeasedWorkflowRun, updateWorkflowRunStep, type RunChanges, type WorkflowRun } from '../store/workflow-runs.js';
+import {
+  claimDueWorkflowRuns,
+  updateLeasedWorkflowRun,
+  updateWorkflowRunStep,
+  type RunChanges,
+  type WorkflowRun,
+} from '../store/workflow-runs.js';
 import { findWorkspace, type Workspace } from '../store/workspaces.js';
 import { findStep, type Definition } from '../services/workflows/definition.js';
 import type { SubscriberView } from '../services/marketing/subscribers.js';
@@ -37,18 +43,31 @@ export function runJob(hand: Hand, deps: RunJobDeps): WorkerJob {
   let running = 0;
 
   /** Writes a step's outcome and the run's next state; returns the run when it goes on at once. */
-  async function record(trx: Db, run: WorkflowRun, definition: Definition, stepKey: string, outcome: Done | { kind: 'retry' | 'fail'; error: StepError }, startedAt: number): Promise<WorkflowRun | null> {
+  async function record(
+    trx: Db,
+    run: WorkflowRun,
+    definition: Definition,
+    stepKey: string,
+    outcome: Done | { kind: 'retry' | 'fail'; error: StepError },
+    startedAt: number,
+  ): Promise<WorkflowRun | null> {
     const now = clock.now();
     let changes: RunChanges;
     let goesOn = false;
     if (outcome.kind === 'done') {
       const moved = await moveRun(trx, run, definition, stepKey, outcome.connection, now);
       goesOn = moved.due && !hand.stopping;
-      changes = { ...moved.changes, ...(moved.finished ? {} : goesOn ? { lease_until: now + leaseMs } : { lease_owner: null, lease_until: null }) };
+      changes = {
+        ...moved.changes,
+        ...(moved.finished ? {} : goesOn ? { lease_until: now + leaseMs } : { lease_owner: null, lease_until: null }),
+      };
       await updateWorkflowRunStep(trx, run.step_id!, {
         status: outcome.status,
         output: outcome.output,
-        started_at: run.step_state === 'waiting' || run.step_state === 'event_received' ? (run.step_started_at ?? startedAt) : startedAt,
+        started_at:
+          run.step_state === 'waiting' || run.step_state === 'event_received'
+            ? (run.step_started_at ?? startedAt)
+            : startedAt,
         completed_at: now,
         attempts: run.attempts + 1,
       });
@@ -63,14 +82,30 @@ export function runJob(hand: Hand, deps: RunJobDeps): WorkerJob {
         attempts,
         ...(final ? { completed_at: now } : {}),
       });
-      if (final) hand.log.warn({ runId: run.id, workflowId: run.workflow_id, step: stepKey, code: outcome.error.code, error: outcome.error.message }, 'workflow run failed');
+      if (final)
+        hand.log.warn(
+          {
+            runId: run.id,
+            workflowId: run.workflow_id,
+            step: stepKey,
+            code: outcome.error.code,
+            error: outcome.error.message,
+          },
+          'workflow run failed',
+        );
       changes = final
         ? await failRun(trx, run, `step "${stepKey}" failed: ${outcome.error.message}`, now)
-        : { attempts, next_at: now + schedule[attempts - 1]! * 1000, lease_owner: null, lease_until: null, updated_at: now };
+        : {
+            attempts,
+            next_at: now + schedule[attempts - 1]! * 1000,
+            lease_owner: null,
+            lease_until: null,
+            updated_at: now,
+          };
     }
     // Lost the lease (another node took the run) or the run was cancelled: nothing of this commits.
     if (!(await updateLeasedWorkflowRun(trx, run.id, hand.owner, changes))) throw new LeaseLost();
-    return goesOn ? ({ ...run, ...changes }) : null;
+    return goesOn ? { ...run, ...changes } : null;
   }
 
   async function contactOf(run: WorkflowRun): Promise<SubscriberView | null> {
@@ -94,8 +129,13 @@ export function runJob(hand: Hand, deps: RunJobDeps): WorkerJob {
         const step = findStep(definition, current.step_key ?? '');
         const startedAt = clock.now();
         if (!step) {
-          const missing = { kind: 'fail' as const, error: { code: 'internal_error', message: 'the step is not in the workflow version' } };
-          run = await deps.batcher.run((trx) => record(trx, current, definition, current.step_key ?? '?', missing, startedAt));
+          const missing = {
+            kind: 'fail' as const,
+            error: { code: 'internal_error', message: 'the step is not in the workflow version' },
+          };
+          run = await deps.batcher.run((trx) =>
+            record(trx, current, definition, current.step_key ?? '?', missing, startedAt),
+          );
           continue;
         }
         workspace ??= await findWorkspace(db, current.workspace_id);
@@ -104,11 +144,24 @@ export function runJob(hand: Hand, deps: RunJobDeps): WorkerJob {
         const commit = (trx: Db, done: Done) => record(trx, current, definition, step.key, done, startedAt);
         let result;
         try {
-          result = await executeStep({ db, services, workspace, run: current, step, contact, context: runContext(current, contact), now: startedAt, commit });
+          result = await executeStep({
+            db,
+            services,
+            workspace,
+            run: current,
+            step,
+            contact,
+            context: runContext(current, contact),
+            now: startedAt,
+            commit,
+          });
         } catch (err) {
           if (err instanceof LeaseLost) throw err;
           hand.log.error({ err, runId: current.id, step: step.key }, 'workflow step failed unexpectedly');
-          result = { kind: 'retry' as const, error: { code: 'internal_error', message: 'the step could not be completed; it will be retried' } };
+          result = {
+            kind: 'retry' as const,
+            error: { code: 'internal_error', message: 'the step could not be completed; it will be retried' },
+          };
         }
         if (result.kind === 'recorded') run = result.next;
         else {

@@ -3,7 +3,15 @@ import { newId } from '../shared/ids.js';
 import type { CommitBatcher } from '../store/infra/commit-batcher.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
 import { removeLeasedWorkflowTrigger, type WorkflowTrigger } from '../store/workflow-triggers.js';
-import { listRunsWaitingFor, resumeWaitingWorkflowRun, saveWorkflowRun, saveWorkflowRunStep, updateWorkflowRun, wasInWorkflowRun, type WorkflowRun } from '../store/workflow-runs.js';
+import {
+  listRunsWaitingFor,
+  resumeWaitingWorkflowRun,
+  saveWorkflowRun,
+  saveWorkflowRunStep,
+  updateWorkflowRun,
+  wasInWorkflowRun,
+  type WorkflowRun,
+} from '../store/workflow-runs.js';
 import { listEnabledWorkflowsFor } from '../store/workflows.js';
 import type { Clock } from '../shared/clock.js';
 import type { Db } from '../store/infra/db.js';
@@ -31,13 +39,23 @@ export class LeaseLost extends Error {
   }
 }
 
-export function createRunStarter(deps: { db: Db; clock: Clock; subscribers: SubscriberService; definitions: DefinitionCache; batcher: CommitBatcher }): RunStarter {
+export function createRunStarter(deps: {
+  db: Db;
+  clock: Clock;
+  subscribers: SubscriberService;
+  definitions: DefinitionCache;
+  batcher: CommitBatcher;
+}): RunStarter {
   const { db, clock, subscribers, definitions, batcher } = deps;
 
   /** The contact a trigger names; an address nobody has yet becomes a contact when a workflow starts for it (as Resend does). */
   async function contactOf(trigger: WorkflowTrigger, creates: boolean): Promise<SubscriberView | null> {
     const ws = trigger.workspace_id;
-    const row = trigger.subscriber_id ? await findSubscriber(db, ws, trigger.subscriber_id) : trigger.email ? await findSubscriberByEmail(db, ws, trigger.email) : undefined;
+    const row = trigger.subscriber_id
+      ? await findSubscriber(db, ws, trigger.subscriber_id)
+      : trigger.email
+        ? await findSubscriberByEmail(db, ws, trigger.email)
+        : undefined;
     if (row) return subscribers.get(ws, row.id);
     if (!creates || trigger.subscriber_id || !trigger.email) return null;
     try {
@@ -71,14 +89,24 @@ export function createRunStarter(deps: { db: Db; clock: Clock; subscribers: Subs
             const waited = run.wait_events;
             const filter = step.config.filter_rule;
             if (filter && !evaluateRule(filter, { contact: fields, event: payload, wait_events: waited })) continue;
-            if (await resumeWaitingWorkflowRun(trx, run, trigger.event_name, { ...waited, [trigger.event_name]: payload }, now)) resumed++;
+            if (
+              await resumeWaitingWorkflowRun(
+                trx,
+                run,
+                trigger.event_name,
+                { ...waited, [trigger.event_name]: payload },
+                now,
+              )
+            )
+              resumed++;
           }
           let started = 0;
           for (const workflow of workflows) {
             const definition = await definitions.get(trx, workflow.version_id);
             const trigger_ = triggerOf(definition);
             if (byMachine && !trigger_.config.include_machines) continue;
-            if (!workflow.allow_reentry && (await wasInWorkflowRun(trx, workflow.id, contact.id, trigger.created_at))) continue;
+            if (!workflow.allow_reentry && (await wasInWorkflowRun(trx, workflow.id, contact.id, trigger.created_at)))
+              continue;
             const run: WorkflowRun = {
               id: newId(),
               workspace_id: ws,

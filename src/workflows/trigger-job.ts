@@ -30,15 +30,25 @@ const TRIGGER_BATCH = 50;
  */
 export function triggerJob(hand: Hand, deps: TriggerJobDeps): WorkerJob {
   const { db, dialect, settings } = deps;
-  const starter = createRunStarter({ db, clock: deps.clock, subscribers: deps.subscribers, definitions: deps.definitions, batcher: deps.batcher });
+  const starter = createRunStarter({
+    db,
+    clock: deps.clock,
+    subscribers: deps.subscribers,
+    definitions: deps.definitions,
+    batcher: deps.batcher,
+  });
 
   async function consume(trigger: WorkflowTrigger): Promise<void> {
     try {
       const result = await starter.consume(trigger, hand.owner);
-      if (result && result.started + result.resumed > 0) hand.log.debug({ triggerId: trigger.id, event: trigger.event_name, ...result }, 'workflow trigger consumed');
+      if (result && result.started + result.resumed > 0)
+        hand.log.debug({ triggerId: trigger.id, event: trigger.event_name, ...result }, 'workflow trigger consumed');
     } catch (err) {
       // Left in hand: given back at a stop, or claimed again when its lease runs out.
-      hand.log.error({ err, triggerId: trigger.id, event: trigger.event_name }, 'workflow trigger could not be consumed');
+      hand.log.error(
+        { err, triggerId: trigger.id, event: trigger.event_name },
+        'workflow trigger could not be consumed',
+      );
       return;
     }
     hand.settle([trigger.id]);

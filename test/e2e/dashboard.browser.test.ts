@@ -23,7 +23,9 @@ const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/dashboard/', impor
 const PASSWORD = 'dashboard-e2e-password';
 /** Added in the dashboard and never verified: test keys may send from it (the newcomer's path). */
 const SENDER = 'shop.example.test';
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` (.ci/run does when it runs as root)`;
+const skip = existsSync(CHROMIUM)
+  ? false
+  : `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\` (.ci/run does when it runs as root)`;
 
 describe('dashboard in Chromium', { skip }, () => {
   let dns: TestDns;
@@ -114,8 +116,16 @@ describe('dashboard in Chromium', { skip }, () => {
     const { customer } = await server.runtime.services.domains.recordsToPublish(server.workspaceId, SENDER);
     assert.ok(customer.length > 0);
     for (const record of customer) {
-      assert.equal(await page.locator(`#check-dkim input[value="${record.name}"]`).count(), 1, `shows ${record.name} once`);
-      assert.equal(await page.locator(`#check-dkim input[value="${record.value}"]`).count(), 1, `shows ${record.value} once`);
+      assert.equal(
+        await page.locator(`#check-dkim input[value="${record.name}"]`).count(),
+        1,
+        `shows ${record.name} once`,
+      );
+      assert.equal(
+        await page.locator(`#check-dkim input[value="${record.value}"]`).count(),
+        1,
+        `shows ${record.value} once`,
+      );
     }
     assert.ok((await page.locator('button[data-copy]').count()) >= customer.length * 2);
     assert.match((await page.textContent('main')) ?? '', /press “Check DNS now”/, 'the hint names the button there is');
@@ -125,8 +135,14 @@ describe('dashboard in Chromium', { skip }, () => {
     assert.match((await page.textContent('[role=status]')) ?? '', /not verified yet/);
     // After a check, each record still shows once: the checks' records are the records.
     const { dkimHost } = await server.runtime.services.domains.recordsToPublish(server.workspaceId, SENDER);
-    for (const record of customer) assert.equal(await page.locator(`#check-dkim input[value="${record.value}"]`).count(), 1, `${record.name} once after the check`);
-    for (const record of dkimHost) assert.equal(await page.locator(`input[value="${record.value}"]`).count(), 1, `the key at ${record.name} once`);
+    for (const record of customer)
+      assert.equal(
+        await page.locator(`#check-dkim input[value="${record.value}"]`).count(),
+        1,
+        `${record.name} once after the check`,
+      );
+    for (const record of dkimHost)
+      assert.equal(await page.locator(`input[value="${record.value}"]`).count(), 1, `the key at ${record.name} once`);
     assert.equal(await page.locator('input[value^="v=spf1"]').count(), 1, 'the SPF record once');
     // The operator's records beside the owner's: the DKIM keys under dkim.host.
     assert.equal(await page.locator('#operator input[value^="v=DKIM1"]').count(), dkimHost.length);
@@ -145,24 +161,38 @@ describe('dashboard in Chromium', { skip }, () => {
     assert.match(key, /^sk_test_/);
     const sent = await request(server.httpUrl, 'POST', '/v1/emails', {
       key,
-      body: { from: `Shop <hello@${SENDER}>`, to: 'customer@dest.test', subject: 'Your <receipt>', html: '<h1>Thanks</h1><script>parent.document.title="pwned"</script>' },
+      body: {
+        from: `Shop <hello@${SENDER}>`,
+        to: 'customer@dest.test',
+        subject: 'Your <receipt>',
+        html: '<h1>Thanks</h1><script>parent.document.title="pwned"</script>',
+      },
     });
     assert.equal(sent.status, 200, show(sent));
     const id = sent.body.id as string;
-    await eventually(async () => (await server.runtime.services.emails.get(server.workspaceId, id)).status === 'delivered', 15_000, 'simulated delivery');
+    await eventually(
+      async () => (await server.runtime.services.emails.get(server.workspaceId, id)).status === 'delivered',
+      15_000,
+      'simulated delivery',
+    );
 
     await page.goto(url('/dashboard/emails?to=customer%40dest'));
     await page.click('a:has-text("Your <receipt>")');
     await page.waitForURL(new RegExp(`/dashboard/emails/${id}$`));
     assert.equal(await page.textContent('h1'), 'Your <receipt>');
     const events = (await page.textContent('#events')) ?? '';
-    for (const type of ['email.sent', 'email.delivered']) assert.ok(events.includes(type), `timeline has ${type}: ${events}`);
+    for (const type of ['email.sent', 'email.delivered'])
+      assert.ok(events.includes(type), `timeline has ${type}: ${events}`);
     const body = (await page.textContent('body')) ?? '';
     assert.match(body, /250 2\.0\.0 OK \(simulated\)/, 'the remote reply of the attempt');
     assert.doesNotMatch(body, /250 250/, 'the reply code once');
     assert.doesNotMatch(body, /0 ms, TLS/, 'a simulated attempt claims no time and no TLS');
     assert.match(body, /simulated/);
-    assert.match(events, /^\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s*queued/, 'the timeline starts with the email, to the millisecond');
+    assert.match(
+      events,
+      /^\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s*queued/,
+      'the timeline starts with the email, to the millisecond',
+    );
     assert.match((await page.textContent('#headers')) ?? '', /Subject: Your <receipt>/, 'headers');
     assert.equal(await page.getAttribute('iframe.preview', 'sandbox'), '');
     const frame = page.frameLocator('iframe.preview');
@@ -181,19 +211,35 @@ describe('dashboard in Chromium', { skip }, () => {
   it('shows test mail on the overview while there is no live mail, labelled, in charts drawn at a fixed text size', async () => {
     await rollUpStats(server.runtime.deps);
     await page.goto(url('/dashboard/overview'));
-    assert.match((await page.textContent('#test-mail')) ?? '', /No live mail in the last 30 days: the charts show test mail/);
+    assert.match(
+      (await page.textContent('#test-mail')) ?? '',
+      /No live mail in the last 30 days: the charts show test mail/,
+    );
     const titles = await page.locator('figcaption.chart-title').allTextContents();
-    assert.deepEqual(titles, ['Test mail per hour, last 48 hours (UTC)', 'Test mail per day, last 30 days (UTC)', 'Delivery rate per mailbox provider', 'Bounce rate per mailbox provider']);
+    assert.deepEqual(titles, [
+      'Test mail per hour, last 48 hours (UTC)',
+      'Test mail per day, last 30 days (UTC)',
+      'Delivery rate per mailbox provider',
+      'Bounce rate per mailbox provider',
+    ]);
     assert.match((await page.locator('ul.legend').first().textContent()) ?? '', /sent 1/, 'the test email is counted');
     const ticks = await page.locator('svg.chart text.tick').allTextContents();
-    assert.ok(ticks.some((t) => /^\d{1,2} [A-Z][a-z]{2} \d\d:00$/.test(t)), `dated hour labels: ${ticks.join(' | ')}`);
+    assert.ok(
+      ticks.some((t) => /^\d{1,2} [A-Z][a-z]{2} \d\d:00$/.test(t)),
+      `dated hour labels: ${ticks.join(' | ')}`,
+    );
     assert.equal(new Set(ticks.filter((t) => /:00$/.test(t))).size, 3, 'three different hours on the 48-hour axis');
     await shot('overview-test-mail');
     await assertFitsPhone();
     // On a desktop screen the labels stay the size of small body text.
     await page.setViewportSize({ width: 1440, height: 900 });
-    const sizes = await page.evaluate<number[]>(`[...document.querySelectorAll('svg.chart text')].map((t) => t.getBoundingClientRect().height)`);
-    assert.ok(sizes.length > 0 && sizes.every((h) => h > 8 && h < 18), `text heights on a desktop: ${sizes.join(', ')}`);
+    const sizes = await page.evaluate<number[]>(
+      `[...document.querySelectorAll('svg.chart text')].map((t) => t.getBoundingClientRect().height)`,
+    );
+    assert.ok(
+      sizes.length > 0 && sizes.every((h) => h > 8 && h < 18),
+      `text heights on a desktop: ${sizes.join(', ')}`,
+    );
     await page.screenshot({ path: `${ARTIFACTS}overview-desktop.png`, fullPage: true });
     await page.setViewportSize({ width: 375, height: 812 });
   });
@@ -201,11 +247,19 @@ describe('dashboard in Chromium', { skip }, () => {
   it('searches the email log by subject, address and id, by date, status and tag, with a From column', async () => {
     const key = await server.key({ test: true });
     const send = async (body: Record<string, unknown>) => {
-      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: `Billing <billing@${SENDER}>`, text: 'x', ...body } });
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from: `Billing <billing@${SENDER}>`, text: 'x', ...body },
+      });
       assert.equal(res.status, 200, show(res));
       return res.body.id as string;
     };
-    const invoice = await send({ to: 'payer@dest.test', subject: 'Invoice 42', tags: [{ name: 'plan', value: 'pro' }], metadata: { order: 42 } });
+    const invoice = await send({
+      to: 'payer@dest.test',
+      subject: 'Invoice 42',
+      tags: [{ name: 'plan', value: 'pro' }],
+      metadata: { order: 42 },
+    });
     await send({ to: 'reader@dest.test', subject: 'Newsletter' });
     const filter = async (fields: Record<string, string>) => {
       await page.goto(url('/dashboard/emails'));
@@ -231,8 +285,17 @@ describe('dashboard in Chromium', { skip }, () => {
     assert.deepEqual(await filter({ q: 'invoice', status: 'cancelled' }), []);
     assert.equal(await page.inputValue('input[name=q]'), 'invoice', 'the filters stay in the form');
     await page.goto(url('/dashboard/emails?q=invoice'));
-    assert.deepEqual(await page.locator('thead th').allTextContents(), ['Subject', 'From', 'To', 'Status', 'Created (UTC)']);
-    assert.match((await page.locator('tbody tr').first().textContent()) ?? '', /Billing"? <billing@shop\.example\.test>/);
+    assert.deepEqual(await page.locator('thead th').allTextContents(), [
+      'Subject',
+      'From',
+      'To',
+      'Status',
+      'Created (UTC)',
+    ]);
+    assert.match(
+      (await page.locator('tbody tr').first().textContent()) ?? '',
+      /Billing"? <billing@shop\.example\.test>/,
+    );
     await shot('emails-search');
     await assertFitsPhone();
   });
@@ -247,7 +310,10 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.click('form[action="/dashboard/templates"] button[type=submit]');
     await page.waitForURL(/\/dashboard\/templates\/[0-9a-f-]{36}$/);
     assert.equal(await page.textContent('h1'), 'Welcome');
-    assert.match((await page.textContent('dl.facts')) ?? '', /draft[\s\S]*welcome-email[\s\S]*Welcome, \{\{first_name\}\}/);
+    assert.match(
+      (await page.textContent('dl.facts')) ?? '',
+      /draft[\s\S]*welcome-email[\s\S]*Welcome, \{\{first_name\}\}/,
+    );
     assert.equal(await page.frameLocator('iframe.preview.desktop').locator('h1').textContent(), 'Welcome aboard');
     await shot('template');
     await assertFitsPhone();
@@ -255,7 +321,10 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.waitForSelector('[role=status]:has-text("is published")');
     assert.match((await page.textContent('dl.facts')) ?? '', /published/);
     await page.goto(url('/dashboard/templates'));
-    assert.match((await page.locator('tr', { hasText: 'welcome-email' }).textContent()) ?? '', /Welcome[\s\S]*published/);
+    assert.match(
+      (await page.locator('tr', { hasText: 'welcome-email' }).textContent()) ?? '',
+      /Welcome[\s\S]*published/,
+    );
     await shot('templates');
     await assertFitsPhone();
   });
@@ -296,7 +365,11 @@ describe('dashboard in Chromium', { skip }, () => {
     const detail = page.url();
     await page.reload();
     assert.equal(await page.locator('#new-secret-value').count(), 0, 'a refresh shows it no more');
-    assert.equal((await server.runtime.services.webhooks.list(server.workspaceId, { limit: 10, offset: 0 })).total, 1, 'and registers nothing twice');
+    assert.equal(
+      (await server.runtime.services.webhooks.list(server.workspaceId, { limit: 10, offset: 0 })).total,
+      1,
+      'and registers nothing twice',
+    );
 
     await page.selectOption('select[name=type]', 'email.delivered');
     await page.click('button:has-text("Send test event")');
@@ -304,35 +377,52 @@ describe('dashboard in Chromium', { skip }, () => {
     const [test] = await receiver.waitFor(1);
     assert.equal(test!.json.type, 'email.delivered');
     assert.equal(test!.json.data.to[0], 'delivered@resend.dev');
-    await eventually(async () => {
-      await page.goto(detail);
-      return (await page.locator('tr.delivery', { hasText: 'succeeded' }).count()) === 1;
-    }, 15_000, 'the test delivery shown as succeeded');
+    await eventually(
+      async () => {
+        await page.goto(detail);
+        return (await page.locator('tr.delivery', { hasText: 'succeeded' }).count()) === 1;
+      },
+      15_000,
+      'the test delivery shown as succeeded',
+    );
     await page.click('tr.delivery a:has-text("email.delivered")');
     await page.waitForURL(/\/deliveries\/msg_/);
     const payload = JSON.parse((await page.textContent('pre.json')) ?? '{}');
     assert.equal(payload.id, test!.json.id, 'the payload shown is the body that was sent');
     assert.equal(payload.type, 'email.delivered');
-    assert.match((await page.locator('tr.attempt').textContent()) ?? '', /succeeded\s*200[\s\S]*thanks from the receiver/);
+    assert.match(
+      (await page.locator('tr.attempt').textContent()) ?? '',
+      /succeeded\s*200[\s\S]*thanks from the receiver/,
+    );
     await shot('webhook-delivery');
     await assertFitsPhone();
   });
 
-  it('shows a webhook\'s deliveries with the response, replays one, rotates the secret, disables, enables and deletes', async () => {
+  it("shows a webhook's deliveries with the response, replays one, rotates the secret, disables, enables and deletes", async () => {
     const hooks = await server.runtime.services.webhooks.list(server.workspaceId, { limit: 10, offset: 0 });
     const hookId = hooks.items[0]!.id;
     const detail = url(`/dashboard/webhooks/${hookId}`);
     const key = await server.key({ test: true });
-    const sent = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: `hello@${SENDER}`, to: 'hooked@dest.test', subject: 'Hooked', text: 'hi' } });
+    const sent = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: { from: `hello@${SENDER}`, to: 'hooked@dest.test', subject: 'Hooked', text: 'hi' },
+    });
     assert.equal(sent.status, 200, show(sent));
     await receiver.waitFor(1, (r) => r.json?.data?.email_id === sent.body.id);
-    await eventually(async () => {
-      await page.goto(detail);
-      return (await page.locator('tr.delivery', { hasText: 'succeeded' }).count()) === 2;
-    }, 15_000, 'the delivery shown as succeeded');
+    await eventually(
+      async () => {
+        await page.goto(detail);
+        return (await page.locator('tr.delivery', { hasText: 'succeeded' }).count()) === 2;
+      },
+      15_000,
+      'the delivery shown as succeeded',
+    );
     // Under each delivery, its attempts: outcome, HTTP status and the response.
     assert.equal(await page.locator('tr.attempt').count(), 2);
-    assert.match((await page.locator('tr.attempt').first().textContent()) ?? '', /succeeded\s*200[\s\S]*thanks from the receiver/);
+    assert.match(
+      (await page.locator('tr.attempt').first().textContent()) ?? '',
+      /succeeded\s*200[\s\S]*thanks from the receiver/,
+    );
     const before = receiver.received.length;
     await page.locator('tr.delivery').first().locator('button:has-text("Replay")').click();
     await page.waitForSelector('[role=status]:has-text("queued again")');
@@ -349,11 +439,18 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.click('button:has-text("Disable")');
     await page.waitForSelector('[role=status]:has-text("is disabled")');
     assert.match((await page.textContent('dl.facts')) ?? '', /disabled \(manual\)/);
-    assert.equal(await page.locator('button:has-text("Send test event")').count(), 0, 'no test event to a disabled endpoint');
+    assert.equal(
+      await page.locator('button:has-text("Send test event")').count(),
+      0,
+      'no test event to a disabled endpoint',
+    );
     await page.click('button:has-text("Enable")');
     await page.waitForSelector('[role=status]:has-text("is enabled")');
 
-    const spare = await server.runtime.services.webhooks.register(server.workspaceId, 'v1', { url: `${receiver.url}/spare`, events: ['*'] });
+    const spare = await server.runtime.services.webhooks.register(server.workspaceId, 'v1', {
+      url: `${receiver.url}/spare`,
+      events: ['*'],
+    });
     await page.goto(url(`/dashboard/webhooks/${spare.webhook.id}`));
     await page.click('button:has-text("Delete")');
     await page.waitForURL(/\/dashboard\/webhooks$/);
@@ -395,51 +492,91 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.waitForURL(/\/dashboard\/campaigns\/[0-9a-f-]{36}$/);
     assert.equal(await page.textContent('h1'), 'Browser launch');
     const campaignPage = page.url();
-    await eventually(async () => {
-      await page.goto(campaignPage);
-      return /delivered\s*2/.test((await page.textContent('#counts')) ?? '');
-    }, 20_000, 'both subscribers delivered (simulated)');
+    await eventually(
+      async () => {
+        await page.goto(campaignPage);
+        return /delivered\s*2/.test((await page.textContent('#counts')) ?? '');
+      },
+      20_000,
+      'both subscribers delivered (simulated)',
+    );
     assert.match((await page.textContent('dl.facts')) ?? '', /sent|sending/);
     assert.equal(await page.locator('tbody tr').count(), 2, 'its two messages');
     await shot('campaign');
     await assertFitsPhone();
 
     await page.goto(url('/dashboard/marketing'));
-    assert.match((await page.locator('tr', { hasText: 'Browser launch' }).locator('td.counts').textContent()) ?? '', /2 delivered/, 'the Counts column is filled');
+    assert.match(
+      (await page.locator('tr', { hasText: 'Browser launch' }).locator('td.counts').textContent()) ?? '',
+      /2 delivered/,
+      'the Counts column is filled',
+    );
     assert.match((await page.textContent('dl.facts')) ?? '', /Subscribers\s*2/);
     await shot('marketing');
     await assertFitsPhone();
     await page.goto(subscriberPage);
-    assert.match((await page.textContent('#counts')) ?? '', /delivered\s*1/, 'the campaign message counted on the subscriber');
+    assert.match(
+      (await page.textContent('#counts')) ?? '',
+      /delivered\s*1/,
+      'the campaign message counted on the subscriber',
+    );
     assert.equal(await page.locator('tbody tr a', { hasText: 'We launched' }).count(), 1);
   });
 
-  it('shows an email\'s tags, metadata, next retry, campaign, workflow run and webhook deliveries, and a cancelled schedule', async () => {
+  it("shows an email's tags, metadata, next retry, campaign, workflow run and webhook deliveries, and a cancelled schedule", async () => {
     const ws = server.workspaceId;
     const key = await server.key({ test: true });
     const email = async (body: Record<string, unknown>) => {
-      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: `hello@${SENDER}`, text: 'x', subject: 'Detail', ...body } });
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from: `hello@${SENDER}`, text: 'x', subject: 'Detail', ...body },
+      });
       assert.equal(res.status, 200, show(res));
       return res.body.id as string;
     };
     // Tags and metadata, and the webhook delivery of its email.delivered.
-    const tagged = await email({ to: 'tagged@dest.test', tags: [{ name: 'plan', value: 'pro' }], metadata: { order: 42 } });
-    await eventually(async () => (await server.runtime.services.webhooks.deliveriesOfEmail(ws, tagged)).some((d) => d.status === 'succeeded'), 15_000, 'its webhook delivered');
+    const tagged = await email({
+      to: 'tagged@dest.test',
+      tags: [{ name: 'plan', value: 'pro' }],
+      metadata: { order: 42 },
+    });
+    await eventually(
+      async () =>
+        (await server.runtime.services.webhooks.deliveriesOfEmail(ws, tagged)).some((d) => d.status === 'succeeded'),
+      15_000,
+      'its webhook delivered',
+    );
     await page.goto(url(`/dashboard/emails/${tagged}`));
     assert.match((await page.textContent('dl.facts')) ?? '', /Tags\s*plan:pro/);
     assert.match((await page.textContent('pre.json')) ?? '', /"order": 42/);
     await page.click(`a[href^="/dashboard/webhooks/"][href*="/deliveries/"]`);
     await page.waitForURL(/\/deliveries\/msg_/);
-    assert.equal(JSON.parse((await page.textContent('pre.json')) ?? '{}').data.email_id, tagged, 'from the email to the payload its webhook got');
+    assert.equal(
+      JSON.parse((await page.textContent('pre.json')) ?? '{}').data.email_id,
+      tagged,
+      'from the email to the payload its webhook got',
+    );
 
     // A deferred recipient shows when it is retried.
     const delayed = await email({ to: 'delayed@simulator.mailsvc.dev' });
-    await eventually(async () => (await server.runtime.services.emails.get(ws, delayed)).status === 'deferred', 15_000, 'deferred');
+    await eventually(
+      async () => (await server.runtime.services.emails.get(ws, delayed)).status === 'deferred',
+      15_000,
+      'deferred',
+    );
     await page.goto(url(`/dashboard/emails/${delayed}`));
-    assert.match((await page.locator('tr', { hasText: 'delayed@simulator.mailsvc.dev' }).first().textContent()) ?? '', /deferred\s*1\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/, 'the next retry');
+    assert.match(
+      (await page.locator('tr', { hasText: 'delayed@simulator.mailsvc.dev' }).first().textContent()) ?? '',
+      /deferred\s*1\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/,
+      'the next retry',
+    );
 
     // A campaign's message links to its campaign.
-    const fromCampaign = (await server.runtime.store.db.selectFrom('emails').select(['id', 'campaign_id']).where('campaign_id', 'is not', null).executeTakeFirstOrThrow());
+    const fromCampaign = await server.runtime.store.db
+      .selectFrom('emails')
+      .select(['id', 'campaign_id'])
+      .where('campaign_id', 'is not', null)
+      .executeTakeFirstOrThrow();
     await page.goto(url(`/dashboard/emails/${fromCampaign.id}`));
     await page.click('dd a[href^="/dashboard/campaigns/"]');
     await page.waitForURL(new RegExp(`/dashboard/campaigns/${fromCampaign.campaign_id}$`));
@@ -455,15 +592,34 @@ describe('dashboard in Chromium', { skip }, () => {
       ],
       connections: [{ from: 'start', to: 'welcome' }],
     });
-    await server.runtime.services.workflows.sendEvent(ws, { event: 'signed.up', email: 'newbie@dest.test', payload: {}, test: true });
-    const sentByFlow = await eventually(async () => (await server.runtime.store.db.selectFrom('emails').select('id').where('intake', '=', 'workflow').executeTakeFirst())?.id, 15_000, 'the workflow email');
+    await server.runtime.services.workflows.sendEvent(ws, {
+      event: 'signed.up',
+      email: 'newbie@dest.test',
+      payload: {},
+      test: true,
+    });
+    const sentByFlow = await eventually(
+      async () =>
+        (
+          await server.runtime.store.db
+            .selectFrom('emails')
+            .select('id')
+            .where('intake', '=', 'workflow')
+            .executeTakeFirst()
+        )?.id,
+      15_000,
+      'the workflow email',
+    );
     await page.goto(url(`/dashboard/emails/${sentByFlow}`));
     await page.click('dd a[href*="/runs/"]');
     await page.waitForURL(new RegExp(`/dashboard/workflows/${flow.id}/runs/[0-9a-f-]{36}$`));
     assert.match((await page.textContent('h1')) ?? '', /Run for newbie@dest\.test/);
 
     // A scheduled email, cancelled from its page: the timeline says so.
-    const scheduled = await email({ to: 'later@dest.test', scheduled_at: new Date(Date.now() + 3600_000).toISOString() });
+    const scheduled = await email({
+      to: 'later@dest.test',
+      scheduled_at: new Date(Date.now() + 3600_000).toISOString(),
+    });
     await page.goto(url(`/dashboard/emails/${scheduled}`));
     await page.click('button:has-text("Cancel the scheduled send")');
     await page.waitForSelector('[role=status]:has-text("Cancelled")');
@@ -483,8 +639,18 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.waitForSelector('[role=status]:has-text("Added help@inbox.example.test")');
     assert.equal(await page.locator('tr', { hasText: 'help@inbox.example.test' }).count(), 1);
 
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } });
-    await transport.sendMail({ from: 'someone@elsewhere.test', to: 'help@inbox.example.test', subject: 'Need <help>', html: '<h1>Please help</h1><script>parent.document.title="pwned"</script>' });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: server.inboundPort!,
+      secure: false,
+      tls: { rejectUnauthorized: false },
+    });
+    await transport.sendMail({
+      from: 'someone@elsewhere.test',
+      to: 'help@inbox.example.test',
+      subject: 'Need <help>',
+      html: '<h1>Please help</h1><script>parent.document.title="pwned"</script>',
+    });
     await page.goto(url('/dashboard/receiving'));
     await page.click('a:has-text("Need <help>")');
     await page.waitForURL(/\/dashboard\/receiving\/[0-9a-f-]{36}$/);
@@ -501,7 +667,15 @@ describe('dashboard in Chromium', { skip }, () => {
     await assertFitsPhone();
     await page.locator('tr', { hasText: 'help@inbox.example.test' }).locator('button', { hasText: 'Remove' }).click();
     await page.waitForSelector('[role=status]:has-text("Removed help@inbox.example.test")');
-    await assert.rejects(transport.sendMail({ from: 'someone@elsewhere.test', to: 'help@inbox.example.test', subject: 'again', text: 'x' }), (err: { responseCode?: number }) => err.responseCode === 550);
+    await assert.rejects(
+      transport.sendMail({
+        from: 'someone@elsewhere.test',
+        to: 'help@inbox.example.test',
+        subject: 'again',
+        text: 'x',
+      }),
+      (err: { responseCode?: number }) => err.responseCode === 550,
+    );
   });
 
   it('lists workflows and their runs, shows a run step by step, cancels a run and stops a workflow', async () => {
@@ -520,10 +694,20 @@ describe('dashboard in Chromium', { skip }, () => {
         { from: 'is_team', to: 'wait', type: 'condition_met' },
       ],
     });
-    for (const [email, seats] of [['team@dest.test', 5], ['solo@dest.test', 1], ['crew@dest.test', 3]] as const) {
+    for (const [email, seats] of [
+      ['team@dest.test', 5],
+      ['solo@dest.test', 1],
+      ['crew@dest.test', 3],
+    ] as const) {
       await workflows.sendEvent(workspaceId, { event: 'trial.started', email, payload: { seats }, test: true });
     }
-    await eventually(async () => (await workflows.get(workspaceId, flow.id)).runs.running === 2 && (await workflows.get(workspaceId, flow.id)).runs.completed === 1, 15_000, 'two runs waiting, one completed');
+    await eventually(
+      async () =>
+        (await workflows.get(workspaceId, flow.id)).runs.running === 2 &&
+        (await workflows.get(workspaceId, flow.id)).runs.completed === 1,
+      15_000,
+      'two runs waiting, one completed',
+    );
 
     await page.goto(url('/dashboard/workflows'));
     const row = page.locator('tr', { hasText: 'Trial reminder' });
@@ -539,7 +723,10 @@ describe('dashboard in Chromium', { skip }, () => {
 
     await page.click('a:has-text("solo@dest.test")');
     await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
-    assert.match((await page.locator('tr', { hasText: 'is_team' }).textContent()) ?? '', /condition\s*completed[\s\S]*"result":false/);
+    assert.match(
+      (await page.locator('tr', { hasText: 'is_team' }).textContent()) ?? '',
+      /condition\s*completed[\s\S]*"result":false/,
+    );
     await shot('workflow-run');
     await assertFitsPhone();
 
@@ -553,18 +740,33 @@ describe('dashboard in Chromium', { skip }, () => {
     assert.equal((await workflows.get(workspaceId, flow.id)).runs.cancelled, 2);
   });
 
-  it('opens on an overview with server-drawn charts, the domains\' checks and the reputation guard', async () => {
+  it("opens on an overview with server-drawn charts, the domains' checks and the reputation guard", async () => {
     const domain = await addVerifiedDomain(server, dns, 'live.example.test');
     await server.runtime.services.domains.verify(server.workspaceId, domain.id);
     const key = await server.key();
     // Live mail to the simulator's addresses: counted like any live mail, never leaves the machine.
     const ids: string[] = [];
-    for (const to of ['one@simulator.mailsvc.dev', 'two@simulator.mailsvc.dev', 'three@simulator.mailsvc.dev', 'bounced@simulator.mailsvc.dev']) {
-      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'news@live.example.test', to, subject: 'Live', html: '<p>hi</p>' } });
+    for (const to of [
+      'one@simulator.mailsvc.dev',
+      'two@simulator.mailsvc.dev',
+      'three@simulator.mailsvc.dev',
+      'bounced@simulator.mailsvc.dev',
+    ]) {
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from: 'news@live.example.test', to, subject: 'Live', html: '<p>hi</p>' },
+      });
       assert.equal(res.status, 200, show(res));
       ids.push(res.body.id);
     }
-    await eventually(async () => (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every((e) => ['delivered', 'bounced'].includes(e.status)), 15_000, 'live mail answered');
+    await eventually(
+      async () =>
+        (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every((e) =>
+          ['delivered', 'bounced'].includes(e.status),
+        ),
+      15_000,
+      'live mail answered',
+    );
     await rollUpStats(server.runtime.deps);
 
     const requests: string[] = [];
@@ -583,14 +785,28 @@ describe('dashboard in Chromium', { skip }, () => {
     assert.match((await page.textContent('#queue')) ?? '', /held\s*0/);
     const row = page.locator('tr', { hasText: 'live.example.test' });
     assert.match((await row.textContent()) ?? '', /DKIM ok/);
-    assert.ok(requests.every((u) => u.startsWith(server.httpUrl)), `nothing loaded from elsewhere: ${requests.filter((u) => !u.startsWith(server.httpUrl)).join(', ')}`);
+    assert.ok(
+      requests.every((u) => u.startsWith(server.httpUrl)),
+      `nothing loaded from elsewhere: ${requests.filter((u) => !u.startsWith(server.httpUrl)).join(', ')}`,
+    );
     await shot('overview');
     await assertFitsPhone();
 
     // A paused domain shows a Resume button that releases its marketing mail.
     const now = Date.now();
     // Written over whatever the guard's own evaluation recorded meanwhile (on PostgreSQL it may already have run).
-    const paused = { state: 'paused' as const, accepted: 300, bounces: 40, hard_bounces: 40, complaints: 0, reason: 'hard-bounce rate 11.76% is over 10%', evaluated_at: now, changed_at: now, paused_at: now, resumed_at: null };
+    const paused = {
+      state: 'paused' as const,
+      accepted: 300,
+      bounces: 40,
+      hard_bounces: 40,
+      complaints: 0,
+      reason: 'hard-bounce rate 11.76% is over 10%',
+      evaluated_at: now,
+      changed_at: now,
+      paused_at: now,
+      resumed_at: null,
+    };
     await server.runtime.store.db
       .insertInto('reputation_states')
       .values({ domain_id: domain.id, workspace_id: server.workspaceId, ...paused })
@@ -605,7 +821,11 @@ describe('dashboard in Chromium', { skip }, () => {
     await page.goto(url(`/dashboard/domains/${domain.id}`));
     assert.match((await page.textContent('#check-dkim')) ?? '', /ok/);
     assert.match((await page.textContent('#check-spf')) ?? '', /not_published/);
-    assert.equal(await page.locator('#check-spf input[value^="v=spf1"]').count(), 1, 'the SPF record to publish, once, with a copy button');
+    assert.equal(
+      await page.locator('#check-spf input[value^="v=spf1"]').count(),
+      1,
+      'the SPF record to publish, once, with a copy button',
+    );
     await shot('domain-checks');
     await assertFitsPhone();
   });

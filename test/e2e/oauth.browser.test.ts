@@ -28,7 +28,12 @@ describe('OAuth consent in Chromium', { skip }, () => {
   before(async () => {
     const port = await freePort();
     server = await startTestServer({ http: { port, publicUrl: `http://127.0.0.1:${port}` } });
-    await server.runtime.services.users.create({ email: 'ann@browser.test', password: PASSWORD, workspaceId: server.workspaceId, role: 'owner' });
+    await server.runtime.services.users.create({
+      email: 'ann@browser.test',
+      password: PASSWORD,
+      workspaceId: server.workspaceId,
+      role: 'owner',
+    });
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   });
@@ -39,15 +44,30 @@ describe('OAuth consent in Chromium', { skip }, () => {
 
   it('sign in, consent to a subset, come back with a code; the token carries what was approved', async () => {
     const issuer = new URL(server.config.http.publicUrl);
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+    );
     const registered = await oauth.processDynamicClientRegistrationResponse(
-      await oauth.dynamicClientRegistrationRequest(as, { client_name: 'Browser assistant', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }, insecure),
+      await oauth.dynamicClientRegistrationRequest(
+        as,
+        { client_name: 'Browser assistant', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' },
+        insecure,
+      ),
     );
     const client: oauth.Client = { client_id: registered.client_id, token_endpoint_auth_method: 'none' };
     const verifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
     const url = new URL(as.authorization_endpoint!);
-    url.search = new URLSearchParams({ client_id: client.client_id, redirect_uri: REDIRECT, response_type: 'code', scope: 'emails:read domains:read', state, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' }).toString();
+    url.search = new URLSearchParams({
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+      response_type: 'code',
+      scope: 'emails:read domains:read',
+      state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
 
     const page = await browser.newPage();
     let landed: URL | undefined;
@@ -62,14 +82,18 @@ describe('OAuth consent in Chromium', { skip }, () => {
     await page.fill('input[name=password]', PASSWORD);
     await page.click('button[type=submit]');
     await page.waitForURL(/\/dashboard\/oauth\/consent\//);
-    assert.match(await page.textContent('h1') ?? '', /Connect Browser assistant/);
-    assert.match(await page.textContent('body') ?? '', /127\.0\.0\.1:53683/);
+    assert.match((await page.textContent('h1')) ?? '', /Connect Browser assistant/);
+    assert.match((await page.textContent('body')) ?? '', /127\.0\.0\.1:53683/);
     await page.uncheck('input[name="scope_domains:read"]');
     await page.click('button[value=approve]');
     await page.waitForURL(/127\.0\.0\.1:53683\/callback/);
     assert.ok(landed);
     const params = oauth.validateAuthResponse(as, client, landed, state);
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, insecure));
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, insecure),
+    );
     assert.equal(tokens.scope, 'emails:read');
     const resend = new Resend(tokens.access_token, { baseUrl: `${server.httpUrl}/v1` });
     ok(await resend.emails.list(), 'emails.list with the approved scope');

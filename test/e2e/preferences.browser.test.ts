@@ -27,21 +27,37 @@ describe('the preference centre in Chromium', { skip }, () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     shop = await startShop();
     await shop.server.runtime.services.workspaces.setBranding(shop.server.workspaceId, { name: 'La Boutique' });
-    for (const name of ['Nouveautés', 'Promotions']) topics[name] = (await shop.post('/v1/topics', { name, default_subscription: 'opt_in' })).body.id;
+    for (const name of ['Nouveautés', 'Promotions'])
+      topics[name] = (await shop.post('/v1/topics', { name, default_subscription: 'opt_in' })).body.id;
     segment = (await shop.post('/v1/segments', { name: 'Clients' })).body.id;
-    for (const [email, language] of [['claire@dest.test', 'fr'], ['dora@dest.test', 'es']]) {
-      assert.equal((await shop.post('/v1/contacts', { email, properties: { language }, segments: [{ id: segment }] })).status, 201);
+    for (const [email, language] of [
+      ['claire@dest.test', 'fr'],
+      ['dora@dest.test', 'es'],
+    ]) {
+      assert.equal(
+        (await shop.post('/v1/contacts', { email, properties: { language }, segments: [{ id: segment }] })).status,
+        201,
+      );
     }
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-    page = await (await browser.newContext({ javaScriptEnabled: false, viewport: { width: 375, height: 812 } })).newPage();
+    page = await (
+      await browser.newContext({ javaScriptEnabled: false, viewport: { width: 375, height: 812 } })
+    ).newPage();
   });
   after(async () => {
     await browser?.close();
     await shop?.close();
   });
 
-  const broadcast = (topic: string, subject: string) => shop.broadcast({ from: 'La Boutique <news@shop.example>', subject, html: '<p>Bonjour</p>', segment_id: segment, topic_id: topics[topic] });
+  const broadcast = (topic: string, subject: string) =>
+    shop.broadcast({
+      from: 'La Boutique <news@shop.example>',
+      subject,
+      html: '<p>Bonjour</p>',
+      segment_id: segment,
+      topic_id: topics[topic],
+    });
   const fitsPhone = async () => {
     const width = await page.evaluate('document.documentElement.scrollWidth');
     assert.ok(typeof width === 'number' && width <= 375, `${width}px wide at 375px`);
@@ -58,7 +74,11 @@ describe('the preference centre in Chromium', { skip }, () => {
     await page.uncheck(`input[value="${topics['Nouveautés']}"]`);
     await Promise.all([page.waitForURL(/notice=saved$/), page.click('button[value="save"]')]);
     assert.match((await page.textContent('.notice'))!, /Vos choix sont enregistrés/);
-    assert.equal(await page.isChecked(`input[value="${topics['Nouveautés']}"]`), false, 'the page shows the choice saved');
+    assert.equal(
+      await page.isChecked(`input[value="${topics['Nouveautés']}"]`),
+      false,
+      'the page shows the choice saved',
+    );
     assert.equal(await page.isChecked(`input[value="${topics.Promotions}"]`), true);
     await page.screenshot({ path: `${ARTIFACTS}saved.png`, fullPage: true });
   });

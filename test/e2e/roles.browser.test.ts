@@ -26,12 +26,26 @@ describe('roles in Chromium', { skip }, () => {
 
   const signedIn = async (role: Role): Promise<{ context: BrowserContext; page: Page }> => {
     const { users, dashboardAuth } = server.runtime.services;
-    const user = await users.create({ email: `${role}@browser.test`, password: 'a long enough password', workspaceId: server.workspaceId, role });
+    const user = await users.create({
+      email: `${role}@browser.test`,
+      password: 'a long enough password',
+      workspaceId: server.workspaceId,
+      role,
+    });
     const session = await dashboardAuth.signInUser(user.id, { address: '127.0.0.1' });
     assert.ok('secret' in session, 'no second factor here');
     const { secret } = session;
     const context = await browser.newContext();
-    await context.addCookies([{ name: 'mailsvc_session', value: secret, domain: '127.0.0.1', path: '/dashboard', httpOnly: true, sameSite: 'Lax' }]);
+    await context.addCookies([
+      {
+        name: 'mailsvc_session',
+        value: secret,
+        domain: '127.0.0.1',
+        path: '/dashboard',
+        httpOnly: true,
+        sameSite: 'Lax',
+      },
+    ]);
     return { context, page: await context.newPage() };
   };
 
@@ -46,7 +60,12 @@ describe('roles in Chromium', { skip }, () => {
     const template = await s.templates.create(ws, { name: 'Welcome', subject: 'Hi', html: '<p>Hi {{name}}</p>' });
     await s.suppressions.add(ws, { email: 'gone@roles.example.test' });
     await s.subscribers.upsert(ws, { email: 'reader@roles.example.test' });
-    detailPages.push(`/dashboard/webhooks/${hook.webhook.id}`, `/dashboard/domains/${domain.id}`, `/dashboard/templates/${template.id}`, '/dashboard/campaigns/new');
+    detailPages.push(
+      `/dashboard/webhooks/${hook.webhook.id}`,
+      `/dashboard/domains/${domain.id}`,
+      `/dashboard/templates/${template.id}`,
+      '/dashboard/campaigns/new',
+    );
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   });
@@ -59,7 +78,10 @@ describe('roles in Chromium', { skip }, () => {
     const { context, page } = await signedIn('viewer');
     await page.goto(`${server.httpUrl}/dashboard/overview`);
     const nav = await page.locator('nav a').evaluateAll((links) => links.map((a) => a.getAttribute('href') ?? ''));
-    assert.ok(nav.includes('/dashboard/keys') && nav.includes('/dashboard/team') && nav.includes('/dashboard/audit'), nav.join(' '));
+    assert.ok(
+      nav.includes('/dashboard/keys') && nav.includes('/dashboard/team') && nav.includes('/dashboard/audit'),
+      nav.join(' '),
+    );
     const problems: string[] = [];
     for (const path of [...nav, ...detailPages]) {
       const res = await page.goto(`${server.httpUrl}${path}`);
@@ -69,12 +91,16 @@ describe('roles in Chromium', { skip }, () => {
         continue;
       }
       if (res?.status() !== 200) problems.push(`${path}: ${res?.status()}`);
-      const actions = await page.locator('form[method=post]').evaluateAll((forms) => forms.map((f) => f.getAttribute('action') ?? ''));
-      for (const action of actions) if (!SESSION_FORMS.has(action)) problems.push(`${path}: a form posting to ${action}`);
+      const actions = await page
+        .locator('form[method=post]')
+        .evaluateAll((forms) => forms.map((f) => f.getAttribute('action') ?? ''));
+      for (const action of actions)
+        if (!SESSION_FORMS.has(action)) problems.push(`${path}: a form posting to ${action}`);
       const html = await page.content();
       if (html.includes(webhookSecret)) problems.push(`${path}: shows the webhook signing secret`);
       if (html.includes(keySecret)) problems.push(`${path}: shows an API key`);
-      if (/whsec_/.test(html) || /<dt>Secret<\/dt>/.test(html)) problems.push(`${path}: shows (a hint of) a signing secret`);
+      if (/whsec_/.test(html) || /<dt>Secret<\/dt>/.test(html))
+        problems.push(`${path}: shows (a hint of) a signing secret`);
     }
     assert.deepEqual(problems, []);
     await context.close();
@@ -93,11 +119,17 @@ describe('roles in Chromium', { skip }, () => {
     assert.equal(await page.getByText('Create a key').count(), 0);
     assert.equal(await page.locator('form[action$="/revoke"]').count(), 0);
     const csrf = await page.locator('form[action="/dashboard/logout"] input[name=_csrf]').inputValue();
-    const before = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length;
-    const forged = await page.request.post(`${server.httpUrl}/dashboard/keys`, { form: { _csrf: csrf, name: 'forged' } });
+    const before = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false }))
+      .length;
+    const forged = await page.request.post(`${server.httpUrl}/dashboard/keys`, {
+      form: { _csrf: csrf, name: 'forged' },
+    });
     assert.equal(forged.status(), 403);
     assert.match(await forged.text(), /Your role \(developer\) may not change this/);
-    assert.equal((await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length, before);
+    assert.equal(
+      (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length,
+      before,
+    );
     await context.close();
   });
 });

@@ -41,10 +41,21 @@ describe('a team member signs in with two factors, in Chromium', { skip }, () =>
     mkdirSync(ARTIFACTS, { recursive: true });
     dns = await startDnsServer();
     mx = await startMxServer();
-    server = await startTestServer({ delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0 }, http: { publicUrl: PUBLIC } }, { clock });
+    server = await startTestServer(
+      {
+        delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0 },
+        http: { publicUrl: PUBLIC },
+      },
+      { clock },
+    );
     await addVerifiedDomain(server, dns, 'team.example');
     routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
-    await server.runtime.services.users.create({ email: 'owner@team.example', password: 'the owner password', workspaceId: server.workspaceId, role: 'owner' });
+    await server.runtime.services.users.create({
+      email: 'owner@team.example',
+      password: 'the owner password',
+      workspaceId: server.workspaceId,
+      role: 'owner',
+    });
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
@@ -68,7 +79,11 @@ describe('a team member signs in with two factors, in Chromium', { skip }, () =>
   };
 
   it('accepts the invitation that arrived by email and chooses a password', async () => {
-    const invited = await server.runtime.services.users.invite({ email: EMAIL, workspaceId: server.workspaceId, role: 'developer' });
+    const invited = await server.runtime.services.users.invite({
+      email: EMAIL,
+      workspaceId: server.workspaceId,
+      role: 'developer',
+    });
     assert.equal(invited.mailed, true, invited.mail_error ?? '');
     const [message] = await mx.waitFor(1, 20_000);
     const text = (await simpleParser(message!.raw)).text ?? '';
@@ -84,7 +99,10 @@ describe('a team member signs in with two factors, in Chromium', { skip }, () =>
   it('enrols an authenticator from the Account page: QR code, key as text, confirmed by a code; recovery codes shown once', async () => {
     await Promise.all([page.waitForURL(/\/dashboard\/account$/), page.click('header a:has-text("Account")')]);
     assert.match((await page.textContent('#two-factor-status'))!, /off/);
-    await Promise.all([page.waitForURL(/\/dashboard\/account\/two-factor$/), page.click('text=Set up two-factor sign-in')]);
+    await Promise.all([
+      page.waitForURL(/\/dashboard\/account\/two-factor$/),
+      page.click('text=Set up two-factor sign-in'),
+    ]);
     assert.equal(await page.isVisible('.qr svg'), true, 'the QR code is drawn');
     secret = (await page.textContent('#totp-secret'))!.trim();
     assert.match(secret, /^[A-Z2-7]{16,}$/);

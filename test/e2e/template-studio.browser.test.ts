@@ -33,7 +33,15 @@ describe('the template studio in Chromium', { skip }, () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     server = await startTestServer({ dashboard: { password: PASSWORD } });
     const key = await server.key();
-    const created = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'Studio', subject: 'Hi {{name}}', html: HTML, variables: [{ key: 'name', type: 'string', sample_value: 'Ada' }] } });
+    const created = await request(server.httpUrl, 'POST', '/v1/templates', {
+      key,
+      body: {
+        name: 'Studio',
+        subject: 'Hi {{name}}',
+        html: HTML,
+        variables: [{ key: 'name', type: 'string', sample_value: 'Ada' }],
+      },
+    });
     id = created.body.id;
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
@@ -56,7 +64,9 @@ describe('the template studio in Chromium', { skip }, () => {
     await page.waitForURL(/v\.name=Zed/);
     assert.equal(await page.frameLocator('iframe.preview.desktop').locator('h1').textContent(), 'Hello Zed');
     assert.equal(await page.frameLocator('iframe.preview.mobile').locator('h1').textContent(), 'Hello Zed');
-    const widths = await page.$$eval('iframe.preview', (frames) => frames.map((f) => Math.round(f.getBoundingClientRect().width)));
+    const widths = await page.$$eval('iframe.preview', (frames) =>
+      frames.map((f) => Math.round(f.getBoundingClientRect().width)),
+    );
     assert.equal(widths[1], 375, 'the phone preview is 375 px wide');
     assert.ok(widths[0]! > 500, 'the desktop preview is wide');
     await page.screenshot({ path: `${ARTIFACTS}studio-desktop.png`, fullPage: true });
@@ -68,7 +78,10 @@ describe('the template studio in Chromium', { skip }, () => {
   it('shows the findings beside the lines they point at', async () => {
     await page.goto(`${server.httpUrl}/dashboard/templates/${id}`);
     const findings = await page.locator('ul.findings li').allTextContents();
-    assert.ok(findings.some((f) => /display:flex: not supported by .*Outlook \(Windows\)/.test(f)), findings.join('\n'));
+    assert.ok(
+      findings.some((f) => /display:flex: not supported by .*Outlook \(Windows\)/.test(f)),
+      findings.join('\n'),
+    );
     assert.ok(findings.some((f) => /no alt text/.test(f)));
     assert.match((await page.locator('#line-2').textContent()) ?? '', /display: flex[\s\S]*display:flex/);
     assert.match((await page.locator('#line-4').textContent()) ?? '', /no alt text/);

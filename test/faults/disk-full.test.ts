@@ -96,7 +96,10 @@ describe('a full disk under an SQLite node', { skip: why ?? false }, () => {
     assert.ok(refused, 'a full disk refuses new mail');
     assert.equal(refused.body.error.code, 'storage_full');
     assert.match(refused.body.error.message, /storage is full.*disk space/);
-    const legacy = await request(node.url, 'POST', '/api/v1/send', { key: rig.key, body: { from: 'hello@sender.test', to: 'l@dest.test', subject: 'Big', html: big } });
+    const legacy = await request(node.url, 'POST', '/api/v1/send', {
+      key: rig.key,
+      body: { from: 'hello@sender.test', to: 'l@dest.test', subject: 'Big', html: big },
+    });
     assert.equal(legacy.status, 503, legacy.text);
     assert.equal(legacy.body.code, 'SERVICE_UNAVAILABLE');
 
@@ -126,7 +129,10 @@ describe('a full disk under an SQLite node', { skip: why ?? false }, () => {
     smtpAccepted.push('s1@dest.test');
     const missing = await undelivered(rig.mx, mailed, 60_000);
     assert.deepEqual(missing, [], `${missing.length} of ${mailed.length} accepted messages never arrived`);
-    assert.ok(rig.mx.messages.some((m) => m.to.includes('s1@dest.test')), 'the message sent over SMTP after the fault arrived');
+    assert.ok(
+      rig.mx.messages.some((m) => m.to.includes('s1@dest.test')),
+      'the message sent over SMTP after the fault arrived',
+    );
     assert.equal(await node.stop(), 0, node.output().slice(-1500));
   });
 
@@ -142,7 +148,8 @@ describe('a full disk under an SQLite node', { skip: why ?? false }, () => {
     rmSync(filler);
     const hole = openSync(filler, 'w');
     // Everything but 4 MB: below the reserve, with room to spare for SQLite.
-    const size = Number(execFileSync('df', ['--output=avail', '-B1', mountPoint]).toString().split('\n')[1]) - 4 * 1024 * 1024;
+    const size =
+      Number(execFileSync('df', ['--output=avail', '-B1', mountPoint]).toString().split('\n')[1]) - 4 * 1024 * 1024;
     writeSync(hole, Buffer.alloc(size));
     closeSync(hole);
     await new Promise((r) => setTimeout(r, 1100)); // the reading is cached for a second
@@ -163,7 +170,10 @@ describe('a full disk under an SQLite node', { skip: why ?? false }, () => {
     assert.equal(read.status, 200, read.text);
     const metrics = await request(node.url, 'GET', '/metrics');
     assert.match(metrics.text, /^mailsvc_storage_free_bytes\{path="[^"]+"\} \d+/m);
-    assert.match(metrics.text, new RegExp(`^mailsvc_storage_min_free_bytes\\{path="[^"]+"\\} ${8 * 1024 * 1024}$`, 'm'));
+    assert.match(
+      metrics.text,
+      new RegExp(`^mailsvc_storage_min_free_bytes\\{path="[^"]+"\\} ${8 * 1024 * 1024}$`, 'm'),
+    );
 
     // Delivery of what is queued goes on below the reserve.
     rig.mx.hooks = {};

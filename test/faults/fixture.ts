@@ -22,7 +22,8 @@ import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
  */
 
 /** The PostgreSQL server the fault tests use (they stop and restart it: .ci/run runs them alone). */
-export const faultsPostgres = (): string => process.env.MAILSVC_TEST_POSTGRES || 'postgres://postgres@127.0.0.1:5432/test';
+export const faultsPostgres = (): string =>
+  process.env.MAILSVC_TEST_POSTGRES || 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Why PostgreSQL fault tests cannot run here, or null when they can. */
 export async function postgresUnavailable(): Promise<string | null> {
@@ -51,7 +52,10 @@ export interface FaultRig {
   close(): Promise<void>;
 }
 
-export async function faultRig(options: { database: 'postgres' | { sqliteFile: string; dataDir: string }; env?: Record<string, string> }): Promise<FaultRig> {
+export async function faultRig(options: {
+  database: 'postgres' | { sqliteFile: string; dataDir: string };
+  env?: Record<string, string>;
+}): Promise<FaultRig> {
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-faults-'));
   const database = options.database === 'postgres' ? await createTestDatabase(faultsPostgres()) : null;
   const dns = await startDnsServer();
@@ -122,7 +126,11 @@ export function send(url: string, key: string, n: number): Promise<ApiResponse> 
  */
 export function acceptedOrRefused(res: ApiResponse, node?: Served): boolean {
   if (res.status >= 200 && res.status < 300) return true;
-  assert.equal(res.status, 503, `a fault is a 503, got ${res.status} ${res.text.slice(0, 300)}${node ? `\nthe node's log:\n${node.output().slice(-3000)}` : ''}`);
+  assert.equal(
+    res.status,
+    503,
+    `a fault is a 503, got ${res.status} ${res.text.slice(0, 300)}${node ? `\nthe node's log:\n${node.output().slice(-3000)}` : ''}`,
+  );
   assert.ok(['storage_unavailable', 'storage_full'].includes(res.body?.error?.code), res.text);
   assert.equal(res.body.error.retryable, true);
   assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
@@ -152,13 +160,29 @@ export interface SmtpAnswer {
 
 /** One message through SMTP submission with a real client (nodemailer), AUTH with the API key. */
 export async function smtpSend(port: number, key: string, n: number, html = `<p>Order ${n}</p>`): Promise<SmtpAnswer> {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, auth: { user: 'smtp', pass: key } });
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    ignoreTLS: true,
+    auth: { user: 'smtp', pass: key },
+  });
   try {
-    const info = await transport.sendMail({ from: 'Shop <hello@sender.test>', to: `s${n}@dest.test`, subject: `Order ${n}`, html });
+    const info = await transport.sendMail({
+      from: 'Shop <hello@sender.test>',
+      to: `s${n}@dest.test`,
+      subject: `Order ${n}`,
+      html,
+    });
     return { accepted: true, code: null, command: null, response: info.response };
   } catch (err) {
     const e = err as { responseCode?: number; command?: string; response?: string; message: string };
-    return { accepted: false, code: e.responseCode ?? null, command: e.command ?? null, response: e.response ?? e.message };
+    return {
+      accepted: false,
+      code: e.responseCode ?? null,
+      command: e.command ?? null,
+      response: e.response ?? e.message,
+    };
   } finally {
     transport.close();
   }

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { acceptedOrRefused, faultRig, faultsPostgres, postgresUnavailable, send, undelivered, type FaultRig } from './fixture.js';
+import {
+  acceptedOrRefused,
+  faultRig,
+  faultsPostgres,
+  postgresUnavailable,
+  send,
+  undelivered,
+  type FaultRig,
+} from './fixture.js';
 
 /**
  * PostgreSQL drops connections: a failover, a restart for a minor upgrade,
@@ -49,7 +57,9 @@ describe('PostgreSQL connections terminated under a running node', { skip: unava
       while (sending && n < 2000) {
         const started = Date.now();
         const res = await send(node.url, rig.key, n++).catch((err: Error) => {
-          throw new Error(`no answer (${err.message}); the node ${node.alive() ? 'is up' : 'exited'}: ${node.output().slice(-1500)}`);
+          throw new Error(
+            `no answer (${err.message}); the node ${node.alive() ? 'is up' : 'exited'}: ${node.output().slice(-1500)}`,
+          );
         });
         slowest = Math.max(slowest, Date.now() - started);
         if (acceptedOrRefused(res)) {
@@ -77,7 +87,9 @@ describe('PostgreSQL connections terminated under a running node', { skip: unava
       terminated += await terminateAll();
       assert.ok(node.alive(), `the node exited on an idle round: ${node.output().slice(-1500)}`);
     }
-    t.diagnostic(`${answers.accepted} accepted, ${answers.refused} refused (503), slowest answer ${slowest} ms, ${terminated} connections terminated in 20 rounds`);
+    t.diagnostic(
+      `${answers.accepted} accepted, ${answers.refused} refused (503), slowest answer ${slowest} ms, ${terminated} connections terminated in 20 rounds`,
+    );
     assert.ok(answers.accepted > 20, 'mail was accepted between the rounds');
 
     const missing = await undelivered(rig.mx, accepted, 60_000);

@@ -12,7 +12,10 @@ import { faultRig, postgresUnavailable, send, smtpSend, undelivered, type FaultR
  * fault tests alone, after the suites. MAILSVC_FAULTS_PG_CLUSTER names the cluster ("15 main"
  * by default: the Debian cluster behind 127.0.0.1:5432).
  */
-const cluster = (process.env.MAILSVC_FAULTS_PG_CLUSTER ?? `${existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql')[0] : '15'} main`).split(' ');
+const cluster = (
+  process.env.MAILSVC_FAULTS_PG_CLUSTER ??
+  `${existsSync('/etc/postgresql') ? readdirSync('/etc/postgresql')[0] : '15'} main`
+).split(' ');
 const skip = await (async () => {
   if (process.getuid?.() !== 0) return 'stopping PostgreSQL needs root';
   if (!existsSync('/usr/bin/pg_ctlcluster')) return 'pg_ctlcluster is not installed (Debian postgresql-common)';
@@ -20,7 +23,11 @@ const skip = await (async () => {
 })();
 
 const pgctl = (action: 'stop' | 'start') =>
-  execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', ...cluster, action, ...(action === 'stop' ? ['-m', 'fast'] : [])], { stdio: 'pipe' });
+  execFileSync(
+    'pg_ctlcluster',
+    ['--skip-systemctl-redirect', ...cluster, action, ...(action === 'stop' ? ['-m', 'fast'] : [])],
+    { stdio: 'pipe' },
+  );
 
 /** Runs `call`, asserting it answers within `ms`; returns its answer and how long it took. */
 async function prompt<T>(call: () => Promise<T>, ms: number, what: string): Promise<{ value: T; took: number }> {
@@ -65,14 +72,22 @@ describe('PostgreSQL stopped and started under two nodes', { skip: skip ?? false
       let rounds = 0;
       while (Date.now() < until) {
         for (const node of nodes) {
-          const refused = await prompt(() => send(node.url, rig.key, 100 + rounds), 2000, 'POST /v1/emails with the database down');
+          const refused = await prompt(
+            () => send(node.url, rig.key, 100 + rounds),
+            2000,
+            'POST /v1/emails with the database down',
+          );
           slowest = Math.max(slowest, refused.took);
           assert.equal(refused.value.status, 503, refused.value.text);
           assert.equal(refused.value.body.error.code, 'storage_unavailable');
           assert.match(refused.value.body.error.message, /database is unreachable/);
           assert.equal(refused.value.body.error.retryable, true);
           assert.match(refused.value.headers.get('retry-after') ?? '', /^\d+$/);
-          const legacy = await prompt(() => request(node.url, 'GET', '/api/v1/emails', { key: rig.key }), 2000, 'a legacy read');
+          const legacy = await prompt(
+            () => request(node.url, 'GET', '/api/v1/emails', { key: rig.key }),
+            2000,
+            'a legacy read',
+          );
           assert.equal(legacy.value.status, 503, legacy.value.text);
           assert.equal(legacy.value.body.code, 'SERVICE_UNAVAILABLE');
           const ready = await prompt(() => request(node.url, 'GET', '/readyz'), 2000, 'GET /readyz');
@@ -108,7 +123,9 @@ describe('PostgreSQL stopped and started under two nodes', { skip: skip ?? false
     const smtp = await smtpSend(nodes[1]!.smtpPort, rig.key, 2);
     assert.equal(smtp.accepted, true, smtp.response);
     assert.deepEqual(await undelivered(rig.mx, accepted, 30_000), []);
-    t.diagnostic(`slowest refusal while down ${slowest} ms; both nodes accepting ${acceptedAfter} ms after PostgreSQL started, delivered ${Date.now() - back} ms after`);
+    t.diagnostic(
+      `slowest refusal while down ${slowest} ms; both nodes accepting ${acceptedAfter} ms after PostgreSQL started, delivered ${Date.now() - back} ms after`,
+    );
     for (const node of nodes) {
       assert.ok(node.alive());
       assert.equal(await node.stop(), 0, node.output().slice(-1500));

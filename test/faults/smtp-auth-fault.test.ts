@@ -18,7 +18,10 @@ describe('SMTP AUTH during a database fault', { skip: unavailable ?? false }, ()
   let rig: FaultRig;
 
   before(async () => {
-    rig = await faultRig({ database: 'postgres', env: { MAILSVC_DATABASE_STATEMENT_TIMEOUT_MS: '300', MAILSVC_DELIVERY_ENABLED: 'false' } });
+    rig = await faultRig({
+      database: 'postgres',
+      env: { MAILSVC_DATABASE_STATEMENT_TIMEOUT_MS: '300', MAILSVC_DELIVERY_ENABLED: 'false' },
+    });
   });
   after(async () => {
     await rig?.close();

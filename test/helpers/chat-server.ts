@@ -10,9 +10,24 @@ export async function startChatServer(answer: (userMessage: string) => { status:
     requests.push({ path: req.url ?? '', headers: req.headers, body });
     const { status, content } = answer(body.messages?.[1]?.content ?? '');
     res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(status === 200 ? { id: 'chatcmpl-1', object: 'chat.completion', model: body.model, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content } }] } : { error: { message: 'overloaded' } }));
+    res.end(
+      JSON.stringify(
+        status === 200
+          ? {
+              id: 'chatcmpl-1',
+              object: 'chat.completion',
+              model: body.model,
+              choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content } }],
+            }
+          : { error: { message: 'overloaded' } },
+      ),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/v1/chat/completions`, requests, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}/v1/chat/completions`,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

@@ -16,7 +16,9 @@ let command: string[] | undefined;
 export const cliCommand = (): string[] =>
   (command ??= [
     ...launchFlags(root),
-    ...(distIsFresh(root) ? [fileURLToPath(new URL('../../bin/mailsvc.js', import.meta.url))] : ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))]),
+    ...(distIsFresh(root)
+      ? [fileURLToPath(new URL('../../bin/mailsvc.js', import.meta.url))]
+      : ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))]),
   ]);
 
 export interface CliResult {

@@ -19,8 +19,15 @@ export class DashboardClient {
     return this.send('GET', path, undefined, headers);
   }
 
-  async post(path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<DashboardResponse> {
-    return this.send('POST', path, new URLSearchParams(fields).toString(), { 'content-type': 'application/x-www-form-urlencoded', ...headers });
+  async post(
+    path: string,
+    fields: Record<string, string>,
+    headers: Record<string, string> = {},
+  ): Promise<DashboardResponse> {
+    return this.send('POST', path, new URLSearchParams(fields).toString(), {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...headers,
+    });
   }
 
   /** Signs in with the password form, as a person would: load the form, post it with its token. */
@@ -29,9 +36,19 @@ export class DashboardClient {
     return this.post('/dashboard/login', { _csrf: form.csrf ?? '', password }, headers);
   }
 
-  private async send(method: string, path: string, body: string | undefined, headers: Record<string, string>): Promise<DashboardResponse> {
+  private async send(
+    method: string,
+    path: string,
+    body: string | undefined,
+    headers: Record<string, string>,
+  ): Promise<DashboardResponse> {
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await fetch(this.baseUrl + path, { method, body, redirect: 'manual', headers: { ...(cookie ? { cookie } : {}), ...headers } });
+    const res = await fetch(this.baseUrl + path, {
+      method,
+      body,
+      redirect: 'manual',
+      headers: { ...(cookie ? { cookie } : {}), ...headers },
+    });
     for (const line of res.headers.getSetCookie()) {
       const [pair] = line.split(';');
       const eq = pair!.indexOf('=');
@@ -46,4 +63,5 @@ export class DashboardClient {
 }
 
 /** The Set-Cookie line of one cookie, for checking its attributes. */
-export const setCookieLine = (headers: Headers, name: string): string | undefined => headers.getSetCookie().find((line) => line.startsWith(`${name}=`));
+export const setCookieLine = (headers: Headers, name: string): string | undefined =>
+  headers.getSetCookie().find((line) => line.startsWith(`${name}=`));

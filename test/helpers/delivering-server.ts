@@ -42,7 +42,13 @@ export async function startDeliveringServer(options: DeliveringServerOptions = {
     mx = await startMxServer(options.mx);
     const config = deepMerge(
       {
-        delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, hostname: 'mta.mailsvc.test', ...options.delivery },
+        delivery: {
+          enabled: true,
+          dnsServers: [dns.server],
+          port: mx.port,
+          hostname: 'mta.mailsvc.test',
+          ...options.delivery,
+        },
         dkim: { host: 'dkim.mailsvc.test' },
       },
       options.config ?? {},

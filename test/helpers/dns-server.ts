@@ -39,7 +39,17 @@ export async function startDnsServer(): Promise<TestDns> {
     const records = zone.get(key(name));
     if (!records || depth > 8) return [];
     const direct = records.get(type);
-    if (direct) return direct.map((data) => ({ type, name, ttl: 60, class: 'IN', data: type === 'TXT' ? chunk(data as string) : data }) as dnsPacket.Answer);
+    if (direct)
+      return direct.map(
+        (data) =>
+          ({
+            type,
+            name,
+            ttl: 60,
+            class: 'IN',
+            data: type === 'TXT' ? chunk(data as string) : data,
+          }) as dnsPacket.Answer,
+      );
     const cname = records.get('CNAME');
     if (cname && type !== 'CNAME') {
       const target = cname[0] as string;
@@ -61,7 +71,16 @@ export async function startDnsServer(): Promise<TestDns> {
     const failure = failing.get(key(question.name));
     if (failure === 'silent') return;
     if (failure === 'servfail') {
-      socket.send(dnsPacket.encode({ id: query.id, type: 'response', flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | 2 /* SERVFAIL */, questions: query.questions }), rinfo.port, rinfo.address);
+      socket.send(
+        dnsPacket.encode({
+          id: query.id,
+          type: 'response',
+          flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | 2 /* SERVFAIL */,
+          questions: query.questions,
+        }),
+        rinfo.port,
+        rinfo.address,
+      );
       return;
     }
     const answers = answersFor(question.name, question.type as RecordType);
@@ -69,14 +88,23 @@ export async function startDnsServer(): Promise<TestDns> {
     let response: Buffer;
     try {
       response = dnsPacket.encode({
-      id: query.id,
-      type: 'response',
-      flags: dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | (known ? 0 : 3) /* NXDOMAIN */,
-      questions: query.questions,
-      answers,
+        id: query.id,
+        type: 'response',
+        flags:
+          dnsPacket.AUTHORITATIVE_ANSWER |
+          dnsPacket.RECURSION_DESIRED |
+          dnsPacket.RECURSION_AVAILABLE |
+          (known ? 0 : 3) /* NXDOMAIN */,
+        questions: query.questions,
+        answers,
       });
     } catch {
-      response = dnsPacket.encode({ id: query.id, type: 'response', flags: 2 /* SERVFAIL */, questions: query.questions });
+      response = dnsPacket.encode({
+        id: query.id,
+        type: 'response',
+        flags: 2 /* SERVFAIL */,
+        questions: query.questions,
+      });
     }
     socket.send(response, rinfo.port, rinfo.address);
   });

@@ -6,7 +6,12 @@ import type { TestServer } from './server.js';
  * Adds a domain and makes it verified the real way: its CNAMEs and DKIM keys are published in
  * the test DNS server (which the server under test must use) and `verify` is run.
  */
-export async function addVerifiedDomain(server: TestServer, dns: TestDns, name: string, workspaceId = server.workspaceId) {
+export async function addVerifiedDomain(
+  server: TestServer,
+  dns: TestDns,
+  name: string,
+  workspaceId = server.workspaceId,
+) {
   return verifyDomainWith(server.runtime.services.domains, dns, name, workspaceId);
 }
 
@@ -17,6 +22,7 @@ export async function verifyDomainWith(domains: Services['domains'], dns: TestDn
   for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
   for (const r of records.dkimHost) dns.set(r.name, 'TXT', [r.value]);
   const result = await domains.verify(workspaceId, name);
-  if (result.domain.status !== 'verified') throw new Error(`could not verify ${name}: ${result.domain.last_check_error}`);
+  if (result.domain.status !== 'verified')
+    throw new Error(`could not verify ${name}: ${result.domain.last_check_error}`);
   return result.domain;
 }

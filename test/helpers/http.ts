@@ -16,7 +16,12 @@ export interface RequestOptions {
 }
 
 /** A real HTTP request (Node's fetch) to the server under test. */
-export async function request(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
+export async function request(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   let body: string | Buffer | undefined;

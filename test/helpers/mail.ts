@@ -2,7 +2,14 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import { newId } from '../../src/shared/ids.js';
 import type { Db } from '../../src/store/infra/db.js';
 import { findDomainByName } from '../../src/store/domains.js';
-import { PRIORITY, saveEmail, type Email, type EmailType, type NewEmail, type QueueItem } from '../../src/store/emails.js';
+import {
+  PRIORITY,
+  saveEmail,
+  type Email,
+  type EmailType,
+  type NewEmail,
+  type QueueItem,
+} from '../../src/store/emails.js';
 
 export interface QueueOptions {
   workspaceId: string;

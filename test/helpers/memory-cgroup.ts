@@ -25,7 +25,9 @@ export function memoryCgroup(name: string, limitBytes: number): MemoryCgroup | s
   if (process.getuid?.() !== 0) return 'not root: cannot make a cgroup';
   const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n');
   const made = v2(own, name, limitBytes) ?? v1(own, name, limitBytes);
-  return made ?? 'neither a cgroup v2 with the memory controller to delegate nor a v1 memory hierarchy is mounted writable';
+  return (
+    made ?? 'neither a cgroup v2 with the memory controller to delegate nor a v1 memory hierarchy is mounted writable'
+  );
 }
 
 const read = (file: string): string => readFileSync(file, 'utf8');
@@ -40,7 +42,8 @@ function v2(own: string[], name: string, limit: number): MemoryCgroup | null {
   try {
     if (!read(join(parent, 'cgroup.controllers')).split(/\s+/).includes('memory')) return null;
     // A group with processes of its own cannot give controllers to its children ("no internal processes").
-    if (!read(join(parent, 'cgroup.subtree_control')).split(/\s+/).includes('memory')) writeFileSync(join(parent, 'cgroup.subtree_control'), '+memory');
+    if (!read(join(parent, 'cgroup.subtree_control')).split(/\s+/).includes('memory'))
+      writeFileSync(join(parent, 'cgroup.subtree_control'), '+memory');
     mkdirSync(path);
     writeFileSync(join(path, 'memory.max'), String(limit));
     if (existsSync(join(path, 'memory.swap.max'))) writeFileSync(join(path, 'memory.swap.max'), '0');
@@ -67,7 +70,8 @@ function v1(own: string[], name: string, limit: number): MemoryCgroup | null {
     mkdirSync(path);
     writeFileSync(join(path, 'memory.limit_in_bytes'), String(limit));
     // No swap to escape to either (where swap accounting is on).
-    if (existsSync(join(path, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(path, 'memory.memsw.limit_in_bytes'), String(limit));
+    if (existsSync(join(path, 'memory.memsw.limit_in_bytes')))
+      writeFileSync(join(path, 'memory.memsw.limit_in_bytes'), String(limit));
     return {
       path,
       version: 1,

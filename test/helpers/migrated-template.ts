@@ -20,7 +20,12 @@ let hashed: string | undefined;
 export function migrationsHash(): string {
   if (hashed) return hashed;
   const hash = createHash('sha256');
-  for (const name of readdirSync(migrationsDir).sort()) hash.update(name).update('\0').update(readFileSync(join(migrationsDir, name))).update('\0');
+  for (const name of readdirSync(migrationsDir).sort())
+    hash
+      .update(name)
+      .update('\0')
+      .update(readFileSync(join(migrationsDir, name)))
+      .update('\0');
   return (hashed = hash.digest('hex').slice(0, 16));
 }
 

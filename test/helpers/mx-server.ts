@@ -61,7 +61,13 @@ const headerValue = (raw: Buffer, name: string): string | null => {
  * one a test makes verifiable), PIPELINING, and hooks to answer 4xx/5xx.
  */
 export async function startMxServer(
-  options: { host?: string; port?: number; hooks?: MxHooks; auth?: { user: string; pass: string }; tls?: { key: string; cert: string } } = {},
+  options: {
+    host?: string;
+    port?: number;
+    hooks?: MxHooks;
+    auth?: { user: string; pass: string };
+    tls?: { key: string; cert: string };
+  } = {},
 ): Promise<TestMx> {
   const messages: ReceivedMessage[] = [];
   const sessions = new Map<string, number>();
@@ -75,7 +81,10 @@ export async function startMxServer(
           authMethods: ['PLAIN', 'LOGIN'],
           onAuth(auth, _session, cb) {
             const ok = auth.username === options.auth!.user && auth.password === options.auth!.pass;
-            cb(ok ? null : Object.assign(new Error('5.7.8 Authentication failed'), { responseCode: 535 }), ok ? { user: auth.username } : undefined);
+            cb(
+              ok ? null : Object.assign(new Error('5.7.8 Authentication failed'), { responseCode: 535 }),
+              ok ? { user: auth.username } : undefined,
+            );
           },
         }
       : { authOptional: true, disabledCommands: ['AUTH'] }),

@@ -18,7 +18,11 @@ function writeTimestamp(packet: Buffer, offset: number, ms: number): void {
 
 export async function startNtpServer(offsetMs = 0): Promise<TestNtp> {
   const socket = createSocket('udp4');
-  const state: TestNtp = { server: '', offsetMs, close: () => new Promise<void>((resolve) => socket.close(() => resolve())) };
+  const state: TestNtp = {
+    server: '',
+    offsetMs,
+    close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
+  };
   socket.on('message', (request, rinfo) => {
     if (request.length < 48) return;
     const received = Date.now() + state.offsetMs;

@@ -44,10 +44,13 @@ async function sweepOrphans(server: string): Promise<void> {
   const client = new pg.Client({ connectionString: server });
   await client.connect();
   try {
-    const { rows } = await client.query<{ datname: string }>(`select datname from pg_database where datname like '${PREFIX}%'`);
+    const { rows } = await client.query<{ datname: string }>(
+      `select datname from pg_database where datname like '${PREFIX}%'`,
+    );
     for (const { datname } of rows) {
       const pid = Number(datname.slice(PREFIX.length).split('_')[0]);
-      if (Number.isInteger(pid) && pid > 0 && !alive(pid)) await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+      if (Number.isInteger(pid) && pid > 0 && !alive(pid))
+        await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
     }
   } finally {
     await client.end();
@@ -59,7 +62,10 @@ async function sweepOrphans(server: string): Promise<void> {
  * `server`): empty, or with `migrated` a copy of the migrated template (what a server would
  * make of the empty one as it starts, seconds sooner).
  */
-export async function createTestDatabase(server = testPostgresUrl(), options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  server = testPostgresUrl(),
+  options: { migrated?: boolean } = {},
+): Promise<TestDatabase> {
   if (!server) throw new Error('MAILSVC_TEST_POSTGRES is not set');
   await (swept ??= sweepOrphans(server));
   const name = `${PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;

@@ -4,7 +4,8 @@ import type { TestDns } from './dns-server.js';
 import type { TestServer } from './server.js';
 
 /** The official Resend SDK pointed at the server under test: the one-line switch users make. */
-export const resendClient = (server: TestServer, key: string): Resend => new Resend(key, { baseUrl: `${server.httpUrl}/v1` });
+export const resendClient = (server: TestServer, key: string): Resend =>
+  new Resend(key, { baseUrl: `${server.httpUrl}/v1` });
 
 /** What the SDK returns: `data` or `error`, never both. */
 interface SdkResult<T> {
@@ -33,7 +34,14 @@ export function failed(result: SdkResult<unknown>, statusCode: number, name: str
  * Asserts an object carries every field the SDK's type declares (the names are copied from
  * node_modules/resend/dist/index.d.mts), with a value of the declared JSON type.
  */
-export function hasFields(value: unknown, fields: Record<string, 'string' | 'number' | 'boolean' | 'object' | 'array' | 'string|null' | 'array|null' | 'object|null' | 'number|null'>, what = 'object'): void {
+export function hasFields(
+  value: unknown,
+  fields: Record<
+    string,
+    'string' | 'number' | 'boolean' | 'object' | 'array' | 'string|null' | 'array|null' | 'object|null' | 'number|null'
+  >,
+  what = 'object',
+): void {
   assert.ok(value && typeof value === 'object', `${what}: not an object`);
   const record = value as Record<string, unknown>;
   for (const [field, type] of Object.entries(fields)) {

@@ -108,7 +108,8 @@ export async function startServeRig(options: ServeRigOptions): Promise<ServeRig>
     runtime = await openRuntime(loadConfig({ env: env('setup') }), { logger: createLogger('silent') });
     const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
     const key = (await runtime.services.credentials.createKey({ name: options.name, workspaceId })).secret;
-    if (options.deliver) await verifyDomainWith(runtime.services.domains, dns!, options.deliver.sender ?? 'sender.test', workspaceId);
+    if (options.deliver)
+      await verifyDomainWith(runtime.services.domains, dns!, options.deliver.sender ?? 'sender.test', workspaceId);
     return {
       dir: root,
       database,

@@ -23,7 +23,10 @@ export interface TestServer extends RunningServer {
  * The real server, in this process, on free loopback ports with a fresh SQLite file in a
  * temp directory, or a fresh PostgreSQL database when MAILSVC_TEST_POSTGRES is set. `overrides` has the shape of the config file.
  */
-export async function startTestServer(overrides: Record<string, unknown> = {}, options: { clock?: Clock; mtaStsFetcher?: PolicyFetcher } = {}): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Record<string, unknown> = {},
+  options: { clock?: Clock; mtaStsFetcher?: PolicyFetcher } = {},
+): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'mailsvc-test-'));
   // A database of its own, migrated already (a copy of a template: the migrations are a
   // second or more of every start); a test that names its database gets it as it is.
@@ -44,7 +47,9 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, overrides) });
   if (config.delivery.enabled && config.delivery.dnsServers.length === 0 && !config.delivery.relay) {
-    throw new Error('a test that delivers must set delivery.dnsServers to its loopback DNS server (never the real network)');
+    throw new Error(
+      'a test that delivers must set delivery.dnsServers to its loopback DNS server (never the real network)',
+    );
   }
   let server: RunningServer;
   try {

@@ -31,7 +31,11 @@ export async function startShop(overrides: Record<string, unknown> = {}): Promis
   const dns = await startDnsServer();
   const mx = await startMxServer();
   const server = await startTestServer(
-    { delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0 }, http: { publicUrl: 'http://mail.shop.example' }, ...overrides },
+    {
+      delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0 },
+      http: { publicUrl: 'http://mail.shop.example' },
+      ...overrides,
+    },
     { clock },
   );
   const key = await server.key();
@@ -50,13 +54,30 @@ export async function startShop(overrides: Record<string, unknown> = {}): Promis
     async broadcast(body) {
       clock.advance(60_000);
       const before = mx.messages.length;
-      const res = await post('/v1/broadcasts', { from: 'Shop <news@shop.example>', html: '<p>News</p>', send: true, ...body });
+      const res = await post('/v1/broadcasts', {
+        from: 'Shop <news@shop.example>',
+        html: '<p>News</p>',
+        send: true,
+        ...body,
+      });
       assert.equal(res.status, 201, show(res));
-      await eventually(async () => (await request(server.httpUrl, 'GET', `/v1/broadcasts/${res.body.id}`, { key })).body.status === 'sent', 20_000, `${String(body.subject)} sent`);
-      return mx.messages.slice(before).flatMap((m) => m.to).sort();
+      await eventually(
+        async () =>
+          (await request(server.httpUrl, 'GET', `/v1/broadcasts/${res.body.id}`, { key })).body.status === 'sent',
+        20_000,
+        `${String(body.subject)} sent`,
+      );
+      return mx.messages
+        .slice(before)
+        .flatMap((m) => m.to)
+        .sort();
     },
     unsubscribeLink(to) {
-      const head = mx.messages.find((m) => m.to.includes(to))!.raw.toString('latin1').split('\r\n\r\n')[0]!.replace(/\r\n[ \t]+/g, ' ');
+      const head = mx.messages
+        .find((m) => m.to.includes(to))!
+        .raw.toString('latin1')
+        .split('\r\n\r\n')[0]!
+        .replace(/\r\n[ \t]+/g, ' ');
       return local(/^List-Unsubscribe: <([^>]+)>/im.exec(head)![1]!);
     },
     async close() {

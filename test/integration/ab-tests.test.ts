@@ -22,7 +22,8 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  */
 
 const CONTACTS = 300;
-const CHROME_UA = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
+const CHROME_UA =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
 
 describe('A/B tests with a holdout', () => {
   let dns: TestDns;
@@ -42,7 +43,14 @@ describe('A/B tests with a holdout', () => {
   const clock = { now: () => Date.now() + ahead, advance: (ms: number) => void (ahead += ms) };
 
   const overrides = (dns: TestDns, mx: TestMx) => ({
-    delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, signingThreads: 0, concurrency: 50, defaultDomainLimit: { concurrency: 20, perMinute: 100_000 } },
+    delivery: {
+      dnsServers: [dns.server],
+      port: mx.port,
+      pollInterval: 50,
+      signingThreads: 0,
+      concurrency: 50,
+      defaultDomainLimit: { concurrency: 20, perMinute: 100_000 },
+    },
     http: { publicUrl: 'http://mail.shop.example' },
     dashboard: { password: 'ab-test-dashboard' },
   });
@@ -60,11 +68,15 @@ describe('A/B tests with a holdout', () => {
     segmentId = segment.id;
     smallSegmentId = small.id;
     for (let i = 0; i < CONTACTS; i++) {
-      const { subscriber } = await services.subscribers.upsert(server.workspaceId, { email: `c${String(i).padStart(3, '0')}@dest.test` });
+      const { subscriber } = await services.subscribers.upsert(server.workspaceId, {
+        email: `c${String(i).padStart(3, '0')}@dest.test`,
+      });
       contacts.set(subscriber.email, subscriber.id);
     }
     await services.audiences.addMembers(server.workspaceId, segmentId, { subscriberIds: [...contacts.values()] });
-    await services.audiences.addMembers(server.workspaceId, smallSegmentId, { emails: ['c000@dest.test', 'c001@dest.test', 'c002@dest.test', 'c003@dest.test'] });
+    await services.audiences.addMembers(server.workspaceId, smallSegmentId, {
+      emails: ['c000@dest.test', 'c001@dest.test', 'c002@dest.test', 'c003@dest.test'],
+    });
   });
   after(async () => {
     await other?.close();
@@ -90,7 +102,11 @@ describe('A/B tests with a holdout', () => {
       [{ ...test, variants: [{ subject: 'A' }] }, 400, /^variants: an A\/B test has 2 to 5 variants, got 1/],
       [{ ...test, variants: [{ subject: 'A' }, { subject: 'B' }] }, 201],
       [{ ...test, variants: ['A', 'B', 'C', 'D', 'E'].map((subject) => ({ subject })) }, 201],
-      [{ ...test, variants: ['A', 'B', 'C', 'D', 'E', 'F'].map((subject) => ({ subject })) }, 400, /^variants: an A\/B test has 2 to 5 variants, got 6/],
+      [
+        { ...test, variants: ['A', 'B', 'C', 'D', 'E', 'F'].map((subject) => ({ subject })) },
+        400,
+        /^variants: an A\/B test has 2 to 5 variants, got 6/,
+      ],
       [{ ...test, test_percentage: 0 }, 400, /^test_percentage: must be a whole number from 1 to 100/],
       [{ ...test, test_percentage: 1 }, 201],
       [{ ...test, test_percentage: 100 }, 201],
@@ -100,7 +116,11 @@ describe('A/B tests with a holdout', () => {
       [{ ...test, holdout_percentage: -1 }, 400, /^holdout_percentage: must be a whole number from 0 to 50/],
       [{ ...test, holdout_percentage: 50, test_percentage: 50 }, 201],
       [{ ...test, holdout_percentage: 51 }, 400, /^holdout_percentage/],
-      [{ ...test, holdout_percentage: 20, test_percentage: 81 }, 400, /^test_percentage: and holdout_percentage add up to 101: at most 100/],
+      [
+        { ...test, holdout_percentage: 20, test_percentage: 81 },
+        400,
+        /^test_percentage: and holdout_percentage add up to 101: at most 100/,
+      ],
       [{ holdout_percentage: 10 }, 201],
       [{ test_percentage: 10 }, 400, /^test_percentage: applies only to an A\/B test/],
       [{ ...test, test_duration: '59 seconds' }, 400, /^test_duration: must be at least 1 minute/],
@@ -109,14 +129,38 @@ describe('A/B tests with a holdout', () => {
       [{ ...test, test_duration: '31 days' }, 400, /^test_duration: must be at most 30 days/],
       [{ ...test, test_duration: 'soon' }, 400, /^test_duration: "soon" is not a duration/],
       [{ ...test, test_duration: undefined }, 400, /^test_duration: is required with variants/],
-      [{ ...test, winner_metric: 'open_rate' }, 400, /^winner_metric: must be one of human_open_rate, human_click_rate/],
+      [
+        { ...test, winner_metric: 'open_rate' },
+        400,
+        /^winner_metric: must be one of human_open_rate, human_click_rate/,
+      ],
       [{ ...test, winner_metric: 'human_open_rate' }, 201],
-      [{ ...test, variants: [{ subject: 'Spring is here' }, {}] }, 400, /^variants\[1\]: sends the same message as variant A/],
-      [{ ...test, variants: [{ subject: 'A' }, { subject: 'B\r\nBcc: x@evil.example' }] }, 400, /^variants\[1\]\.subject/],
-      [{ ...test, variants: [{ subject: 'A' }, { html: '<p>B</p>', template_id: 'x' }] }, 400, /^variants\[1\]\.template_id: cannot be combined with html/],
-      [{ ...test, variants: [{ subject: 'A' }, { template_id: '01930000-0000-7000-8000-000000000000' }] }, 400, /^variants\[1\]\.template_id: template .* not found/],
+      [
+        { ...test, variants: [{ subject: 'Spring is here' }, {}] },
+        400,
+        /^variants\[1\]: sends the same message as variant A/,
+      ],
+      [
+        { ...test, variants: [{ subject: 'A' }, { subject: 'B\r\nBcc: x@evil.example' }] },
+        400,
+        /^variants\[1\]\.subject/,
+      ],
+      [
+        { ...test, variants: [{ subject: 'A' }, { html: '<p>B</p>', template_id: 'x' }] },
+        400,
+        /^variants\[1\]\.template_id: cannot be combined with html/,
+      ],
+      [
+        { ...test, variants: [{ subject: 'A' }, { template_id: '01930000-0000-7000-8000-000000000000' }] },
+        400,
+        /^variants\[1\]\.template_id: template .* not found/,
+      ],
       [{ ...test, variants: [{ subject: 'A' }, { subjekt: 'typo' }] }, 400, /variants/],
-      [{ ...test, variants: [{ subject: 'A' }, { name: 'x'.repeat(101) }] }, 400, /^variants\[1\]\.name: must be one line of at most 100 characters/],
+      [
+        { ...test, variants: [{ subject: 'A' }, { name: 'x'.repeat(101) }] },
+        400,
+        /^variants\[1\]\.name: must be one line of at most 100 characters/,
+      ],
       [{ ...test, test_percentage: '40' }, 400, /test_percentage/],
     ];
     for (const [fields, status, message] of cases) {
@@ -141,7 +185,12 @@ describe('A/B tests with a holdout', () => {
       send: true,
       variants: [
         { name: 'Plain', subject: 'Spring is here, {{{FIRST_NAME|friend}}}' },
-        { name: 'Urgent', subject: 'Only this week: spring', from_name: 'Shop Deals', html: '<html><body><p>Hurry</p><a href="https://shop.example/spring?b">Shop now</a></body></html>' },
+        {
+          name: 'Urgent',
+          subject: 'Only this week: spring',
+          from_name: 'Shop Deals',
+          html: '<html><body><p>Hurry</p><a href="https://shop.example/spring?b">Shop now</a></body></html>',
+        },
       ],
       test_percentage: 40,
       holdout_percentage: 10,
@@ -151,7 +200,13 @@ describe('A/B tests with a holdout', () => {
     assert.equal(created.status, 201, show(created));
     broadcastId = created.body.id;
     assert.deepEqual(
-      [created.body.test_percentage, created.body.holdout_percentage, created.body.winner_metric, created.body.test_duration, created.body.winner],
+      [
+        created.body.test_percentage,
+        created.body.holdout_percentage,
+        created.body.winner_metric,
+        created.body.test_duration,
+        created.body.winner,
+      ],
       [40, 10, 'human_click_rate', '2 hours', null],
     );
 
@@ -165,7 +220,11 @@ describe('A/B tests with a holdout', () => {
     const count = (group: string) => [...groups.values()].filter((g) => g === group).length;
     assert.deepEqual([count('holdout'), count('A'), count('B')], [30, 60, 60], '10%, 20% and 20% of 300, exactly');
 
-    await eventually(async () => (await statusOf(broadcastId)) === 'testing', 120_000, 'the variants queued, the test waiting');
+    await eventually(
+      async () => (await statusOf(broadcastId)) === 'testing',
+      120_000,
+      'the variants queued, the test waiting',
+    );
     await mx.waitFor(count('A') + count('B'), 30_000);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(mx.messages.length, count('A') + count('B'), 'the test group only');
@@ -179,7 +238,13 @@ describe('A/B tests with a holdout', () => {
     const view = (await get(`/v1/broadcasts/${broadcastId}`)).body;
     assert.equal(view.status, 'queued', "Resend's status while the test runs");
     assert.ok(view.winner_due_at, 'the winner is due at a time kept in the database');
-    assert.deepEqual(view.variants.map((v: { id: string; name: string; stats: { sent: number } }) => [v.id, v.name, v.stats.sent]), [['A', 'Plain', count('A')], ['B', 'Urgent', count('B')]]);
+    assert.deepEqual(
+      view.variants.map((v: { id: string; name: string; stats: { sent: number } }) => [v.id, v.name, v.stats.sent]),
+      [
+        ['A', 'Plain', count('A')],
+        ['B', 'Urgent', count('B')],
+      ],
+    );
     assert.equal(view.counts.held_out, count('holdout'));
   });
 
@@ -187,11 +252,17 @@ describe('A/B tests with a holdout', () => {
     clock.advance(60_000);
     const trackedLink = async (to: string) => {
       const html = String((await simpleParser(mx.messages.find((m) => m.to.includes(to))!.raw)).html);
-      return /href="(http:\/\/mail\.shop\.example\/t\/c\/[^"]+)"/.exec(html)![1]!.replace('http://mail.shop.example', server.httpUrl);
+      return /href="(http:\/\/mail\.shop\.example\/t\/c\/[^"]+)"/
+        .exec(html)![1]!
+        .replace('http://mail.shop.example', server.httpUrl);
     };
     const members = (group: string) => [...groups].filter(([, g]) => g === group).map(([email]) => email);
     const people = async (emails: string[]) => {
-      for (const to of emails) assert.equal((await fetch(await trackedLink(to), { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })).status, 302);
+      for (const to of emails)
+        assert.equal(
+          (await fetch(await trackedLink(to), { redirect: 'manual', headers: { 'user-agent': CHROME_UA } })).status,
+          302,
+        );
     };
     await people(members('A').slice(0, 3));
     await people(members('B').slice(0, 10));
@@ -201,7 +272,9 @@ describe('A/B tests with a holdout', () => {
       for (let i = 0; i < 2; i++) assert.equal((await fetch(link, { method: 'HEAD', redirect: 'manual' })).status, 302);
     }
     const view = (await get(`/v1/broadcasts/${broadcastId}`)).body;
-    const [a, b] = view.variants as Array<{ stats: Record<'sent' | 'clicked' | 'human_clicked' | 'human_click_rate', number> }>;
+    const [a, b] = view.variants as Array<{
+      stats: Record<'sent' | 'clicked' | 'human_clicked' | 'human_click_rate', number>;
+    }>;
     assert.equal(a!.stats.clicked, members('A').length, 'every A message was clicked, by machines');
     assert.equal(a!.stats.human_clicked, 3);
     assert.equal(b!.stats.human_clicked, 10);
@@ -224,10 +297,14 @@ describe('A/B tests with a holdout', () => {
   it('when the test is over, the variant more people clicked goes to the rest; counts add up', async () => {
     const tested = mx.messages.length;
     clock.advance(60 * 60_000);
-    const done = await eventually(async () => {
-      const b = (await get(`/v1/broadcasts/${broadcastId}`)).body;
-      return b.status === 'sent' ? b : undefined;
-    }, 120_000, 'the winner sent to the rest');
+    const done = await eventually(
+      async () => {
+        const b = (await get(`/v1/broadcasts/${broadcastId}`)).body;
+        return b.status === 'sent' ? b : undefined;
+      },
+      120_000,
+      'the winner sent to the rest',
+    );
     assert.equal(done.winner.variant, 'B');
     assert.equal(done.winner.chosen_by, 'metric');
 
@@ -235,39 +312,68 @@ describe('A/B tests with a holdout', () => {
     assert.equal(mx.messages.length, tested + rest.length);
     const received = new Map<string, number>();
     for (const m of mx.messages) received.set(m.to[0]!, (received.get(m.to[0]!) ?? 0) + 1);
-    for (const [email, group] of groups) assert.equal(received.get(email) ?? 0, group === 'holdout' ? 0 : 1, `${email} (${group})`);
-    for (const m of mx.messages.slice(tested)) assert.equal((await simpleParser(m.raw)).subject, 'Only this week: spring', 'the rest gets the winner');
+    for (const [email, group] of groups)
+      assert.equal(received.get(email) ?? 0, group === 'holdout' ? 0 : 1, `${email} (${group})`);
+    for (const m of mx.messages.slice(tested))
+      assert.equal((await simpleParser(m.raw)).subject, 'Only this week: spring', 'the rest gets the winner');
 
     // Every count adds up: the variants' test sends, the winner's sends and the holdout are the list.
-    const [a, b] = done.variants as Array<{ stats: Record<'sent' | 'clicked' | 'human_clicked' | 'human_click_rate', number> }>;
+    const [a, b] = done.variants as Array<{
+      stats: Record<'sent' | 'clicked' | 'human_clicked' | 'human_click_rate', number>;
+    }>;
     assert.equal(a!.stats.sent + b!.stats.sent + done.winner.stats.sent + done.counts.held_out, CONTACTS);
     assert.equal(done.recipients, CONTACTS);
     assert.equal(done.counts.delivered, CONTACTS - done.counts.held_out);
     assert.equal(done.counts.queued, CONTACTS - done.counts.held_out);
     assert.equal(done.winner.stats.delivered, rest.length);
     assert.equal(done.counts.clicked, done.counts.human_clicked + done.counts.machine_clicked);
-    const holdouts = await server.runtime.store.db.selectFrom('campaign_holdouts').select('subscriber_id').where('campaign_id', '=', broadcastId).execute();
+    const holdouts = await server.runtime.store.db
+      .selectFrom('campaign_holdouts')
+      .select('subscriber_id')
+      .where('campaign_id', '=', broadcastId)
+      .execute();
     assert.deepEqual(
       holdouts.map((h) => h.subscriber_id).sort(),
-      [...groups].filter(([, g]) => g === 'holdout').map(([email]) => contacts.get(email)!).sort(),
+      [...groups]
+        .filter(([, g]) => g === 'holdout')
+        .map(([email]) => contacts.get(email)!)
+        .sort(),
       'the holdout is listed, to compare with who got the campaign',
     );
 
     // Events carry the variant; the SPEC's campaign shows the same test.
-    const restEmail = await server.runtime.store.db.selectFrom('emails').select(['id', 'variant', 'ab_phase']).where('campaign_id', '=', broadcastId).where('ab_phase', '=', 'winner').limit(1).executeTakeFirstOrThrow();
+    const restEmail = await server.runtime.store.db
+      .selectFrom('emails')
+      .select(['id', 'variant', 'ab_phase'])
+      .where('campaign_id', '=', broadcastId)
+      .where('ab_phase', '=', 'winner')
+      .limit(1)
+      .executeTakeFirstOrThrow();
     assert.deepEqual([restEmail.variant, restEmail.ab_phase], ['B', 'winner']);
-    const events = (await get(`/v1/emails/${restEmail.id}/events`)).body.events as Array<{ type: string; data: { variant: string } }>;
+    const events = (await get(`/v1/emails/${restEmail.id}/events`)).body.events as Array<{
+      type: string;
+      data: { variant: string };
+    }>;
     assert.equal(events.find((e) => e.type === 'email.delivered')!.data.variant, 'B');
     const campaign = (await get(`/v1/campaigns/${broadcastId}`)).body;
-    assert.deepEqual([campaign.winner.variant, campaign.variants.length, campaign.counts.held_out], ['B', 2, done.counts.held_out]);
+    assert.deepEqual(
+      [campaign.winner.variant, campaign.variants.length, campaign.counts.held_out],
+      ['B', 2, done.counts.held_out],
+    );
     // The Resend SDK reads the broadcast as ever, our fields beside Resend's.
-    const sdk = ok(await resendClient(server, key).broadcasts.get(broadcastId), 'broadcasts.get') as unknown as { status: string; winner: { variant: string } };
+    const sdk = ok(await resendClient(server, key).broadcasts.get(broadcastId), 'broadcasts.get') as unknown as {
+      status: string;
+      winner: { variant: string };
+    };
     assert.deepEqual([sdk.status, sdk.winner.variant], ['sent', 'B']);
     // The dashboard shows the variants side by side, the winner and how it was chosen.
     const dashboard = new DashboardClient(server.httpUrl);
     assert.equal((await dashboard.signIn('ab-test-dashboard')).status, 303);
     const campaignPage = (await dashboard.get(`/dashboard/campaigns/${broadcastId}`)).text;
-    assert.match(campaignPage, /<h2>A\/B test<\/h2><p class="muted">40% of the recipients in the test, split evenly; 10% held out\. Variant B won \(the better click rate of people\)/);
+    assert.match(
+      campaignPage,
+      /<h2>A\/B test<\/h2><p class="muted">40% of the recipients in the test, split evenly; 10% held out\. Variant B won \(the better click rate of people\)/,
+    );
     assert.match(campaignPage, /<span class="muted">held out<\/span><b>\d+<\/b>/);
   });
 
@@ -303,23 +409,50 @@ describe('A/B tests with a holdout', () => {
     assert.equal(await chooseWinners(server.runtime.deps), 0);
     assert.equal((await post(`/v1/broadcasts/${broadcastId}/winner`, { variant: 'A' })).status, 409);
     const plain = await post('/v1/broadcasts', { ...base, segment_id: smallSegmentId });
-    assert.match((await post(`/v1/broadcasts/${plain.body.id}/winner`, { variant: 'A' })).body.error.message, /has no A\/B test/);
+    assert.match(
+      (await post(`/v1/broadcasts/${plain.body.id}/winner`, { variant: 'A' })).body.error.message,
+      /has no A\/B test/,
+    );
   });
 
   it('a draft keeps its variants when other fields change, drops them with variants: null, and a copy keeps them', async () => {
-    const draft = await post('/v1/broadcasts', { ...base, segment_id: smallSegmentId, variants: [{ subject: 'X' }, { subject: 'Y' }], test_percentage: 30, test_duration: '90 minutes' });
+    const draft = await post('/v1/broadcasts', {
+      ...base,
+      segment_id: smallSegmentId,
+      variants: [{ subject: 'X' }, { subject: 'Y' }],
+      test_percentage: 30,
+      test_duration: '90 minutes',
+    });
     assert.equal(draft.status, 201, show(draft));
-    const renamed = await request(server.httpUrl, 'PATCH', `/v1/broadcasts/${draft.body.id}`, { key, body: { name: 'Renamed', test_percentage: 60 } });
+    const renamed = await request(server.httpUrl, 'PATCH', `/v1/broadcasts/${draft.body.id}`, {
+      key,
+      body: { name: 'Renamed', test_percentage: 60 },
+    });
     assert.equal(renamed.status, 200, show(renamed));
     const read = (await get(`/v1/broadcasts/${draft.body.id}`)).body;
-    assert.deepEqual([read.name, read.test_percentage, read.test_duration, read.variants.map((v: { subject: string }) => v.subject)], ['Renamed', 60, '90 minutes', ['X', 'Y']]);
+    assert.deepEqual(
+      [read.name, read.test_percentage, read.test_duration, read.variants.map((v: { subject: string }) => v.subject)],
+      ['Renamed', 60, '90 minutes', ['X', 'Y']],
+    );
     const copy = (await post(`/v1/broadcasts/${draft.body.id}/duplicate`, {})).body;
-    assert.deepEqual((await get(`/v1/broadcasts/${copy.id}`)).body.variants.map((v: { subject: string }) => v.subject), ['X', 'Y']);
-    const dropped = await request(server.httpUrl, 'PATCH', `/v1/broadcasts/${draft.body.id}`, { key, body: { variants: null } });
+    assert.deepEqual(
+      (await get(`/v1/broadcasts/${copy.id}`)).body.variants.map((v: { subject: string }) => v.subject),
+      ['X', 'Y'],
+    );
+    const dropped = await request(server.httpUrl, 'PATCH', `/v1/broadcasts/${draft.body.id}`, {
+      key,
+      body: { variants: null },
+    });
     assert.equal(dropped.status, 200, show(dropped));
     const plain = (await get(`/v1/broadcasts/${draft.body.id}`)).body;
-    assert.deepEqual([plain.variants, plain.test_percentage, plain.test_duration, plain.name], [undefined, null, null, 'Renamed']);
-    const stray = await request(server.httpUrl, 'PATCH', `/v1/broadcasts/${draft.body.id}`, { key, body: { test_percentage: 30 } });
+    assert.deepEqual(
+      [plain.variants, plain.test_percentage, plain.test_duration, plain.name],
+      [undefined, null, null, 'Renamed'],
+    );
+    const stray = await request(server.httpUrl, 'PATCH', `/v1/broadcasts/${draft.body.id}`, {
+      key,
+      body: { test_percentage: 30 },
+    });
     assert.equal(stray.status, 400, show(stray));
     assert.match(stray.body.error.message, /^test_percentage: applies only to an A\/B test/);
   });

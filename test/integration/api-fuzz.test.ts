@@ -23,7 +23,14 @@ describe('API property: never a 5xx, always the envelope and the rate-limit head
   before(async () => {
     dns = await startDnsServer();
     // Names resolve only through the loopback DNS server (unknown: NXDOMAIN), nothing is delivered.
-    server = await startTestServer({ delivery: { dnsServers: [dns.server], enabled: false }, webhooks: { enabled: false }, http: { bodyLimit: 1024 * 1024 } }, { clock });
+    server = await startTestServer(
+      {
+        delivery: { dnsServers: [dns.server], enabled: false },
+        webhooks: { enabled: false },
+        http: { bodyLimit: 1024 * 1024 },
+      },
+      { clock },
+    );
     await addVerifiedDomain(server, dns, 'sender.test');
     fixtures = await fuzzFixtures(server);
   });
@@ -33,10 +40,17 @@ describe('API property: never a 5xx, always the envelope and the rate-limit head
   });
 
   it(`holds for ${RUNS} generated requests (seed ${SEED})`, { timeout: 600_000 }, async () => {
-    const statuses = await fuzzApi(server, fixtures, { seed: SEED, numRuns: RUNS, beforeEach: () => clock.advance(61_000) });
+    const statuses = await fuzzApi(server, fixtures, {
+      seed: SEED,
+      numRuns: RUNS,
+      beforeEach: () => clock.advance(61_000),
+    });
     // The run reached the handlers, not only the validation: some requests succeeded.
     const succeeded = [...statuses].filter(([s]) => s < 300).reduce((n, [, c]) => n + c, 0);
     assert.ok(succeeded >= RUNS / 20, `successes ${JSON.stringify([...statuses])}`);
-    assert.equal([...statuses.values()].reduce((a, b) => a + b, 0), RUNS);
+    assert.equal(
+      [...statuses.values()].reduce((a, b) => a + b, 0),
+      RUNS,
+    );
   });
 });

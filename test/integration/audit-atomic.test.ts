@@ -15,8 +15,13 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('audit entries in the transaction of their change', () => {
   let server: TestServer;
-  const suppressed = async (email: string) => (await server.runtime.services.suppressions.list(server.workspaceId, { limit: 500, offset: 0 })).items.some((s) => s.email === email);
-  const entries = async () => (await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: '100' })).data;
+  const suppressed = async (email: string) =>
+    (await server.runtime.services.suppressions.list(server.workspaceId, { limit: 500, offset: 0 })).items.some(
+      (s) => s.email === email,
+    );
+  const entries = async () =>
+    (await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: '100' }))
+      .data;
 
   before(async () => {
     server = await startTestServer();
@@ -25,7 +30,9 @@ describe('audit entries in the transaction of their change', () => {
 
   it('records a change once, and the record is there when the call returns', async () => {
     await server.runtime.services.suppressions.add(server.workspaceId, { email: 'one@atomic.test' });
-    const found = (await entries()).filter((e) => e.action === 'suppression.added' && e.object_id === 'one@atomic.test');
+    const found = (await entries()).filter(
+      (e) => e.action === 'suppression.added' && e.object_id === 'one@atomic.test',
+    );
     assert.equal(found.length, 1);
   });
 
@@ -37,7 +44,10 @@ describe('audit entries in the transaction of their change', () => {
     };
     const audited = withAuditTrail(services, broken, store);
     const before = (await entries()).length;
-    await assert.rejects(audited.suppressions.add(server.workspaceId, { email: 'two@atomic.test' }), /refused the entry/);
+    await assert.rejects(
+      audited.suppressions.add(server.workspaceId, { email: 'two@atomic.test' }),
+      /refused the entry/,
+    );
     assert.equal(await suppressed('two@atomic.test'), false, 'the change was rolled back');
     assert.equal((await entries()).length, before, 'and the inner trail’s entry with it');
   });
@@ -62,14 +72,30 @@ describe('audit entries in the transaction of their change', () => {
       await server.runtime.services.suppressions.add(server.workspaceId, { email: 'four@atomic.test' });
       await assert.rejects(
         db.transaction().execute(async (trx) => {
-          await appendAuditEntries(trx, [{ id: stray, workspace_id: server.workspaceId, actor_type: 'system', actor_id: null, action: 'test.stray', object_type: 'test', object_id: null, detail: null, client_address: null, created_at: Date.now() }]);
+          await appendAuditEntries(trx, [
+            {
+              id: stray,
+              workspace_id: server.workspaceId,
+              actor_type: 'system',
+              actor_id: null,
+              action: 'test.stray',
+              object_type: 'test',
+              object_id: null,
+              detail: null,
+              client_address: null,
+              created_at: Date.now(),
+            },
+          ]);
           throw new Error('inner');
         }),
         /inner/,
       );
     });
     assert.equal(await suppressed('four@atomic.test'), true);
-    assert.equal((await entries()).some((e) => e.id === stray), false);
+    assert.equal(
+      (await entries()).some((e) => e.id === stray),
+      false,
+    );
   });
 
   it('other requests wait for a unit rather than join it, and the commit batcher runs inline in it', async () => {
@@ -108,7 +134,9 @@ describe('audit entries in the transaction of their change', () => {
 
   it("an API key's changes to templates, contacts and segments are recorded as that key", async () => {
     const key = await server.key();
-    const keyId = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).find((k) => key.startsWith(k.prefix))!.id;
+    const keyId = (
+      await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })
+    ).find((k) => key.startsWith(k.prefix))!.id;
     const api = (path: string, body: unknown) => request(server.httpUrl, 'POST', path, { key, body });
     const template = await api('/v1/templates', { name: 'Audited', html: '<p>hi</p>' });
     assert.equal(template.status, 201, show(template));
@@ -116,8 +144,11 @@ describe('audit entries in the transaction of their change', () => {
     assert.ok(contact.status === 200 || contact.status === 201, show(contact));
     const segment = await api('/v1/segments', { name: 'Audited segment' });
     assert.ok(segment.status === 200 || segment.status === 201, show(segment));
-    const byKey = (await entries()).filter((e) => e.actor.type === 'api_key' && e.actor.id === keyId).map((e) => e.action);
-    for (const action of ['template.created', 'contact.created', 'segment.created']) assert.ok(byKey.includes(action), `${action} in ${byKey.join(', ')}`);
+    const byKey = (await entries())
+      .filter((e) => e.actor.type === 'api_key' && e.actor.id === keyId)
+      .map((e) => e.action);
+    for (const action of ['template.created', 'contact.created', 'segment.created'])
+      assert.ok(byKey.includes(action), `${action} in ${byKey.join(', ')}`);
     assert.equal(JSON.stringify(await entries()).includes(key), false, 'never the key');
   });
 });

@@ -31,7 +31,8 @@ describe('the audit log', () => {
   let admin: string;
   let adminId: string;
   const secrets: string[] = [];
-  const api = (method: string, path: string, body?: unknown, key = admin) => request(server.httpUrl, method, path, { key, body, headers: { 'x-forwarded-for': `198.51.100.99, ${CLIENT}` } });
+  const api = (method: string, path: string, body?: unknown, key = admin) =>
+    request(server.httpUrl, method, path, { key, body, headers: { 'x-forwarded-for': `198.51.100.99, ${CLIENT}` } });
   const log = async (query = '', key = admin) => {
     const res = await request(server.httpUrl, 'GET', `/v1/audit-log${query}`, { key });
     assert.equal(res.status, 200, show(res));
@@ -39,9 +40,14 @@ describe('the audit log', () => {
   };
 
   before(async () => {
-    server = await startTestServer({ dashboard: { password: PASSWORD }, http: { trustProxy: ['127.0.0.1'] }, webhooks: { allowPrivateNetworks: true } });
+    server = await startTestServer({
+      dashboard: { password: PASSWORD },
+      http: { trustProxy: ['127.0.0.1'] },
+      webhooks: { allowPrivateNetworks: true },
+    });
     admin = await server.key();
-    adminId = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false }))[0]!.id;
+    adminId = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false }))[0]!
+      .id;
   });
   after(() => server.close());
 
@@ -49,7 +55,10 @@ describe('the audit log', () => {
     const key = await api('POST', '/v1/api-keys', { name: 'deploy bot' });
     assert.equal(key.status, 201, show(key));
     secrets.push(key.body.token);
-    const hook = await api('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/in?token=hunter2-in-the-url', events: ['email.delivered'] });
+    const hook = await api('POST', '/v1/webhooks', {
+      url: 'http://127.0.0.1:9/in?token=hunter2-in-the-url',
+      events: ['email.delivered'],
+    });
     assert.equal(hook.status, 201, show(hook));
     secrets.push(hook.body.secret, 'hunter2-in-the-url');
     const domain = await api('POST', '/v1/domains', { domain: 'audited.example' });
@@ -72,8 +81,17 @@ describe('the audit log', () => {
     }
     const createdDetail = mine.find((e) => e.action === 'api_key.created')!.detail!;
     assert.deepEqual([createdDetail.name, createdDetail.master], ['deploy bot', false]);
-    assert.ok(typeof createdDetail.prefix === 'string' && key.body.token.startsWith(createdDetail.prefix) && createdDetail.prefix.length < key.body.token.length / 2, 'the prefix shown in lists, not the key');
-    assert.equal(mine.find((e) => e.action === 'webhook.created')!.detail!.url, 'http://127.0.0.1:9/in', 'no query, no user info');
+    assert.ok(
+      typeof createdDetail.prefix === 'string' &&
+        key.body.token.startsWith(createdDetail.prefix) &&
+        createdDetail.prefix.length < key.body.token.length / 2,
+      'the prefix shown in lists, not the key',
+    );
+    assert.equal(
+      mine.find((e) => e.action === 'webhook.created')!.detail!.url,
+      'http://127.0.0.1:9/in',
+      'no query, no user info',
+    );
     assert.equal(mine.find((e) => e.action === 'suppression.added')!.object_id, 'gone@audited.example');
   });
 
@@ -83,20 +101,36 @@ describe('the audit log', () => {
     assert.equal(first.data.length, 2);
     assert.equal(first.has_more, true);
     const second = await log(`?limit=2&after=${first.data[1]!.id}`);
-    assert.deepEqual([...first.data, ...second.data].map((e) => e.id), all.slice(0, 4).map((e) => e.id));
+    assert.deepEqual(
+      [...first.data, ...second.data].map((e) => e.id),
+      all.slice(0, 4).map((e) => e.id),
+    );
     const back = await log(`?limit=2&before=${second.data[0]!.id}`);
-    assert.deepEqual(back.data.map((e) => e.id), first.data.map((e) => e.id));
-    assert.deepEqual((await log('?action=domain.')).data.map((e) => e.action), ['domain.removed', 'domain.added']);
+    assert.deepEqual(
+      back.data.map((e) => e.id),
+      first.data.map((e) => e.id),
+    );
+    assert.deepEqual(
+      (await log('?action=domain.')).data.map((e) => e.action),
+      ['domain.removed', 'domain.added'],
+    );
     assert.deepEqual((await log('?action=domain.added')).data.length, 1);
     assert.ok((await log('?actor_type=api_key')).data.every((e) => e.actor.type === 'api_key'));
-    assert.deepEqual((await log('?object_id=gone@audited.example')).data.map((e) => e.action), ['suppression.added']);
+    assert.deepEqual(
+      (await log('?object_id=gone@audited.example')).data.map((e) => e.action),
+      ['suppression.added'],
+    );
     const bad = await request(server.httpUrl, 'GET', '/v1/audit-log?actor_type=robot', { key: admin });
     assert.equal(bad.status, 400, show(bad));
     assert.match(bad.text, /actor_type/);
   });
 
   it('is for full-access keys only', async () => {
-    const created = await server.runtime.services.credentials.createKey({ name: 'sender', workspaceId: server.workspaceId, permission: 'sending_access' });
+    const created = await server.runtime.services.credentials.createKey({
+      name: 'sender',
+      workspaceId: server.workspaceId,
+      permission: 'sending_access',
+    });
     const refused = await request(server.httpUrl, 'GET', '/v1/audit-log', { key: created.secret });
     assert.equal(refused.status, 403, show(refused));
     assert.equal((await request(server.httpUrl, 'GET', '/v1/audit-log')).status, 401);
@@ -113,7 +147,10 @@ describe('the audit log', () => {
     if (secretShown) secrets.push(secretShown);
 
     const env = { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'warn' };
-    const added = await runCliProcess(['suppressions', 'add', 'cli@audited.example', '--workspace', server.workspaceId], env);
+    const added = await runCliProcess(
+      ['suppressions', 'add', 'cli@audited.example', '--workspace', server.workspaceId],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
 
     const { data } = await log();
@@ -128,7 +165,12 @@ describe('the audit log', () => {
     const text = await runCliProcess(['audit', '--workspace', server.workspaceId, '--action', 'suppression.'], env);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /cli\s+-\s+suppression\.added\s+cli@audited\.example/);
-    assert.match(text.stdout, new RegExp(`api_key:${adminId}\\s+${CLIENT.replaceAll('.', '\\.')}\\s+suppression\\.added\\s+gone@audited\\.example`));
+    assert.match(
+      text.stdout,
+      new RegExp(
+        `api_key:${adminId}\\s+${CLIENT.replaceAll('.', '\\.')}\\s+suppression\\.added\\s+gone@audited\\.example`,
+      ),
+    );
     const json = await runCliProcess(['audit', '--workspace', server.workspaceId, '--json', '--limit', '1'], env);
     assert.equal(JSON.parse(json.stdout).data.length, 1);
     assert.equal((await runCliProcess(['audit', '--limit', '101'], env)).code, 1, 'a limit over 100 is refused');
@@ -138,13 +180,16 @@ describe('the audit log', () => {
     const rows = await server.runtime.store.db.selectFrom('audit_log').selectAll().execute();
     assert.ok(rows.length >= 8, `${rows.length} entries`);
     const text = JSON.stringify(rows);
-    for (const secret of [...secrets, PASSWORD, admin]) assert.ok(!text.includes(secret), `a secret (${secret.slice(0, 6)}…) is in the audit log`);
+    for (const secret of [...secrets, PASSWORD, admin])
+      assert.ok(!text.includes(secret), `a secret (${secret.slice(0, 6)}…) is in the audit log`);
   });
 
   it('is append-only: nothing outside retention updates or deletes it', () => {
     const root = join(import.meta.dirname, '../../src');
     const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
-    const writers = files.filter((f) => /(updateTable|deleteFrom)\(\s*'audit_log'/.test(readFileSync(join(root, f), 'utf8')));
+    const writers = files.filter((f) =>
+      /(updateTable|deleteFrom)\(\s*'audit_log'/.test(readFileSync(join(root, f), 'utf8')),
+    );
     assert.deepEqual(writers, ['store/audit-log.ts']);
     assert.doesNotMatch(readFileSync(join(root, 'store/audit-log.ts'), 'utf8'), /updateTable/);
   });

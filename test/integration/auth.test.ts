@@ -67,7 +67,10 @@ describe('authentication on both surfaces', () => {
     const noScope = await v1(secret, '/v1/api-keys');
     assert.equal(noScope.status, 403, show(noScope));
     assert.equal(noScope.body.error.code, 'forbidden');
-    const write = await request(server.httpUrl, 'POST', '/v1/domains', { key: secret, body: { domain: 'scoped.example' } });
+    const write = await request(server.httpUrl, 'POST', '/v1/domains', {
+      key: secret,
+      body: { domain: 'scoped.example' },
+    });
     assert.equal(write.status, 403, show(write));
     const refused = await legacy(secret);
     assert.equal(refused.status, 401, show(refused));
@@ -101,10 +104,16 @@ describe('authentication on both surfaces', () => {
     const byHeader = await v1(master, '/v1/domains', { 'x-workspace-id': other.id });
     assert.equal(byHeader.status, 200, show(byHeader));
 
-    const created = await request(server.httpUrl, 'POST', '/api/v1/domains', { key: master, body: { domain: 'master.example', workspace_id: other.id } });
+    const created = await request(server.httpUrl, 'POST', '/api/v1/domains', {
+      key: master,
+      body: { domain: 'master.example', workspace_id: other.id },
+    });
     assert.equal(created.status, 201, show(created));
     const byQuery = await v1(master, `/v1/domains?workspace_id=${other.id}`);
-    assert.deepEqual(byQuery.body.domains.map((d: { domain_name: string }) => d.domain_name), ['master.example']);
+    assert.deepEqual(
+      byQuery.body.domains.map((d: { domain_name: string }) => d.domain_name),
+      ['master.example'],
+    );
     const inDefault = await v1(master, `/v1/domains?workspace_id=${server.workspaceId}`);
     assert.ok(!inDefault.body.domains.some((d: { domain_name: string }) => d.domain_name === 'master.example'));
 
@@ -142,7 +151,8 @@ describe('authentication on both surfaces', () => {
     const fresh = await startTestServer();
     try {
       let last = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: 'sk_live_guess0' });
-      for (let i = 1; i < 21; i++) last = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: `sk_live_guess${i}` });
+      for (let i = 1; i < 21; i++)
+        last = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: `sk_live_guess${i}` });
       assert.equal(last.status, 429, show(last));
       assert.ok(Number(last.headers.get('retry-after')) >= 1);
       const good = await request(fresh.httpUrl, 'GET', '/v1/domains', { key: await fresh.key() });

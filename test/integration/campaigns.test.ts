@@ -10,7 +10,10 @@ import { manualClock, startTestServer, type TestServer } from '../helpers/server
 
 /** A header of a raw message, unfolded. */
 const headerOf = (raw: Buffer, name: string): string => {
-  const head = raw.toString('latin1').split('\r\n\r\n')[0]!.replace(/\r\n[ \t]+/g, ' ');
+  const head = raw
+    .toString('latin1')
+    .split('\r\n\r\n')[0]!
+    .replace(/\r\n[ \t]+/g, ' ');
   return new RegExp(`^${name}: (.*)$`, 'im').exec(head)?.[1]?.trim() ?? '';
 };
 
@@ -43,18 +46,32 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
   const get = (path: string) => request(server.httpUrl, 'GET', path, { key });
   const received = (to: string) => mx.messages.filter((m) => m.to.includes(to));
   const waitForCampaign = (id: string) =>
-    eventually(async () => {
-      const res = await get(`/v1/campaigns/${id}`);
-      return res.body.status === 'sent' ? res.body : undefined;
-    }, 20_000, `campaign ${id} to be sent`);
+    eventually(
+      async () => {
+        const res = await get(`/v1/campaigns/${id}`);
+        return res.body.status === 'sent' ? res.body : undefined;
+      },
+      20_000,
+      `campaign ${id} to be sent`,
+    );
 
   it('upserts subscribers by email and lists them in both shapes', async () => {
-    const first = await post('/api/v1/subscribers', { email: 'alice@example.org', first_name: 'Al', tags: ['news', 'vip'], external_id: 'u-1' });
+    const first = await post('/api/v1/subscribers', {
+      email: 'alice@example.org',
+      first_name: 'Al',
+      tags: ['news', 'vip'],
+      external_id: 'u-1',
+    });
     assert.equal(first.status, 201, show(first));
     assert.deepEqual(Object.keys(first.body.subscriber).sort(), ['created_at', 'email', 'id', 'source', 'status']);
     assert.equal(first.body.subscriber.status, 'subscribed');
     assert.equal(first.body.subscriber.source, 'api');
-    const again = await post('/api/v1/subscribers', { email: 'Alice@Example.org', first_name: 'Alice', tags: ['news', 'vip'], external_id: 'u-1' });
+    const again = await post('/api/v1/subscribers', {
+      email: 'Alice@Example.org',
+      first_name: 'Alice',
+      tags: ['news', 'vip'],
+      external_id: 'u-1',
+    });
     assert.equal(again.status, 201, 'an existing email is updated, not rejected');
     assert.equal(again.body.subscriber.id, first.body.subscriber.id);
 
@@ -75,7 +92,10 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     assert.equal(legacy.body.offset, 0);
     assert.equal(legacy.body.subscribers.length, 2);
     const byExternal = await get('/api/v1/subscribers?external_id=u-1');
-    assert.deepEqual(byExternal.body.subscribers.map((s: { email: string; first_name: string }) => [s.email, s.first_name]), [['alice@example.org', 'Alice']]);
+    assert.deepEqual(
+      byExternal.body.subscribers.map((s: { email: string; first_name: string }) => [s.email, s.first_name]),
+      [['alice@example.org', 'Alice']],
+    );
     const bob = (await get('/v1/subscribers?email=bob@example.org')).body.subscribers[0];
     assert.deepEqual(bob.primary_domain, { id: domain.id, domain_name: 'shop.example' });
 
@@ -84,7 +104,11 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     assert.equal(tagged.body.pagination.total, 4);
     assert.equal(tagged.body.pagination.has_more, false);
 
-    const events = await server.runtime.store.db.selectFrom('events').select(['type']).where('type', 'like', 'subscriber.%').execute();
+    const events = await server.runtime.store.db
+      .selectFrom('events')
+      .select(['type'])
+      .where('type', 'like', 'subscriber.%')
+      .execute();
     assert.equal(events.filter((e) => e.type === 'subscriber.created').length, 5);
     assert.equal(events.filter((e) => e.type === 'subscriber.updated').length, 1);
   });
@@ -107,7 +131,10 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
 
   it('sends a personal copy to every subscriber with a matching tag, skipping unsubscribed and suppressed ones', async () => {
     const dave = (await get('/v1/subscribers?email=dave@example.org')).body.subscribers[0];
-    const patched = await request(server.httpUrl, 'PATCH', `/v1/subscribers/${dave.id}`, { key, body: { status: 'unsubscribed' } });
+    const patched = await request(server.httpUrl, 'PATCH', `/v1/subscribers/${dave.id}`, {
+      key,
+      body: { status: 'unsubscribed' },
+    });
     assert.equal(patched.body.status, 'unsubscribed', show(patched));
     assert.equal((await post('/v1/suppressions', { email: 'erin@example.org', reason: 'manual' })).status, 201);
 
@@ -135,7 +162,10 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     const alice = await simpleParser(received('alice@example.org')[0]!.raw);
     assert.equal(alice.subject, 'Spring news for Alice');
     assert.match(alice.html || '', /Hello Alice \(alice@example\.org\), spring is here!/);
-    assert.match(headerOf(received('alice@example.org')[0]!.raw, 'List-Unsubscribe-Post'), /^List-Unsubscribe=One-Click$/);
+    assert.match(
+      headerOf(received('alice@example.org')[0]!.raw, 'List-Unsubscribe-Post'),
+      /^List-Unsubscribe=One-Click$/,
+    );
     // RFC 8058 §4: both headers are covered by a valid DKIM signature (checked by mailauth's
     // verifier with the keys in DNS), and the ones that must not be added later are over-signed.
     const aliceRaw = received('alice@example.org')[0]!.raw;
@@ -147,7 +177,11 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
       assert.equal(signed.filter((n) => n === name).length, 2, `${name} signed and over-signed: h=${signed.join(':')}`);
     }
 
-    const sent = await server.runtime.store.db.selectFrom('events').select(['data']).where('type', '=', 'campaign.sent').execute();
+    const sent = await server.runtime.store.db
+      .selectFrom('events')
+      .select(['data'])
+      .where('type', '=', 'campaign.sent')
+      .execute();
     assert.equal(sent.length, 1);
     assert.equal(JSON.parse(sent[0]!.data).campaign_id, res.body.campaignId);
   });
@@ -159,7 +193,10 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     assert.match(url, /^http:\/\/127\.0\.0\.1:1\/u\/[A-Za-z0-9_.-]+$/, 'a link on http.publicUrl');
     const path = new URL(url).pathname;
 
-    const tampered = await fetch(`${server.httpUrl}${path.slice(0, -3)}abc`, { method: 'POST', body: 'List-Unsubscribe=One-Click' });
+    const tampered = await fetch(`${server.httpUrl}${path.slice(0, -3)}abc`, {
+      method: 'POST',
+      body: 'List-Unsubscribe=One-Click',
+    });
     assert.equal(tampered.status, 400);
     const stillIn = (await get('/v1/subscribers?email=bob@example.org')).body.subscribers[0];
     assert.equal(stillIn.status, 'subscribed', 'a tampered token changes nothing');
@@ -168,25 +205,55 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     const page = await fetch(`${server.httpUrl}${path}`);
     assert.equal(page.status, 200);
     const token = path.slice('/u/'.length);
-    assert.ok((await page.text()).includes(`<form method="post" action="${token}"><input type="hidden" name="List-Unsubscribe" value="One-Click">`));
+    assert.ok(
+      (await page.text()).includes(
+        `<form method="post" action="${token}"><input type="hidden" name="List-Unsubscribe" value="One-Click">`,
+      ),
+    );
 
-    const oneClick = await fetch(`${server.httpUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+    const oneClick = await fetch(`${server.httpUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
     assert.equal(oneClick.status, 200);
     const bob = (await get('/v1/subscribers?email=bob@example.org')).body.subscribers[0];
     assert.equal(bob.status, 'unsubscribed');
-    const suppression = await server.runtime.store.db.selectFrom('suppressions').selectAll().where('address', '=', 'bob@example.org').executeTakeFirst();
+    const suppression = await server.runtime.store.db
+      .selectFrom('suppressions')
+      .selectAll()
+      .where('address', '=', 'bob@example.org')
+      .executeTakeFirst();
     assert.equal(suppression?.scope, 'marketing');
-    const events = await server.runtime.store.db.selectFrom('events').select(['type', 'email_id']).where('type', '=', 'subscriber.unsubscribed').execute();
-    assert.ok(events.some((e) => e.email_id === bobMail.messageId!.replace(/^<|@.*$/g, '')), 'the event names the email it came from');
+    const events = await server.runtime.store.db
+      .selectFrom('events')
+      .select(['type', 'email_id'])
+      .where('type', '=', 'subscriber.unsubscribed')
+      .execute();
+    assert.ok(
+      events.some((e) => e.email_id === bobMail.messageId!.replace(/^<|@.*$/g, '')),
+      'the event names the email it came from',
+    );
 
     mx.messages.length = 0;
-    const next = await post('/api/v1/campaigns/send', { subject: 'Second', from_name: 'Shop', from_email: 'news@shop.example', html: '<p>Again</p>', tags: ['news'] });
+    const next = await post('/api/v1/campaigns/send', {
+      subject: 'Second',
+      from_name: 'Shop',
+      from_email: 'news@shop.example',
+      html: '<p>Again</p>',
+      tags: ['news'],
+    });
     assert.equal(next.body.message, 'Campaign queued: 1 subscriber will receive it');
     const campaign = await waitForCampaign(next.body.campaignId);
-    assert.deepEqual(mx.messages.flatMap((m) => m.to), ['alice@example.org']);
+    assert.deepEqual(
+      mx.messages.flatMap((m) => m.to),
+      ['alice@example.org'],
+    );
     assert.equal(campaign.counts.delivered, 1);
 
-    const first = (await get('/v1/campaigns')).body.campaigns.find((c: { subject: string }) => c.subject.startsWith('Spring'));
+    const first = (await get('/v1/campaigns')).body.campaigns.find((c: { subject: string }) =>
+      c.subject.startsWith('Spring'),
+    );
     const withCounts = await get(`/v1/campaigns/${first.id}`);
     assert.equal(withCounts.body.counts.unsubscribed, 1);
   });
@@ -200,11 +267,20 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     const missing = await post(`/v1/audiences/${audience.body.id}/members`, { emails: ['nobody@example.org'] });
     assert.equal(missing.status, 400);
     mx.messages.length = 0;
-    const res = await post('/v1/campaigns', { subject: 'Just you', from_name: 'Shop', from_email: 'news@shop.example', html: '<p>Hi {{first_name}}</p>', audience_id: audience.body.id });
+    const res = await post('/v1/campaigns', {
+      subject: 'Just you',
+      from_name: 'Shop',
+      from_email: 'news@shop.example',
+      html: '<p>Hi {{first_name}}</p>',
+      audience_id: audience.body.id,
+    });
     assert.equal(res.status, 202, show(res));
     assert.equal(res.body.recipients, 1);
     await waitForCampaign(res.body.id);
-    assert.deepEqual(mx.messages.flatMap((m) => m.to), ['carol@example.org']);
+    assert.deepEqual(
+      mx.messages.flatMap((m) => m.to),
+      ['carol@example.org'],
+    );
   });
 
   it('refuses unknown tags, bad senders and content in the legacy envelope', async () => {
@@ -230,7 +306,10 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
       await fresh.runtime.services.domains.add(fresh.workspaceId, { domain: 'shop.example' });
       const statuses: number[] = [];
       for (let i = 0; i < 6; i++) {
-        const res = await request(fresh.httpUrl, 'POST', '/api/v1/campaigns/send', { key: k, body: { subject: 's', from_name: 'S', from_email: 'n@shop.example', html: 'h' } });
+        const res = await request(fresh.httpUrl, 'POST', '/api/v1/campaigns/send', {
+          key: k,
+          body: { subject: 's', from_name: 'S', from_email: 'n@shop.example', html: 'h' },
+        });
         statuses.push(res.status);
         if (i === 5) {
           assert.equal(res.body.code, 'RATE_LIMITED');
@@ -243,29 +322,54 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     }
   });
 
-  it('queues a campaign through the door of every send: at the workspace\'s marketing rate, beside its API mail', async () => {
+  it("queues a campaign through the door of every send: at the workspace's marketing rate, beside its API mail", async () => {
     const clock = manualClock(Math.floor(Date.now() / 1000) * 1000 + 100);
     const fresh = await startTestServer({ delivery: { enabled: false, dnsServers: [dns.server] } }, { clock });
     try {
       const k = await fresh.key({ test: true });
       await fresh.runtime.services.domains.add(fresh.workspaceId, { domain: 'shop.example' });
       await fresh.runtime.services.workspaces.setPlan(fresh.workspaceId, 'enterprise', { marketingPerSecond: 20 });
-      for (let i = 0; i < 50; i++) await request(fresh.httpUrl, 'POST', '/api/v1/subscribers', { key: k, body: { email: `r${i}@example.org`, tags: ['all'] } });
-      const campaign = await request(fresh.httpUrl, 'POST', '/v1/campaigns', { key: k, body: { subject: 's', from_name: 'S', from_email: 'n@shop.example', html: '<p>h</p>', tags: ['all'] } });
+      for (let i = 0; i < 50; i++)
+        await request(fresh.httpUrl, 'POST', '/api/v1/subscribers', {
+          key: k,
+          body: { email: `r${i}@example.org`, tags: ['all'] },
+        });
+      const campaign = await request(fresh.httpUrl, 'POST', '/v1/campaigns', {
+        key: k,
+        body: { subject: 's', from_name: 'S', from_email: 'n@shop.example', html: '<p>h</p>', tags: ['all'] },
+      });
       assert.equal(campaign.status, 202, show(campaign));
-      const queued = async () => Number((await fresh.runtime.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaign.body.id).executeTakeFirstOrThrow()).n);
+      const queued = async () =>
+        Number(
+          (
+            await fresh.runtime.store.db
+              .selectFrom('emails')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .where('campaign_id', '=', campaign.body.id)
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
       // A page of 20 fills this second's marketing budget; the clock stands still, so the rest waits.
       await eventually(async () => (await queued()) === 20, 120_000, 'the first page queued');
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(await queued(), 20, 'no more than the marketing rate in one second');
-      const api = await request(fresh.httpUrl, 'POST', '/v1/emails', { key: k, body: { from: 'n@shop.example', to: 'x@example.org', subject: 'm', html: '<p>m</p>', type: 'marketing' } });
+      const api = await request(fresh.httpUrl, 'POST', '/v1/emails', {
+        key: k,
+        body: { from: 'n@shop.example', to: 'x@example.org', subject: 'm', html: '<p>m</p>', type: 'marketing' },
+      });
       assert.equal(api.status, 429, 'the campaign and API marketing mail share the budget');
       // Each second of the clock lets one more page through.
       clock.advance(1000);
       await eventually(async () => (await queued()) === 40, 120_000, 'the second page queued');
       clock.advance(1000);
       await eventually(async () => (await queued()) === 50, 120_000, 'the last page queued');
-      await eventually(async () => (await request(fresh.httpUrl, 'GET', `/v1/campaigns/${campaign.body.id}`, { key: k })).body.status === 'sending' || undefined, 120_000, 'queuing finished');
+      await eventually(
+        async () =>
+          (await request(fresh.httpUrl, 'GET', `/v1/campaigns/${campaign.body.id}`, { key: k })).body.status ===
+            'sending' || undefined,
+        120_000,
+        'queuing finished',
+      );
     } finally {
       await fresh.close();
     }

@@ -44,7 +44,10 @@ describe('CLI: suppressions and queue', () => {
 
   it('adds, lists, imports and removes suppressions', async () => {
     // Once as its own process, exactly as an operator runs it.
-    const added = await runCliProcess(['suppressions', 'add', 'Someone@Example.com', '--reason', 'complaint', '--json'], env);
+    const added = await runCliProcess(
+      ['suppressions', 'add', 'Someone@Example.com', '--reason', 'complaint', '--json'],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
     assert.equal(JSON.parse(added.stdout).email, 'someone@example.com');
     const domain = await cli('suppressions', 'add', '@blocked.example');
@@ -52,13 +55,28 @@ describe('CLI: suppressions and queue', () => {
     assert.match(domain.stdout, /Suppressed @blocked\.example \(manual, scope all\)/);
 
     const file = join(dir, 'list.csv');
-    writeFileSync(file, ['email,name', 'a@import.example,Ann', '"b@import.example",Bob', 'someone@example.com', 'not an address', '', '# comment', '@spam.example'].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'email,name',
+        'a@import.example,Ann',
+        '"b@import.example",Bob',
+        'someone@example.com',
+        'not an address',
+        '',
+        '# comment',
+        '@spam.example',
+      ].join('\n'),
+    );
     const imported = await cli('suppressions', 'import', file, '--json');
     assert.equal(imported.code, 0, imported.stderr);
     const result = JSON.parse(imported.stdout);
     assert.equal(result.added, 3);
     assert.equal(result.alreadyListed, 1);
-    assert.deepEqual(result.invalid.map((i: { line: number }) => i.line), [5]);
+    assert.deepEqual(
+      result.invalid.map((i: { line: number }) => i.line),
+      [5],
+    );
     // Not a terminal: progress comes as plain lines on stderr, never mixed into the JSON on stdout.
     assert.match(imported.stderr, /^suppressions import: 4 of 4 entries \(100%\), [\d,]+\/s, done in \d+s$/m);
     assert.doesNotMatch(imported.stderr, /\r/);
@@ -66,7 +84,14 @@ describe('CLI: suppressions and queue', () => {
     const list = await cli('suppressions', 'list');
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^EMAIL\s+REASON\s+SCOPE/m);
-    for (const e of ['someone@example.com', '@blocked.example', 'a@import.example', 'b@import.example', '@spam.example']) assert.ok(list.stdout.includes(e), e);
+    for (const e of [
+      'someone@example.com',
+      '@blocked.example',
+      'a@import.example',
+      'b@import.example',
+      '@spam.example',
+    ])
+      assert.ok(list.stdout.includes(e), e);
 
     const removed = await cli('suppressions', 'remove', 'someone@example.com');
     assert.equal(removed.code, 0, removed.stderr);
@@ -79,19 +104,38 @@ describe('CLI: suppressions and queue', () => {
   });
 
   it('lists the queue, retries deferred rows now and cancels waiting ones', async () => {
-    const first = await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.example', to: ['one@dest.example', 'two@dest.example'] });
-    const second = await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.example', to: ['three@dest.example'] });
+    const first = await queueEmail(runtime.store.db, {
+      workspaceId,
+      domain: 'sender.example',
+      to: ['one@dest.example', 'two@dest.example'],
+    });
+    const second = await queueEmail(runtime.store.db, {
+      workspaceId,
+      domain: 'sender.example',
+      to: ['three@dest.example'],
+    });
     const later = Date.now() + 3600_000;
-    await runtime.store.db.updateTable('queue_items').set({ status: 'deferred', attempts: 1, next_attempt_at: later, last_code: 451, last_response: '451 try later' }).where('email_id', '=', second.id).execute();
+    await runtime.store.db
+      .updateTable('queue_items')
+      .set({ status: 'deferred', attempts: 1, next_attempt_at: later, last_code: 451, last_response: '451 try later' })
+      .where('email_id', '=', second.id)
+      .execute();
 
     const list = await cli('queue', 'list', '--json');
     assert.equal(list.code, 0, list.stderr);
     const listed = JSON.parse(list.stdout);
     assert.equal(listed.total, 3);
-    assert.deepEqual(listed.items.map((i: { recipient: string }) => i.recipient).sort(), ['one@dest.example', 'three@dest.example', 'two@dest.example']);
+    assert.deepEqual(listed.items.map((i: { recipient: string }) => i.recipient).sort(), [
+      'one@dest.example',
+      'three@dest.example',
+      'two@dest.example',
+    ]);
     // Why each row waits: its turn under the destination's limit, or its retry.
     const due = listed.items.find((i: { recipient: string }) => i.recipient === 'one@dest.example');
-    assert.match(due.waiting, /^due: waiting its turn, 2 due for dest\.example takes 10 at once and 1,200\/min \(delivery\.defaultDomainLimit\)$/);
+    assert.match(
+      due.waiting,
+      /^due: waiting its turn, 2 due for dest\.example takes 10 at once and 1,200\/min \(delivery\.defaultDomainLimit\)$/,
+    );
     const deferredOnly = JSON.parse((await cli('queue', 'list', '--status', 'deferred', '--json')).stdout);
     assert.equal(deferredOnly.total, 1);
     assert.equal(deferredOnly.items[0].last_code, 451);
@@ -105,14 +149,22 @@ describe('CLI: suppressions and queue', () => {
     const retried = await cli('queue', 'retry', '--all', '--json');
     assert.equal(retried.code, 0, retried.stderr);
     assert.equal(JSON.parse(retried.stdout).retried, 1);
-    const row = await runtime.store.db.selectFrom('queue_items').selectAll().where('email_id', '=', second.id).executeTakeFirstOrThrow();
+    const row = await runtime.store.db
+      .selectFrom('queue_items')
+      .selectAll()
+      .where('email_id', '=', second.id)
+      .executeTakeFirstOrThrow();
     assert.ok(row.next_attempt_at <= Date.now(), 'due now');
     assert.equal(row.status, 'deferred');
 
     const cancelled = await cli('queue', 'cancel', first.id, '--json');
     assert.equal(cancelled.code, 0, cancelled.stderr);
     assert.equal(JSON.parse(cancelled.stdout).cancelled, 2, 'both recipients of the email');
-    const email = await runtime.store.db.selectFrom('emails').select('status').where('id', '=', first.id).executeTakeFirstOrThrow();
+    const email = await runtime.store.db
+      .selectFrom('emails')
+      .select('status')
+      .where('id', '=', first.id)
+      .executeTakeFirstOrThrow();
     assert.equal(email.status, 'cancelled');
     const twice = await cli('queue', 'cancel', first.id, '--json');
     assert.equal(JSON.parse(twice.stdout).cancelled, 0, 'finished rows are left alone');

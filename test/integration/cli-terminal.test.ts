@@ -69,18 +69,26 @@ describe('mailsvc at the terminal', () => {
   it('serve on a terminal: coloured human lines in local time, the local-mode hint, no JSON', async () => {
     const tty = spawnOnPty(process.execPath, ['--import', 'tsx', entry, 'serve'], env, root);
     try {
-      const text = await tty.waitFor(/local mode[^\n]*\n[\s\S]*HTTP API listening|HTTP API listening[\s\S]*local mode[^\n]*\n/);
+      const text = await tty.waitFor(
+        /local mode[^\n]*\n[\s\S]*HTTP API listening|HTTP API listening[\s\S]*local mode[^\n]*\n/,
+      );
       assert.match(text, /\x1b\[/, 'coloured');
       const lines = plain(text);
       assert.match(lines, /^\d\d:\d\d:\d\d INFO {2}HTTP API listening component=http url=http:\/\/127\.0\.0\.1:\d+$/m);
       const now = new Date();
       const hour = String(now.getHours()).padStart(2, '0');
-      assert.ok(lines.match(TIME_LINE)![0].startsWith(hour) || now.getMinutes() === 0, 'local time, not UTC or epoch milliseconds');
+      assert.ok(
+        lines.match(TIME_LINE)![0].startsWith(hour) || now.getMinutes() === 0,
+        'local time, not UTC or epoch milliseconds',
+      );
       assert.doesNotMatch(lines, /"level":/, 'no JSON on a terminal');
       assert.match(lines, /^mailsvc: HTTP API on http:\/\/127\.0\.0\.1:\d+/m);
       // Run from a clone: `mailsvc` is not on the PATH, so the hints say npx.
       assert.match(lines, /sign in: with dashboard\.password or `npx mailsvc dashboard login`/);
-      assert.match(lines, /^mailsvc: local mode \(dkim\.host, (delivery\.hostname, )?http\.publicUrl only work on this machine\): test keys work; for a real domain run `npx mailsvc init`$/m);
+      assert.match(
+        lines,
+        /^mailsvc: local mode \(dkim\.host, (delivery\.hostname, )?http\.publicUrl only work on this machine\): test keys work; for a real domain run `npx mailsvc init`$/m,
+      );
     } finally {
       tty.child.kill('SIGTERM');
       assert.equal(await tty.exited, 0);
@@ -108,7 +116,10 @@ describe('mailsvc at the terminal', () => {
     try {
       const workspaceId = (await setup.services.workspaces.ensureDefault()).id;
       key = (await setup.services.credentials.createKey({ name: 'tty', workspaceId })).secret;
-      await setup.services.webhooks.register(workspaceId, 'v1', { url: `${receiver.url}/hook`, events: ['subscriber.created'] });
+      await setup.services.webhooks.register(workspaceId, 'v1', {
+        url: `${receiver.url}/hook`,
+        events: ['subscriber.created'],
+      });
     } finally {
       await setup.close();
     }
@@ -136,7 +147,10 @@ describe('mailsvc at the terminal', () => {
           .filter(Boolean)
           .map((l) => JSON.parse(l) as Record<string, unknown>);
       await until(() => entries().some((e) => e.msg === 'HTTP API listening'), 'JSON line');
-      assert.ok(entries().every((e) => typeof e.time === 'number' && typeof e.level === 'number'), 'every stdout line is a pino JSON object');
+      assert.ok(
+        entries().every((e) => typeof e.time === 'number' && typeof e.level === 'number'),
+        'every stdout line is a pino JSON object',
+      );
 
       const dashboard = new DashboardClient(url);
       const refused = await dashboard.signIn('wrong-password-x7');
@@ -159,7 +173,10 @@ describe('mailsvc at the terminal', () => {
       child.kill('SIGTERM');
       await exited;
     }
-    assert.ok(!stdout.includes('wrong-password-x7') && !stderr.includes('wrong-password-x7'), 'the password typed is in no log line');
+    assert.ok(
+      !stdout.includes('wrong-password-x7') && !stderr.includes('wrong-password-x7'),
+      'the password typed is in no log line',
+    );
     assert.ok(!stdout.includes(PASSWORD) && !stderr.includes(PASSWORD));
   });
 
@@ -178,7 +195,12 @@ describe('mailsvc at the terminal', () => {
     ];
     for (const [setting, variable, extra] of cases) {
       const port = await taken();
-      const result = await runCliProcess(['serve'], { ...env, MAILSVC_SMTP_INBOUND_PORT: '0', ...extra, [variable]: String(port) });
+      const result = await runCliProcess(['serve'], {
+        ...env,
+        MAILSVC_SMTP_INBOUND_PORT: '0',
+        ...extra,
+        [variable]: String(port),
+      });
       assert.equal(result.code, 1, `${setting}: ${result.stderr}`);
       const expected = `mailsvc: address in use: 127.0.0.1:${port} (${setting}): another program, or another mailsvc, listens there; stop it or change ${setting} (${variable})`;
       assert.ok(result.stderr.split('\n').includes(expected), `${setting}:\n${result.stderr}`);
@@ -214,11 +236,25 @@ describe('mailsvc at the terminal', () => {
     const run = async (args: string[]) => {
       let stdout = '';
       let stderr = '';
-      const code = await runCli(args, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s), env: { PATH: '' }, stdinIsTTY: false });
+      const code = await runCli(args, {
+        stdout: (s) => (stdout += s),
+        stderr: (s) => (stderr += s),
+        env: { PATH: '' },
+        stdinIsTTY: false,
+      });
       return { code, stdout, stderr };
     };
     const file = join(dir, 'flags.json');
-    const written = await run(['init', '--config', file, '--host', 'mail.flags.example', '--ip', '203.0.113.9', '--json']);
+    const written = await run([
+      'init',
+      '--config',
+      file,
+      '--host',
+      'mail.flags.example',
+      '--ip',
+      '203.0.113.9',
+      '--json',
+    ]);
     assert.equal(written.code, 0, written.stderr);
     const json = JSON.parse(written.stdout);
     assert.equal(json.file, file);
@@ -232,7 +268,15 @@ describe('mailsvc at the terminal', () => {
     assert.equal(config.delivery.hostname, 'mail.flags.example');
     assert.equal(config.http.publicUrl, 'https://mail.flags.example');
     assert.equal(config.deliverability.reportDomain, 'mail.flags.example');
-    assert.deepEqual([config.smtp.submission.port, config.smtp.submission.tlsPort, config.smtp.inbound.port, config.smtp.inbound.enabled], [587, 465, 25, true]);
+    assert.deepEqual(
+      [
+        config.smtp.submission.port,
+        config.smtp.submission.tlsPort,
+        config.smtp.inbound.port,
+        config.smtp.inbound.enabled,
+      ],
+      [587, 465, 25, true],
+    );
 
     const again = await run(['init', '--config', file, '--host', 'mail.flags.example']);
     assert.equal(again.code, 1);
@@ -241,9 +285,26 @@ describe('mailsvc at the terminal', () => {
     assert.equal(loadConfig({ file, env: {} }).delivery.hostname, 'other.flags.example');
 
     const withData = join(dir, 'data-dir.json');
-    assert.equal((await run(['init', '--config', withData, '--host', 'mail.flags.example', '--data-dir', join(dir, 'var', '..', 'lib')])).code, 0);
+    assert.equal(
+      (
+        await run([
+          'init',
+          '--config',
+          withData,
+          '--host',
+          'mail.flags.example',
+          '--data-dir',
+          join(dir, 'var', '..', 'lib'),
+        ])
+      ).code,
+      0,
+    );
     const placed = loadConfig({ file: withData, env: {} });
-    assert.equal(placed.database, `sqlite:${join(dir, 'lib', 'mailsvc.db')}`, 'absolute, so that every command finds the same database');
+    assert.equal(
+      placed.database,
+      `sqlite:${join(dir, 'lib', 'mailsvc.db')}`,
+      'absolute, so that every command finds the same database',
+    );
     assert.equal(placed.dataDir, join(dir, 'lib'));
 
     const noHost = await run(['init', '--config', join(dir, 'none.json')]);
@@ -252,7 +313,15 @@ describe('mailsvc at the terminal', () => {
     const local = await run(['init', '--config', join(dir, 'none.json'), '--host', 'localhost']);
     assert.equal(local.code, 1);
     assert.match(local.stderr, /"localhost" is not a public host name/);
-    const badIp = await run(['init', '--config', join(dir, 'none.json'), '--host', 'mail.x.example', '--ip', '999.1.1.1']);
+    const badIp = await run([
+      'init',
+      '--config',
+      join(dir, 'none.json'),
+      '--host',
+      'mail.x.example',
+      '--ip',
+      '999.1.1.1',
+    ]);
     assert.equal(badIp.code, 1);
     assert.match(badIp.stderr, /"999\.1\.1\.1" is not an IP address/);
     assert.equal(existsSync(join(dir, 'none.json')), false);

@@ -35,7 +35,11 @@ describe('mailsvc workflows', () => {
         name: 'Tag the pros',
         steps: [
           { key: 'start', type: 'trigger', config: { event_name: 'plan.chosen' } },
-          { key: 'pro', type: 'condition', config: { type: 'rule', field: 'event.plan', operator: 'eq', value: 'pro' } },
+          {
+            key: 'pro',
+            type: 'condition',
+            config: { type: 'rule', field: 'event.plan', operator: 'eq', value: 'pro' },
+          },
           { key: 'tag', type: 'contact_update', config: { properties: { plan: { var: 'event.plan' } } } },
         ],
         connections: [
@@ -53,26 +57,63 @@ describe('mailsvc workflows', () => {
     const list = await cli('workflows', 'list');
     assert.match(list.stdout, new RegExp(`${created.id}\\s+Tag the pros\\s+enabled\\s+plan\\.chosen`));
 
-    const sent = await json('workflows', 'send-event', 'plan.chosen', '--email', 'cli@dest.test', '--payload', '{"plan":"pro"}');
+    const sent = await json(
+      'workflows',
+      'send-event',
+      'plan.chosen',
+      '--email',
+      'cli@dest.test',
+      '--payload',
+      '{"plan":"pro"}',
+    );
     assert.equal(sent.event, 'plan.chosen');
-    const run = await eventually(async () => {
-      const { runs } = await json('workflows', 'runs', created.id);
-      return runs[0]?.status === 'completed' ? runs[0] : undefined;
-    }, 30_000, 'the run to complete');
+    const run = await eventually(
+      async () => {
+        const { runs } = await json('workflows', 'runs', created.id);
+        return runs[0]?.status === 'completed' ? runs[0] : undefined;
+      },
+      30_000,
+      'the run to complete',
+    );
     const detail = await json('workflows', 'run', created.id, run.id);
-    assert.deepEqual(detail.steps.map((s: any) => [s.key, s.status]), [['start', 'completed'], ['pro', 'completed'], ['tag', 'completed']]);
+    assert.deepEqual(
+      detail.steps.map((s: any) => [s.key, s.status]),
+      [
+        ['start', 'completed'],
+        ['pro', 'completed'],
+        ['tag', 'completed'],
+      ],
+    );
     const shown = await cli('workflows', 'run', created.id, run.id);
     assert.match(shown.stdout, /tag\s+contact_update\s+completed/);
-    const contact = (await server.runtime.services.subscribers.list({ workspaceId: server.workspaceId, email: 'cli@dest.test' }, { limit: 1, offset: 0 })).items[0]!;
+    const contact = (
+      await server.runtime.services.subscribers.list(
+        { workspaceId: server.workspaceId, email: 'cli@dest.test' },
+        { limit: 1, offset: 0 },
+      )
+    ).items[0]!;
     assert.deepEqual(contact.metadata, { plan: 'pro' });
 
     // --test: a test run, as a test key's event would start.
-    const tested = await json('workflows', 'send-event', 'plan.chosen', '--email', 'cli-test@dest.test', '--payload', '{"plan":"pro"}', '--test');
+    const tested = await json(
+      'workflows',
+      'send-event',
+      'plan.chosen',
+      '--email',
+      'cli-test@dest.test',
+      '--payload',
+      '{"plan":"pro"}',
+      '--test',
+    );
     assert.equal(tested.test, true);
-    const testRun = await eventually(async () => {
-      const { runs } = await json('workflows', 'runs', created.id);
-      return runs.find((r: any) => r.email === 'cli-test@dest.test' && r.status === 'completed');
-    }, 30_000, 'the test run to complete');
+    const testRun = await eventually(
+      async () => {
+        const { runs } = await json('workflows', 'runs', created.id);
+        return runs.find((r: any) => r.email === 'cli-test@dest.test' && r.status === 'completed');
+      },
+      30_000,
+      'the test run to complete',
+    );
     assert.equal((await json('workflows', 'run', created.id, testRun.id)).test, true);
 
     const stopped = await json('workflows', 'stop', created.id);
@@ -80,7 +121,14 @@ describe('mailsvc workflows', () => {
     const bad = await cli('workflows', 'create', '--file', join(server.dir, 'missing.json'));
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /^mailsvc: file: cannot read .*missing\.json: ENOENT\n$/);
-    writeFileSync(file, JSON.stringify({ name: 'Broken', steps: [{ key: 'a', type: 'delay', config: { duration: '1 day' } }], connections: [] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        name: 'Broken',
+        steps: [{ key: 'a', type: 'delay', config: { duration: '1 day' } }],
+        connections: [],
+      }),
+    );
     const invalid = await cli('workflows', 'create', '--file', file);
     assert.equal(invalid.code, 1);
     assert.match(invalid.stderr, /^mailsvc: steps: needs one trigger step\n$/);
@@ -93,19 +141,46 @@ describe('mailsvc workflows', () => {
   it('sets up the shipped example (config/examples/welcome.json) as its README says, and runs it', async () => {
     const examples = fileURLToPath(new URL('../../config/examples/', import.meta.url));
     await server.runtime.services.domains.add(server.workspaceId, { domain: 'example.com' });
-    for (const [name, alias, file] of [['Welcome', 'welcome-email', 'welcome-email.html'], ['Pro tips', 'pro-tips', 'pro-tips.html']] as const) {
-      const made = await cli('templates', 'create', '--name', name, '--alias', alias, '--subject', name, '--html-file', join(examples, file));
+    for (const [name, alias, file] of [
+      ['Welcome', 'welcome-email', 'welcome-email.html'],
+      ['Pro tips', 'pro-tips', 'pro-tips.html'],
+    ] as const) {
+      const made = await cli(
+        'templates',
+        'create',
+        '--name',
+        name,
+        '--alias',
+        alias,
+        '--subject',
+        name,
+        '--html-file',
+        join(examples, file),
+      );
       assert.equal(made.code, 0, made.stderr);
     }
     const created = await json('workflows', 'create', '--file', join(examples, 'welcome.json'));
     assert.equal(created.status, 'enabled');
     assert.equal(created.trigger_event, 'user.signed_up');
-    const sent = await json('workflows', 'send-event', 'user.signed_up', '--email', 'example-run@dest.test', '--payload', '{"plan":"pro"}', '--test');
+    const sent = await json(
+      'workflows',
+      'send-event',
+      'user.signed_up',
+      '--email',
+      'example-run@dest.test',
+      '--payload',
+      '{"plan":"pro"}',
+      '--test',
+    );
     assert.equal(sent.test, true);
-    const run = await eventually(async () => {
-      const { runs } = await json('workflows', 'runs', created.id);
-      return runs.find((r: any) => r.email === 'example-run@dest.test' && r.current_step === 'wait');
-    }, 30_000, 'the run to send the welcome and wait three days');
+    const run = await eventually(
+      async () => {
+        const { runs } = await json('workflows', 'runs', created.id);
+        return runs.find((r: any) => r.email === 'example-run@dest.test' && r.current_step === 'wait');
+      },
+      30_000,
+      'the run to send the welcome and wait three days',
+    );
     const detail = await json('workflows', 'run', created.id, run.id);
     const welcome = detail.steps.find((s: any) => s.key === 'welcome');
     assert.equal(welcome.status, 'completed');

@@ -26,29 +26,44 @@ async function forgedAttempts(server: TestServer, xff: (i: number) => string): P
   return statuses;
 }
 
-const lockedAfterFive = [...Array<number>(MAX_LOGIN_FAILURES).fill(401), ...Array<number>(12 - MAX_LOGIN_FAILURES).fill(429)];
+const lockedAfterFive = [
+  ...Array<number>(MAX_LOGIN_FAILURES).fill(401),
+  ...Array<number>(12 - MAX_LOGIN_FAILURES).fill(429),
+];
 
 describe('the client address behind the proxy `mailsvc init` sets up', () => {
   let server: TestServer;
   before(async () => {
-    const written = initConfig({ host: 'mail.example.com', ips: [], standardPorts: false }) as { http: { trustProxy: unknown } };
-    server = await startTestServer({ dashboard: { password: PASSWORD }, http: { trustProxy: written.http.trustProxy } });
+    const written = initConfig({ host: 'mail.example.com', ips: [], standardPorts: false }) as {
+      http: { trustProxy: unknown };
+    };
+    server = await startTestServer({
+      dashboard: { password: PASSWORD },
+      http: { trustProxy: written.http.trustProxy },
+    });
   });
   after(() => server.close());
 
   it('locks the sign-in out at 5 failures although every attempt forges a different first X-Forwarded-For entry', async () => {
     assert.deepEqual(await forgedAttempts(server, (i) => `198.51.100.${i + 1}, ${REAL}`), lockedAfterFive);
     // The right password from the locked-out client is refused too; another client is not locked.
-    const locked = await new DashboardClient(server.httpUrl).signIn(PASSWORD, { 'x-forwarded-for': `10.9.9.9, ${REAL}` });
+    const locked = await new DashboardClient(server.httpUrl).signIn(PASSWORD, {
+      'x-forwarded-for': `10.9.9.9, ${REAL}`,
+    });
     assert.equal(locked.status, 429);
-    const other = await new DashboardClient(server.httpUrl).signIn(PASSWORD, { 'x-forwarded-for': `${REAL}, 203.0.113.51` });
+    const other = await new DashboardClient(server.httpUrl).signIn(PASSWORD, {
+      'x-forwarded-for': `${REAL}, 203.0.113.51`,
+    });
     assert.equal(other.status, 303, 'the rightmost address is the client: 203.0.113.51 never failed');
   });
 
   it('throttles failed API keys per real client, not per forged entry', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 22; i++) {
-      const res = await request(server.httpUrl, 'GET', '/v1/domains', { key: `re_wrong_${i}`, headers: { 'x-forwarded-for': `192.0.2.${i + 1}, 203.0.113.60` } });
+      const res = await request(server.httpUrl, 'GET', '/v1/domains', {
+        key: `re_wrong_${i}`,
+        headers: { 'x-forwarded-for': `192.0.2.${i + 1}, 203.0.113.60` },
+      });
       statuses.push(res.status);
     }
     assert.deepEqual(statuses.slice(0, 20), Array<number>(20).fill(401));
@@ -65,8 +80,13 @@ describe('the client address through two proxies', () => {
       const server = await startTestServer({ dashboard: { password: PASSWORD }, http: { trustProxy } });
       try {
         // The client forged the first entry; the outer proxy appended the client; the inner proxy (10.20.30.40) appended the outer one.
-        assert.deepEqual(await forgedAttempts(server, (i) => `198.51.100.${i + 1}, ${REAL}, 10.20.30.40`), lockedAfterFive);
-        const other = await new DashboardClient(server.httpUrl).signIn(PASSWORD, { 'x-forwarded-for': `${REAL}, 203.0.113.77, 10.20.30.41` });
+        assert.deepEqual(
+          await forgedAttempts(server, (i) => `198.51.100.${i + 1}, ${REAL}, 10.20.30.40`),
+          lockedAfterFive,
+        );
+        const other = await new DashboardClient(server.httpUrl).signIn(PASSWORD, {
+          'x-forwarded-for': `${REAL}, 203.0.113.77, 10.20.30.41`,
+        });
         assert.equal(other.status, 303, 'another client behind the same proxies is not locked out');
       } finally {
         await server.close();

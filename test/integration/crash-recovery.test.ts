@@ -34,7 +34,12 @@ describe('crash recovery of delivery', () => {
       for (let i = 0; i < n; i++) {
         const res = await request(url, 'POST', '/v1/emails', {
           key: rig.key,
-          body: { from: 'Shop <hello@sender.test>', to: `r${ids.length}@dest.test`, subject: 'Order confirmation', html: '<p>Thanks!</p>' },
+          body: {
+            from: 'Shop <hello@sender.test>',
+            to: `r${ids.length}@dest.test`,
+            subject: 'Order confirmation',
+            html: '<p>Thanks!</p>',
+          },
         });
         assert.equal(res.status, 200, show(res));
         ids.push(`<${res.body.id}@sender.test>`);
@@ -47,7 +52,11 @@ describe('crash recovery of delivery', () => {
     await accept(first.url, total / 2); // more mail accepted while the server delivers
     await first.kill();
     const beforeRestart = rig.mx.messages.length;
-    const inFlight = await rig.runtime.store.db.selectFrom('queue_items').select('id').where('status', '=', 'sending').execute();
+    const inFlight = await rig.runtime.store.db
+      .selectFrom('queue_items')
+      .select('id')
+      .where('status', '=', 'sending')
+      .execute();
 
     const second = await rig.serve();
     try {
@@ -60,9 +69,17 @@ describe('crash recovery of delivery', () => {
       assert.ok([...counts.keys()].every((id) => expected.has(id)));
       // Duplicates are allowed (at-least-once): a message delivered but not yet recorded when
       // the process died is delivered again.
-      t.diagnostic(`kill -9: ${beforeRestart} delivered before the kill, ${inFlight.length} row(s) held by the dead process, ${duplicates} duplicate(s) after restart`);
+      t.diagnostic(
+        `kill -9: ${beforeRestart} delivered before the kill, ${inFlight.length} row(s) held by the dead process, ${duplicates} duplicate(s) after restart`,
+      );
       const db = rig.runtime.store.db;
-      await eventually(async () => (await db.selectFrom('queue_items').select('status').where('status', '!=', 'delivered').execute()).length === 0, 120_000, 'every row ends delivered');
+      await eventually(
+        async () =>
+          (await db.selectFrom('queue_items').select('status').where('status', '!=', 'delivered').execute()).length ===
+          0,
+        120_000,
+        'every row ends delivered',
+      );
     } finally {
       assert.equal(await second.stop(), 0);
     }

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sha256Hex } from '../../src/shared/crypto.js';
-import { LOCKOUT_WINDOW_MS, LOGIN_LINK_TTL_MS, MAX_LOGIN_FAILURES, SESSION_TTL_MS } from '../../src/services/dashboard-auth.js';
+import {
+  LOCKOUT_WINDOW_MS,
+  LOGIN_LINK_TTL_MS,
+  MAX_LOGIN_FAILURES,
+  SESSION_TTL_MS,
+} from '../../src/services/dashboard-auth.js';
 import { runCliProcess } from '../helpers/cli.js';
 import { DashboardClient, setCookieLine } from '../helpers/dashboard.js';
 import { request } from '../helpers/http.js';
@@ -46,7 +51,10 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     const secret = client.cookies.get('mailsvc_session')!;
     assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
     const rows = await server.runtime.store.db.selectFrom('dashboard_sessions').selectAll().execute();
-    assert.ok(rows.some((r) => r.id_hash === sha256Hex(secret)), 'the row keeps the hash');
+    assert.ok(
+      rows.some((r) => r.id_hash === sha256Hex(secret)),
+      'the row keeps the hash',
+    );
     assert.ok(!rows.some((r) => r.id_hash === secret), 'never the secret itself');
 
     const keys = await client.get('/dashboard/keys');
@@ -74,7 +82,12 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     assert.notEqual(othersToken, ownToken, 'tokens are per session');
 
     const before = await keyCount();
-    for (const fields of [{ name: 'no-token' } as Record<string, string>, { name: 'empty', _csrf: '' }, { name: 'forged', _csrf: 'A'.repeat(43) }, { name: 'other-session', _csrf: othersToken }]) {
+    for (const fields of [
+      { name: 'no-token' } as Record<string, string>,
+      { name: 'empty', _csrf: '' },
+      { name: 'forged', _csrf: 'A'.repeat(43) },
+      { name: 'other-session', _csrf: othersToken },
+    ]) {
       const res = await client.post('/dashboard/keys', fields);
       assert.equal(res.status, 403, `${fields.name}: ${res.text.slice(0, 200)}`);
       assert.match(res.text, /security token/);
@@ -93,7 +106,11 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     const shown = await client.get('/dashboard/keys');
     const secret = /id="new-key-value" readonly value="([^"]+)"/.exec(shown.text)?.[1];
     assert.match(secret ?? '', /^sk_live_/);
-    assert.equal((await request(server.httpUrl, 'GET', '/v1/domains', { key: secret! })).status, 200, 'the key shown works');
+    assert.equal(
+      (await request(server.httpUrl, 'GET', '/v1/domains', { key: secret! })).status,
+      200,
+      'the key shown works',
+    );
     const refreshed = await client.get('/dashboard/keys');
     assert.doesNotMatch(refreshed.text, /sk_live_[A-Za-z0-9]{43}/, 'shown once: a refresh shows it no more');
     // Another session cannot open the sealed secret, even with the cookie.
@@ -116,7 +133,10 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     await client.signIn(PASSWORD);
     const res = await fetch(`${server.httpUrl}/dashboard/keys`, {
       method: 'POST',
-      headers: { cookie: `mailsvc_session=${client.cookies.get('mailsvc_session')}`, 'content-type': 'application/json' },
+      headers: {
+        cookie: `mailsvc_session=${client.cookies.get('mailsvc_session')}`,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ name: 'json' }),
     });
     assert.equal(res.status, 415);
@@ -154,7 +174,11 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     assert.match(domain.text, /name="domain"[^>]*value="not a domain"/);
     for (const [url, events, message] of [
       ['not a url', '*', /must be an absolute URL/],
-      ['http://127.0.0.1:9/hook', 'email.sent', /must be an https:\/\/ URL .*webhooks\.allowPrivateNetworks: MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true/],
+      [
+        'http://127.0.0.1:9/hook',
+        'email.sent',
+        /must be an https:\/\/ URL .*webhooks\.allowPrivateNetworks: MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true/,
+      ],
       ['https://hooks.example.test/x', 'email.nope', /unknown event type "email\.nope"/],
     ] as const) {
       const hook = await client.post('/dashboard/webhooks', { _csrf: csrf!, url, events });
@@ -165,14 +189,27 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
       assert.ok(hook.text.includes(`value="${events}"`), 'keeps the events typed');
     }
     // Every other form: a 4xx page with the reason, never a 500.
-    const hook = await server.runtime.services.webhooks.register(server.workspaceId, 'v1', { url: 'https://93.184.216.34/forms', events: ['email.sent'] });
+    const hook = await server.runtime.services.webhooks.register(server.workspaceId, 'v1', {
+      url: 'https://93.184.216.34/forms',
+      events: ['email.sent'],
+    });
     const more: Array<[string, Record<string, string>, number, RegExp]> = [
-      [`/dashboard/webhooks/${hook.webhook.id}/test`, { type: 'email.bounced' }, 400, /type: must be an event type this endpoint takes: email\.sent/],
+      [
+        `/dashboard/webhooks/${hook.webhook.id}/test`,
+        { type: 'email.bounced' },
+        400,
+        /type: must be an event type this endpoint takes: email\.sent/,
+      ],
       [`/dashboard/webhooks/${hook.webhook.id}/test`, { type: 'nonsense' }, 400, /type: must be an event type/],
       ['/dashboard/webhooks/not-an-id/delete', {}, 404, /not found/],
       ['/dashboard/subscribers', { email: 'not an address' }, 400, /email/],
       ['/dashboard/templates', { name: '', html: '<p>x</p>' }, 400, /name/],
-      ['/dashboard/campaigns', { subject: '', from_name: 'A', from_email: 'a@nowhere.test', html: '<p>x</p>' }, 400, /subject/],
+      [
+        '/dashboard/campaigns',
+        { subject: '', from_name: 'A', from_email: 'a@nowhere.test', html: '<p>x</p>' },
+        400,
+        /subject/,
+      ],
       ['/dashboard/campaigns/not-an-id/send', {}, 404, /not found/],
       ['/dashboard/emails/00000000-0000-7000-8000-000000000000/cancel', {}, 404, /not found/],
       ['/dashboard/templates/nope/publish', {}, 404, /not found/],
@@ -183,16 +220,32 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
       assert.match(res.text, /role="alert"/, path);
       assert.match(res.text.replace(/&quot;/g, '"'), message, path);
     }
-    for (const path of ['/dashboard/subscribers/nope', '/dashboard/campaigns/nope', '/dashboard/templates/nope', `/dashboard/webhooks/${hook.webhook.id}/deliveries/msg_nope`]) {
+    for (const path of [
+      '/dashboard/subscribers/nope',
+      '/dashboard/campaigns/nope',
+      '/dashboard/templates/nope',
+      `/dashboard/webhooks/${hook.webhook.id}/deliveries/msg_nope`,
+    ]) {
       assert.equal((await client.get(path)).status, 404, path);
     }
     assert.equal((await client.get('/dashboard/emails?from=not-a-date')).status, 400);
 
-    const template = await client.post('/dashboard/templates', { _csrf: csrf!, name: 'Kept', alias: 'not a valid alias!', subject: 'S', html: '<p>kept body</p>' });
+    const template = await client.post('/dashboard/templates', {
+      _csrf: csrf!,
+      name: 'Kept',
+      alias: 'not a valid alias!',
+      subject: 'S',
+      html: '<p>kept body</p>',
+    });
     assert.equal(template.status, 400);
     assert.match(template.text, /alias: must be/);
     assert.match(template.text, /&lt;p&gt;kept body&lt;\/p&gt;<\/textarea>/);
-    for (const path of ['/dashboard/emails/not-an-id', '/dashboard/domains/nope.test', '/dashboard/webhooks/nope', '/dashboard/nothing-here']) {
+    for (const path of [
+      '/dashboard/emails/not-an-id',
+      '/dashboard/domains/nope.test',
+      '/dashboard/webhooks/nope',
+      '/dashboard/nothing-here',
+    ]) {
       assert.equal((await client.get(path)).status, 404, path);
     }
     assert.equal((await client.get('/dashboard/emails?status=bogus')).status, 400);
@@ -220,7 +273,10 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     const out = await client.post('/dashboard/logout', { _csrf: page.csrf! });
     assert.equal(out.status, 303);
     assert.equal(client.cookies.has('mailsvc_session'), false, 'the cookie is cleared');
-    const replay = await fetch(`${server.httpUrl}/dashboard/emails`, { headers: { cookie: `mailsvc_session=${secret}` }, redirect: 'manual' });
+    const replay = await fetch(`${server.httpUrl}/dashboard/emails`, {
+      headers: { cookie: `mailsvc_session=${secret}` },
+      redirect: 'manual',
+    });
     assert.equal(replay.status, 302, 'the old cookie no longer signs in');
   });
 
@@ -236,7 +292,11 @@ describe('dashboard sessions and CSRF (HTTP, no browser)', () => {
     const after = await client.post('/dashboard/keys', { _csrf: page.csrf!, name: 'in-second' });
     assert.equal(after.status, 303);
     const listed = await server.runtime.services.credentials.list({ workspaceId: ws.id, oauth: false });
-    assert.deepEqual(listed.map((k) => k.name), ['in-second'], 'the key belongs to the chosen workspace');
+    assert.deepEqual(
+      listed.map((k) => k.name),
+      ['in-second'],
+      'the key belongs to the chosen workspace',
+    );
     const unknown = await client.post('/dashboard/workspace', { _csrf: page.csrf!, workspace: 'nope' });
     assert.equal(unknown.status, 404);
   });
@@ -296,7 +356,10 @@ describe('dashboard lockout and one-time links', () => {
     const path = new URL(url!).pathname;
     const token = path.split('/').at(-1)!;
     const rows = await server.runtime.store.db.selectFrom('dashboard_login_tokens').selectAll().execute();
-    assert.ok(rows.some((r) => r.token_hash === sha256Hex(token)) && !rows.some((r) => r.token_hash === token), 'stored hashed');
+    assert.ok(
+      rows.some((r) => r.token_hash === sha256Hex(token)) && !rows.some((r) => r.token_hash === token),
+      'stored hashed',
+    );
 
     const first = new DashboardClient(server.httpUrl);
     const shown = await first.get(path);

@@ -34,7 +34,9 @@ describe('dashboard roles, per route', () => {
     let secret: string;
     if (who === 'link') {
       const link = await dashboardAuth.createLoginLink();
-      secret = (await dashboardAuth.signInWithLink(new URL(link.url).pathname.split('/').at(-1)!, { address: '127.0.0.1' })).secret;
+      secret = (
+        await dashboardAuth.signInWithLink(new URL(link.url).pathname.split('/').at(-1)!, { address: '127.0.0.1' })
+      ).secret;
     } else {
       const user = (await users.list(server.workspaceId)).find((u) => u.email === emailOf(who))!;
       const signedIn = await dashboardAuth.signInUser(user.id, { address: '127.0.0.1' });
@@ -50,7 +52,13 @@ describe('dashboard roles, per route', () => {
 
   before(async () => {
     server = await startTestServer({ dashboard: { password: SHARED } });
-    for (const role of ROLES) await server.runtime.services.users.create({ email: emailOf(role), password: PASSWORD, workspaceId: server.workspaceId, role });
+    for (const role of ROLES)
+      await server.runtime.services.users.create({
+        email: emailOf(role),
+        password: PASSWORD,
+        workspaceId: server.workspaceId,
+        role,
+      });
     declared = privateRoutes({ services: server.runtime.services, config: server.config } as HttpDeps).routes.declared;
     for (const who of [...ROLES, 'link'] as const) clients.set(who, await sessionFor(who));
   });
@@ -58,7 +66,11 @@ describe('dashboard roles, per route', () => {
 
   it('every route declares what it needs, and the table covers the pages people use', () => {
     assert.ok(declared.length >= 60, `${declared.length} routes`);
-    for (const path of ['/keys', '/webhooks/:id', '/team', '/team/role', '/team/remove', '/team/invite', '/audit']) assert.ok(declared.some((r) => r.path === path), path);
+    for (const path of ['/keys', '/webhooks/:id', '/team', '/team/role', '/team/remove', '/team/invite', '/audit'])
+      assert.ok(
+        declared.some((r) => r.path === path),
+        path,
+      );
     assert.deepEqual(
       declared.filter((r) => r.method === 'POST' && r.needs === 'read'),
       [],
@@ -79,11 +91,13 @@ describe('dashboard roles, per route', () => {
         const allowed = route.needs === 'session' || allows(role, route.needs);
         // A handler may refuse for reasons of its own (one's own account needs a user, not a shared session;
         // requiring two-factor is an owner's): only the route check's refusal, which names the role, counts here.
-        if (allowed && res.status === 403 && /Your role \(\w+\) may not (change this|see this page)/.test(res.text)) failures.push(`${who} ${route.method} ${route.path}: 403, expected it served`);
+        if (allowed && res.status === 403 && /Your role \(\w+\) may not (change this|see this page)/.test(res.text))
+          failures.push(`${who} ${route.method} ${route.path}: 403, expected it served`);
         if (allowed && res.status >= 500) failures.push(`${who} ${route.method} ${route.path}: ${res.status}`);
         if (!allowed) {
           if (res.status !== 403) failures.push(`${who} ${route.method} ${route.path}: ${res.status}, expected 403`);
-          else if (!/<nav>/.test(res.text) || !/Your role \(\w+\) may not/.test(res.text)) failures.push(`${who} ${route.method} ${route.path}: 403 not in the dashboard's page`);
+          else if (!/<nav>/.test(res.text) || !/Your role \(\w+\) may not/.test(res.text))
+            failures.push(`${who} ${route.method} ${route.path}: 403 not in the dashboard's page`);
         }
       }
     }
@@ -92,10 +106,14 @@ describe('dashboard roles, per route', () => {
 
   it('a forged POST by a viewer changes nothing', async () => {
     const viewer = await sessionFor('viewer');
-    const before = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length;
+    const before = (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false }))
+      .length;
     const res = await viewer.client.post('/dashboard/keys', { _csrf: viewer.csrf, name: 'forged' });
     assert.equal(res.status, 403);
-    assert.equal((await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length, before);
+    assert.equal(
+      (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length,
+      before,
+    );
   });
 
   it('the team page: invite shows the link once; an admin cannot make or remove owners; the last owner stays', async () => {
@@ -106,60 +124,126 @@ describe('dashboard roles, per route', () => {
     assert.doesNotMatch(team.text, /<option value="owner"/, 'an admin is not offered the owner role');
     assert.match(team.text, /action="\/dashboard\/team\/invite"/);
 
-    const invited = await admin.client.post('/dashboard/team/invite', { _csrf: admin.csrf, email: 'new@roles.test', role: 'developer' });
+    const invited = await admin.client.post('/dashboard/team/invite', {
+      _csrf: admin.csrf,
+      email: 'new@roles.test',
+      role: 'developer',
+    });
     assert.equal(invited.status, 303);
     const shown = await admin.client.get('/dashboard/team');
-    const url = /value="(http[^"]+\/dashboard\/invite\/[^"]+)"/.exec(shown.text)?.[1] ?? assert.fail('the invitation link on the page');
+    const url =
+      /value="(http[^"]+\/dashboard\/invite\/[^"]+)"/.exec(shown.text)?.[1] ??
+      assert.fail('the invitation link on the page');
     assert.equal((await admin.client.get('/dashboard/team')).text.includes(url), false, 'shown once');
     const token = url.split('/').at(-1)!;
     assert.ok(await server.runtime.services.users.findInvite(token), 'a working link');
-    const everything = JSON.stringify(await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: '100' }));
-    assert.ok(everything.includes('new@roles.test') && !everything.includes(token), 'the invitation is recorded, its link is not');
+    const everything = JSON.stringify(
+      await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: '100' }),
+    );
+    assert.ok(
+      everything.includes('new@roles.test') && !everything.includes(token),
+      'the invitation is recorded, its link is not',
+    );
 
-    const asOwner = await admin.client.post('/dashboard/team/invite', { _csrf: admin.csrf, email: 'boss@roles.test', role: 'owner' });
+    const asOwner = await admin.client.post('/dashboard/team/invite', {
+      _csrf: admin.csrf,
+      email: 'boss@roles.test',
+      role: 'owner',
+    });
     assert.equal(asOwner.status, 403);
     assert.match(asOwner.text, /Only an owner can make, demote or remove an owner/);
-    assert.equal((await admin.client.post('/dashboard/team/role', { _csrf: admin.csrf, email: emailOf('developer'), role: 'owner' })).status, 403);
-    assert.equal((await admin.client.post('/dashboard/team/remove', { _csrf: admin.csrf, email: emailOf('owner') })).status, 403);
-    assert.equal((await admin.client.post('/dashboard/team/role', { _csrf: admin.csrf, email: emailOf('viewer'), role: 'developer' })).status, 303);
+    assert.equal(
+      (
+        await admin.client.post('/dashboard/team/role', {
+          _csrf: admin.csrf,
+          email: emailOf('developer'),
+          role: 'owner',
+        })
+      ).status,
+      403,
+    );
+    assert.equal(
+      (await admin.client.post('/dashboard/team/remove', { _csrf: admin.csrf, email: emailOf('owner') })).status,
+      403,
+    );
+    assert.equal(
+      (
+        await admin.client.post('/dashboard/team/role', {
+          _csrf: admin.csrf,
+          email: emailOf('viewer'),
+          role: 'developer',
+        })
+      ).status,
+      303,
+    );
     assert.equal(await roleOf(emailOf('viewer')), 'developer');
-    assert.equal((await admin.client.post('/dashboard/team/role', { _csrf: admin.csrf, email: emailOf('viewer'), role: 'viewer' })).status, 303);
+    assert.equal(
+      (await admin.client.post('/dashboard/team/role', { _csrf: admin.csrf, email: emailOf('viewer'), role: 'viewer' }))
+        .status,
+      303,
+    );
 
     // The last owner: neither demoted nor removed, even by themselves.
-    const demote = await owner.client.post('/dashboard/team/role', { _csrf: owner.csrf, email: emailOf('owner'), role: 'admin' });
+    const demote = await owner.client.post('/dashboard/team/role', {
+      _csrf: owner.csrf,
+      email: emailOf('owner'),
+      role: 'admin',
+    });
     assert.equal(demote.status, 409);
     assert.match(demote.text, /last owner/);
-    assert.equal((await owner.client.post('/dashboard/team/remove', { _csrf: owner.csrf, email: emailOf('owner') })).status, 409);
+    assert.equal(
+      (await owner.client.post('/dashboard/team/remove', { _csrf: owner.csrf, email: emailOf('owner') })).status,
+      409,
+    );
     assert.equal(await roleOf(emailOf('owner')), 'owner');
 
     // Removal ends the person's sessions at once.
     const developer = await sessionFor('developer');
-    assert.equal((await owner.client.post('/dashboard/team/remove', { _csrf: owner.csrf, email: emailOf('developer') })).status, 303);
+    assert.equal(
+      (await owner.client.post('/dashboard/team/remove', { _csrf: owner.csrf, email: emailOf('developer') })).status,
+      303,
+    );
     const after = await developer.client.get('/dashboard/overview');
     assert.equal(after.status, 302);
     assert.match(after.headers.get('location') ?? '', /\/dashboard\/login/);
     assert.equal(await roleOf(emailOf('developer')), undefined);
-    await server.runtime.services.users.invite({ email: emailOf('developer'), role: 'developer', workspaceId: server.workspaceId });
+    await server.runtime.services.users.invite({
+      email: emailOf('developer'),
+      role: 'developer',
+      workspaceId: server.workspaceId,
+    });
 
-    const audit = await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: false }, { object_type: 'user' });
+    const audit = await server.runtime.services.audit.list(
+      { workspaceId: server.workspaceId, instance: false },
+      { object_type: 'user' },
+    );
     const actions = audit.data.map((e) => e.action);
-    for (const a of ['user.removed', 'user.role_changed', 'user.invited']) assert.ok(actions.includes(a), `${a} in ${actions.join(', ')}`);
+    for (const a of ['user.removed', 'user.role_changed', 'user.invited'])
+      assert.ok(actions.includes(a), `${a} in ${actions.join(', ')}`);
     const removed = audit.data.find((e) => e.action === 'user.removed')!;
-    const ownerId = (await server.runtime.services.users.list(server.workspaceId)).find((u) => u.email === emailOf('owner'))!.id;
+    const ownerId = (await server.runtime.services.users.list(server.workspaceId)).find(
+      (u) => u.email === emailOf('owner'),
+    )!.id;
     assert.deepEqual(removed.actor, { type: 'user', id: ownerId }, 'the user who acted, by id');
   });
 
-  const roleOf = async (email: string) => (await server.runtime.services.users.list(server.workspaceId)).find((u) => u.email === email)?.role;
+  const roleOf = async (email: string) =>
+    (await server.runtime.services.users.list(server.workspaceId)).find((u) => u.email === email)?.role;
 
   it('the audit page filters by actor, action, object type and time, keyset paged', async () => {
     const owner = await sessionFor('owner');
-    for (let i = 0; i < 55; i++) await server.runtime.services.suppressions.add(server.workspaceId, { email: `s${i}@paged.test` });
+    for (let i = 0; i < 55; i++)
+      await server.runtime.services.suppressions.add(server.workspaceId, { email: `s${i}@paged.test` });
     const first = await owner.client.get('/dashboard/audit?action=suppression.&actor_type=cli');
     assert.equal(first.status, 200);
     assert.doesNotMatch(first.text, /suppression\.added/, 'the test process acts as the server itself, not the CLI');
-    const system = await owner.client.get('/dashboard/audit?action=suppression.added&object_type=suppression&actor_type=system');
+    const system = await owner.client.get(
+      '/dashboard/audit?action=suppression.added&object_type=suppression&actor_type=system',
+    );
     assert.equal((system.text.match(/<code>suppression\.added<\/code>/g) ?? []).length, 50);
-    const next = /href="(\/dashboard\/audit\?[^"]+)">Older entries/.exec(system.text)?.[1]?.replace(/&amp;/g, '&') ?? assert.fail('a link to the next page');
+    const next =
+      /href="(\/dashboard\/audit\?[^"]+)">Older entries/.exec(system.text)?.[1]?.replace(/&amp;/g, '&') ??
+      assert.fail('a link to the next page');
     const second = await owner.client.get(next);
     assert.equal((second.text.match(/<code>suppression\.added<\/code>/g) ?? []).length, 5);
     assert.doesNotMatch(second.text, /Older entries/);
@@ -197,6 +281,9 @@ describe('dashboard roles, per route', () => {
 describe('the roles table in docs/operations.md', () => {
   it('is the one ROLE_PERMISSIONS makes', () => {
     const docs = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
-    assert.ok(docs.includes(roleTableMarkdown()), `docs/operations.md must contain, as generated by roleTableMarkdown():\n${roleTableMarkdown()}`);
+    assert.ok(
+      docs.includes(roleTableMarkdown()),
+      `docs/operations.md must contain, as generated by roleTableMarkdown():\n${roleTableMarkdown()}`,
+    );
   });
 });

@@ -29,7 +29,14 @@ describe('db backup and restore', () => {
     database: database(),
     dataDir: dir,
     // Short leases: rows the backup caught mid-delivery are claimed again soon after the restore.
-    delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, retrySchedule: [1], leaseSeconds: 5, mtaSts: false },
+    delivery: {
+      dnsServers: [dns.server],
+      port: mx.port,
+      pollInterval: 50,
+      retrySchedule: [1],
+      leaseSeconds: 5,
+      mtaSts: false,
+    },
   });
 
   before(async () => {
@@ -56,14 +63,23 @@ describe('db backup and restore', () => {
       for (let i = 0; !stop && i < 1000 && Date.now() < deadline; i++) {
         const res = await request(first.httpUrl, 'POST', '/v1/emails', {
           key,
-          body: { from: 'shop@sender.test', to: `r${c}-${i}@dest.test`, subject: `order ${c}-${i}`, html: `<p>${'x'.repeat(2000)}</p>` },
+          body: {
+            from: 'shop@sender.test',
+            to: `r${c}-${i}@dest.test`,
+            subject: `order ${c}-${i}`,
+            html: `<p>${'x'.repeat(2000)}</p>`,
+          },
         });
         assert.equal(res.status, 200, show(res));
         accepted.push({ id: res.body.id, at: Date.now() });
       }
     };
     const load = Promise.all([0, 1, 2, 3].map(client));
-    await eventually(async () => accepted.length >= 40 && mx.messages.length >= 10, 120_000, 'mail to be accepted and delivered');
+    await eventually(
+      async () => accepted.length >= 40 && mx.messages.length >= 10,
+      120_000,
+      'mail to be accepted and delivered',
+    );
 
     const backupFile = join(dir, 'nightly.db');
     const acceptedBefore = accepted.map((a) => a.id);
@@ -79,7 +95,10 @@ describe('db backup and restore', () => {
     assert.ok(result.pages > 0 && result.bytes > 0);
     // The server kept accepting and delivering while the backup ran (a separate process, as
     // cron would run it): it was online.
-    assert.ok(accepted.some((a) => a.at > began && a.at < ended), 'mail was accepted during the backup');
+    assert.ok(
+      accepted.some((a) => a.at > began && a.at < ended),
+      'mail was accepted during the backup',
+    );
     assert.ok(deliveredDuring > 0, 'mail was delivered during the backup');
     await eventually(async () => accepted.some((a) => a.at > ended), 120_000, 'more mail after the backup');
 
@@ -100,16 +119,28 @@ describe('db backup and restore', () => {
     try {
       const ids = new Set((await second.runtime.store.db.selectFrom('emails').select('id').execute()).map((r) => r.id));
       const missing = acceptedBefore.filter((id) => !ids.has(id));
-      assert.deepEqual(missing, [], `every one of the ${acceptedBefore.length} messages accepted before the backup is in the restored database`);
+      assert.deepEqual(
+        missing,
+        [],
+        `every one of the ${acceptedBefore.length} messages accepted before the backup is in the restored database`,
+      );
       assert.ok(ids.size < acceptedInAll, 'the restored database is the backup, not the live file');
       const one = await request(second.httpUrl, 'GET', `/v1/emails/${acceptedBefore[0]}`, { key });
       assert.equal(one.status, 200, show(one));
       // The restored queue is delivered: what was not yet delivered at the backup goes out now
       // (at least once: a message being sent while the backup was taken is sent again).
-      await eventually(async () => {
-        const pending = await second.runtime.store.db.selectFrom('queue_items').select('id').where('status', '!=', 'delivered').execute();
-        return pending.length === 0;
-      }, 60_000, 'the restored queue to be delivered');
+      await eventually(
+        async () => {
+          const pending = await second.runtime.store.db
+            .selectFrom('queue_items')
+            .select('id')
+            .where('status', '!=', 'delivered')
+            .execute();
+          return pending.length === 0;
+        },
+        60_000,
+        'the restored queue to be delivered',
+      );
     } finally {
       await second.stop();
     }
@@ -151,7 +182,10 @@ describe('db backup and restore', () => {
     assert.match(future.stderr, /comes from a newer mailsvc \(migrations 9999-future\)/);
 
     for (const verb of ['backup', 'restore']) {
-      const pg = await runCliProcess(['db', verb, join(dir, 'x.db')], { ...env(), MAILSVC_DATABASE: 'postgres://postgres@127.0.0.1:1/none' });
+      const pg = await runCliProcess(['db', verb, join(dir, 'x.db')], {
+        ...env(),
+        MAILSVC_DATABASE: 'postgres://postgres@127.0.0.1:1/none',
+      });
       assert.equal(pg.code, 1);
       assert.match(pg.stderr, verb === 'backup' ? /on PostgreSQL use pg_dump/ : /on PostgreSQL use pg_restore/);
     }

@@ -37,12 +37,15 @@ describe('deliverability checks of sending domains', () => {
       },
       {
         // The policy file is served over HTTPS on port 443 in real life; here a fetcher plays it.
-        mtaStsFetcher: async (domain) => policies.get(domain) ?? ({ id: false, mode: 'none' }),
+        mtaStsFetcher: async (domain) => policies.get(domain) ?? { id: false, mode: 'none' },
       },
     );
     dns.set(HOST, 'A', [SENDING_IP]);
     key = await server.key();
-    const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/domains`, events: ['domain.updated'] } });
+    const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+      key,
+      body: { url: `${receiver.url}/domains`, events: ['domain.updated'] },
+    });
     assert.equal(hook.status, 201, show(hook));
 
     // good.example: everything right.
@@ -84,32 +87,56 @@ describe('deliverability checks of sending domains', () => {
   it('reports every check ok for a domain with good records', async () => {
     const checks = await checksOf('good.example');
     assert.equal(checks.status, 'ok', JSON.stringify(checks, null, 2));
-    for (const name of ['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt']) assert.equal(checks[name].status, 'ok', `${name}: ${checks[name].message}`);
-    assert.deepEqual(checks.spf.results, [{ ip: SENDING_IP, result: 'pass' }], 'SPF evaluated by mailauth for the sending address');
+    for (const name of ['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'])
+      assert.equal(checks[name].status, 'ok', `${name}: ${checks[name].message}`);
+    assert.deepEqual(
+      checks.spf.results,
+      [{ ip: SENDING_IP, result: 'pass' }],
+      'SPF evaluated by mailauth for the sending address',
+    );
     assert.equal(checks.spf.domain, 'bounces.good.example');
     assert.equal(checks.spf.found, `v=spf1 a:${HOST} -all`);
     assert.equal(checks.dmarc.policy, 'quarantine');
     assert.equal(checks.dmarc.dkim_aligned, true);
-    assert.equal(checks.dmarc.spf_aligned, true, 'bounces.good.example aligns with good.example under relaxed alignment');
+    assert.equal(
+      checks.dmarc.spf_aligned,
+      true,
+      'bounces.good.example aligns with good.example under relaxed alignment',
+    );
     assert.deepEqual(checks.dmarc.publish, [], 'the rua already names our report address');
     assert.equal(checks.mta_sts.mode, 'enforce');
     assert.equal(checks.dkim.records.length, 3);
-    assert.ok(dns.queries.includes('TXT _dmarc.good.example') && dns.queries.includes('TXT bounces.good.example'), 'asked the configured DNS server');
+    assert.ok(
+      dns.queries.includes('TXT _dmarc.good.example') && dns.queries.includes('TXT bounces.good.example'),
+      'asked the configured DNS server',
+    );
   });
 
   it('says what to publish for a domain with nothing published', async () => {
     const checks = await checksOf('missing.example');
     assert.equal(checks.dkim.status, 'ok');
     assert.equal(checks.spf.status, 'not_published');
-    assert.deepEqual(checks.spf.publish, [{ type: 'TXT', name: 'bounces.missing.example', value: `v=spf1 a:${HOST} -all` }]);
+    assert.deepEqual(checks.spf.publish, [
+      { type: 'TXT', name: 'bounces.missing.example', value: `v=spf1 a:${HOST} -all` },
+    ]);
     assert.equal(checks.dmarc.status, 'not_published');
-    assert.deepEqual(checks.dmarc.publish, [{ type: 'TXT', name: '_dmarc.missing.example', value: 'v=DMARC1; p=none; rua=mailto:dmarc@reports.mailsvc.test' }]);
+    assert.deepEqual(checks.dmarc.publish, [
+      { type: 'TXT', name: '_dmarc.missing.example', value: 'v=DMARC1; p=none; rua=mailto:dmarc@reports.mailsvc.test' },
+    ]);
     assert.equal(checks.return_path_mx.status, 'not_published');
-    assert.deepEqual(checks.return_path_mx.publish, [{ type: 'MX', name: 'bounces.missing.example', value: `10 ${HOST}` }]);
+    assert.deepEqual(checks.return_path_mx.publish, [
+      { type: 'MX', name: 'bounces.missing.example', value: `10 ${HOST}` },
+    ]);
     assert.equal(checks.mta_sts.status, 'not_published');
     assert.equal(checks.mta_sts.required, false);
     assert.equal(checks.tls_rpt.status, 'not_published');
-    assert.deepEqual(checks.tls_rpt.publish, [{ type: 'TXT', name: '_smtp._tls.missing.example', value: 'v=TLSRPTv1; rua=mailto:tls-reports@reports.mailsvc.test' }]);
+    assert.deepEqual(checks.tls_rpt.publish, [
+      {
+        type: 'TXT',
+        name: '_smtp._tls.missing.example',
+        value: 'v=TLSRPTv1; rua=mailto:tls-reports@reports.mailsvc.test',
+      },
+    ]);
     assert.equal(checks.status, 'not_published');
   });
 
@@ -118,7 +145,9 @@ describe('deliverability checks of sending domains', () => {
     assert.equal(checks.spf.status, 'failing');
     assert.deepEqual(checks.spf.results, [{ ip: SENDING_IP, result: 'fail' }]);
     assert.equal(checks.spf.found, 'v=spf1 ip4:198.51.100.7 -all');
-    assert.deepEqual(checks.spf.publish, [{ type: 'TXT', name: 'bounces.wrong.example', value: `v=spf1 ip4:198.51.100.7 a:${HOST} -all` }]);
+    assert.deepEqual(checks.spf.publish, [
+      { type: 'TXT', name: 'bounces.wrong.example', value: `v=spf1 ip4:198.51.100.7 a:${HOST} -all` },
+    ]);
     assert.match(checks.spf.message, /does not authorise this server/);
     assert.equal(checks.dmarc.status, 'failing');
     assert.match(checks.dmarc.message, /no valid p= tag/);
@@ -140,7 +169,13 @@ describe('deliverability checks of sending domains', () => {
     assert.equal(strict.dmarc.status, 'warning');
     assert.equal(strict.dmarc.spf_aligned, false);
     assert.equal(strict.dmarc.policy, 'reject');
-    assert.deepEqual(strict.dmarc.publish, [{ type: 'TXT', name: '_dmarc.wrong.example', value: 'v=DMARC1; p=reject; aspf=s; rua=mailto:dmarc@reports.mailsvc.test' }]);
+    assert.deepEqual(strict.dmarc.publish, [
+      {
+        type: 'TXT',
+        name: '_dmarc.wrong.example',
+        value: 'v=DMARC1; p=reject; aspf=s; rua=mailto:dmarc@reports.mailsvc.test',
+      },
+    ]);
   });
 
   it('flags an enforced MTA-STS policy that does not cover the MX', async () => {
@@ -156,8 +191,15 @@ describe('deliverability checks of sending domains', () => {
 
   it('emits domain.updated when a check changes status, and only then', async () => {
     const events = async (): Promise<Array<{ type: string; data: any }>> => {
-      const rows = await server.runtime.store.db.selectFrom('events').selectAll().where('type', '=', 'domain.updated').orderBy('created_at').execute();
-      return rows.map((r) => ({ type: r.type, data: JSON.parse(r.data) })).filter((e) => e.data.name === 'missing.example');
+      const rows = await server.runtime.store.db
+        .selectFrom('events')
+        .selectAll()
+        .where('type', '=', 'domain.updated')
+        .orderBy('created_at')
+        .execute();
+      return rows
+        .map((r) => ({ type: r.type, data: JSON.parse(r.data) }))
+        .filter((e) => e.data.name === 'missing.example');
     };
     await checksOf('missing.example');
     const before = (await events()).length;
@@ -169,7 +211,15 @@ describe('deliverability checks of sending domains', () => {
     const checks = await checksOf('missing.example');
     assert.equal(checks.dmarc.status, 'ok');
     assert.equal((await events()).length, before + 1);
-    const [event] = await receiver.waitFor(1, (r) => r.json?.type === 'domain.updated' && r.json.data.name === 'missing.example' && r.json.data.changes.some((c: { check: string; from: string | null }) => c.check === 'dmarc' && c.from === 'not_published'));
+    const [event] = await receiver.waitFor(
+      1,
+      (r) =>
+        r.json?.type === 'domain.updated' &&
+        r.json.data.name === 'missing.example' &&
+        r.json.data.changes.some(
+          (c: { check: string; from: string | null }) => c.check === 'dmarc' && c.from === 'not_published',
+        ),
+    );
     assert.ok(event, 'a domain.updated webhook');
     assert.deepEqual(event.json.data.changes, [{ check: 'dmarc', from: 'not_published', to: 'ok' }]);
     assert.equal(event.json.data.checks.dmarc, 'ok');

@@ -17,7 +17,8 @@ import { inboundKinds } from '../../src/receiving/inbound-kinds.js';
  * the inbound listener, as Google, Microsoft or Yahoo send them, then read back from the API.
  */
 
-const fill = (template: string, values: Record<string, string>) => template.replace(/\{\{(\w+)\}\}/g, (_, k: string) => values[k] ?? '');
+const fill = (template: string, values: Record<string, string>) =>
+  template.replace(/\{\{(\w+)\}\}/g, (_, k: string) => values[k] ?? '');
 const DMARC = readFileSync(new URL('../fixtures/dmarc-aggregate.xml', import.meta.url), 'utf8');
 const TLS = readFileSync(new URL('../fixtures/tls-report.json', import.meta.url), 'utf8');
 const DAY = 24 * 3600;
@@ -40,7 +41,12 @@ describe('DMARC and TLS reports on the inbound listener', () => {
     await addVerifiedDomain(server, dns, 'shop.example');
     key = await server.key();
     // As a receiver's report mailer would: plain SMTP to the listener, STARTTLS offered (self-signed).
-    transport = nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } });
+    transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: server.inboundPort!,
+      secure: false,
+      tls: { rejectUnauthorized: false },
+    });
   });
   after(async () => {
     transport?.close();
@@ -48,7 +54,8 @@ describe('DMARC and TLS reports on the inbound listener', () => {
     await dns?.close();
   });
 
-  const dmarcXml = (reportId: string, domain = 'shop.example', begin = yesterday) => fill(DMARC, { report_id: reportId, domain, begin: String(begin), end: String(begin + DAY - 1) });
+  const dmarcXml = (reportId: string, domain = 'shop.example', begin = yesterday) =>
+    fill(DMARC, { report_id: reportId, domain, begin: String(begin), end: String(begin + DAY - 1) });
   const mailReport = (to: string, attachment: { filename: string; content: Buffer; contentType: string }) =>
     transport.sendMail({
       from: 'noreply-dmarc-support@google.com',
@@ -95,10 +102,20 @@ describe('DMARC and TLS reports on the inbound listener', () => {
   });
 
   it('stores a zipped report (Google sends zip) and takes the same report only once', async () => {
-    const zipped = Buffer.from(zipSync({ [`google.com!shop.example!${yesterday}!${yesterday + DAY - 1}.xml`]: Buffer.from(dmarcXml('r-2')) }));
-    const first = await mailReport('dmarc@mta.mailsvc.test', { filename: 'report.zip', content: zipped, contentType: 'application/zip' });
+    const zipped = Buffer.from(
+      zipSync({ [`google.com!shop.example!${yesterday}!${yesterday + DAY - 1}.xml`]: Buffer.from(dmarcXml('r-2')) }),
+    );
+    const first = await mailReport('dmarc@mta.mailsvc.test', {
+      filename: 'report.zip',
+      content: zipped,
+      contentType: 'application/zip',
+    });
     assert.match(first.response, /^250 .*1 DMARC/);
-    const again = await mailReport('DMARC@mta.mailsvc.test', { filename: 'report.zip', content: zipped, contentType: 'application/zip' });
+    const again = await mailReport('DMARC@mta.mailsvc.test', {
+      filename: 'report.zip',
+      content: zipped,
+      contentType: 'application/zip',
+    });
     assert.match(again.response, /^250 .*nothing to do/);
     const res = await request(server.httpUrl, 'GET', '/v1/domains/shop.example/dmarc-reports?days=7', { key });
     assert.equal(res.body.reports, 2);
@@ -106,8 +123,17 @@ describe('DMARC and TLS reports on the inbound listener', () => {
   });
 
   it('stores a TLS report sent to tls-reports@<hostname>, for our domain only', async () => {
-    const json = fill(TLS, { report_id: 'tls-1', domain: 'shop.example', start: new Date(yesterday * 1000).toISOString(), end: new Date((yesterday + DAY - 1) * 1000).toISOString() });
-    const info = await mailReport('tls-reports@mta.mailsvc.test', { filename: 'company-x.example!shop.example!1.json.gz', content: gzipSync(json), contentType: 'application/tlsrpt+gzip' });
+    const json = fill(TLS, {
+      report_id: 'tls-1',
+      domain: 'shop.example',
+      start: new Date(yesterday * 1000).toISOString(),
+      end: new Date((yesterday + DAY - 1) * 1000).toISOString(),
+    });
+    const info = await mailReport('tls-reports@mta.mailsvc.test', {
+      filename: 'company-x.example!shop.example!1.json.gz',
+      content: gzipSync(json),
+      contentType: 'application/tlsrpt+gzip',
+    });
     assert.match(info.response, /^250 .*0 DMARC and 1 TLS report/);
     const res = await request(server.httpUrl, 'GET', '/v1/domains/shop.example/tls-reports', { key });
     assert.equal(res.status, 200, show(res));
@@ -116,7 +142,11 @@ describe('DMARC and TLS reports on the inbound listener', () => {
     assert.equal(res.body.days[0].successful, 5326);
     assert.equal(res.body.days[0].failed, 303);
     assert.deepEqual(
-      res.body.days[0].failures.map((f: { result_type: string; sessions: number; receiving_mx_hostname: string }) => [f.result_type, f.sessions, f.receiving_mx_hostname]),
+      res.body.days[0].failures.map((f: { result_type: string; sessions: number; receiving_mx_hostname: string }) => [
+        f.result_type,
+        f.sessions,
+        f.receiving_mx_hostname,
+      ]),
       [
         ['certificate-expired', 100, 'mx.shop.example'],
         ['starttls-not-supported', 200, 'mx.shop.example'],
@@ -126,11 +156,20 @@ describe('DMARC and TLS reports on the inbound listener', () => {
   });
 
   it('accepts but does not keep reports about domains it does not serve, and refuses what is not a report', async () => {
-    const foreign = await mailReport('dmarc@mta.mailsvc.test', { filename: 'x.xml.gz', content: gzipSync(dmarcXml('r-3', 'someone-else.example')), contentType: 'application/gzip' });
+    const foreign = await mailReport('dmarc@mta.mailsvc.test', {
+      filename: 'x.xml.gz',
+      content: gzipSync(dmarcXml('r-3', 'someone-else.example')),
+      contentType: 'application/gzip',
+    });
     assert.match(foreign.response, /^250 .*nothing to do/);
     await assert.rejects(
-      mailReport('dmarc@mta.mailsvc.test', { filename: 'x.xml.gz', content: gzipSync('<html>not a report</html>'), contentType: 'application/gzip' }),
-      (err: Error & { responseCode?: number }) => err.responseCode === 550 && /not a DMARC aggregate report/.test(err.message),
+      mailReport('dmarc@mta.mailsvc.test', {
+        filename: 'x.xml.gz',
+        content: gzipSync('<html>not a report</html>'),
+        contentType: 'application/gzip',
+      }),
+      (err: Error & { responseCode?: number }) =>
+        err.responseCode === 550 && /not a DMARC aggregate report/.test(err.message),
     );
     await assert.rejects(
       transport.sendMail({ from: 'a@b.example', to: 'dmarc@mta.mailsvc.test', subject: 'hello', text: 'just a note' }),
@@ -146,14 +185,23 @@ describe('DMARC and TLS reports on the inbound listener', () => {
   it('caps the unpacked size: a report just under 20 MB is read, one byte over is refused', async () => {
     const base = dmarcXml('r-big');
     // Padding inside the document (an XML comment) up to the limit; gzip makes it tiny on the wire.
-    const pad = (total: number) => Buffer.from(base.replace('<feedback>', `<feedback><!--${' '.repeat(total - Buffer.byteLength(base) - 7)}-->`));
+    const pad = (total: number) =>
+      Buffer.from(base.replace('<feedback>', `<feedback><!--${' '.repeat(total - Buffer.byteLength(base) - 7)}-->`));
     const under = pad(20 * 1024 * 1024);
     assert.equal(under.length, 20 * 1024 * 1024);
-    const ok = await mailReport('dmarc@mta.mailsvc.test', { filename: 'big.xml.gz', content: gzipSync(under), contentType: 'application/gzip' });
+    const ok = await mailReport('dmarc@mta.mailsvc.test', {
+      filename: 'big.xml.gz',
+      content: gzipSync(under),
+      contentType: 'application/gzip',
+    });
     assert.match(ok.response, /^250 .*1 DMARC/);
     const over = pad(20 * 1024 * 1024 + 1);
     await assert.rejects(
-      mailReport('dmarc@mta.mailsvc.test', { filename: 'bigger.xml.gz', content: gzipSync(over), contentType: 'application/gzip' }),
+      mailReport('dmarc@mta.mailsvc.test', {
+        filename: 'bigger.xml.gz',
+        content: gzipSync(over),
+        contentType: 'application/gzip',
+      }),
       (err: Error & { responseCode?: number }) => err.responseCode === 550 && /cannot gunzip/.test(err.message),
     );
   });
@@ -211,21 +259,46 @@ describe('the inbound listener answers a report only once it is durable', () => 
   });
 
   it('holds the 250 to a DMARC report until the write is durable', async () => {
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: listener.port, secure: false, tls: { rejectUnauthorized: false } });
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: listener.port,
+      secure: false,
+      tls: { rejectUnauthorized: false },
+    });
     const day = Math.floor(Date.now() / 1000 / DAY - 1) * DAY;
     const sent = transport.sendMail({
       from: 'noreply-dmarc-support@google.com',
       to: 'dmarc@mta.mailsvc.test',
       subject: 'Report domain: shop.example',
       text: 'aggregate report',
-      attachments: [{ filename: 'r.xml.gz', content: gzipSync(fill(DMARC, { report_id: 'durable-1', domain: 'shop.example', begin: String(day), end: String(day + DAY - 1) })), contentType: 'application/gzip' }],
+      attachments: [
+        {
+          filename: 'r.xml.gz',
+          content: gzipSync(
+            fill(DMARC, {
+              report_id: 'durable-1',
+              domain: 'shop.example',
+              begin: String(day),
+              end: String(day + DAY - 1),
+            }),
+          ),
+          contentType: 'application/gzip',
+        },
+      ],
     });
     let answered = false;
-    void sent.then(() => (answered = true), () => (answered = true));
+    void sent.then(
+      () => (answered = true),
+      () => (answered = true),
+    );
     for (let i = 0; i < 100 && !release; i++) await new Promise((r) => setTimeout(r, 20));
     assert.equal(waits, 1, 'the listener waited for durability');
     // The report is committed (another reader sees it) but the answer waits for the sync.
-    const stored = await server.runtime.store.db.selectFrom('dmarc_reports').select('report_id').where('report_id', '=', 'durable-1').executeTakeFirst();
+    const stored = await server.runtime.store.db
+      .selectFrom('dmarc_reports')
+      .select('report_id')
+      .where('report_id', '=', 'durable-1')
+      .executeTakeFirst();
     assert.ok(stored, 'the report was written');
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(answered, false, 'no 250 while the write is not durable');

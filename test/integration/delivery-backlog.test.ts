@@ -24,7 +24,12 @@ describe('delivery: a backlog drains at once', () => {
   before(async () => {
     ({ server, dns, mx } = rig = await startDeliveringServer({
       // 50 rows in memory at most (the floor), two transactions per domain at once.
-      delivery: { pollInterval: 3_600_000, concurrency: 3, defaultDomainLimit: { concurrency: 2, perMinute: 1_000_000 }, signingThreads: 0 },
+      delivery: {
+        pollInterval: 3_600_000,
+        concurrency: 3,
+        defaultDomainLimit: { concurrency: 2, perMinute: 1_000_000 },
+        signingThreads: 0,
+      },
       config: { webhooks: { enabled: false } },
       senders: [SENDER],
       clock,
@@ -37,21 +42,47 @@ describe('delivery: a backlog drains at once', () => {
   it('delivers 3 x the rows held in memory, for a destination at its limit and one beside it, with the clock standing still', async () => {
     const db = server.runtime.store.db;
     const ids: string[] = [];
-    for (let i = 0; i < 150; i++) ids.push((await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`user${i}@big.test`], now: clock.now() })).id);
-    for (let i = 0; i < 10; i++) ids.push((await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`user${i}@small.test`], now: clock.now() })).id);
+    for (let i = 0; i < 150; i++)
+      ids.push(
+        (
+          await queueEmail(db, {
+            workspaceId: server.workspaceId,
+            domain: SENDER,
+            to: [`user${i}@big.test`],
+            now: clock.now(),
+          })
+        ).id,
+      );
+    for (let i = 0; i < 10; i++)
+      ids.push(
+        (
+          await queueEmail(db, {
+            workspaceId: server.workspaceId,
+            domain: SENDER,
+            to: [`user${i}@small.test`],
+            now: clock.now(),
+          })
+        ).id,
+      );
     server.workers.wake('delivery');
 
     await mx.waitFor(160, 60_000);
-    const done = await eventually(async () => {
-      const rows = await db.selectFrom('emails').select(['status']).where('id', 'in', ids).execute();
-      return rows.every((r) => r.status === 'delivered') ? rows : undefined;
-    }, 30_000, 'every email delivered');
+    const done = await eventually(
+      async () => {
+        const rows = await db.selectFrom('emails').select(['status']).where('id', 'in', ids).execute();
+        return rows.every((r) => r.status === 'delivered') ? rows : undefined;
+      },
+      30_000,
+      'every email delivered',
+    );
     assert.equal(done.length, 160);
     assert.equal(new Set(mx.messages.map((m) => m.to[0])).size, 160, 'each recipient once');
 
     // The destination limit held mail back, and /metrics says so.
     const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
-    const waits = /^mailsvc_delivery_throttled_waits_total\{domain_class="other",hold="concurrency"\} (\d+)$/m.exec(metrics);
+    const waits = /^mailsvc_delivery_throttled_waits_total\{domain_class="other",hold="concurrency"\} (\d+)$/m.exec(
+      metrics,
+    );
     assert.ok(waits && Number(waits[1]) > 0, 'throttled waits counted');
   });
 });

@@ -17,7 +17,16 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const SENDER = 'sender.test';
 
 const baseConfig = (dns: TestDns, port: number, extra: Record<string, unknown> = {}) => ({
-  delivery: { enabled: true, dnsServers: [dns.server], port, hostname: 'mta.mailsvc.test', retrySchedule: [1], pollInterval: 50, signingThreads: 1, ...extra },
+  delivery: {
+    enabled: true,
+    dnsServers: [dns.server],
+    port,
+    hostname: 'mta.mailsvc.test',
+    retrySchedule: [1],
+    pollInterval: 50,
+    signingThreads: 1,
+    ...extra,
+  },
   dkim: { host: 'dkim.mailsvc.test' },
 });
 
@@ -26,7 +35,7 @@ const servePolicies =
   (policies: Map<string, string>): PolicyFetcher =>
   async (domain) => {
     const text = policies.get(domain);
-    return text ? ({ id: 'test', ...parsePolicy(text) }) : { id: false, mode: 'none' };
+    return text ? { id: 'test', ...parsePolicy(text) } : { id: false, mode: 'none' };
   };
 
 describe('delivery policies: MTA-STS, throttling, smarthost', () => {
@@ -57,10 +66,14 @@ describe('delivery policies: MTA-STS, throttling, smarthost', () => {
     return email;
   };
   const attemptsOf = (emailId: string, n: number) =>
-    eventually(async () => {
-      const state = await emailState(db(), emailId);
-      return state.attempts.length >= n ? state : undefined;
-    }, 15_000, `${n} attempt(s) of ${emailId}`);
+    eventually(
+      async () => {
+        const state = await emailState(db(), emailId);
+        return state.attempts.length >= n ? state : undefined;
+      },
+      15_000,
+      `${n} attempt(s) of ${emailId}`,
+    );
 
   it('MTA-STS enforce: no delivery to an MX the policy does not name', async () => {
     routeDomain(dns, 'sts-mismatch.test', [{ name: 'mx.sts-mismatch.test', preference: 10, a: ['127.0.0.1'] }]);
@@ -96,7 +109,10 @@ describe('delivery policies: MTA-STS, throttling, smarthost', () => {
   it('slows down for a destination that says it gets too many connections', async () => {
     routeDomain(dns, 'busy.test', [{ name: 'mx.busy.test', preference: 10, a: ['127.0.0.1'] }]);
     routeDomain(dns, 'calm.test', [{ name: 'mx.calm.test', preference: 10, a: ['127.0.0.1'] }]);
-    mx.hooks.onRcpt = (address) => (address.endsWith('@busy.test') ? { code: 421, text: '4.7.0 Too many connections from your host, slow down' } : undefined);
+    mx.hooks.onRcpt = (address) =>
+      address.endsWith('@busy.test')
+        ? { code: 421, text: '4.7.0 Too many connections from your host, slow down' }
+        : undefined;
     try {
       const first = await queue('one@busy.test');
       const state = await attemptsOf(first.id, 1);
@@ -170,10 +186,14 @@ describe('MTA-STS enforce: delivery over verified TLS', () => {
     policies.set('sts-ok.test', `version: STSv1\nmode: enforce\nmx: ${MX_HOST}\nmax_age: 86400\n`);
     const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['a@sts-ok.test'] });
     server.workers.wake('delivery');
-    const state = await eventually(async () => {
-      const s = await emailState(db(), email.id);
-      return s.attempts.length > 0 ? s : undefined;
-    }, 15_000, 'an attempt');
+    const state = await eventually(
+      async () => {
+        const s = await emailState(db(), email.id);
+        return s.attempts.length > 0 ? s : undefined;
+      },
+      15_000,
+      'an attempt',
+    );
     const attempt = state.attempts[0]!;
     assert.equal(attempt.outcome, 'delivered', String(attempt.response));
     assert.equal(attempt.mx_host, MX_HOST);
@@ -191,12 +211,20 @@ describe('MTA-STS enforce: delivery over verified TLS', () => {
     routeDomain(dns, 'sts-othername.test', [{ name: 'mx.sts-othername.test', preference: 10, a: ['127.0.0.1'] }]);
     policies.set('sts-othername.test', 'version: STSv1\nmode: enforce\nmx: mx.sts-othername.test\nmax_age: 86400\n');
     const delivered = mx.messages.length;
-    const email = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['a@sts-othername.test'] });
+    const email = await queueEmail(db(), {
+      workspaceId: server.workspaceId,
+      domain: SENDER,
+      to: ['a@sts-othername.test'],
+    });
     server.workers.wake('delivery');
-    const state = await eventually(async () => {
-      const s = await emailState(db(), email.id);
-      return s.attempts.length > 0 ? s : undefined;
-    }, 15_000, 'an attempt');
+    const state = await eventually(
+      async () => {
+        const s = await emailState(db(), email.id);
+        return s.attempts.length > 0 ? s : undefined;
+      },
+      15_000,
+      'an attempt',
+    );
     assert.equal(state.attempts[0]!.outcome, 'deferred');
     assert.equal(state.attempts[0]!.category, 'tls', String(state.attempts[0]!.response));
     // The CA is trusted, so what fails is the host name check.
@@ -215,7 +243,12 @@ describe('delivery through a smarthost', () => {
     dns.set('smarthost.test', 'A', ['127.0.0.1']);
     server = await startTestServer(
       baseConfig(dns, 25, {
-        relay: { host: 'smarthost.test', port: relay.port, auth: { user: 'relay-user', pass: 'relay-pass' }, rejectUnauthorized: false },
+        relay: {
+          host: 'smarthost.test',
+          port: relay.port,
+          auth: { user: 'relay-user', pass: 'relay-pass' },
+          rejectUnauthorized: false,
+        },
       }),
     );
     await addVerifiedDomain(server, dns, SENDER);
@@ -227,7 +260,11 @@ describe('delivery through a smarthost', () => {
   });
 
   it('hands every message to the relay over TLS with AUTH, and reports email.sent only', async () => {
-    const email = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: ['someone@no-mx-needed.test'] });
+    const email = await queueEmail(server.runtime.store.db, {
+      workspaceId: server.workspaceId,
+      domain: SENDER,
+      to: ['someone@no-mx-needed.test'],
+    });
     server.workers.wake('delivery');
     const [received] = await relay.waitFor(1);
     assert.equal(received!.user, 'relay-user');
@@ -253,7 +290,11 @@ describe('maximum queue lifetime', () => {
     const server = await startTestServer(baseConfig(dns, mx.port, { retrySchedule: [1], maxQueueLifetime: 2 }));
     try {
       await addVerifiedDomain(server, dns, SENDER);
-      const email = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: SENDER, to: ['late@never.test'] });
+      const email = await queueEmail(server.runtime.store.db, {
+        workspaceId: server.workspaceId,
+        domain: SENDER,
+        to: ['late@never.test'],
+      });
       server.workers.wake('delivery');
       const state = await eventually(async () => {
         const s = await emailState(server.runtime.store.db, email.id);
@@ -266,7 +307,11 @@ describe('maximum queue lifetime', () => {
       const bounce = state.events.find((e) => e.type === 'email.bounced')!;
       assert.deepEqual([bounce.data.bounce.type, bounce.data.bounce.category], ['soft', 'expired']);
       assert.match(bounce.data.bounce.message, /^Gave up after \d+ attempts/);
-      const suppressed = await server.runtime.store.db.selectFrom('suppressions').selectAll().where('address', '=', 'late@never.test').executeTakeFirst();
+      const suppressed = await server.runtime.store.db
+        .selectFrom('suppressions')
+        .selectAll()
+        .where('address', '=', 'late@never.test')
+        .executeTakeFirst();
       assert.equal(suppressed, undefined, 'an expired message does not suppress the address');
     } finally {
       await server.close();
@@ -293,7 +338,11 @@ describe('graceful shutdown of delivery', () => {
       await new Promise((r) => setTimeout(r, 300));
       return undefined;
     };
-    const finished = await queueEmail(quick.runtime.store.db, { workspaceId: quick.workspaceId, domain: SENDER, to: ['a@slow.test'] });
+    const finished = await queueEmail(quick.runtime.store.db, {
+      workspaceId: quick.workspaceId,
+      domain: SENDER,
+      to: ['a@slow.test'],
+    });
     quick.workers.wake('delivery');
     await seen;
     await quick.stop();
@@ -314,7 +363,11 @@ describe('graceful shutdown of delivery', () => {
         started();
         release = () => resolve({ code: 451, text: '4.3.0 too late' });
       });
-    const abandoned = await queueEmail(stuck.runtime.store.db, { workspaceId: stuck.workspaceId, domain: SENDER, to: ['b@slow.test'] });
+    const abandoned = await queueEmail(stuck.runtime.store.db, {
+      workspaceId: stuck.workspaceId,
+      domain: SENDER,
+      to: ['b@slow.test'],
+    });
     stuck.workers.wake('delivery');
     await startedData;
     await stuck.stop();

@@ -13,7 +13,13 @@ import { MemoryRateLimiter } from '../../src/shared/fixed-window.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { CommitBatcher } from '../../src/store/infra/commit-batcher.js';
 import { aggregateStatus } from '../../src/store/email-status.js';
-import { listEmailsByIds, refreshEmailStatuses, saveEmail, type EmailStatus, type QueueStatus } from '../../src/store/emails.js';
+import {
+  listEmailsByIds,
+  refreshEmailStatuses,
+  saveEmail,
+  type EmailStatus,
+  type QueueStatus,
+} from '../../src/store/emails.js';
 import { watchFreeSpace } from '../../src/store/infra/free-space.js';
 import { claimDueQueueItems } from '../../src/store/queue.js';
 import type { Workspace } from '../../src/store/workspaces.js';
@@ -32,7 +38,10 @@ const targets: Array<{ name: string; url: () => Promise<{ url: string; drop(): P
     name: 'sqlite',
     url: async () => {
       const dir = mkdtempSync(join(tmpdir(), 'mailsvc-statements-'));
-      return { url: `sqlite:${join(dir, 'db.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        url: `sqlite:${join(dir, 'db.sqlite')}`,
+        drop: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
   },
 ];
@@ -53,9 +62,15 @@ for (const target of targets) {
 
     before(async () => {
       db = await target.url();
-      runtime = await openRuntime(loadConfig({ env: {}, overrides: { database: db.url, dataDir: tmpdir(), secretKey: Buffer.alloc(32, 1).toString('base64') } }), {
-        logger: createLogger('silent'),
-      });
+      runtime = await openRuntime(
+        loadConfig({
+          env: {},
+          overrides: { database: db.url, dataDir: tmpdir(), secretKey: Buffer.alloc(32, 1).toString('base64') },
+        }),
+        {
+          logger: createLogger('silent'),
+        },
+      );
       workspace = await runtime.services.workspaces.ensureDefault();
     });
     after(async () => {
@@ -67,8 +82,17 @@ for (const target of targets) {
       const { db: store, dialect } = runtime.store;
       const now = Date.now() - 1000;
       // The send path's own door, its commits grouped by a batcher whose window holds every request.
-      const enqueue = createEnqueue({ clock: systemClock, rateLimiter: new MemoryRateLimiter(), batcher: new CommitBatcher(store, { windowMs: 200 }), space: watchFreeSpace([tmpdir()], 0) });
-      const prepared = await Promise.all(Array.from({ length: MESSAGES }, (_, i) => composeQueuedEmail(store, { workspaceId: workspace.id, domain: 'sender.test', to: [`r${i}@dest.test`], now })));
+      const enqueue = createEnqueue({
+        clock: systemClock,
+        rateLimiter: new MemoryRateLimiter(),
+        batcher: new CommitBatcher(store, { windowMs: 200 }),
+        space: watchFreeSpace([tmpdir()], 0),
+      });
+      const prepared = await Promise.all(
+        Array.from({ length: MESSAGES }, (_, i) =>
+          composeQueuedEmail(store, { workspaceId: workspace.id, domain: 'sender.test', to: [`r${i}@dest.test`], now }),
+        ),
+      );
       // begin, the emails, their contents, their queue rows, commit.
       const queued = await counted(() => Promise.all(prepared.map((p) => enqueue(workspace, [p]))));
       assert.ok(queued <= 5, `queueing ${MESSAGES} messages took ${queued} statements`);
@@ -76,16 +100,33 @@ for (const target of targets) {
       let claimed: Awaited<ReturnType<typeof claimDueQueueItems>> = [];
       const lease = { owner: 'statements', now: Date.now(), until: Date.now() + 60_000 };
       // begin, the claim (and on SQLite the emails' `sending`), commit.
-      const claim = await counted(async () => (claimed = await store.transaction().execute((trx) => claimDueQueueItems(trx, dialect, lease, 1000))));
+      const claim = await counted(
+        async () =>
+          (claimed = await store.transaction().execute((trx) => claimDueQueueItems(trx, dialect, lease, 1000))),
+      );
       assert.equal(claimed.length, MESSAGES);
       assert.ok(claim <= (dialect === 'postgres' ? 3 : 4), `claiming ${MESSAGES} rows took ${claim} statements`);
-      const emails = new Map((await listEmailsByIds(store, claimed.map((c) => c.email_id))).map((e) => [e.id, e]));
+      const emails = new Map(
+        (
+          await listEmailsByIds(
+            store,
+            claimed.map((c) => c.email_id),
+          )
+        ).map((e) => [e.id, e]),
+      );
       assert.ok([...emails.values()].every((e) => e.status === 'sending'));
 
       const results: RecipientResult[] = claimed.map((item) => ({
         email: emails.get(item.email_id)!,
         item,
-        outcome: { kind: 'delivered', code: 250, response: '250 2.0.0 queued', mxHost: 'mx.dest.test', tls: true, relayed: false },
+        outcome: {
+          kind: 'delivered',
+          code: 250,
+          response: '250 2.0.0 queued',
+          mxHost: 'mx.dest.test',
+          tls: true,
+          relayed: false,
+        },
         startedAt: lease.now,
         durationMs: 3,
       }));
@@ -96,7 +137,10 @@ for (const target of targets) {
 
       const after = await listEmailsByIds(store, [...emails.keys()]);
       assert.deepEqual(new Set(after.map((e) => e.status)), new Set(['delivered']));
-      const attempts = await store.selectFrom('delivery_attempts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const attempts = await store
+        .selectFrom('delivery_attempts')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       assert.equal(Number(attempts.n), MESSAGES);
       const perMessage = (queued + claim + recorded) / MESSAGES;
       assert.ok(perMessage <= 0.4, `${perMessage} statements per message`);
@@ -119,7 +163,12 @@ for (const target of targets) {
       ];
       const ids: string[] = [];
       for (const [states, scheduled] of cases) {
-        const email = await composeQueuedEmail(store, { workspaceId: workspace.id, domain: 'sender.test', to: states.map((_, i) => `s${i}@dest.test`), now });
+        const email = await composeQueuedEmail(store, {
+          workspaceId: workspace.id,
+          domain: 'sender.test',
+          to: states.map((_, i) => `s${i}@dest.test`),
+          now,
+        });
         email.email.scheduled_at = scheduled ? now + 3_600_000 : null;
         email.recipients.forEach((r, i) => (r.status = states[i]!));
         await store.transaction().execute((trx) => saveEmail(trx, email));

@@ -69,7 +69,13 @@ describe('delivery: a destination over its limit keeps its rate', () => {
     // of the clock, and mail due as it was queued left during them, so that the windows
     // measured a backlog already gone (4, 0, 0, 0, 0, 0 on PostgreSQL) and not the gate.
     const queuedAt = clock.now();
-    for (let i = 0; i < offered; i++) await queueEmail(db, { workspaceId: server.workspaceId, domain: SENDER, to: [`user${i}@busy.test`], now: queuedAt + 86_400_000 });
+    for (let i = 0; i < offered; i++)
+      await queueEmail(db, {
+        workspaceId: server.workspaceId,
+        domain: SENDER,
+        to: [`user${i}@busy.test`],
+        now: queuedAt + 86_400_000,
+      });
     const due = clock.now();
     await db.updateTable('queue_items').set({ next_attempt_at: due, created_at: due, updated_at: due }).execute();
     await db.updateTable('emails').set({ created_at: due, updated_at: due }).execute();
@@ -98,34 +104,57 @@ describe('delivery: a destination over its limit keeps its rate', () => {
     // Never stopping: every window carries mail; a loaded machine may stall for a few seconds
     // (10 then 19 on PostgreSQL), so the rate is held over the three minutes, not per window.
     const total = windows.reduce((sum, n) => sum + n, 0);
-    assert.ok(total >= windows.length * perWindow * 0.8, `${total} delivered in three minutes, expected about ${windows.length * perWindow} (windows: ${windows.join(', ')})`);
+    assert.ok(
+      total >= windows.length * perWindow * 0.8,
+      `${total} delivered in three minutes, expected about ${windows.length * perWindow} (windows: ${windows.join(', ')})`,
+    );
     for (const [i, n] of windows.entries()) {
-      assert.ok(n >= perWindow / 3, `window ${i + 1} delivered ${n}, expected about ${perWindow} (windows: ${windows.join(', ')})`);
-      assert.ok(n <= perWindow + Math.ceil((PER_MINUTE * 5) / 60) + 1, `window ${i + 1} delivered ${n}: over the limit (windows: ${windows.join(', ')})`);
+      assert.ok(
+        n >= perWindow / 3,
+        `window ${i + 1} delivered ${n}, expected about ${perWindow} (windows: ${windows.join(', ')})`,
+      );
+      assert.ok(
+        n <= perWindow + Math.ceil((PER_MINUTE * 5) / 60) + 1,
+        `window ${i + 1} delivered ${n}: over the limit (windows: ${windows.join(', ')})`,
+      );
     }
-    const waiting = await db.selectFrom('queue_items').select((eb) => eb.fn.countAll<number>().as('n')).where('status', 'in', ['queued', 'sending']).executeTakeFirstOrThrow();
+    const waiting = await db
+      .selectFrom('queue_items')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('status', 'in', ['queued', 'sending'])
+      .executeTakeFirstOrThrow();
     assert.ok(Number(waiting.n) > 0, 'mail was still waiting at the end: the load stayed over the limit');
   });
 
-  it('shows the destination\'s gate in /metrics and in `mailsvc queue list`', async () => {
+  it("shows the destination's gate in /metrics and in `mailsvc queue list`", async () => {
     const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
-    const gauge = (name: string) => Number(new RegExp(`^${name}\\{domain_class="other"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+    const gauge = (name: string) =>
+      Number(new RegExp(`^${name}\\{domain_class="other"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
     assert.equal(gauge('mailsvc_delivery_destination_allowed'), 10);
     assert.ok(gauge('mailsvc_delivery_destination_waiting') > 0, 'claimed mail waits for its slot');
     // The CLI is another process: it sees what the server's gate reported to the database.
     const env = { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'warn' };
     const listed = await runCliProcess(['queue', 'list', '--json', '--limit', '5'], env);
     assert.equal(listed.code, 0, listed.stderr);
-    const { destinations, items } = JSON.parse(listed.stdout) as { destinations: Array<{ domain: string; allowed: number; waiting: number; hold: string | null }>; items: Array<{ status: string; waiting: string }> };
+    const { destinations, items } = JSON.parse(listed.stdout) as {
+      destinations: Array<{ domain: string; allowed: number; waiting: number; hold: string | null }>;
+      items: Array<{ status: string; waiting: string }>;
+    };
     const busy = destinations.find((d) => d.domain === 'busy.test');
     assert.ok(busy, `busy.test reported: ${listed.stdout.slice(0, 300)}`);
     assert.equal(busy.allowed, 10);
     // Waiting for its per-minute limit (or, the moment a token came, about to start the next; on
     // a loaded machine transactions last long enough that all ten slots can be busy too).
-    assert.ok(busy.waiting > 0 && [null, 'rate', 'concurrency'].includes(busy.hold), `waiting at its limits: ${JSON.stringify(busy)}`);
+    assert.ok(
+      busy.waiting > 0 && [null, 'rate', 'concurrency'].includes(busy.hold),
+      `waiting at its limits: ${JSON.stringify(busy)}`,
+    );
     const text = await runCliProcess(['queue', 'list', '--limit', '3'], env);
     assert.match(text.stdout, /^DESTINATION\s+RUNNING\s+ALLOWED\s+WAITING\s+STATE$/m);
-    assert.match(text.stdout, /^busy\.test\s+\d+\s+10\s+\d+\s+(at its per-minute limit|starting the next|every slot busy)/m);
+    assert.match(
+      text.stdout,
+      /^busy\.test\s+\d+\s+10\s+\d+\s+(at its per-minute limit|starting the next|every slot busy)/m,
+    );
     assert.ok(items.length > 0);
   });
 });

@@ -22,7 +22,10 @@ describe('delivery to a loopback MX', () => {
   const SENDER = 'sender.test';
 
   before(async () => {
-    ({ server, dns, mx } = rig = await startDeliveringServer({ delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 }, senders: [SENDER] }));
+    ({ server, dns, mx } = rig = await startDeliveringServer({
+      delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
+      senders: [SENDER],
+    }));
     key = await server.key();
   });
   after(async () => {
@@ -41,26 +44,42 @@ describe('delivery to a loopback MX', () => {
       return email;
     });
   const settled = (emailId: string, statuses: string[]) =>
-    eventually(async () => {
-      const state = await emailState(db(), emailId);
-      return statuses.includes(state.email.status) ? state : undefined;
-    }, 15_000, `email ${emailId} to reach ${statuses.join('|')}`);
+    eventually(
+      async () => {
+        const state = await emailState(db(), emailId);
+        return statuses.includes(state.email.status) ? state : undefined;
+      },
+      15_000,
+      `email ${emailId} to reach ${statuses.join('|')}`,
+    );
 
   /** Sends through the real API (POST /v1/emails) and returns the email id. */
   const send = async (to: string | string[], extra: Record<string, unknown> = {}) => {
     const res = await request(server.httpUrl, 'POST', '/v1/emails', {
       key,
-      body: { from: `Sender <hello@${SENDER}>`, to, subject: 'Your receipt', html: '<p>Thank you for your order.</p>', metadata: { order: 42 }, tags: ['receipts'], ...extra },
+      body: {
+        from: `Sender <hello@${SENDER}>`,
+        to,
+        subject: 'Your receipt',
+        html: '<p>Thank you for your order.</p>',
+        metadata: { order: 42 },
+        tags: ['receipts'],
+        ...extra,
+      },
     });
     assert.equal(res.status, 200, show(res));
     return res.body.id as string;
   };
   /** GET /v1/emails/{id} until the email reaches one of `statuses`. */
   const apiSettled = (id: string, statuses: string[]) =>
-    eventually(async () => {
-      const res = await request(server.httpUrl, 'GET', `/v1/emails/${id}`, { key });
-      return statuses.includes(res.body?.status) ? res.body : undefined;
-    }, 15_000, `email ${id} to reach ${statuses.join('|')} in GET /v1/emails/{id}`);
+    eventually(
+      async () => {
+        const res = await request(server.httpUrl, 'GET', `/v1/emails/${id}`, { key });
+        return statuses.includes(res.body?.status) ? res.body : undefined;
+      },
+      15_000,
+      `email ${id} to reach ${statuses.join('|')} in GET /v1/emails/{id}`,
+    );
 
   it('delivers mail sent through the API DKIM-signed over STARTTLS, with a VERP return path, shown delivered with its attempt log', async () => {
     const id = await send('alice@dest.test');
@@ -81,8 +100,12 @@ describe('delivery to a loopback MX', () => {
     const header = received.raw.toString('latin1').split('\r\n\r\n')[0]!;
     assert.match(header, /^DKIM-Signature: .*a=rsa-sha256/m);
     assert.match(header, /c=relaxed\/relaxed/);
-    const signed = /\bh=([^;]*);/.exec(header)![1]!.split(':').map((h) => h.trim().toLowerCase());
-    for (const name of ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type']) assert.ok(signed.includes(name), `${name} is signed`);
+    const signed = /\bh=([^;]*);/
+      .exec(header)![1]!
+      .split(':')
+      .map((h) => h.trim().toLowerCase());
+    for (const name of ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type'])
+      assert.ok(signed.includes(name), `${name} is signed`);
 
     const email = await apiSettled(id, ['delivered']);
     assert.equal(email.recipients.length, 1);
@@ -125,7 +148,8 @@ describe('delivery to a loopback MX', () => {
 
   it('defers on 451, then delivers on the retry', async () => {
     let calls = 0;
-    mx.hooks.onData = () => (++calls === 1 ? { code: 451, text: '4.3.0 Temporary local problem, try later' } : undefined);
+    mx.hooks.onData = () =>
+      ++calls === 1 ? { code: 451, text: '4.3.0 Temporary local problem, try later' } : undefined;
     const email = await queue(['retry@dest.test']);
     const state = await settled(email.id, ['delivered']);
     assert.equal(calls, 2);
@@ -138,14 +162,23 @@ describe('delivery to a loopback MX', () => {
     );
     assert.equal(state.attempts[0]!.category, 'capacity');
     assert.equal(state.events[0]!.type, 'email.delivery_delayed');
-    assert.deepEqual(state.events.map((e) => e.type).slice(1).sort(), ['email.delivered', 'email.sent']);
+    assert.deepEqual(
+      state.events
+        .map((e) => e.type)
+        .slice(1)
+        .sort(),
+      ['email.delivered', 'email.sent'],
+    );
     assert.equal(state.events[0]!.data.smtp.code, 451);
     assert.ok(state.events[0]!.data.next_attempt_at);
     assert.equal(state.items[0]!.attempts, 2);
   });
 
   it('bounces on 550, suppresses the address, and never connects for it again', async () => {
-    mx.hooks.onRcpt = (address) => (address === 'gone@dest.test' ? { code: 550, text: '5.1.1 <gone@dest.test>: Recipient address rejected: User unknown' } : undefined);
+    mx.hooks.onRcpt = (address) =>
+      address === 'gone@dest.test'
+        ? { code: 550, text: '5.1.1 <gone@dest.test>: Recipient address rejected: User unknown' }
+        : undefined;
     const id = await send(['gone@dest.test', 'kept@dest.test']);
     await apiSettled(id, ['delivered']);
     const state = await emailState(db(), id);
@@ -227,7 +260,10 @@ describe('delivery to a loopback MX', () => {
   });
 
   it('simulates test sends without a connection, with the same events', async () => {
-    const email = await queue(['someone@dest.test', 'bounced@simulator.mailsvc.dev', 'complained+x@simulator.mailsvc.dev'], { test: true });
+    const email = await queue(
+      ['someone@dest.test', 'bounced@simulator.mailsvc.dev', 'complained+x@simulator.mailsvc.dev'],
+      { test: true },
+    );
     const state = await settled(email.id, ['delivered']);
     assert.equal(mx.sessions.size, 0, 'no connection');
     const types = state.events.map((e) => `${e.type} ${e.data.recipient}`).sort();
@@ -240,21 +276,49 @@ describe('delivery to a loopback MX', () => {
       'email.sent someone@dest.test',
     ]);
     assert.equal(state.attempts.length, 3, 'simulated attempts are recorded');
-    const suppressed = await db().selectFrom('suppressions').selectAll().where('address', '=', 'bounced@simulator.mailsvc.dev').executeTakeFirst();
+    const suppressed = await db()
+      .selectFrom('suppressions')
+      .selectAll()
+      .where('address', '=', 'bounced@simulator.mailsvc.dev')
+      .executeTakeFirst();
     assert.equal(suppressed, undefined, 'simulated bounces leave the suppression list alone');
   });
 
   it('delivers transactional mail before marketing mail', async () => {
     await server.workers.stop();
     // Nothing runs now: queue marketing first, then transactional, and start a fresh engine.
-    const marketing = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['m@dest.test'], type: 'marketing' });
-    const transactional = await queueEmail(db(), { workspaceId: server.workspaceId, domain: SENDER, to: ['t@dest.test'], type: 'transactional' });
-    const items = await db().selectFrom('queue_items').select(['email_id', 'priority']).where('email_id', 'in', [marketing.id, transactional.id]).execute();
-    assert.deepEqual(Object.fromEntries(items.map((i) => [i.email_id === marketing.id ? 'marketing' : 'transactional', i.priority])), { marketing: 1, transactional: 0 });
+    const marketing = await queueEmail(db(), {
+      workspaceId: server.workspaceId,
+      domain: SENDER,
+      to: ['m@dest.test'],
+      type: 'marketing',
+    });
+    const transactional = await queueEmail(db(), {
+      workspaceId: server.workspaceId,
+      domain: SENDER,
+      to: ['t@dest.test'],
+      type: 'transactional',
+    });
+    const items = await db()
+      .selectFrom('queue_items')
+      .select(['email_id', 'priority'])
+      .where('email_id', 'in', [marketing.id, transactional.id])
+      .execute();
+    assert.deepEqual(
+      Object.fromEntries(items.map((i) => [i.email_id === marketing.id ? 'marketing' : 'transactional', i.priority])),
+      { marketing: 1, transactional: 0 },
+    );
     const { claimDueQueueItems } = await import('../../src/store/queue.js');
     const claimed = await db()
       .transaction()
-      .execute((trx) => claimDueQueueItems(trx, server.runtime.store.dialect, { owner: 'probe', now: Date.now(), until: Date.now() + 1 }, 1));
+      .execute((trx) =>
+        claimDueQueueItems(
+          trx,
+          server.runtime.store.dialect,
+          { owner: 'probe', now: Date.now(), until: Date.now() + 1 },
+          1,
+        ),
+      );
     assert.equal(claimed.length, 1);
     assert.equal(claimed[0]!.email_id, transactional.id, 'the transactional row is claimed first');
   });

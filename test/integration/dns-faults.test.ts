@@ -22,11 +22,20 @@ describe('DNS faults defer, with the reason', () => {
     dns = await startDnsServer();
     mx = await startMxServer();
     server = await startTestServer({
-      delivery: { enabled: true, dnsServers: [dns.server], port: mx.port, hostname: 'mta.mailsvc.test', retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
+      delivery: {
+        enabled: true,
+        dnsServers: [dns.server],
+        port: mx.port,
+        hostname: 'mta.mailsvc.test',
+        retrySchedule: [1],
+        pollInterval: 50,
+        signingThreads: 1,
+      },
       dkim: { host: 'dkim.mailsvc.test' },
     });
     await addVerifiedDomain(server, dns, 'sender.test');
-    for (const domain of ['servfail.test', 'silent.test', 'fine.test']) routeDomain(dns, domain, [{ name: `mx.${domain}`, preference: 10, a: ['127.0.0.1'] }]);
+    for (const domain of ['servfail.test', 'silent.test', 'fine.test'])
+      routeDomain(dns, domain, [{ name: `mx.${domain}`, preference: 10, a: ['127.0.0.1'] }]);
     key = await server.key();
   });
   after(async () => {
@@ -36,15 +45,22 @@ describe('DNS faults defer, with the reason', () => {
   });
 
   const send = async (to: string) => {
-    const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'hello@sender.test', to, subject: 'Receipt', html: '<p>Thanks</p>' } });
+    const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: { from: 'hello@sender.test', to, subject: 'Receipt', html: '<p>Thanks</p>' },
+    });
     assert.equal(res.status, 200, show(res));
     return res.body.id as string;
   };
   const deferredWith = (id: string, reason: RegExp) =>
-    eventually(async () => {
-      const state = await emailState(server.runtime.store.db, id);
-      return state.attempts.some((a) => reason.test(a.response ?? '')) ? state : undefined;
-    }, 30_000, `a deferral of ${id} matching ${reason}`);
+    eventually(
+      async () => {
+        const state = await emailState(server.runtime.store.db, id);
+        return state.attempts.some((a) => reason.test(a.response ?? '')) ? state : undefined;
+      },
+      30_000,
+      `a deferral of ${id} matching ${reason}`,
+    );
 
   for (const [how, domain, reason] of [
     ['servfail', 'servfail.test', /MX look-up for servfail\.test failed: ESERVFAIL/],
@@ -56,12 +72,27 @@ describe('DNS faults defer, with the reason', () => {
       await send('bob@fine.test');
       const state = await deferredWith(id, reason);
       assert.ok(['queued', 'sending', 'deferred'].includes(state.email.status), state.email.status);
-      assert.ok(state.attempts.every((a) => a.outcome === 'deferred'), JSON.stringify(state.attempts.map((a) => a.outcome)));
+      assert.ok(
+        state.attempts.every((a) => a.outcome === 'deferred'),
+        JSON.stringify(state.attempts.map((a) => a.outcome)),
+      );
       assert.ok(!state.events.some((e) => e.type === 'email.bounced'));
-      await eventually(async () => mx.messages.some((m) => m.to.includes('bob@fine.test')), 120_000, 'the other message');
+      await eventually(
+        async () => mx.messages.some((m) => m.to.includes('bob@fine.test')),
+        120_000,
+        'the other message',
+      );
       dns.fail(domain, null);
-      await eventually(async () => mx.messages.some((m) => m.to.includes(`ann@${domain}`)), 30_000, `delivery to ${domain} once DNS answers`);
-      await eventually(async () => (await emailState(server.runtime.store.db, id)).email.status === 'delivered', 15_000, `${id} recorded as delivered`);
+      await eventually(
+        async () => mx.messages.some((m) => m.to.includes(`ann@${domain}`)),
+        30_000,
+        `delivery to ${domain} once DNS answers`,
+      );
+      await eventually(
+        async () => (await emailState(server.runtime.store.db, id)).email.status === 'delivered',
+        15_000,
+        `${id} recorded as delivered`,
+      );
     });
   }
 });

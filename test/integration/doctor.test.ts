@@ -42,14 +42,22 @@ describe('mailsvc doctor', () => {
     const leaf = await generate([{ name: 'commonName', value: HOST }], {
       algorithm: 'sha256',
       ca: { key: ca.private, cert: ca.cert },
-      extensions: [{ name: 'basicConstraints', cA: false }, { name: 'subjectAltName', altNames: [{ type: 2, value: HOST }] }],
+      extensions: [
+        { name: 'basicConstraints', cA: false },
+        { name: 'subjectAltName', altNames: [{ type: 2, value: HOST }] },
+      ],
     });
     goodCert = { key: join(dir, 'key.pem'), cert: join(dir, 'cert.pem') };
     writeFileSync(goodCert.key, leaf.private);
     writeFileSync(goodCert.cert, leaf.cert);
     const self = await generate([{ name: 'commonName', value: HOST }], { algorithm: 'sha256' });
     writeFileSync(join(dir, 'self.pem'), self.cert);
-    const expired = await generate([{ name: 'commonName', value: HOST }], { algorithm: 'sha256', ca: { key: ca.private, cert: ca.cert }, notBeforeDate: new Date(Date.now() - 90 * 86_400_000), notAfterDate: new Date(Date.now() - 86_400_000) });
+    const expired = await generate([{ name: 'commonName', value: HOST }], {
+      algorithm: 'sha256',
+      ca: { key: ca.private, cert: ca.cert },
+      notBeforeDate: new Date(Date.now() - 90 * 86_400_000),
+      notAfterDate: new Date(Date.now() - 86_400_000),
+    });
     writeFileSync(join(dir, 'expired.pem'), expired.cert);
 
     dns.set(HOST, 'A', [IP]);
@@ -63,7 +71,18 @@ describe('mailsvc doctor', () => {
   });
 
   /** The test server's configuration with the doctor's settings changed. */
-  const configWith = (changes: { hostname?: string; dkimHost?: string; publicUrl?: string; sendingIps?: string[]; dnsbl?: string[]; ntp?: string[]; cert?: string; submissionHost?: string; dataDir?: string; minFreeBytes?: number }): Config => ({
+  const configWith = (changes: {
+    hostname?: string;
+    dkimHost?: string;
+    publicUrl?: string;
+    sendingIps?: string[];
+    dnsbl?: string[];
+    ntp?: string[];
+    cert?: string;
+    submissionHost?: string;
+    dataDir?: string;
+    minFreeBytes?: number;
+  }): Config => ({
     ...server.config,
     storage: { minFreeBytes: changes.minFreeBytes ?? server.config.storage.minFreeBytes },
     dataDir: changes.dataDir ?? join(dir, 'data'),
@@ -72,21 +91,50 @@ describe('mailsvc doctor', () => {
     delivery: { ...server.config.delivery, hostname: changes.hostname ?? HOST },
     smtp: {
       ...server.config.smtp,
-      submission: { ...server.config.smtp.submission, host: changes.submissionHost ?? '0.0.0.0', tls: { key: goodCert.key, cert: changes.cert ?? goodCert.cert } },
+      submission: {
+        ...server.config.smtp.submission,
+        host: changes.submissionHost ?? '0.0.0.0',
+        tls: { key: goodCert.key, cert: changes.cert ?? goodCert.cert },
+      },
     },
-    deliverability: { ...server.config.deliverability, sendingIps: changes.sendingIps ?? [], dnsbl: changes.dnsbl ?? [ZONE], ntpServers: changes.ntp ?? [ntp.server] },
+    deliverability: {
+      ...server.config.deliverability,
+      sendingIps: changes.sendingIps ?? [],
+      dnsbl: changes.dnsbl ?? [ZONE],
+      ntpServers: changes.ntp ?? [ntp.server],
+    },
   });
   const doctor = (config: Config, options: { localAddresses?: string[]; diskFailBytes?: number } = {}) =>
-    runDoctor({ config, resolver: server.runtime.deps.resolver, db: server.runtime.store.db, now: () => Date.now(), localAddresses: options.localAddresses ?? [IP], ...options });
+    runDoctor({
+      config,
+      resolver: server.runtime.deps.resolver,
+      db: server.runtime.store.db,
+      now: () => Date.now(),
+      localAddresses: options.localAddresses ?? [IP],
+      ...options,
+    });
   const byName = (checks: DoctorCheck[]) => Object.fromEntries(checks.map((c) => [c.name, c]));
 
   it('passes a well set-up host', async () => {
     const checks = byName(await doctor(configWith({})));
-    for (const name of ['hostname', 'dkim_host', 'public_url', 'forward_dns', `reverse_dns ${IP}`, 'tls_certificate', `dnsbl ${ZONE}`, 'clock', 'data_dir']) {
+    for (const name of [
+      'hostname',
+      'dkim_host',
+      'public_url',
+      'forward_dns',
+      `reverse_dns ${IP}`,
+      'tls_certificate',
+      `dnsbl ${ZONE}`,
+      'clock',
+      'data_dir',
+    ]) {
       assert.equal(checks[name]?.status, 'ok', `${name}: ${JSON.stringify(checks[name])}`);
     }
     assert.match(checks[`reverse_dns ${IP}`]!.message, /192\.0\.2\.10 -> mail\.good\.example -> 192\.0\.2\.10/);
-    assert.ok(dns.queries.includes(`A 10.2.0.192.${ZONE}`), 'the blocklist was asked through the configured DNS server');
+    assert.ok(
+      dns.queries.includes(`A 10.2.0.192.${ZONE}`),
+      'the blocklist was asked through the configured DNS server',
+    );
     assert.equal(checks.inbound!.status, 'warning', 'the inbound listener is off in this test');
     assert.equal(checks.domains!.status, 'not_published');
   });
@@ -101,7 +149,10 @@ describe('mailsvc doctor', () => {
     const wrong = byName(await doctor(configWith({ hostname: 'mail.elsewhere.example' })));
     assert.equal(wrong.forward_dns!.status, 'warning', wrong.forward_dns!.message);
     assert.equal(wrong['reverse_dns 192.0.2.20']!.status, 'failing');
-    assert.match(wrong['reverse_dns 192.0.2.20']!.message, /PTR of 192\.0\.2\.20 is host-192-0-2-20\.provider\.example, not mail\.elsewhere\.example/);
+    assert.match(
+      wrong['reverse_dns 192.0.2.20']!.message,
+      /PTR of 192\.0\.2\.20 is host-192-0-2-20\.provider\.example, not mail\.elsewhere\.example/,
+    );
     assert.match(wrong['reverse_dns 192.0.2.20']!.fix!, /hosting provider/);
 
     const missing = byName(await doctor(configWith({ hostname: 'mail.nowhere.example', sendingIps: ['192.0.2.30'] })));
@@ -117,9 +168,17 @@ describe('mailsvc doctor', () => {
 
   it('fails the defaults that only work on this machine: dkim.host, delivery.hostname, http.publicUrl', async () => {
     // The test server runs on the defaults, as `npx mailsvc serve` does on a laptop.
-    assert.deepEqual(localSettings(server.config).map((s) => s.key), ['dkim.host', 'http.publicUrl']);
-    assert.deepEqual(localSettings({ ...server.config, delivery: { ...server.config.delivery, hostname: 'vm' } }).map((s) => s.key), ['dkim.host', 'delivery.hostname', 'http.publicUrl']);
-    const defaults = byName(await doctor(configWith({ dkimHost: server.config.dkim.host, publicUrl: server.config.http.publicUrl })));
+    assert.deepEqual(
+      localSettings(server.config).map((s) => s.key),
+      ['dkim.host', 'http.publicUrl'],
+    );
+    assert.deepEqual(
+      localSettings({ ...server.config, delivery: { ...server.config.delivery, hostname: 'vm' } }).map((s) => s.key),
+      ['dkim.host', 'delivery.hostname', 'http.publicUrl'],
+    );
+    const defaults = byName(
+      await doctor(configWith({ dkimHost: server.config.dkim.host, publicUrl: server.config.http.publicUrl })),
+    );
     assert.equal(defaults.dkim_host!.status, 'failing');
     assert.match(defaults.dkim_host!.message, /dkim\.host is dkim\.localhost: .*no domain can be verified/);
     assert.match(defaults.dkim_host!.fix!, /mailsvc init/);
@@ -173,7 +232,9 @@ describe('mailsvc doctor', () => {
     const publicSelf = byName(await doctor(configWith({ cert: join(dir, 'self.pem') }))).tls_certificate!;
     assert.equal(publicSelf.status, 'failing');
     assert.match(publicSelf.message, /self-signed and the listener is public/);
-    const loopbackSelf = byName(await doctor(configWith({ cert: join(dir, 'self.pem'), submissionHost: '127.0.0.1' }))).tls_certificate!;
+    const loopbackSelf = byName(
+      await doctor(configWith({ cert: join(dir, 'self.pem'), submissionHost: '127.0.0.1' })),
+    ).tls_certificate!;
     assert.equal(loopbackSelf.status, 'warning');
     const expired = byName(await doctor(configWith({ cert: join(dir, 'expired.pem') }))).tls_certificate!;
     assert.equal(expired.status, 'failing');
@@ -188,7 +249,9 @@ describe('mailsvc doctor', () => {
     assert.match(full.message, /GiB free/);
     assert.match(full.message, /new mail is refused below \d+ MB: storage\.minFreeBytes/);
     // Below the reserve the server refuses mail now: doctor says so, whatever its own thresholds.
-    const reserved = byName(await doctor(configWith({ minFreeBytes: Number.MAX_SAFE_INTEGER }), { diskFailBytes: 0 })).data_dir!;
+    const reserved = byName(
+      await doctor(configWith({ minFreeBytes: Number.MAX_SAFE_INTEGER }), { diskFailBytes: 0 }),
+    ).data_dir!;
     assert.equal(reserved.status, 'failing');
     assert.match(reserved.message, /refuses new mail now \(503 storage_full, SMTP 452\)/);
     const spacious = byName(await doctor(configWith({ minFreeBytes: 0 }), { diskFailBytes: 0 })).data_dir!;
@@ -221,8 +284,14 @@ describe('mailsvc doctor', () => {
     };
     const text = await runCliProcess(['doctor'], env);
     assert.equal(text.code, 1, text.stderr);
-    assert.match(text.stdout, /^failing\s+reverse_dns 192\.0\.2\.20\s+The PTR of 192\.0\.2\.20 is host-192-0-2-20\.provider\.example/m);
-    assert.match(text.stdout, /^\s+fix: Ask your hosting provider to set the reverse DNS \(PTR\) of 192\.0\.2\.20 to mail\.elsewhere\.example\./m);
+    assert.match(
+      text.stdout,
+      /^failing\s+reverse_dns 192\.0\.2\.20\s+The PTR of 192\.0\.2\.20 is host-192-0-2-20\.provider\.example/m,
+    );
+    assert.match(
+      text.stdout,
+      /^\s+fix: Ask your hosting provider to set the reverse DNS \(PTR\) of 192\.0\.2\.20 to mail\.elsewhere\.example\./m,
+    );
     assert.match(text.stdout, /^ok\s+clock\s+/m);
     assert.match(text.stdout, /check\(s\) failing.*fix them before your first campaign\.$/m);
     const json = await runCliProcess(['doctor', '--json'], env);

@@ -13,7 +13,10 @@ describe('sending domains', () => {
   beforeEach(() => clock.advance(60_000));
   before(async () => {
     dns = await startDnsServer();
-    server = await startTestServer({ delivery: { dnsServers: [dns.server] }, dkim: { host: 'dkim.mailsvc.test' } }, { clock });
+    server = await startTestServer(
+      { delivery: { dnsServers: [dns.server] }, dkim: { host: 'dkim.mailsvc.test' } },
+      { clock },
+    );
     key = await server.key();
   });
   after(async () => {
@@ -26,7 +29,8 @@ describe('sending domains', () => {
     const records = await server.runtime.services.domains.recordsToPublish(server.workspaceId, domain);
     for (const r of records.customer) dns.set(r.name, 'CNAME', [r.value]);
     if (!options.skipTxt) {
-      for (const r of records.dkimHost) dns.set(r.name, 'TXT', [options.wrongKey ? r.value.replace(/p=.{8}/, 'p=AAAAAAAA') : r.value]);
+      for (const r of records.dkimHost)
+        dns.set(r.name, 'TXT', [options.wrongKey ? r.value.replace(/p=.{8}/, 'p=AAAAAAAA') : r.value]);
     }
     return records;
   }
@@ -49,7 +53,11 @@ describe('sending domains', () => {
     assert.equal(new Set(d.dkim_tokens).size, 3);
     assert.deepEqual(
       d.dns_records,
-      d.dkim_tokens.map((t: string) => ({ type: 'CNAME', name: `${t}._domainkey.example.com`, value: `${t}.dkim.mailsvc.test` })),
+      d.dkim_tokens.map((t: string) => ({
+        type: 'CNAME',
+        name: `${t}._domainkey.example.com`,
+        value: `${t}.dkim.mailsvc.test`,
+      })),
     );
   });
 
@@ -60,7 +68,14 @@ describe('sending domains', () => {
     const dupV1 = await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 'example.com' } });
     assert.equal(dupV1.status, 409);
     assert.equal(dupV1.body.error.code, 'already_exists');
-    for (const domain of ['localhost', '192.168.1.1', 'a..b', 'bad_domain.com', 'x'.repeat(64) + '.com', 'evil.com\r\nX: y']) {
+    for (const domain of [
+      'localhost',
+      '192.168.1.1',
+      'a..b',
+      'bad_domain.com',
+      'x'.repeat(64) + '.com',
+      'evil.com\r\nX: y',
+    ]) {
       const res = await request(server.httpUrl, 'POST', '/api/v1/domains', { key, body: { domain } });
       assert.equal(res.status, 400, `${domain}: ${show(res)}`);
       assert.equal(res.body.code, 'VALIDATION_ERROR');
@@ -79,9 +94,14 @@ describe('sending domains', () => {
     assert.equal(verify.body.status, 'pending');
     assert.equal(verify.body.checks.dkim.status, 'not_published');
     assert.equal(verify.body.checks.dkim.records.length, 3);
-    assert.ok(verify.body.checks.dkim.records.every((c: { ok: boolean; error: string }) => !c.ok && /no CNAME/.test(c.error)));
+    assert.ok(
+      verify.body.checks.dkim.records.every((c: { ok: boolean; error: string }) => !c.ok && /no CNAME/.test(c.error)),
+    );
     assert.equal(verify.body.checks.dkim.publish.length, 3, 'the CNAMEs to publish');
-    assert.ok(dns.queries.some((q) => q.startsWith('CNAME ') && q.endsWith('._domainkey.nodns.example')), 'asked our DNS server');
+    assert.ok(
+      dns.queries.some((q) => q.startsWith('CNAME ') && q.endsWith('._domainkey.nodns.example')),
+      'asked our DNS server',
+    );
   });
 
   it('stays pending when the key under dkim.host is missing or does not match', async () => {
@@ -105,7 +125,10 @@ describe('sending domains', () => {
     assert.equal(verify.body.status, 'verified', show(verify));
     assert.ok(verify.body.verified_at);
     const list = await request(server.httpUrl, 'GET', '/api/v1/domains', { key });
-    assert.equal(list.body.domains.find((d: { domain_name: string }) => d.domain_name === 'example.com').status, 'verified');
+    assert.equal(
+      list.body.domains.find((d: { domain_name: string }) => d.domain_name === 'example.com').status,
+      'verified',
+    );
   });
 
   it('re-checks pending domains in the background job', async () => {
@@ -154,7 +177,10 @@ describe('sending domains', () => {
       assert.equal(v1.body.error.code, 'rate_limited');
       assert.equal(v1.body.error.retryable, true);
       clock.advance(60_000);
-      const nextWindow = await request(fresh.httpUrl, 'POST', '/v1/domains', { key: k, body: { domain: 'v1.example' } });
+      const nextWindow = await request(fresh.httpUrl, 'POST', '/v1/domains', {
+        key: k,
+        body: { domain: 'v1.example' },
+      });
       assert.equal(nextWindow.status, 201, 'the next window admits requests again');
     } finally {
       await fresh.close();

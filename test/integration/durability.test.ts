@@ -55,7 +55,12 @@ describe('SQLite: committed writes are on disk before their callers settle', () 
   it('a batched write settles only after the WAL sync that followed its commit', async () => {
     hold = true;
     const batcher = new CommitBatcher(store.db, { windowMs: 0, durable: () => store.durable() });
-    const write = batcher.run((trx) => trx.insertInto('workspaces').values({ id: 'ws-a', name: 'a', created_at: 1 } as never).execute());
+    const write = batcher.run((trx) =>
+      trx
+        .insertInto('workspaces')
+        .values({ id: 'ws-a', name: 'a', created_at: 1 } as never)
+        .execute(),
+    );
     assert.equal(await settled(write), false, 'not settled while the sync is held');
     // The row is committed (another reader sees it); only durability is awaited.
     const row = await store.db.selectFrom('workspaces').select('id').where('id', '=', 'ws-a').executeTakeFirst();
@@ -69,10 +74,16 @@ describe('SQLite: committed writes are on disk before their callers settle', () 
 
   it('writes made while a sync runs wait for the next one; with nothing new, durable() returns at once', async () => {
     hold = true;
-    await store.db.insertInto('workspaces').values({ id: 'ws-b', name: 'b', created_at: 1 } as never).execute();
+    await store.db
+      .insertInto('workspaces')
+      .values({ id: 'ws-b', name: 'b', created_at: 1 } as never)
+      .execute();
     const first = store.durable();
     await new Promise((r) => setImmediate(r));
-    await store.db.insertInto('workspaces').values({ id: 'ws-c', name: 'c', created_at: 1 } as never).execute();
+    await store.db
+      .insertInto('workspaces')
+      .values({ id: 'ws-c', name: 'c', created_at: 1 } as never)
+      .execute();
     const second = store.durable();
     await new Promise((r) => setImmediate(r));
     assert.equal(syncs.length, 1, 'one sync in flight');
@@ -91,10 +102,22 @@ describe('SQLite: committed writes are on disk before their callers settle', () 
   it('marks the scope a write ran in, and not the commit batcher’s flusher', async () => {
     const batcher = new CommitBatcher(store.db, { windowMs: 1, durable: () => store.durable() });
     const direct = { wrote: false };
-    await writeScope.run(direct, () => store.db.insertInto('workspaces').values({ id: 'ws-d', name: 'd', created_at: 1 } as never).execute());
+    await writeScope.run(direct, () =>
+      store.db
+        .insertInto('workspaces')
+        .values({ id: 'ws-d', name: 'd', created_at: 1 } as never)
+        .execute(),
+    );
     assert.equal(direct.wrote, true);
     const batched = { wrote: false };
-    await writeScope.run(batched, () => batcher.run((trx) => trx.insertInto('workspaces').values({ id: 'ws-e', name: 'e', created_at: 1 } as never).execute()));
+    await writeScope.run(batched, () =>
+      batcher.run((trx) =>
+        trx
+          .insertInto('workspaces')
+          .values({ id: 'ws-e', name: 'e', created_at: 1 } as never)
+          .execute(),
+      ),
+    );
     assert.equal(batched.wrote, false, 'the batcher made it durable itself');
     const read = { wrote: false };
     await writeScope.run(read, () => store.db.selectFrom('workspaces').selectAll().execute());

@@ -25,14 +25,16 @@ describe('email metrics', () => {
 
   before(async () => {
     ({ server, dns, mx } = rig = await startDeliveringServer({
-      mx: { hooks: {
-        onRcpt: (address) =>
-          address.startsWith('gone')
-            ? { code: 550, text: '5.1.1 User unknown' }
-            : address.startsWith('spam')
-              ? { code: 550, text: '5.7.1 Message rejected as spam' }
-              : undefined,
-      } },
+      mx: {
+        hooks: {
+          onRcpt: (address) =>
+            address.startsWith('gone')
+              ? { code: 550, text: '5.1.1 User unknown' }
+              : address.startsWith('spam')
+                ? { code: 550, text: '5.7.1 Message rejected as spam' }
+                : undefined,
+        },
+      },
       delivery: { pollInterval: 50, signingThreads: 0 },
       senders: ['shop.example', 'other.example'],
     }));
@@ -43,7 +45,10 @@ describe('email metrics', () => {
     resend = new Resend(key, { baseUrl: `${server.httpUrl}/v1` });
 
     const send = async (from: string, to: string, type = 'transactional') => {
-      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from, to, subject: 'Hi', html: '<p>Hello <a href="https://shop.example/x">x</a></p>', type } });
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from, to, subject: 'Hi', html: '<p>Hello <a href="https://shop.example/x">x</a></p>', type },
+      });
       assert.equal(res.status, 200, show(res));
       return res.body.id as string;
     };
@@ -57,14 +62,26 @@ describe('email metrics', () => {
     // Test mail (a test key): counted apart, never in the live figures.
     const testKey = await server.key({ test: true });
     for (const to of ['t1@dest.test', 'bounced@simulator.mailsvc.dev']) {
-      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key: testKey, body: { from: 'a@shop.example', to, subject: 'Test', text: 'x' } });
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key: testKey,
+        body: { from: 'a@shop.example', to, subject: 'Test', text: 'x' },
+      });
       assert.equal(res.status, 200, show(res));
       ids.push(res.body.id);
     }
-    await eventually(async () => (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every((e) => e.status === 'delivered' || e.status === 'bounced'), 120_000, 'every email answered');
+    await eventually(
+      async () =>
+        (await Promise.all(ids.map((id) => server.runtime.services.emails.get(server.workspaceId, id)))).every(
+          (e) => e.status === 'delivered' || e.status === 'bounced',
+        ),
+      120_000,
+      'every email answered',
+    );
     // The marketing message carries an open pixel: open it twice (one unique open).
     const message = mx.messages.find((m) => m.to.includes('one@dest.test'))!;
-    const pixel = /src=3D"([^"]+\/t\/o\/[^"]+)"|src="([^"]+\/t\/o\/[^"]+)"/.exec(message.raw.toString('latin1').replace(/=\r\n/g, ''));
+    const pixel = /src=3D"([^"]+\/t\/o\/[^"]+)"|src="([^"]+\/t\/o\/[^"]+)"/.exec(
+      message.raw.toString('latin1').replace(/=\r\n/g, ''),
+    );
     assert.ok(pixel, 'an open pixel in the marketing message');
     const url = (pixel[1] ?? pixel[2])!.replace(/=3D/g, '=').replace(/^https?:\/\/[^/]+/, server.httpUrl);
     for (let i = 0; i < 2; i++) assert.equal((await fetch(url)).status, 200);
@@ -93,24 +110,40 @@ describe('email metrics', () => {
 
   it('breaks down by period and sending domain, and filters by domain', async () => {
     const today = new Date().toISOString().slice(0, 10);
-    const { data, error } = await resend.emails.metrics({ dimensions: ['period', 'domain'], metrics: ['sent', 'bounced', 'bounce_rate'], granularity: 'daily' });
+    const { data, error } = await resend.emails.metrics({
+      dimensions: ['period', 'domain'],
+      metrics: ['sent', 'bounced', 'bounce_rate'],
+      granularity: 'daily',
+    });
     assert.equal(error, null, JSON.stringify(error));
     assert.deepEqual(data.metrics, ['sent', 'bounced', 'bounce_rate']);
     const rows = data.data!.filter((r) => r.period === today);
     const shop = rows.find((r) => r.domain_name === 'shop.example')!;
-    assert.deepEqual({ ...shop }, { period: today, domain_id: domainId, domain_name: 'shop.example', sent: 2, bounced: 2, bounce_rate: 0.5 });
+    assert.deepEqual(
+      { ...shop },
+      { period: today, domain_id: domainId, domain_name: 'shop.example', sent: 2, bounced: 2, bounce_rate: 0.5 },
+    );
     const other = rows.find((r) => r.domain_name === 'other.example')!;
     assert.equal(other.sent, 1);
 
     const only = await resend.emails.metrics({ domainId: [domainId], metrics: ['sent'] });
     assert.deepEqual(only.data!.totals, { sent: 2 });
-    const hourly = await resend.emails.metrics({ dimensions: ['period'], granularity: 'hourly', metrics: ['delivered'], startDate: today });
-    assert.equal(hourly.data!.data!.reduce((s, r) => s + (r.delivered ?? 0), 0), 3);
+    const hourly = await resend.emails.metrics({
+      dimensions: ['period'],
+      granularity: 'hourly',
+      metrics: ['delivered'],
+      startDate: today,
+    });
+    assert.equal(
+      hourly.data!.data!.reduce((s, r) => s + (r.delivered ?? 0), 0),
+      3,
+    );
     assert.ok(hourly.data!.data!.every((r) => /^\d{4}-\d{2}-\d{2}T\d{2}:00:00\.000Z$/.test(r.period!)));
   });
 
   it('keeps test mail apart: out of the live figures, in a series of its own', async () => {
-    const sum = (buckets: Array<{ counts: Record<string, number> }>, metric: string) => buckets.reduce((n, b) => n + b.counts[metric]!, 0);
+    const sum = (buckets: Array<{ counts: Record<string, number> }>, metric: string) =>
+      buckets.reduce((n, b) => n + b.counts[metric]!, 0);
     const live = await server.runtime.services.emailMetrics.series(server.workspaceId, 'hour', 48);
     const test = await server.runtime.services.emailMetrics.series(server.workspaceId, 'hour', 48, true);
     assert.deepEqual([sum(live, 'sent'), sum(live, 'bounced')], [3, 2]);
@@ -119,8 +152,18 @@ describe('email metrics', () => {
 
   it('counts attempts per destination class', async () => {
     const destinations = await server.runtime.services.emailMetrics.destinations(server.workspaceId, 7);
-    assert.deepEqual({ delivered: destinations.gmail.delivered, bounced: destinations.gmail.bounced, rate: destinations.gmail.bounce_rate }, { delivered: 1, bounced: 1, rate: 0.5 });
-    assert.deepEqual({ delivered: destinations.other.delivered, bounced: destinations.other.bounced }, { delivered: 2, bounced: 1 });
+    assert.deepEqual(
+      {
+        delivered: destinations.gmail.delivered,
+        bounced: destinations.gmail.bounced,
+        rate: destinations.gmail.bounce_rate,
+      },
+      { delivered: 1, bounced: 1, rate: 0.5 },
+    );
+    assert.deepEqual(
+      { delivered: destinations.other.delivered, bounced: destinations.other.bounced },
+      { delivered: 2, bounced: 1 },
+    );
   });
 
   it('rolling up again counts nothing twice', async () => {
@@ -150,7 +193,11 @@ describe('email metrics', () => {
   });
 
   it('buckets days in the requested time zone', async () => {
-    const { data, error } = await resend.emails.metrics({ dimensions: ['period'], metrics: ['sent'], timezone: 'Pacific/Kiritimati' });
+    const { data, error } = await resend.emails.metrics({
+      dimensions: ['period'],
+      metrics: ['sent'],
+      timezone: 'Pacific/Kiritimati',
+    });
     assert.equal(error, null, JSON.stringify(error));
     const total = data.data!.reduce((s, r) => s + (r.sent ?? 0), 0);
     assert.equal(total, 3);

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-describe('GET /v1/emails filters: to, q, tag, created_after/before, campaign_id, subscriber_id (the dashboard\'s search)', () => {
+describe("GET /v1/emails filters: to, q, tag, created_after/before, campaign_id, subscriber_id (the dashboard's search)", () => {
   let server: TestServer;
   let key: string;
   const ids = new Map<string, string>();
@@ -13,8 +13,16 @@ describe('GET /v1/emails filters: to, q, tag, created_after/before, campaign_id,
     await server.runtime.services.domains.add(server.workspaceId, { domain: 'shop.test' });
     key = await server.key({ test: true });
     for (const to of ['Alice.Smith@example.org', 'bob@example.org', 'percent%sign@example.org']) {
-      const tags = to.startsWith('bob') ? [{ name: 'plan', value: 'pro' }, { name: 'quote"d', value: 'x' }] : [{ name: 'plan_b', value: 'free' }];
-      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'Shop <hi@shop.test>', to, subject: `Order for ${to}`, text: 'x', tags } });
+      const tags = to.startsWith('bob')
+        ? [
+            { name: 'plan', value: 'pro' },
+            { name: 'quote"d', value: 'x' },
+          ]
+        : [{ name: 'plan_b', value: 'free' }];
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from: 'Shop <hi@shop.test>', to, subject: `Order for ${to}`, text: 'x', tags },
+      });
       assert.equal(res.status, 200, show(res));
       ids.set(to, res.body.id);
     }
@@ -73,7 +81,10 @@ describe('GET /v1/emails filters: to, q, tag, created_after/before, campaign_id,
     assert.equal((await list(`created_after=${today}`)).length, 3);
     assert.deepEqual(await list(`created_after=${tomorrow}`), []);
     assert.deepEqual(await list(`created_before=${today}`), []);
-    assert.equal((await list(`created_before=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).length, 3);
+    assert.equal(
+      (await list(`created_before=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).length,
+      3,
+    );
     for (const bad of ['yesterday', '2024-13-45', '2024-06-01T25:00:00Z']) {
       const res = await request(server.httpUrl, 'GET', `/v1/emails?created_after=${bad}`, { key });
       assert.equal(res.status, 400, `${bad}: ${show(res)}`);
@@ -89,14 +100,27 @@ describe('GET /v1/emails filters: to, q, tag, created_after/before, campaign_id,
     assert.match(bad.body.error.message, /^campaign_id: must be an id/);
   });
 
-  it('takes Resend\'s spelling canceled for the status cancelled', async () => {
+  it("takes Resend's spelling canceled for the status cancelled", async () => {
     const one = ids.get('bob@example.org')!;
-    const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'hi@shop.test', to: 'later@example.org', subject: 'later', text: 'x', scheduled_at: new Date(Date.now() + 3600_000).toISOString() } });
+    const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: {
+        from: 'hi@shop.test',
+        to: 'later@example.org',
+        subject: 'later',
+        text: 'x',
+        scheduled_at: new Date(Date.now() + 3600_000).toISOString(),
+      },
+    });
     assert.equal((await request(server.httpUrl, 'POST', `/v1/emails/${res.body.id}/cancel`, { key })).status, 200);
     assert.deepEqual(await list('status=canceled'), ['later@example.org']);
     assert.deepEqual(await list('status=cancelled'), ['later@example.org']);
     const shown = await request(server.httpUrl, 'GET', `/v1/emails/${res.body.id}`, { key });
-    assert.deepEqual([shown.body.status, shown.body.last_event], ['cancelled', 'canceled'], 'mailsvc\'s status, Resend\'s last_event');
+    assert.deepEqual(
+      [shown.body.status, shown.body.last_event],
+      ['cancelled', 'canceled'],
+      "mailsvc's status, Resend's last_event",
+    );
     assert.ok(one);
   });
 

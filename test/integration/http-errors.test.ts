@@ -55,9 +55,17 @@ describe('HTTP errors in the surface envelope', () => {
         [405, 'DELETE', `${prefix}/domains`, { key }],
         [409, 'POST', `${prefix}/domains`, { key, body: { domain: `taken${prefix.length}.example` } }],
         [413, 'POST', `${prefix}/domains`, { key, body: { domain: 'x.example', metadata: { pad: 'x'.repeat(5000) } } }],
-        [415, 'POST', `${prefix}/domains`, { key, raw: 'domain=x.example', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+        [
+          415,
+          'POST',
+          `${prefix}/domains`,
+          { key, raw: 'domain=x.example', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+        ],
       );
-      await request(server.httpUrl, 'POST', `${prefix}/domains`, { key, body: { domain: `taken${prefix.length}.example` } });
+      await request(server.httpUrl, 'POST', `${prefix}/domains`, {
+        key,
+        body: { domain: `taken${prefix.length}.example` },
+      });
     }
     for (const [status, method, path, options] of cases) {
       const res = await request(server.httpUrl, method, path, options);
@@ -77,7 +85,10 @@ describe('HTTP errors in the surface envelope', () => {
     const transactional = await request(server.httpUrl, 'POST', '/api/v1/send', { key, body: { to: 'nope' } });
     assert.equal(transactional.status, 400);
     assert.equal(transactional.headers.get('x-ratelimit-limit'), '5', 'the starter transactional rate');
-    const marketing = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { type: 'marketing', to: 'nope' } });
+    const marketing = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: { type: 'marketing', to: 'nope' },
+    });
     assert.equal(marketing.status, 400);
     assert.equal(marketing.headers.get('x-ratelimit-limit'), '500', 'the starter marketing rate');
   });
@@ -92,16 +103,32 @@ describe('HTTP errors in the surface envelope', () => {
   it('refuses malformed JSON with 400', async () => {
     const headers = { 'content-type': 'application/json' };
     for (const raw of ['{"domain":', '{"a":1}}', 'null', '"string"', '\u0000']) {
-      assertVersioned(await request(server.httpUrl, 'POST', '/v1/domains', { key, raw, headers }), 400, 'validation_error');
-      assertLegacy(await request(server.httpUrl, 'POST', '/api/v1/domains', { key, raw, headers }), 400, 'VALIDATION_ERROR');
+      assertVersioned(
+        await request(server.httpUrl, 'POST', '/v1/domains', { key, raw, headers }),
+        400,
+        'validation_error',
+      );
+      assertLegacy(
+        await request(server.httpUrl, 'POST', '/api/v1/domains', { key, raw, headers }),
+        400,
+        'VALIDATION_ERROR',
+      );
     }
   });
 
   it('refuses bodies that are not JSON with 415', async () => {
     const raw = 'domain=example.com';
     const headers = { 'content-type': 'application/x-www-form-urlencoded' };
-    assertVersioned(await request(server.httpUrl, 'POST', '/v1/domains', { key, raw, headers }), 415, 'unsupported_media_type');
-    assertLegacy(await request(server.httpUrl, 'POST', '/api/v1/domains', { key, raw, headers }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    assertVersioned(
+      await request(server.httpUrl, 'POST', '/v1/domains', { key, raw, headers }),
+      415,
+      'unsupported_media_type',
+    );
+    assertLegacy(
+      await request(server.httpUrl, 'POST', '/api/v1/domains', { key, raw, headers }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
   });
 
   it('refuses bodies over http.bodyLimit with 413', async () => {
@@ -114,7 +141,10 @@ describe('HTTP errors in the surface envelope', () => {
     const res = await request(server.httpUrl, 'POST', '/api/v1/domains', { key, body: { domain: 42 } });
     assertLegacy(res, 400, 'VALIDATION_ERROR');
     assert.equal(res.body.error, 'domain: must be a string');
-    const meta = await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 'm.example', metadata: [1] } });
+    const meta = await request(server.httpUrl, 'POST', '/v1/domains', {
+      key,
+      body: { domain: 'm.example', metadata: [1] },
+    });
     assertVersioned(meta, 400, 'validation_error');
     assert.match(meta.body.error.message, /^metadata:/);
   });
@@ -122,17 +152,39 @@ describe('HTTP errors in the surface envelope', () => {
   it('keeps a client X-Request-Id and makes one otherwise', async () => {
     const mine = await request(server.httpUrl, 'GET', '/v1/domains', { key, headers: { 'x-request-id': 'trace-123' } });
     assert.equal(mine.headers.get('x-request-id'), 'trace-123');
-    const bad = await request(server.httpUrl, 'GET', '/v1/domains', { key, headers: { 'x-request-id': 'has spaces and <tags>' } });
+    const bad = await request(server.httpUrl, 'GET', '/v1/domains', {
+      key,
+      headers: { 'x-request-id': 'has spaces and <tags>' },
+    });
     assert.match(bad.headers.get('x-request-id') ?? '', /^req_/);
   });
 
   it('never answers 500 to garbage, and keeps serving', async () => {
-    const paths = ['/v1/domains', '/api/v1/domains', '/v1/domains/%E0%A4%A', '/v1/domains/..%2f..%2fetc', '/api/v1/domains?workspace_id[]=x', '/v1/api-keys?limit=-1&offset=abc'];
-    const bodies: Array<string | Buffer> = ['{}', '[]', '{"domain":{"$gt":""}}', '{"domain":"' + 'a'.repeat(300) + '"}', randomBytes(64), '{"__proto__":{"x":1},"domain":"p.example"}'];
+    const paths = [
+      '/v1/domains',
+      '/api/v1/domains',
+      '/v1/domains/%E0%A4%A',
+      '/v1/domains/..%2f..%2fetc',
+      '/api/v1/domains?workspace_id[]=x',
+      '/v1/api-keys?limit=-1&offset=abc',
+    ];
+    const bodies: Array<string | Buffer> = [
+      '{}',
+      '[]',
+      '{"domain":{"$gt":""}}',
+      '{"domain":"' + 'a'.repeat(300) + '"}',
+      randomBytes(64),
+      '{"__proto__":{"x":1},"domain":"p.example"}',
+    ];
     for (const path of paths) {
       for (const method of ['GET', 'POST', 'PATCH', 'DELETE']) {
         for (const raw of bodies) {
-          const res = await request(server.httpUrl, method, path, method === 'GET' ? { key } : { key, raw, headers: { 'content-type': 'application/json' } });
+          const res = await request(
+            server.httpUrl,
+            method,
+            path,
+            method === 'GET' ? { key } : { key, raw, headers: { 'content-type': 'application/json' } },
+          );
           assert.ok(res.status < 500, `${method} ${path}: ${show(res)}`);
           assert.ok(res.body !== undefined, `${method} ${path}: JSON body`);
         }
@@ -140,10 +192,14 @@ describe('HTTP errors in the surface envelope', () => {
     }
     // A request line Node itself cannot parse is answered by Node with 400, not by a crash.
     const status = await new Promise<number>((resolve) => {
-      const req = rawRequest(server.httpUrl + '/v1/domains', { method: 'GET', headers: { authorization: `Bearer ${key}`, 'content-length': 'abc' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = rawRequest(
+        server.httpUrl + '/v1/domains',
+        { method: 'GET', headers: { authorization: `Bearer ${key}`, 'content-length': 'abc' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', () => resolve(400));
       req.end();
     });
@@ -179,7 +235,13 @@ describe('large bodies inside http.bodyMemory', () => {
     assert.equal(body.length, size);
     const url = new URL(`${server.httpUrl}/v1/domains`);
     let done = false;
-    const req = rawRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': size } });
+    const req = rawRequest({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': size },
+    });
     const answered = new Promise<number>((resolve, reject) => {
       req.on('response', (res) => {
         res.resume();
@@ -209,7 +271,11 @@ describe('large bodies inside http.bodyMemory', () => {
     const c = post(1.5 * MB + 1, true); // over it: waits though its whole body is sent
     await eventually(async () => (await gauges()).waiting === 1 || undefined, 10_000, 'c waits');
     // Small requests and a body over bodyLimit do not wait.
-    assertVersioned(await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 42 } }), 400, 'validation_error');
+    assertVersioned(
+      await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 42 } }),
+      400,
+      'validation_error',
+    );
     assert.equal(await post(4 * MB + 2, true).answered, 413);
     b.finish();
     assert.equal(await b.answered, 400, 'b ran beside a');

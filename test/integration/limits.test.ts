@@ -47,7 +47,8 @@ function refused(res: ApiResponse, message: RegExp): void {
     assert.match(res.body.error.message, message);
     assert.match(res.body.request_id, /^req_/);
   }
-  for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) assert.ok(res.headers.get(h), `${h} on a 400`);
+  for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'])
+    assert.ok(res.headers.get(h), `${h} on a 400`);
 }
 const ok = (res: ApiResponse, status = 200) => assert.equal(res.status, status, show(res));
 
@@ -92,18 +93,38 @@ describe('limits on every intake', () => {
 
   const post = (path: string, body: unknown, options: { key?: string; headers?: Record<string, string> } = {}) =>
     request(server.httpUrl, 'POST', path, { key: options.key ?? test, body, headers: options.headers });
-  const v1 = (extra: Record<string, unknown> = {}) => ({ from: 'shop@sender.test', to: 'ann@dest.test', subject: 'Hello', html: '<p>Hi</p>', ...extra });
-  const legacy = (extra: Record<string, unknown> = {}) => ({ from_email: 'shop@sender.test', to: 'ann@dest.test', subject: 'Hello', html: '<p>Hi</p>', ...extra });
-  const file = (name: string, content: Buffer) => ({ filename: name, content: content.toString('base64'), contentType: 'application/octet-stream' });
+  const v1 = (extra: Record<string, unknown> = {}) => ({
+    from: 'shop@sender.test',
+    to: 'ann@dest.test',
+    subject: 'Hello',
+    html: '<p>Hi</p>',
+    ...extra,
+  });
+  const legacy = (extra: Record<string, unknown> = {}) => ({
+    from_email: 'shop@sender.test',
+    to: 'ann@dest.test',
+    subject: 'Hello',
+    html: '<p>Hi</p>',
+    ...extra,
+  });
+  const file = (name: string, content: Buffer) => ({
+    filename: name,
+    content: content.toString('base64'),
+    contentType: 'application/octet-stream',
+  });
   const urlFile = (name: string, content: Buffer) => {
     served.set(`/${name}`, content);
     return { filename: name, url: `${filesUrl}/${name}`, contentType: 'application/octet-stream' };
   };
   const receivedAttachments = async (subject: string) => {
-    const [message] = await eventually(async () => {
-      const found = mx.messages.filter((m) => m.raw.includes(Buffer.from(`Subject: ${subject}`)));
-      return found.length > 0 ? found : undefined;
-    }, 60_000, `"${subject}" at the MX`);
+    const [message] = await eventually(
+      async () => {
+        const found = mx.messages.filter((m) => m.raw.includes(Buffer.from(`Subject: ${subject}`)));
+        return found.length > 0 ? found : undefined;
+      },
+      60_000,
+      `"${subject}" at the MX`,
+    );
     const parsed = await simpleParser(message!.raw);
     return new Map(parsed.attachments.map((a) => [a.filename!, sha(a.content)]));
   };
@@ -111,7 +132,10 @@ describe('limits on every intake', () => {
   describe('attachments: 5 files, 5 MB each, 7 MB together (content and url)', () => {
     it('at the limits: five files making exactly 7 MB, one of exactly 5 MB, arrive byte for byte', async () => {
       const five = [5 * MB, 512 * 1024, 512 * 1024, 512 * 1024, 512 * 1024].map((n, i) => bytes(n, i));
-      assert.equal(five.reduce((n, b) => n + b.length, 0), 7 * MB);
+      assert.equal(
+        five.reduce((n, b) => n + b.length, 0),
+        7 * MB,
+      );
       // /v1/emails: content (the 5 MB file) and urls together.
       const attachments = [file('f0.bin', five[0]!), ...five.slice(1).map((b, i) => urlFile(`v1-f${i + 1}.bin`, b))];
       ok(await post('/v1/emails', v1({ subject: 'seven exactly', attachments }), { key: live }));
@@ -120,15 +144,38 @@ describe('limits on every intake', () => {
 
       // Legacy send: files just under 5 MB and 7 MB together; and a 4 MB PDF (3.5 MB and more once answered 500).
       const under = [bytes(5 * MB - 1, 9), bytes(2 * MB, 10)];
-      ok(await post('/api/v1/send', legacy({ subject: 'legacy under', attachments: under.map((b, i) => file(`l${i}.bin`, b)) }), { key: live }), 202);
+      ok(
+        await post(
+          '/api/v1/send',
+          legacy({ subject: 'legacy under', attachments: under.map((b, i) => file(`l${i}.bin`, b)) }),
+          { key: live },
+        ),
+        202,
+      );
       assert.deepEqual([...(await receivedAttachments('legacy under')).values()], under.map(sha));
       const pdf = bytes(4 * MB, 13);
-      ok(await post('/api/v1/send', legacy({ subject: 'legacy pdf', attachments: [{ ...file('report.pdf', pdf), contentType: 'application/pdf' }] }), { key: live }), 202);
+      ok(
+        await post(
+          '/api/v1/send',
+          legacy({
+            subject: 'legacy pdf',
+            attachments: [{ ...file('report.pdf', pdf), contentType: 'application/pdf' }],
+          }),
+          { key: live },
+        ),
+        202,
+      );
       assert.deepEqual([...(await receivedAttachments('legacy pdf')).values()], [sha(pdf)]);
 
       // Batch: total just under 7 MB, by url.
       const batch = [bytes(5 * MB, 11), bytes(2 * MB - 1, 12)];
-      ok(await post('/v1/emails/batch', [v1({ subject: 'batch under', attachments: batch.map((b, i) => urlFile(`b${i}.bin`, b)) })], { key: live }));
+      ok(
+        await post(
+          '/v1/emails/batch',
+          [v1({ subject: 'batch under', attachments: batch.map((b, i) => urlFile(`b${i}.bin`, b)) })],
+          { key: live },
+        ),
+      );
       assert.deepEqual([...(await receivedAttachments('batch under')).values()], batch.map(sha));
     });
 
@@ -140,16 +187,30 @@ describe('limits on every intake', () => {
         ['six files', [0, 1, 2, 3, 4, 5].map(small), /attachments: at most 5 attachments/],
         ['content over 5 MB', [file('big.bin', overFile)], /attachments\[0\]\.content: is larger than 5 MB/],
         ['url over 5 MB', [urlFile('big-url.bin', overFile)], /attachments\[0\]\.url: is larger than 5 MB/],
-        ['content over 7 MB together', overTotal.map((b, i) => file(`t${i}.bin`, b)), /attachments: attachments are larger than 7 MB together/],
-        ['url over 7 MB together', overTotal.map((b, i) => urlFile(`tu${i}.bin`, b)), /attachments: attachments are larger than 7 MB together/],
+        [
+          'content over 7 MB together',
+          overTotal.map((b, i) => file(`t${i}.bin`, b)),
+          /attachments: attachments are larger than 7 MB together/,
+        ],
+        [
+          'url over 7 MB together',
+          overTotal.map((b, i) => urlFile(`tu${i}.bin`, b)),
+          /attachments: attachments are larger than 7 MB together/,
+        ],
       ];
       for (const [what, attachments, message] of cases) {
         refused(await post('/v1/emails', v1({ attachments })), message);
         refused(await post('/api/v1/send', legacy({ attachments })), message);
-        refused(await post('/v1/emails/batch', [v1(), v1({ attachments })]), new RegExp(`^\\[1\\]\\.${message.source}`));
+        refused(
+          await post('/v1/emails/batch', [v1(), v1({ attachments })]),
+          new RegExp(`^\\[1\\]\\.${message.source}`),
+        );
         assert.ok(true, what);
       }
-      refused(await post('/v1/emails', v1({ attachments: [{ ...small(0), content: 'not base64!' }] })), /attachments\[0\]\.content: must be base64/);
+      refused(
+        await post('/v1/emails', v1({ attachments: [{ ...small(0), content: 'not base64!' }] })),
+        /attachments\[0\]\.content: must be base64/,
+      );
     });
   });
 
@@ -175,7 +236,10 @@ describe('limits on every intake', () => {
   });
 
   it('Idempotency-Key: at most 256 characters, on /v1/emails and batch', async () => {
-    for (const [path, body] of [['/v1/emails', v1()], ['/v1/emails/batch', [v1()]]] as const) {
+    for (const [path, body] of [
+      ['/v1/emails', v1()],
+      ['/v1/emails/batch', [v1()]],
+    ] as const) {
       ok(await post(path, body, { headers: { 'Idempotency-Key': `${path}-${'k'.repeat(256 - path.length - 1)}` } }));
       ok(await post(path, body, { headers: { 'Idempotency-Key': `${path}-${'k'.repeat(255 - path.length - 1)}` } }));
       refused(await post(path, body, { headers: { 'Idempotency-Key': 'k'.repeat(257) } }), /^Idempotency-Key: /);
@@ -189,13 +253,22 @@ describe('limits on every intake', () => {
       ok(await post('/v1/emails/batch', [v1({ subject: 's'.repeat(n) })]));
     }
     refused(await post('/v1/emails', v1({ subject: 's'.repeat(999) })), /^subject: must be at most 998 characters/);
-    refused(await post('/api/v1/send', legacy({ subject: 's'.repeat(999) })), /^subject: must be at most 998 characters/);
+    refused(
+      await post('/api/v1/send', legacy({ subject: 's'.repeat(999) })),
+      /^subject: must be at most 998 characters/,
+    );
     refused(await post('/v1/emails/batch', [v1({ subject: 's'.repeat(999) })]), /^\[0\]\.subject: must be at most 998/);
 
     const name = (n: number) => `X-${'h'.repeat(n - 2)}`;
     for (const n of [997, 998]) ok(await post('/v1/emails', v1({ headers: { 'X-Ref': 'v'.repeat(n) } })));
-    refused(await post('/v1/emails', v1({ headers: { 'X-Ref': 'v'.repeat(999) } })), /^headers\.X-Ref: must be one line of at most 998 characters/);
-    refused(await post('/v1/emails/batch', [v1({ headers: { 'X-Ref': 'v'.repeat(999) } })]), /^\[0\]\.headers\.X-Ref: /);
+    refused(
+      await post('/v1/emails', v1({ headers: { 'X-Ref': 'v'.repeat(999) } })),
+      /^headers\.X-Ref: must be one line of at most 998 characters/,
+    );
+    refused(
+      await post('/v1/emails/batch', [v1({ headers: { 'X-Ref': 'v'.repeat(999) } })]),
+      /^\[0\]\.headers\.X-Ref: /,
+    );
     for (const n of [75, 76]) ok(await post('/v1/emails', v1({ headers: { [name(n)]: 'v' } })));
     refused(await post('/v1/emails', v1({ headers: { [name(77)]: 'v' } })), /is not a valid header name/);
   });
@@ -221,8 +294,14 @@ describe('limits on every intake', () => {
       refused(await post(path, body(nested(33))), new RegExp(`${at.source}must nest at most 32 levels`));
     }
     ok(await post('/api/v1/domains', { domain: 'meta-at.example', metadata: nested(32) }, { key: live }), 201);
-    refused(await post('/api/v1/domains', { domain: 'meta-over.example', metadata: nested(33) }, { key: live }), /^metadata: must nest at most 32 levels/);
-    refused(await post('/v1/domains', { domain: 'meta-big.example', metadata: metadataOf(8194) }, { key: live }), /^metadata: must be at most 8192 bytes/);
+    refused(
+      await post('/api/v1/domains', { domain: 'meta-over.example', metadata: nested(33) }, { key: live }),
+      /^metadata: must nest at most 32 levels/,
+    );
+    refused(
+      await post('/v1/domains', { domain: 'meta-big.example', metadata: metadataOf(8194) }, { key: live }),
+      /^metadata: must be at most 8192 bytes/,
+    );
   });
 
   it('request bodies nest at most 64 levels, on every route that reads a body', async () => {
@@ -233,19 +312,46 @@ describe('limits on every intake', () => {
       ok(await post('/api/v1/send', legacy({ variables: { v: deep(levels) } })), 202);
     }
     const over = '{"a":'.repeat(10_000) + '1' + '}'.repeat(10_000);
-    for (const path of ['/v1/emails', '/api/v1/send', '/api/v1/subscribers', '/api/v1/campaigns/send', '/v1/webhooks', '/v1/domains']) {
+    for (const path of [
+      '/v1/emails',
+      '/api/v1/send',
+      '/api/v1/subscribers',
+      '/api/v1/campaigns/send',
+      '/v1/webhooks',
+      '/v1/domains',
+    ]) {
       const res65 = await post(path, { variables: { v: deep(65) } });
       refused(res65, /^body: objects and arrays may nest at most 64 levels deep/);
-      const res = await request(server.httpUrl, 'POST', path, { key: test, raw: over, headers: { 'content-type': 'application/json' } });
+      const res = await request(server.httpUrl, 'POST', path, {
+        key: test,
+        raw: over,
+        headers: { 'content-type': 'application/json' },
+      });
       refused(res, /^body: objects and arrays may nest at most 64 levels deep/);
     }
   });
 
   describe('SMTP submission', () => {
     const transport = () =>
-      nodemailer.createTransport({ host: '127.0.0.1', port: server.smtp!.starttls, requireTLS: true, auth: { user: 'apikey', pass: test }, tls: { rejectUnauthorized: false } });
-    const mail = (extra: Record<string, unknown>) => ({ from: 'shop@sender.test', to: 'ann@dest.test', subject: 'smtp', text: 'hello', ...extra });
-    const failure = (p: Promise<unknown>) => p.then(() => assert.fail('expected a refusal'), (e: { responseCode?: number; response?: string }) => e);
+      nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: server.smtp!.starttls,
+        requireTLS: true,
+        auth: { user: 'apikey', pass: test },
+        tls: { rejectUnauthorized: false },
+      });
+    const mail = (extra: Record<string, unknown>) => ({
+      from: 'shop@sender.test',
+      to: 'ann@dest.test',
+      subject: 'smtp',
+      text: 'hello',
+      ...extra,
+    });
+    const failure = (p: Promise<unknown>) =>
+      p.then(
+        () => assert.fail('expected a refusal'),
+        (e: { responseCode?: number; response?: string }) => e,
+      );
 
     it('recipients: 50 per transaction; the 51st RCPT TO gets 452', async () => {
       const list = (n: number) => Array.from({ length: n }, (_, i) => `s${i}@dest.test`);
@@ -262,10 +368,16 @@ describe('limits on every intake', () => {
         const info = await transport().sendMail(mail({ headers: { 'X-Mailsvc-Metadata': JSON.stringify(metadata) } }));
         assert.match(info.response, /^250 /);
       }
-      const big = await failure(transport().sendMail(mail({ headers: { 'X-Mailsvc-Metadata': JSON.stringify(metadataOf(8194)) } })));
+      const big = await failure(
+        transport().sendMail(mail({ headers: { 'X-Mailsvc-Metadata': JSON.stringify(metadataOf(8194)) } })),
+      );
       assert.equal(big.responseCode, 554);
       assert.match(big.response!, /X-Mailsvc-Metadata: must be at most 8192 bytes/);
-      const deepMeta = await failure(transport().sendMail(mail({ headers: { 'X-Mailsvc-Metadata': '{"a":'.repeat(5000) + '1' + '}'.repeat(5000) } })));
+      const deepMeta = await failure(
+        transport().sendMail(
+          mail({ headers: { 'X-Mailsvc-Metadata': '{"a":'.repeat(5000) + '1' + '}'.repeat(5000) } }),
+        ),
+      );
       assert.equal(deepMeta.responseCode, 554);
       assert.match(deepMeta.response!, /X-Mailsvc-Metadata: must nest at most 32 levels/);
     });
@@ -289,7 +401,15 @@ describe('the largest messages, several at once, inside the default memory sizes
     mx = await startMxServer({ hooks: { onData: () => new Promise((r) => setTimeout(() => r(undefined), 500)) } });
     routeDomain(dns, 'dest.test', [{ name: 'mx.dest.test', preference: 10, a: ['127.0.0.1'] }]);
     server = await startTestServer({
-      delivery: { dnsServers: [dns.server], port: mx.port, pollInterval: 50, mtaSts: false, workers: 1, signingThreads: 1, defaultDomainLimit: { concurrency: 10, perMinute: 1_000_000 } },
+      delivery: {
+        dnsServers: [dns.server],
+        port: mx.port,
+        pollInterval: 50,
+        mtaSts: false,
+        workers: 1,
+        signingThreads: 1,
+        defaultDomainLimit: { concurrency: 10, perMinute: 1_000_000 },
+      },
       webhooks: { enabled: false },
     });
     key = await server.key();
@@ -312,39 +432,67 @@ describe('the largest messages, several at once, inside the default memory sizes
     /** A raw message of exactly `size` bytes, its base64 body cut to fit. */
     const raw = (subject: string, size: number, seed: number) => {
       const head = `From: shop@sender.test\r\nTo: ann@dest.test\r\nSubject: ${subject}\r\nMIME-Version: 1.0\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n\r\n`;
-      const body = bytes(size, seed).toString('base64').replace(/.{76}/g, '$&\r\n').slice(0, size - head.length - 2).replace(/\r$/, 'A');
+      const body = bytes(size, seed)
+        .toString('base64')
+        .replace(/.{76}/g, '$&\r\n')
+        .slice(0, size - head.length - 2)
+        .replace(/\r$/, 'A');
       return Buffer.from(`${head}${body}\r\n`);
     };
     const smtp = [0, 1, 2].map((i) => ({ subject: `smtp ${i}`, raw: raw(`smtp ${i}`, max, 50 + i) }));
     smtp.forEach((m) => assert.equal(m.raw.length, max));
     const transport = () =>
-      nodemailer.createTransport({ host: '127.0.0.1', port: server.smtp!.starttls, requireTLS: true, auth: { user: 'apikey', pass: key }, tls: { rejectUnauthorized: false } });
+      nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: server.smtp!.starttls,
+        requireTLS: true,
+        auth: { user: 'apikey', pass: key },
+        tls: { rejectUnauthorized: false },
+      });
     const sent = await Promise.all([
       ...http.map((m) =>
         request(server.httpUrl, 'POST', '/v1/emails', {
           key,
-          body: { from: 'shop@sender.test', to: 'ann@dest.test', subject: m.subject, html: '<p>Hi</p>', attachments: m.files.map((b, j) => ({ filename: `f${j}.bin`, content: b.toString('base64') })) },
+          body: {
+            from: 'shop@sender.test',
+            to: 'ann@dest.test',
+            subject: m.subject,
+            html: '<p>Hi</p>',
+            attachments: m.files.map((b, j) => ({ filename: `f${j}.bin`, content: b.toString('base64') })),
+          },
         }),
       ),
-      ...smtp.map((m) => transport().sendMail({ envelope: { from: 'shop@sender.test', to: ['ann@dest.test'] }, raw: m.raw })),
+      ...smtp.map((m) =>
+        transport().sendMail({ envelope: { from: 'shop@sender.test', to: ['ann@dest.test'] }, raw: m.raw }),
+      ),
     ]);
     for (const res of sent.slice(0, http.length)) ok(res as ApiResponse);
     for (const info of sent.slice(http.length)) assert.match((info as { response: string }).response, /^250 /);
     const over = await transport()
       .sendMail({ envelope: { from: 'shop@sender.test', to: ['ann@dest.test'] }, raw: raw('over', max + 1, 60) })
-      .then(() => assert.fail('a byte over the limit was accepted'), (e: { responseCode?: number }) => e);
+      .then(
+        () => assert.fail('a byte over the limit was accepted'),
+        (e: { responseCode?: number }) => e,
+      );
     assert.equal(over.responseCode, 552);
 
     const received = await mx.waitFor(http.length + smtp.length, 180_000);
     const bySubject = (subject: string) => received.find((r) => r.raw.includes(Buffer.from(`Subject: ${subject}\r\n`)));
     for (const m of http) {
       const parsed = await simpleParser(bySubject(m.subject)!.raw);
-      assert.deepEqual(parsed.attachments.map((a) => sha(a.content)), m.files.map(sha), `${m.subject}: attachments byte for byte`);
+      assert.deepEqual(
+        parsed.attachments.map((a) => sha(a.content)),
+        m.files.map(sha),
+        `${m.subject}: attachments byte for byte`,
+      );
     }
     for (const m of smtp) {
       const got = bySubject(m.subject)!.raw;
       // The delivered message is the submitted one under the headers added on the way (DKIM-Signature, Message-ID, ...).
-      assert.ok(got.length > max && got.includes(m.raw.subarray(m.raw.indexOf('\r\n\r\n'))), `${m.subject}: the body byte for byte`);
+      assert.ok(
+        got.length > max && got.includes(m.raw.subarray(m.raw.indexOf('\r\n\r\n'))),
+        `${m.subject}: the body byte for byte`,
+      );
       assert.match(got.toString('latin1', 0, 4096), /^DKIM-Signature: /m);
     }
     assert.deepEqual(threads.owners(), [owner], 'the delivery thread was never replaced');
@@ -373,7 +521,10 @@ describe('limits on campaigns', () => {
 
   const campaign = (path: string, extra: Record<string, unknown>) => {
     clock.advance(60_000);
-    return request(server.httpUrl, 'POST', path, { key, body: { subject: 'News', from_name: 'Shop', from_email: 'news@sender.test', html: '<p>news</p>', ...extra } });
+    return request(server.httpUrl, 'POST', path, {
+      key,
+      body: { subject: 'News', from_name: 'Shop', from_email: 'news@sender.test', html: '<p>news</p>', ...extra },
+    });
   };
 
   for (const path of ['/api/v1/campaigns/send', '/v1/campaigns']) {

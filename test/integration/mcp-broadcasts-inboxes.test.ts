@@ -9,7 +9,8 @@ import { request } from '../helpers/http.js';
 import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import type { TestMx } from '../helpers/mx-server.js';
 
-const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
+const compose = (options: ConstructorParameters<typeof MailComposer>[0]) =>
+  new MailComposer({ xMailer: false, ...options }).compile().build();
 
 describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never sends), deliverability, resources and prompts', () => {
   let mx: TestMx;
@@ -20,7 +21,11 @@ describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never 
   let testClient: Client;
 
   before(async () => {
-    rig = await startDeliveringServer({ delivery: { pollInterval: 20, signingThreads: 0 }, config: { smtp: { inbound: { enabled: true, port: 0 } } }, senders: ['acme.test'] });
+    rig = await startDeliveringServer({
+      delivery: { pollInterval: 20, signingThreads: 0 },
+      config: { smtp: { inbound: { enabled: true, port: 0 } } },
+      senders: ['acme.test'],
+    });
     ({ server, mx } = rig);
     key = await server.key();
     client = await mcpClient(server, key);
@@ -55,7 +60,10 @@ describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never 
 
     const asked = await call(testClient, 'broadcasts_send', { id });
     assert.equal(asked.isError, undefined);
-    assert.deepEqual([asked.structuredContent.sent, asked.structuredContent.confirmation_required, asked.structuredContent.recipients], [false, true, 2]);
+    assert.deepEqual(
+      [asked.structuredContent.sent, asked.structuredContent.confirmation_required, asked.structuredContent.recipients],
+      [false, true, 2],
+    );
     assert.match(asked.structuredContent.message, /would mail 2 recipients now/);
     const still = await request(server.httpUrl, 'GET', `/v1/broadcasts/${id}`, { key });
     assert.equal(still.body.status, 'draft', 'nothing was sent');
@@ -69,20 +77,43 @@ describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never 
     const again = await call(testClient, 'broadcasts_send', { id });
     assert.equal(again.structuredContent.error.code, 'validation_error', 'no longer a draft');
     // A sending-only key may not touch broadcasts at all.
-    const sending = await server.runtime.services.credentials.createKey({ name: 's', workspaceId: server.workspaceId, permission: 'sending_access' });
+    const sending = await server.runtime.services.credentials.createKey({
+      name: 's',
+      workspaceId: server.workspaceId,
+      permission: 'sending_access',
+    });
     const sendingClient = await mcpClient(server, sending.secret);
     try {
-      assert.equal((await call(sendingClient, 'broadcasts_send', { id, confirm: true })).structuredContent.error.code, 'forbidden');
+      assert.equal(
+        (await call(sendingClient, 'broadcasts_send', { id, confirm: true })).structuredContent.error.code,
+        'forbidden',
+      );
     } finally {
       await sendingClient.close();
     }
   });
 
   it('inboxes: threads are listed, searched and read; a reply is drafted and nothing is sent', async () => {
-    const inbox = await request(server.httpUrl, 'POST', '/v1/inboxes', { key, body: { email_address: 'support@acme.test', name: 'Support' } });
+    const inbox = await request(server.httpUrl, 'POST', '/v1/inboxes', {
+      key,
+      body: { email_address: 'support@acme.test', name: 'Support' },
+    });
     assert.equal(inbox.status, 201, JSON.stringify(inbox.body));
-    const raw = await compose({ from: 'Ann <ann@sender.test>', to: 'support@acme.test', subject: 'Where is order 42?', text: 'My parcel has not arrived.', messageId: '<q42@sender.test>' });
-    await nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } }).sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw });
+    const raw = await compose({
+      from: 'Ann <ann@sender.test>',
+      to: 'support@acme.test',
+      subject: 'Where is order 42?',
+      text: 'My parcel has not arrived.',
+      messageId: '<q42@sender.test>',
+    });
+    await nodemailer
+      .createTransport({
+        host: '127.0.0.1',
+        port: server.inboundPort!,
+        secure: false,
+        tls: { rejectUnauthorized: false },
+      })
+      .sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw });
 
     const inboxes = await call(client, 'inboxes_list');
     assert.equal(inboxes.structuredContent.inboxes.length, 1);
@@ -91,12 +122,21 @@ describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never 
     const threadId = listed.structuredContent.threads[0].id as string;
     const found = await call(client, 'inboxes_threads', { inbox: 'support@acme.test', query: 'parcel' });
     assert.equal(found.structuredContent.threads[0].id, threadId);
-    assert.equal((await call(client, 'inboxes_threads', { inbox: 'support@acme.test', query: 'refund' })).structuredContent.threads.length, 0);
+    assert.equal(
+      (await call(client, 'inboxes_threads', { inbox: 'support@acme.test', query: 'refund' })).structuredContent.threads
+        .length,
+      0,
+    );
     const thread = await call(client, 'inboxes_read_thread', { inbox: 'support@acme.test', thread_id: threadId });
     const message = thread.structuredContent.messages[0];
     assert.match(message.text, /parcel has not arrived/);
 
-    const draft = await call(client, 'inboxes_draft_reply', { inbox: 'support@acme.test', thread_id: threadId, reply_to_email_id: message.id, text: 'It left our warehouse today.' });
+    const draft = await call(client, 'inboxes_draft_reply', {
+      inbox: 'support@acme.test',
+      thread_id: threadId,
+      reply_to_email_id: message.id,
+      text: 'It left our warehouse today.',
+    });
     assert.equal(draft.isError, undefined, JSON.stringify(draft.content));
     assert.equal(draft.structuredContent.type, 'reply');
     assert.deepEqual(draft.structuredContent.to, ['ann@sender.test']);
@@ -117,7 +157,10 @@ describe('MCP: broadcasts (confirmation before sending), inboxes (drafts, never 
   });
 
   it('templates are resources (source and compiled HTML); the two prompts are listed and rendered', async () => {
-    const created = await call(client, 'templates_create', { name: 'Res', mjml: '<mjml><mj-body><mj-section><mj-column><mj-text>Hi</mj-text></mj-column></mj-section></mj-body></mjml>' });
+    const created = await call(client, 'templates_create', {
+      name: 'Res',
+      mjml: '<mjml><mj-body><mj-section><mj-column><mj-text>Hi</mj-text></mj-column></mj-section></mj-body></mjml>',
+    });
     const id = created.structuredContent.id as string;
     const { resources } = await client.listResources();
     assert.ok(resources.some((r) => r.uri === `mailsvc://templates/${id}/source`));

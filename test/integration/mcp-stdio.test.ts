@@ -20,14 +20,25 @@ describe('`mailsvc mcp`: MCP over stdio against the database of a running server
   before(async () => {
     server = await startTestServer();
     key = await server.key();
-    env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'info' };
+    env = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      MAILSVC_DATABASE: server.config.database,
+      MAILSVC_DATA_DIR: server.dir,
+      MAILSVC_LOG_LEVEL: 'info',
+    };
   });
   after(async () => {
     await server?.close();
   });
 
   const connect = async (extraEnv: Record<string, string>, args: string[] = []) => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [...cliCommand(), 'mcp', ...args], env: { ...env, ...extraEnv }, stderr: 'pipe' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [...cliCommand(), 'mcp', ...args],
+      env: { ...env, ...extraEnv },
+      stderr: 'pipe',
+    });
     let stderr = '';
     transport.stderr?.on('data', (d: Buffer) => (stderr += d));
     const client = new Client({ name: 'stdio-test', version: '1' });
@@ -35,12 +46,15 @@ describe('`mailsvc mcp`: MCP over stdio against the database of a running server
     return { client, stderr: () => stderr };
   };
 
-  it('the SDK client spawns it: the tools are listed, a template made through it is the running server\'s', async () => {
+  it("the SDK client spawns it: the tools are listed, a template made through it is the running server's", async () => {
     const { client } = await connect({ MAILSVC_API_KEY: key });
     try {
       const { tools } = await client.listTools();
       assert.ok(tools.some((t) => t.name === 'templates_create'));
-      const created = (await client.callTool({ name: 'templates_create', arguments: { name: 'From stdio', html: '<p>hi</p>' } })) as Result;
+      const created = (await client.callTool({
+        name: 'templates_create',
+        arguments: { name: 'From stdio', html: '<p>hi</p>' },
+      })) as Result;
       assert.equal(created.isError, undefined, JSON.stringify(created.content));
       const rest = await request(server.httpUrl, 'GET', `/v1/templates/${created.structuredContent.id}`, { key });
       assert.equal(rest.status, 200);
@@ -51,7 +65,11 @@ describe('`mailsvc mcp`: MCP over stdio against the database of a running server
   });
 
   it('takes the key from --key-file; a sending-only key gets forbidden from a tool it may not use', async () => {
-    const sending = await server.runtime.services.credentials.createKey({ name: 'sending', workspaceId: server.workspaceId, permission: 'sending_access' });
+    const sending = await server.runtime.services.credentials.createKey({
+      name: 'sending',
+      workspaceId: server.workspaceId,
+      permission: 'sending_access',
+    });
     const file = join(server.dir, 'key.txt');
     writeFileSync(file, `${sending.secret}\n`);
     const { client } = await connect({}, ['--key-file', file]);
@@ -69,25 +87,44 @@ describe('`mailsvc mcp`: MCP over stdio against the database of a running server
   });
 
   it('stdout carries protocol messages only; logs go to stderr', async () => {
-    const child = spawn(process.execPath, [...cliCommand(), 'mcp'], { env: { ...env, MAILSVC_API_KEY: key, MAILSVC_LOG_LEVEL: 'debug' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...cliCommand(), 'mcp'], {
+      env: { ...env, MAILSVC_API_KEY: key, MAILSVC_LOG_LEVEL: 'debug' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
     const lines = [
-      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      },
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'templates_list', arguments: {} } },
       { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'templates_get', arguments: { id: 'nope' } } },
     ];
     child.stdin.write(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     const deadline = Date.now() + 30_000;
-    while (stdout.split('\n').filter(Boolean).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (stdout.split('\n').filter(Boolean).length < 3 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     child.stdin.end();
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     assert.equal(code, 0, 'ends when stdin ends');
     // Every line is a JSON-RPC message; answers to calls in flight together may come in any order.
-    const messages = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { jsonrpc: string; id: number; result: Result });
+    const messages = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { jsonrpc: string; id: number; result: Result });
     messages.sort((a, b) => a.id - b.id);
-    assert.deepEqual(messages.map((m) => [m.jsonrpc, m.id]), [['2.0', 1], ['2.0', 2], ['2.0', 3]]);
+    assert.deepEqual(
+      messages.map((m) => [m.jsonrpc, m.id]),
+      [
+        ['2.0', 1],
+        ['2.0', 2],
+        ['2.0', 3],
+      ],
+    );
     assert.equal(messages[2]!.result.structuredContent.error.code, 'not_found');
   });
 

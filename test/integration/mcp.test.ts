@@ -8,12 +8,21 @@ import { request } from '../helpers/http.js';
 import { MAX_SESSIONS_PER_KEY } from '../../src/intake/mcp/http-endpoint.js';
 import { mcpTools } from '../../src/intake/mcp/tools/index.js';
 
-const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
 const MCP_HEADERS = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
 
 /** A raw request to /mcp, for what the SDK's client never sends (no key, a foreign Origin, a huge body). */
 const post = (server: TestServer, headers: Record<string, string>, body: unknown = INIT) =>
-  fetch(`${server.httpUrl}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(`${server.httpUrl}/mcp`, {
+    method: 'POST',
+    headers: { ...MCP_HEADERS, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 describe('MCP over Streamable HTTP (the SDK client against a real server)', () => {
   let server: TestServer;
@@ -47,7 +56,12 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
   });
 
   it('creates a template through a tool and REST sees the same template', async () => {
-    const created = await call(client, 'templates_create', { name: 'Welcome', subject: 'Hi {{name}}', html: '<p>Hello {{name}}</p>', variables: [{ key: 'name', type: 'string', fallback_value: 'friend' }] });
+    const created = await call(client, 'templates_create', {
+      name: 'Welcome',
+      subject: 'Hi {{name}}',
+      html: '<p>Hello {{name}}</p>',
+      variables: [{ key: 'name', type: 'string', fallback_value: 'friend' }],
+    });
     assert.equal(created.isError, undefined, JSON.stringify(created.content));
     const id = created.structuredContent.id as string;
     assert.match((created.content[0] as { text: string }).text, new RegExp(id));
@@ -83,7 +97,11 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
   it('contacts, segments and topics: create, update, list', async () => {
     const segment = await call(client, 'segments_create', { name: 'Beta' });
     const segmentId = segment.structuredContent.id as string;
-    const contact = await call(client, 'contacts_create', { email: 'ada@example.org', first_name: 'Ada', segment_ids: [segmentId] });
+    const contact = await call(client, 'contacts_create', {
+      email: 'ada@example.org',
+      first_name: 'Ada',
+      segment_ids: [segmentId],
+    });
     assert.equal(contact.isError, undefined, JSON.stringify(contact.content));
     const updated = await call(client, 'contacts_update', { id: 'ada@example.org', unsubscribed: true });
     assert.equal(updated.structuredContent.status, 'unsubscribed');
@@ -93,11 +111,17 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
     assert.equal(renamed.structuredContent.name, 'Beta testers');
     assert.equal(renamed.structuredContent.member_count, 1);
     assert.equal((await call(client, 'segments_list')).structuredContent.segments.length, 1);
-    const unknownSegment = await call(client, 'contacts_create', { email: 'bob@example.org', segment_ids: ['0190d0c0-0000-7000-8000-000000000000'] });
+    const unknownSegment = await call(client, 'contacts_create', {
+      email: 'bob@example.org',
+      segment_ids: ['0190d0c0-0000-7000-8000-000000000000'],
+    });
     assert.equal(unknownSegment.structuredContent.error.code, 'not_found');
     const topic = await call(client, 'topics_create', { name: 'Product news', default_subscription: 'opt_out' });
     const topicId = topic.structuredContent.id as string;
-    assert.equal((await call(client, 'topics_update', { id: topicId, description: 'Monthly' })).structuredContent.description, 'Monthly');
+    assert.equal(
+      (await call(client, 'topics_update', { id: topicId, description: 'Monthly' })).structuredContent.description,
+      'Monthly',
+    );
     assert.equal((await call(client, 'topics_list')).structuredContent.topics.length, 1);
   });
 
@@ -105,7 +129,13 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
     await server.runtime.services.domains.add(server.workspaceId, { domain: 'acme.example' });
     const testClient = await mcpClient(server, await server.key({ test: true }));
     try {
-      const args = { from: 'hello@acme.example', to: 'a@example.org', subject: 'Hi', html: '<p>Hi</p>', idempotency_key: 'send-1' };
+      const args = {
+        from: 'hello@acme.example',
+        to: 'a@example.org',
+        subject: 'Hi',
+        html: '<p>Hi</p>',
+        idempotency_key: 'send-1',
+      };
       const sent = await call(testClient, 'emails_send', args);
       assert.equal(sent.isError, undefined, JSON.stringify(sent.content));
       const again = await call(testClient, 'emails_send', args);
@@ -118,19 +148,28 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
       const listed = await call(testClient, 'emails_list', { to: 'a@example.org' });
       assert.equal(listed.structuredContent.data.length, 1);
       // A live key may not send from an unverified domain: the send service's answer, as on /v1.
-      const live = await call(client, 'emails_send', { from: 'hello@acme.example', to: 'a@example.org', subject: 'Hi', html: 'h' });
+      const live = await call(client, 'emails_send', {
+        from: 'hello@acme.example',
+        to: 'a@example.org',
+        subject: 'Hi',
+        html: 'h',
+      });
       assert.equal(live.structuredContent.error.code, 'forbidden');
     } finally {
       await testClient.close();
     }
   });
 
-  it('domains: list, records, check; a sending-only key gets the catalog\'s forbidden code', async () => {
+  it("domains: list, records, check; a sending-only key gets the catalog's forbidden code", async () => {
     const listed = await call(client, 'domains_list');
     assert.equal(listed.structuredContent.domains[0].domain_name, 'acme.example');
     const records = await call(client, 'domains_records', { domain: 'acme.example' });
     assert.ok(records.structuredContent.dkim.length > 0);
-    const sending = await server.runtime.services.credentials.createKey({ name: 'sending', workspaceId: server.workspaceId, permission: 'sending_access' });
+    const sending = await server.runtime.services.credentials.createKey({
+      name: 'sending',
+      workspaceId: server.workspaceId,
+      permission: 'sending_access',
+    });
     const sendingClient = await mcpClient(server, sending.secret);
     try {
       const refused = await call(sendingClient, 'domains_remove', { domain: 'acme.example' });
@@ -146,7 +185,9 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
 
   it('every tool call is in the request logs (GET /v1/logs)', async () => {
     const logs = await request(server.httpUrl, 'GET', '/v1/logs?limit=100', { key });
-    const endpoints = (logs.body.data as Array<{ endpoint: string; method: string; response_status: number }>).filter((l) => l.method === 'MCP');
+    const endpoints = (logs.body.data as Array<{ endpoint: string; method: string; response_status: number }>).filter(
+      (l) => l.method === 'MCP',
+    );
     assert.ok(endpoints.some((l) => l.endpoint === '/mcp/tools/templates_create' && l.response_status === 200));
     assert.ok(endpoints.some((l) => l.endpoint === '/mcp/tools/templates_get' && l.response_status === 404));
   });
@@ -160,32 +201,60 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
     assert.equal(wrong.status, 401);
     assert.match(wrong.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
     const sdk = new Client({ name: 't', version: '1' });
-    await assert.rejects(sdk.connect(new StreamableHTTPClientTransport(new URL(`${server.httpUrl}/mcp`), { requestInit: { headers: { Authorization: 'Bearer oat_nope' } } })));
+    await assert.rejects(
+      sdk.connect(
+        new StreamableHTTPClientTransport(new URL(`${server.httpUrl}/mcp`), {
+          requestInit: { headers: { Authorization: 'Bearer oat_nope' } },
+        }),
+      ),
+    );
   });
 
   it("refuses a foreign Origin with 403 (DNS rebinding) and takes the public URL's", async () => {
     const foreign = await post(server, { Authorization: `Bearer ${key}`, Origin: 'http://evil.example' });
     assert.equal(foreign.status, 403);
     assert.equal(((await foreign.json()) as { error: { code: string } }).error.code, 'forbidden');
-    const own = await post(server, { Authorization: `Bearer ${key}`, Origin: new URL(server.config.http.publicUrl).origin });
+    const own = await post(server, {
+      Authorization: `Bearer ${key}`,
+      Origin: new URL(server.config.http.publicUrl).origin,
+    });
     assert.equal(own.status, 200);
     const sessionId = own.headers.get('mcp-session-id')!;
     assert.ok(sessionId);
     // Ended by DELETE, then unknown: 404, as the protocol says.
-    const ended = await fetch(`${server.httpUrl}/mcp`, { method: 'DELETE', headers: { Authorization: `Bearer ${key}`, 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': '2025-06-18' } });
+    const ended = await fetch(`${server.httpUrl}/mcp`, {
+      method: 'DELETE',
+      headers: { Authorization: `Bearer ${key}`, 'Mcp-Session-Id': sessionId, 'MCP-Protocol-Version': '2025-06-18' },
+    });
     assert.equal(ended.status, 200);
-    const gone = await post(server, { Authorization: `Bearer ${key}`, 'Mcp-Session-Id': sessionId }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const gone = await post(
+      server,
+      { Authorization: `Bearer ${key}`, 'Mcp-Session-Id': sessionId },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    );
     assert.equal(gone.status, 404);
   });
 
   it("a session is its key's: another key, or a made-up id, gets 404; no session id and no initialize: 400", async () => {
     const own = await post(server, { Authorization: `Bearer ${key}` });
     const sessionId = own.headers.get('mcp-session-id')!;
-    const other = await post(server, { Authorization: `Bearer ${await server.key()}`, 'Mcp-Session-Id': sessionId }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const other = await post(
+      server,
+      { Authorization: `Bearer ${await server.key()}`, 'Mcp-Session-Id': sessionId },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    );
     assert.equal(other.status, 404);
-    const madeUp = await post(server, { Authorization: `Bearer ${key}`, 'Mcp-Session-Id': 'f00' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const madeUp = await post(
+      server,
+      { Authorization: `Bearer ${key}`, 'Mcp-Session-Id': 'f00' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    );
     assert.equal(madeUp.status, 404);
-    const noSession = await post(server, { Authorization: `Bearer ${key}` }, { jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    const noSession = await post(
+      server,
+      { Authorization: `Bearer ${key}` },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    );
     assert.equal(noSession.status, 400);
   });
 
@@ -199,7 +268,10 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
     }
     const over = await post(server, { Authorization: `Bearer ${fresh}` });
     assert.equal(over.status, 429);
-    await fetch(`${server.httpUrl}/mcp`, { method: 'DELETE', headers: { Authorization: `Bearer ${fresh}`, 'Mcp-Session-Id': opened[0]!, 'MCP-Protocol-Version': '2025-06-18' } });
+    await fetch(`${server.httpUrl}/mcp`, {
+      method: 'DELETE',
+      headers: { Authorization: `Bearer ${fresh}`, 'Mcp-Session-Id': opened[0]!, 'MCP-Protocol-Version': '2025-06-18' },
+    });
     assert.equal((await post(server, { Authorization: `Bearer ${fresh}` })).status, 200, 'one ended, one may open');
 
     const limit = server.config.http.bodyLimit;
@@ -212,7 +284,11 @@ describe('MCP over Streamable HTTP (the SDK client against a real server)', () =
     assert.equal((await post(server, { Authorization: `Bearer ${key}` }, sized(limit + 1))).status, 413, 'over it');
     let nested: unknown = 'deep';
     for (let i = 0; i < 70; i++) nested = [nested];
-    const deep = await post(server, { Authorization: `Bearer ${key}` }, { ...INIT, params: { ...INIT.params, capabilities: { x: nested } } });
+    const deep = await post(
+      server,
+      { Authorization: `Bearer ${key}` },
+      { ...INIT, params: { ...INIT.params, capabilities: { x: nested } } },
+    );
     assert.equal(deep.status, 400);
   });
 });
@@ -239,7 +315,10 @@ describe('MCP tool calls count against the workspace rate limits as REST calls d
     assert.equal(rest.headers.get('x-ratelimit-remaining'), '0');
     const over = await call(client, 'domains_list');
     assert.equal(over.isError, true);
-    assert.deepEqual([over.structuredContent.error.code, over.structuredContent.error.retryable], ['rate_limited', true]);
+    assert.deepEqual(
+      [over.structuredContent.error.code, over.structuredContent.error.retryable],
+      ['rate_limited', true],
+    );
     // Another bucket is not touched.
     assert.equal((await call(client, 'templates_list')).isError, undefined);
     clock.advance(60_000);

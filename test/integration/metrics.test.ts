@@ -21,7 +21,12 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 const scrape = async (server: TestServer, token?: string) => {
-  const res = await request(server.httpUrl, 'GET', '/metrics', token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  const res = await request(
+    server.httpUrl,
+    'GET',
+    '/metrics',
+    token ? { headers: { authorization: `Bearer ${token}` } } : {},
+  );
   assert.equal(res.status, 200, show(res));
   return res.text;
 };
@@ -54,27 +59,52 @@ describe('GET /metrics while mail flows', () => {
   it('counts accepted mail, delivery attempts by outcome and class, latency, webhooks and SMTP sessions', async () => {
     const before = await scrape(server);
     assert.equal(sample(before, 'mailsvc_emails_accepted_total', { intake: 'http', type: 'transactional' }), 0);
-    const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/hook`, events: ['email.delivered'] } });
+    const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+      key,
+      body: { url: `${receiver.url}/hook`, events: ['email.delivered'] },
+    });
     assert.equal(hook.status, 201, show(hook));
 
-    mx.hooks = { onRcpt: (address) => (address.startsWith('gone@') ? { code: 550, text: '5.1.1 No such user' } : undefined) };
+    mx.hooks = {
+      onRcpt: (address) => (address.startsWith('gone@') ? { code: 550, text: '5.1.1 No such user' } : undefined),
+    };
     for (const to of ['alice@dest.test', 'bob@gmail.com', 'gone@dest.test']) {
-      const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: `hello@${SENDER}`, to, subject: 'Hi', text: 'Hello' } });
+      const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+        key,
+        body: { from: `hello@${SENDER}`, to, subject: 'Hi', text: 'Hello' },
+      });
       assert.equal(res.status, 200, show(res));
     }
-    const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: server.smtp!.starttls, requireTLS: true, auth: { user: 'apikey', pass: key }, tls: { rejectUnauthorized: false } });
+    const smtp = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: server.smtp!.starttls,
+      requireTLS: true,
+      auth: { user: 'apikey', pass: key },
+      tls: { rejectUnauthorized: false },
+    });
     await smtp.sendMail({ from: `hello@${SENDER}`, to: 'carol@dest.test', subject: 'Over SMTP', text: 'Hello' });
     smtp.close();
 
     await mx.waitFor(3);
     await receiver.waitFor(3);
-    const text = await eventually(async () => {
-      const t = await scrape(server);
-      // Delivery counts its outcomes once their transaction is durable, which can be after the
-      // webhook dispatcher has seen the events: wait for both.
-      const delivered = ['other', 'gmail'].reduce((n, domain_class) => n + sample(t, 'mailsvc_delivery_attempts_total', { outcome: 'delivered', domain_class }), 0);
-      return sample(t, 'mailsvc_webhook_attempts_total', { outcome: 'succeeded' }) >= 3 && delivered >= 3 && sample(t, 'mailsvc_delivery_attempts_total', { outcome: 'bounced' }) >= 1 ? t : undefined;
-    }, 15_000, 'metrics to show the deliveries');
+    const text = await eventually(
+      async () => {
+        const t = await scrape(server);
+        // Delivery counts its outcomes once their transaction is durable, which can be after the
+        // webhook dispatcher has seen the events: wait for both.
+        const delivered = ['other', 'gmail'].reduce(
+          (n, domain_class) => n + sample(t, 'mailsvc_delivery_attempts_total', { outcome: 'delivered', domain_class }),
+          0,
+        );
+        return sample(t, 'mailsvc_webhook_attempts_total', { outcome: 'succeeded' }) >= 3 &&
+          delivered >= 3 &&
+          sample(t, 'mailsvc_delivery_attempts_total', { outcome: 'bounced' }) >= 1
+          ? t
+          : undefined;
+      },
+      15_000,
+      'metrics to show the deliveries',
+    );
 
     assert.equal(sample(text, 'mailsvc_emails_accepted_total', { intake: 'http', type: 'transactional' }), 3);
     assert.equal(sample(text, 'mailsvc_emails_accepted_total', { intake: 'smtp', type: 'transactional' }), 1);
@@ -98,14 +128,28 @@ describe('GET /metrics while mail flows', () => {
       const res = await request(server.httpUrl, 'POST', '/v1/subscribers', { key, body: { email, tags: ['metrics'] } });
       assert.equal(res.status, 201, show(res));
     }
-    const sent = await request(server.httpUrl, 'POST', '/api/v1/campaigns/send', { key, body: { subject: 'News', from_name: 'Shop', from_email: `news@${SENDER}`, html: '<p>News</p>', tags: ['metrics'] } });
+    const sent = await request(server.httpUrl, 'POST', '/api/v1/campaigns/send', {
+      key,
+      body: {
+        subject: 'News',
+        from_name: 'Shop',
+        from_email: `news@${SENDER}`,
+        html: '<p>News</p>',
+        tags: ['metrics'],
+      },
+    });
     assert.equal(sent.status, 202, show(sent));
-    await eventually(async () => {
-      const res = await request(server.httpUrl, 'GET', `/v1/campaigns/${sent.body.campaignId}`, { key });
-      return res.body.status === 'sent';
-    }, 20_000, 'the campaign to be sent');
+    await eventually(
+      async () => {
+        const res = await request(server.httpUrl, 'GET', `/v1/campaigns/${sent.body.campaignId}`, { key });
+        return res.body.status === 'sent';
+      },
+      20_000,
+      'the campaign to be sent',
+    );
     const after = await scrape(server);
-    const delta = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    const delta = (name: string, labels: Record<string, string>) =>
+      sample(after, name, labels) - sample(before, name, labels);
     assert.equal(delta('mailsvc_emails_accepted_total', { intake: 'campaign', type: 'marketing' }), 2);
     assert.equal(delta('mailsvc_emails_accepted_total', { intake: 'http', type: 'marketing' }), 0);
     assert.equal(delta('mailsvc_delivery_attempts_total', { outcome: 'delivered', domain_class: 'gmail' }), 1);
@@ -122,7 +166,12 @@ describe('GET /metrics access', () => {
   after(() => server.close());
 
   it('needs the bearer token when metrics.token is set', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong' }, { authorization: `Bearer ${TOKEN}x` }, { authorization: TOKEN }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong' },
+      { authorization: `Bearer ${TOKEN}x` },
+      { authorization: TOKEN },
+    ]) {
       const res = await request(server.httpUrl, 'GET', '/metrics', { headers });
       assert.equal(res.status, 401, show(res));
       assert.equal(res.body.error.code, 'unauthorized');
@@ -138,7 +187,10 @@ describe('GET /metrics access', () => {
     const key = await server.key({ test: true });
     const domain = await request(server.httpUrl, 'POST', '/v1/domains', { key, body: { domain: 'queued.test' } });
     assert.equal(domain.status, 201, show(domain));
-    const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'a@queued.test', to: ['x@dest.test', 'y@dest.test'], subject: 'Hi', text: 'Hello' } });
+    const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: { from: 'a@queued.test', to: ['x@dest.test', 'y@dest.test'], subject: 'Hi', text: 'Hello' },
+    });
     assert.equal(res.status, 200, show(res));
     assert.equal(sample(await scrape(server, TOKEN), 'mailsvc_queue_depth', { status: 'queued' }), 2);
   });
@@ -151,7 +203,10 @@ describe('GET /metrics access', () => {
       if (res.status === 429) limited++;
     }
     assert.ok(limited >= 1);
-    assert.equal(sample(await scrape(server, TOKEN), 'mailsvc_rate_limited_total', { surface: 'http', operation: 'auth.failure' }), limited);
+    assert.equal(
+      sample(await scrape(server, TOKEN), 'mailsvc_rate_limited_total', { surface: 'http', operation: 'auth.failure' }),
+      limited,
+    );
   });
 });
 

@@ -43,16 +43,31 @@ describe('webhook and attachment URLs resolve through delivery.dnsServers and th
   });
 
   const port = () => new URL(receiver.url).port;
-  const registerHook = (url: string) => request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url, events: ['*'] } });
+  const registerHook = (url: string) =>
+    request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url, events: ['*'] } });
   const sendWithUrl = (url: string) =>
     request(server.httpUrl, 'POST', '/v1/emails', {
       key,
-      body: { from: 'a@acme.example', to: 'b@example.org', subject: 'Invoice', html: '<p>attached</p>', attachments: [{ filename: 'a.pdf', url, contentType: 'application/pdf' }] },
+      body: {
+        from: 'a@acme.example',
+        to: 'b@example.org',
+        subject: 'Invoice',
+        html: '<p>attached</p>',
+        attachments: [{ filename: 'a.pdf', url, contentType: 'application/pdf' }],
+      },
     });
 
   const cases: Array<[string, string, RegExp]> = [
-    ['a name that resolves to 127.0.0.1', 'loopback.hooks.test', /loopback\.hooks\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)/],
-    ['a CNAME chain that ends on a private address', 'start.chain.test', /start\.chain\.test resolves to a private, loopback or link-local address \(10\.20\.30\.40\)/],
+    [
+      'a name that resolves to 127.0.0.1',
+      'loopback.hooks.test',
+      /loopback\.hooks\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)/,
+    ],
+    [
+      'a CNAME chain that ends on a private address',
+      'start.chain.test',
+      /start\.chain\.test resolves to a private, loopback or link-local address \(10\.20\.30\.40\)/,
+    ],
     ['a name whose only address is the IPv6 loopback', 'six.hooks.test', /six\.hooks\.test resolves to .*\(::1\)/],
   ];
 
@@ -64,7 +79,10 @@ describe('webhook and attachment URLs resolve through delivery.dnsServers and th
       assert.equal(res.body.error.code, 'validation_error');
       assert.match(res.body.error.message, /^url: /);
       assert.match(res.body.error.message, message);
-      assert.ok(dns.queries.slice(before).some((q) => q.endsWith(` ${host}`)), 'asked our DNS server');
+      assert.ok(
+        dns.queries.slice(before).some((q) => q.endsWith(` ${host}`)),
+        'asked our DNS server',
+      );
     });
 
     it(`an attachment URL naming ${what} is refused before any connection`, async () => {
@@ -84,14 +102,23 @@ describe('webhook and attachment URLs resolve through delivery.dnsServers and th
     assert.equal(res.status, 201, show(res));
     dns.set('rebind.hooks.test', 'A', ['127.0.0.1']);
     await server.runtime.store.db.transaction().execute((trx) =>
-      recordEvent(trx, { workspaceId: server.workspaceId, type: 'email.delivered', emailId: null, data: { email_id: 'e1', to: 'b@example.org', subject: 'Hi' }, at: Date.now() }),
+      recordEvent(trx, {
+        workspaceId: server.workspaceId,
+        type: 'email.delivered',
+        emailId: null,
+        data: { email_id: 'e1', to: 'b@example.org', subject: 'Hi' },
+        at: Date.now(),
+      }),
     );
     const attempt = await eventually(async () => {
       const list = await request(server.httpUrl, 'GET', `/v1/webhooks/${res.body.id}/deliveries`, { key });
       return list.body.deliveries[0]?.attempts[0];
     }, 'the attempt to be recorded');
     assert.equal(attempt.status_code, null);
-    assert.match(attempt.error, /^refused: rebind\.hooks\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)/);
+    assert.match(
+      attempt.error,
+      /^refused: rebind\.hooks\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)/,
+    );
     assert.equal(receiver.connections(), 0, 'nothing was sent to the loopback address');
     assert.equal(receiver.received.length, 0);
   });

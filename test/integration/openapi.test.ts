@@ -10,7 +10,12 @@ import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const committed = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
-type Doc = { paths: Record<string, Record<string, { security?: unknown[]; parameters?: Array<{ name?: string; in?: string; $ref?: string }> }>> };
+type Doc = {
+  paths: Record<
+    string,
+    Record<string, { security?: unknown[]; parameters?: Array<{ name?: string; in?: string; $ref?: string }> }>
+  >;
+};
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 
 /** Every `$ref` in the document, with where it points. */
@@ -58,7 +63,8 @@ describe('OpenAPI document', () => {
     const { router } = apiRouter({} as HttpDeps, apiRoutes);
     const served = new Set<string>();
     for (const layer of router.stack) {
-      for (const method of layer.methods.filter((m) => m !== 'HEAD')) served.add(`${method.toLowerCase()} ${toOpenApiPath(String(layer.path))}`);
+      for (const method of layer.methods.filter((m) => m !== 'HEAD'))
+        served.add(`${method.toLowerCase()} ${toOpenApiPath(String(layer.path))}`);
     }
     assert.ok(served.size >= 40, `only ${served.size} routes`);
     for (const route of served) {
@@ -66,9 +72,12 @@ describe('OpenAPI document', () => {
       assert.ok(doc.paths[path]?.[method], `${route} is served but not documented`);
     }
     const documented = Object.entries(doc.paths).flatMap(([path, item]) =>
-      METHODS.filter((m) => item[m] && (path.startsWith('/v1/') || path.startsWith('/api/v1/'))).map((m) => `${m} ${path}`),
+      METHODS.filter((m) => item[m] && (path.startsWith('/v1/') || path.startsWith('/api/v1/'))).map(
+        (m) => `${m} ${path}`,
+      ),
     );
-    for (const route of documented.filter((r) => r !== 'get /v1/openapi.json')) assert.ok(served.has(route), `${route} is documented but not served`);
+    for (const route of documented.filter((r) => r !== 'get /v1/openapi.json'))
+      assert.ok(served.has(route), `${route} is documented but not served`);
   });
 
   it('names each path parameter, the scope for OAuth tokens and the idempotency header', () => {
@@ -76,13 +85,19 @@ describe('OpenAPI document', () => {
     const domain = doc.paths['/v1/domains/{id}']!.get!;
     assert.ok(domain.parameters!.some((p) => p.name === 'id' && p.in === 'path'));
     assert.deepEqual(domain.security, [{ apiKey: [] }, { oauthToken: ['domains:read'] }]);
-    assert.ok(doc.paths['/v1/emails']!.post!.parameters!.some((p) => p.$ref === '#/components/parameters/IdempotencyKey'));
+    assert.ok(
+      doc.paths['/v1/emails']!.post!.parameters!.some((p) => p.$ref === '#/components/parameters/IdempotencyKey'),
+    );
     assert.deepEqual(doc.paths['/api/v1/send']!.post!.security, [{ apiKey: [] }]);
   });
 
   it('describes the raw message as message/rfc822', () => {
-    const doc = buildOpenApiDocument(apiRoutes) as { paths: Record<string, Record<string, { responses: Record<string, { content?: object }> }>> };
-    assert.deepEqual(Object.keys(doc.paths['/v1/emails/{id}/raw']!.get!.responses['200']!.content!), ['message/rfc822']);
+    const doc = buildOpenApiDocument(apiRoutes) as {
+      paths: Record<string, Record<string, { responses: Record<string, { content?: object }> }>>;
+    };
+    assert.deepEqual(Object.keys(doc.paths['/v1/emails/{id}/raw']!.get!.responses['200']!.content!), [
+      'message/rfc822',
+    ]);
   });
 });
 
@@ -121,7 +136,9 @@ describe('GET /v1/openapi.json', () => {
   it('lists limit and offset exactly on the offset lists, which honour them', async () => {
     const doc = JSON.parse(committed) as Doc;
     const key = await server.key();
-    const paginated = Object.entries(doc.paths).filter(([, item]) => item.get?.parameters?.some((p) => p.$ref === '#/components/parameters/Limit'));
+    const paginated = Object.entries(doc.paths).filter(([, item]) =>
+      item.get?.parameters?.some((p) => p.$ref === '#/components/parameters/Limit'),
+    );
     assert.ok(paginated.length >= 8, `${paginated.length} paginated lists`);
     for (const [path] of paginated.filter(([p]) => !p.includes('{'))) {
       const res = await request(server.httpUrl, 'GET', `${path}?limit=1&offset=0`, { key });
@@ -132,7 +149,12 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('documents query parameters from the schema that validates them', async () => {
-    const doc = JSON.parse(committed) as { paths: Record<string, Record<string, { parameters: Array<{ name?: string; schema?: { anyOf?: Array<{ enum?: string[] }> } }> }>> };
+    const doc = JSON.parse(committed) as {
+      paths: Record<
+        string,
+        Record<string, { parameters: Array<{ name?: string; schema?: { anyOf?: Array<{ enum?: string[] }> } }> }>
+      >;
+    };
     const status = doc.paths['/v1/emails']!.get!.parameters.find((p) => p.name === 'status')!;
     assert.ok(status.schema!.anyOf![0]!.enum!.includes('delivered'));
     const key = await server.key();

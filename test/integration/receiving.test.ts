@@ -29,10 +29,12 @@ interface SmtpError {
   response?: string;
 }
 
-const idOf = (response: string) => /received as ([0-9a-f-]{36})/.exec(response)?.[1] ?? assert.fail(`no id in ${response}`);
+const idOf = (response: string) =>
+  /received as ([0-9a-f-]{36})/.exec(response)?.[1] ?? assert.fail(`no id in ${response}`);
 
 /** A message as a sender's mail program would compose it. */
-const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
+const compose = (options: ConstructorParameters<typeof MailComposer>[0]) =>
+  new MailComposer({ xMailer: false, ...options }).compile().build();
 
 describe('receiving: routes, parsing, authentication, threading', () => {
   let dns: TestDns;
@@ -44,12 +46,26 @@ describe('receiving: routes, parsing, authentication, threading', () => {
   let secret: string;
   let senderKey: string;
 
-  const api = (method: string, path: string, body?: unknown, withKey: string | undefined = key) => request(server.httpUrl, method, path, { key: withKey, body });
-  const transport = () => nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } });
-  const sendRaw = (from: string, to: string[], raw: Buffer | string) => transport().sendMail({ envelope: { from, to }, raw });
+  const api = (method: string, path: string, body?: unknown, withKey: string | undefined = key) =>
+    request(server.httpUrl, method, path, { key: withKey, body });
+  const transport = () =>
+    nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: server.inboundPort!,
+      secure: false,
+      tls: { rejectUnauthorized: false },
+    });
+  const sendRaw = (from: string, to: string[], raw: Buffer | string) =>
+    transport().sendMail({ envelope: { from, to }, raw });
   const webhookFor = async (subject: string) => {
-    const [hook] = await receiver.waitFor(1, (r) => r.json?.type === 'email.received' && r.json.data.subject === subject);
-    return new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { type: string; data: Record<string, any> };
+    const [hook] = await receiver.waitFor(
+      1,
+      (r) => r.json?.type === 'email.received' && r.json.data.subject === subject,
+    );
+    return new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as {
+      type: string;
+      data: Record<string, any>;
+    };
   };
 
   before(async () => {
@@ -81,7 +97,9 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     // The sending side of the other party: a domain with SPF, DKIM and DMARC, all in the test DNS.
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     senderKey = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    dns.set('s1._domainkey.sender.test', 'TXT', [`v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`]);
+    dns.set('s1._domainkey.sender.test', 'TXT', [
+      `v=DKIM1; k=rsa; p=${publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`,
+    ]);
     dns.set('sender.test', 'TXT', ['v=spf1 ip4:127.0.0.1 -all']);
     dns.set('_dmarc.sender.test', 'TXT', ['v=DMARC1; p=reject']);
     dns.set('forger.test', 'TXT', ['v=spf1 ip4:192.0.2.1 -all']);
@@ -127,7 +145,10 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(data.date, '2026-11-20T10:00:00.000Z');
     assert.equal(data.text, 'Hello,\nmy order is broken.\n');
     // HTML exactly as received: the script is still there and cid: links are not rewritten.
-    assert.equal(data.html, '<p>Hello, my order is <b>broken</b>.</p><img src="cid:shot@sender.test"><script>alert(1)</script>');
+    assert.equal(
+      data.html,
+      '<p>Hello, my order is <b>broken</b>.</p><img src="cid:shot@sender.test"><script>alert(1)</script>',
+    );
     assert.equal(data.headers['message-id'], '<order-42@sender.test>');
     assert.equal(data.envelope.mail_from, 'ann@sender.test');
     assert.equal(data.in_reply_to_email_id, null);
@@ -144,7 +165,10 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     const [png, pdf] = data.attachments as Array<{ id: string; download_url: string; expires_at: string }>;
     const path = (url: string) => url.replace('http://api.mailsvc.test', '');
     assert.match(pdf!.download_url, /^http:\/\/api\.mailsvc\.test\/r\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
-    assert.ok(Date.parse(pdf!.expires_at) <= server.runtime.deps.clock.now() + 3600_000, 'the link works at most an hour');
+    assert.ok(
+      Date.parse(pdf!.expires_at) <= server.runtime.deps.clock.now() + 3600_000,
+      'the link works at most an hour',
+    );
     const bytes = await fetch(`${server.httpUrl}${path(pdf!.download_url)}`);
     assert.equal(bytes.status, 200);
     assert.equal(bytes.headers.get('content-type'), 'application/pdf');
@@ -153,17 +177,30 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.ok(Buffer.from(await bytes.arrayBuffer()).equals(file), 'attachment bytes as sent');
     const inline = await fetch(`${server.httpUrl}${path(png!.download_url)}`);
     assert.ok(Buffer.from(await inline.arrayBuffer()).equals(image));
-    assert.equal((await fetch(`${server.httpUrl}${path(pdf!.download_url).slice(0, -2)}xx`)).status, 404, 'a tampered link serves nothing');
+    assert.equal(
+      (await fetch(`${server.httpUrl}${path(pdf!.download_url).slice(0, -2)}xx`)).status,
+      404,
+      'a tampered link serves nothing',
+    );
     // The API path still serves the bytes, to a key of the workspace only.
     const apiPath = `/v1/emails/receiving/${id}/attachments/${pdf!.id}/content`;
-    assert.equal((await fetch(`${server.httpUrl}${apiPath}`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
+    assert.equal(
+      (await fetch(`${server.httpUrl}${apiPath}`, { headers: { authorization: `Bearer ${key}` } })).status,
+      200,
+    );
     assert.equal((await fetch(`${server.httpUrl}${apiPath}`)).status, 401, 'no key, no bytes');
     const otherWorkspace = await server.runtime.services.workspaces.create('other');
     const otherKey = await server.key({ workspaceId: otherWorkspace.id });
-    assert.equal((await fetch(`${server.httpUrl}${apiPath}`, { headers: { authorization: `Bearer ${otherKey}` } })).status, 404, "another workspace's key");
+    assert.equal(
+      (await fetch(`${server.httpUrl}${apiPath}`, { headers: { authorization: `Bearer ${otherKey}` } })).status,
+      404,
+      "another workspace's key",
+    );
 
     // The raw source, byte for byte.
-    const rawBack = await fetch(`${server.httpUrl}/v1/emails/receiving/${id}/raw`, { headers: { authorization: `Bearer ${key}` } });
+    const rawBack = await fetch(`${server.httpUrl}/v1/emails/receiving/${id}/raw`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(rawBack.headers.get('content-type'), 'message/rfc822');
     // SMTP carries lines ending in CRLF: the two bare LFs of the text part arrive as CRLF.
     const onTheWire = Buffer.from(raw.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
@@ -182,9 +219,19 @@ describe('receiving: routes, parsing, authentication, threading', () => {
   });
 
   it('shows dkim pass for a message signed by its domain, and fail once it is tampered with', async () => {
-    const raw = await compose({ from: 'ann@sender.test', to: 'support@acme.test', subject: 'Signed', text: 'Signed body.\n', messageId: '<signed@sender.test>' });
+    const raw = await compose({
+      from: 'ann@sender.test',
+      to: 'support@acme.test',
+      subject: 'Signed',
+      text: 'Signed body.\n',
+      messageId: '<signed@sender.test>',
+    });
     // mailauth reads the keys from signatureData (its typings name only the single-key fields).
-    const options = { signatureData: [{ signingDomain: 'sender.test', selector: 's1', privateKey: senderKey, canonicalization: 'relaxed/relaxed' }] };
+    const options = {
+      signatureData: [
+        { signingDomain: 'sender.test', selector: 's1', privateKey: senderKey, canonicalization: 'relaxed/relaxed' },
+      ],
+    };
     const { signatures } = await dkimSign(raw, options as unknown as Parameters<typeof dkimSign>[1]);
     assert.match(signatures, /^DKIM-Signature: /);
     const signed = Buffer.concat([Buffer.from(signatures), raw]);
@@ -199,7 +246,10 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(good.arc, null);
     assert.match(good.header, /dkim=pass/);
 
-    const tampered = Buffer.from(signed.toString('latin1').replace('Subject: Signed', 'Subject: Signed, then changed'), 'latin1');
+    const tampered = Buffer.from(
+      signed.toString('latin1').replace('Subject: Signed', 'Subject: Signed, then changed'),
+      'latin1',
+    );
     await sendRaw('ann@sender.test', ['support@acme.test'], tampered);
     const bad = (await webhookFor('Signed, then changed')).data.authentication;
     assert.equal(bad.dkim.result, 'fail');
@@ -207,7 +257,12 @@ describe('receiving: routes, parsing, authentication, threading', () => {
   });
 
   it('takes mail that fails DMARC with p=reject and records the failure (smtp.inbound.rejectDmarcFailures is off)', async () => {
-    const raw = await compose({ from: 'ceo@forger.test', to: 'support@acme.test', subject: 'Wire the money', text: 'Now.\n' });
+    const raw = await compose({
+      from: 'ceo@forger.test',
+      to: 'support@acme.test',
+      subject: 'Wire the money',
+      text: 'Now.\n',
+    });
     await sendRaw('ceo@forger.test', ['support@acme.test'], raw);
     const auth = (await webhookFor('Wire the money')).data.authentication;
     assert.equal(auth.spf.result, 'fail');
@@ -224,7 +279,29 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     const out = await new Promise<string>((resolve, reject) =>
       execFile(
         'swaks',
-        ['--server', '127.0.0.1', '--port', String(server.inboundPort), '--tls', '--ehlo', 'mail.sender.test', '--from', 'bob@sender.test', '--to', 'archive@acme.test', '--header', 'Subject: from swaks', '--body', 'hello from swaks', '--attach-type', 'text/plain', '--attach-name', 'notes.txt', '--attach', `@${attachment}`],
+        [
+          '--server',
+          '127.0.0.1',
+          '--port',
+          String(server.inboundPort),
+          '--tls',
+          '--ehlo',
+          'mail.sender.test',
+          '--from',
+          'bob@sender.test',
+          '--to',
+          'archive@acme.test',
+          '--header',
+          'Subject: from swaks',
+          '--body',
+          'hello from swaks',
+          '--attach-type',
+          'text/plain',
+          '--attach-name',
+          'notes.txt',
+          '--attach',
+          `@${attachment}`,
+        ],
         { timeout: 30_000 },
         (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
       ),
@@ -238,10 +315,16 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(read.body.envelope.helo, 'mail.sender.test');
     const [att] = read.body.attachments;
     assert.equal(att.filename, 'notes.txt');
-    const bytes = await request(server.httpUrl, 'GET', `/v1/emails/receiving/${id}/attachments/${att.id}/content`, { key });
+    const bytes = await request(server.httpUrl, 'GET', `/v1/emails/receiving/${id}/attachments/${att.id}/content`, {
+      key,
+    });
     assert.equal(bytes.text, content.toString());
     // Stored only: no email.received for it.
-    const events = await server.runtime.store.db.selectFrom('events').select('type').where('email_id', '=', id).execute();
+    const events = await server.runtime.store.db
+      .selectFrom('events')
+      .select('type')
+      .where('email_id', '=', id)
+      .execute();
     assert.deepEqual(events, []);
   });
 
@@ -253,7 +336,13 @@ describe('receiving: routes, parsing, authentication, threading', () => {
         return true;
       });
     }
-    const raw = await compose({ from: 'ann@sender.test', to: ['support@acme.test', 'nobody@acme.test'], bcc: 'reply+t1@acme.test', subject: 'Partly routed', text: 'x' });
+    const raw = await compose({
+      from: 'ann@sender.test',
+      to: ['support@acme.test', 'nobody@acme.test'],
+      bcc: 'reply+t1@acme.test',
+      subject: 'Partly routed',
+      text: 'x',
+    });
     const info = await sendRaw('ann@sender.test', ['support@acme.test', 'nobody@acme.test', 'reply+t1@acme.test'], raw);
     assert.deepEqual(info.accepted, ['support@acme.test', 'reply+t1@acme.test']);
     assert.deepEqual(info.rejected, ['nobody@acme.test']);
@@ -281,7 +370,13 @@ describe('receiving: routes, parsing, authentication, threading', () => {
   });
 
   it('takes up to smtp.inbound.maxRecipients recipients per transaction; the next gets 452', async () => {
-    const to = ['reply+1@acme.test', 'reply+2@acme.test', 'reply+3@acme.test', 'reply+4@acme.test', 'reply+5@acme.test'];
+    const to = [
+      'reply+1@acme.test',
+      'reply+2@acme.test',
+      'reply+3@acme.test',
+      'reply+4@acme.test',
+      'reply+5@acme.test',
+    ];
     const info = await sendRaw('ann@sender.test', to, 'Subject: many\r\n\r\nmany\r\n');
     assert.deepEqual(info.accepted, to.slice(0, 4));
     assert.equal((info.rejectedErrors?.[0] as SmtpError | undefined)?.responseCode, 452);
@@ -299,7 +394,11 @@ describe('receiving: routes, parsing, authentication, threading', () => {
       metadata: { ticket_id: 7 },
     });
     assert.equal(sent.status, 200, show(sent));
-    const delivered = await eventually(async () => mx.messages.find((m) => m.raw.includes('Your ticket 7')), 120_000, 'delivery to the customer MX');
+    const delivered = await eventually(
+      async () => mx.messages.find((m) => m.raw.includes('Your ticket 7')),
+      120_000,
+      'delivery to the customer MX',
+    );
     const original = await simpleParser(delivered.raw);
     // Carol's mail program answers it: In-Reply-To and References name what she received.
     const reply = await compose({
@@ -319,13 +418,36 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(data.in_reply_to_email.campaign_id, null);
 
     // A campaign message: the reply names its campaign and subscriber.
-    assert.equal((await api('POST', '/api/v1/subscribers', { email: 'dave@customer.test', tags: ['news'] })).status, 201);
-    const campaign = await api('POST', '/api/v1/campaigns/send', { subject: 'November news', from_name: 'Acme', from_email: 'news@acme.test', html: '<p>News</p>', tags: ['news'] });
+    assert.equal(
+      (await api('POST', '/api/v1/subscribers', { email: 'dave@customer.test', tags: ['news'] })).status,
+      201,
+    );
+    const campaign = await api('POST', '/api/v1/campaigns/send', {
+      subject: 'November news',
+      from_name: 'Acme',
+      from_email: 'news@acme.test',
+      html: '<p>News</p>',
+      tags: ['news'],
+    });
     assert.equal(campaign.status, 202, show(campaign));
-    const news = await eventually(async () => mx.messages.find((m) => m.raw.includes('November news')), 120_000, 'the campaign message');
+    const news = await eventually(
+      async () => mx.messages.find((m) => m.raw.includes('November news')),
+      120_000,
+      'the campaign message',
+    );
     const newsId = (await simpleParser(news.raw)).messageId!;
     // A reply that quotes the thread only in References (some clients do).
-    await sendRaw('dave@customer.test', ['support@acme.test'], await compose({ from: 'dave@customer.test', to: 'support@acme.test', subject: 'Re: November news', text: 'Stop?', references: ['<unknown@elsewhere.test>', newsId] }));
+    await sendRaw(
+      'dave@customer.test',
+      ['support@acme.test'],
+      await compose({
+        from: 'dave@customer.test',
+        to: 'support@acme.test',
+        subject: 'Re: November news',
+        text: 'Stop?',
+        references: ['<unknown@elsewhere.test>', newsId],
+      }),
+    );
     const fromCampaign = (await webhookFor('Re: November news')).data;
     assert.equal(fromCampaign.in_reply_to_email.campaign_id, campaign.body.campaignId);
     const subscriber = (await api('GET', '/v1/subscribers?email=dave@customer.test')).body.subscribers[0];
@@ -334,14 +456,24 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(email.body.campaign_id, campaign.body.campaignId);
 
     // A Message-ID another workspace sent does not thread into this one.
-    const stranger = await compose({ from: 'x@customer.test', to: 'support@acme.test', subject: 'Re: not ours', text: 'x', inReplyTo: '<not-ours@acme.test>' });
+    const stranger = await compose({
+      from: 'x@customer.test',
+      to: 'support@acme.test',
+      subject: 'Re: not ours',
+      text: 'x',
+      inReplyTo: '<not-ours@acme.test>',
+    });
     await sendRaw('x@customer.test', ['support@acme.test'], stranger);
     assert.equal((await webhookFor('Re: not ours')).data.in_reply_to_email_id, null);
   });
 
   it('serves the receiving calls of the Resend SDK: emails.receiving and inboxes', async () => {
     const resend = new Resend(key, { baseUrl: `${server.httpUrl}/v1` });
-    const created = await resend.inboxes.create({ emailAddress: 'sales@acme.test', name: 'Sales', fromName: 'Acme Sales' });
+    const created = await resend.inboxes.create({
+      emailAddress: 'sales@acme.test',
+      name: 'Sales',
+      fromName: 'Acme Sales',
+    });
     assert.equal(created.error, null, JSON.stringify(created.error));
     assert.equal(created.data.object, 'inbox');
     const inbox = await resend.inboxes.get('sales@acme.test');
@@ -350,7 +482,13 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(inbox.data!.from_name, 'Acme Sales');
     assert.equal((await resend.inboxes.update(created.data.id, { name: 'Sales team' })).error, null);
 
-    const raw = await compose({ from: 'ann@sender.test', to: 'sales@acme.test', subject: 'A quote please', text: 'Quote?', attachments: [{ filename: 'specs.txt', content: 'specs' }] });
+    const raw = await compose({
+      from: 'ann@sender.test',
+      to: 'sales@acme.test',
+      subject: 'A quote please',
+      text: 'Quote?',
+      attachments: [{ filename: 'specs.txt', content: 'specs' }],
+    });
     const id = idOf((await sendRaw('ann@sender.test', ['sales@acme.test'], raw)).response);
 
     const list = await resend.emails.receiving.list({ limit: 2 });
@@ -359,7 +497,10 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.equal(list.data.data[0]!.id, id, 'newest first');
     assert.equal(list.data.has_more, true);
     const next = await resend.emails.receiving.list({ limit: 2, after: list.data.data[1]!.id });
-    assert.ok(next.data!.data.every((e) => !list.data.data.some((f) => f.id === e.id)), 'the next page holds other messages');
+    assert.ok(
+      next.data!.data.every((e) => !list.data.data.some((f) => f.id === e.id)),
+      'the next page holds other messages',
+    );
 
     const got = await resend.emails.receiving.get(id);
     assert.equal(got.error, null, JSON.stringify(got.error));
@@ -381,7 +522,10 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     assert.ok(inboxes.data!.data.find((i) => i.email_address === 'sales@acme.test')!.last_received);
     const removed = await resend.inboxes.remove('sales@acme.test');
     assert.equal(removed.error, null);
-    await assert.rejects(sendRaw('ann@sender.test', ['sales@acme.test'], raw), (err: SmtpError) => err.responseCode === 550);
+    await assert.rejects(
+      sendRaw('ann@sender.test', ['sales@acme.test'], raw),
+      (err: SmtpError) => err.responseCode === 550,
+    );
   });
 
   it('manages routes through /v1: validation, conflicts, patterns before the catch-all', async () => {
@@ -397,7 +541,11 @@ describe('receiving: routes, parsing, authentication, threading', () => {
     // A catch-all takes what no other route covers; the more specific routes still win.
     const catchAll = await api('POST', '/v1/receiving/routes', { address: '*@acme.test', action: 'store' });
     assert.equal(catchAll.status, 201, show(catchAll));
-    const info = await sendRaw('ann@sender.test', ['anyone@acme.test', 'reply+9@acme.test'], 'Subject: catch\r\n\r\nall\r\n');
+    const info = await sendRaw(
+      'ann@sender.test',
+      ['anyone@acme.test', 'reply+9@acme.test'],
+      'Subject: catch\r\n\r\nall\r\n',
+    );
     assert.deepEqual(info.accepted, ['anyone@acme.test', 'reply+9@acme.test']);
     const read = await api('GET', `/v1/emails/receiving/${idOf(info.response)}`);
     const patternRoute = (await api('GET', '/v1/receiving/routes/reply+*@acme.test')).body;
@@ -405,10 +553,16 @@ describe('receiving: routes, parsing, authentication, threading', () => {
 
     const patched = await api('PATCH', `/v1/receiving/routes/${catchAll.body.id}`, { action: 'reject' });
     assert.equal(patched.body.action, 'reject');
-    await assert.rejects(sendRaw('ann@sender.test', ['anyone@acme.test'], 'Subject: x\r\n\r\nx\r\n'), (err: SmtpError) => err.responseCode === 550);
+    await assert.rejects(
+      sendRaw('ann@sender.test', ['anyone@acme.test'], 'Subject: x\r\n\r\nx\r\n'),
+      (err: SmtpError) => err.responseCode === 550,
+    );
     assert.equal((await api('DELETE', `/v1/receiving/routes/${catchAll.body.id}`)).status, 200);
     const list = await api('GET', '/v1/receiving/routes?kind=pattern');
-    assert.deepEqual(list.body.routes.map((r: { address: string }) => r.address), ['reply+*@acme.test']);
+    assert.deepEqual(
+      list.body.routes.map((r: { address: string }) => r.address),
+      ['reply+*@acme.test'],
+    );
     assert.equal(list.body.pagination.total, 1);
   });
 
@@ -436,13 +590,24 @@ describe('receiving: limits of the inbound listener, DMARC enforcement, a large 
     server = await startTestServer(
       {
         delivery: { dnsServers: [dns.server] },
-        smtp: { inbound: { enabled: true, port: 0, maxConnectionsPerIp: 3, commandsPerMinutePerIp: 20, rejectDmarcFailures: true } },
+        smtp: {
+          inbound: {
+            enabled: true,
+            port: 0,
+            maxConnectionsPerIp: 3,
+            commandsPerMinutePerIp: 20,
+            rejectDmarcFailures: true,
+          },
+        },
       },
       { clock },
     );
     await addVerifiedDomain(server, dns, 'acme.test');
     key = await server.key();
-    assert.equal((await server.runtime.services.routes.add(server.workspaceId, { address: 'support@acme.test' })).action, 'webhook');
+    assert.equal(
+      (await server.runtime.services.routes.add(server.workspaceId, { address: 'support@acme.test' })).action,
+      'webhook',
+    );
     dns.set('sender.test', 'TXT', ['v=spf1 ip4:127.0.0.1 -all']);
     dns.set('_dmarc.sender.test', 'TXT', ['v=DMARC1; p=reject']);
     dns.set('forger.test', 'TXT', ['v=spf1 ip4:192.0.2.1 -all']);
@@ -453,7 +618,13 @@ describe('receiving: limits of the inbound listener, DMARC enforcement, a large 
     await dns.close();
   });
 
-  const transport = () => nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } });
+  const transport = () =>
+    nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: server.inboundPort!,
+      secure: false,
+      tls: { rejectUnauthorized: false },
+    });
 
   it('holds smtp.inbound.maxConnectionsPerIp connections from one address; the next gets 421 until one closes', async () => {
     const sessions: SmtpSession[] = [];
@@ -509,21 +680,30 @@ describe('receiving: limits of the inbound listener, DMARC enforcement, a large 
       s.close();
     }
     clock.advance(60_000);
-    const info = await transport().sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw: 'Subject: next minute\r\n\r\nok\r\n' });
+    const info = await transport().sendMail({
+      envelope: { from: 'ann@sender.test', to: ['support@acme.test'] },
+      raw: 'Subject: next minute\r\n\r\nok\r\n',
+    });
     assert.match(info.response, /^250 /, 'the next minute is a new window');
   });
 
   it('refuses mail failing DMARC under p=reject with 550 5.7.1 when smtp.inbound.rejectDmarcFailures is on', async () => {
     clock.advance(60_000);
     await assert.rejects(
-      transport().sendMail({ envelope: { from: 'ceo@forger.test', to: ['support@acme.test'] }, raw: 'From: ceo@forger.test\r\nSubject: pay\r\n\r\nnow\r\n' }),
+      transport().sendMail({
+        envelope: { from: 'ceo@forger.test', to: ['support@acme.test'] },
+        raw: 'From: ceo@forger.test\r\nSubject: pay\r\n\r\nnow\r\n',
+      }),
       (err: SmtpError) => {
         assert.equal(err.responseCode, 550, err.response);
         assert.match(err.response ?? '', /5\.7\.1 Rejected by the DMARC policy of forger\.test/);
         return true;
       },
     );
-    const passing = await transport().sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw: 'From: ann@sender.test\r\nSubject: fine\r\n\r\nok\r\n' });
+    const passing = await transport().sendMail({
+      envelope: { from: 'ann@sender.test', to: ['support@acme.test'] },
+      raw: 'From: ann@sender.test\r\nSubject: fine\r\n\r\nok\r\n',
+    });
     assert.match(passing.response, /^250 /, 'aligned SPF passes DMARC');
   });
 
@@ -531,13 +711,21 @@ describe('receiving: limits of the inbound listener, DMARC enforcement, a large 
     clock.advance(60_000);
     assert.equal(server.config.smtp.inbound.maxMessageSize, 25 * 1024 * 1024);
     const file = randomBytes(LARGE);
-    const raw = await compose({ from: 'ann@sender.test', to: 'support@acme.test', subject: 'Big', text: 'see attached', attachments: [{ filename: 'big.bin', content: file }] });
+    const raw = await compose({
+      from: 'ann@sender.test',
+      to: 'support@acme.test',
+      subject: 'Big',
+      text: 'see attached',
+      attachments: [{ filename: 'big.bin', content: file }],
+    });
     const info = await transport().sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw });
     const id = idOf(info.response);
     const read = await request(server.httpUrl, 'GET', `/v1/emails/receiving/${id}`, { key });
     const att = read.body.attachments[0];
     assert.equal(att.size, LARGE);
-    const bytes = await fetch(`${server.httpUrl}/v1/emails/receiving/${id}/attachments/${att.id}/content`, { headers: { authorization: `Bearer ${key}` } });
+    const bytes = await fetch(`${server.httpUrl}/v1/emails/receiving/${id}/attachments/${att.id}/content`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(sha256(Buffer.from(await bytes.arrayBuffer())), sha256(file));
   });
 });

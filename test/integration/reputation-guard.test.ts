@@ -23,14 +23,19 @@ describe('reputation guard', () => {
 
   before(async () => {
     ({ server, mx } = rig = await startDeliveringServer({
-      mx: { hooks: {
-        onRcpt: (address) =>
-          address.startsWith('gone')
-            ? { code: 550, text: `5.1.1 <${address}>: Recipient address rejected: User unknown in virtual mailbox table` }
-            : address.startsWith('later') && !acceptLater
-              ? { code: 451, text: '4.3.0 Temporary local problem, try later' }
-              : undefined,
-      } },
+      mx: {
+        hooks: {
+          onRcpt: (address) =>
+            address.startsWith('gone')
+              ? {
+                  code: 550,
+                  text: `5.1.1 <${address}>: Recipient address rejected: User unknown in virtual mailbox table`,
+                }
+              : address.startsWith('later') && !acceptLater
+                ? { code: 451, text: '4.3.0 Temporary local problem, try later' }
+                : undefined,
+        },
+      },
       delivery: { pollInterval: 50, signingThreads: 0, retrySchedule: [3600] },
       config: { deliverability: { guard: { interval: 1, minimumSent: 10 } } },
       senders: ['shop.example'],
@@ -40,7 +45,10 @@ describe('reputation guard', () => {
   after(() => rig?.close());
 
   const send = async (to: string, type: 'marketing' | 'transactional') => {
-    const res = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'News <news@shop.example>', to, subject: `${type} for ${to}`, html: '<p>Hello</p>', type } });
+    const res = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key,
+      body: { from: 'News <news@shop.example>', to, subject: `${type} for ${to}`, html: '<p>Hello</p>', type },
+    });
     assert.equal(res.status, 200, show(res));
     return res.body.id as string;
   };
@@ -60,17 +68,28 @@ describe('reputation guard', () => {
     waiting = await send('later-1@dest.test', 'marketing');
     await eventually(async () => (await statusOf(waiting)) === 'deferred', 120_000, 'the first attempt deferred');
 
-    const ids = [...Array.from({ length: 12 }, (_, i) => send(`gone-${i}@dest.test`, 'marketing')), ...Array.from({ length: 3 }, (_, i) => send(`ok-${i}@dest.test`, 'transactional'))];
+    const ids = [
+      ...Array.from({ length: 12 }, (_, i) => send(`gone-${i}@dest.test`, 'marketing')),
+      ...Array.from({ length: 3 }, (_, i) => send(`ok-${i}@dest.test`, 'transactional')),
+    ];
     const sent = await Promise.all(ids);
-    await eventually(async () => (await Promise.all(sent.map(statusOf))).every((s) => s === 'bounced' || s === 'delivered'), 120_000, 'every message answered');
+    await eventually(
+      async () => (await Promise.all(sent.map(statusOf))).every((s) => s === 'bounced' || s === 'delivered'),
+      120_000,
+      'every message answered',
+    );
     assert.equal(received('ok-0@dest.test'), 1);
 
     // The guard may pause while the bounces are still coming in (it judges from 10 messages);
     // a later round counts them all, and the domain stays paused.
-    const state = await eventually(async () => {
-      const r = await reputation();
-      return r.state === 'paused' && r.sent === 15 ? r : null;
-    }, 15_000, 'the guard to pause the domain, with every answer counted');
+    const state = await eventually(
+      async () => {
+        const r = await reputation();
+        return r.state === 'paused' && r.sent === 15 ? r : null;
+      },
+      15_000,
+      'the guard to pause the domain, with every answer counted',
+    );
     assert.equal(state.hard_bounces, 12);
     assert.equal(state.bounce.rate, 80);
     assert.equal(state.bounce.status, 'failing');
@@ -81,9 +100,19 @@ describe('reputation guard', () => {
     await eventually(async () => (await statusOf(waiting)) === 'held', 120_000, 'the waiting marketing email held');
     const { items, events } = await emailState(server.runtime.store.db, waiting);
     assert.equal(items[0]!.status, 'held');
-    assert.ok(events.some((e) => e.type === 'email.held'), 'email.held recorded');
-    const updated = await server.runtime.store.db.selectFrom('events').select('data').where('type', '=', 'domain.updated').execute();
-    assert.ok(updated.some((e) => JSON.parse(e.data).reputation?.state === 'paused'), 'domain.updated with the paused state');
+    assert.ok(
+      events.some((e) => e.type === 'email.held'),
+      'email.held recorded',
+    );
+    const updated = await server.runtime.store.db
+      .selectFrom('events')
+      .select('data')
+      .where('type', '=', 'domain.updated')
+      .execute();
+    assert.ok(
+      updated.some((e) => JSON.parse(e.data).reputation?.state === 'paused'),
+      'domain.updated with the paused state',
+    );
   });
 
   it('holds new marketing mail of the paused domain and still delivers transactional mail', async () => {
@@ -109,9 +138,16 @@ describe('reputation guard', () => {
     assert.match(metrics, /mailsvc_reputation_bounce_rate\{workspace="[^"]+",domain="shop\.example"\} (80|75)\n/);
     assert.match(metrics, /mailsvc_queue_depth\{status="held"\} 2/);
 
-    const listed = await runCliProcess(['reputation', 'list'], { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_LOG_LEVEL: 'warn' });
+    const listed = await runCliProcess(['reputation', 'list'], {
+      MAILSVC_DATABASE: server.config.database,
+      MAILSVC_DATA_DIR: server.dir,
+      MAILSVC_LOG_LEVEL: 'warn',
+    });
     assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, /shop\.example\s+paused\s+(80%\s+0%\s+15|75%\s+0%\s+16)\s+2\s+hard-bounce rate [\d.]+% is over 10%/);
+    assert.match(
+      listed.stdout,
+      /shop\.example\s+paused\s+(80%\s+0%\s+15|75%\s+0%\s+16)\s+2\s+hard-bounce rate [\d.]+% is over 10%/,
+    );
   });
 
   it('resume releases the held mail to the MX, and the old bounces do not pause it again', async () => {
@@ -120,7 +156,11 @@ describe('reputation guard', () => {
     assert.equal(resumed.status, 200, show(resumed));
     assert.equal(resumed.body.released, 2);
     assert.equal(resumed.body.state, 'sending');
-    await eventually(async () => (await statusOf(marketingAfter)) === 'delivered' && (await statusOf(waiting)) === 'delivered', 120_000, 'released mail delivered');
+    await eventually(
+      async () => (await statusOf(marketingAfter)) === 'delivered' && (await statusOf(waiting)) === 'delivered',
+      120_000,
+      'released mail delivered',
+    );
     assert.equal(received('fresh-1@dest.test'), 1);
     assert.equal(received('later-1@dest.test'), 1);
 
@@ -141,10 +181,18 @@ describe('reputation guard', () => {
     const nul = await request(server.httpUrl, 'GET', '/v1/domains/zx%00zx/reputation', { key });
     assert.equal(nul.status, 400, show(nul));
     assert.match(nul.body.error.message, /^id: must not contain control characters/);
-    const byId = await request(server.httpUrl, 'GET', `/v1/domains/${(await reputation()).domain_id.toUpperCase()}/reputation`, { key });
+    const byId = await request(
+      server.httpUrl,
+      'GET',
+      `/v1/domains/${(await reputation()).domain_id.toUpperCase()}/reputation`,
+      { key },
+    );
     assert.equal(byId.status, 200, show(byId));
     const list = await request(server.httpUrl, 'GET', '/v1/reputation', { key });
     assert.equal(list.status, 200, show(list));
-    assert.deepEqual(list.body.data.map((d: { domain_name: string }) => d.domain_name), ['shop.example']);
+    assert.deepEqual(
+      list.body.data.map((d: { domain_name: string }) => d.domain_name),
+      ['shop.example'],
+    );
   });
 });

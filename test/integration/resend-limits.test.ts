@@ -18,7 +18,8 @@ describe('limits of the Resend-shaped routes', () => {
   });
   after(() => server.close());
 
-  const call = (method: string, path: string, body?: unknown): Promise<ApiResponse> => request(server.httpUrl, method, path, { key, body });
+  const call = (method: string, path: string, body?: unknown): Promise<ApiResponse> =>
+    request(server.httpUrl, method, path, { key, body });
   const expect = (res: ApiResponse, status: number, message?: RegExp) => {
     assert.equal(res.status, status, show(res));
     if (message) assert.match(res.body.error.message, message);
@@ -30,24 +31,66 @@ describe('limits of the Resend-shaped routes', () => {
     const full = await call('POST', '/v1/suppressions/batch/add', { emails: emails(1000, 'b') });
     expect(full, 200);
     assert.equal(full.body.data.length, 1000);
-    expect(await call('POST', '/v1/suppressions/batch/add', { emails: emails(1001, 'c') }), 400, /^emails: must list 1 to 1000/);
+    expect(
+      await call('POST', '/v1/suppressions/batch/add', { emails: emails(1001, 'c') }),
+      400,
+      /^emails: must list 1 to 1000/,
+    );
     expect(await call('POST', '/v1/suppressions/batch/add', { emails: [] }), 400, /^emails:/);
     expect(await call('POST', '/v1/suppressions/batch/remove', { emails: emails(1001, 'b') }), 400, /^emails:/);
     const removed = await call('POST', '/v1/suppressions/batch/remove', { emails: emails(1000, 'b') });
     expect(removed, 200);
     assert.ok(removed.body.data.every((d: { deleted: boolean }) => d.deleted));
-    assert.equal((await call('GET', '/v1/suppressions?limit=1')).body.pagination.total, 999, 'the refused batch added nothing');
+    assert.equal(
+      (await call('GET', '/v1/suppressions?limit=1')).body.pagination.total,
+      999,
+      'the refused batch added nothing',
+    );
   });
 
   it('templates: 50 variables with keys of up to 50 characters; aliases of up to 100', async () => {
     const vars = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `V${i}`, type: 'string' }));
     expect(await call('POST', '/v1/templates', { name: 't49', html: 'h', variables: vars(49) }), 201);
     expect(await call('POST', '/v1/templates', { name: 't50', html: 'h', variables: vars(50) }), 201);
-    expect(await call('POST', '/v1/templates', { name: 't51', html: 'h', variables: vars(51) }), 400, /^variables: at most 50/);
-    expect(await call('POST', '/v1/templates', { name: 'k', html: 'h', variables: [{ key: `K${'x'.repeat(48)}`, type: 'string' }] }), 201);
-    expect(await call('POST', '/v1/templates', { name: 'k', html: 'h', variables: [{ key: `K${'x'.repeat(49)}`, type: 'string' }] }), 201);
-    expect(await call('POST', '/v1/templates', { name: 'k', html: 'h', variables: [{ key: `K${'x'.repeat(50)}`, type: 'string' }] }), 400, /^variables\[0\]\.key:/);
-    expect(await call('POST', '/v1/templates', { name: 'k', html: 'h', variables: [{ key: 'N', type: 'number', fallback_value: 'two' }] }), 400, /^variables\[0\]\.fallback_value: must be a number/);
+    expect(
+      await call('POST', '/v1/templates', { name: 't51', html: 'h', variables: vars(51) }),
+      400,
+      /^variables: at most 50/,
+    );
+    expect(
+      await call('POST', '/v1/templates', {
+        name: 'k',
+        html: 'h',
+        variables: [{ key: `K${'x'.repeat(48)}`, type: 'string' }],
+      }),
+      201,
+    );
+    expect(
+      await call('POST', '/v1/templates', {
+        name: 'k',
+        html: 'h',
+        variables: [{ key: `K${'x'.repeat(49)}`, type: 'string' }],
+      }),
+      201,
+    );
+    expect(
+      await call('POST', '/v1/templates', {
+        name: 'k',
+        html: 'h',
+        variables: [{ key: `K${'x'.repeat(50)}`, type: 'string' }],
+      }),
+      400,
+      /^variables\[0\]\.key:/,
+    );
+    expect(
+      await call('POST', '/v1/templates', {
+        name: 'k',
+        html: 'h',
+        variables: [{ key: 'N', type: 'number', fallback_value: 'two' }],
+      }),
+      400,
+      /^variables\[0\]\.fallback_value: must be a number/,
+    );
     expect(await call('POST', '/v1/templates', { name: 'a', html: 'h', alias: `a${'x'.repeat(98)}` }), 201);
     expect(await call('POST', '/v1/templates', { name: 'a', html: 'h', alias: `b${'x'.repeat(99)}` }), 201);
     expect(await call('POST', '/v1/templates', { name: 'a', html: 'h', alias: `c${'x'.repeat(100)}` }), 400, /^alias:/);
@@ -55,10 +98,25 @@ describe('limits of the Resend-shaped routes', () => {
 
   it('topics: names of up to 50 characters, descriptions of up to 200', async () => {
     expect(await call('POST', '/v1/topics', { name: 'n'.repeat(49), default_subscription: 'opt_in' }), 201);
-    expect(await call('POST', '/v1/topics', { name: 'n'.repeat(50), description: 'd'.repeat(200), default_subscription: 'opt_out' }), 201);
+    expect(
+      await call('POST', '/v1/topics', {
+        name: 'n'.repeat(50),
+        description: 'd'.repeat(200),
+        default_subscription: 'opt_out',
+      }),
+      201,
+    );
     expect(await call('POST', '/v1/topics', { name: 'n'.repeat(51), default_subscription: 'opt_in' }), 400, /^name:/);
-    expect(await call('POST', '/v1/topics', { name: 'n', description: 'd'.repeat(201), default_subscription: 'opt_in' }), 400, /^description:/);
-    expect(await call('POST', '/v1/topics', { name: 'n', default_subscription: 'sometimes' }), 400, /^default_subscription:/);
+    expect(
+      await call('POST', '/v1/topics', { name: 'n', description: 'd'.repeat(201), default_subscription: 'opt_in' }),
+      400,
+      /^description:/,
+    );
+    expect(
+      await call('POST', '/v1/topics', { name: 'n', default_subscription: 'sometimes' }),
+      400,
+      /^default_subscription:/,
+    );
   });
 
   it('broadcasts: preview text of up to 500 characters; scheduled at most 30 days ahead', async () => {
@@ -70,16 +128,31 @@ describe('limits of the Resend-shaped routes', () => {
     const at = (ms: number) => new Date(clock.now() + ms).toISOString();
     expect(await call('POST', '/v1/broadcasts', { ...base, send: true, scheduled_at: at(30 * day - 60_000) }), 201);
     expect(await call('POST', '/v1/broadcasts', { ...base, send: true, scheduled_at: at(30 * day) }), 201);
-    expect(await call('POST', '/v1/broadcasts', { ...base, send: true, scheduled_at: at(30 * day + 60_000) }), 400, /^scheduled_at: must be within 30 days/);
-    expect(await call('POST', '/v1/broadcasts', { ...base, scheduled_at: at(day) }), 400, /^scheduled_at: applies only with send: true/);
+    expect(
+      await call('POST', '/v1/broadcasts', { ...base, send: true, scheduled_at: at(30 * day + 60_000) }),
+      400,
+      /^scheduled_at: must be within 30 days/,
+    );
+    expect(
+      await call('POST', '/v1/broadcasts', { ...base, scheduled_at: at(day) }),
+      400,
+      /^scheduled_at: applies only with send: true/,
+    );
     clock.advance(60_000);
   });
 
   it('emails: rescheduled at most 30 days ahead', async () => {
     const day = 24 * 3600 * 1000;
-    const sent = await call('POST', '/v1/emails', { from: 'hello@shop.example', to: 'a@example.org', subject: 's', html: 'h', scheduled_at: new Date(clock.now() + day).toISOString() });
+    const sent = await call('POST', '/v1/emails', {
+      from: 'hello@shop.example',
+      to: 'a@example.org',
+      subject: 's',
+      html: 'h',
+      scheduled_at: new Date(clock.now() + day).toISOString(),
+    });
     expect(sent, 200);
-    const move = (ms: number) => call('PATCH', `/v1/emails/${sent.body.id}`, { scheduled_at: new Date(clock.now() + ms).toISOString() });
+    const move = (ms: number) =>
+      call('PATCH', `/v1/emails/${sent.body.id}`, { scheduled_at: new Date(clock.now() + ms).toISOString() });
     expect(await move(30 * day - 60_000), 200);
     expect(await move(30 * day), 200);
     expect(await move(30 * day + 60_000), 400, /^scheduled_at: must be within 30 days/);
@@ -93,7 +166,13 @@ describe('limits of the Resend-shaped routes', () => {
   });
 
   it('attachment download links work for an hour, not a moment more', async () => {
-    const sent = await call('POST', '/v1/emails', { from: 'hello@shop.example', to: 'a@example.org', subject: 's', html: 'h', attachments: [{ filename: 'a.txt', content: Buffer.from('hello').toString('base64') }] });
+    const sent = await call('POST', '/v1/emails', {
+      from: 'hello@shop.example',
+      to: 'a@example.org',
+      subject: 's',
+      html: 'h',
+      attachments: [{ filename: 'a.txt', content: Buffer.from('hello').toString('base64') }],
+    });
     expect(sent, 200);
     const listed = await call('GET', `/v1/emails/${sent.body.id}/attachments`);
     expect(listed, 200);

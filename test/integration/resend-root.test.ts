@@ -37,7 +37,15 @@ describe('Resend by one URL: the API at the server root, resend.dev simulated', 
   });
 
   it('the unchanged SDK works with the server root as its base URL', async () => {
-    const sent = ok(await resend.emails.send({ from: 'Shop <shop@root.example>', to: 'delivered@resend.dev', subject: 'From the root', html: '<p>hi</p>' }), 'emails.send');
+    const sent = ok(
+      await resend.emails.send({
+        from: 'Shop <shop@root.example>',
+        to: 'delivered@resend.dev',
+        subject: 'From the root',
+        html: '<p>hi</p>',
+      }),
+      'emails.send',
+    );
     const got = ok(await resend.emails.get(sent.id), 'emails.get');
     assert.equal(got.id, sent.id);
     assert.equal(got.subject, 'From the root');
@@ -87,37 +95,67 @@ describe('Resend by one URL: the API at the server root, resend.dev simulated', 
   it('refuses, at start, a /v1 resource whose root path is taken', () => {
     assert.ok(rootResources(apiRoutes).has('emails'));
     for (const taken of ['metrics', 'dashboard', 't', 'healthz']) {
-      const clash = defineRoute({ method: 'GET', path: `/v1/${taken}`, summary: 'x', operation: 'api', scope: 'emails:read', handler: async () => ({}) });
-      assert.throws(() => rootResources([...apiRoutes, clash]), new RegExp(`/v1/${taken} cannot also be served at /${taken}`));
+      const clash = defineRoute({
+        method: 'GET',
+        path: `/v1/${taken}`,
+        summary: 'x',
+        operation: 'api',
+        scope: 'emails:read',
+        handler: async () => ({}),
+      });
+      assert.throws(
+        () => rootResources([...apiRoutes, clash]),
+        new RegExp(`/v1/${taken} cannot also be served at /${taken}`),
+      );
     }
   });
 
-  it('a live key to Resend\'s test recipients opens no connection and reports delivered, bounced, complained', async () => {
+  it("a live key to Resend's test recipients opens no connection and reports delivered, bounced, complained", async () => {
     const lookupsBefore = dns.queries.filter((q) => q.includes('resend.dev')).length;
-    const send = async (to: string) => ok(await resend.emails.send({ from: 'shop@root.example', to, subject: `to ${to}`, text: 'x' }), `send to ${to}`).id;
+    const send = async (to: string) =>
+      ok(await resend.emails.send({ from: 'shop@root.example', to, subject: `to ${to}`, text: 'x' }), `send to ${to}`)
+        .id;
     const delivered = await send('delivered+signup@resend.dev');
     const bounced = await send('bounced@resend.dev');
     const complained = await send('complained+x@resend.dev');
     const db = server.runtime.store.db;
-    const settled = (id: string) => eventually(async () => ((await emailState(db, id)).email.status !== 'queued' && (await emailState(db, id)).email.status !== 'sending' ? emailState(db, id) : null));
+    const settled = (id: string) =>
+      eventually(async () =>
+        (await emailState(db, id)).email.status !== 'queued' && (await emailState(db, id)).email.status !== 'sending'
+          ? emailState(db, id)
+          : null,
+      );
 
     const d = await settled(delivered);
     assert.equal(d.email.test, 0, 'sent with a live key');
     assert.equal(d.email.status, 'delivered');
-    assert.deepEqual(d.events.map((e) => e.type), ['email.sent', 'email.delivered']);
+    assert.deepEqual(
+      d.events.map((e) => e.type),
+      ['email.sent', 'email.delivered'],
+    );
     assert.equal(d.attempts[0]!.mx_host, 'simulator');
 
     const b = await settled(bounced);
     assert.equal(b.email.status, 'bounced');
     assert.equal(ok(await resend.emails.get(bounced), 'get').last_event, 'bounced');
     const c = await settled(complained);
-    assert.deepEqual(c.events.map((e) => e.type), ['email.sent', 'email.delivered', 'email.complained']);
+    assert.deepEqual(
+      c.events.map((e) => e.type),
+      ['email.sent', 'email.delivered', 'email.complained'],
+    );
     assert.equal(ok(await resend.emails.get(complained), 'get').last_event, 'complained');
 
     assert.equal(mx.sessions.size, 0, 'no connection reached the MX of resend.dev');
-    assert.equal(dns.queries.filter((q) => q.includes('resend.dev')).length, lookupsBefore, 'resend.dev was not even looked up');
+    assert.equal(
+      dns.queries.filter((q) => q.includes('resend.dev')).length,
+      lookupsBefore,
+      'resend.dev was not even looked up',
+    );
     const suppressions = await request(server.httpUrl, 'GET', '/suppressions', { key: live });
     assert.equal(suppressions.status, 200, show(suppressions));
-    assert.ok(!JSON.stringify(suppressions.body).includes('bounced@resend.dev'), 'a simulated bounce does not suppress the address');
+    assert.ok(
+      !JSON.stringify(suppressions.body).includes('bounced@resend.dev'),
+      'a simulated bounce does not suppress the address',
+    );
   });
 });

@@ -16,7 +16,8 @@ import { failed, hasFields, ok, publishDomain } from '../helpers/resend.js';
 import { manualClock, type TestServer } from '../helpers/server.js';
 import { freePort } from '../helpers/http.js';
 
-const compose = (options: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer({ xMailer: false, ...options }).compile().build();
+const compose = (options: ConstructorParameters<typeof MailComposer>[0]) =>
+  new MailComposer({ xMailer: false, ...options }).compile().build();
 
 /**
  * The methods of the `resend` SDK (6.38.0) beyond the ones resend-sdk.test.ts drives, called
@@ -64,7 +65,12 @@ describe('the Resend SDK, the rest of its methods', () => {
         messageId: '<order-42@sender.test>',
         attachments: [{ filename: 'invoice.pdf', content: attachment, contentType: 'application/pdf' }],
       });
-      const transport = nodemailer.createTransport({ host: '127.0.0.1', port: server.inboundPort!, secure: false, tls: { rejectUnauthorized: false } });
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: server.inboundPort!,
+        secure: false,
+        tls: { rejectUnauthorized: false },
+      });
       const info = await transport.sendMail({ envelope: { from: 'ann@sender.test', to: ['support@acme.test'] }, raw });
       receivedId = /received as ([0-9a-f-]{36})/.exec(info.response)![1]!;
     });
@@ -80,7 +86,14 @@ describe('the Resend SDK, the rest of its methods', () => {
       assert.equal(Date.parse(got.raw.expires_at), clock.now() + 3600_000);
 
       const before = mx.messages.length;
-      const forwarded = ok(await resend.emails.receiving.forward({ emailId: receivedId, to: 'agent@customer.test', from: 'Support <support@acme.test>' }), 'emails.receiving.forward');
+      const forwarded = ok(
+        await resend.emails.receiving.forward({
+          emailId: receivedId,
+          to: 'agent@customer.test',
+          from: 'Support <support@acme.test>',
+        }),
+        'emails.receiving.forward',
+      );
       hasFields(forwarded, { id: 'string' }, 'ForwardReceivingEmailResponseSuccess');
       const [message] = (await mx.waitFor(before + 1)).slice(before);
       const mail = await simpleParser(message!.raw);
@@ -95,7 +108,13 @@ describe('the Resend SDK, the rest of its methods', () => {
     it('wraps the message as an .eml attachment when passthrough is false', async () => {
       const before = mx.messages.length;
       ok(
-        await resend.emails.receiving.forward({ emailId: receivedId, to: 'agent@customer.test', from: 'support@acme.test', passthrough: false, text: 'See below.' }),
+        await resend.emails.receiving.forward({
+          emailId: receivedId,
+          to: 'agent@customer.test',
+          from: 'support@acme.test',
+          passthrough: false,
+          text: 'See below.',
+        }),
         'emails.receiving.forward (wrapped)',
       );
       const [message] = (await mx.waitFor(before + 1)).slice(before);
@@ -120,7 +139,15 @@ describe('the Resend SDK, the rest of its methods', () => {
       assert.equal((await fetch(linkOf(got.attachments[0]))).status, 404, 'attachment links expire with it');
       const fresh = ok(await resend.emails.receiving.get(receivedId), 'emails.receiving.get');
       assert.equal((await fetch(linkOf(fresh.attachments[0]))).status, 200, 'a fresh read gives fresh links');
-      failed(await resend.emails.receiving.forward({ emailId: '00000000-0000-7000-8000-000000000000', to: 'a@customer.test', from: 'support@acme.test' }), 404, 'not_found');
+      failed(
+        await resend.emails.receiving.forward({
+          emailId: '00000000-0000-7000-8000-000000000000',
+          to: 'a@customer.test',
+          from: 'support@acme.test',
+        }),
+        404,
+        'not_found',
+      );
     });
   });
 
@@ -158,15 +185,24 @@ describe('the Resend SDK, the rest of its methods', () => {
       ok(await resend.domains.verify(created.id), 'domains.verify');
       const html = '<p>Hello <a href="https://shop.example/order/42">your order</a></p>';
       const before = mx.messages.length;
-      const untracked = ok(await resend.emails.send({ from: 'shop@tracked.test', to: 'a@customer.test', subject: 'Untracked', html }), 'emails.send');
-      const updated = ok(await resend.domains.update({ id: created.id, openTracking: true, clickTracking: true }), 'domains.update');
+      const untracked = ok(
+        await resend.emails.send({ from: 'shop@tracked.test', to: 'a@customer.test', subject: 'Untracked', html }),
+        'emails.send',
+      );
+      const updated = ok(
+        await resend.domains.update({ id: created.id, openTracking: true, clickTracking: true }),
+        'domains.update',
+      );
       hasFields(updated, { id: 'string', object: 'string' }, 'UpdateDomainsResponseSuccess');
       assert.equal(updated.id, created.id);
       assert.equal(updated.object, 'domain');
       const got = ok(await resend.domains.get(created.id), 'domains.get');
       assert.equal(got.open_tracking, true);
       assert.equal(got.click_tracking, true);
-      const tracked = ok(await resend.emails.send({ from: 'shop@tracked.test', to: 'a@customer.test', subject: 'Tracked', html }), 'emails.send');
+      const tracked = ok(
+        await resend.emails.send({ from: 'shop@tracked.test', to: 'a@customer.test', subject: 'Tracked', html }),
+        'emails.send',
+      );
       const arrived = (await mx.waitFor(before + 2)).slice(before);
       const bySubject = async (subject: string) => {
         for (const m of arrived) {
@@ -187,7 +223,10 @@ describe('the Resend SDK, the rest of its methods', () => {
       ok(await resend.domains.update({ id: created.id, openTracking: false }), 'domains.update');
       const back = ok(await resend.domains.get(created.id), 'domains.get');
       assert.equal(back.open_tracking, false);
-      ok(await resend.emails.send({ from: 'shop@tracked.test', to: 'a@customer.test', subject: 'Off again', html }), 'emails.send');
+      ok(
+        await resend.emails.send({ from: 'shop@tracked.test', to: 'a@customer.test', subject: 'Off again', html }),
+        'emails.send',
+      );
       const [last] = (await mx.waitFor(before2 + 1)).slice(before2);
       assert.doesNotMatch(String((await simpleParser(last!.raw)).html), /\/t\/[oc]\//);
     });
@@ -196,8 +235,19 @@ describe('the Resend SDK, the rest of its methods', () => {
       const created = ok(await resend.domains.create({ name: 'strict.test', tls: 'enforced' }), 'domains.create');
       await publishDomain(server, dns, 'strict.test');
       ok(await resend.domains.verify(created.id), 'domains.verify');
-      assert.equal((ok(await resend.domains.get(created.id), 'domains.get') as unknown as { tls: string }).tls, 'enforced');
-      const sent = ok(await resend.emails.send({ from: 'a@strict.test', to: 'b@plain.test', subject: 'Over TLS only', text: 'secret' }), 'emails.send');
+      assert.equal(
+        (ok(await resend.domains.get(created.id), 'domains.get') as unknown as { tls: string }).tls,
+        'enforced',
+      );
+      const sent = ok(
+        await resend.emails.send({
+          from: 'a@strict.test',
+          to: 'b@plain.test',
+          subject: 'Over TLS only',
+          text: 'secret',
+        }),
+        'emails.send',
+      );
       const state = await eventually(async () => {
         const s = await emailState(server.runtime.store.db, sent.id);
         return s.attempts.length > 0 ? s : undefined;
@@ -209,24 +259,42 @@ describe('the Resend SDK, the rest of its methods', () => {
       ok(await resend.domains.update({ id: created.id, tls: 'opportunistic' }), 'domains.update');
       // The delivery workers read a domain's settings once a minute.
       clock.advance(61_000);
-      const other = ok(await resend.emails.send({ from: 'a@strict.test', to: 'b@plain.test', subject: 'Opportunistic', text: 'plain' }), 'emails.send');
+      const other = ok(
+        await resend.emails.send({
+          from: 'a@strict.test',
+          to: 'b@plain.test',
+          subject: 'Opportunistic',
+          text: 'plain',
+        }),
+        'emails.send',
+      );
       await eventually(async () => plainMessages.some((m) => m.toString().includes('Subject: Opportunistic')));
       // The MX has it; the attempt is recorded a moment later.
       const delivered = await eventually(async () => {
         const s = await emailState(server.runtime.store.db, other.id);
         return s.attempts.some((a) => a.outcome === 'delivered') ? s : undefined;
       });
-      assert.equal(delivered.attempts.find((a) => a.outcome === 'delivered')!.tls, 0, 'in the clear, as the MX offers nothing else');
+      assert.equal(
+        delivered.attempts.find((a) => a.outcome === 'delivered')!.tls,
+        0,
+        'in the clear, as the MX offers nothing else',
+      );
     });
 
     it('the return-path subdomain given on create is published and used as the envelope sender', async () => {
-      const created = ok(await resend.domains.create({ name: 'bounce.test', customReturnPath: 'mail' }), 'domains.create');
+      const created = ok(
+        await resend.domains.create({ name: 'bounce.test', customReturnPath: 'mail' }),
+        'domains.create',
+      );
       const spf = created.records.filter((r) => r.record === 'SPF');
       assert.ok(spf.length > 0 && spf.every((r) => r.name === 'mail.bounce.test'), JSON.stringify(spf));
       await publishDomain(server, dns, 'bounce.test');
       ok(await resend.domains.verify(created.id), 'domains.verify');
       const before = mx.messages.length;
-      ok(await resend.emails.send({ from: 'a@bounce.test', to: 'c@customer.test', subject: 'Return path', text: 'x' }), 'emails.send');
+      ok(
+        await resend.emails.send({ from: 'a@bounce.test', to: 'c@customer.test', subject: 'Return path', text: 'x' }),
+        'emails.send',
+      );
       const [message] = (await mx.waitFor(before + 1)).slice(before);
       assert.match(message!.from, /^b-[0-9a-f]{32}-[0-9a-f]+@mail\.bounce\.test$/);
     });
@@ -239,7 +307,11 @@ describe('the Resend SDK, the rest of its methods', () => {
       failed(await resend.domains.update({ id, trackingSubdomain: '-bad' }), 400, 'validation_error');
       failed(await resend.domains.update({ id, tls: 'sometimes' as 'enforced' }), 400, 'validation_error');
       failed(await resend.domains.update({ id, capabilities: { sending: 'disabled' } }), 400, 'validation_error');
-      failed(await resend.domains.update({ id: '00000000-0000-7000-8000-000000000000', openTracking: true }), 404, 'not_found');
+      failed(
+        await resend.domains.update({ id: '00000000-0000-7000-8000-000000000000', openTracking: true }),
+        404,
+        'not_found',
+      );
     });
   });
 
@@ -250,7 +322,8 @@ describe('the Resend SDK, the rest of its methods', () => {
     before(async () => {
       clock.advance(61_000);
       const segment = ok(await resend.segments.create({ name: 'Readers' }), 'segments.create');
-      for (const email of people) ok(await resend.contacts.create({ email, segments: [{ id: segment.id }] }), 'contacts.create');
+      for (const email of people)
+        ok(await resend.contacts.create({ email, segments: [{ id: segment.id }] }), 'contacts.create');
       const before = mx.messages.length;
       const created = ok(
         await resend.broadcasts.create({
@@ -274,7 +347,10 @@ describe('the Resend SDK, the rest of its methods', () => {
       // The engagement rules count a click seconds after delivery as a person's.
       clock.advance(120_000);
       for (const url of [annA!, annA!, annB!, bobA!]) {
-        const res = await fetch(url, { redirect: 'manual', headers: { 'user-agent': 'Mozilla/5.0 (Macintosh) Safari/605.1.15' } });
+        const res = await fetch(url, {
+          redirect: 'manual',
+          headers: { 'user-agent': 'Mozilla/5.0 (Macintosh) Safari/605.1.15' },
+        });
         assert.equal(res.status, 302, url);
       }
     });
@@ -282,56 +358,98 @@ describe('the Resend SDK, the rest of its methods', () => {
     it('lists recipients by event type with the fields the SDK declares', async () => {
       // The MX has the messages; their delivery is recorded a moment later.
       const delivered = await eventually(async () => {
-        const list = ok(await resend.broadcasts.recipients(broadcastId, { type: 'delivered' }), 'broadcasts.recipients delivered');
+        const list = ok(
+          await resend.broadcasts.recipients(broadcastId, { type: 'delivered' }),
+          'broadcasts.recipients delivered',
+        );
         return list.data.length === people.length ? list : undefined;
       });
       assert.equal(delivered.object, 'list');
       assert.equal(delivered.has_more, false);
       assert.deepEqual(delivered.data.map((r) => r.email).sort(), people);
-      for (const r of delivered.data) hasFields(r, { id: 'string', contact_id: 'string|null', email: 'string' }, 'BroadcastRecipient');
-      assert.ok(delivered.data.every((r) => typeof r.contact_id === 'string'), 'each is a contact');
+      for (const r of delivered.data)
+        hasFields(r, { id: 'string', contact_id: 'string|null', email: 'string' }, 'BroadcastRecipient');
+      assert.ok(
+        delivered.data.every((r) => typeof r.contact_id === 'string'),
+        'each is a contact',
+      );
 
-      const clicked = ok(await resend.broadcasts.recipients(broadcastId, { type: 'clicked' }), 'broadcasts.recipients clicked');
+      const clicked = ok(
+        await resend.broadcasts.recipients(broadcastId, { type: 'clicked' }),
+        'broadcasts.recipients clicked',
+      );
       assert.deepEqual(clicked.data.map((r) => r.email).sort(), ['ann@customer.test', 'bob@customer.test']);
       const ann = clicked.data.find((r) => r.email === 'ann@customer.test')!;
-      hasFields(ann, { id: 'string', contact_id: 'string|null', email: 'string', count: 'number', clicked_links: 'array' }, 'BroadcastRecipient<clicked>');
+      hasFields(
+        ann,
+        { id: 'string', contact_id: 'string|null', email: 'string', count: 'number', clicked_links: 'array' },
+        'BroadcastRecipient<clicked>',
+      );
       assert.equal(ann.count, 3);
       assert.deepEqual(ann.clicked_links, [
         { url: 'https://shop.example/a', clicks: 2 },
         { url: 'https://shop.example/b', clicks: 1 },
       ]);
 
-      const onlyBob = ok(await resend.broadcasts.recipients(broadcastId, { type: 'clicked', email: 'BOB@customer.test' }), 'email filter');
-      assert.deepEqual(onlyBob.data.map((r) => r.email), ['bob@customer.test']);
+      const onlyBob = ok(
+        await resend.broadcasts.recipients(broadcastId, { type: 'clicked', email: 'BOB@customer.test' }),
+        'email filter',
+      );
+      assert.deepEqual(
+        onlyBob.data.map((r) => r.email),
+        ['bob@customer.test'],
+      );
       assert.deepEqual(ok(await resend.broadcasts.recipients(broadcastId, { type: 'bounced' }), 'bounced').data, []);
 
       // Pages: one at a time, oldest first, following the cursor.
       const first = ok(await resend.broadcasts.recipients(broadcastId, { type: 'delivered', limit: 2 }), 'page 1');
       assert.equal(first.data.length, 2);
       assert.equal(first.has_more, true);
-      const second = ok(await resend.broadcasts.recipients(broadcastId, { type: 'delivered', limit: 2, after: first.data[1]!.id }), 'page 2');
+      const second = ok(
+        await resend.broadcasts.recipients(broadcastId, { type: 'delivered', limit: 2, after: first.data[1]!.id }),
+        'page 2',
+      );
       assert.equal(second.data.length, 1);
       assert.equal(second.has_more, false);
       assert.deepEqual([...first.data, ...second.data].map((r) => r.email).sort(), people);
 
       failed(await resend.broadcasts.recipients(broadcastId, { type: 'read' as 'sent' }), 400, 'validation_error');
-      failed(await resend.broadcasts.recipients(broadcastId, { type: 'sent', bounceType: 'permanent' as never }), 400, 'validation_error');
-      failed(await resend.broadcasts.recipients('00000000-0000-7000-8000-000000000000', { type: 'sent' }), 404, 'not_found');
+      failed(
+        await resend.broadcasts.recipients(broadcastId, { type: 'sent', bounceType: 'permanent' as never }),
+        400,
+        'validation_error',
+      );
+      failed(
+        await resend.broadcasts.recipients('00000000-0000-7000-8000-000000000000', { type: 'sent' }),
+        404,
+        'not_found',
+      );
     });
 
     it('lists the clicked links with clicks and unique clicks', async () => {
       const links = ok(await resend.broadcasts.clickedLinks(broadcastId), 'broadcasts.clickedLinks');
       assert.equal(links.object, 'list');
-      for (const l of links.data) hasFields(l, { id: 'string', url: 'string', clicks: 'number', unique_clicks: 'number' }, 'BroadcastClickedLink');
-      assert.deepEqual(links.data.map(({ url, clicks, unique_clicks }) => ({ url, clicks, unique_clicks })), [
-        { url: 'https://shop.example/a', clicks: 3, unique_clicks: 2 },
-        { url: 'https://shop.example/b', clicks: 1, unique_clicks: 1 },
-      ]);
+      for (const l of links.data)
+        hasFields(
+          l,
+          { id: 'string', url: 'string', clicks: 'number', unique_clicks: 'number' },
+          'BroadcastClickedLink',
+        );
+      assert.deepEqual(
+        links.data.map(({ url, clicks, unique_clicks }) => ({ url, clicks, unique_clicks })),
+        [
+          { url: 'https://shop.example/a', clicks: 3, unique_clicks: 2 },
+          { url: 'https://shop.example/b', clicks: 1, unique_clicks: 1 },
+        ],
+      );
       const one = ok(await resend.broadcasts.clickedLinks(broadcastId, { limit: 1 }), 'limit 1');
       assert.equal(one.data.length, 1);
       assert.equal(one.has_more, true);
       const rest = ok(await resend.broadcasts.clickedLinks(broadcastId, { limit: 1, after: one.data[0]!.id }), 'after');
-      assert.deepEqual(rest.data.map((l) => l.url), ['https://shop.example/b']);
+      assert.deepEqual(
+        rest.data.map((l) => l.url),
+        ['https://shop.example/b'],
+      );
       assert.equal(rest.has_more, false);
       failed(await resend.broadcasts.clickedLinks('00000000-0000-7000-8000-000000000000'), 404, 'not_found');
     });
@@ -341,13 +459,25 @@ describe('the Resend SDK, the rest of its methods', () => {
     it('gives an unguessable link to the rendered message that expires; viewing it records no open or click', async () => {
       clock.advance(61_000);
       const html = '<p>Your order <a href="https://shop.example/o/42">#42</a></p><script>alert(1)</script>';
-      const sent = ok(await resend.emails.send({ from: 'shop@tracked.test', to: 'ann@customer.test', subject: 'Order #42 <shipped>', html }), 'emails.send');
+      const sent = ok(
+        await resend.emails.send({
+          from: 'shop@tracked.test',
+          to: 'ann@customer.test',
+          subject: 'Order #42 <shipped>',
+          html,
+        }),
+        'emails.send',
+      );
       const shared = ok(await resend.emails.share(sent.id), 'emails.share');
       hasFields(shared, { object: 'string', id: 'string', url: 'string' }, 'ShareEmailResponseSuccess');
       assert.equal(shared.object, 'email');
       assert.equal(shared.id, sent.id);
       assert.match(shared.url, new RegExp(`^${server.httpUrl}/s/[A-Za-z0-9_-]{20,}\\.[A-Za-z0-9_-]{16,}$`));
-      assert.equal(Date.parse((shared as unknown as { expires_at: string }).expires_at), clock.now() + 24 * 3600_000, 'a day by default');
+      assert.equal(
+        Date.parse((shared as unknown as { expires_at: string }).expires_at),
+        clock.now() + 24 * 3600_000,
+        'a day by default',
+      );
 
       const page = await fetch(shared.url);
       assert.equal(page.status, 200);
@@ -357,13 +487,20 @@ describe('the Resend SDK, the rest of its methods', () => {
       assert.match(body, /<title>Order #42 &lt;shipped&gt;<\/title>/);
       assert.match(body, /srcdoc="[^"]*https:\/\/shop\.example\/o\/42/, 'the link goes straight to its destination');
       assert.doesNotMatch(body, /\/t\/[oc]\//, 'no tracking in the shared copy');
-      assert.match(body, /<iframe sandbox="allow-popups allow-popups-to-escape-sandbox"/, 'nothing of the message runs');
+      assert.match(
+        body,
+        /<iframe sandbox="allow-popups allow-popups-to-escape-sandbox"/,
+        'nothing of the message runs',
+      );
       const events = (await emailState(server.runtime.store.db, sent.id)).events.map((e) => e.type);
       assert.ok(!events.includes('email.opened'), 'viewing is no open');
 
       // Limits: 30 days is the longest; a minute the shortest.
       const month = ok(await resend.emails.share(sent.id, { expiresIn: '30d' }), '30d');
-      assert.equal(Date.parse((month as unknown as { expires_at: string }).expires_at), clock.now() + 30 * 24 * 3600_000);
+      assert.equal(
+        Date.parse((month as unknown as { expires_at: string }).expires_at),
+        clock.now() + 30 * 24 * 3600_000,
+      );
       ok(await resend.emails.share(sent.id, { expiresIn: '720h' }), '720h');
       failed(await resend.emails.share(sent.id, { expiresIn: '721h' }), 400, 'validation_error');
       failed(await resend.emails.share(sent.id, { expiresIn: '31d' }), 400, 'validation_error');
@@ -383,18 +520,32 @@ describe('the Resend SDK, the rest of its methods', () => {
       const usage = ok(await resend.usage.get(), 'usage.get');
       assert.equal(usage.object, 'usage');
       for (const period of [usage.emails.daily, usage.emails.monthly]) {
-        hasFields(period, { used: 'number', limit: 'number', sent: 'number', received: 'number', resets_at: 'string' }, 'usage period');
+        hasFields(
+          period,
+          { used: 'number', limit: 'number', sent: 'number', received: 'number', resets_at: 'string' },
+          'usage period',
+        );
         assert.equal(period.used, period.sent + period.received);
       }
       hasFields(usage.contacts, { used: 'number', limit: 'number' }, 'contacts');
       hasFields(usage.segments, { used: 'number', limit: 'number|null' }, 'segments');
       hasFields(usage.broadcasts, { used: 'number', limit: 'object|null' }, 'broadcasts');
-      hasFields(usage.ai_credits, { used: 'number', limit: 'number|null', next_increase_at: 'string|null' }, 'ai_credits');
+      hasFields(
+        usage.ai_credits,
+        { used: 'number', limit: 'number|null', next_increase_at: 'string|null' },
+        'ai_credits',
+      );
       hasFields(usage.automation_runs, { used: 'number', limit: 'number', resets_at: 'string' }, 'automation_runs');
       hasFields(usage.domains, { used: 'number', limit: 'number|null' }, 'domains');
       hasFields(usage.rate_limit, { limit: 'number', duration: 'string' }, 'rate_limit');
       const db = server.runtime.store.db;
-      const n = async (table: 'emails' | 'received_emails') => (await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+      const n = async (table: 'emails' | 'received_emails') =>
+        (
+          await db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n;
       // Everything in this test ran on the same (manual) day.
       assert.equal(usage.emails.daily.sent, Number(await n('emails')));
       assert.equal(usage.emails.daily.received, Number(await n('received_emails')));
@@ -409,24 +560,58 @@ describe('the Resend SDK, the rest of its methods', () => {
       assert.equal(usage.emails.monthly.resets_at, '2026-12-01T00:00:00.000Z');
 
       // One more email counts at once.
-      ok(await resend.emails.send({ from: 'shop@tracked.test', to: 'ann@customer.test', subject: 'One more', text: 'x' }), 'emails.send');
+      ok(
+        await resend.emails.send({
+          from: 'shop@tracked.test',
+          to: 'ann@customer.test',
+          subject: 'One more',
+          text: 'x',
+        }),
+        'emails.send',
+      );
       assert.equal(ok(await resend.usage.get(), 'usage.get').emails.daily.sent, usage.emails.daily.sent + 1);
     });
   });
 
   describe('oauthGrants', () => {
     it("lists the workspace's oat_ tokens as grants and revokes one: it is refused from then on", async () => {
-      const made = await server.runtime.services.credentials.createToken({ name: 'Zapier', workspaceId: server.workspaceId, scopes: ['emails:read', 'emails:send'], expiresInSeconds: null });
-      await server.runtime.services.credentials.createToken({ name: 'Other', workspaceId: server.workspaceId, scopes: ['domains:read'], expiresInSeconds: 3600 });
+      const made = await server.runtime.services.credentials.createToken({
+        name: 'Zapier',
+        workspaceId: server.workspaceId,
+        scopes: ['emails:read', 'emails:send'],
+        expiresInSeconds: null,
+      });
+      await server.runtime.services.credentials.createToken({
+        name: 'Other',
+        workspaceId: server.workspaceId,
+        scopes: ['domains:read'],
+        expiresInSeconds: 3600,
+      });
       const token = new Resend(made.secret, { baseUrl: server.httpUrl });
       ok(await token.emails.list(), 'the token works');
 
       const grants = ok(await resend.oauthGrants.list(), 'oauthGrants.list');
       assert.equal(grants.object, 'list');
       assert.equal(grants.has_more, false);
-      assert.deepEqual(grants.data.map((g) => g.client.name), ['Other', 'Zapier'], 'newest first');
+      assert.deepEqual(
+        grants.data.map((g) => g.client.name),
+        ['Other', 'Zapier'],
+        'newest first',
+      );
       for (const g of grants.data) {
-        hasFields(g, { id: 'string', client_id: 'string', scopes: 'array', created_at: 'string', revoked_at: 'string|null', revoked_reason: 'string|null', client: 'object' }, 'OAuthGrant');
+        hasFields(
+          g,
+          {
+            id: 'string',
+            client_id: 'string',
+            scopes: 'array',
+            created_at: 'string',
+            revoked_at: 'string|null',
+            revoked_reason: 'string|null',
+            client: 'object',
+          },
+          'OAuthGrant',
+        );
         hasFields(g.client, { name: 'string', logo_uri: 'string|null' }, 'OAuthGrant.client');
       }
       const zapier = grants.data.find((g) => g.client.name === 'Zapier')!;
@@ -437,13 +622,20 @@ describe('the Resend SDK, the rest of its methods', () => {
       assert.equal(page.has_more, true);
 
       const revoked = ok(await resend.oauthGrants.revoke(zapier.id), 'oauthGrants.revoke');
-      hasFields(revoked, { object: 'string', id: 'string', revoked_at: 'string', revoked_reason: 'string' }, 'RevokeOAuthGrantResponseSuccess');
+      hasFields(
+        revoked,
+        { object: 'string', id: 'string', revoked_at: 'string', revoked_reason: 'string' },
+        'RevokeOAuthGrantResponseSuccess',
+      );
       assert.equal(revoked.object, 'oauth_grant');
       failed(await token.emails.list(), 401, 'invalid_api_key');
       const after = ok(await resend.oauthGrants.list(), 'oauthGrants.list').data.find((g) => g.id === zapier.id)!;
       assert.equal(after.revoked_at, revoked.revoked_at);
       failed(await resend.oauthGrants.revoke(zapier.id), 404, 'not_found');
-      const [apiKey] = await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false });
+      const [apiKey] = await server.runtime.services.credentials.list({
+        workspaceId: server.workspaceId,
+        oauth: false,
+      });
       failed(await resend.oauthGrants.revoke(apiKey!.id), 404, 'not_found', /OAuth grant/);
     });
   });
@@ -451,46 +643,117 @@ describe('the Resend SDK, the rest of its methods', () => {
   describe('events (definitions)', () => {
     it('declares an event with a typed schema, checked when it is sent', async () => {
       clock.advance(61_000);
-      const created = ok(await resend.events.create({ name: 'order.placed', schema: { plan: 'string', seats: 'number', trial: 'boolean', renews_at: 'date' } }), 'events.create');
+      const created = ok(
+        await resend.events.create({
+          name: 'order.placed',
+          schema: { plan: 'string', seats: 'number', trial: 'boolean', renews_at: 'date' },
+        }),
+        'events.create',
+      );
       hasFields(created, { object: 'string', id: 'string' }, 'CreateEventResponseSuccess');
       assert.equal(created.object, 'event');
       const byId = ok(await resend.events.get(created.id), 'events.get');
-      hasFields(byId, { object: 'string', id: 'string', name: 'string', schema: 'object|null', created_at: 'string', updated_at: 'string|null' }, 'GetEventResponseSuccess');
+      hasFields(
+        byId,
+        {
+          object: 'string',
+          id: 'string',
+          name: 'string',
+          schema: 'object|null',
+          created_at: 'string',
+          updated_at: 'string|null',
+        },
+        'GetEventResponseSuccess',
+      );
       assert.deepEqual(byId.schema, { plan: 'string', seats: 'number', trial: 'boolean', renews_at: 'date' });
       assert.equal(byId.updated_at, null);
       assert.equal(ok(await resend.events.get('order.placed'), 'events.get by name').id, created.id);
 
-      ok(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { plan: 'pro', seats: 3, trial: false, renews_at: '2027-01-01', note: 'undeclared fields pass' } }), 'events.send typed');
-      failed(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: '3' } }), 400, 'validation_error', /payload\.seats: must be a number/);
-      failed(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { renews_at: 'next year' } }), 400, 'validation_error', /renews_at/);
-      failed(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { trial: 'no' } }), 400, 'validation_error', /trial/);
+      ok(
+        await resend.events.send({
+          event: 'order.placed',
+          email: 'ann@customer.test',
+          payload: { plan: 'pro', seats: 3, trial: false, renews_at: '2027-01-01', note: 'undeclared fields pass' },
+        }),
+        'events.send typed',
+      );
+      failed(
+        await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: '3' } }),
+        400,
+        'validation_error',
+        /payload\.seats: must be a number/,
+      );
+      failed(
+        await resend.events.send({
+          event: 'order.placed',
+          email: 'ann@customer.test',
+          payload: { renews_at: 'next year' },
+        }),
+        400,
+        'validation_error',
+        /renews_at/,
+      );
+      failed(
+        await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { trial: 'no' } }),
+        400,
+        'validation_error',
+        /trial/,
+      );
 
       ok(await resend.events.create({ name: 'signed.up' }), 'events.create without schema');
       const list = ok(await resend.events.list(), 'events.list');
       assert.equal(list.object, 'list');
-      assert.deepEqual(list.data.map((e) => e.name), ['signed.up', 'order.placed'], 'newest first');
-      for (const e of list.data) hasFields(e, { id: 'string', name: 'string', schema: 'object|null', created_at: 'string', updated_at: 'string|null' }, 'Event');
+      assert.deepEqual(
+        list.data.map((e) => e.name),
+        ['signed.up', 'order.placed'],
+        'newest first',
+      );
+      for (const e of list.data)
+        hasFields(
+          e,
+          { id: 'string', name: 'string', schema: 'object|null', created_at: 'string', updated_at: 'string|null' },
+          'Event',
+        );
       const page = ok(await resend.events.list({ limit: 1 }), 'events.list limit 1');
       assert.equal(page.has_more, true);
 
       const updated = ok(await resend.events.update('order.placed', { schema: { seats: 'string' } }), 'events.update');
       hasFields(updated, { object: 'string', id: 'string' }, 'UpdateEventResponseSuccess');
-      assert.equal(ok(await resend.events.get(created.id), 'events.get').updated_at, new Date(clock.now()).toISOString());
-      ok(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: '3' } }), 'the new schema');
+      assert.equal(
+        ok(await resend.events.get(created.id), 'events.get').updated_at,
+        new Date(clock.now()).toISOString(),
+      );
+      ok(
+        await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: '3' } }),
+        'the new schema',
+      );
 
       const removed = ok(await resend.events.remove(created.id), 'events.remove');
       hasFields(removed, { object: 'string', id: 'string', deleted: 'boolean' }, 'RemoveEventResponseSuccess');
       assert.equal(removed.deleted, true);
-      ok(await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: 3 } }), 'undeclared again: anything goes');
+      ok(
+        await resend.events.send({ event: 'order.placed', email: 'ann@customer.test', payload: { seats: 3 } }),
+        'undeclared again: anything goes',
+      );
       failed(await resend.events.get(created.id), 404, 'not_found');
     });
 
     it('limits: 50 schema fields, valid names and types, no duplicates or platform events', async () => {
       clock.advance(61_000);
-      const fields = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, 'string' as const]));
+      const fields = (n: number) =>
+        Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, 'string' as const]));
       ok(await resend.events.create({ name: 'fifty', schema: fields(50) }), '50 fields');
-      failed(await resend.events.create({ name: 'fifty-one', schema: fields(51) }), 400, 'validation_error', /at most 50/);
-      failed(await resend.events.create({ name: 'bad-type', schema: { a: 'integer' as 'number' } }), 400, 'validation_error');
+      failed(
+        await resend.events.create({ name: 'fifty-one', schema: fields(51) }),
+        400,
+        'validation_error',
+        /at most 50/,
+      );
+      failed(
+        await resend.events.create({ name: 'bad-type', schema: { a: 'integer' as 'number' } }),
+        400,
+        'validation_error',
+      );
       failed(await resend.events.create({ name: 'bad-field', schema: { '1a': 'string' } }), 400, 'validation_error');
       failed(await resend.events.create({ name: 'fifty' }), 409, 'validation_error', /already exists/);
       failed(await resend.events.create({ name: 'email.sent' }), 400, 'validation_error', /platform event/);
@@ -504,7 +767,10 @@ describe('the Resend SDK, the rest of its methods', () => {
   describe('contactProperties', () => {
     it('declares typed properties, checks contact writes against them, and fills templates with their fallbacks', async () => {
       clock.advance(61_000);
-      const company = ok(await resend.contactProperties.create({ key: 'company', type: 'string', fallbackValue: 'your company' }), 'contactProperties.create');
+      const company = ok(
+        await resend.contactProperties.create({ key: 'company', type: 'string', fallbackValue: 'your company' }),
+        'contactProperties.create',
+      );
       hasFields(company, { object: 'string', id: 'string' }, 'CreateContactPropertyResponseSuccess');
       assert.equal(company.object, 'contact_property');
       ok(await resend.contactProperties.create({ key: 'seats', type: 'number', fallbackValue: 1 }), 'number');
@@ -513,32 +779,82 @@ describe('the Resend SDK, the rest of its methods', () => {
       ok(await resend.post('/contact-properties', { key: 'renews_at', type: 'date' }), 'date');
 
       const got = ok(await resend.contactProperties.get(company.id), 'contactProperties.get');
-      hasFields(got, { object: 'string', id: 'string', key: 'string', createdAt: 'string', type: 'string', fallbackValue: 'string|null' }, 'GetContactPropertyResponse');
+      hasFields(
+        got,
+        {
+          object: 'string',
+          id: 'string',
+          key: 'string',
+          createdAt: 'string',
+          type: 'string',
+          fallbackValue: 'string|null',
+        },
+        'GetContactPropertyResponse',
+      );
       assert.equal(got.key, 'company');
       assert.equal(got.fallbackValue, 'your company');
       const list = ok(await resend.contactProperties.list(), 'contactProperties.list');
       assert.equal(list.object, 'list');
-      assert.deepEqual(list.data.map((p) => p.key), ['renews_at', 'vip', 'seats', 'company']);
-      for (const p of list.data) hasFields(p, { id: 'string', key: 'string', createdAt: 'string', type: 'string' }, 'ContactProperty');
+      assert.deepEqual(
+        list.data.map((p) => p.key),
+        ['renews_at', 'vip', 'seats', 'company'],
+      );
+      for (const p of list.data)
+        hasFields(p, { id: 'string', key: 'string', createdAt: 'string', type: 'string' }, 'ContactProperty');
 
       // Contact writes keep the declared types.
-      ok(await resend.contacts.create({ email: 'typed@customer.test', properties: { company: 'Acme', seats: 3 } }), 'typed contact');
-      failed(await resend.contacts.create({ email: 'wrong@customer.test', properties: { seats: 'three' } }), 400, 'validation_error', /properties\.seats: must be a number/);
-      failed(await resend.contacts.update({ email: 'typed@customer.test', properties: { company: 42 } }), 400, 'validation_error', /company/);
-      failed(await resend.post('/contacts', { email: 'wrong@customer.test', properties: { renews_at: 'soon' } }), 400, 'validation_error');
-      ok(await resend.contacts.update({ email: 'typed@customer.test', properties: { seats: 4, free_form: 'undeclared stays free' } }), 'contacts.update');
+      ok(
+        await resend.contacts.create({ email: 'typed@customer.test', properties: { company: 'Acme', seats: 3 } }),
+        'typed contact',
+      );
+      failed(
+        await resend.contacts.create({ email: 'wrong@customer.test', properties: { seats: 'three' } }),
+        400,
+        'validation_error',
+        /properties\.seats: must be a number/,
+      );
+      failed(
+        await resend.contacts.update({ email: 'typed@customer.test', properties: { company: 42 } }),
+        400,
+        'validation_error',
+        /company/,
+      );
+      failed(
+        await resend.post('/contacts', { email: 'wrong@customer.test', properties: { renews_at: 'soon' } }),
+        400,
+        'validation_error',
+      );
+      ok(
+        await resend.contacts.update({
+          email: 'typed@customer.test',
+          properties: { seats: 4, free_form: 'undeclared stays free' },
+        }),
+        'contacts.update',
+      );
 
-      const updated = ok(await resend.contactProperties.update({ id: company.id, fallbackValue: 'your team' }), 'contactProperties.update');
+      const updated = ok(
+        await resend.contactProperties.update({ id: company.id, fallbackValue: 'your team' }),
+        'contactProperties.update',
+      );
       hasFields(updated, { object: 'string', id: 'string' }, 'UpdateContactPropertyResponseSuccess');
       failed(await resend.contactProperties.update({ id: company.id, fallbackValue: 5 }), 400, 'validation_error');
 
       // The fallback in a broadcast, for a contact without the property.
       const segment = ok(await resend.segments.create({ name: 'Typed' }), 'segments.create');
       ok(await resend.contacts.segments.add({ email: 'typed@customer.test', segmentId: segment.id }), 'add');
-      ok(await resend.contacts.create({ email: 'plain@customer.test', segments: [{ id: segment.id }] }), 'plain contact');
+      ok(
+        await resend.contacts.create({ email: 'plain@customer.test', segments: [{ id: segment.id }] }),
+        'plain contact',
+      );
       const before = mx.messages.length;
       ok(
-        await resend.broadcasts.create({ segmentId: segment.id, from: 'news@acme.test', subject: 'For {{{contact.company}}}', html: '<p>{{{contact.company}}} has {{{contact.seats}}} seats</p>', send: true }),
+        await resend.broadcasts.create({
+          segmentId: segment.id,
+          from: 'news@acme.test',
+          subject: 'For {{{contact.company}}}',
+          html: '<p>{{{contact.company}}} has {{{contact.seats}}} seats</p>',
+          send: true,
+        }),
         'broadcasts.create',
       );
       const arrived = (await mx.waitFor(before + 2, 20_000)).slice(before);
@@ -551,27 +867,64 @@ describe('the Resend SDK, the rest of its methods', () => {
       assert.match(String(plain.html), /your team has 1 seats/);
 
       const removed = ok(await resend.contactProperties.remove(company.id), 'contactProperties.remove');
-      hasFields(removed, { object: 'string', id: 'string', deleted: 'boolean' }, 'RemoveContactPropertyResponseSuccess');
+      hasFields(
+        removed,
+        { object: 'string', id: 'string', deleted: 'boolean' },
+        'RemoveContactPropertyResponseSuccess',
+      );
       failed(await resend.contactProperties.get(company.id), 404, 'not_found');
-      ok(await resend.contacts.update({ email: 'typed@customer.test', properties: { company: 42 } }), 'no longer declared: anything goes');
+      ok(
+        await resend.contacts.update({ email: 'typed@customer.test', properties: { company: 42 } }),
+        'no longer declared: anything goes',
+      );
     });
 
     it('limits: key of 64 characters, fallback of 1000, 100 properties per workspace; reserved keys and unknown types refused', async () => {
       clock.advance(61_000);
       ok(await resend.contactProperties.create({ key: 'k'.repeat(64), type: 'string' }), '64');
       failed(await resend.contactProperties.create({ key: 'k'.repeat(65), type: 'string' }), 400, 'validation_error');
-      ok(await resend.contactProperties.create({ key: 'long_fallback', type: 'string', fallbackValue: 'x'.repeat(1000) }), '1000');
-      failed(await resend.contactProperties.create({ key: 'too_long_fallback', type: 'string', fallbackValue: 'x'.repeat(1001) }), 400, 'validation_error');
-      failed(await resend.contactProperties.create({ key: 'first_name', type: 'string' }), 400, 'validation_error', /field of every contact/);
+      ok(
+        await resend.contactProperties.create({
+          key: 'long_fallback',
+          type: 'string',
+          fallbackValue: 'x'.repeat(1000),
+        }),
+        '1000',
+      );
+      failed(
+        await resend.contactProperties.create({
+          key: 'too_long_fallback',
+          type: 'string',
+          fallbackValue: 'x'.repeat(1001),
+        }),
+        400,
+        'validation_error',
+      );
+      failed(
+        await resend.contactProperties.create({ key: 'first_name', type: 'string' }),
+        400,
+        'validation_error',
+        /field of every contact/,
+      );
       failed(await resend.contactProperties.create({ key: 'odd', type: 'json' as 'string' }), 400, 'validation_error');
-      failed(await resend.contactProperties.create({ key: 'seats', type: 'number' }), 409, 'validation_error', /already exists/);
+      failed(
+        await resend.contactProperties.create({ key: 'seats', type: 'number' }),
+        409,
+        'validation_error',
+        /already exists/,
+      );
       const count = ok(await resend.contactProperties.list({ limit: 100 }), 'list').data.length;
       for (let i = count; i < 100; i++) {
         if (i % 50 === 0) clock.advance(1000);
         ok(await resend.contactProperties.create({ key: `p${i}`, type: 'number' }), `property ${i + 1}`);
       }
       clock.advance(1000);
-      failed(await resend.contactProperties.create({ key: 'one_too_many', type: 'number' }), 400, 'validation_error', /at most 100/);
+      failed(
+        await resend.contactProperties.create({ key: 'one_too_many', type: 'number' }),
+        400,
+        'validation_error',
+        /at most 100/,
+      );
       failed(await resend.contactProperties.remove('00000000-0000-7000-8000-000000000000'), 404, 'not_found');
     });
   });
@@ -583,13 +936,35 @@ describe('the Resend SDK, the rest of its methods', () => {
       await addVerifiedDomain(server, dns, 'taken.test', holderWorkspace.id);
       const holder = new Resend(await server.key({ workspaceId: holderWorkspace.id }), { baseUrl: server.httpUrl });
       const before = mx.messages.length;
-      const last = ok(await holder.emails.send({ from: 'old@taken.test', to: 'x@customer.test', subject: 'Still mine', text: 'x' }), 'holder sends');
+      const last = ok(
+        await holder.emails.send({ from: 'old@taken.test', to: 'x@customer.test', subject: 'Still mine', text: 'x' }),
+        'holder sends',
+      );
       await mx.waitFor(before + 1);
       await eventually(async () => (await emailState(server.runtime.store.db, last.id)).email.status === 'delivered');
       const sentAt = (await emailState(server.runtime.store.db, last.id)).email.created_at;
 
-      const claim = ok(await resend.domains.claims.create({ name: 'Taken.test', openTracking: true }), 'domains.claims.create');
-      hasFields(claim, { object: 'string', id: 'string', name: 'string', status: 'string', domain_id: 'string|null', region: 'string|null', record: 'object', blocked_reason: 'string|null', failure_reason: 'string|null', created_at: 'string', expires_at: 'string' }, 'ClaimDomainResponseSuccess');
+      const claim = ok(
+        await resend.domains.claims.create({ name: 'Taken.test', openTracking: true }),
+        'domains.claims.create',
+      );
+      hasFields(
+        claim,
+        {
+          object: 'string',
+          id: 'string',
+          name: 'string',
+          status: 'string',
+          domain_id: 'string|null',
+          region: 'string|null',
+          record: 'object',
+          blocked_reason: 'string|null',
+          failure_reason: 'string|null',
+          created_at: 'string',
+          expires_at: 'string',
+        },
+        'ClaimDomainResponseSuccess',
+      );
       hasFields(claim.record, { type: 'string', name: 'string', value: 'string', ttl: 'string' }, 'DomainClaimRecord');
       assert.equal(claim.object, 'domain_claim');
       assert.equal(claim.name, 'taken.test');
@@ -602,11 +977,23 @@ describe('the Resend SDK, the rest of its methods', () => {
       assert.equal(unproved.status, 'pending');
       assert.match(unproved.failure_reason ?? '', /no TXT record at _mailsvc-claim\.taken\.test/);
       dns.set('_mailsvc-claim.taken.test', 'TXT', ['mailsvc-claim=wrong']);
-      assert.match(ok(await resend.domains.claims.verify(claim.id), 'wrong value').failure_reason ?? '', /does not hold/);
+      assert.match(
+        ok(await resend.domains.claims.verify(claim.id), 'wrong value').failure_reason ?? '',
+        /does not hold/,
+      );
       dns.set('_mailsvc-claim.taken.test', 'TXT', [claim.record.value]);
 
       // Mail of the holder still to deliver blocks the claim; then its recent sending does.
-      const scheduled = ok(await holder.emails.send({ from: 'old@taken.test', to: 'x@customer.test', subject: 'Later', text: 'x', scheduledAt: new Date(clock.now() + 3600_000).toISOString() }), 'scheduled');
+      const scheduled = ok(
+        await holder.emails.send({
+          from: 'old@taken.test',
+          to: 'x@customer.test',
+          subject: 'Later',
+          text: 'x',
+          scheduledAt: new Date(clock.now() + 3600_000).toISOString(),
+        }),
+        'scheduled',
+      );
       const waiting = ok(await resend.domains.claims.verify(claim.id), 'domains.claims.verify');
       assert.equal(waiting.status, 'blocked');
       assert.equal(waiting.blocked_reason, 'pending_scheduled_emails');
@@ -619,11 +1006,27 @@ describe('the Resend SDK, the rest of its methods', () => {
       const cancelledAt = (await emailState(server.runtime.store.db, scheduled.id)).email.created_at;
       clock.set(cancelledAt + 24 * 3600_000);
       const done = ok(await resend.domains.claims.verify(claim.id), 'domains.claims.verify');
-      hasFields(done, { object: 'string', id: 'string', status: 'string', domain_id: 'string', record: 'object', created_at: 'string', expires_at: 'string' }, 'VerifyDomainClaimResponseSuccess');
+      hasFields(
+        done,
+        {
+          object: 'string',
+          id: 'string',
+          status: 'string',
+          domain_id: 'string',
+          record: 'object',
+          created_at: 'string',
+          expires_at: 'string',
+        },
+        'VerifyDomainClaimResponseSuccess',
+      );
       assert.equal(done.status, 'completed');
       assert.equal(done.blocked_reason, null);
 
-      assert.deepEqual(ok(await holder.domains.list(), 'holder domains').data.map((d) => d.name), [], 'the holder no longer has it');
+      assert.deepEqual(
+        ok(await holder.domains.list(), 'holder domains').data.map((d) => d.name),
+        [],
+        'the holder no longer has it',
+      );
       const mine = ok(await resend.domains.get(done.domain_id!), 'domains.get');
       assert.equal(mine.name, 'taken.test');
       assert.equal(mine.status, 'pending', 'to be verified with its own DKIM records');
@@ -631,12 +1034,21 @@ describe('the Resend SDK, the rest of its methods', () => {
       const got = ok(await resend.domains.claims.get(done.domain_id!), 'domains.claims.get by domain id');
       hasFields(got, { object: 'string', id: 'string', status: 'string' }, 'GetDomainClaimResponseSuccess');
       assert.equal(got.id, claim.id);
-      assert.equal(ok(await resend.domains.claims.verify(claim.id), 'again').status, 'completed', 'verifying a completed claim changes nothing');
+      assert.equal(
+        ok(await resend.domains.claims.verify(claim.id), 'again').status,
+        'completed',
+        'verifying a completed claim changes nothing',
+      );
     });
 
     it('refuses a domain nobody else holds; a claim expires after 7 days; a new claim supersedes the last', async () => {
       clock.advance(61_000);
-      failed(await resend.domains.claims.create({ name: 'acme.test' }), 400, 'validation_error', /held by no other workspace/);
+      failed(
+        await resend.domains.claims.create({ name: 'acme.test' }),
+        400,
+        'validation_error',
+        /held by no other workspace/,
+      );
       failed(await resend.domains.claims.create({ name: 'not a domain' }), 400, 'validation_error');
       failed(await resend.domains.claims.get('00000000-0000-7000-8000-000000000000'), 404, 'not_found');
       const other = await server.runtime.services.workspaces.create('holder 2');
@@ -659,7 +1071,13 @@ describe('the Resend SDK, the rest of its methods', () => {
       clock.advance(61_000);
       const agent = new Resend(key, { baseUrl: server.httpUrl, userAgent: 'shop-backend/1.0' });
       const sent = ok(
-        await resend.emails.send({ from: 'shop@tracked.test', to: 'ann@customer.test', subject: 'Logged', text: 'x', attachments: [{ filename: 'a.txt', content: Buffer.from('top secret file').toString('base64') }] }),
+        await resend.emails.send({
+          from: 'shop@tracked.test',
+          to: 'ann@customer.test',
+          subject: 'Logged',
+          text: 'x',
+          attachments: [{ filename: 'a.txt', content: Buffer.from('top secret file').toString('base64') }],
+        }),
         'emails.send',
       );
       const created = ok(await resend.apiKeys.create({ name: 'logged key' }), 'apiKeys.create');
@@ -671,7 +1089,19 @@ describe('the Resend SDK, the rest of its methods', () => {
         return l.data.some((e) => e.endpoint === '/domains' && e.method === 'GET') ? l : undefined;
       });
       assert.equal(list.object, 'list');
-      for (const e of list.data) hasFields(e, { id: 'string', created_at: 'string', endpoint: 'string', method: 'string', response_status: 'number', user_agent: 'string|null' }, 'Log (list)');
+      for (const e of list.data)
+        hasFields(
+          e,
+          {
+            id: 'string',
+            created_at: 'string',
+            endpoint: 'string',
+            method: 'string',
+            response_status: 'number',
+            user_agent: 'string|null',
+          },
+          'Log (list)',
+        );
       assert.ok(!list.data.some((e) => e.endpoint.startsWith('/logs')), 'reading the logs is not logged');
       const [latest] = list.data;
       assert.equal(latest!.endpoint, '/domains', 'newest first');
@@ -680,17 +1110,40 @@ describe('the Resend SDK, the rest of its methods', () => {
       const missing = list.data.find((e) => e.endpoint === '/emails/00000000-0000-7000-8000-000000000000')!;
       assert.equal(missing.response_status, 404);
 
-      const sendLog = ok(await resend.logs.get(list.data.find((e) => e.endpoint === '/emails' && e.method === 'POST')!.id), 'logs.get');
-      hasFields(sendLog, { object: 'string', id: 'string', created_at: 'string', endpoint: 'string', method: 'string', response_status: 'number', user_agent: 'string|null', request_body: 'object', response_body: 'object' }, 'GetLogResponseSuccess');
+      const sendLog = ok(
+        await resend.logs.get(list.data.find((e) => e.endpoint === '/emails' && e.method === 'POST')!.id),
+        'logs.get',
+      );
+      hasFields(
+        sendLog,
+        {
+          object: 'string',
+          id: 'string',
+          created_at: 'string',
+          endpoint: 'string',
+          method: 'string',
+          response_status: 'number',
+          user_agent: 'string|null',
+          request_body: 'object',
+          response_body: 'object',
+        },
+        'GetLogResponseSuccess',
+      );
       assert.equal(sendLog.object, 'log');
-      const request = sendLog.request_body as { subject: string; attachments: Array<{ filename: string; content: string }> };
+      const request = sendLog.request_body as {
+        subject: string;
+        attachments: Array<{ filename: string; content: string }>;
+      };
       assert.equal(request.subject, 'Logged');
       assert.equal(request.attachments[0]!.filename, 'a.txt');
       assert.match(request.attachments[0]!.content, /^\[\d+ characters of attachment content\]$/);
       assert.ok(!JSON.stringify(sendLog).includes(Buffer.from('top secret file').toString('base64')));
       assert.equal((sendLog.response_body as { id: string }).id, sent.id);
 
-      const keyLog = ok(await resend.logs.get(list.data.find((e) => e.endpoint === '/api-keys' && e.method === 'POST')!.id), 'logs.get');
+      const keyLog = ok(
+        await resend.logs.get(list.data.find((e) => e.endpoint === '/api-keys' && e.method === 'POST')!.id),
+        'logs.get',
+      );
       assert.equal((keyLog.response_body as { token: string }).token, '[redacted]');
       assert.ok(!JSON.stringify(keyLog).includes(created.token), 'the new key is not in the log');
       const errorLog = ok(await resend.logs.get(missing.id), 'logs.get');

@@ -25,10 +25,12 @@ describe('safeRequest', () => {
         if (req.url === '/big') return res.end('x'.repeat(100_000));
         if (req.url === '/hang') return; // never answers
         if (req.url === '/see-other') return res.writeHead(303, { location: '/final' }).end();
-        if (req.url === '/temporary') return res.writeHead(307, { location: `http://app.example.test:${port}/final` }).end();
+        if (req.url === '/temporary')
+          return res.writeHead(307, { location: `http://app.example.test:${port}/final` }).end();
         if (req.url === '/loop') return res.writeHead(302, { location: '/loop' }).end();
         if (req.url === '/to-file') return res.writeHead(302, { location: 'file:///etc/passwd' }).end();
-        if (req.url === '/to-creds') return res.writeHead(302, { location: `http://user:pw@127.0.0.1:${port}/final` }).end();
+        if (req.url === '/to-creds')
+          return res.writeHead(302, { location: `http://user:pw@127.0.0.1:${port}/final` }).end();
         res.end(`final ${req.method}`);
       });
     });
@@ -45,7 +47,11 @@ describe('safeRequest', () => {
 
   it('resolves names through the injected resolver', async () => {
     const port = new URL(base).port;
-    const res = await safeRequest(`http://app.example.test:${port}/hello`, { policy: policy(), timeoutMs: 5000, maxResponseBytes: 1024 });
+    const res = await safeRequest(`http://app.example.test:${port}/hello`, {
+      policy: policy(),
+      timeoutMs: 5000,
+      maxResponseBytes: 1024,
+    });
     assert.equal(res.status, 200);
     assert.equal(res.body.toString(), 'final GET');
     assert.ok(dns.queries.includes('A app.example.test'));
@@ -58,35 +64,77 @@ describe('safeRequest', () => {
   });
 
   it('gives up after timeoutMs with a RequestTimeoutError', async () => {
-    await assert.rejects(safeRequest(`${base}/hang`, { policy: policy(), timeoutMs: 200, maxResponseBytes: 10 }), RequestTimeoutError);
+    await assert.rejects(
+      safeRequest(`${base}/hang`, { policy: policy(), timeoutMs: 200, maxResponseBytes: 10 }),
+      RequestTimeoutError,
+    );
   });
 
   it('returns a redirect as is by default, and follows it when asked (303 turns a POST into a GET)', async () => {
-    const plain = await safeRequest(`${base}/see-other`, { policy: policy(), method: 'POST', body: 'x', timeoutMs: 5000, maxResponseBytes: 100 });
+    const plain = await safeRequest(`${base}/see-other`, {
+      policy: policy(),
+      method: 'POST',
+      body: 'x',
+      timeoutMs: 5000,
+      maxResponseBytes: 100,
+    });
     assert.equal(plain.status, 303);
-    const followed = await safeRequest(`${base}/see-other`, { policy: policy(), method: 'POST', body: 'x', timeoutMs: 5000, maxResponseBytes: 100, maxRedirects: 3 });
+    const followed = await safeRequest(`${base}/see-other`, {
+      policy: policy(),
+      method: 'POST',
+      body: 'x',
+      timeoutMs: 5000,
+      maxResponseBytes: 100,
+      maxRedirects: 3,
+    });
     assert.equal(followed.status, 200);
     assert.equal(followed.body.toString(), 'final GET');
-    const kept = await safeRequest(`${base}/temporary`, { policy: policy(), method: 'POST', body: 'payload', timeoutMs: 5000, maxResponseBytes: 100, maxRedirects: 1 });
+    const kept = await safeRequest(`${base}/temporary`, {
+      policy: policy(),
+      method: 'POST',
+      body: 'payload',
+      timeoutMs: 5000,
+      maxResponseBytes: 100,
+      maxRedirects: 1,
+    });
     assert.equal(kept.body.toString(), 'final POST');
     assert.equal(seen.at(-1)!.body, 'payload', '307 keeps the method and body');
-    const loop = await safeRequest(`${base}/loop`, { policy: policy(), timeoutMs: 5000, maxResponseBytes: 100, maxRedirects: 2 });
+    const loop = await safeRequest(`${base}/loop`, {
+      policy: policy(),
+      timeoutMs: 5000,
+      maxResponseBytes: 100,
+      maxRedirects: 2,
+    });
     assert.equal(loop.status, 302, 'stops after maxRedirects');
   });
 
   it('checks every redirect hop against the policy', async () => {
     const before = seen.length;
     for (const path of ['/to-file', '/to-creds']) {
-      await assert.rejects(safeRequest(`${base}${path}`, { policy: policy(), timeoutMs: 5000, maxResponseBytes: 10, maxRedirects: 3 }), NetworkPolicyError, path);
+      await assert.rejects(
+        safeRequest(`${base}${path}`, { policy: policy(), timeoutMs: 5000, maxResponseBytes: 10, maxRedirects: 3 }),
+        NetworkPolicyError,
+        path,
+      );
     }
-    assert.deepEqual(seen.slice(before).map((s) => s.url), ['/to-file', '/to-creds'], 'the refused targets were never requested');
+    assert.deepEqual(
+      seen.slice(before).map((s) => s.url),
+      ['/to-file', '/to-creds'],
+      'the refused targets were never requested',
+    );
   });
 
   it('under the production policy refuses loopback before sending anything', async () => {
     const strict = { allowPrivateNetworks: false, resolver: createResolver([dns.server]) };
-    await assert.rejects(safeRequest(`https://app.example.test/x`, { policy: strict, timeoutMs: 5000, maxResponseBytes: 10 }), NetworkPolicyError);
+    await assert.rejects(
+      safeRequest(`https://app.example.test/x`, { policy: strict, timeoutMs: 5000, maxResponseBytes: 10 }),
+      NetworkPolicyError,
+    );
     const before = seen.length;
-    await assert.rejects(safeRequest(`${base}/hello`, { policy: strict, timeoutMs: 5000, maxResponseBytes: 10 }), NetworkPolicyError);
+    await assert.rejects(
+      safeRequest(`${base}/hello`, { policy: strict, timeoutMs: 5000, maxResponseBytes: 10 }),
+      NetworkPolicyError,
+    );
     assert.equal(seen.length, before, 'nothing was sent');
   });
 });

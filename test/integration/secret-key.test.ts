@@ -39,10 +39,13 @@ describe('a node with another secretKey', () => {
       MAILSVC_LOG_LEVEL: 'warn',
     };
     // The database as the first node left it: a DKIM key sealed with key A, mail waiting.
-    runtime = await openRuntime(loadConfig({ env: { ...env, MAILSVC_SECRET_KEY: keyA } }), { logger: createLogger('silent') });
+    runtime = await openRuntime(loadConfig({ env: { ...env, MAILSVC_SECRET_KEY: keyA } }), {
+      logger: createLogger('silent'),
+    });
     const workspaceId = (await runtime.services.workspaces.ensureDefault()).id;
     await verifyDomainWith(runtime.services.domains, dns, 'sender.test', workspaceId);
-    for (let i = 0; i < 5; i++) await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.test', to: [`r${i}@dest.test`] });
+    for (let i = 0; i < 5; i++)
+      await queueEmail(runtime.store.db, { workspaceId, domain: 'sender.test', to: [`r${i}@dest.test`] });
   });
   after(async () => {
     await runtime.close();
@@ -52,7 +55,15 @@ describe('a node with another secretKey', () => {
   });
 
   const leased = async () =>
-    Number((await runtime.store.db.selectFrom('queue_items').select((eb) => eb.fn.countAll<number>().as('n')).where('lease_owner', 'is not', null).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await runtime.store.db
+          .selectFrom('queue_items')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('lease_owner', 'is not', null)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   const refusedWith = async (key: string) => {
     const result = await runCliProcess(['serve'], { ...env, MAILSVC_SECRET_KEY: key });
@@ -71,11 +82,18 @@ describe('a node with another secretKey', () => {
   it('also when the database predates the check: the key is proven against a secret it holds', async () => {
     await runtime.store.db.deleteFrom('instance').execute();
     await refusedWith(randomBytes(32).toString('base64'));
-    assert.equal(await runtime.store.db.selectFrom('instance').selectAll().executeTakeFirst(), undefined, 'the wrong key wrote no check value');
+    assert.equal(
+      await runtime.store.db.selectFrom('instance').selectAll().executeTakeFirst(),
+      undefined,
+      'the wrong key wrote no check value',
+    );
   });
 
   it('the CLI refuses too, and the right key still opens the database', async () => {
-    const wrong = await runCliProcess(['domains', 'list'], { ...env, MAILSVC_SECRET_KEY: randomBytes(32).toString('base64') });
+    const wrong = await runCliProcess(['domains', 'list'], {
+      ...env,
+      MAILSVC_SECRET_KEY: randomBytes(32).toString('base64'),
+    });
     assert.notEqual(wrong.code, 0);
     assert.match(wrong.stderr, /secretKey/);
     const right = await runCliProcess(['domains', 'list'], { ...env, MAILSVC_SECRET_KEY: keyA });

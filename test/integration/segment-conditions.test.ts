@@ -17,15 +17,26 @@ describe('segments with conditions on contact properties', () => {
   let key: string;
 
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.httpUrl}${path}`, { method, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> & { id: string; message: string; member_count: number } };
+    const res = await fetch(`${server.httpUrl}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as Record<string, unknown> & { id: string; message: string; member_count: number },
+    };
   };
   const emailsOf = async (segmentId: string) =>
     ok(await resend.contacts.list({ segmentId, limit: 100 }), 'contacts.list by segment')
       .data.map((c) => c.email)
       .sort();
   const recipients = (segmentId: string) =>
-    countSelection(server.runtime.store.db, { workspaceId: server.workspaceId, tags: [], audienceId: segmentId, topicId: null }, server.runtime.deps.dialect);
+    countSelection(
+      server.runtime.store.db,
+      { workspaceId: server.workspaceId, tags: [], audienceId: segmentId, topicId: null },
+      server.runtime.deps.dialect,
+    );
 
   before(async () => {
     server = await startTestServer();
@@ -45,13 +56,19 @@ describe('segments with conditions on contact properties', () => {
     ];
     for (const [email, properties] of people) {
       // The SDK's property type allows strings and numbers; ours takes the declared types.
-      ok(await resend.contacts.create({ email, properties: properties as Record<string, string> }), `contacts.create ${email}`);
+      ok(
+        await resend.contacts.create({ email, properties: properties as Record<string, string> }),
+        `contacts.create ${email}`,
+      );
     }
   });
   after(async () => server?.close());
 
   it('a number condition at, under and over its bound; members listed, counted, and a broadcast goes to them', async () => {
-    const created = await call('POST', '/segments', { name: 'Big teams', conditions: [{ property: 'seats', operator: 'gte', value: 5 }] });
+    const created = await call('POST', '/segments', {
+      name: 'Big teams',
+      conditions: [{ property: 'seats', operator: 'gte', value: 5 }],
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.deepEqual(created.body.conditions, [{ property: 'seats', operator: 'gte', value: 5 }]);
     assert.equal(created.body.member_count, 2);
@@ -62,20 +79,31 @@ describe('segments with conditions on contact properties', () => {
 
     // gt excludes the bound.
     ok(await resend.segments.update(created.body.id, { name: 'Bigger teams' }), 'segments.update keeps conditions');
-    const gt = await call('PATCH', `/segments/${created.body.id}`, { conditions: [{ property: 'seats', operator: 'gt', value: 5 }] });
+    const gt = await call('PATCH', `/segments/${created.body.id}`, {
+      conditions: [{ property: 'seats', operator: 'gt', value: 5 }],
+    });
     assert.equal(gt.status, 200);
     assert.equal(gt.body.name, 'Bigger teams');
     assert.deepEqual(await emailsOf(created.body.id), ['ann@customer.test']);
 
     // A contact added by hand stays a member without meeting the conditions.
-    ok(await resend.contacts.segments.add({ email: 'dee@customer.test', segmentId: created.body.id }), 'contacts.segments.add');
+    ok(
+      await resend.contacts.segments.add({ email: 'dee@customer.test', segmentId: created.body.id }),
+      'contacts.segments.add',
+    );
     assert.deepEqual(await emailsOf(created.body.id), ['ann@customer.test', 'dee@customer.test']);
     assert.equal(await recipients(created.body.id), 2);
 
     // The contact's own segments list the ones it meets.
-    const annSegments = ok(await resend.contacts.segments.list({ email: 'ann@customer.test' }), 'contacts.segments.list');
+    const annSegments = ok(
+      await resend.contacts.segments.list({ email: 'ann@customer.test' }),
+      'contacts.segments.list',
+    );
     assert.ok(annSegments.data.some((s) => s.id === created.body.id));
-    const cySegments = ok(await resend.contacts.segments.list({ email: 'cy@customer.test' }), 'contacts.segments.list cy');
+    const cySegments = ok(
+      await resend.contacts.segments.list({ email: 'cy@customer.test' }),
+      'contacts.segments.list cy',
+    );
     assert.ok(!cySegments.data.some((s) => s.id === created.body.id));
 
     // A property changing moves a contact in or out at once.
@@ -94,13 +122,19 @@ describe('segments with conditions on contact properties', () => {
       assert.equal(r.status, 201, JSON.stringify(r.body));
       return emailsOf(r.body.id);
     };
-    assert.deepEqual(await make([{ property: 'plan', operator: 'eq', value: 'pro' }]), ['ann@customer.test', 'cy@customer.test']);
+    assert.deepEqual(await make([{ property: 'plan', operator: 'eq', value: 'pro' }]), [
+      'ann@customer.test',
+      'cy@customer.test',
+    ]);
     assert.deepEqual(await make([{ property: 'plan', operator: 'neq', value: 'pro' }]), ['bob@customer.test']);
     assert.deepEqual(await make([{ property: 'vip', operator: 'eq', value: true }]), ['ann@customer.test']);
     assert.deepEqual(await make([{ property: 'vip', operator: 'eq', value: false }]), ['bob@customer.test']);
     assert.deepEqual(await make([{ property: 'renews', operator: 'lt', value: '2027-06-01' }]), ['ann@customer.test']);
     assert.deepEqual(await make([{ property: 'vip', operator: 'exists' }]), ['ann@customer.test', 'bob@customer.test']);
-    assert.deepEqual(await make([{ property: 'plan', operator: 'not_exists' }]), ['dee@customer.test', 'legacy@customer.test']);
+    assert.deepEqual(await make([{ property: 'plan', operator: 'not_exists' }]), [
+      'dee@customer.test',
+      'legacy@customer.test',
+    ]);
     assert.deepEqual(
       await make([
         { property: 'plan', operator: 'eq', value: 'pro' },
@@ -123,7 +157,10 @@ describe('segments with conditions on contact properties', () => {
     await bad([{ property: 'seats', operator: 'exists', value: 1 }], /takes no value/);
     await bad([{ property: 'renews', operator: 'lt', value: 'soon' }], /date/);
     const one = { property: 'seats', operator: 'gte', value: 0 };
-    const twenty = await call('POST', '/segments', { name: 'twenty', conditions: Array.from({ length: 20 }, () => one) });
+    const twenty = await call('POST', '/segments', {
+      name: 'twenty',
+      conditions: Array.from({ length: 20 }, () => one),
+    });
     assert.equal(twenty.status, 201);
     await bad(
       Array.from({ length: 21 }, () => one),

@@ -22,9 +22,22 @@ describe('sending: idempotency, keyset pagination and rate limits', () => {
     await dns.close();
   });
 
-  const message = (n: number) => ({ from: 'hello@acme.example', to: `r${n}@example.org`, subject: `m${n}`, html: `<p>${n}</p>`, type: 'marketing' });
-  const send = (body: unknown, headers: Record<string, string> = {}) => request(server.httpUrl, 'POST', '/v1/emails', { key, body, headers });
-  const count = async () => (await server.runtime.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+  const message = (n: number) => ({
+    from: 'hello@acme.example',
+    to: `r${n}@example.org`,
+    subject: `m${n}`,
+    html: `<p>${n}</p>`,
+    type: 'marketing',
+  });
+  const send = (body: unknown, headers: Record<string, string> = {}) =>
+    request(server.httpUrl, 'POST', '/v1/emails', { key, body, headers });
+  const count = async () =>
+    (
+      await server.runtime.store.db
+        .selectFrom('emails')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
 
   it('replays the same request for the same key and sends once', async () => {
     clock.advance(1000);
@@ -49,7 +62,11 @@ describe('sending: idempotency, keyset pagination and rate limits', () => {
     const other = await server.runtime.services.workspaces.create('other');
     await addVerifiedDomain(server, dns, 'acme.example', other.id);
     const otherKey = await server.key({ workspaceId: other.id });
-    const elsewhere = await request(server.httpUrl, 'POST', '/v1/emails', { key: otherKey, body: message(1), headers: { 'Idempotency-Key': 'order-1' } });
+    const elsewhere = await request(server.httpUrl, 'POST', '/v1/emails', {
+      key: otherKey,
+      body: message(1),
+      headers: { 'Idempotency-Key': 'order-1' },
+    });
     assert.equal(elsewhere.status, 200);
     assert.notEqual(elsewhere.body.id, first.body.id);
   });
@@ -57,7 +74,9 @@ describe('sending: idempotency, keyset pagination and rate limits', () => {
   it('sends once under concurrent requests with one key: one 200, the rest replay or 409 concurrent', async () => {
     clock.advance(1000);
     const before = Number(await count());
-    const responses = await Promise.all(Array.from({ length: 20 }, () => send(message(7), { 'Idempotency-Key': 'concurrent-7' })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => send(message(7), { 'Idempotency-Key': 'concurrent-7' })),
+    );
     const ok = responses.filter((r) => r.status === 200);
     const conflicts = responses.filter((r) => r.status === 409);
     assert.equal(ok.length + conflicts.length, 20, responses.map(show).join('\n'));
@@ -80,17 +99,29 @@ describe('sending: idempotency, keyset pagination and rate limits', () => {
   it('pages through every email exactly once in both directions', async () => {
     clock.advance(1000);
     for (let i = 0; i < 3; i++) {
-      const batch = await request(server.httpUrl, 'POST', '/v1/emails/batch', { key, body: Array.from({ length: 9 }, (_, j) => message(100 + i * 9 + j)) });
+      const batch = await request(server.httpUrl, 'POST', '/v1/emails/batch', {
+        key,
+        body: Array.from({ length: 9 }, (_, j) => message(100 + i * 9 + j)),
+      });
       assert.equal(batch.status, 200, show(batch));
       clock.advance(1000);
     }
-    const all = (await server.runtime.store.db.selectFrom('emails').select('id').where('workspace_id', '=', server.workspaceId).orderBy('id', 'desc').execute()).map((r) => r.id);
+    const all = (
+      await server.runtime.store.db
+        .selectFrom('emails')
+        .select('id')
+        .where('workspace_id', '=', server.workspaceId)
+        .orderBy('id', 'desc')
+        .execute()
+    ).map((r) => r.id);
     assert.ok(all.length >= 27);
 
     const forward: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const res = await request(server.httpUrl, 'GET', `/v1/emails?limit=7${cursor ? `&after=${cursor}` : ''}`, { key });
+      const res = await request(server.httpUrl, 'GET', `/v1/emails?limit=7${cursor ? `&after=${cursor}` : ''}`, {
+        key,
+      });
       assert.equal(res.status, 200, show(res));
       assert.equal(res.body.object, 'list');
       forward.push(...res.body.data.map((e: { id: string }) => e.id));
@@ -124,14 +155,26 @@ describe('sending: idempotency, keyset pagination and rate limits', () => {
     clock.advance(1000);
     const priorities: string[] = [];
     for (let i = 0; i < 7; i++) {
-      const res = await request(server.httpUrl, 'POST', '/api/v1/send', { key, body: { to: `t${i}@example.org`, subject: 's', html: 'h', from_email: 'hello@acme.example' } });
+      const res = await request(server.httpUrl, 'POST', '/api/v1/send', {
+        key,
+        body: { to: `t${i}@example.org`, subject: 's', html: 'h', from_email: 'hello@acme.example' },
+      });
       assert.equal(res.status, 202, show(res));
       assert.equal(res.headers.get('x-ratelimit-limit'), '5');
       const detail = await request(server.httpUrl, 'GET', `/v1/emails/${res.body.id}`, { key });
       priorities.push(detail.body.priority);
-      if (i >= 5) assert.match(res.body.message, /marketing priority: the transactional rate of 5 per second was exceeded/);
+      if (i >= 5)
+        assert.match(res.body.message, /marketing priority: the transactional rate of 5 per second was exceeded/);
     }
-    assert.deepEqual(priorities, ['transactional', 'transactional', 'transactional', 'transactional', 'transactional', 'marketing', 'marketing']);
+    assert.deepEqual(priorities, [
+      'transactional',
+      'transactional',
+      'transactional',
+      'transactional',
+      'transactional',
+      'marketing',
+      'marketing',
+    ]);
   });
 
   it('refuses marketing mail over 500 per second with 429 and queues nothing of that request', async () => {
@@ -147,11 +190,18 @@ describe('sending: idempotency, keyset pagination and rate limits', () => {
     assert.equal(over.body.error.code, 'rate_limited');
     assert.equal(over.headers.get('retry-after'), '1');
     assert.equal(over.headers.get('x-ratelimit-remaining'), '0');
-    const legacy = await request(server.httpUrl, 'POST', '/api/v1/send', { key, body: { to: 'x@example.org', subject: 's', html: 'h', type: 'marketing', from_email: 'hello@acme.example' } });
+    const legacy = await request(server.httpUrl, 'POST', '/api/v1/send', {
+      key,
+      body: { to: 'x@example.org', subject: 's', html: 'h', type: 'marketing', from_email: 'hello@acme.example' },
+    });
     assert.equal(legacy.status, 429);
     assert.equal(legacy.body.code, 'RATE_LIMITED');
     assert.equal(Number(await count()), before);
     clock.advance(1000);
-    assert.equal((await request(server.httpUrl, 'POST', '/v1/emails', { key, body: message(2001) })).status, 200, 'next second');
+    assert.equal(
+      (await request(server.httpUrl, 'POST', '/v1/emails', { key, body: message(2001) })).status,
+      200,
+      'next second',
+    );
   });
 });

@@ -32,7 +32,11 @@ function startDroppingMx(): Promise<{ server: Server; port: number; sessions: ()
       }
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port, sessions: () => sessions })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, port: (server.address() as { port: number }).port, sessions: () => sessions }),
+    ),
+  );
 }
 
 describe('SMTP client: a connection that drops during RSET', () => {
@@ -46,11 +50,17 @@ describe('SMTP client: a connection that drops during RSET', () => {
     const client = createSmtpClient({ name: 'mta.mailsvc.test', timeoutMs: 60_000, logger: createLogger('silent') });
     const target = { host: 'mx.test', address: '127.0.0.1', port: mx.port, tls: 'opportunistic' as const };
     const message = Buffer.from('From: a@sender.test\r\nTo: b@rcpt.test\r\nSubject: hi\r\n\r\nhello\r\n');
-    const send = () => client.send(target, { from: 'bounce@sender.test', to: ['b@rcpt.test'], size: message.length }, message);
-    const outcome = (p: Promise<unknown>) => Promise.race([p, new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000))]);
+    const send = () =>
+      client.send(target, { from: 'bounce@sender.test', to: ['b@rcpt.test'], size: message.length }, message);
+    const outcome = (p: Promise<unknown>) =>
+      Promise.race([p, new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000))]);
     try {
       const first = await outcome(send());
-      assert.deepEqual(first, { kind: 'replied', tls: false, replies: [{ recipient: 'b@rcpt.test', accepted: false, code: 550, response: '550 5.1.1 No such user' }] });
+      assert.deepEqual(first, {
+        kind: 'replied',
+        tls: false,
+        replies: [{ recipient: 'b@rcpt.test', accepted: false, code: 550, response: '550 5.1.1 No such user' }],
+      });
       const second = await outcome(send());
       assert.equal((second as { kind: string }).kind, 'replied');
       assert.equal(mx.sessions(), 2, 'the dropped connection was not used again');
@@ -67,7 +77,12 @@ describe('SMTP client: a connection that drops during RSET', () => {
  * envelope it handed to nodemailer (which nodemailer fills in), so the refused recipient keeps
  * its own 550 instead of the later reply, which may be only a deferral.
  */
-function startRefusingMx(script: { pipelining: boolean; data: string; message?: string; closeAfter?: 'data' }): Promise<{ server: Server; port: number }> {
+function startRefusingMx(script: {
+  pipelining: boolean;
+  data: string;
+  message?: string;
+  closeAfter?: 'data';
+}): Promise<{ server: Server; port: number }> {
   const server = createServer((socket: Socket) => {
     let buffer = '';
     let inData = false;
@@ -85,7 +100,8 @@ function startRefusingMx(script: { pipelining: boolean; data: string; message?: 
             inData = false;
             socket.write(`${script.message ?? '250 2.0.0 Ok'}\r\n`);
           }
-        } else if (line.startsWith('EHLO')) socket.write(script.pipelining ? '250-mx.test\r\n250 PIPELINING\r\n' : '250 mx.test\r\n');
+        } else if (line.startsWith('EHLO'))
+          socket.write(script.pipelining ? '250-mx.test\r\n250 PIPELINING\r\n' : '250 mx.test\r\n');
         else if (line.startsWith('MAIL FROM')) socket.write('250 2.1.0 Ok\r\n');
         else if (line.startsWith('RCPT TO:<UNKNOWN@')) socket.write('550 5.1.1 No such user\r\n');
         else if (line.startsWith('RCPT TO')) socket.write('250 2.1.5 Ok\r\n');
@@ -99,15 +115,33 @@ function startRefusingMx(script: { pipelining: boolean; data: string; message?: 
       }
     });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })),
+  );
 }
 
 describe('SMTP client: a recipient refused at RCPT TO keeps its reply when the transaction fails later', () => {
   const cases = [
-    { name: 'DATA refused (no pipelining)', script: { pipelining: false, data: '451 4.3.0 Try again later' }, later: { code: 451, response: '451 4.3.0 Try again later' } },
-    { name: 'DATA refused (pipelining)', script: { pipelining: true, data: '451 4.3.0 Try again later' }, later: { code: 451, response: '451 4.3.0 Try again later' } },
-    { name: 'the message refused after DATA', script: { pipelining: true, data: '354 Go ahead', message: '554 5.7.1 Rejected as spam' }, later: { code: 554, response: '554 5.7.1 Rejected as spam' } },
-    { name: 'DATA answered with 421 and the connection closed', script: { pipelining: false, data: '421 4.3.2 Shutting down', closeAfter: 'data' as const }, later: { code: 421, response: '421 4.3.2 Shutting down' } },
+    {
+      name: 'DATA refused (no pipelining)',
+      script: { pipelining: false, data: '451 4.3.0 Try again later' },
+      later: { code: 451, response: '451 4.3.0 Try again later' },
+    },
+    {
+      name: 'DATA refused (pipelining)',
+      script: { pipelining: true, data: '451 4.3.0 Try again later' },
+      later: { code: 451, response: '451 4.3.0 Try again later' },
+    },
+    {
+      name: 'the message refused after DATA',
+      script: { pipelining: true, data: '354 Go ahead', message: '554 5.7.1 Rejected as spam' },
+      later: { code: 554, response: '554 5.7.1 Rejected as spam' },
+    },
+    {
+      name: 'DATA answered with 421 and the connection closed',
+      script: { pipelining: false, data: '421 4.3.2 Shutting down', closeAfter: 'data' as const },
+      later: { code: 421, response: '421 4.3.2 Shutting down' },
+    },
   ];
   for (const c of cases) {
     it(c.name, async () => {

@@ -80,7 +80,8 @@ describe('SMTP greeting: the control', () => {
       // The server must have taken the connection (and set its timer) before the clock moves:
       // on a loaded machine that can take longer than firstReply's window.
       const deadline = performance.now() + 10_000;
-      while (plain.connections.size === 0 && performance.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+      while (plain.connections.size === 0 && performance.now() < deadline)
+        await new Promise((resolve) => setImmediate(resolve));
       assert.equal(plain.connections.size, 1, 'the server accepted the connection');
       assert.equal(await firstReply(socket), null, 'no greeting while the timer has not fired');
       mock.timers.tick(100);

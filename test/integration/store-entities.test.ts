@@ -23,7 +23,10 @@ const targets: Array<{ name: string; open: () => Promise<TestDatabase> }> = [
     name: 'sqlite',
     open: async () => {
       const dir = mkdtempSync(join(tmpdir(), 'mailsvc-conflicts-'));
-      return { url: `sqlite:${join(dir, 'db.sqlite')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        url: `sqlite:${join(dir, 'db.sqlite')}`,
+        drop: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
   },
 ];
@@ -48,7 +51,14 @@ const domainOf = (workspaceId: string, name: string): Domain => ({
   return_path_subdomain: null,
   tracking_subdomain: null,
 });
-const keyOf = (domainId: string, selector = `s${newId().slice(-12)}`) => ({ selector, domain_id: domainId, position: 0, private_key_sealed: 'sealed', public_key: 'pub', created_at: 1 });
+const keyOf = (domainId: string, selector = `s${newId().slice(-12)}`) => ({
+  selector,
+  domain_id: domainId,
+  position: 0,
+  private_key_sealed: 'sealed',
+  public_key: 'pub',
+  created_at: 1,
+});
 
 for (const target of targets) {
   describe(`entities of the store on ${target.name}`, () => {
@@ -60,7 +70,17 @@ for (const target of targets) {
       database = await target.open();
       store = openStore(database.url);
       assert.equal((await migrateToLatest(store)).error, undefined);
-      await saveWorkspace(store.db, { id: workspaceId, name: 'w', plan: 'starter', transactional_per_second: null, marketing_per_second: null, default_from_email: null, created_at: 1, logo_url: null, ip_pool_id: null });
+      await saveWorkspace(store.db, {
+        id: workspaceId,
+        name: 'w',
+        plan: 'starter',
+        transactional_per_second: null,
+        marketing_per_second: null,
+        default_from_email: null,
+        created_at: 1,
+        logo_url: null,
+        ip_pool_id: null,
+      });
     });
     after(async () => {
       await store?.close();
@@ -94,13 +114,38 @@ for (const target of targets) {
         published_version: null,
       };
       await saveTemplate(store.db, template);
-      const published = { subject: 'Hi', html: '<p>Hi {{name}}</p>', text: null, from: null, reply_to: template.reply_to, variables: template.variables };
+      const published = {
+        subject: 'Hi',
+        html: '<p>Hi {{name}}</p>',
+        text: null,
+        from: null,
+        reply_to: template.reply_to,
+        variables: template.variables,
+      };
       await updateTemplate(store.db, workspaceId, template.id, { published, published_at: 2 });
-      const row = await store.db.selectFrom('templates').select(['reply_to', 'variables', 'published']).where('id', '=', template.id).executeTakeFirstOrThrow();
+      const row = await store.db
+        .selectFrom('templates')
+        .select(['reply_to', 'variables', 'published'])
+        .where('id', '=', template.id)
+        .executeTakeFirstOrThrow();
       assert.equal(row.reply_to, '["\\"Ann\\" <ann@example.org>"]');
       assert.equal(row.variables, '[{"key":"name","type":"string","fallback_value":"friend"}]');
-      assert.equal(row.published, JSON.stringify({ subject: 'Hi', html: '<p>Hi {{name}}</p>', text: null, from: null, reply_to: row.reply_to, variables: row.variables }));
-      assert.deepEqual(await findTemplate(store.db, workspaceId, template.id), { ...template, published, published_at: 2 });
+      assert.equal(
+        row.published,
+        JSON.stringify({
+          subject: 'Hi',
+          html: '<p>Hi {{name}}</p>',
+          text: null,
+          from: null,
+          reply_to: row.reply_to,
+          variables: row.variables,
+        }),
+      );
+      assert.deepEqual(await findTemplate(store.db, workspaceId, template.id), {
+        ...template,
+        published,
+        published_at: 2,
+      });
     });
 
     it('turns a second domain of one name, even two at once, into already_exists', async () => {
@@ -115,21 +160,49 @@ for (const target of targets) {
     });
 
     it('turns a taken template alias into already_exists, on insert and on update', async () => {
-      const template = (alias: string | null): Template => ({ id: newId(), workspace_id: workspaceId, name: 't', subject: '', html: '<p>x</p>', text: null, alias, from_address: null, reply_to: null, variables: null, published: null, published_at: null, created_at: 1, updated_at: 1, language: 'html', source: null, published_version: null });
+      const template = (alias: string | null): Template => ({
+        id: newId(),
+        workspace_id: workspaceId,
+        name: 't',
+        subject: '',
+        html: '<p>x</p>',
+        text: null,
+        alias,
+        from_address: null,
+        reply_to: null,
+        variables: null,
+        published: null,
+        published_at: null,
+        created_at: 1,
+        updated_at: 1,
+        language: 'html',
+        source: null,
+        published_version: null,
+      });
       await saveTemplate(store.db, template('taken'));
       const second = await saveTemplate(store.db, template('taken')).catch((err: unknown) => err);
-      assert.ok(second instanceof AppError && second.code === 'already_exists' && second.field === 'alias', String(second));
+      assert.ok(
+        second instanceof AppError && second.code === 'already_exists' && second.field === 'alias',
+        String(second),
+      );
       const other = template(null);
       await saveTemplate(store.db, other);
-      const renamed = await updateTemplate(store.db, workspaceId, other.id, { alias: 'taken' }).catch((err: unknown) => err);
-      assert.ok(renamed instanceof AppError && renamed.message === 'alias: another template is named taken', String(renamed));
+      const renamed = await updateTemplate(store.db, workspaceId, other.id, { alias: 'taken' }).catch(
+        (err: unknown) => err,
+      );
+      assert.ok(
+        renamed instanceof AppError && renamed.message === 'alias: another template is named taken',
+        String(renamed),
+      );
     });
 
     it('leaves other failures alone: a unique violation of another table, a missing workspace', async () => {
       const first = domainOf(workspaceId, 'keys.test');
       await saveDomain(store.db, first, [keyOf(first.id, 'same-selector')]);
       const second = domainOf(workspaceId, 'other-keys.test');
-      const clash = await saveDomain(store.db, second, [keyOf(second.id, 'same-selector')]).catch((err: unknown) => err);
+      const clash = await saveDomain(store.db, second, [keyOf(second.id, 'same-selector')]).catch(
+        (err: unknown) => err,
+      );
       assert.ok(!(clash instanceof AppError), 'a DKIM selector clash is not "the domain exists"');
       assert.ok(isUniqueViolation(clash, 'dkim_keys'));
       assert.ok(!isUniqueViolation(clash, 'domains'));

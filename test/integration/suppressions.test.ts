@@ -20,10 +20,15 @@ describe('suppressions API', () => {
     await dns.close();
   });
 
-  const api = (method: string, path: string, body?: unknown, k = key) => request(server.httpUrl, method, path, { key: k, body });
+  const api = (method: string, path: string, body?: unknown, k = key) =>
+    request(server.httpUrl, method, path, { key: k, body });
 
   it('adds addresses and whole domains, lists them with offset pagination, reads and removes one', async () => {
-    const address = await api('POST', '/v1/suppressions', { email: 'User@Example.COM', reason: 'complaint', detail: 'asked by phone' });
+    const address = await api('POST', '/v1/suppressions', {
+      email: 'User@Example.COM',
+      reason: 'complaint',
+      detail: 'asked by phone',
+    });
     assert.equal(address.status, 201, show(address));
     assert.equal(address.body.email, 'user@example.com');
     assert.equal(address.body.type, 'address');
@@ -57,7 +62,12 @@ describe('suppressions API', () => {
 
     const removed = await api('DELETE', '/v1/suppressions/USER@example.com');
     assert.equal(removed.status, 200, show(removed));
-    assert.deepEqual(removed.body, { object: 'suppression', id: 'user@example.com', email: 'user@example.com', deleted: true });
+    assert.deepEqual(removed.body, {
+      object: 'suppression',
+      id: 'user@example.com',
+      email: 'user@example.com',
+      deleted: true,
+    });
     const again = await api('DELETE', '/v1/suppressions/user@example.com');
     assert.equal(again.status, 404);
     assert.equal(again.body.error.code, 'not_found');
@@ -85,7 +95,12 @@ describe('suppressions API', () => {
   });
 
   it('needs the suppressions scope for OAuth tokens', async () => {
-    const created = await server.runtime.services.credentials.createToken({ name: 't', workspaceId: server.workspaceId, scopes: ['suppressions:read'], expiresInSeconds: 3600 });
+    const created = await server.runtime.services.credentials.createToken({
+      name: 't',
+      workspaceId: server.workspaceId,
+      scopes: ['suppressions:read'],
+      expiresInSeconds: 3600,
+    });
     const read = await api('GET', '/v1/suppressions', undefined, created.secret);
     assert.equal(read.status, 200, show(read));
     const write = await api('POST', '/v1/suppressions', { email: 'a@b.example' }, created.secret);
@@ -96,14 +111,33 @@ describe('suppressions API', () => {
   it('stops mail to a suppressed domain without a connection, and only marketing mail for an unsubscribe', async () => {
     await api('POST', '/v1/suppressions', { domain: 'nomail.example' });
     await api('POST', '/v1/suppressions', { email: 'fan@promo.example', reason: 'unsubscribe' });
-    const blocked = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: 'sender.example', to: ['anyone@nomail.example'] });
-    const marketing = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: 'sender.example', to: ['fan@promo.example'], type: 'marketing', test: true });
-    const transactional = await queueEmail(server.runtime.store.db, { workspaceId: server.workspaceId, domain: 'sender.example', to: ['fan@promo.example'], test: true });
+    const blocked = await queueEmail(server.runtime.store.db, {
+      workspaceId: server.workspaceId,
+      domain: 'sender.example',
+      to: ['anyone@nomail.example'],
+    });
+    const marketing = await queueEmail(server.runtime.store.db, {
+      workspaceId: server.workspaceId,
+      domain: 'sender.example',
+      to: ['fan@promo.example'],
+      type: 'marketing',
+      test: true,
+    });
+    const transactional = await queueEmail(server.runtime.store.db, {
+      workspaceId: server.workspaceId,
+      domain: 'sender.example',
+      to: ['fan@promo.example'],
+      test: true,
+    });
     server.workers.wake('delivery');
     const status = (id: string) => emailState(server.runtime.store.db, id).then((s) => s.email.status);
     await eventually(async () => (await status(blocked.id)) === 'suppressed', 120_000, 'domain suppression');
     await eventually(async () => (await status(marketing.id)) === 'suppressed', 120_000, 'marketing suppression');
-    await eventually(async () => (await status(transactional.id)) === 'delivered', 120_000, 'transactional delivery (simulated)');
+    await eventually(
+      async () => (await status(transactional.id)) === 'delivered',
+      120_000,
+      'transactional delivery (simulated)',
+    );
     const state = await emailState(server.runtime.store.db, blocked.id);
     assert.equal(state.events[0]!.type, 'email.suppressed');
     assert.equal(state.events[0]!.data.suppression.email, '@nomail.example');

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { request } from '../helpers/http.js';
 
-const MJML = '<mjml><mj-body><mj-section><mj-column><mj-text>Hi {{name}}</mj-text><mj-image src="https://cdn.example/a.png"></mj-image></mj-column></mj-section></mj-body></mjml>';
+const MJML =
+  '<mjml><mj-body><mj-section><mj-column><mj-text>Hi {{name}}</mj-text><mj-image src="https://cdn.example/a.png"></mj-image></mj-column></mj-section></mj-body></mjml>';
 
 /**
  * POST /v1/templates/generate against a real HTTP server on loopback speaking the OpenAI
@@ -26,7 +27,9 @@ describe('generating a template with the configured model', () => {
       req.on('data', (d) => (body += d));
       req.on('end', () => {
         asked.push(JSON.parse(body));
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: answer } }] }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: answer } }] }));
       });
     });
     await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
@@ -41,10 +44,18 @@ describe('generating a template with the configured model', () => {
     await new Promise<void>((resolve) => model?.close(() => resolve()));
   });
 
-  it('saves the model\'s MJML as a checked draft; nothing is published', async () => {
-    answer = JSON.stringify({ name: 'Welcome', subject: 'Welcome {{name}}', mjml: MJML, variables: [{ key: 'name', type: 'string', fallback_value: 'there', sample_value: 'Ada' }] });
+  it("saves the model's MJML as a checked draft; nothing is published", async () => {
+    answer = JSON.stringify({
+      name: 'Welcome',
+      subject: 'Welcome {{name}}',
+      mjml: MJML,
+      variables: [{ key: 'name', type: 'string', fallback_value: 'there', sample_value: 'Ada' }],
+    });
     asked = [];
-    const res = await request(server.httpUrl, 'POST', '/v1/templates/generate', { key, body: { description: 'A welcome email for new customers of a bakery' } });
+    const res = await request(server.httpUrl, 'POST', '/v1/templates/generate', {
+      key,
+      body: { description: 'A welcome email for new customers of a bakery' },
+    });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.equal(asked.length, 1);
     assert.equal(asked[0]!.model, 'studio-model');
@@ -59,14 +70,21 @@ describe('generating a template with the configured model', () => {
 
   it('an answer that is not a valid template is a retryable 503 and saves nothing; no model is a 409', async () => {
     const before = (await request(server.httpUrl, 'GET', '/v1/templates', { key })).body.data.length;
-    for (const bad of ['not json', JSON.stringify({ subject: 's' }), JSON.stringify({ subject: 's', mjml: '<mjml><mj-body><mj-text>x</mj-text></mj-body></mjml>' })]) {
+    for (const bad of [
+      'not json',
+      JSON.stringify({ subject: 's' }),
+      JSON.stringify({ subject: 's', mjml: '<mjml><mj-body><mj-text>x</mj-text></mj-body></mjml>' }),
+    ]) {
       answer = bad;
       const res = await request(server.httpUrl, 'POST', '/v1/templates/generate', { key, body: { description: 'x' } });
       assert.equal(res.status, 503, bad);
       assert.equal(res.body.error.retryable, true);
     }
     assert.equal((await request(server.httpUrl, 'GET', '/v1/templates', { key })).body.data.length, before);
-    const none = await request(bare.httpUrl, 'POST', '/v1/templates/generate', { key: await bare.key(), body: { description: 'x' } });
+    const none = await request(bare.httpUrl, 'POST', '/v1/templates/generate', {
+      key: await bare.key(),
+      body: { description: 'x' },
+    });
     assert.equal(none.status, 409);
     assert.match(none.body.error.message, /inboxes\.agent\.url/);
     const empty = await request(server.httpUrl, 'POST', '/v1/templates/generate', { key, body: { description: '' } });

@@ -32,7 +32,10 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
   let id: string;
 
   before(async () => {
-    rig = await startDeliveringServer({ delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 }, senders: ['acme.example'] });
+    rig = await startDeliveringServer({
+      delivery: { retrySchedule: [1], pollInterval: 50, signingThreads: 1 },
+      senders: ['acme.example'],
+    });
     ({ server, dns, mx } = rig);
     routeDomain(dns, 'example.org', [{ name: 'mx.example.org', preference: 10, a: ['127.0.0.1'] }]);
     key = await server.key();
@@ -72,24 +75,37 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     const tool = await call(client, 'templates_update', { id, mjml: MJML.replace('<mj-column>', '') });
     assert.equal(tool.structuredContent.error.code, 'validation_error');
     assert.match(tool.structuredContent.error.message, /line \d+/);
-    const notMjml = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'bad', mjml: '<html><body>hi</body></html>' } });
+    const notMjml = await request(server.httpUrl, 'POST', '/v1/templates', {
+      key,
+      body: { name: 'bad', mjml: '<html><body>hi</body></html>' },
+    });
     assert.equal(notMjml.status, 400);
     assert.match(notMjml.body.error.message, /must start with <mjml>/);
-    const both = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'bad', mjml: MJML, html: '<p>x</p>' } });
+    const both = await request(server.httpUrl, 'POST', '/v1/templates', {
+      key,
+      body: { name: 'bad', mjml: MJML, html: '<p>x</p>' },
+    });
     assert.equal(both.status, 400);
-    const badName = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'bad', html: '<p>x</p>', variables: [{ key: '1st', type: 'string' }] } });
+    const badName = await request(server.httpUrl, 'POST', '/v1/templates', {
+      key,
+      body: { name: 'bad', html: '<p>x</p>', variables: [{ key: '1st', type: 'string' }] },
+    });
     assert.equal(badName.status, 400);
     assert.equal(badName.body.error.message.startsWith('variables[0].key'), true);
   });
 
   it('inlines the CSS of an HTML source on request (inline_css)', async () => {
-    const html = '<html><head><style>p { color: red; } @media (max-width: 480px) { p { color: blue; } }</style></head><body><p>Hi</p></body></html>';
+    const html =
+      '<html><head><style>p { color: red; } @media (max-width: 480px) { p { color: blue; } }</style></head><body><p>Hi</p></body></html>';
     const inlined = await call(client, 'templates_create', { name: 'inline', html, inline_css: true });
     assert.match(inlined.structuredContent.html, /<p style="color: red;">Hi<\/p>/);
     assert.match(inlined.structuredContent.html, /@media \(max-width: 480px\)/, 'media queries stay in <style>');
     const asIs = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'as is', html } });
     assert.equal(asIs.body.html, html, 'nothing is inlined unless asked');
-    const mjml = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'x', mjml: MJML, inline_css: true } });
+    const mjml = await request(server.httpUrl, 'POST', '/v1/templates', {
+      key,
+      body: { name: 'x', mjml: MJML, inline_css: true },
+    });
     assert.equal(mjml.status, 400);
     assert.match(mjml.body.error.message, /^inline_css: applies to html/);
   });
@@ -97,9 +113,15 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
   it(`a source of ${MAX_TEMPLATE_BYTES} bytes is taken, one byte more is a 413`, async () => {
     const html = (bytes: number) => `<p>${'x'.repeat(bytes - 7)}</p>`;
     assert.equal(Buffer.byteLength(html(MAX_TEMPLATE_BYTES)), MAX_TEMPLATE_BYTES);
-    const at = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'big', html: html(MAX_TEMPLATE_BYTES) } });
+    const at = await request(server.httpUrl, 'POST', '/v1/templates', {
+      key,
+      body: { name: 'big', html: html(MAX_TEMPLATE_BYTES) },
+    });
     assert.equal(at.status, 201);
-    const over = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'big', html: html(MAX_TEMPLATE_BYTES + 1) } });
+    const over = await request(server.httpUrl, 'POST', '/v1/templates', {
+      key,
+      body: { name: 'big', html: html(MAX_TEMPLATE_BYTES + 1) },
+    });
     assert.equal(over.status, 413);
     assert.equal(over.body.error.code, 'payload_too_large');
   });
@@ -110,8 +132,15 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     assert.equal(preview.structuredContent.subject, 'Order A-1 shipped');
     assert.match(preview.structuredContent.html, /Hello &lt;Bob&gt;, your order A-1 shipped/);
     assert.match(preview.structuredContent.text, /Hello <Bob>, your order A-1 shipped/);
-    assert.deepEqual(preview.structuredContent.variables, { used: ['order', 'name'], missing: [], unknown: ['coupon'] });
-    const rest = await request(server.httpUrl, 'POST', `/v1/templates/${id}/preview`, { key, body: { variables: { order: 'B-2' } } });
+    assert.deepEqual(preview.structuredContent.variables, {
+      used: ['order', 'name'],
+      missing: [],
+      unknown: ['coupon'],
+    });
+    const rest = await request(server.httpUrl, 'POST', `/v1/templates/${id}/preview`, {
+      key,
+      body: { variables: { order: 'B-2' } },
+    });
     assert.equal(rest.status, 200);
     assert.equal(rest.body.subject, 'Order B-2 shipped');
     assert.match(rest.body.html, /Hello Ada/);
@@ -129,7 +158,13 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     const created = await request(server.httpUrl, 'POST', '/v1/templates', { key, body: { name: 'risky', html } });
     const check = await call(client, 'templates_check', { id: created.body.id, type: 'marketing' });
     assert.equal(check.isError, undefined, JSON.stringify(check.content));
-    const findings = check.structuredContent.findings as Array<{ kind: string; message: string; lines: number[]; clients: Array<{ client: string; support: string }>; suggestion: string }>;
+    const findings = check.structuredContent.findings as Array<{
+      kind: string;
+      message: string;
+      lines: number[];
+      clients: Array<{ client: string; support: string }>;
+      suggestion: string;
+    }>;
     const flex = findings.find((f) => f.message.startsWith('display:flex'))!;
     assert.deepEqual(flex.lines, [2]);
     assert.ok(flex.clients.some((c) => c.client === 'Outlook (Windows)' && c.support === 'not supported'));
@@ -144,13 +179,24 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     assert.ok(findings.some((f) => f.kind === 'undeclared_variable' && f.message.includes('greeting')));
     assert.ok(check.structuredContent.size > 102 * 1024);
     // Transactional mail needs no unsubscribe link; the REST route answers the same service.
-    const rest = await request(server.httpUrl, 'POST', `/v1/templates/${created.body.id}/check`, { key, body: { type: 'transactional' } });
+    const rest = await request(server.httpUrl, 'POST', `/v1/templates/${created.body.id}/check`, {
+      key,
+      body: { type: 'transactional' },
+    });
     assert.equal(rest.status, 200);
-    assert.equal(rest.body.findings.some((f: { kind: string }) => f.kind === 'unsubscribe_link'), false);
+    assert.equal(
+      rest.body.findings.some((f: { kind: string }) => f.kind === 'unsubscribe_link'),
+      false,
+    );
     assert.equal(rest.body.findings.length, findings.length - 1);
     // MJML's own output is clean of the layout findings.
     const clean = await call(client, 'templates_check', { id });
-    assert.equal((clean.structuredContent.findings as Array<{ message: string }>).some((f) => /^(display:flex|position)/.test(f.message)), false);
+    assert.equal(
+      (clean.structuredContent.findings as Array<{ message: string }>).some((f) =>
+        /^(display:flex|position)/.test(f.message),
+      ),
+      false,
+    );
   });
 
   it('publishing makes versions; an edit is a draft; a version is restored; sends use the published one', async () => {
@@ -162,7 +208,11 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     await call(client, 'templates_update', { id, subject: 'Draft subject' });
     const versions = await call(client, 'templates_versions', { id });
     assert.deepEqual(
-      versions.structuredContent.versions.map((v: { version: number; published: boolean; subject: string }) => [v.version, v.published, v.subject]),
+      versions.structuredContent.versions.map((v: { version: number; published: boolean; subject: string }) => [
+        v.version,
+        v.published,
+        v.subject,
+      ]),
       [
         [2, true, 'Second subject {{order}}'],
         [1, false, 'Order {{order}} shipped'],
@@ -170,7 +220,10 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     );
     const old = await request(server.httpUrl, 'POST', `/v1/templates/${id}/preview`, { key, body: { version: 1 } });
     assert.equal(old.body.subject, 'Order A-1 shipped');
-    assert.equal((await request(server.httpUrl, 'POST', `/v1/templates/${id}/preview`, { key, body: { version: 9 } })).status, 404);
+    assert.equal(
+      (await request(server.httpUrl, 'POST', `/v1/templates/${id}/preview`, { key, body: { version: 9 } })).status,
+      404,
+    );
     const restored = await call(client, 'templates_restore', { id, version: 1 });
     assert.equal(restored.structuredContent.subject, 'Order {{order}} shipped');
     assert.equal(restored.structuredContent.published_version, 2, 'restoring makes a draft; sends keep version 2');
@@ -184,7 +237,13 @@ describe('the template studio: MJML, versions, previews and client checks (REST 
     assert.equal(sent.isError, undefined, JSON.stringify(sent.content));
     const [message] = await mx.waitFor(1);
     const dkim = await verifyDkim(message!.raw, dns);
-    assert.ok(dkim.some((r: { status: { result: string }; signingDomain: string }) => r.status.result === 'pass' && r.signingDomain === 'acme.example'), 'DKIM passes');
+    assert.ok(
+      dkim.some(
+        (r: { status: { result: string }; signingDomain: string }) =>
+          r.status.result === 'pass' && r.signingDomain === 'acme.example',
+      ),
+      'DKIM passes',
+    );
     const parsed = await simpleParser(message!.raw);
     assert.equal(parsed.subject, 'Second subject C-3', 'the published version, not the restored draft');
     assert.match(parsed.html || '', /Hello there, your order C-3 shipped/, 'the fallback, not the preview sample');

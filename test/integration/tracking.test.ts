@@ -26,7 +26,10 @@ describe('open and click tracking', () => {
     });
     await addVerifiedDomain(server, dns, 'shop.example');
     key = await server.key({ test: true });
-    const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/track`, events: ['email.opened', 'email.clicked'] } });
+    const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+      key,
+      body: { url: `${receiver.url}/track`, events: ['email.opened', 'email.clicked'] },
+    });
     assert.equal(hook.status, 201, show(hook));
     secret = hook.body.secret;
   });
@@ -36,10 +39,14 @@ describe('open and click tracking', () => {
     await dns.close();
   });
 
-  const html = '<html><body><p>Your order: <a href="https://shop.example/orders/7?x=1&amp;y=2">view it</a>, <a href="mailto:help@shop.example">help</a></p></body></html>';
+  const html =
+    '<html><body><p>Your order: <a href="https://shop.example/orders/7?x=1&amp;y=2">view it</a>, <a href="mailto:help@shop.example">help</a></p></body></html>';
 
   async function send(path: string, body: Record<string, unknown>) {
-    const res = await request(server.httpUrl, 'POST', path, { key, body: { from: 'hello@shop.example', subject: 'Your order', html, ...body } });
+    const res = await request(server.httpUrl, 'POST', path, {
+      key,
+      body: { from: 'hello@shop.example', subject: 'Your order', html, ...body },
+    });
     assert.ok(res.status >= 200 && res.status < 300, show(res));
     const id = (res.body.id ?? res.body.data?.[0]?.id) as string;
     const raw = await findEmailContent(server.runtime.store.db, id);
@@ -49,7 +56,11 @@ describe('open and click tracking', () => {
   /** The tracked links in the message, rewritten to this server (the public URL is a name the test cannot reach). */
   const local = (url: string) => url.replace('http://mail.shop.example', server.httpUrl);
   const get = (url: string, headers: Record<string, string> = {}) => fetch(local(url), { redirect: 'manual', headers });
-  const events = async (id: string) => (await request(server.httpUrl, 'GET', `/v1/emails/${id}/events`, { key })).body.events as Array<{ type: string; data: any }>;
+  const events = async (id: string) =>
+    (await request(server.httpUrl, 'GET', `/v1/emails/${id}/events`, { key })).body.events as Array<{
+      type: string;
+      data: any;
+    }>;
 
   it('defaults: transactional mail is not tracked, marketing mail is; /v1 can ask either way', async () => {
     const transactional = await send('/v1/emails', { to: 'a@dest.test' });
@@ -62,7 +73,12 @@ describe('open and click tracking', () => {
     const optedIn = await send('/v1/emails', { to: 'a@dest.test', track_opens: true });
     assert.match(optedIn.html, /\/t\/o\//);
     assert.ok(!optedIn.html.includes('/t/c/'), 'clicks stay off');
-    const optedOut = await send('/v1/emails', { to: 'a@dest.test', type: 'marketing', track_opens: false, track_clicks: false });
+    const optedOut = await send('/v1/emails', {
+      to: 'a@dest.test',
+      type: 'marketing',
+      track_opens: false,
+      track_clicks: false,
+    });
     assert.ok(!optedOut.html.includes('/t/'));
   });
 
@@ -77,14 +93,20 @@ describe('open and click tracking', () => {
     await get(pixel, { 'user-agent': 'Mail/1.0 (Test)' });
     const opened = (await events(id)).filter((e) => e.type === 'email.opened');
     assert.equal(opened.length, 2);
-    assert.deepEqual(opened.map((e) => e.data.first), [true, false]);
+    assert.deepEqual(
+      opened.map((e) => e.data.first),
+      [true, false],
+    );
     assert.equal(opened[0]!.data.user_agent, 'Mail/1.0 (Test)');
     assert.deepEqual(opened[0]!.data.to, ['reader@dest.test']);
 
     // The two opens are dispatched independently, so their webhooks may arrive in either order.
     const hooks = await receiver.waitFor(2, (r) => r.json?.type === 'email.opened' && r.json.data.email_id === id);
     const hook = hooks.find((r) => r.json.data.first === true);
-    const payload = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as { created_at: string; data: Record<string, unknown> };
+    const payload = new Webhook(secret).verify(hook!.body, hook!.headers as Record<string, string>) as {
+      created_at: string;
+      data: Record<string, unknown>;
+    };
     assert.deepEqual(payload.data, {
       email_id: id,
       to: ['reader@dest.test'],
@@ -108,7 +130,10 @@ describe('open and click tracking', () => {
     const res = await get(link, { 'user-agent': 'Browser/2' });
     assert.equal(res.status, 302);
     assert.equal(res.headers.get('location'), 'https://shop.example/orders/7?x=1&y=2');
-    const clicked = await eventually(async () => (await events(id)).find((e) => e.type === 'email.clicked'), 'the click event');
+    const clicked = await eventually(
+      async () => (await events(id)).find((e) => e.type === 'email.clicked'),
+      'the click event',
+    );
     assert.equal(clicked.data.url, 'https://shop.example/orders/7?x=1&y=2');
     assert.equal(clicked.data.user_agent, 'Browser/2');
     assert.equal(clicked.data.first, true);
@@ -131,6 +156,12 @@ describe('open and click tracking', () => {
     // HEAD (link scanners) redirects too, and is recorded as a scanner's click.
     assert.equal((await fetch(local(link), { method: 'HEAD', redirect: 'manual' })).status, 302);
     const clicks = (await events(id)).filter((e) => e.type === 'email.clicked');
-    assert.deepEqual(clicks.map((e) => [e.data.classification, e.data.classified_by, e.data.first]), [[clicked.data.classification, clicked.data.classified_by, true], ['scanner', 'head_request', false]]);
+    assert.deepEqual(
+      clicks.map((e) => [e.data.classification, e.data.classified_by, e.data.first]),
+      [
+        [clicked.data.classification, clicked.data.classified_by, true],
+        ['scanner', 'head_request', false],
+      ],
+    );
   });
 });

@@ -32,7 +32,11 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
   const password = async (who: { email: string; password: string }, headers: Record<string, string> = {}) => {
     const client = new DashboardClient(server.httpUrl);
     const form = await client.get('/dashboard/login', headers);
-    const res = await client.post('/dashboard/login', { _csrf: form.csrf ?? '', email: who.email, password: who.password }, headers);
+    const res = await client.post(
+      '/dashboard/login',
+      { _csrf: form.csrf ?? '', email: who.email, password: who.password },
+      headers,
+    );
     return { client, res };
   };
   const secondStep = async (client: DashboardClient, value: string, headers: Record<string, string> = {}) => {
@@ -46,11 +50,22 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     assert.equal(res.status, 303);
     return { client, res: await secondStep(client, value) };
   };
-  const postForm = async (client: DashboardClient, page: string, action: string, fields: Record<string, string> = {}) => {
+  const postForm = async (
+    client: DashboardClient,
+    page: string,
+    action: string,
+    fields: Record<string, string> = {},
+  ) => {
     const got = await client.get(page);
     return client.post(action, { _csrf: got.csrf ?? '', ...fields });
   };
-  const audit = async (action: string) => (await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { action, limit: 100 })).data;
+  const audit = async (action: string) =>
+    (
+      await server.runtime.services.audit.list(
+        { workspaceId: server.workspaceId, instance: true },
+        { action, limit: 100 },
+      )
+    ).data;
   const signedIn = async (client: DashboardClient) => (await client.get('/dashboard/keys')).status === 200;
 
   before(async () => {
@@ -71,27 +86,48 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     assert.equal(enrol.status, 200);
     assert.match(enrol.text, /<svg [^>]*role="img"[^>]*>[\s\S]*<path/, 'the QR code, inline SVG');
     secret = /<code id="totp-secret">([A-Z2-7]+)<\/code>/.exec(enrol.text)?.[1] ?? assert.fail('no key shown');
-    assert.equal((await client.get('/dashboard/account/two-factor')).text.includes(secret), true, 'a reload shows the same key until confirmed');
+    assert.equal(
+      (await client.get('/dashboard/account/two-factor')).text.includes(secret),
+      true,
+      'a reload shows the same key until confirmed',
+    );
 
     const row = await server.runtime.store.db.selectFrom('user_two_factor').selectAll().executeTakeFirstOrThrow();
     assert.match(row.secret_sealed, /^v1\./, 'sealed at rest');
     assert.equal(row.secret_sealed.includes(secret), false);
     assert.equal(row.confirmed_at, null, 'not on before a code confirms it');
-    assert.equal((await password(OWNER)).res.headers.get('location'), '/dashboard', 'still one step: the enrolment is not confirmed');
+    assert.equal(
+      (await password(OWNER)).res.headers.get('location'),
+      '/dashboard',
+      'still one step: the enrolment is not confirmed',
+    );
 
-    const wrong = await client.post('/dashboard/account/two-factor', { _csrf: enrol.csrf ?? '', code: String((Number(code(secret, T0)) + 1) % 1_000_000).padStart(6, '0') });
+    const wrong = await client.post('/dashboard/account/two-factor', {
+      _csrf: enrol.csrf ?? '',
+      code: String((Number(code(secret, T0)) + 1) % 1_000_000).padStart(6, '0'),
+    });
     assert.equal(wrong.status, 400);
     assert.match(wrong.text, /That code is not right/);
-    const right = await client.post('/dashboard/account/two-factor', { _csrf: enrol.csrf ?? '', code: code(secret, T0) });
+    const right = await client.post('/dashboard/account/two-factor', {
+      _csrf: enrol.csrf ?? '',
+      code: code(secret, T0),
+    });
     assert.equal(right.status, 303);
     const shown = await client.get('/dashboard/account');
-    recovery = [...shown.text.matchAll(/<li><code>([a-z2-9]{4}-[a-z2-9]{4}-[a-z2-9]{4})<\/code><\/li>/g)].map((m) => m[1]!);
+    recovery = [...shown.text.matchAll(/<li><code>([a-z2-9]{4}-[a-z2-9]{4}-[a-z2-9]{4})<\/code><\/li>/g)].map(
+      (m) => m[1]!,
+    );
     assert.equal(recovery.length, 10);
     assert.match(shown.text, /Two-factor sign-in is <strong>on<\/strong>. 10 of 10 recovery codes left/);
     assert.doesNotMatch((await client.get('/dashboard/account')).text, /id="recovery-codes"/, 'shown once');
     const hashes = await server.runtime.store.db.selectFrom('user_recovery_codes').select('code_hash').execute();
     assert.equal(hashes.length, 10);
-    for (const c of recovery) assert.equal(hashes.some((h) => h.code_hash.includes(c) || h.code_hash.includes(c.replaceAll('-', ''))), false, 'stored hashed');
+    for (const c of recovery)
+      assert.equal(
+        hashes.some((h) => h.code_hash.includes(c) || h.code_hash.includes(c.replaceAll('-', ''))),
+        false,
+        'stored hashed',
+      );
   });
 
   it('asks for the code after the password; the ticket alone opens nothing', async () => {
@@ -114,11 +150,19 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     // Joining another workspace by invitation with the account's password still owes the code.
     clock.set(T0 + 3 * STEP_MS);
     const other = await server.runtime.services.workspaces.create('second workspace');
-    const invited = await server.runtime.services.users.invite({ email: OWNER.email, workspaceId: other.id, role: 'viewer' });
+    const invited = await server.runtime.services.users.invite({
+      email: OWNER.email,
+      workspaceId: other.id,
+      role: 'viewer',
+    });
     const joiner = new DashboardClient(server.httpUrl);
     const path = new URL(invited.url).pathname;
     const form = await joiner.get(path);
-    const joined = await joiner.post(path, { _csrf: form.csrf ?? '', password: OWNER.password, confirm: OWNER.password });
+    const joined = await joiner.post(path, {
+      _csrf: form.csrf ?? '',
+      password: OWNER.password,
+      confirm: OWNER.password,
+    });
     assert.equal(joined.status, 303);
     assert.equal(joined.headers.get('location'), '/dashboard/login/two-factor');
     assert.equal(joiner.cookies.has('mailsvc_session'), false, 'no session before the code');
@@ -138,12 +182,20 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     const replay = await secondStep(client, code(secret, now - STEP_MS));
     assert.equal(replay.status, 401, 'the same code again');
     assert.match(replay.text, /That code is not right/);
-    assert.equal((await secondStep(client, code(secret, now))).status, 303, 'the current step, later than the last used');
+    assert.equal(
+      (await secondStep(client, code(secret, now))).status,
+      303,
+      'the current step, later than the last used',
+    );
     ({ client } = await password(OWNER));
     assert.equal((await secondStep(client, code(secret, now))).status, 401, 'replayed within its window');
     assert.equal((await secondStep(client, code(secret, now + STEP_MS))).status, 303, 'one step ahead');
     ({ client } = await password(OWNER));
-    assert.equal((await secondStep(client, code(secret, now - STEP_MS))).status, 401, 'an earlier step than one used is never taken');
+    assert.equal(
+      (await secondStep(client, code(secret, now - STEP_MS))).status,
+      401,
+      'an earlier step than one used is never taken',
+    );
     assert.equal((await secondStep(client, 'not a code')).status, 401);
     assert.equal((await secondStep(client, '1'.repeat(65))).status, 401, 'too long: refused without a 500');
   });
@@ -153,7 +205,8 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     const now = clock.now();
     const headers = { 'user-agent': 'lockout test' };
     const { client } = await password(OWNER, headers);
-    for (let i = 0; i < MAX_LOGIN_FAILURES; i++) assert.equal((await secondStep(client, `00000${i}`, headers)).status, 401, `wrong code ${i + 1}`);
+    for (let i = 0; i < MAX_LOGIN_FAILURES; i++)
+      assert.equal((await secondStep(client, `00000${i}`, headers)).status, 401, `wrong code ${i + 1}`);
     const locked = await password(OWNER, headers);
     assert.equal(locked.res.status, 429, 'the right password is refused now');
     assert.ok(Number(locked.res.headers.get('retry-after')) > 0);
@@ -188,19 +241,38 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     assert.equal(ids.length, 2);
     assert.match(account.text, /Firefox on Linux/);
     assert.match(account.text, /127\.0\.0\.1/);
-    const current = account.text.split('<tr data-session="').find((row) => row.includes('this browser'))?.slice(0, 16) ?? assert.fail('current session not marked');
+    const current =
+      account.text
+        .split('<tr data-session="')
+        .find((row) => row.includes('this browser'))
+        ?.slice(0, 16) ?? assert.fail('current session not marked');
     const other = ids.find((id) => id !== current)!;
 
     const owner = (await signIn(OWNER, code(secret, clock.now()))).client;
-    assert.equal((await postForm(owner, '/dashboard/account', `/dashboard/account/sessions/${other}/revoke`)).status, 404, "another user's session");
+    assert.equal(
+      (await postForm(owner, '/dashboard/account', `/dashboard/account/sessions/${other}/revoke`)).status,
+      404,
+      "another user's session",
+    );
     assert.equal(await signedIn(b), true);
-    assert.equal((await postForm(a, '/dashboard/account', `/dashboard/account/sessions/${current}/revoke`)).status, 400, 'the current one: sign out instead');
+    assert.equal(
+      (await postForm(a, '/dashboard/account', `/dashboard/account/sessions/${current}/revoke`)).status,
+      400,
+      'the current one: sign out instead',
+    );
     assert.equal((await postForm(a, '/dashboard/account', `/dashboard/account/sessions/${other}/revoke`)).status, 303);
     assert.equal(await signedIn(b), false, 'revoked at once');
     assert.equal(await signedIn(a), true);
-    assert.equal((await postForm(a, '/dashboard/account', `/dashboard/account/sessions/${other}/revoke`)).status, 404, 'gone already');
+    assert.equal(
+      (await postForm(a, '/dashboard/account', `/dashboard/account/sessions/${other}/revoke`)).status,
+      404,
+      'gone already',
+    );
     const revoked = await audit('session.revoked');
-    assert.deepEqual(revoked.map((e) => [e.actor.type, e.object_id]), [['user', other]]);
+    assert.deepEqual(
+      revoked.map((e) => [e.actor.type, e.object_id]),
+      [['user', other]],
+    );
   });
 
   it('"sign out everywhere else" ends every other session of the user', async () => {
@@ -215,17 +287,26 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     const a = (await signIn(DEV)).client;
     await postForm(a, '/dashboard/account', '/dashboard/account/sessions/revoke-others');
     const b = (await signIn(DEV)).client;
-    const change = (fields: Record<string, string>) => postForm(a, '/dashboard/account', '/dashboard/account/password', fields);
+    const change = (fields: Record<string, string>) =>
+      postForm(a, '/dashboard/account', '/dashboard/account/password', fields);
     const next = 'a brand new developer password';
     const wrong = await change({ current_password: 'not the current one at all', password: next, confirm: next });
     assert.equal(wrong.status, 400);
     assert.match(wrong.text, /current_password: is not your current password/);
-    assert.equal((await change({ current_password: DEV.password, password: next, confirm: `${next}!` })).status, 400, 'the two differ');
+    assert.equal(
+      (await change({ current_password: DEV.password, password: next, confirm: `${next}!` })).status,
+      400,
+      'the two differ',
+    );
     const short = await change({ current_password: DEV.password, password: 'elevenchars', confirm: 'elevenchars' });
     assert.equal(short.status, 400, '11 characters');
     assert.match(short.text, /at least 12 characters/);
     assert.equal(await signedIn(b), true, 'nothing changed yet');
-    assert.equal((await change({ current_password: DEV.password, password: 'twelve chars', confirm: 'twelve chars' })).status, 303, '12 characters');
+    assert.equal(
+      (await change({ current_password: DEV.password, password: 'twelve chars', confirm: 'twelve chars' })).status,
+      303,
+      '12 characters',
+    );
     assert.equal(await signedIn(b), false, 'the other session ended');
     assert.equal(await signedIn(a), true, 'this one goes on');
     assert.equal((await signIn(DEV)).res.status, 401, 'the old password no longer works');
@@ -253,17 +334,38 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
     const enrol = await dev.get('/dashboard/account/two-factor');
     assert.equal(enrol.status, 200);
     assert.match(enrol.text, /requires two-factor sign-in: set it up to go on/);
-    assert.equal((await dev.post('/dashboard/keys', { _csrf: enrol.csrf ?? '', name: 'before enrolling' })).status, 403);
+    assert.equal(
+      (await dev.post('/dashboard/keys', { _csrf: enrol.csrf ?? '', name: 'before enrolling' })).status,
+      403,
+    );
     const devSecret = /<code id="totp-secret">([A-Z2-7]+)<\/code>/.exec(enrol.text)![1]!;
-    assert.equal((await dev.post('/dashboard/account/two-factor', { _csrf: enrol.csrf ?? '', code: code(devSecret, clock.now()) })).status, 303);
+    assert.equal(
+      (await dev.post('/dashboard/account/two-factor', { _csrf: enrol.csrf ?? '', code: code(devSecret, clock.now()) }))
+        .status,
+      303,
+    );
     assert.equal((await dev.get('/dashboard/keys')).status, 200, 'enrolled: the dashboard opens');
 
-    const disable = await postForm(dev, '/dashboard/account', '/dashboard/account/two-factor/disable', { code: code(devSecret, clock.now() + STEP_MS) });
+    const disable = await postForm(dev, '/dashboard/account', '/dashboard/account/two-factor/disable', {
+      code: code(devSecret, clock.now() + STEP_MS),
+    });
     assert.equal(disable.status, 403, 'cannot be turned off while required');
-    const actions = (await audit('workspace.')).filter((e) => e.action.startsWith('workspace.two_factor')).map((e) => [e.action, e.actor.type]);
+    const actions = (await audit('workspace.'))
+      .filter((e) => e.action.startsWith('workspace.two_factor'))
+      .map((e) => [e.action, e.actor.type]);
     assert.deepEqual(actions, [['workspace.two_factor_required', 'user']]);
-    assert.equal((await postForm(owner, '/dashboard/account', '/dashboard/account/two-factor/required?off=1')).status, 303);
-    assert.equal((await postForm(dev, '/dashboard/account', '/dashboard/account/two-factor/disable', { code: code(devSecret, clock.now() + STEP_MS) })).status, 303);
+    assert.equal(
+      (await postForm(owner, '/dashboard/account', '/dashboard/account/two-factor/required?off=1')).status,
+      303,
+    );
+    assert.equal(
+      (
+        await postForm(dev, '/dashboard/account', '/dashboard/account/two-factor/disable', {
+          code: code(devSecret, clock.now() + STEP_MS),
+        })
+      ).status,
+      303,
+    );
     assert.match((await dev.get('/dashboard/account')).text, /Two-factor sign-in is <strong>off<\/strong>/);
   });
 
@@ -279,18 +381,34 @@ describe('two-factor sign-in and sessions (HTTP)', () => {
   });
 
   it('records every change with the user as actor and never a secret, a code or a password', async () => {
-    const entries = (await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: 100 })).data;
+    const entries = (
+      await server.runtime.services.audit.list({ workspaceId: server.workspaceId, instance: true }, { limit: 100 })
+    ).data;
     const actions = entries.map((e) => e.action);
-    for (const a of ['user.two_factor_enabled', 'user.two_factor_disabled', 'user.two_factor_reset', 'workspace.two_factor_required', 'workspace.two_factor_optional', 'session.revoked', 'session.others_ended', 'user.password_changed', 'user.recovery_code_used']) {
+    for (const a of [
+      'user.two_factor_enabled',
+      'user.two_factor_disabled',
+      'user.two_factor_reset',
+      'workspace.two_factor_required',
+      'workspace.two_factor_optional',
+      'session.revoked',
+      'session.others_ended',
+      'user.password_changed',
+      'user.recovery_code_used',
+    ]) {
       assert.ok(actions.includes(a), `${a} recorded`);
     }
     const text = JSON.stringify(entries);
-    for (const s of [secret, ...recovery, OWNER.password, DEV.password, 'a brand new developer password']) assert.equal(text.includes(s), false, 'no secret in the audit log');
+    for (const s of [secret, ...recovery, OWNER.password, DEV.password, 'a brand new developer password'])
+      assert.equal(text.includes(s), false, 'no secret in the audit log');
     const ids = new Map((await server.runtime.services.users.list(server.workspaceId)).map((u) => [u.id, u.email]));
     const enabled = entries.filter((e) => e.action === 'user.two_factor_enabled');
-    assert.deepEqual(enabled.map((e) => [e.actor.type, ids.get(e.actor.id!), ids.get(e.object_id!)]), [
-      ['user', DEV.email, DEV.email],
-      ['user', OWNER.email, OWNER.email],
-    ]);
+    assert.deepEqual(
+      enabled.map((e) => [e.actor.type, ids.get(e.actor.id!), ids.get(e.object_id!)]),
+      [
+        ['user', DEV.email, DEV.email],
+        ['user', OWNER.email, OWNER.email],
+      ],
+    );
   });
 });

@@ -16,7 +16,8 @@ const OWNER_PASSWORD = 'owner password, long enough';
 describe('dashboard users and roles', () => {
   let server: TestServer;
   let env: Record<string, string>;
-  const keyCount = async () => (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length;
+  const keyCount = async () =>
+    (await server.runtime.services.credentials.list({ workspaceId: server.workspaceId, oauth: false })).length;
   const signIn = async (email: string, password: string) => {
     const client = new DashboardClient(server.httpUrl);
     const form = await client.get('/dashboard/login');
@@ -41,22 +42,40 @@ describe('dashboard users and roles', () => {
 
   before(async () => {
     server = await startTestServer({ dashboard: { password: SHARED } });
-    env = { MAILSVC_DATABASE: server.config.database, MAILSVC_DATA_DIR: server.dir, MAILSVC_HTTP_PUBLIC_URL: server.httpUrl, MAILSVC_LOG_LEVEL: 'warn' };
+    env = {
+      MAILSVC_DATABASE: server.config.database,
+      MAILSVC_DATA_DIR: server.dir,
+      MAILSVC_HTTP_PUBLIC_URL: server.httpUrl,
+      MAILSVC_LOG_LEVEL: 'warn',
+    };
   });
   after(() => server.close());
 
   it('the shared password signs in until the first owner exists; then only users do', async () => {
     assert.equal((await new DashboardClient(server.httpUrl).signIn(SHARED)).status, 303, 'before any user');
-    const short = await runCliProcess(['users', 'create', '--owner', '--email', 'owner@team.test'], { ...env, MAILSVC_USER_PASSWORD: 'elevenchars' });
+    const short = await runCliProcess(['users', 'create', '--owner', '--email', 'owner@team.test'], {
+      ...env,
+      MAILSVC_USER_PASSWORD: 'elevenchars',
+    });
     assert.equal(short.code, 1);
     assert.match(short.stderr, /password: at least 12 characters/);
-    const created = await runCliProcess(['users', 'create', '--owner', '--email', 'Owner@Team.test'], { ...env, MAILSVC_USER_PASSWORD: OWNER_PASSWORD });
+    const created = await runCliProcess(['users', 'create', '--owner', '--email', 'Owner@Team.test'], {
+      ...env,
+      MAILSVC_USER_PASSWORD: OWNER_PASSWORD,
+    });
     assert.equal(created.code, 0, created.stderr);
     assert.match(created.stdout, /Created owner@team\.test \(owner\)/);
-    const again = await runCliProcess(['users', 'create', '--email', 'owner@team.test'], { ...env, MAILSVC_USER_PASSWORD: OWNER_PASSWORD });
+    const again = await runCliProcess(['users', 'create', '--email', 'owner@team.test'], {
+      ...env,
+      MAILSVC_USER_PASSWORD: OWNER_PASSWORD,
+    });
     assert.notEqual(again.code, 0, 'one account per address');
 
-    assert.equal((await new DashboardClient(server.httpUrl).signIn(SHARED)).status, 401, 'the shared password is retired');
+    assert.equal(
+      (await new DashboardClient(server.httpUrl).signIn(SHARED)).status,
+      401,
+      'the shared password is retired',
+    );
     const login = await new DashboardClient(server.httpUrl).get('/dashboard/login');
     assert.match(login.text, /name="email"/, 'the form asks for the address');
     assert.equal((await signIn('owner@team.test', 'not the password at all')).res.status, 401);
@@ -102,11 +121,26 @@ describe('dashboard users and roles', () => {
     assert.equal(listed.code, 0, listed.stderr);
     assert.deepEqual(
       (JSON.parse(listed.stdout).users as Array<{ email: string; role: string }>).map((u) => [u.email, u.role]),
-      [['owner@team.test', 'owner'], ['dev@team.test', 'developer'], ['viewer@team.test', 'viewer']],
+      [
+        ['owner@team.test', 'owner'],
+        ['dev@team.test', 'developer'],
+        ['viewer@team.test', 'viewer'],
+      ],
     );
     const audit = await runCliProcess(['audit', '--action', 'user.', '--json', '--limit', '100'], env);
-    const actions = (JSON.parse(audit.stdout).data as Array<{ action: string; actor: { type: string } }>).map((e) => `${e.action} ${e.actor.type}`);
-    assert.deepEqual(actions.sort(), ['user.created cli', 'user.invited cli', 'user.invited cli', 'user.joined dashboard', 'user.joined dashboard'].sort());
+    const actions = (JSON.parse(audit.stdout).data as Array<{ action: string; actor: { type: string } }>).map(
+      (e) => `${e.action} ${e.actor.type}`,
+    );
+    assert.deepEqual(
+      actions.sort(),
+      [
+        'user.created cli',
+        'user.invited cli',
+        'user.invited cli',
+        'user.joined dashboard',
+        'user.joined dashboard',
+      ].sort(),
+    );
     assert.doesNotMatch(audit.stdout, /dashboard\/invite\//, 'no invitation link in the audit log');
   });
 });

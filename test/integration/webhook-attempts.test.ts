@@ -38,7 +38,10 @@ describe('webhook attempt history: every attempt of every delivery, in the API a
 
   const get = (path: string) => request(server.httpUrl, 'GET', path, { key });
   const register = async (url: string) => {
-    const res = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url, events: ['email.delivered'] } });
+    const res = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+      key,
+      body: { url, events: ['email.delivered'] },
+    });
     assert.equal(res.status, 201, show(res));
     return res.body.id as string;
   };
@@ -67,8 +70,14 @@ describe('webhook attempt history: every attempt of every delivery, in the API a
     assert.equal(delivery.attempt_count, 2);
     assert.equal(delivery.attempts.length, 2, 'the list shows every attempt, not only the last');
     const [first, second] = delivery.attempts;
-    assert.deepEqual([first.attempt, first.outcome, first.status_code, first.response, first.error], [1, 'failed', 500, 'database is down', null]);
-    assert.deepEqual([second.attempt, second.outcome, second.status_code, second.response, second.next_attempt_at], [2, 'succeeded', 200, 'thanks', null]);
+    assert.deepEqual(
+      [first.attempt, first.outcome, first.status_code, first.response, first.error],
+      [1, 'failed', 500, 'database is down', null],
+    );
+    assert.deepEqual(
+      [second.attempt, second.outcome, second.status_code, second.response, second.next_attempt_at],
+      [2, 'succeeded', 200, 'thanks', null],
+    );
     for (const a of delivery.attempts) {
       assert.ok(Number.isInteger(a.duration_ms) && a.duration_ms >= 0, 'duration in ms');
       assert.ok(!Number.isNaN(Date.parse(a.started_at)), 'start time');
@@ -82,7 +91,10 @@ describe('webhook attempt history: every attempt of every delivery, in the API a
     const page = await get(`/v1/webhooks/${hookId}/deliveries/${delivery.id}/attempts?limit=1&offset=1`);
     assert.deepEqual(page.body.attempts, [second]);
     assert.equal(page.body.pagination.has_more, false);
-    assert.equal((await get(`/v1/webhooks/${hookId}/deliveries/${delivery.id}/attempts?limit=1`)).body.pagination.has_more, true);
+    assert.equal(
+      (await get(`/v1/webhooks/${hookId}/deliveries/${delivery.id}/attempts?limit=1`)).body.pagination.has_more,
+      true,
+    );
 
     const unknown = await get(`/v1/webhooks/${hookId}/deliveries/msg_nope/attempts`);
     assert.equal(unknown.status, 404, show(unknown));
@@ -92,7 +104,10 @@ describe('webhook attempt history: every attempt of every delivery, in the API a
   it('records the network error when there was no answer, and shows both on the dashboard', async () => {
     const hookId = await register(`http://127.0.0.1:${await closedPort()}/gone`);
     await emit();
-    const attempt = await eventually(async () => (await get(`/v1/webhooks/${hookId}/deliveries`)).body.deliveries[0]?.attempts[0], 'the attempt');
+    const attempt = await eventually(
+      async () => (await get(`/v1/webhooks/${hookId}/deliveries`)).body.deliveries[0]?.attempts[0],
+      'the attempt',
+    );
     assert.equal(attempt.status_code, null);
     assert.equal(attempt.response, null);
     assert.match(attempt.error, /^ECONNREFUSED: /);

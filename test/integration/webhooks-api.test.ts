@@ -41,7 +41,11 @@ describe('webhook endpoints API', () => {
   const create = (body: unknown) => request(server.httpUrl, 'POST', '/v1/webhooks', { key, body });
 
   it('POST /v1/webhooks answers 201 with a generated whsec_ secret, shown in full only there', async () => {
-    const res = await create({ url: 'https://hooks.example.test/mailsvc', events: ['email.delivered', 'email.bounced'], description: 'prod' });
+    const res = await create({
+      url: 'https://hooks.example.test/mailsvc',
+      events: ['email.delivered', 'email.bounced'],
+      description: 'prod',
+    });
     assert.equal(res.status, 201, show(res));
     const w = res.body;
     assert.match(w.id, /^[0-9a-f-]{36}$/);
@@ -65,12 +69,16 @@ describe('webhook endpoints API', () => {
     assert.deepEqual(Object.keys(list.body.pagination).sort(), ['has_more', 'limit', 'offset', 'total']);
 
     // At rest the secret is encrypted (it must stay usable for HMAC), not stored in clear.
-    const row = await server.runtime.store.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', w.id).executeTakeFirstOrThrow();
+    const row = await server.runtime.store.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('id', '=', w.id)
+      .executeTakeFirstOrThrow();
     assert.ok(!row.secret_sealed.includes(w.secret.slice(6)));
     assert.equal(decryptSecret(server.runtime.deps.secretKey, row.secret_sealed), w.secret);
   });
 
-  it('POST /api/v1/webhooks takes the caller\'s whsec_ secret and never echoes it', async () => {
+  it("POST /api/v1/webhooks takes the caller's whsec_ secret and never echoes it", async () => {
     const secret = 'whsec_legacy-caller-secret-1234567890';
     const res = await request(server.httpUrl, 'POST', '/api/v1/webhooks', {
       key,
@@ -86,7 +94,11 @@ describe('webhook endpoints API', () => {
     for (const bad of [undefined, 'legacy-caller-secret-1234567890', 'whsec_short', 'whsec_has spaces in the secret']) {
       const r = await request(server.httpUrl, 'POST', '/api/v1/webhooks', {
         key,
-        body: { url: 'https://other.example.test/x', events: ['email.delivered'], ...(bad === undefined ? {} : { secret: bad }) },
+        body: {
+          url: 'https://other.example.test/x',
+          events: ['email.delivered'],
+          ...(bad === undefined ? {} : { secret: bad }),
+        },
       });
       assert.equal(r.status, 400, `${bad}: ${show(r)}`);
       assert.equal(r.body.success, false);
@@ -96,7 +108,10 @@ describe('webhook endpoints API', () => {
   });
 
   it('refuses unknown events and missing fields, naming the field', async () => {
-    const unknown = await create({ url: 'https://other.example.test/a', events: ['email.delivered', 'email.exploded'] });
+    const unknown = await create({
+      url: 'https://other.example.test/a',
+      events: ['email.delivered', 'email.exploded'],
+    });
     assert.equal(unknown.status, 400, show(unknown));
     assert.equal(unknown.body.error.code, 'validation_error');
     assert.match(unknown.body.error.message, /^events\[1\]: unknown event type "email.exploded"/);
@@ -119,7 +134,10 @@ describe('webhook endpoints API', () => {
       ['https://[::ffff:127.0.0.1]/hook', /private, loopback or link-local/],
       ['https://169.254.169.254/latest/meta-data', /private, loopback or link-local/],
       ['https://localhost/hook', /resolves to a private/],
-      ['https://loop.example.test/hook', /loop\.example\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)/],
+      [
+        'https://loop.example.test/hook',
+        /loop\.example\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)/,
+      ],
       ['https://internal.example.test/hook', /10\.0\.0\.5/],
       ['https://metadata.example.test/hook', /169\.254\.169\.254/],
       ['https://mixed.example.test/hook', /::1/],
@@ -179,7 +197,10 @@ describe('webhook endpoints API', () => {
     assert.match(res.body.secret, /^whsec_/);
     assert.notEqual(res.body.secret, made.body.secret);
     const expires = Date.parse(res.body.previous_secret_expires_at);
-    assert.ok(expires >= before + 24 * 3600_000 - 1000 && expires <= Date.now() + 24 * 3600_000, res.body.previous_secret_expires_at);
+    assert.ok(
+      expires >= before + 24 * 3600_000 - 1000 && expires <= Date.now() + 24 * 3600_000,
+      res.body.previous_secret_expires_at,
+    );
     const one = await request(server.httpUrl, 'GET', `/v1/webhooks/${made.body.id}`, { key });
     assert.equal(one.body.secret, `whsec_********${res.body.secret.slice(-4)}`);
   });
@@ -219,7 +240,10 @@ describe('webhook endpoints API', () => {
     });
     const read = await request(server.httpUrl, 'GET', '/v1/webhooks', { key: token });
     assert.equal(read.status, 200, show(read));
-    const write = await request(server.httpUrl, 'POST', '/v1/webhooks', { key: token, body: { url: 'https://other.example.test/token', events: ['*'] } });
+    const write = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+      key: token,
+      body: { url: 'https://other.example.test/token', events: ['*'] },
+    });
     assert.equal(write.status, 403, show(write));
     assert.match(write.body.error.message, /webhooks:write/);
   });

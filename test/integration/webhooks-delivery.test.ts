@@ -9,7 +9,12 @@ import { startDnsServer } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { eventually, startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import {
+  eventually,
+  startWebhookReceiver,
+  type ReceivedWebhook,
+  type WebhookReceiver,
+} from '../helpers/webhook-receiver.js';
 
 /** Seconds-scale schedules so retries happen within a test; private networks allowed for loopback receivers. */
 const WEBHOOKS = {
@@ -48,16 +53,27 @@ async function tenant(server: TestServer, name: string): Promise<Tenant> {
     workspaceId: ws.id,
     async emit(type, data = deliveredData()) {
       // As the delivery engine does: the event is recorded in the transaction of its state change.
-      const row = await server.runtime.store.db
-        .transaction()
-        .execute((trx) => recordEvent(trx, { workspaceId: ws.id, type, emailId: (data.email_id as string) ?? null, data, at: Date.now() }));
+      const row = await server.runtime.store.db.transaction().execute((trx) =>
+        recordEvent(trx, {
+          workspaceId: ws.id,
+          type,
+          emailId: (data.email_id as string) ?? null,
+          data,
+          at: Date.now(),
+        }),
+      );
       return row.id;
     },
   };
 }
 
 const verifyStandard = (secret: string, r: ReceivedWebhook) =>
-  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string; type: string; created_at: string; data: Record<string, unknown> };
+  new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as {
+    id: string;
+    type: string;
+    created_at: string;
+    data: Record<string, unknown>;
+  };
 
 describe('webhook delivery', () => {
   let server: TestServer;
@@ -73,7 +89,10 @@ describe('webhook delivery', () => {
   });
 
   async function register(t: Tenant, path: string, events: string[] = ['*']) {
-    const res = await request(server.httpUrl, 'POST', '/v1/webhooks', { key: t.key, body: { url: `${receiver.url}${path}`, events } });
+    const res = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+      key: t.key,
+      body: { url: `${receiver.url}${path}`, events },
+    });
     assert.equal(res.status, 201, show(res));
     return res.body as { id: string; secret: string };
   }
@@ -88,7 +107,8 @@ describe('webhook delivery', () => {
     assert.equal(res.status, 200, show(res));
     return res.body;
   };
-  const endpoint = async (t: Tenant, id: string) => (await request(server.httpUrl, 'GET', `/v1/webhooks/${id}`, { key: t.key })).body;
+  const endpoint = async (t: Tenant, id: string) =>
+    (await request(server.httpUrl, 'GET', `/v1/webhooks/${id}`, { key: t.key })).body;
 
   it('versioned: a signed Standard Webhooks POST that the reference library verifies', async () => {
     const t = await tenant(server, 'v1-sign');
@@ -159,11 +179,19 @@ describe('webhook delivery', () => {
     const bounces = await register(t, '/filter-bounces', ['email.bounced']);
     const all = await register(t, '/filter-all', ['*']);
     await t.emit('email.delivered');
-    await t.emit('email.bounced', { ...deliveredData(), bounce: { type: 'hard', category: 'mailbox', code: 550, message: 'no such user' } });
+    await t.emit('email.bounced', {
+      ...deliveredData(),
+      bounce: { type: 'hard', category: 'mailbox', code: 550, message: 'no such user' },
+    });
     const [bounced] = await receiver.waitFor(1, (r) => r.path === '/filter-bounces');
     await receiver.waitFor(2, (r) => r.path === '/filter-all');
     assert.equal(bounced!.json.type, 'email.bounced');
-    assert.deepEqual(bounced!.json.data.bounce, { type: 'hard', category: 'mailbox', code: 550, message: 'no such user' });
+    assert.deepEqual(bounced!.json.data.bounce, {
+      type: 'hard',
+      category: 'mailbox',
+      code: 550,
+      message: 'no such user',
+    });
     assert.equal((await deliveries(t, bounces.id)).pagination.total, 1);
     assert.equal((await deliveries(t, all.id)).pagination.total, 2);
   });
@@ -171,7 +199,11 @@ describe('webhook delivery', () => {
   it('retries a failed delivery on schedule, with the same webhook-id, and records every attempt', async () => {
     const t = await tenant(server, 'retry');
     const hook = await register(t, '/retry');
-    receiver.reply((r, i) => (r.path === '/retry' && receiver.received.filter((x) => x.path === '/retry').length === 1 ? { status: 500, body: 'boom' } : { status: 200, body: `ok ${i}` }));
+    receiver.reply((r, i) =>
+      r.path === '/retry' && receiver.received.filter((x) => x.path === '/retry').length === 1
+        ? { status: 500, body: 'boom' }
+        : { status: 200, body: `ok ${i}` },
+    );
     await t.emit('email.delivered');
     const [first, second] = await receiver.waitFor(2, (r) => r.path === '/retry');
     receiver.reply(() => ({ status: 200, body: 'ok' }));
@@ -188,7 +220,10 @@ describe('webhook delivery', () => {
     assert.equal(d.attempts.length, 2);
     const [a1, a2] = d.attempts;
     assert.deepEqual([a1.attempt, a1.outcome, a1.status_code, a1.response], [1, 'failed', 500, 'boom']);
-    assert.ok(Date.parse(a1.next_attempt_at) - Date.parse(a1.started_at) >= 1000, 'the failed attempt shows when the next is due');
+    assert.ok(
+      Date.parse(a1.next_attempt_at) - Date.parse(a1.started_at) >= 1000,
+      'the failed attempt shows when the next is due',
+    );
     assert.deepEqual([a2.attempt, a2.outcome, a2.status_code, a2.next_attempt_at], [2, 'succeeded', 200, null]);
     const health = await endpoint(t, hook.id);
     assert.equal(health.failing_since, null, 'a success ends the failure streak');
@@ -199,7 +234,11 @@ describe('webhook delivery', () => {
     const t = await tenant(server, 'legacy-fail');
     await request(server.httpUrl, 'POST', '/api/v1/webhooks', {
       key: t.key,
-      body: { url: `${receiver.url}/legacy-fail`, events: ['email.delivered'], secret: 'whsec_legacy-fail-secret-0123456789' },
+      body: {
+        url: `${receiver.url}/legacy-fail`,
+        events: ['email.delivered'],
+        secret: 'whsec_legacy-fail-secret-0123456789',
+      },
     });
     const list = await request(server.httpUrl, 'GET', '/v1/webhooks', { key: t.key });
     const hookId = list.body.webhooks[0].id;
@@ -227,7 +266,10 @@ describe('webhook delivery', () => {
     assert.equal((got!.headers['webhook-signature'] as string).split(' ').length, 2);
     assert.equal(verifyStandard(rotated.body.secret, got!).type, 'email.delivered');
     assert.equal(verifyStandard(hook.secret, got!).type, 'email.delivered');
-    assert.throws(() => verifyStandard(`whsec_${Buffer.alloc(32, 7).toString('base64')}`, got!), /No matching signature/);
+    assert.throws(
+      () => verifyStandard(`whsec_${Buffer.alloc(32, 7).toString('base64')}`, got!),
+      /No matching signature/,
+    );
 
     // Legacy: the current secret in X-Service-Signature, the previous in X-Service-Signature-Previous.
     const secret = 'whsec_legacy-rotate-secret-0123456789';
@@ -235,13 +277,22 @@ describe('webhook delivery', () => {
       key: t.key,
       body: { url: `${receiver.url}/rotate-legacy`, events: ['email.sent'], secret },
     });
-    const legacyId = (await request(server.httpUrl, 'GET', '/v1/webhooks', { key: t.key })).body.webhooks.find((w: { surface: string }) => w.surface === 'legacy').id;
-    const newSecret = (await request(server.httpUrl, 'POST', `/v1/webhooks/${legacyId}/rotate-secret`, { key: t.key })).body.secret;
+    const legacyId = (await request(server.httpUrl, 'GET', '/v1/webhooks', { key: t.key })).body.webhooks.find(
+      (w: { surface: string }) => w.surface === 'legacy',
+    ).id;
+    const newSecret = (await request(server.httpUrl, 'POST', `/v1/webhooks/${legacyId}/rotate-secret`, { key: t.key }))
+      .body.secret;
     await t.emit('email.sent');
     const [legacy] = await receiver.waitFor(1, (r) => r.path === '/rotate-legacy');
     const ts = legacy!.headers['x-service-timestamp'];
-    assert.equal(legacy!.headers['x-service-signature'], createHmac('sha256', newSecret).update(`${ts}.${legacy!.body}`).digest('hex'));
-    assert.equal(legacy!.headers['x-service-signature-previous'], createHmac('sha256', secret).update(`${ts}.${legacy!.body}`).digest('hex'));
+    assert.equal(
+      legacy!.headers['x-service-signature'],
+      createHmac('sha256', newSecret).update(`${ts}.${legacy!.body}`).digest('hex'),
+    );
+    assert.equal(
+      legacy!.headers['x-service-signature-previous'],
+      createHmac('sha256', secret).update(`${ts}.${legacy!.body}`).digest('hex'),
+    );
   });
 
   it('410 Gone disables a versioned endpoint at once; it then gets no more deliveries', async () => {
@@ -261,7 +312,9 @@ describe('webhook delivery', () => {
     assert.equal(d.attempt_count, 1);
     await t.emit('email.delivered');
     assert.equal((await deliveries(t, hook.id)).pagination.total, 1, 'no delivery is queued for a disabled endpoint');
-    const replay = await request(server.httpUrl, 'POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/replay`, { key: t.key });
+    const replay = await request(server.httpUrl, 'POST', `/v1/webhooks/${hook.id}/deliveries/${d.id}/replay`, {
+      key: t.key,
+    });
     assert.equal(replay.status, 409, show(replay));
     assert.equal(receiver.received.filter((r) => r.path === '/gone').length, 1);
   });
@@ -272,8 +325,13 @@ describe('webhook delivery', () => {
     await t.emit('email.delivered');
     const [first] = await receiver.waitFor(1, (r) => r.path === '/replay');
     const id = first!.headers['webhook-id'] as string;
-    await eventually(async () => ((await delivery(t, hook.id, id)).status === 'succeeded' ? true : undefined), 'the first delivery');
-    const replay = await request(server.httpUrl, 'POST', `/v1/webhooks/${hook.id}/deliveries/${id}/replay`, { key: t.key });
+    await eventually(
+      async () => ((await delivery(t, hook.id, id)).status === 'succeeded' ? true : undefined),
+      'the first delivery',
+    );
+    const replay = await request(server.httpUrl, 'POST', `/v1/webhooks/${hook.id}/deliveries/${id}/replay`, {
+      key: t.key,
+    });
     assert.equal(replay.status, 202, show(replay));
     assert.equal(replay.body.status, 'pending');
     const [, again] = await receiver.waitFor(2, (r) => r.path === '/replay');
@@ -283,7 +341,10 @@ describe('webhook delivery', () => {
       const x = await delivery(t, hook.id, id);
       return x.status === 'succeeded' && x.attempts.length === 2 ? x : undefined;
     }, 'the replay to be recorded');
-    assert.deepEqual(d.attempts.map((a: { attempt: number }) => a.attempt), [1, 2]);
+    assert.deepEqual(
+      d.attempts.map((a: { attempt: number }) => a.attempt),
+      [1, 2],
+    );
   });
 
   it('a slow endpoint holds only its own lane (perEndpointConcurrency), never the others', async () => {
@@ -306,7 +367,10 @@ describe('webhook delivery', () => {
       release();
     }
     await receiver.waitFor(10, (r) => r.path === '/slow');
-    assert.ok(receiver.maxInFlight() <= WEBHOOKS.perEndpointConcurrency, `at most ${WEBHOOKS.perEndpointConcurrency} in flight to one endpoint`);
+    assert.ok(
+      receiver.maxInFlight() <= WEBHOOKS.perEndpointConcurrency,
+      `at most ${WEBHOOKS.perEndpointConcurrency} in flight to one endpoint`,
+    );
     receiver.reply(() => ({ status: 200, body: 'ok' }));
   });
 });
@@ -318,14 +382,21 @@ describe('webhook delivery across a restart', () => {
     let second: TestServer | undefined;
     try {
       const t = await tenant(first, 'restart');
-      const res = await request(first.httpUrl, 'POST', '/v1/webhooks', { key: t.key, body: { url: `${receiver.url}/restart`, events: ['*'] } });
+      const res = await request(first.httpUrl, 'POST', '/v1/webhooks', {
+        key: t.key,
+        body: { url: `${receiver.url}/restart`, events: ['*'] },
+      });
       assert.equal(res.status, 201, show(res));
       receiver.reply(() => ({ status: 500, body: 'not yet' }));
       await t.emit('email.delivered');
       const [attempt1] = await receiver.waitFor(1);
       const id = attempt1!.headers['webhook-id'] as string;
       await eventually(async () => {
-        const d = await first.runtime.store.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+        const d = await first.runtime.store.db
+          .selectFrom('webhook_deliveries')
+          .selectAll()
+          .where('id', '=', id)
+          .executeTakeFirst();
         return d?.attempt_count === 1 && d.lease_owner === null ? d : undefined;
       }, 'the failed attempt to be recorded');
       await first.stop();
@@ -336,7 +407,11 @@ describe('webhook delivery across a restart', () => {
       assert.equal(after[1]!.headers['webhook-id'], id);
       assert.equal(verifyStandard(res.body.secret, after[1]!).type, 'email.delivered');
       const d = await eventually(async () => {
-        const row = await second!.runtime.store.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+        const row = await second!.runtime.store.db
+          .selectFrom('webhook_deliveries')
+          .selectAll()
+          .where('id', '=', id)
+          .executeTakeFirst();
         return row?.status === 'succeeded' ? row : undefined;
       }, 'the delivery to succeed after the restart');
       assert.equal(d.attempt_count, 2);
@@ -375,7 +450,10 @@ describe('webhook delivery under the production URL policy', () => {
       }, 'the refused attempt to be recorded');
       assert.equal(d.status, 'pending', 'a refusal is a failed attempt, retried on schedule');
       assert.equal(d.status_code, null);
-      assert.match(d.error, /^refused: rebind\.example\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)$/);
+      assert.match(
+        d.error,
+        /^refused: rebind\.example\.test resolves to a private, loopback or link-local address \(127\.0\.0\.1\)$/,
+      );
       assert.equal(receiver.connections(), 0, 'no connection was opened to the loopback address');
     } finally {
       await server.close();
@@ -431,12 +509,22 @@ describe('webhooks from a real send', () => {
 
       const [old] = await receiver.waitFor(1, (r) => r.path === '/e2e-legacy');
       const ts = old!.headers['x-service-timestamp'];
-      assert.equal(old!.headers['x-service-signature'], createHmac('sha256', secret).update(`${ts}.${old!.body}`).digest('hex'));
+      assert.equal(
+        old!.headers['x-service-signature'],
+        createHmac('sha256', secret).update(`${ts}.${old!.body}`).digest('hex'),
+      );
       assert.equal(old!.json.type, 'email.delivered');
       assert.equal(old!.json.data.email_id, emailId);
       assert.equal(old!.json.data.recipient, 'someone@dest.test');
       assert.match(old!.json.data.message_id, /@shop\.example>$/);
-      assert.deepEqual(Object.keys(old!.json.data).sort(), ['campaign_id', 'email_id', 'message_id', 'metadata', 'recipient', 'timestamp']);
+      assert.deepEqual(Object.keys(old!.json.data).sort(), [
+        'campaign_id',
+        'email_id',
+        'message_id',
+        'metadata',
+        'recipient',
+        'timestamp',
+      ]);
 
       // The simulator's bounce address: a hard bounce, reported with its details.
       const bounced = await request(server.httpUrl, 'POST', '/v1/emails', {
@@ -460,16 +548,30 @@ describe('webhooks without the poll', () => {
   it('posts an event as soon as it is committed: the dispatcher is woken, not polled (poll interval an hour)', async () => {
     const dns = await startDnsServer();
     const receiver = await startWebhookReceiver();
-    const server = await startTestServer({ delivery: { dnsServers: [dns.server] }, webhooks: { ...WEBHOOKS, pollInterval: 3_600_000 } });
+    const server = await startTestServer({
+      delivery: { dnsServers: [dns.server] },
+      webhooks: { ...WEBHOOKS, pollInterval: 3_600_000 },
+    });
     try {
       await addVerifiedDomain(server, dns, 'shop.example');
       const key = await server.key({ test: true });
-      const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/now`, events: ['email.sent'] } });
+      const hook = await request(server.httpUrl, 'POST', '/v1/webhooks', {
+        key,
+        body: { url: `${receiver.url}/now`, events: ['email.sent'] },
+      });
       assert.equal(hook.status, 201, show(hook));
       // The dispatcher's first poll ran at its start; from now on only a wake can move it.
       for (let i = 0; i < 3; i++) {
         const before = receiver.received.length;
-        const sent = await request(server.httpUrl, 'POST', '/v1/emails', { key, body: { from: 'hello@shop.example', to: `someone${i}@dest.test`, subject: `Order ${i}`, html: '<p>Thanks</p>' } });
+        const sent = await request(server.httpUrl, 'POST', '/v1/emails', {
+          key,
+          body: {
+            from: 'hello@shop.example',
+            to: `someone${i}@dest.test`,
+            subject: `Order ${i}`,
+            html: '<p>Thanks</p>',
+          },
+        });
         assert.ok(sent.status === 200 || sent.status === 202, show(sent));
         const [got] = await receiver.waitFor(before + 1, undefined, 10_000);
         assert.ok(got, 'the webhook arrived long before the hour-long poll');

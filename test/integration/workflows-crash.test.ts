@@ -25,7 +25,10 @@ describe('crash recovery of workflow runs', () => {
         MAILSVC_WORKFLOWS_CONCURRENCY: '8',
       },
     });
-    workflowId = await createTwoSendWorkflow(rig.runtime.services, rig.workspaceId, { event: 'order.placed', from: 'shop@shop.test' });
+    workflowId = await createTwoSendWorkflow(rig.runtime.services, rig.workspaceId, {
+      event: 'order.placed',
+      from: 'shop@shop.test',
+    });
   });
   after(() => rig?.close());
 
@@ -34,7 +37,10 @@ describe('crash recovery of workflow runs', () => {
     const first = await rig.serve();
     const url = first.url;
     for (let i = 0; i < total; i++) {
-      const res = await request(url, 'POST', '/v1/events/send', { key: rig.key, body: { event: 'order.placed', email: `buyer${i}@dest.test`, payload: { n: i } } });
+      const res = await request(url, 'POST', '/v1/events/send', {
+        key: rig.key,
+        body: { event: 'order.placed', email: `buyer${i}@dest.test`, payload: { n: i } },
+      });
       assert.equal(res.status, 202, show(res));
     }
     // Kill while runs are spread over every state: sending, waiting at the delay, not started.
@@ -50,25 +56,41 @@ describe('crash recovery of workflow runs', () => {
 
     const second = await rig.serve();
     try {
-      const runs = await eventually(async () => {
-        const rows = await db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', workflowId).execute();
-        return rows.length === total && rows.every((r) => r.status === 'completed') ? rows : undefined;
-      }, 90_000, 'every run completed');
+      const runs = await eventually(
+        async () => {
+          const rows = await db.selectFrom('workflow_runs').selectAll().where('workflow_id', '=', workflowId).execute();
+          return rows.length === total && rows.every((r) => r.status === 'completed') ? rows : undefined;
+        },
+        90_000,
+        'every run completed',
+      );
       assert.equal(new Set(runs.map((r) => r.email)).size, total, 'one run per contact');
 
       // Every send step created exactly one email, whatever the crash interrupted.
       const { perStep, messageIds: expected } = await emailsPerSendStep(db);
       assert.equal(perStep.size, total * 2, 'both send steps of every run created their email');
-      assert.deepEqual([...perStep.values()].filter((n) => n !== 1), [], 'no send step created two emails');
+      assert.deepEqual(
+        [...perStep.values()].filter((n) => n !== 1),
+        [],
+        'no send step created two emails',
+      );
 
       // At the MX: each contact got the two emails (a delivery retried after the crash may bring the same message again).
-      await eventually(async () => [...expected].every((id) => rig.mx.messages.some((m) => m.messageId === id)), 60_000, 'every email at the MX');
+      await eventually(
+        async () => [...expected].every((id) => rig.mx.messages.some((m) => m.messageId === id)),
+        60_000,
+        'every email at the MX',
+      );
       for (let i = 0; i < total; i++) {
-        const distinct = new Set(rig.mx.messages.filter((m) => m.to.includes(`buyer${i}@dest.test`)).map((m) => m.messageId));
+        const distinct = new Set(
+          rig.mx.messages.filter((m) => m.to.includes(`buyer${i}@dest.test`)).map((m) => m.messageId),
+        );
         assert.equal(distinct.size, 2, `buyer${i} got two different emails`);
       }
       const duplicates = rig.mx.messages.length - expected.size;
-      t.diagnostic(`after restart: ${expected.size} emails for ${total} runs, ${duplicates} delivery duplicate(s) of the same message (at-least-once delivery)`);
+      t.diagnostic(
+        `after restart: ${expected.size} emails for ${total} runs, ${duplicates} delivery duplicate(s) of the same message (at-least-once delivery)`,
+      );
     } finally {
       assert.equal(await second.stop(), 0);
     }

@@ -40,10 +40,16 @@ export function apiRouter(deps: HttpDeps, routes: Route[]): ApiRouter {
     const key = `${route.method} ${route.path}`;
     if (seen.has(key)) throw new Error(`route ${key} is defined twice`);
     seen.add(key);
-    const layer = router.register(route.path, [route.method], async (ctx: Ctx) => runRoute(route, ctx, deps, ctx.params as Record<string, string>));
+    const layer = router.register(route.path, [route.method], async (ctx: Ctx) =>
+      runRoute(route, ctx, deps, ctx.params as Record<string, string>),
+    );
     byLayer.set(layer, route);
   }
-  const routeOf = (ctx: Ctx) => router.match(ctx.path, ctx.method).pathAndMethod.map((layer) => byLayer.get(layer)).find((r) => r !== undefined);
+  const routeOf = (ctx: Ctx) =>
+    router
+      .match(ctx.path, ctx.method)
+      .pathAndMethod.map((layer) => byLayer.get(layer))
+      .find((r) => r !== undefined);
   return { router, routeOf };
 }
 
@@ -81,7 +87,10 @@ export function createHttpApp(given: HttpDeps, routes: Route[] = apiRoutes): Koa
       const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];
       if (allowed.length > 0) {
         ctx.set('Allow', allowed.join(', '));
-        throw new AppError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`);
+        throw new AppError(
+          'method_not_allowed',
+          `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allowed.join(', ')}`,
+        );
       }
       throw new AppError('not_found', `No route ${ctx.method} ${ctx.path}`);
     },
@@ -118,7 +127,11 @@ export function createHttpApp(given: HttpDeps, routes: Route[] = apiRoutes): Koa
       return api(ctx, next);
     }
     await next();
-    if (ctx.body === undefined && ctx.status === 404) throw new AppError('not_found', `No route ${ctx.method} ${ctx.path}: the API is under /v1 (e.g. POST /v1/emails), its resources also at the root (POST /emails), and /api/v1`);
+    if (ctx.body === undefined && ctx.status === 404)
+      throw new AppError(
+        'not_found',
+        `No route ${ctx.method} ${ctx.path}: the API is under /v1 (e.g. POST /v1/emails), its resources also at the root (POST /emails), and /api/v1`,
+      );
   });
   return app;
 }

@@ -27,7 +27,8 @@ const canonical = (address: string): string | undefined => {
   }
 };
 
-const parseTrusted = (trust: string[]): Array<[ipaddr.IPv4 | ipaddr.IPv6, number]> => trust.map((cidr) => ipaddr.parseCIDR(cidr));
+const parseTrusted = (trust: string[]): Array<[ipaddr.IPv4 | ipaddr.IPv6, number]> =>
+  trust.map((cidr) => ipaddr.parseCIDR(cidr));
 
 /**
  * The client behind the chain: `peer` is the socket's address, `forwardedFor` the
@@ -37,7 +38,10 @@ const parseTrusted = (trust: string[]): Array<[ipaddr.IPv4 | ipaddr.IPv6, number
  */
 export function resolveClient(peer: string, forwardedFor: string | undefined, trust: TrustProxy): ClientOrigin {
   const socket = canonical(peer) ?? peer;
-  const entries = (forwardedFor ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const entries = (forwardedFor ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const chain = [...entries, socket];
   const networks = Array.isArray(trust) ? parseTrusted(trust) : [];
   const trusted = (hop: number, address: string): boolean => {

@@ -25,9 +25,13 @@ const MAX_FIELD_BYTES = 64 * 1024;
  * parts are small text fields. The file may come before the fields that say how to read it
  * (the Resend SDK sends it first), hence the spool.
  */
-export async function spoolUpload(ctx: Ctx, options: { path: string; limit: number; fileField: string }): Promise<SpooledUpload> {
+export async function spoolUpload(
+  ctx: Ctx,
+  options: { path: string; limit: number; fileField: string },
+): Promise<SpooledUpload> {
   const { path, limit, fileField } = options;
-  if (!ctx.is('multipart/form-data')) throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data with a part named file');
+  if (!ctx.is('multipart/form-data'))
+    throw new AppError('unsupported_media_type', 'Send the file as multipart/form-data with a part named file');
   // A declared size far over the limit is refused before a byte is read.
   if (ctx.request.length !== undefined && ctx.request.length > limit + FORM_OVERHEAD) {
     ctx.set('Connection', 'close');
@@ -37,7 +41,10 @@ export async function spoolUpload(ctx: Ctx, options: { path: string; limit: numb
   try {
     // Busboy flags a file that reaches fileSize as truncated, even at exactly that size: one
     // byte more tells a file of `limit` bytes (taken) from a larger one.
-    parser = busboy({ headers: ctx.req.headers, limits: { fileSize: limit + 1, files: 1, fields: 20, fieldSize: MAX_FIELD_BYTES, parts: 21 } });
+    parser = busboy({
+      headers: ctx.req.headers,
+      limits: { fileSize: limit + 1, files: 1, fields: 20, fieldSize: MAX_FIELD_BYTES, parts: 21 },
+    });
   } catch (err) {
     throw validationError('body', `not a readable multipart body: ${(err as Error).message}`);
   }
@@ -50,7 +57,12 @@ export async function spoolUpload(ctx: Ctx, options: { path: string; limit: numb
   });
   parser.on('file', (name, stream, info) => {
     if (name !== fileField || file) {
-      problem ??= validationError(name, name === fileField ? 'only one file per upload' : `unexpected file part; the CSV goes in the part named ${fileField}`);
+      problem ??= validationError(
+        name,
+        name === fileField
+          ? 'only one file per upload'
+          : `unexpected file part; the CSV goes in the part named ${fileField}`,
+      );
       stream.resume();
       return;
     }
@@ -63,7 +75,12 @@ export async function spoolUpload(ctx: Ctx, options: { path: string; limit: numb
         done(null, chunk);
       },
     });
-    file = pipeline(stream, counter, createWriteStream(path)).then(() => ({ fileName: info.filename ?? null, bytes, sha256: hash.digest('hex'), truncated: (stream as { truncated?: boolean }).truncated === true }));
+    file = pipeline(stream, counter, createWriteStream(path)).then(() => ({
+      fileName: info.filename ?? null,
+      bytes,
+      sha256: hash.digest('hex'),
+      truncated: (stream as { truncated?: boolean }).truncated === true,
+    }));
     // Ends with a rejection the caller awaits; a handler here keeps it from counting as unhandled meanwhile.
     file.catch(() => undefined);
   });

@@ -30,7 +30,9 @@ export const jsonSchema = (schema: z.ZodType): Json => {
   return rest;
 };
 
-const ref = (kind: 'schemas' | 'headers' | 'parameters' | 'responses' | 'securitySchemes', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+const ref = (kind: 'schemas' | 'headers' | 'parameters' | 'responses' | 'securitySchemes', name: string) => ({
+  $ref: `#/components/${kind}/${name}`,
+});
 
 const rateLimitHeaders = {
   'X-RateLimit-Limit': ref('headers', 'RateLimitLimit'),
@@ -61,7 +63,12 @@ function queryParameters(schema: z.ZodType): Json[] {
 
 function operation(route: Route): Json {
   const legacy = isLegacy(route.path);
-  const parameters: Json[] = pathParams(route.path).map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+  const parameters: Json[] = pathParams(route.path).map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
   if (route.query) parameters.push(...queryParameters(route.query));
   if (route.paginated) parameters.push(ref('parameters', 'Limit'), ref('parameters', 'Offset'));
   parameters.push(ref('parameters', 'WorkspaceId'));
@@ -70,11 +77,17 @@ function operation(route: Route): Json {
   const status = String(route.status ?? 200);
   const success: Json = {
     description: route.summary,
-    headers: route.idempotent ? { ...rateLimitHeaders, 'Idempotent-Replayed': ref('headers', 'IdempotentReplayed') } : rateLimitHeaders,
-    content: route.responseType ? { [route.responseType]: { schema: { type: 'string' } } } : { 'application/json': { schema: {} } },
+    headers: route.idempotent
+      ? { ...rateLimitHeaders, 'Idempotent-Replayed': ref('headers', 'IdempotentReplayed') }
+      : rateLimitHeaders,
+    content: route.responseType
+      ? { [route.responseType]: { schema: { type: 'string' } } }
+      : { 'application/json': { schema: {} } },
   };
   const op: Json = {
-    operationId: `${route.method.toLowerCase()}${toOpenApiPath(route.path).replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+    operationId: `${route.method.toLowerCase()}${toOpenApiPath(route.path)
+      .replace(/[{}]/g, '')
+      .replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
     summary: route.summary,
     tags: [legacy ? 'legacy' : 'v1'],
     // OpenAPI 3.1 lets a bearer scheme list roles: an OAuth token needs this scope; API keys carry every scope.
@@ -93,7 +106,17 @@ function operation(route: Route): Json {
       required: true,
       content: {
         'multipart/form-data': {
-          schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary' }, column_map: { type: 'string' }, on_conflict: { type: 'string', enum: ['upsert', 'skip'] }, segments: { type: 'string' }, topics: { type: 'string' } } },
+          schema: {
+            type: 'object',
+            required: ['file'],
+            properties: {
+              file: { type: 'string', format: 'binary' },
+              column_map: { type: 'string' },
+              on_conflict: { type: 'string', enum: ['upsert', 'skip'] },
+              segments: { type: 'string' },
+              topics: { type: 'string' },
+            },
+          },
         },
       },
     };
@@ -129,51 +152,135 @@ function errorComponents(): Json {
       responses[`${legacy ? 'Legacy' : 'Versioned'}${status}`] = {
         description: `Error: ${codes.join(', ')}`,
         headers,
-        content: { 'application/json': { schema: ref('schemas', legacy ? 'LegacyError' : 'Error'), example: errorExample(codes[0]!, legacy) } },
+        content: {
+          'application/json': {
+            schema: ref('schemas', legacy ? 'LegacyError' : 'Error'),
+            example: errorExample(codes[0]!, legacy),
+          },
+        },
       };
     }
   }
   return responses;
 }
 
-const plain = (description: string, contentType = 'application/json', schema: Json = {}): Json => ({ description, content: { [contentType]: { schema } } });
-const tokenParam = { name: 'token', in: 'path', required: true, schema: { type: 'string' }, description: 'Signed token from the message' };
+const plain = (description: string, contentType = 'application/json', schema: Json = {}): Json => ({
+  description,
+  content: { [contentType]: { schema } },
+});
+const tokenParam = {
+  name: 'token',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+  description: 'Signed token from the message',
+};
 
 /**
  * Endpoints outside the API routers (plain Koa middleware, no API key): health checks, the
  * links in sent mail, the metrics scrape and this document.
  */
 function publicPaths(): Json {
-  const health = (summary: string, statuses: Json) => ({ get: { operationId: summary.replace(/\W/g, ''), summary, tags: ['operations'], security: [], responses: statuses } });
+  const health = (summary: string, statuses: Json) => ({
+    get: { operationId: summary.replace(/\W/g, ''), summary, tags: ['operations'], security: [], responses: statuses },
+  });
   return {
     '/healthz': health('Liveness', { '200': plain('The process answers') }),
-    '/readyz': health('Readiness', { '200': plain('The database is reachable'), '503': plain('The database is unreachable') }),
-    [OPENAPI_PATH]: { get: { operationId: 'getOpenApiDocument', summary: 'This document', tags: ['operations'], security: [], responses: { '200': plain('OpenAPI 3.1 document') } } },
+    '/readyz': health('Readiness', {
+      '200': plain('The database is reachable'),
+      '503': plain('The database is unreachable'),
+    }),
+    [OPENAPI_PATH]: {
+      get: {
+        operationId: 'getOpenApiDocument',
+        summary: 'This document',
+        tags: ['operations'],
+        security: [],
+        responses: { '200': plain('OpenAPI 3.1 document') },
+      },
+    },
     [METRICS_PATH]: {
       get: {
         operationId: 'getMetrics',
         summary: 'Prometheus metrics; needs `Authorization: Bearer <metrics.token>` when that is set',
         tags: ['operations'],
         security: [{}, { metricsToken: [] }],
-        responses: { '200': plain('Prometheus text exposition format', 'text/plain', { type: 'string' }), '401': plain('metrics.token is set and the request lacks it'), '404': plain('metrics.enabled is false') },
+        responses: {
+          '200': plain('Prometheus text exposition format', 'text/plain', { type: 'string' }),
+          '401': plain('metrics.token is set and the request lacks it'),
+          '404': plain('metrics.enabled is false'),
+        },
       },
     },
     '/u/{token}': {
       parameters: [tokenParam],
-      get: { operationId: 'unsubscribePage', summary: 'Unsubscribe confirmation page', tags: ['public'], security: [], responses: { '200': plain('Confirmation page', 'text/html', { type: 'string' }), '400': plain('The link is not valid', 'text/html', { type: 'string' }) } },
-      post: { operationId: 'unsubscribeOneClick', summary: 'One-click unsubscribe (RFC 8058)', tags: ['public'], security: [], responses: { '200': plain('Unsubscribed', 'text/html', { type: 'string' }), '400': plain('The link is not valid', 'text/html', { type: 'string' }) } },
+      get: {
+        operationId: 'unsubscribePage',
+        summary: 'Unsubscribe confirmation page',
+        tags: ['public'],
+        security: [],
+        responses: {
+          '200': plain('Confirmation page', 'text/html', { type: 'string' }),
+          '400': plain('The link is not valid', 'text/html', { type: 'string' }),
+        },
+      },
+      post: {
+        operationId: 'unsubscribeOneClick',
+        summary: 'One-click unsubscribe (RFC 8058)',
+        tags: ['public'],
+        security: [],
+        responses: {
+          '200': plain('Unsubscribed', 'text/html', { type: 'string' }),
+          '400': plain('The link is not valid', 'text/html', { type: 'string' }),
+        },
+      },
     },
     '/a/{token}': {
-      parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' }, description: 'Signed token from an attachment download_url' }],
-      get: { operationId: 'downloadAttachment', summary: "Download an email's attachment (the link expires after an hour)", tags: ['public'], security: [], responses: { '200': plain('The file, as an attachment', 'application/octet-stream', { type: 'string' }), '404': plain('The link is not valid or has expired', 'text/plain', { type: 'string' }) } },
+      parameters: [
+        {
+          name: 'token',
+          in: 'path',
+          required: true,
+          schema: { type: 'string' },
+          description: 'Signed token from an attachment download_url',
+        },
+      ],
+      get: {
+        operationId: 'downloadAttachment',
+        summary: "Download an email's attachment (the link expires after an hour)",
+        tags: ['public'],
+        security: [],
+        responses: {
+          '200': plain('The file, as an attachment', 'application/octet-stream', { type: 'string' }),
+          '404': plain('The link is not valid or has expired', 'text/plain', { type: 'string' }),
+        },
+      },
     },
     '/t/o/{token}': {
       parameters: [tokenParam],
-      get: { operationId: 'trackOpen', summary: 'Open-tracking pixel (always a 1x1 GIF)', tags: ['public'], security: [], responses: { '200': plain('Transparent GIF', 'image/gif', { type: 'string', contentMediaType: 'image/gif' }) } },
+      get: {
+        operationId: 'trackOpen',
+        summary: 'Open-tracking pixel (always a 1x1 GIF)',
+        tags: ['public'],
+        security: [],
+        responses: { '200': plain('Transparent GIF', 'image/gif', { type: 'string', contentMediaType: 'image/gif' }) },
+      },
     },
     '/t/c/{token}': {
       parameters: [tokenParam],
-      get: { operationId: 'trackClick', summary: 'Tracked link: redirect to the signed URL', tags: ['public'], security: [], responses: { '302': { description: 'Redirect to the original link', headers: { Location: { schema: { type: 'string', format: 'uri' } } } }, '404': plain('The link is not genuine', 'text/plain', { type: 'string' }) } },
+      get: {
+        operationId: 'trackClick',
+        summary: 'Tracked link: redirect to the signed URL',
+        tags: ['public'],
+        security: [],
+        responses: {
+          '302': {
+            description: 'Redirect to the original link',
+            headers: { Location: { schema: { type: 'string', format: 'uri' } } },
+          },
+          '404': plain('The link is not genuine', 'text/plain', { type: 'string' }),
+        },
+      },
     },
   };
 }
@@ -217,15 +324,51 @@ export function buildOpenApiDocument(routes: Route[]): Json {
     paths: sortedPaths,
     components: {
       securitySchemes: {
-        apiKey: { type: 'http', scheme: 'bearer', description: 'API key: `sk_live_...` (real delivery) or `sk_test_...` (test mail, never delivered). Every scope. A master key also names the workspace (X-Workspace-Id).' },
-        oauthToken: { type: 'http', scheme: 'bearer', description: 'OAuth access token `oat_...`: issued at /oauth/token to an app a person authorized (authorization code + PKCE; discovery at /.well-known/oauth-authorization-server), or minted by `mailsvc tokens create`; scoped; /v1 and /mcp only. The role list of a requirement is the scope the operation needs.' },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'API key: `sk_live_...` (real delivery) or `sk_test_...` (test mail, never delivered). Every scope. A master key also names the workspace (X-Workspace-Id).',
+        },
+        oauthToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'OAuth access token `oat_...`: issued at /oauth/token to an app a person authorized (authorization code + PKCE; discovery at /.well-known/oauth-authorization-server), or minted by `mailsvc tokens create`; scoped; /v1 and /mcp only. The role list of a requirement is the scope the operation needs.',
+        },
         metricsToken: { type: 'http', scheme: 'bearer', description: 'The `metrics.token` configuration value.' },
       },
       parameters: {
-        Limit: { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }, description: `Items per page; a value outside 1..${MAX_LIMIT} falls back to ${DEFAULT_LIMIT}` },
-        Offset: { name: 'offset', in: 'query', required: false, schema: { type: 'integer', minimum: 0, default: 0 }, description: 'Items to skip' },
-        WorkspaceId: { name: 'X-Workspace-Id', in: 'header', required: false, schema: { type: 'string', format: 'uuid' }, description: 'With a master key: the workspace the request acts on (also accepted as the `workspace_id` query parameter or body field).' },
-        IdempotencyKey: { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 256 }, description: 'Repeating a request with the same key replays the first response; a different body with the same key is a 409.' },
+        Limit: {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+          description: `Items per page; a value outside 1..${MAX_LIMIT} falls back to ${DEFAULT_LIMIT}`,
+        },
+        Offset: {
+          name: 'offset',
+          in: 'query',
+          required: false,
+          schema: { type: 'integer', minimum: 0, default: 0 },
+          description: 'Items to skip',
+        },
+        WorkspaceId: {
+          name: 'X-Workspace-Id',
+          in: 'header',
+          required: false,
+          schema: { type: 'string', format: 'uuid' },
+          description:
+            'With a master key: the workspace the request acts on (also accepted as the `workspace_id` query parameter or body field).',
+        },
+        IdempotencyKey: {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          schema: { type: 'string', maxLength: 256 },
+          description:
+            'Repeating a request with the same key replays the first response; a different body with the same key is a 409.',
+        },
       },
       headers: {
         RateLimitLimit: { description: 'Requests allowed in the window of this bucket', schema: { type: 'integer' } },
@@ -233,7 +376,10 @@ export function buildOpenApiDocument(routes: Route[]): Json {
         RateLimitReset: { description: 'Unix time (seconds) when the window resets', schema: { type: 'integer' } },
         RetryAfter: { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
         RequestId: { description: "The client's X-Request-Id when sane, else one of ours", schema: { type: 'string' } },
-        IdempotentReplayed: { description: '`true` when this response is a replay of an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+        IdempotentReplayed: {
+          description: '`true` when this response is a replay of an earlier request with the same Idempotency-Key',
+          schema: { type: 'string', enum: ['true'] },
+        },
       },
       schemas: {
         Error: {
@@ -244,9 +390,17 @@ export function buildOpenApiDocument(routes: Route[]): Json {
             error: {
               type: 'object',
               required: ['code', 'message', 'retryable'],
-              properties: { code: { type: 'string', enum: Object.keys(errorCatalog) }, message: { type: 'string' }, retryable: { type: 'boolean' } },
+              properties: {
+                code: { type: 'string', enum: Object.keys(errorCatalog) },
+                message: { type: 'string' },
+                retryable: { type: 'boolean' },
+              },
             },
-            name: { type: 'string', enum: [...new Set(Object.values(RESEND_ERROR_NAMES))], description: "Resend's name for the error (what the Resend SDK shows)" },
+            name: {
+              type: 'string',
+              enum: [...new Set(Object.values(RESEND_ERROR_NAMES))],
+              description: "Resend's name for the error (what the Resend SDK shows)",
+            },
             message: { type: 'string', description: 'The same as error.message' },
             statusCode: { type: 'integer', description: 'The HTTP status' },
           },

@@ -11,7 +11,12 @@ export function offsetList<K extends string, T>(key: K, items: T[], total: numbe
     object: 'list',
     has_more: more,
     data: items,
-  } as { [P in K]: T[] } & { pagination: { total: number; limit: number; offset: number; has_more: boolean }; object: 'list'; has_more: boolean; data: T[] };
+  } as { [P in K]: T[] } & {
+    pagination: { total: number; limit: number; offset: number; has_more: boolean };
+    object: 'list';
+    has_more: boolean;
+    data: T[];
+  };
 }
 
 /** A list in Resend's shape only (the routes Resend defines and the SPEC does not). */

@@ -16,7 +16,13 @@ export function setRateLimitHeaders(ctx: Ctx, decision: Pick<Decision, 'limit' |
  * for a hard limit that is exhausted, throws 429 with Retry-After. Soft limits return the
  * decision for the caller to act on (the send path demotes priority).
  */
-export async function applyLimit(ctx: Ctx, deps: HttpDeps, operation: Operation, key: string, workspace: Workspace | null): Promise<Decision> {
+export async function applyLimit(
+  ctx: Ctx,
+  deps: HttpDeps,
+  operation: Operation,
+  key: string,
+  workspace: Workspace | null,
+): Promise<Decision> {
   return countAgainstLimit(deps, operation, key, workspace, (decision) => setRateLimitHeaders(ctx, decision));
 }
 
@@ -40,7 +46,11 @@ export async function countAgainstLimit(
     const retryAfter = retryAfterSeconds(decision, now);
     services.metrics.rateLimited('http', operation);
     const per = limit.windowMs === 1000 ? 'second' : `${limit.windowMs / 1000} seconds`;
-    throw new AppError('rate_limited', `Rate limit of ${limit.limit} per ${per} exceeded; retry after ${retryAfter} s`, { retryAfter });
+    throw new AppError(
+      'rate_limited',
+      `Rate limit of ${limit.limit} per ${per} exceeded; retry after ${retryAfter} s`,
+      { retryAfter },
+    );
   }
   return decision;
 }
@@ -52,7 +62,8 @@ export const limitWorkspace = (ctx: Ctx, deps: HttpDeps, operation: Operation): 
 /** The send bucket of a send request: marketing when every message in it says so. */
 const sendOperation = (body: unknown): Operation => {
   const messages = Array.isArray(body) ? body : [body];
-  const marketing = messages.length > 0 && messages.every((m) => (m as { type?: unknown } | null)?.type === 'marketing');
+  const marketing =
+    messages.length > 0 && messages.every((m) => (m as { type?: unknown } | null)?.type === 'marketing');
   return marketing ? 'send.marketing' : 'send.transactional';
 };
 
@@ -64,7 +75,11 @@ const sendOperation = (body: unknown): Operation => {
  * bucket otherwise. Before a workspace is known (no valid key, a master key that names
  * none) that is the client address's allowance of failed authentications.
  */
-export function showRateLimit(deps: HttpDeps, routeOf: (ctx: Ctx) => { operation: Operation | null } | undefined, logger: Logger) {
+export function showRateLimit(
+  deps: HttpDeps,
+  routeOf: (ctx: Ctx) => { operation: Operation | null } | undefined,
+  logger: Logger,
+) {
   return async function showRateLimitMiddleware(ctx: Ctx, next: () => Promise<unknown>): Promise<void> {
     let thrown: unknown;
     try {
@@ -75,7 +90,9 @@ export function showRateLimit(deps: HttpDeps, routeOf: (ctx: Ctx) => { operation
     } finally {
       if (!ctx.response.get('X-RateLimit-Limit') && !(isAppError(thrown) && thrown.rateLimit)) {
         // Showing the window must never hide the response itself.
-        await peekLimit(ctx, deps, routeOf(ctx)).catch((err: unknown) => logger.warn({ err, requestId: ctx.state.requestId }, 'could not read the rate-limit window'));
+        await peekLimit(ctx, deps, routeOf(ctx)).catch((err: unknown) =>
+          logger.warn({ err, requestId: ctx.state.requestId }, 'could not read the rate-limit window'),
+        );
       }
     }
   };
@@ -93,5 +110,12 @@ async function peekLimit(ctx: Ctx, deps: HttpDeps, route: { operation: Operation
     operation = 'auth.failure';
     key = `ip:${ctx.state.clientAddress}`;
   }
-  setRateLimitHeaders(ctx, await services.rateLimiter.peek(`${key}:${operation}`, services.limitFor(operation, workspace ?? null), clock.now()));
+  setRateLimitHeaders(
+    ctx,
+    await services.rateLimiter.peek(
+      `${key}:${operation}`,
+      services.limitFor(operation, workspace ?? null),
+      clock.now(),
+    ),
+  );
 }

@@ -13,7 +13,8 @@ const TAKEN = new Set(['dashboard', 't', 'a', 'r', 's', 'u', 'healthz', 'readyz'
 export function rootResources(routes: readonly Route[]): ReadonlySet<string> {
   const names = new Set(routes.filter((r) => r.path.startsWith('/v1/')).map((r) => r.path.split('/')[2]!));
   for (const name of names) {
-    if (TAKEN.has(name) || name.includes('.')) throw new Error(`/v1/${name} cannot also be served at /${name}: the root path is taken`);
+    if (TAKEN.has(name) || name.includes('.'))
+      throw new Error(`/v1/${name} cannot also be served at /${name}: the root path is taken`);
   }
   return names;
 }

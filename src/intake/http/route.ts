@@ -60,17 +60,20 @@ export interface Route<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.
   handler(input: HandlerInput<z.infer<B>, z.infer<Q>>): Promise<unknown>;
 }
 
-export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodType = z.ZodUnknown>(route: Route<B, Q>): Route =>
-  route;
+export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodType = z.ZodUnknown>(
+  route: Route<B, Q>,
+): Route => route;
 
 /**
  * No id, name or filter holds a control character, and PostgreSQL refuses a NUL in a text
  * parameter (a 500 if it got that far): refused here for every route, whatever its handler does.
  */
 function refuseControlCharacters(params: Record<string, string>, query: Ctx['query']): void {
-  for (const [name, value] of Object.entries(params)) if (/[\u0000-\u001f\u007f]/.test(value)) throw validationError(name, 'must not contain control characters');
+  for (const [name, value] of Object.entries(params))
+    if (/[\u0000-\u001f\u007f]/.test(value)) throw validationError(name, 'must not contain control characters');
   for (const [name, value] of Object.entries(query)) {
-    if ([value].flat().some((v) => typeof v === 'string' && v.includes('\u0000'))) throw validationError(name, 'must not contain NUL characters');
+    if ([value].flat().some((v) => typeof v === 'string' && v.includes('\u0000')))
+      throw validationError(name, 'must not contain NUL characters');
   }
 }
 
@@ -78,11 +81,15 @@ function refuseControlCharacters(params: Record<string, string>, query: Ctx['que
 export async function runRoute(route: Route, ctx: Ctx, deps: HttpDeps, params: Record<string, string>): Promise<void> {
   const principal = ctx.state.principal!;
   const workspace = ctx.state.workspace!;
-  if (route.master && !principal.master) throw new AppError('forbidden', `${route.method} ${route.path} is the operator's: it takes a master key`);
+  if (route.master && !principal.master)
+    throw new AppError('forbidden', `${route.method} ${route.path} is the operator's: it takes a master key`);
   refuseControlCharacters(params, ctx.query);
   if (route.operation) await limitWorkspace(ctx, deps, route.operation);
   if (!hasScope(principal, route.scope)) {
-    throw new AppError('forbidden', `This ${principal.kind === 'oauth' ? 'access token' : 'API key'} lacks the scope ${route.scope}${principal.kind !== 'oauth' ? ' (it has sending access only)' : ''}`);
+    throw new AppError(
+      'forbidden',
+      `This ${principal.kind === 'oauth' ? 'access token' : 'API key'} lacks the scope ${route.scope}${principal.kind !== 'oauth' ? ' (it has sending access only)' : ''}`,
+    );
   }
   const idempotency = route.idempotent ? await claimIdempotencyKey(route, ctx, deps) : undefined;
   if (idempotency === 'replayed') return;
@@ -110,10 +117,16 @@ const IDEMPOTENCY_HEADER = 'Idempotency-Key';
  * Claims the request's Idempotency-Key, or answers it: a replay of the stored response, or a
  * 409. The key is scoped to the workspace; the fingerprint covers method, path and body.
  */
-async function claimIdempotencyKey(route: Route, ctx: Ctx, deps: HttpDeps): Promise<IdempotencyClaim | 'replayed' | undefined> {
+async function claimIdempotencyKey(
+  route: Route,
+  ctx: Ctx,
+  deps: HttpDeps,
+): Promise<IdempotencyClaim | 'replayed' | undefined> {
   const key = ctx.get(IDEMPOTENCY_HEADER);
   if (!key) return undefined;
-  const fingerprint = sha256Hex(`${route.method} ${route.path} ${JSON.stringify(ctx.params ?? {})}\n${stableStringify(ctx.state.body ?? null)}`);
+  const fingerprint = sha256Hex(
+    `${route.method} ${route.path} ${JSON.stringify(ctx.params ?? {})}\n${stableStringify(ctx.state.body ?? null)}`,
+  );
   const outcome = await deps.services.idempotency.claim(ctx.state.workspace!.id, key, fingerprint);
   if (outcome.kind === 'replay') {
     ctx.status = outcome.status;

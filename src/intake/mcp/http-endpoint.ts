@@ -55,14 +55,18 @@ const rpcError = (ctx: Ctx, status: number, code: number, message: string) => {
  */
 export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint {
   const sessions = new Map<string, Session>();
-  const allowedOrigins = new Set([new URL(deps.config.http.publicUrl).origin, ...deps.config.mcp.allowedOrigins.map((o) => o.replace(/\/+$/, ''))]);
+  const allowedOrigins = new Set([
+    new URL(deps.config.http.publicUrl).origin,
+    ...deps.config.mcp.allowedOrigins.map((o) => o.replace(/\/+$/, '')),
+  ]);
 
   const callerOf = async (extra: CallExtra): Promise<McpCaller> => {
     const auth = extra.authInfo?.extra as RequestAuth | undefined;
     if (!auth) throw new AppError('unauthorized', 'No credentials with this call');
     return auth.caller;
   };
-  const optionsOf = (extra: CallExtra): CallOptions => (extra.authInfo?.extra as RequestAuth | undefined)?.options ?? {};
+  const optionsOf = (extra: CallExtra): CallOptions =>
+    (extra.authInfo?.extra as RequestAuth | undefined)?.options ?? {};
 
   const sweep = setInterval(() => {
     const now = deps.clock.now();
@@ -72,13 +76,19 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
 
   async function closeSession(id: string, s: Session): Promise<void> {
     sessions.delete(id);
-    await s.server.close().catch((err: unknown) => deps.logger.debug({ err, component: 'mcp' }, 'closing an MCP session failed'));
+    await s.server
+      .close()
+      .catch((err: unknown) => deps.logger.debug({ err, component: 'mcp' }, 'closing an MCP session failed'));
   }
 
   async function openSession(principalId: string, workspaceId: string): Promise<Session> {
     const open = [...sessions.values()].filter((s) => s.credentialId === principalId).length;
     if (open >= MAX_SESSIONS_PER_KEY) {
-      throw new AppError('rate_limited', `This key has ${MAX_SESSIONS_PER_KEY} open MCP sessions: end one (DELETE ${MCP_PATH} with its Mcp-Session-Id) or let one expire`, { retryAfter: 60 });
+      throw new AppError(
+        'rate_limited',
+        `This key has ${MAX_SESSIONS_PER_KEY} open MCP sessions: end one (DELETE ${MCP_PATH} with its Mcp-Session-Id) or let one expire`,
+        { retryAfter: 60 },
+      );
     }
     const server = buildMcpServer(deps, version, callerOf, optionsOf);
     // The transport's callbacks name the session, so it is made first and filled in below.
@@ -111,15 +121,21 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
     if (id) {
       session = sessions.get(id);
       // Another key's session is as unknown to this one as a session that never was.
-      if (!session || session.credentialId !== principal.credentialId || session.workspaceId !== workspace.id) return rpcError(ctx, 404, -32001, 'Session not found');
+      if (!session || session.credentialId !== principal.credentialId || session.workspaceId !== workspace.id)
+        return rpcError(ctx, 404, -32001, 'Session not found');
     } else if (ctx.method === 'POST' && isInitializeRequest(ctx.state.body)) {
       session = await openSession(principal.credentialId, workspace.id);
     } else {
       return rpcError(ctx, 400, -32000, 'Bad Request: no Mcp-Session-Id header; start with an initialize request');
     }
     session.lastUsed = deps.clock.now();
-    const auth: RequestAuth = { caller: { principal, workspace }, options: { requestId: ctx.state.requestId, userAgent: ctx.get('User-Agent') || null } };
-    const req = Object.assign(ctx.req, { auth: { token: '', clientId: principal.credentialId, scopes: [], extra: { ...auth } } });
+    const auth: RequestAuth = {
+      caller: { principal, workspace },
+      options: { requestId: ctx.state.requestId, userAgent: ctx.get('User-Agent') || null },
+    };
+    const req = Object.assign(ctx.req, {
+      auth: { token: '', clientId: principal.credentialId, scopes: [], extra: { ...auth } },
+    });
     // The transport writes the response itself.
     ctx.respond = false;
     await session.transport.handleRequest(req, ctx.res, ctx.state.body);
@@ -140,10 +156,14 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
       if (ctx.path !== MCP_PATH || !deps.config.mcp.enabled) return next();
       if (!['POST', 'GET', 'DELETE'].includes(ctx.method)) {
         ctx.set('Allow', 'POST, GET, DELETE');
-        throw new AppError('method_not_allowed', `${ctx.method} is not allowed on ${MCP_PATH}; allowed: POST, GET, DELETE`);
+        throw new AppError(
+          'method_not_allowed',
+          `${ctx.method} is not allowed on ${MCP_PATH}; allowed: POST, GET, DELETE`,
+        );
       }
       const origin = ctx.get('Origin');
-      if (origin && !allowedOrigins.has(origin)) throw new AppError('forbidden', `Origin ${origin} may not call ${MCP_PATH} (mcp.allowedOrigins)`);
+      if (origin && !allowedOrigins.has(origin))
+        throw new AppError('forbidden', `Origin ${origin} may not call ${MCP_PATH} (mcp.allowedOrigins)`);
       try {
         await pipeline(ctx);
       } catch (err) {
@@ -152,7 +172,10 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
           const presented = /^Bearer\s+\S/i.test(ctx.get('Authorization'));
           // resource_metadata (RFC 9728) is how an MCP client finds the authorization server with nothing but this URL.
           const metadata = deps.oauth ? `, resource_metadata="${deps.oauth.resourceMetadataUrl('mcp')}"` : '';
-          ctx.set('WWW-Authenticate', `Bearer realm="mailsvc"${presented ? ', error="invalid_token"' : ''}, error_description="an API key (sk_live_, sk_test_) or an access token (oat_)"${metadata}`);
+          ctx.set(
+            'WWW-Authenticate',
+            `Bearer realm="mailsvc"${presented ? ', error="invalid_token"' : ''}, error_description="an API key (sk_live_, sk_test_) or an access token (oat_)"${metadata}`,
+          );
         }
         throw err;
       }

@@ -7,8 +7,12 @@ export function registerPrompts(server: McpServer): void {
     'design_email_template',
     {
       title: 'Design an email template',
-      description: 'Design, check and preview a template in MJML with mailsvc\'s tools, then publish it when the person approves',
-      argsSchema: { purpose: z.string().describe('What the email is for, e.g. "order shipped"'), brand: z.string().optional().describe('Colours, tone, logo URL') },
+      description:
+        "Design, check and preview a template in MJML with mailsvc's tools, then publish it when the person approves",
+      argsSchema: {
+        purpose: z.string().describe('What the email is for, e.g. "order shipped"'),
+        brand: z.string().optional().describe('Colours, tone, logo URL'),
+      },
     },
     ({ purpose, brand }) => ({
       messages: [
@@ -32,8 +36,12 @@ export function registerPrompts(server: McpServer): void {
     'write_broadcast',
     {
       title: 'Write a broadcast',
-      description: 'Draft a broadcast to a segment, preview it, and send it only after the person confirms the recipient count',
-      argsSchema: { topic: z.string().describe('What the broadcast announces'), segment: z.string().optional().describe('The segment (name or id) it goes to') },
+      description:
+        'Draft a broadcast to a segment, preview it, and send it only after the person confirms the recipient count',
+      argsSchema: {
+        topic: z.string().describe('What the broadcast announces'),
+        segment: z.string().optional().describe('The segment (name or id) it goes to'),
+      },
     },
     ({ topic, segment }) => ({
       messages: [

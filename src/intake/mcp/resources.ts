@@ -10,10 +10,15 @@ import type { CallExtra, McpCaller, McpDeps } from './tool.js';
  * (the MJML or HTML as written) and `mailsvc://templates/{id}/html` (what mail is sent with).
  * Held to templates:read like the tools; a missing template is the protocol's not-found.
  */
-export function registerTemplateResources(server: McpServer, deps: McpDeps, callerOf: (extra: CallExtra) => Promise<McpCaller>): void {
+export function registerTemplateResources(
+  server: McpServer,
+  deps: McpDeps,
+  callerOf: (extra: CallExtra) => Promise<McpCaller>,
+): void {
   const readable = async (extra: CallExtra): Promise<McpCaller> => {
     const caller = await callerOf(extra);
-    if (!hasScope(caller.principal, 'templates:read')) throw new McpError(ErrorCode.InvalidRequest, 'forbidden: this key lacks the scope templates:read');
+    if (!hasScope(caller.principal, 'templates:read'))
+      throw new McpError(ErrorCode.InvalidRequest, 'forbidden: this key lacks the scope templates:read');
     return caller;
   };
   const read = async (id: string, extra: CallExtra) => {
@@ -36,7 +41,12 @@ export function registerTemplateResources(server: McpServer, deps: McpDeps, call
       })),
     };
   };
-  const idOf = (value: string | string[] | undefined) => z.string().min(1).max(200).parse(Array.isArray(value) ? value[0] : value);
+  const idOf = (value: string | string[] | undefined) =>
+    z
+      .string()
+      .min(1)
+      .max(200)
+      .parse(Array.isArray(value) ? value[0] : value);
 
   server.registerResource(
     'template-source',
@@ -44,13 +54,24 @@ export function registerTemplateResources(server: McpServer, deps: McpDeps, call
     { title: 'Template source', description: "A template's source as written: MJML or HTML" },
     async (uri, variables, extra) => {
       const t = await read(idOf(variables.id), extra);
-      return { contents: [{ uri: uri.href, mimeType: t.language === 'mjml' ? 'application/vnd.mjml+xml' : 'text/html', text: t.mjml ?? t.html }] };
+      return {
+        contents: [
+          {
+            uri: uri.href,
+            mimeType: t.language === 'mjml' ? 'application/vnd.mjml+xml' : 'text/html',
+            text: t.mjml ?? t.html,
+          },
+        ],
+      };
     },
   );
   server.registerResource(
     'template-html',
     new ResourceTemplate('mailsvc://templates/{id}/html', { list: list('html') }),
-    { title: 'Template HTML', description: "The HTML a template's mail is sent with (MJML compiled), before variables are filled" },
+    {
+      title: 'Template HTML',
+      description: "The HTML a template's mail is sent with (MJML compiled), before variables are filled",
+    },
     async (uri, variables, extra) => {
       const t = await read(idOf(variables.id), extra);
       return { contents: [{ uri: uri.href, mimeType: 'text/html', text: t.html }] };

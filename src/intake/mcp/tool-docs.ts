@@ -21,7 +21,13 @@ const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g,
 function hints(tool: Tool): string {
   const a = tool.annotations;
   if (a.readOnlyHint) return 'read-only';
-  return [a.destructiveHint ? 'destructive' : 'writes', a.idempotentHint ? 'idempotent' : null, a.openWorldHint ? 'reaches outside' : null].filter(Boolean).join(', ');
+  return [
+    a.destructiveHint ? 'destructive' : 'writes',
+    a.idempotentHint ? 'idempotent' : null,
+    a.openWorldHint ? 'reaches outside' : null,
+  ]
+    .filter(Boolean)
+    .join(', ');
 }
 
 function argumentList(tool: Tool): string {
@@ -38,8 +44,17 @@ export function toolReference(tools: Tool[]): string {
     .map((family) => {
       const rows = tools
         .filter((t) => t.family === family)
-        .map((t) => `| \`${t.name}\` | ${cell(t.description)} | ${argumentList(t)} | \`${t.scope}\` | ${hints(t)} | \`${t.rest}\` |`);
-      return [`### ${FAMILY_TITLES[family]}`, '', '| Tool | What it does | Arguments (`?` optional) | Scope | Kind | Same service as |', '| --- | --- | --- | --- | --- | --- |', ...rows].join('\n');
+        .map(
+          (t) =>
+            `| \`${t.name}\` | ${cell(t.description)} | ${argumentList(t)} | \`${t.scope}\` | ${hints(t)} | \`${t.rest}\` |`,
+        );
+      return [
+        `### ${FAMILY_TITLES[family]}`,
+        '',
+        '| Tool | What it does | Arguments (`?` optional) | Scope | Kind | Same service as |',
+        '| --- | --- | --- | --- | --- | --- |',
+        ...rows,
+      ].join('\n');
     })
     .join('\n\n');
 }

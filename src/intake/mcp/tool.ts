@@ -61,11 +61,26 @@ export const defineTool = <S extends z.ZodObject>(tool: Tool<S>): Tool => tool;
 /** Annotations of the three kinds of tool there are. */
 export const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 /** Writes our own rows: repeating it with the same arguments leaves the same state. */
-export const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+export const WRITE = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+} as const;
 /** Creates something new each call. */
-export const CREATE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
+export const CREATE = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: false,
+  openWorldHint: false,
+} as const;
 /** Reaches outside the server (mail to people, DNS look-ups). */
-export const SEND = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true } as const;
+export const SEND = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: false,
+  openWorldHint: true,
+} as const;
 
 /** What the SDK hands a tool, resource or prompt handler beside its arguments (the session's auth). */
 export type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;

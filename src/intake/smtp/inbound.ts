@@ -26,7 +26,6 @@ interface InboundListener {
   close(): Promise<void>;
 }
 
-
 /** The recipients of one transaction: all of one kind. */
 interface Transaction {
   kind: InboundKind;
@@ -49,7 +48,12 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
   const kinds = deps.kinds;
 
   /** One kind's answer to DATA: its reply after the data is on disk; a refusal; or a temporary failure. */
-  async function receive(kind: InboundKind, session: SMTPServerSession, raw: Buffer, claims: unknown[]): Promise<string> {
+  async function receive(
+    kind: InboundKind,
+    session: SMTPServerSession,
+    raw: Buffer,
+    claims: unknown[],
+  ): Promise<string> {
     let outcome: InboundOutcome;
     try {
       outcome = await kind.receive(
@@ -89,7 +93,8 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
 
   function onConnect(session: SMTPServerSession): void {
     const n = open.get(session.remoteAddress) ?? 0;
-    if (n >= cfg.maxConnectionsPerIp) throw reply(421, `4.7.0 Too many connections from ${session.remoteAddress}; try again later`);
+    if (n >= cfg.maxConnectionsPerIp)
+      throw reply(421, `4.7.0 Too many connections from ${session.remoteAddress}; try again later`);
     open.set(session.remoteAddress, n + 1);
     counted.add(session.id);
     services.metrics.smtpSession('inbound');
@@ -105,7 +110,11 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
   async function countCommand(session: SMTPServerSession): Promise<void> {
     const now = clock.now();
     const decision = await commands.hit(`ip:${session.remoteAddress}`, commandLimit, now);
-    if (!decision.allowed) throw reply(421, `4.7.0 Too many commands from ${session.remoteAddress}; try again in ${retryAfterSeconds(decision, now)} s`);
+    if (!decision.allowed)
+      throw reply(
+        421,
+        `4.7.0 Too many commands from ${session.remoteAddress}; try again in ${retryAfterSeconds(decision, now)} s`,
+      );
   }
 
   async function onRcptTo(address: string, session: SMTPServerSession): Promise<void> {
@@ -133,7 +142,11 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     if (stream.sizeExceeded) throw reply(552, `5.3.4 Message too big: at most ${cfg.maxMessageSize} bytes`);
     const transaction = transactions.get(session.envelope);
-    const claims = transaction ? session.envelope.rcptTo.map((r) => transaction.claims.get(r.address.toLowerCase())).filter((c) => c !== undefined) : [];
+    const claims = transaction
+      ? session.envelope.rcptTo
+          .map((r) => transaction.claims.get(r.address.toLowerCase()))
+          .filter((c) => c !== undefined)
+      : [];
     if (!transaction || claims.length === 0) throw reply(503, '5.5.1 No valid recipients');
     return receive(transaction.kind, session, Buffer.concat(chunks), claims);
   }
@@ -145,7 +158,8 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
       void run().then(
         (value) => callback(null, value),
         (err: Error & { responseCode?: number }) => {
-          if (!err.responseCode && toAppError(err).code === 'internal_error') log.error({ err, sessionId: session.id }, 'inbound command failed');
+          if (!err.responseCode && toAppError(err).code === 'internal_error')
+            log.error({ err, sessionId: session.id }, 'inbound command failed');
           callback(errorReply(err));
         },
       );
@@ -182,7 +196,9 @@ export async function startInbound(deps: InboundDeps): Promise<InboundListener> 
   });
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', (err: Error) => reject(asListenError(err, 'smtp.inbound.port', 'smtp.inbound.host', cfg.host, cfg.port)));
+    server.once('error', (err: Error) =>
+      reject(asListenError(err, 'smtp.inbound.port', 'smtp.inbound.host', cfg.host, cfg.port)),
+    );
     server.listen(cfg.port, cfg.host, () => {
       server.off('error', reject);
       server.on('error', (err: Error) => log.warn({ err }, 'smtp connection error'));

@@ -5,7 +5,8 @@ export type SmtpReply = Error & { responseCode: number };
 
 export const reply = (code: number, text: string): SmtpReply => Object.assign(new Error(text), { responseCode: code });
 
-const isReply = (err: unknown): err is SmtpReply => typeof (err as { responseCode?: unknown } | null)?.responseCode === 'number';
+const isReply = (err: unknown): err is SmtpReply =>
+  typeof (err as { responseCode?: unknown } | null)?.responseCode === 'number';
 
 /**
  * Any failure of a session's hook as the reply the client gets: a reply already made as is;

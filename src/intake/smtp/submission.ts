@@ -28,7 +28,6 @@ interface SessionUser {
   workspace: Workspace;
 }
 
-
 const isLoopback = (address: string): boolean => /^(127\.|::1$|::ffff:127\.)/.test(address);
 
 /**
@@ -61,7 +60,11 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
   const failureKey = (session: SMTPServerSession) => `ip:${session.remoteAddress}:auth.failure`;
 
   async function onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession): Promise<SessionUser> {
-    if (!session.secure && !cfg.allowInsecureAuth && !(cfg.plaintextAuthOnLoopback && isLoopback(session.remoteAddress))) {
+    if (
+      !session.secure &&
+      !cfg.allowInsecureAuth &&
+      !(cfg.plaintextAuthOnLoopback && isLoopback(session.remoteAddress))
+    ) {
       throw reply(538, '5.7.11 Encryption required: use STARTTLS (or the implicit-TLS port) before AUTH');
     }
     const limit = services.limitFor('auth.failure', null);
@@ -69,11 +72,15 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     const blocked = await services.rateLimiter.peek(failureKey(session), limit, now);
     if (blocked.remaining === 0) {
       services.metrics.rateLimited('smtp', 'auth.failure');
-      throw reply(454, `4.7.0 Too many failed logins from ${session.remoteAddress}; try again in ${retryAfterSeconds(blocked, now)} s`);
+      throw reply(
+        454,
+        `4.7.0 Too many failed logins from ${session.remoteAddress}; try again in ${retryAfterSeconds(blocked, now)} s`,
+      );
     }
     try {
       const principal = await services.credentials.authenticate(auth.password ?? undefined, 'legacy');
-      if (principal.master || !principal.workspaceId) throw reply(535, '5.7.8 A master key cannot send over SMTP; use a workspace key');
+      if (principal.master || !principal.workspaceId)
+        throw reply(535, '5.7.8 A master key cannot send over SMTP; use a workspace key');
       const workspace = await services.workspaces.find(principal.workspaceId);
       if (!workspace) throw reply(535, '5.7.8 Authentication credentials invalid');
       return { principal, workspace };
@@ -83,7 +90,10 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
       if (isFault(err)) throw errorReply(err);
       await services.rateLimiter.hit(failureKey(session), limit, clock.now());
       if ((err as { responseCode?: number }).responseCode) throw err;
-      throw reply(535, '5.7.8 Authentication credentials invalid: the password must be an API key (sk_live_ or sk_test_)');
+      throw reply(
+        535,
+        '5.7.8 Authentication credentials invalid: the password must be an API key (sk_live_ or sk_test_)',
+      );
     }
   }
 
@@ -96,10 +106,23 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
 
   /** A client in smtp.submission.trustedNetworks sends, without AUTH, as the trusted workspace. */
   async function trustedUser(session: SMTPServerSession): Promise<SessionUser> {
-    if (!isTrusted(session.remoteAddress)) throw reply(530, '5.7.0 Authentication required: AUTH PLAIN or LOGIN with an API key as the password');
-    const workspace = cfg.trustedWorkspace ? await services.workspaces.find(cfg.trustedWorkspace) : await services.workspaces.ensureDefault();
+    if (!isTrusted(session.remoteAddress))
+      throw reply(530, '5.7.0 Authentication required: AUTH PLAIN or LOGIN with an API key as the password');
+    const workspace = cfg.trustedWorkspace
+      ? await services.workspaces.find(cfg.trustedWorkspace)
+      : await services.workspaces.ensureDefault();
     if (!workspace) throw reply(451, '4.3.5 smtp.submission.trustedWorkspace names no workspace');
-    return { workspace, principal: { credentialId: 'trusted-network', kind: 'live', master: false, workspaceId: workspace.id, scopes: 'all', domainId: null } };
+    return {
+      workspace,
+      principal: {
+        credentialId: 'trusted-network',
+        kind: 'live',
+        master: false,
+        workspaceId: workspace.id,
+        scopes: 'all',
+        domainId: null,
+      },
+    };
   }
 
   async function onMailFrom(address: string, session: SMTPServerSession): Promise<void> {
@@ -112,14 +135,19 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     try {
       await services.send.checkSender(workspace, normalized, principal.kind === 'test', principal.domainId);
     } catch (err) {
-      if (isAppError(err) && err.code === 'forbidden') throw reply(553, `5.7.1 Sender <${normalized}> is not on a verified domain of this workspace${principal.domainId ? ' that this key may send from' : ''}`);
+      if (isAppError(err) && err.code === 'forbidden')
+        throw reply(
+          553,
+          `5.7.1 Sender <${normalized}> is not on a verified domain of this workspace${principal.domainId ? ' that this key may send from' : ''}`,
+        );
       throw err;
     }
   }
 
   function onRcptTo(address: string, session: SMTPServerSession): void {
     if (!normalizeAddress(address)) throw reply(553, `5.1.3 <${address}> is not a valid recipient address`);
-    if (session.envelope.rcptTo.length >= cfg.maxRecipients) throw reply(452, `4.5.3 Too many recipients: at most ${cfg.maxRecipients} per message`);
+    if (session.envelope.rcptTo.length >= cfg.maxRecipients)
+      throw reply(452, `4.5.3 Too many recipients: at most ${cfg.maxRecipients} per message`);
   }
 
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
@@ -172,7 +200,11 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
           (user) => callback(null, { user }),
           (err: unknown) => callback(errorReply(err)),
         ),
-      onMailFrom: (address, session, callback) => void onMailFrom(address.address, session).then(() => callback(), (err: unknown) => callback(errorReply(err))),
+      onMailFrom: (address, session, callback) =>
+        void onMailFrom(address.address, session).then(
+          () => callback(),
+          (err: unknown) => callback(errorReply(err)),
+        ),
       onRcptTo: (address, session, callback) => {
         try {
           onRcptTo(address.address, session);
@@ -200,7 +232,10 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
 
   const starttls = build(false);
   const servers = [starttls];
-  const ports = { starttls: await listen(starttls, cfg.port, 'smtp.submission.port'), implicitTls: null as number | null };
+  const ports = {
+    starttls: await listen(starttls, cfg.port, 'smtp.submission.port'),
+    implicitTls: null as number | null,
+  };
   if (cfg.implicitTls) {
     const implicit = build(true);
     servers.push(implicit);
@@ -215,6 +250,7 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
   log.info({ ports, tls: tls.source }, 'SMTP submission listening');
   return {
     ports,
-    close: () => Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())))).then(() => undefined),
+    close: () =>
+      Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())))).then(() => undefined),
   };
 }

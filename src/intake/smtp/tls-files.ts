@@ -27,7 +27,11 @@ const read = (file: string, key: string): Buffer => {
 export async function loadSubmissionTls(config: Config): Promise<TlsPair> {
   const configured = config.smtp.submission.tls;
   if (configured) {
-    return { key: read(configured.key, 'smtp.submission.tls.key'), cert: read(configured.cert, 'smtp.submission.tls.cert'), source: configured.cert };
+    return {
+      key: read(configured.key, 'smtp.submission.tls.key'),
+      cert: read(configured.cert, 'smtp.submission.tls.cert'),
+      source: configured.cert,
+    };
   }
   const { key: keyFile, cert: certFile } = submissionTlsPaths(config);
   const dir = dirname(certFile);
@@ -42,7 +46,15 @@ export async function loadSubmissionTls(config: Config): Promise<TlsPair> {
       algorithm: 'sha256',
       extensions: [
         { name: 'basicConstraints', cA: false },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: hostname }, { type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: hostname },
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
       ],
     });
     writeFileSync(keyFile, pems.private, { mode: 0o600 });

@@ -5,7 +5,14 @@ import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/infra/db.js';
 import { isVerifiedDomainName, saveDmarcReport, saveTlsReports } from '../../store/deliverability-reports.js';
 import type { InboundKind } from '../inbound-kind.js';
-import { parseDmarcReport, parseTlsReport, ReportError, unpack, type DmarcAggregate, type TlsReport } from './parse-aggregate-reports.js';
+import {
+  parseDmarcReport,
+  parseTlsReport,
+  ReportError,
+  unpack,
+  type DmarcAggregate,
+  type TlsReport,
+} from './parse-aggregate-reports.js';
 
 interface AggregateReportDeps {
   db: Db;
@@ -83,7 +90,12 @@ export function aggregateReportKind(deps: AggregateReportDeps): InboundKind<true
     claim: async (address) => (accepted.has(address.toLowerCase()) ? true : null),
 
     async receive({ raw }) {
-      const parsed = await parseMail(raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
+      const parsed = await parseMail(raw, {
+        skipHtmlToText: true,
+        skipTextToHtml: true,
+        skipImageLinks: true,
+        skipTextLinks: true,
+      });
       const parts = parsed.attachments.map((a) => a.content);
       // Some reporters send the report as the body of a single-part message.
       if (parts.length === 0 && parsed.text) parts.push(Buffer.from(parsed.text));
@@ -112,11 +124,24 @@ export function aggregateReportKind(deps: AggregateReportDeps): InboundKind<true
       }
       if (dmarc + tls > 0) {
         log.info({ dmarc, tls }, 'deliverability reports stored');
-        return { kind: 'accepted', reply: `2.0.0 Ok: ${dmarc} DMARC and ${tls} TLS report(s) stored`, log: { outcome: 'stored', dmarc, tls } };
+        return {
+          kind: 'accepted',
+          reply: `2.0.0 Ok: ${dmarc} DMARC and ${tls} TLS report(s) stored`,
+          log: { outcome: 'stored', dmarc, tls },
+        };
       }
-      if (ignored > 0) return { kind: 'accepted', reply: '2.0.0 Ok: nothing to do (the reports are about no verified domain of this server, or were received before)', log: { outcome: 'ignored' } };
-      return { kind: 'refused', code: 550, reason: `5.6.0 ${problems.length > 0 ? `unreadable report: ${problems[0]}` : 'no DMARC aggregate report (XML) or TLS report (JSON) attached'}` };
+      if (ignored > 0)
+        return {
+          kind: 'accepted',
+          reply:
+            '2.0.0 Ok: nothing to do (the reports are about no verified domain of this server, or were received before)',
+          log: { outcome: 'ignored' },
+        };
+      return {
+        kind: 'refused',
+        code: 550,
+        reason: `5.6.0 ${problems.length > 0 ? `unreadable report: ${problems[0]}` : 'no DMARC aggregate report (XML) or TLS report (JSON) attached'}`,
+      };
     },
-
   };
 }

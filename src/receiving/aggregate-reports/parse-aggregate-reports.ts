@@ -61,7 +61,10 @@ interface DmarcRecord {
   headerFrom: string | null;
   envelopeFrom: string | null;
   /** The raw (unaligned) results. */
-  authResults: { dkim: Array<{ domain: string; selector: string | null; result: string }>; spf: Array<{ domain: string; scope: string | null; result: string }> };
+  authResults: {
+    dkim: Array<{ domain: string; selector: string | null; result: string }>;
+    spf: Array<{ domain: string; scope: string | null; result: string }>;
+  };
 }
 
 export interface DmarcAggregate {
@@ -77,11 +80,17 @@ export interface DmarcAggregate {
 
 // Lists in the schema (appendix C) even when they hold one element; policy_evaluated/dkim is not one.
 const LISTS = new Set(['feedback.record', 'feedback.record.auth_results.dkim', 'feedback.record.auth_results.spf']);
-const xml = new XMLParser({ ignoreAttributes: true, parseTagValue: false, trimValues: true, isArray: (_name, jpath) => LISTS.has(String(jpath)) });
+const xml = new XMLParser({
+  ignoreAttributes: true,
+  parseTagValue: false,
+  trimValues: true,
+  isArray: (_name, jpath) => LISTS.has(String(jpath)),
+});
 
 type Node = Record<string, unknown>;
 const isNode = (v: unknown): v is Node => typeof v === 'object' && v !== null && !Array.isArray(v);
-const text = (v: unknown, max = 255): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim().slice(0, max) : typeof v === 'number' ? String(v) : null);
+const text = (v: unknown, max = 255): string | null =>
+  typeof v === 'string' && v.trim() !== '' ? v.trim().slice(0, max) : typeof v === 'number' ? String(v) : null;
 const lower = (v: unknown): string | null => text(v)?.toLowerCase() ?? null;
 const count = (v: unknown): number => {
   const n = Number(text(v));
@@ -108,7 +117,8 @@ export function parseDmarcReport(document: Buffer): DmarcAggregate {
   const orgName = text(meta.org_name);
   const reportId = text(meta.report_id);
   const domain = lower(policy.domain);
-  if (!orgName || !reportId || !domain) throw new ReportError('the report lacks org_name, report_id or policy_published/domain');
+  if (!orgName || !reportId || !domain)
+    throw new ReportError('the report lacks org_name, report_id or policy_published/domain');
   const rows = Array.isArray(feedback.record) ? feedback.record : [];
   if (rows.length > MAX_RECORDS) throw new ReportError(`the report has more than ${MAX_RECORDS} records`);
   const records: DmarcRecord[] = [];
@@ -129,8 +139,14 @@ export function parseDmarcReport(document: Buffer): DmarcAggregate {
       headerFrom: lower(identifiers.header_from),
       envelopeFrom: lower(identifiers.envelope_from),
       authResults: {
-        dkim: (Array.isArray(auth.dkim) ? auth.dkim : []).filter(isNode).map((d) => ({ domain: lower(d.domain) ?? '', selector: text(d.selector), result: lower(d.result) ?? 'none' })),
-        spf: (Array.isArray(auth.spf) ? auth.spf : []).filter(isNode).map((s) => ({ domain: lower(s.domain) ?? '', scope: lower(s.scope), result: lower(s.result) ?? 'none' })),
+        dkim: (Array.isArray(auth.dkim) ? auth.dkim : []).filter(isNode).map((d) => ({
+          domain: lower(d.domain) ?? '',
+          selector: text(d.selector),
+          result: lower(d.result) ?? 'none',
+        })),
+        spf: (Array.isArray(auth.spf) ? auth.spf : [])
+          .filter(isNode)
+          .map((s) => ({ domain: lower(s.domain) ?? '', scope: lower(s.scope), result: lower(s.result) ?? 'none' })),
       },
     });
   }
@@ -142,7 +158,13 @@ export function parseDmarcReport(document: Buffer): DmarcAggregate {
     begin: epochSeconds(range.begin, 'date_range/begin'),
     end: epochSeconds(range.end, 'date_range/end'),
     domain,
-    policy: { p: lower(policy.p), sp: lower(policy.sp), pct: pct === null ? null : count(pct), adkim: lower(policy.adkim), aspf: lower(policy.aspf) },
+    policy: {
+      p: lower(policy.p),
+      sp: lower(policy.sp),
+      pct: pct === null ? null : count(pct),
+      adkim: lower(policy.adkim),
+      aspf: lower(policy.aspf),
+    },
     records,
   };
 }
@@ -190,7 +212,8 @@ export function parseTlsReport(document: Buffer): TlsReport {
   const range = isNode(root['date-range']) ? root['date-range'] : {};
   const orgName = text(root['organization-name']);
   const reportId = text(root['report-id']);
-  if (!orgName || !reportId || !Array.isArray(root.policies)) throw new ReportError('the report lacks organization-name, report-id or policies');
+  if (!orgName || !reportId || !Array.isArray(root.policies))
+    throw new ReportError('the report lacks organization-name, report-id or policies');
   const policies: TlsPolicyResult[] = [];
   for (const entry of root.policies.slice(0, 1000)) {
     if (!isNode(entry) || !isNode(entry.policy)) continue;

@@ -7,7 +7,13 @@ import type { Clock } from '../../shared/clock.js';
 import type { Logger } from '../../shared/logger.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/infra/db.js';
-import { findEmailById, findEmailByMessageId, listQueueItemsOfEmail, refreshEmailStatus, type Email } from '../../store/emails.js';
+import {
+  findEmailById,
+  findEmailByMessageId,
+  listQueueItemsOfEmail,
+  refreshEmailStatus,
+  type Email,
+} from '../../store/emails.js';
 import { listEmailEvents } from '../../store/events.js';
 import { bounceQueueItem, findQueueItemOfRecipient } from '../../store/queue.js';
 import { saveSuppressionIfAbsent } from '../../store/suppressions.js';
@@ -50,14 +56,17 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
   const { db, clock, config, secretKey, logger } = deps;
   const log = logger.child({ component: 'inbound' });
   const feedbackAddresses = new Set(config.smtp.inbound.feedbackAddresses.map((a) => a.toLowerCase()));
-  const emailIdOf = (address: string | null | undefined): string | null => (address ? parseReturnPath(address, secretKey) : null);
+  const emailIdOf = (address: string | null | undefined): string | null =>
+    address ? parseReturnPath(address, secretKey) : null;
 
   async function bounce(report: Dsn, emailId: string | null): Promise<ReportOutcome> {
-    if (!emailId) return { kind: 'refused', reason: 'a bounce must be sent to the return path of the message it is about' };
+    if (!emailId)
+      return { kind: 'refused', reason: 'a bounce must be sent to the return path of the message it is about' };
     const email = await findEmailById(db, emailId);
     if (!email) return { kind: 'ignored', reason: 'the message is not known (any more)' };
     const failed = report.recipients.filter((r) => r.action === 'failed');
-    if (failed.length === 0) return { kind: 'ignored', reason: `nothing failed (${report.recipients.map((r) => r.action).join(', ')})` };
+    if (failed.length === 0)
+      return { kind: 'ignored', reason: `nothing failed (${report.recipients.map((r) => r.action).join(', ')})` };
     const now = clock.now();
     const bounced: string[] = [];
     await db.transaction().execute(async (trx) => {
@@ -66,7 +75,9 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
         if (!item) continue;
         const reply = r.diagnostic ?? `${r.status?.startsWith('4') ? 450 : 550} ${r.status ?? '5.0.0'} ${r.action}`;
         const code = /^([245]\d\d)\b/.exec(reply)?.[1];
-        const classified = classifyResponse(/^[45]\d\d\b/.test(reply) ? reply : `${r.status?.startsWith('4') ? 450 : 550} ${reply}`);
+        const classified = classifyResponse(
+          /^[45]\d\d\b/.test(reply) ? reply : `${r.status?.startsWith('4') ? 450 : 550} ${reply}`,
+        );
         // The report is final ("failed"): a reply the rules would retry counts as a soft bounce.
         const type = classified.bounceType ?? 'soft';
         const response = reply.slice(0, MAX_TEXT);
@@ -97,24 +108,36 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
       }
       if (bounced.length > 0) await refreshEmailStatus(trx, email.id, now);
     });
-    if (bounced.length === 0) return { kind: 'ignored', reason: 'the recipients had bounced already, or are not recipients of the message' };
-    log.info({ emailId: email.id, workspaceId: email.workspace_id, recipients: bounced.length }, 'asynchronous bounce recorded');
+    if (bounced.length === 0)
+      return { kind: 'ignored', reason: 'the recipients had bounced already, or are not recipients of the message' };
+    log.info(
+      { emailId: email.id, workspaceId: email.workspace_id, recipients: bounced.length },
+      'asynchronous bounce recorded',
+    );
     return { kind: 'bounce', emailId: email.id, recipients: bounced };
   }
 
   /** Who complained: the report says, else the original's To if it was a recipient, else the only recipient. */
   async function complainant(report: FeedbackReport, email: Email): Promise<string | null> {
     const recipients = (await listQueueItemsOfEmail(db, email.id)).map((i) => i.recipient);
-    const known = (address: string | null) => (address ? (recipients.find((r) => r.toLowerCase() === address.toLowerCase()) ?? null) : null);
-    return known(report.originalRcptTo) ?? known(addressOf(report.original.get('to'))) ?? (recipients.length === 1 ? recipients[0]! : null);
+    const known = (address: string | null) =>
+      address ? (recipients.find((r) => r.toLowerCase() === address.toLowerCase()) ?? null) : null;
+    return (
+      known(report.originalRcptTo) ??
+      known(addressOf(report.original.get('to'))) ??
+      (recipients.length === 1 ? recipients[0]! : null)
+    );
   }
 
   async function complaint(report: FeedbackReport, toEmailId: string | null): Promise<ReportOutcome> {
-    if (!COMPLAINTS.has(report.feedbackType)) return { kind: 'ignored', reason: `feedback type ${report.feedbackType} is not a complaint` };
+    if (!COMPLAINTS.has(report.feedbackType))
+      return { kind: 'ignored', reason: `feedback type ${report.feedbackType} is not a complaint` };
     const messageId = report.original.get('message-id');
     const email =
-      (await findEmailById(db, emailIdOf(report.originalMailFrom) ?? emailIdOf(report.original.get('return-path')) ?? toEmailId ?? '')) ??
-      (messageId ? await findEmailByMessageId(db, messageId.trim()) : undefined);
+      (await findEmailById(
+        db,
+        emailIdOf(report.originalMailFrom) ?? emailIdOf(report.original.get('return-path')) ?? toEmailId ?? '',
+      )) ?? (messageId ? await findEmailByMessageId(db, messageId.trim()) : undefined);
     if (!email) return { kind: 'ignored', reason: 'the message is not known' };
     const recipient = await complainant(report, email);
     const seen = (await listEmailEvents(db, email.workspace_id, email.id)).some(
@@ -129,7 +152,10 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
           address: recipient.toLowerCase(),
           scope: 'all',
           reason: 'complaint',
-          detail: `${report.feedbackType} report${report.userAgent ? ` from ${report.userAgent}` : ''}`.slice(0, MAX_TEXT),
+          detail: `${report.feedbackType} report${report.userAgent ? ` from ${report.userAgent}` : ''}`.slice(
+            0,
+            MAX_TEXT,
+          ),
           email_id: email.id,
           created_at: now,
         });
@@ -139,23 +165,43 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
         type: 'email.complained',
         emailId: email.id,
         at: now,
-        data: recipientEventData(email, recipient ?? '', now, { feedback_type: report.feedbackType, user_agent: report.userAgent }),
+        data: recipientEventData(email, recipient ?? '', now, {
+          feedback_type: report.feedbackType,
+          user_agent: report.userAgent,
+        }),
       });
     });
-    log.info({ emailId: email.id, workspaceId: email.workspace_id, feedbackType: report.feedbackType }, 'complaint recorded');
+    log.info(
+      { emailId: email.id, workspaceId: email.workspace_id, feedbackType: report.feedbackType },
+      'complaint recorded',
+    );
     return { kind: 'complaint', emailId: email.id, recipient };
   }
 
   const accepts = (address: string) => emailIdOf(address) !== null || feedbackAddresses.has(address.toLowerCase());
 
   async function receive(recipients: string[], raw: Buffer): Promise<ReportOutcome> {
-    const parsed = await parseMail(raw, { keepDeliveryStatus: true, skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true });
-    const contentType = parsed.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
+    const parsed = await parseMail(raw, {
+      keepDeliveryStatus: true,
+      skipHtmlToText: true,
+      skipTextToHtml: true,
+      skipImageLinks: true,
+      skipTextLinks: true,
+    });
+    const contentType = parsed.headers.get('content-type') as
+      { value?: string; params?: Record<string, string> } | undefined;
     const report =
       contentType?.value?.toLowerCase() === 'multipart/report'
-        ? readReport(contentType.params?.['report-type'], parsed.attachments.map((a) => ({ contentType: a.contentType.toLowerCase(), content: a.content })))
+        ? readReport(
+            contentType.params?.['report-type'],
+            parsed.attachments.map((a) => ({ contentType: a.contentType.toLowerCase(), content: a.content })),
+          )
         : null;
-    if (!report) return { kind: 'refused', reason: 'only delivery status notifications (RFC 3464) and feedback reports (RFC 5965) are accepted here' };
+    if (!report)
+      return {
+        kind: 'refused',
+        reason: 'only delivery status notifications (RFC 3464) and feedback reports (RFC 5965) are accepted here',
+      };
     const toEmailId = recipients.map(emailIdOf).find((id) => id !== null) ?? null;
     return report.kind === 'dsn' ? bounce(report, toEmailId) : complaint(report, toEmailId);
   }
@@ -169,11 +215,23 @@ export function feedbackKind(deps: FeedbackDeps): InboundKind<true> {
         case 'refused':
           return { kind: 'refused', code: 550, reason: `5.6.0 ${outcome.reason}` };
         case 'ignored':
-          return { kind: 'accepted', reply: `2.0.0 Ok: nothing to do (${outcome.reason})`, log: { outcome: 'ignored' } };
+          return {
+            kind: 'accepted',
+            reply: `2.0.0 Ok: nothing to do (${outcome.reason})`,
+            log: { outcome: 'ignored' },
+          };
         case 'bounce':
-          return { kind: 'accepted', reply: `2.0.0 Ok: bounce recorded for ${outcome.recipients.length} recipient(s)`, log: { outcome: 'bounce', emailId: outcome.emailId } };
+          return {
+            kind: 'accepted',
+            reply: `2.0.0 Ok: bounce recorded for ${outcome.recipients.length} recipient(s)`,
+            log: { outcome: 'bounce', emailId: outcome.emailId },
+          };
         case 'complaint':
-          return { kind: 'accepted', reply: '2.0.0 Ok: complaint recorded', log: { outcome: 'complaint', emailId: outcome.emailId } };
+          return {
+            kind: 'accepted',
+            reply: '2.0.0 Ok: complaint recorded',
+            log: { outcome: 'complaint', emailId: outcome.emailId },
+          };
       }
     },
   };

@@ -89,7 +89,12 @@ const diagnosticText = (value: string | undefined): string | null => {
 
 /** The headers of the original message part (message/rfc822 or text/rfc822-headers), if any. */
 function originalHeaders(parts: ReportPart[]): Map<string, string> {
-  const part = parts.find((p) => p.contentType === 'message/rfc822' || p.contentType === 'text/rfc822-headers' || p.contentType === 'message/rfc822-headers');
+  const part = parts.find(
+    (p) =>
+      p.contentType === 'message/rfc822' ||
+      p.contentType === 'text/rfc822-headers' ||
+      p.contentType === 'message/rfc822-headers',
+  );
   if (!part) return new Map();
   const text = part.content.toString('utf8');
   const end = text.search(/\r?\n\r?\n/);
@@ -100,17 +105,32 @@ function originalHeaders(parts: ReportPart[]): Map<string, string> {
 export function readReport(reportType: string | undefined, parts: ReportPart[]): Report | null {
   const type = reportType?.toLowerCase();
   if (type === 'delivery-status') {
-    const status = parts.find((p) => p.contentType === 'message/delivery-status' || p.contentType === 'message/global-delivery-status');
+    const status = parts.find(
+      (p) => p.contentType === 'message/delivery-status' || p.contentType === 'message/global-delivery-status',
+    );
     if (!status) return null;
     const [perMessage, ...perRecipient] = parseFieldBlocks(status.content.toString('utf8'));
     const recipients = perRecipient.flatMap((f): DsnRecipient[] => {
       const recipient = addressOf(f.get('final-recipient')) ?? addressOf(f.get('original-recipient'));
       const action = f.get('action')?.toLowerCase();
       if (!recipient || !action) return [];
-      return [{ recipient, action, status: /\d\.\d{1,3}\.\d{1,3}/.exec(f.get('status') ?? '')?.[0] ?? null, diagnostic: diagnosticText(f.get('diagnostic-code')), remoteMta: diagnosticText(f.get('remote-mta')) }];
+      return [
+        {
+          recipient,
+          action,
+          status: /\d\.\d{1,3}\.\d{1,3}/.exec(f.get('status') ?? '')?.[0] ?? null,
+          diagnostic: diagnosticText(f.get('diagnostic-code')),
+          remoteMta: diagnosticText(f.get('remote-mta')),
+        },
+      ];
     });
     if (recipients.length === 0) return null;
-    return { kind: 'dsn', reportingMta: diagnosticText(perMessage?.get('reporting-mta')), recipients, original: originalHeaders(parts) };
+    return {
+      kind: 'dsn',
+      reportingMta: diagnosticText(perMessage?.get('reporting-mta')),
+      recipients,
+      original: originalHeaders(parts),
+    };
   }
   if (type === 'feedback-report') {
     const feedback = parts.find((p) => p.contentType === 'message/feedback-report');

@@ -30,17 +30,25 @@ export interface AuthenticationResults {
 }
 
 /** A received message's results as the store keeps them; they were written by summarizeAuthentication (or unknownAuth). */
-export const authenticationOf = (email: { authentication: unknown }): AuthenticationResults => email.authentication as AuthenticationResults;
+export const authenticationOf = (email: { authentication: unknown }): AuthenticationResults =>
+  email.authentication as AuthenticationResults;
 
 /** Summarises mailauth's result. Pure. */
 function summarizeAuthentication(result: AuthenticateResult): AuthenticationResults {
   const signatures = (result.dkim.results ?? [])
     .filter((r) => r.signingDomain)
-    .map((r) => ({ result: r.status.result, domain: r.signingDomain, selector: r.selector ?? null, aligned: Boolean(r.status.aligned) }));
+    .map((r) => ({
+      result: r.status.result,
+      domain: r.signingDomain,
+      selector: r.selector ?? null,
+      aligned: Boolean(r.status.aligned),
+    }));
   const dkim = signatures.some((s) => s.result === 'pass') ? 'pass' : (signatures[0]?.result ?? 'none');
   const arcResult = result.arc ? result.arc.status.result : 'none';
   return {
-    spf: result.spf ? { result: result.spf.status.result, domain: result.spf.domain ?? null } : { result: 'none', domain: null },
+    spf: result.spf
+      ? { result: result.spf.status.result, domain: result.spf.domain ?? null }
+      : { result: 'none', domain: null },
     dkim: { result: dkim, signatures },
     dmarc: result.dmarc
       ? { result: result.dmarc.status.result, domain: result.dmarc.domain ?? null, policy: result.dmarc.policy || null }
@@ -51,7 +59,8 @@ function summarizeAuthentication(result: AuthenticateResult): AuthenticationResu
 }
 
 /** Whether a sender's DMARC policy asks receivers to reject this message (p=reject and DMARC failed). */
-export const dmarcSaysReject = (auth: AuthenticationResults): boolean => auth.dmarc.result === 'fail' && auth.dmarc.policy === 'reject';
+export const dmarcSaysReject = (auth: AuthenticationResults): boolean =>
+  auth.dmarc.result === 'fail' && auth.dmarc.policy === 'reject';
 
 interface SmtpContext {
   /** The client's IP address as the socket reports it. */
@@ -66,7 +75,11 @@ interface SmtpContext {
 type Mailauth = typeof import('mailauth');
 let loading: Promise<Mailauth> | undefined;
 
-export async function authenticateMessage(raw: Buffer, smtp: SmtpContext, resolver: DnsResolver): Promise<AuthenticationResults> {
+export async function authenticateMessage(
+  raw: Buffer,
+  smtp: SmtpContext,
+  resolver: DnsResolver,
+): Promise<AuthenticationResults> {
   loading ??= import('mailauth');
   const { authenticate } = await loading;
   const ip = ipaddr.isValid(smtp.ip) ? ipaddr.process(smtp.ip).toString() : smtp.ip;

@@ -3,7 +3,14 @@ import { newId } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/infra/db.js';
 import { findEmailContent, type Email } from '../../store/emails.js';
-import { findThreadIdByMessageIds, findThreadIdBySubject, saveInboxMessage, saveThread, touchThread, type InboxFolder } from '../../store/inboxes.js';
+import {
+  findThreadIdByMessageIds,
+  findThreadIdBySubject,
+  saveInboxMessage,
+  saveThread,
+  touchThread,
+  type InboxFolder,
+} from '../../store/inboxes.js';
 import { formatMailbox, PARSE_OPTIONS } from './parse-inbound.js';
 import { threadCandidates } from './threading.js';
 
@@ -20,7 +27,17 @@ const SEARCH_CHARS = 100_000;
 
 /** The body as search reads it: the text part, else the text of the HTML (links and images left out). */
 function searchText(text: string | null, html: string | null): string | null {
-  const body = text?.trim() ? text : (html ? convert(html, { wordwrap: false, selectors: [{ selector: 'a', options: { ignoreHref: true } }, { selector: 'img', format: 'skip' }] }) : null);
+  const body = text?.trim()
+    ? text
+    : html
+      ? convert(html, {
+          wordwrap: false,
+          selectors: [
+            { selector: 'a', options: { ignoreHref: true } },
+            { selector: 'img', format: 'skip' },
+          ],
+        })
+      : null;
   return body === null ? null : body.slice(0, SEARCH_CHARS);
 }
 
@@ -30,7 +47,7 @@ const PREFIX = /^\s*(?:re|fwd?|aw|sv|vs|antw|wg|tr|r)(?:\s*\[\d+\])?\s*:\s*/i;
 /** The subject as threading compares it: prefixes off, spaces collapsed, lower case. Pure. */
 export function subjectKey(subject: string | null): string {
   let s = subject ?? '';
-  for (let previous = ''; previous !== s; ) {
+  for (let previous = ''; previous !== s;) {
     previous = s;
     s = s.replace(PREFIX, '');
   }
@@ -65,7 +82,8 @@ export interface InboxMessageInput {
 export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ threadId: string; messageId: string }> {
   const inbound = m.direction === 'inbound';
   const key = subjectKey(m.subject);
-  let threadId = m.threadId ?? (await findThreadIdByMessageIds(db, m.inboxId, threadCandidates(m.inReplyTo, m.references)));
+  let threadId =
+    m.threadId ?? (await findThreadIdByMessageIds(db, m.inboxId, threadCandidates(m.inReplyTo, m.references)));
   const other = inbound ? m.fromAddress : m.to[0];
   if (!threadId && !m.inReplyTo && m.references.length === 0 && key !== '' && other) {
     threadId = await findThreadIdBySubject(db, m.inboxId, key, other, m.at - SUBJECT_WINDOW_MS);
@@ -106,12 +124,23 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ thre
     cc_addresses: m.cc,
     bcc_addresses: m.bcc,
     reply_to: m.replyTo,
-    participants: [...new Set([m.fromAddress, ...m.to, ...m.cc, ...m.bcc, ...m.replyTo].filter((a): a is string => Boolean(a)).map((a) => a.toLowerCase()))].join(' '),
+    participants: [
+      ...new Set(
+        [m.fromAddress, ...m.to, ...m.cc, ...m.bcc, ...m.replyTo]
+          .filter((a): a is string => Boolean(a))
+          .map((a) => a.toLowerCase()),
+      ),
+    ].join(' '),
     subject: m.subject,
     text: m.text,
     html: m.html,
     search_text: searchText(m.text, m.html),
-    attachments: m.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
+    attachments: m.attachments.map((a) => ({
+      id: a.id,
+      filename: a.filename,
+      content_type: a.content_type,
+      size: a.size,
+    })),
     has_attachment: m.attachments.length > 0,
     // What we send is read; what arrives is not, until someone reads it.
     read: !inbound,
@@ -126,7 +155,11 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ thre
  * message of the thread that a reply to it starts; undefined when it is not from this inbox or
  * is filed already. Read before the transaction that files the reply: its content is parsed.
  */
-export async function sentEmailToFile(db: Db, inbox: { id: string; address: string }, email: Email | undefined): Promise<InboxMessageInput | undefined> {
+export async function sentEmailToFile(
+  db: Db,
+  inbox: { id: string; address: string },
+  email: Email | undefined,
+): Promise<InboxMessageInput | undefined> {
   if (!email || email.from_address.toLowerCase() !== inbox.address.toLowerCase()) return undefined;
   if (await findThreadIdByMessageIds(db, inbox.id, [email.message_id])) return undefined;
   const raw = await findEmailContent(db, email.id);
@@ -152,7 +185,12 @@ export async function sentEmailToFile(db: Db, inbox: { id: string; address: stri
     subject: email.subject,
     text: parsed?.text ?? null,
     html: typeof parsed?.html === 'string' ? parsed.html : null,
-    attachments: (parsed?.attachments ?? []).map((a) => ({ id: newId(), filename: a.filename ?? null, content_type: a.contentType, size: a.size })),
+    attachments: (parsed?.attachments ?? []).map((a) => ({
+      id: newId(),
+      filename: a.filename ?? null,
+      content_type: a.contentType,
+      size: a.size,
+    })),
     at: email.created_at,
   };
 }

@@ -61,12 +61,15 @@ export function matchRoute<R extends MatchableRoute>(routes: readonly R[], local
   const local = localPart.toLowerCase();
   let best: R | null = null;
   for (const route of routes) {
-    const covers = route.kind === 'catch_all' || (route.kind === 'address' ? route.local_part === local : patternMatches(route.local_part, local));
+    const covers =
+      route.kind === 'catch_all' ||
+      (route.kind === 'address' ? route.local_part === local : patternMatches(route.local_part, local));
     if (!covers) continue;
     if (
       !best ||
       specificity(route) > specificity(best) ||
-      (specificity(route) === specificity(best) && (route.created_at < best.created_at || (route.created_at === best.created_at && route.id < best.id)))
+      (specificity(route) === specificity(best) &&
+        (route.created_at < best.created_at || (route.created_at === best.created_at && route.id < best.id)))
     ) {
       best = route;
     }

@@ -53,7 +53,9 @@ export const PARSE_OPTIONS = {
 const CONTROL = /[\u0000-\u001f\u007f\u2028\u2029]/g;
 
 const mailboxes = (value: AddressObject | AddressObject[] | undefined): EmailAddress[] =>
-  (Array.isArray(value) ? value : value ? [value] : []).flatMap((o) => o.value).flatMap((a) => (a.group ? a.group : [a]));
+  (Array.isArray(value) ? value : value ? [value] : [])
+    .flatMap((o) => o.value)
+    .flatMap((a) => (a.group ? a.group : [a]));
 
 const addresses = (value: AddressObject | AddressObject[] | undefined): string[] =>
   mailboxes(value)
@@ -64,7 +66,9 @@ const addresses = (value: AddressObject | AddressObject[] | undefined): string[]
 export function formatMailbox(name: string, address: string): string {
   const clean = name.replace(CONTROL, ' ').trim();
   if (!clean) return address;
-  return /[()<>[\]:;@\\,."]/.test(clean) ? `"${clean.replace(/["\\]/g, '\\$&')}" <${address}>` : `${clean} <${address}>`;
+  return /[()<>[\]:;@\\,."]/.test(clean)
+    ? `"${clean.replace(/["\\]/g, '\\$&')}" <${address}>`
+    : `${clean} <${address}>`;
 }
 
 const messageIds = (value: string | string[] | undefined): string[] =>
@@ -74,7 +78,13 @@ const headerLines = (mail: ParsedMail): Array<[string, string]> =>
   mail.headerLines.map(({ line }) => {
     const colon = line.indexOf(':');
     const name = colon > 0 ? line.slice(0, colon).trim() : line.trim();
-    const value = colon > 0 ? line.slice(colon + 1).replace(/\r?\n[ \t]+/g, ' ').trim() : '';
+    const value =
+      colon > 0
+        ? line
+            .slice(colon + 1)
+            .replace(/\r?\n[ \t]+/g, ' ')
+            .trim()
+        : '';
     let decoded = value;
     try {
       decoded = libmime.decodeWords(value);

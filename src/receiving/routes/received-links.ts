@@ -39,7 +39,12 @@ export interface ReceivedLinks {
   read(token: string): { workspaceId: string; emailId: string; part: ReceivedPart } | null;
 }
 
-export function receivedLinks(secretKey: Buffer, publicUrl: string, clock: Clock, retentionDays: number): ReceivedLinks {
+export function receivedLinks(
+  secretKey: Buffer,
+  publicUrl: string,
+  clock: Clock,
+  retentionDays: number,
+): ReceivedLinks {
   const key = tokenKey(secretKey, 'received download');
   return {
     link(workspaceId, emailId, receivedAt, part) {
@@ -49,7 +54,15 @@ export function receivedLinks(secretKey: Buffer, publicUrl: string, clock: Clock
     },
     read(token) {
       const t = verifyToken<ReceivedToken>(key, token);
-      if (!t || typeof t.w !== 'string' || typeof t.e !== 'string' || typeof t.p !== 'string' || typeof t.x !== 'number' || t.x < clock.now()) return null;
+      if (
+        !t ||
+        typeof t.w !== 'string' ||
+        typeof t.e !== 'string' ||
+        typeof t.p !== 'string' ||
+        typeof t.x !== 'number' ||
+        t.x < clock.now()
+      )
+        return null;
       return { workspaceId: t.w, emailId: t.e, part: t.p };
     },
   };

@@ -49,7 +49,8 @@ export function headerObject(headers: Array<[string, string]>): Record<string, s
   return out;
 }
 
-const link = (ctx: ViewContext, e: ReceivedEmail, part: string) => ctx.links.link(e.workspace_id, e.id, e.created_at, part);
+const link = (ctx: ViewContext, e: ReceivedEmail, part: string) =>
+  ctx.links.link(e.workspace_id, e.id, e.created_at, part);
 
 /** Resend's AttachmentData: the description and a signed link to the bytes (no API key needed). */
 export const attachmentView = (ctx: ViewContext, e: ReceivedEmail, a: StoredAttachment) => ({
@@ -82,7 +83,13 @@ export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Ema
     references: e.message_references,
     size: e.size,
     attachments: e.attachments.map((a) => attachmentView(ctx, e, a)),
-    envelope: { mail_from: e.envelope_from, rcpt_to: receivedFor, remote_address: e.remote_address, helo: e.helo, tls: e.tls },
+    envelope: {
+      mail_from: e.envelope_from,
+      rcpt_to: receivedFor,
+      remote_address: e.remote_address,
+      helo: e.helo,
+      tls: e.tls,
+    },
     authentication: authenticationOf(e),
     route_ids: e.route_ids,
     in_reply_to_email_id: e.in_reply_to_email_id,
@@ -90,7 +97,12 @@ export function receivedSummary(ctx: ViewContext, e: ReceivedEmail, replied: Ema
   };
 }
 
-export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailBody | undefined, replied: Email | undefined) {
+export function receivedDetail(
+  ctx: ViewContext,
+  e: ReceivedEmail,
+  content: ReceivedEmailBody | undefined,
+  replied: Email | undefined,
+) {
   return {
     object: 'email' as const,
     ...receivedSummary(ctx, e, replied),
@@ -102,7 +114,12 @@ export function receivedDetail(ctx: ViewContext, e: ReceivedEmail, content: Rece
 }
 
 /** The `email.received` event's data: every field of the detail, named as Resend's event names the id. */
-export function receivedEventData(ctx: ViewContext, e: ReceivedEmail, content: ReceivedEmailBody, replied: Email | undefined): Record<string, unknown> {
+export function receivedEventData(
+  ctx: ViewContext,
+  e: ReceivedEmail,
+  content: ReceivedEmailBody,
+  replied: Email | undefined,
+): Record<string, unknown> {
   const { object: _object, id, ...rest } = receivedDetail(ctx, e, content, replied);
   return { email_id: id, ...rest };
 }

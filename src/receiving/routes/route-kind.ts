@@ -6,7 +6,14 @@ import type { DnsResolver } from '../../shared/dns.js';
 import type { Logger } from '../../shared/logger.js';
 import type { CommitBatcher } from '../../store/infra/commit-batcher.js';
 import type { Db } from '../../store/infra/db.js';
-import { listRoutesOfDomainName, saveReceivedEmail, type ReceivedEmail, type ReceivedEmailContent, type RouteWithDomain, type StoredAttachment } from '../../store/receiving.js';
+import {
+  listRoutesOfDomainName,
+  saveReceivedEmail,
+  type ReceivedEmail,
+  type ReceivedEmailContent,
+  type RouteWithDomain,
+  type StoredAttachment,
+} from '../../store/receiving.js';
 import type { Email } from '../../store/emails.js';
 import { queueAgentRun } from '../../store/inboxes.js';
 import { InboundRefusal, type InboundKind, type InboundMessage } from '../inbound-kind.js';
@@ -56,11 +63,17 @@ const unknownAuth = (why: string): AuthenticationResults => ({
 export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
   const { db, clock, config, resolver, logger, batcher } = deps;
   const log = logger.child({ component: 'receiving' });
-  const view: ViewContext = { links: receivedLinks(deps.secretKey, config.http.publicUrl, clock, config.retention.days) };
+  const view: ViewContext = {
+    links: receivedLinks(deps.secretKey, config.http.publicUrl, clock, config.retention.days),
+  };
 
   async function authenticate(delivery: InboundDelivery): Promise<AuthenticationResults> {
     try {
-      return await authenticateMessage(delivery.raw, { ip: delivery.remoteAddress, helo: delivery.helo, sender: delivery.mailFrom, mta: config.delivery.hostname }, resolver);
+      return await authenticateMessage(
+        delivery.raw,
+        { ip: delivery.remoteAddress, helo: delivery.helo, sender: delivery.mailFrom, mta: config.delivery.hostname },
+        resolver,
+      );
     } catch (err) {
       // Recorded as unknown rather than refused: the application decides what to do with it.
       log.warn({ err }, 'could not authenticate a received message');
@@ -68,7 +81,15 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
     }
   }
 
-  function records(delivery: InboundDelivery, parsed: ParsedInbound, auth: AuthenticationResults, workspaceId: string, recipients: RoutedRecipient[], replied: Email | undefined, now: number) {
+  function records(
+    delivery: InboundDelivery,
+    parsed: ParsedInbound,
+    auth: AuthenticationResults,
+    workspaceId: string,
+    recipients: RoutedRecipient[],
+    replied: Email | undefined,
+    now: number,
+  ) {
     const id = newId();
     const attachments: StoredAttachment[] = parsed.attachments.map((a) => ({
       id: newId(),
@@ -105,7 +126,13 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       tls: delivery.tls,
       created_at: now,
     };
-    const content: ReceivedEmailContent = { email_id: id, raw: delivery.raw, text: parsed.text, html: parsed.html, headers: parsed.headers };
+    const content: ReceivedEmailContent = {
+      email_id: id,
+      raw: delivery.raw,
+      text: parsed.text,
+      html: parsed.html,
+      headers: parsed.headers,
+    };
     // A route for one address is an inbox: its mail is also filed in conversations.
     const inboxIds = [...new Set(recipients.filter((r) => r.route.kind === 'address').map((r) => r.route.id))];
     return { email, content, inboxIds, notify: recipients.some((r) => r.route.action === 'webhook') };
@@ -128,7 +155,12 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
     subject: parsed.subject,
     text: parsed.text,
     html: parsed.html,
-    attachments: email.attachments.map((a) => ({ id: a.id, filename: a.filename, content_type: a.content_type, size: a.size })),
+    attachments: email.attachments.map((a) => ({
+      id: a.id,
+      filename: a.filename,
+      content_type: a.content_type,
+      size: a.size,
+    })),
     at: email.created_at,
   });
 
@@ -139,7 +171,8 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       const split = splitRecipient(address);
       const route = split ? matchRoute(await listRoutesOfDomainName(db, split.domain), split.localPart) : null;
       if (!route) return null;
-      if (route.action === 'reject') throw new InboundRefusal(550, `5.7.1 <${address}>: this address does not accept mail`);
+      if (route.action === 'reject')
+        throw new InboundRefusal(550, `5.7.1 <${address}>: this address does not accept mail`);
       return { address, route };
     },
 
@@ -154,19 +187,28 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
       }
       const auth = await authenticate(delivery);
       if (config.smtp.inbound.rejectDmarcFailures && dmarcSaysReject(auth)) {
-        return { kind: 'refused', code: 550, reason: `5.7.1 Rejected by the DMARC policy of ${auth.dmarc.domain ?? 'the sender domain'} (p=reject)` };
+        return {
+          kind: 'refused',
+          code: 550,
+          reason: `5.7.1 Rejected by the DMARC policy of ${auth.dmarc.domain ?? 'the sender domain'} (p=reject)`,
+        };
       }
 
       const byWorkspace = new Map<string, RoutedRecipient[]>();
-      for (const r of delivery.routed) byWorkspace.set(r.route.workspace_id, [...(byWorkspace.get(r.route.workspace_id) ?? []), r]);
+      for (const r of delivery.routed)
+        byWorkspace.set(r.route.workspace_id, [...(byWorkspace.get(r.route.workspace_id) ?? []), r]);
       const now = clock.now();
       const prepared = await Promise.all(
         [...byWorkspace].map(async ([workspaceId, recipients]) => {
           const replied = await findRepliedEmail(db, workspaceId, parsed.inReplyTo, parsed.references);
           const record = records(delivery, parsed, auth, workspaceId, recipients, replied, now);
           // A reply to mail an inbox's address sent through any intake starts its thread with that mail.
-          const inboxes = [...new Map(recipients.filter((r) => r.route.kind === 'address').map((r) => [r.route.id, r.route])).values()];
-          const seeds = await Promise.all(inboxes.map((r) => sentEmailToFile(db, { id: r.id, address: `${r.local_part}@${r.domain_name}` }, replied)));
+          const inboxes = [
+            ...new Map(recipients.filter((r) => r.route.kind === 'address').map((r) => [r.route.id, r.route])).values(),
+          ];
+          const seeds = await Promise.all(
+            inboxes.map((r) => sentEmailToFile(db, { id: r.id, address: `${r.local_part}@${r.domain_name}` }, replied)),
+          );
           return { ...record, replied, seeds: seeds.filter((m): m is InboxMessageInput => m !== undefined) };
         }),
       );
@@ -176,15 +218,30 @@ export function routeKind(deps: RouteKindDeps): InboundKind<RoutedRecipient> {
           for (const seed of p.seeds) await fileInThread(trx, seed);
           for (const inboxId of p.inboxIds) {
             const filed = await fileInThread(trx, inboxMessage(p.email, parsed, inboxId));
-            if (config.inboxes.agent.url) await queueAgentRun(trx, { workspaceId: p.email.workspace_id, inboxId, ...filed }, now);
+            if (config.inboxes.agent.url)
+              await queueAgentRun(trx, { workspaceId: p.email.workspace_id, inboxId, ...filed }, now);
           }
           if (p.notify) {
-            await recordEvent(trx, { workspaceId: p.email.workspace_id, type: 'email.received', emailId: p.email.id, at: now, data: receivedEventData(view, p.email, p.content, p.replied) });
+            await recordEvent(trx, {
+              workspaceId: p.email.workspace_id,
+              type: 'email.received',
+              emailId: p.email.id,
+              at: now,
+              data: receivedEventData(view, p.email, p.content, p.replied),
+            });
           }
         }
       });
       for (const p of prepared) {
-        log.info({ receivedEmailId: p.email.id, workspaceId: p.email.workspace_id, inReplyToEmailId: p.email.in_reply_to_email_id, size: p.email.size }, 'message received');
+        log.info(
+          {
+            receivedEmailId: p.email.id,
+            workspaceId: p.email.workspace_id,
+            inReplyToEmailId: p.email.in_reply_to_email_id,
+            size: p.email.size,
+          },
+          'message received',
+        );
       }
       return { kind: 'accepted', reply: `2.0.0 Ok: received as ${prepared.map((p) => p.email.id).join(', ')}` };
     },

@@ -17,7 +17,12 @@ export function threadCandidates(inReplyTo: string | null, references: readonly 
 }
 
 /** The email of this workspace that the message replies to, if it names one. */
-export async function findRepliedEmail(db: Db, workspaceId: string, inReplyTo: string | null, references: readonly string[]): Promise<Email | undefined> {
+export async function findRepliedEmail(
+  db: Db,
+  workspaceId: string,
+  inReplyTo: string | null,
+  references: readonly string[],
+): Promise<Email | undefined> {
   const candidates = threadCandidates(inReplyTo, references);
   const found = await listEmailsByMessageIds(db, workspaceId, candidates);
   if (found.length === 0) return undefined;

@@ -36,7 +36,15 @@ const COUNT_METRICS = [
   'machine_clicked',
 ] as const;
 /** Ratios of the counts, 0 to 1. */
-const RATE_METRICS = ['delivery_rate', 'bounce_rate', 'complaint_rate', 'open_rate', 'click_rate', 'human_open_rate', 'human_click_rate'] as const;
+const RATE_METRICS = [
+  'delivery_rate',
+  'bounce_rate',
+  'complaint_rate',
+  'open_rate',
+  'click_rate',
+  'human_open_rate',
+  'human_click_rate',
+] as const;
 const METRICS = [...COUNT_METRICS, ...RATE_METRICS] as const;
 type Metric = (typeof METRICS)[number];
 /** Resend's metrics that mailsvc does not count. */
@@ -71,13 +79,21 @@ interface MetricsResult {
   data?: Array<Totals & { period?: string; domain_id?: string; domain_name?: string }>;
 }
 
-type DestinationStats = Record<DomainClass, { delivered: number; deferred: number; bounced: number; failed: number; delivery_rate: number; bounce_rate: number }>;
+type DestinationStats = Record<
+  DomainClass,
+  { delivered: number; deferred: number; bounced: number; failed: number; delivery_rate: number; bounce_rate: number }
+>;
 
 export interface EmailMetricsService {
   metrics(workspaceId: string, query: MetricsQuery): Promise<MetricsResult>;
   /** Counts per hour (the last `hours`) or per UTC day (the last `days`), for charts. */
   /** Live mail's counts, or test mail's (`test`). */
-  series(workspaceId: string, unit: 'hour' | 'day', count: number, test?: boolean): Promise<Array<{ start: number; counts: Record<(typeof COUNT_METRICS)[number], number> }>>;
+  series(
+    workspaceId: string,
+    unit: 'hour' | 'day',
+    count: number,
+    test?: boolean,
+  ): Promise<Array<{ start: number; counts: Record<(typeof COUNT_METRICS)[number], number> }>>;
   /** Attempts per destination class over the last `days`. */
   destinations(workspaceId: string, days: number): Promise<DestinationStats>;
   /** The workspace's queue now: waiting, in flight, held. */
@@ -91,7 +107,8 @@ const MAX_HOURLY_DAYS = 31;
 
 const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 10_000);
 
-const emptyCounts = () => Object.fromEntries(COUNT_METRICS.map((m) => [m, 0])) as Record<(typeof COUNT_METRICS)[number], number>;
+const emptyCounts = () =>
+  Object.fromEntries(COUNT_METRICS.map((m) => [m, 0])) as Record<(typeof COUNT_METRICS)[number], number>;
 
 function withRates(counts: Record<string, number>, wanted: readonly Metric[]): Totals {
   const all: Record<string, number> = {
@@ -115,12 +132,21 @@ function parseDate(value: string, field: string, end: boolean): number {
   return dateOnly && end ? ms + DAY : ms;
 }
 
-const list = (value: string | undefined): string[] => (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const list = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** The local calendar parts of an instant in a time zone. */
 function localParts(ms: number, format: Intl.DateTimeFormat) {
   const parts = Object.fromEntries(format.formatToParts(new Date(ms)).map((p) => [p.type, p.value]));
-  return { year: Number(parts.year), month: Number(parts.month), day: Number(parts.day), hour: Number(parts.hour) === 24 ? 0 : Number(parts.hour) };
+  return {
+    year: Number(parts.year),
+    month: Number(parts.month),
+    day: Number(parts.day),
+    hour: Number(parts.hour) === 24 ? 0 : Number(parts.hour),
+  };
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');
@@ -128,7 +154,10 @@ const pad = (n: number) => String(n).padStart(2, '0');
 /** The label of the period an hour (its UTC start) falls in. */
 function periodOf(hour: number, granularity: Granularity, format: Intl.DateTimeFormat, timeZone: string): string {
   const p = localParts(hour, format);
-  if (granularity === 'hourly') return timeZone === 'UTC' ? new Date(hour).toISOString() : `${p.year}-${pad(p.month)}-${pad(p.day)}T${pad(p.hour)}:00`;
+  if (granularity === 'hourly')
+    return timeZone === 'UTC'
+      ? new Date(hour).toISOString()
+      : `${p.year}-${pad(p.month)}-${pad(p.day)}T${pad(p.hour)}:00`;
   if (granularity === 'daily') return `${p.year}-${pad(p.month)}-${pad(p.day)}`;
   if (granularity === 'monthly') return `${p.year}-${pad(p.month)}-01`;
   // Weekly: the Monday that starts the week.
@@ -155,11 +184,22 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
 
   return {
     async metrics(workspaceId, query) {
-      if (query.email_id || query.broadcast_id) throw validationError(query.email_id ? 'email_id' : 'broadcast_id', 'filtering by email or broadcast is not supported: metrics are counted per hour and sending domain');
+      if (query.email_id || query.broadcast_id)
+        throw validationError(
+          query.email_id ? 'email_id' : 'broadcast_id',
+          'filtering by email or broadcast is not supported: metrics are counted per hour and sending domain',
+        );
       const timeZone = query.timezone ?? 'UTC';
       let format: Intl.DateTimeFormat;
       try {
-        format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', hourCycle: 'h23' });
+        format = new Intl.DateTimeFormat('en-CA', {
+          timeZone,
+          year: 'numeric',
+          month: '2-digit',
+          day: '2-digit',
+          hour: '2-digit',
+          hourCycle: 'h23',
+        });
       } catch {
         throw validationError('timezone', `"${timeZone}" is not an IANA time zone`);
       }
@@ -167,22 +207,34 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
       const end = query.end_date ? parseDate(query.end_date, 'end_date', true) : clock.now();
       const start = query.start_date ? parseDate(query.start_date, 'start_date', false) : end - 7 * DAY;
       if (start >= end) throw validationError('start_date', 'must be before end_date');
-      if (end - start > MAX_RANGE_DAYS * DAY) throw validationError('start_date', `the range is at most ${MAX_RANGE_DAYS} days`);
-      if (granularity === 'hourly' && end - start > MAX_HOURLY_DAYS * DAY) throw validationError('granularity', `hourly covers at most ${MAX_HOURLY_DAYS} days`);
+      if (end - start > MAX_RANGE_DAYS * DAY)
+        throw validationError('start_date', `the range is at most ${MAX_RANGE_DAYS} days`);
+      if (granularity === 'hourly' && end - start > MAX_HOURLY_DAYS * DAY)
+        throw validationError('granularity', `hourly covers at most ${MAX_HOURLY_DAYS} days`);
       const requested = list(query.metrics);
       for (const m of requested) {
         if (UNAVAILABLE.has(m)) throw validationError('metrics', `${m} is not counted by mailsvc`);
-        if (!isOneOf(METRICS, m)) throw validationError('metrics', `unknown metric "${m}"; one of ${METRICS.join(', ')}`);
+        if (!isOneOf(METRICS, m))
+          throw validationError('metrics', `unknown metric "${m}"; one of ${METRICS.join(', ')}`);
       }
       const wanted = (requested.length > 0 ? requested : [...METRICS]) as Metric[];
       const dimensions = list(query.dimensions);
-      for (const d of dimensions) if (d !== 'period' && d !== 'domain') throw validationError('dimensions', `"${d}" is not supported; use period and/or domain`);
+      for (const d of dimensions)
+        if (d !== 'period' && d !== 'domain')
+          throw validationError('dimensions', `"${d}" is not supported; use period and/or domain`);
       const domains = await listDomains(db, workspaceId);
       const domainIds = list(query.domain_id);
-      for (const id of domainIds) if (!domains.some((d) => d.id === id)) throw validationError('domain_id', `no domain ${id} in this workspace`);
+      for (const id of domainIds)
+        if (!domains.some((d) => d.id === id)) throw validationError('domain_id', `no domain ${id} in this workspace`);
 
       // Hours are the unit of storage: a range starting or ending mid-hour takes that whole hour.
-      const rows = await listStats(db, { workspaceId, from: floorHour(start), to: end, domainIds, destinations: false });
+      const rows = await listStats(db, {
+        workspaceId,
+        from: floorHour(start),
+        to: end,
+        domainIds,
+        destinations: false,
+      });
       const totals: Record<string, number> = {};
       const groups = new Map<string, { period?: string; domain_id?: string; counts: Record<string, number> }>();
       for (const r of rows) {
@@ -191,7 +243,11 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
         const period = dimensions.includes('period') ? periodOf(r.hour, granularity, format, timeZone) : undefined;
         const domain = dimensions.includes('domain') ? r.domain_id : undefined;
         const key = `${period ?? ''} ${domain ?? ''}`;
-        const group = groups.get(key) ?? { ...(period !== undefined ? { period } : {}), ...(domain !== undefined ? { domain_id: domain } : {}), counts: {} };
+        const group = groups.get(key) ?? {
+          ...(period !== undefined ? { period } : {}),
+          ...(domain !== undefined ? { domain_id: domain } : {}),
+          counts: {},
+        };
         group.counts[r.metric] = (group.counts[r.metric] ?? 0) + r.count;
         groups.set(key, group);
       }
@@ -200,10 +256,16 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
         dimensions.length === 0
           ? undefined
           : [...groups.values()]
-              .sort((a, b) => (a.period ?? '').localeCompare(b.period ?? '') || (a.domain_id ?? '').localeCompare(b.domain_id ?? ''))
+              .sort(
+                (a, b) =>
+                  (a.period ?? '').localeCompare(b.period ?? '') ||
+                  (a.domain_id ?? '').localeCompare(b.domain_id ?? ''),
+              )
               .map((g) => ({
                 ...(g.period !== undefined ? { period: g.period } : {}),
-                ...(g.domain_id !== undefined ? { domain_id: g.domain_id, domain_name: names.get(g.domain_id) ?? '' } : {}),
+                ...(g.domain_id !== undefined
+                  ? { domain_id: g.domain_id, domain_name: names.get(g.domain_id) ?? '' }
+                  : {}),
                 ...withRates(g.counts, wanted),
               }));
       return {
@@ -227,7 +289,9 @@ export function createEmailMetricsService(deps: ServiceDeps): EmailMetricsServic
       const end = floorHour(clock.now()) + HOUR;
       const rows = await listStats(db, { workspaceId, from: end - days * DAY, to: end, destinations: true });
       const classes: DomainClass[] = ['gmail', 'microsoft', 'yahoo', 'apple', 'other'];
-      const out = Object.fromEntries(classes.map((c) => [c, { delivered: 0, deferred: 0, bounced: 0, failed: 0, delivery_rate: 0, bounce_rate: 0 }])) as DestinationStats;
+      const out = Object.fromEntries(
+        classes.map((c) => [c, { delivered: 0, deferred: 0, bounced: 0, failed: 0, delivery_rate: 0, bounce_rate: 0 }]),
+      ) as DestinationStats;
       for (const r of rows) {
         const entry = out[r.destination as DomainClass];
         const outcome = r.metric.replace(/^attempt_/, '') as 'delivered' | 'deferred' | 'bounced' | 'failed';

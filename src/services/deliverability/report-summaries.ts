@@ -45,7 +45,12 @@ interface TlsSummary {
     successful: number;
     failed: number;
     reporters: string[];
-    failures: Array<{ result_type: string; receiving_mx_hostname: string | null; sending_mta_ip: string | null; sessions: number }>;
+    failures: Array<{
+      result_type: string;
+      receiving_mx_hostname: string | null;
+      sending_mta_ip: string | null;
+      sessions: number;
+    }>;
   }>;
 }
 
@@ -72,7 +77,10 @@ export function createReportSummaries(deps: ServiceDeps): ReportSummaries {
       const since = clock.now() - days * DAY;
       // Reports about a domain are shown to the workspace that proved it owns it.
       const reports = domain.status === 'verified' ? await listDmarcReports(db, domain.name, since) : [];
-      const records = await listDmarcReportRecords(db, reports.map((r) => r.id));
+      const records = await listDmarcReportRecords(
+        db,
+        reports.map((r) => r.id),
+      );
       let ours = new Set<string>();
       try {
         ours = new Set(await sendingAddresses(config, resolver));
@@ -113,8 +121,15 @@ export function createReportSummaries(deps: ServiceDeps): ReportSummaries {
       const dayList = [...byDay.entries()]
         .sort(([a], [b]) => (a < b ? 1 : -1))
         .map(([date, sources]) => {
-          const list = [...sources.values()].sort((a, b) => b.messages - a.messages || (a.source_ip < b.source_ip ? -1 : 1));
-          return { date, messages: list.reduce((s, x) => s + x.messages, 0), dmarc_pass: list.reduce((s, x) => s + x.dmarc_pass, 0), sources: list };
+          const list = [...sources.values()].sort(
+            (a, b) => b.messages - a.messages || (a.source_ip < b.source_ip ? -1 : 1),
+          );
+          return {
+            date,
+            messages: list.reduce((s, x) => s + x.messages, 0),
+            dmarc_pass: list.reduce((s, x) => s + x.dmarc_pass, 0),
+            sources: list,
+          };
         });
       return {
         domain: domain.name,
@@ -139,12 +154,28 @@ export function createReportSummaries(deps: ServiceDeps): ReportSummaries {
         day.failed += report.failed;
         if (!day.reporters.includes(report.org_name)) day.reporters.push(report.org_name);
         for (const f of report.failures) {
-          const same = day.failures.find((x) => x.result_type === f.result_type && x.receiving_mx_hostname === f.receiving_mx_hostname && x.sending_mta_ip === f.sending_mta_ip);
+          const same = day.failures.find(
+            (x) =>
+              x.result_type === f.result_type &&
+              x.receiving_mx_hostname === f.receiving_mx_hostname &&
+              x.sending_mta_ip === f.sending_mta_ip,
+          );
           if (same) same.sessions += f.failed_session_count;
-          else day.failures.push({ result_type: f.result_type, receiving_mx_hostname: f.receiving_mx_hostname, sending_mta_ip: f.sending_mta_ip, sessions: f.failed_session_count });
+          else
+            day.failures.push({
+              result_type: f.result_type,
+              receiving_mx_hostname: f.receiving_mx_hostname,
+              sending_mta_ip: f.sending_mta_ip,
+              sessions: f.failed_session_count,
+            });
         }
       }
-      return { domain: domain.name, since: new Date(since).toISOString(), reports: reports.length, days: [...byDay.values()].sort((a, b) => (a.date < b.date ? 1 : -1)) };
+      return {
+        domain: domain.name,
+        since: new Date(since).toISOString(),
+        reports: reports.length,
+        days: [...byDay.values()].sort((a, b) => (a.date < b.date ? 1 : -1)),
+      };
     },
   };
 }

@@ -1,8 +1,23 @@
-import { BATCH, percent, reputationEvent, reputationView, type GuardThresholds, type ReputationView } from './reputation-rule.js';
+import {
+  BATCH,
+  percent,
+  reputationEvent,
+  reputationView,
+  type GuardThresholds,
+  type ReputationView,
+} from './reputation-rule.js';
 import { notFound } from '../../shared/errors.js';
 import { findDomainByIdOrName, listDomainNames, listDomains, type Domain } from '../../store/domains.js';
 import { refreshEmailStatus } from '../../store/emails.js';
-import { countHeldByDomain, findReputationState, listReputationStates, releaseHeldQueueItems, saveReputationState, type DomainReputation, type ReputationState } from '../../store/reputation.js';
+import {
+  countHeldByDomain,
+  findReputationState,
+  listReputationStates,
+  releaseHeldQueueItems,
+  saveReputationState,
+  type DomainReputation,
+  type ReputationState,
+} from '../../store/reputation.js';
 import type { Db } from '../../store/infra/db.js';
 import type { ServiceDeps } from '../deps.js';
 
@@ -13,7 +28,16 @@ export interface ReputationGuard {
   /** Releases a paused domain's held mail; its rates count only what happens from now on. */
   resume(workspaceId: string, idOrName: string): Promise<ReputationView & { released: number }>;
   /** Held rows and the guard's state, for /metrics. */
-  snapshot(): Promise<Array<{ workspace_id: string; domain: string; state: ReputationState; bounce_rate: number; complaint_rate: number; held: number }>>;
+  snapshot(): Promise<
+    Array<{
+      workspace_id: string;
+      domain: string;
+      state: ReputationState;
+      bounce_rate: number;
+      complaint_rate: number;
+      held: number;
+    }>
+  >;
 }
 
 /** The guard's use cases: views of the rule's state (reputation-rule.ts) and the operator's resume. */
@@ -22,7 +46,8 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
   const log = deps.logger.child({ component: 'reputation-guard' });
   const t: GuardThresholds = config.deliverability.guard;
 
-  const view = (domain: Domain, row: DomainReputation | undefined, held: number) => reputationView(domain, row, held, t);
+  const view = (domain: Domain, row: DomainReputation | undefined, held: number) =>
+    reputationView(domain, row, held, t);
 
   const find = async (workspaceId: string, idOrName: string): Promise<Domain> => {
     const domain = await findDomainByIdOrName(db, workspaceId, idOrName);
@@ -30,11 +55,16 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
     return domain;
   };
 
-  const domainEvent = (trx: Db, domain: Domain, row: DomainReputation, held: number) => reputationEvent(trx, domain, row, held, t);
+  const domainEvent = (trx: Db, domain: Domain, row: DomainReputation, held: number) =>
+    reputationEvent(trx, domain, row, held, t);
 
   return {
     async list(workspaceId) {
-      const [domains, states, held] = await Promise.all([listDomains(db, workspaceId), listReputationStates(db, workspaceId), countHeldByDomain(db, workspaceId)]);
+      const [domains, states, held] = await Promise.all([
+        listDomains(db, workspaceId),
+        listReputationStates(db, workspaceId),
+        countHeldByDomain(db, workspaceId),
+      ]);
       const byId = new Map(states.map((s) => [s.domain_id, s]));
       return domains.map((d) => view(d, byId.get(d.id), held.get(d.id) ?? 0));
     },
@@ -86,7 +116,11 @@ export function createReputationGuard(deps: ServiceDeps): ReputationGuard {
     },
 
     async snapshot() {
-      const [states, held, names] = await Promise.all([listReputationStates(db), countHeldByDomain(db), listDomainNames(db)]);
+      const [states, held, names] = await Promise.all([
+        listReputationStates(db),
+        countHeldByDomain(db),
+        listDomainNames(db),
+      ]);
       return states.map((s) => ({
         workspace_id: s.workspace_id,
         domain: names.get(s.domain_id) ?? s.domain_id,

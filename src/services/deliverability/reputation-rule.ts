@@ -3,7 +3,13 @@ import { recordEvent } from '../../events/record-event.js';
 import type { Clock } from '../../shared/clock.js';
 import { toIsoOrNull } from '../../shared/clock.js';
 import type { Db } from '../../store/infra/db.js';
-import { holdWaitingMarketing, type DomainEngagement, type DomainOutcomeCounts, type DomainReputation, type ReputationState } from '../../store/reputation.js';
+import {
+  holdWaitingMarketing,
+  type DomainEngagement,
+  type DomainOutcomeCounts,
+  type DomainReputation,
+  type ReputationState,
+} from '../../store/reputation.js';
 import type { Domain } from '../../store/domains.js';
 import type { CheckStatus } from '../../checks/check-status.js';
 
@@ -75,7 +81,8 @@ interface EngagementView {
 /** Rows held or released per transaction: bounded, so a pause of a large campaign never holds long locks. */
 export const BATCH = 500;
 
-export const percent = (part: number, whole: number): number => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100);
+export const percent = (part: number, whole: number): number =>
+  whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
 
 interface Judgement {
   state: ReputationState;
@@ -91,20 +98,50 @@ type Engagement = Pick<DomainEngagement, 'tracked' | 'opened' | 'human_opened'>;
  * people's opens only warn: opens cannot be seen for every reader, and Apple's prefetch and
  * scanners are left out, so a list can read low without being bad.
  */
-export function judge(counts: Pick<DomainOutcomeCounts, 'accepted' | 'bounces' | 'hard_bounces' | 'complaints'> & Partial<Engagement>, t: GuardThresholds): Judgement {
+export function judge(
+  counts: Pick<DomainOutcomeCounts, 'accepted' | 'bounces' | 'hard_bounces' | 'complaints'> & Partial<Engagement>,
+  t: GuardThresholds,
+): Judgement {
   const sent = counts.accepted + counts.bounces;
   const bounceRate = percent(counts.hard_bounces, sent);
   const complaintRate = percent(counts.complaints, counts.accepted);
   if (sent < t.minimumSent) {
-    return { state: 'sending', reason: `${sent} of the ${t.minimumSent} messages needed to judge the rates`, bounceRate, complaintRate };
+    return {
+      state: 'sending',
+      reason: `${sent} of the ${t.minimumSent} messages needed to judge the rates`,
+      bounceRate,
+      complaintRate,
+    };
   }
-  if (bounceRate > t.bouncePause) return { state: 'paused', reason: `hard-bounce rate ${bounceRate}% is over ${t.bouncePause}%: marketing mail is held; clean the list, then resume`, bounceRate, complaintRate };
+  if (bounceRate > t.bouncePause)
+    return {
+      state: 'paused',
+      reason: `hard-bounce rate ${bounceRate}% is over ${t.bouncePause}%: marketing mail is held; clean the list, then resume`,
+      bounceRate,
+      complaintRate,
+    };
   if (complaintRate > t.complaintPause) {
-    return { state: 'paused', reason: `complaint rate ${complaintRate}% is over ${t.complaintPause}%: marketing mail is held; check consent and unsubscribe links, then resume`, bounceRate, complaintRate };
+    return {
+      state: 'paused',
+      reason: `complaint rate ${complaintRate}% is over ${t.complaintPause}%: marketing mail is held; check consent and unsubscribe links, then resume`,
+      bounceRate,
+      complaintRate,
+    };
   }
-  if (bounceRate > t.bounceWarning) return { state: 'warning', reason: `hard-bounce rate ${bounceRate}% is over ${t.bounceWarning}% (marketing is held above ${t.bouncePause}%)`, bounceRate, complaintRate };
+  if (bounceRate > t.bounceWarning)
+    return {
+      state: 'warning',
+      reason: `hard-bounce rate ${bounceRate}% is over ${t.bounceWarning}% (marketing is held above ${t.bouncePause}%)`,
+      bounceRate,
+      complaintRate,
+    };
   if (complaintRate > t.complaintWarning) {
-    return { state: 'warning', reason: `complaint rate ${complaintRate}% is over ${t.complaintWarning}% (marketing is held above ${t.complaintPause}%)`, bounceRate, complaintRate };
+    return {
+      state: 'warning',
+      reason: `complaint rate ${complaintRate}% is over ${t.complaintWarning}% (marketing is held above ${t.complaintPause}%)`,
+      bounceRate,
+      complaintRate,
+    };
   }
   const tracked = counts.tracked ?? 0;
   const people = percent(counts.human_opened ?? 0, tracked);
@@ -120,10 +157,16 @@ export function judge(counts: Pick<DomainOutcomeCounts, 'accepted' | 'bounces' |
   return { state: 'sending', reason: 'rates are within the thresholds', bounceRate, complaintRate };
 }
 
-const rateStatus = (rate: number, warning: number, pause: number): CheckStatus => (rate > pause ? 'failing' : rate > warning ? 'warning' : 'ok');
+const rateStatus = (rate: number, warning: number, pause: number): CheckStatus =>
+  rate > pause ? 'failing' : rate > warning ? 'warning' : 'ok';
 
 /** A domain's reputation as the API, the dashboard and `domain.updated` show it. */
-export function reputationView(domain: Domain, row: DomainReputation | undefined, held: number, t: GuardThresholds): ReputationView {
+export function reputationView(
+  domain: Domain,
+  row: DomainReputation | undefined,
+  held: number,
+  t: GuardThresholds,
+): ReputationView {
   const accepted = row?.accepted ?? 0;
   const sent = accepted + (row?.bounces ?? 0);
   const bounceRate = percent(row?.hard_bounces ?? 0, sent);
@@ -137,8 +180,18 @@ export function reputationView(domain: Domain, row: DomainReputation | undefined
     sent,
     hard_bounces: row?.hard_bounces ?? 0,
     complaints: row?.complaints ?? 0,
-    bounce: { rate: bounceRate, status: rateStatus(bounceRate, t.bounceWarning, t.bouncePause), warning: t.bounceWarning, pause: t.bouncePause },
-    complaint: { rate: complaintRate, status: rateStatus(complaintRate, t.complaintWarning, t.complaintPause), warning: t.complaintWarning, pause: t.complaintPause },
+    bounce: {
+      rate: bounceRate,
+      status: rateStatus(bounceRate, t.bounceWarning, t.bouncePause),
+      warning: t.bounceWarning,
+      pause: t.bouncePause,
+    },
+    complaint: {
+      rate: complaintRate,
+      status: rateStatus(complaintRate, t.complaintWarning, t.complaintPause),
+      warning: t.complaintWarning,
+      pause: t.complaintPause,
+    },
     engagement: engagementView(row, t),
     held,
     evaluated_at: toIsoOrNull(row?.evaluated_at ?? null),
@@ -152,7 +205,14 @@ function engagementView(row: DomainReputation | undefined, t: GuardThresholds): 
   const human = row?.human_opened ?? 0;
   const rate = percent(human, tracked);
   const judged = t.engagementWarning > 0 && tracked >= t.minimumSent;
-  return { tracked, human_opened: human, machine_opened: (row?.opened ?? 0) - human, rate, status: judged && rate < t.engagementWarning ? 'warning' : 'ok', warning: t.engagementWarning };
+  return {
+    tracked,
+    human_opened: human,
+    machine_opened: (row?.opened ?? 0) - human,
+    rate,
+    status: judged && rate < t.engagementWarning ? 'warning' : 'ok',
+    warning: t.engagementWarning,
+  };
 }
 
 /** `domain.updated` with the domain's reputation, in the caller's transaction. */
@@ -161,7 +221,13 @@ export const reputationEvent = (trx: Db, domain: Domain, row: DomainReputation, 
     workspaceId: domain.workspace_id,
     type: 'domain.updated',
     at: row.changed_at,
-    data: { id: domain.id, name: domain.name, status: domain.status, created_at: new Date(domain.created_at).toISOString(), reputation: reputationView(domain, row, held, t) },
+    data: {
+      id: domain.id,
+      name: domain.name,
+      status: domain.status,
+      created_at: new Date(domain.created_at).toISOString(),
+      reputation: reputationView(domain, row, held, t),
+    },
   });
 
 /** Holds every waiting marketing row of a paused domain, in bounded transactions. */

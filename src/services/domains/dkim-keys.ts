@@ -9,7 +9,8 @@ const DKIM_TOKENS_PER_DOMAIN = 3;
 const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const TOKEN_LENGTH = 32;
 
-const randomToken = (): string => Array.from({ length: TOKEN_LENGTH }, () => TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)]).join('');
+const randomToken = (): string =>
+  Array.from({ length: TOKEN_LENGTH }, () => TOKEN_ALPHABET[randomInt(TOKEN_ALPHABET.length)]).join('');
 
 /** A new domain's DKIM keys, one per token (its selector), the private halves sealed. */
 export async function newDkimKeys(secretKey: Buffer, domainId: string, now: number): Promise<DkimKey[]> {

@@ -4,7 +4,16 @@ import { isNoRecordError } from '../../shared/dns.js';
 import { normalizeDomain } from '../../shared/domain-name.js';
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import { findDomainClaim, findLatestDomainClaim, hasEmailsSince, hasUnfinishedEmails, saveDomainClaim, supersedeDomainClaims, updateDomainClaim, type DomainClaim } from '../../store/domain-claims.js';
+import {
+  findDomainClaim,
+  findLatestDomainClaim,
+  hasEmailsSince,
+  hasUnfinishedEmails,
+  saveDomainClaim,
+  supersedeDomainClaims,
+  updateDomainClaim,
+  type DomainClaim,
+} from '../../store/domain-claims.js';
 import { listDomainsNamed } from '../../store/domains.js';
 import type { ServiceDeps } from '../deps.js';
 import type { DomainService, DomainSettingsInput } from './domains.js';
@@ -63,7 +72,9 @@ export function createDomainClaimService(deps: ServiceDeps & { domains: DomainSe
 
   const find = async (workspaceId: string, ref: string): Promise<DomainClaim> => {
     const byId = isUuid(ref) ? await findDomainClaim(db, workspaceId, ref.toLowerCase()) : undefined;
-    const found = byId ?? (await findLatestDomainClaim(db, workspaceId, isUuid(ref) ? ref.toLowerCase() : (normalizeDomain(ref) ?? ref)));
+    const found =
+      byId ??
+      (await findLatestDomainClaim(db, workspaceId, isUuid(ref) ? ref.toLowerCase() : (normalizeDomain(ref) ?? ref)));
     if (!found) throw notFound(`Domain claim ${ref}`);
     return found;
   };
@@ -81,7 +92,9 @@ export function createDomainClaimService(deps: ServiceDeps & { domains: DomainSe
     const name = `${RECORD_PREFIX}.${claim.name}`;
     try {
       const txt = (await resolver.resolveTxt(name)).map((parts) => parts.join(''));
-      return txt.includes(`mailsvc-claim=${claim.token}`) ? null : `the TXT record at ${name} does not hold mailsvc-claim=${claim.token}`;
+      return txt.includes(`mailsvc-claim=${claim.token}`)
+        ? null
+        : `the TXT record at ${name} does not hold mailsvc-claim=${claim.token}`;
     } catch (err) {
       return isNoRecordError(err) ? `no TXT record at ${name}` : `DNS error for ${name}: ${(err as Error).message}`;
     }
@@ -92,7 +105,8 @@ export function createDomainClaimService(deps: ServiceDeps & { domains: DomainSe
       const name = typeof input.name === 'string' ? normalizeDomain(input.name) : null;
       if (!name) throw validationError('name', 'is required: a domain name such as example.com');
       const holders = (await listDomainsNamed(db, name)).filter((d) => d.workspace_id !== workspaceId);
-      if (holders.length === 0) throw validationError('name', `${name} is held by no other workspace: add it with POST /v1/domains`);
+      if (holders.length === 0)
+        throw validationError('name', `${name} is held by no other workspace: add it with POST /v1/domains`);
       const { open_tracking, click_tracking, tls, custom_return_path, tracking_subdomain } = input;
       const settings = { open_tracking, click_tracking, tls, custom_return_path, tracking_subdomain };
       const now = clock.now();

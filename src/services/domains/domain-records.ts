@@ -89,10 +89,15 @@ export function domainRecords(config: Config) {
   };
 
   /** To receive mail at the domain (receiving routes): its MX points at this server's inbound listener. */
-  const receivingRecords = (domainName: string): DnsRecord[] => [{ type: 'MX', name: domainName, value: `10 ${config.delivery.hostname.replace(/\.$/, '').toLowerCase()}` }];
+  const receivingRecords = (domainName: string): DnsRecord[] => [
+    { type: 'MX', name: domainName, value: `10 ${config.delivery.hostname.replace(/\.$/, '').toLowerCase()}` },
+  ];
 
   const view = (d: Domain, keys: DkimKey[]): DomainView => {
-    const tokens = keys.filter((k) => k.domain_id === d.id).sort((a, b) => a.position - b.position).map((k) => k.selector);
+    const tokens = keys
+      .filter((k) => k.domain_id === d.id)
+      .sort((a, b) => a.position - b.position)
+      .map((k) => k.selector);
     return {
       id: d.id,
       domain_name: d.name,
@@ -131,7 +136,10 @@ export function domainRecords(config: Config) {
         { type: 'TXT', name: `_dmarc.${domainName}`, value: `v=DMARC1; p=none; rua=mailto:${addresses.dmarc}` },
         { type: 'TXT', name: `_smtp._tls.${domainName}`, value: `v=TLSRPTv1; rua=mailto:${addresses.tls}` },
       ],
-      reportsHost: reportDomain === domainName ? [] : [{ type: 'TXT', name: `${domainName}._report._dmarc.${reportDomain}`, value: 'v=DMARC1' }],
+      reportsHost:
+        reportDomain === domainName
+          ? []
+          : [{ type: 'TXT', name: `${domainName}._report._dmarc.${reportDomain}`, value: 'v=DMARC1' }],
     };
   };
 

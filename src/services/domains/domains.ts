@@ -49,7 +49,15 @@ export interface DomainService {
   recordsToPublish(
     workspaceId: string,
     idOrName: string,
-  ): Promise<{ domain: DomainView; customer: DnsRecord[]; dkimHost: DnsRecord[]; returnPath: DnsRecord[]; receiving: DnsRecord[]; reports: DnsRecord[]; reportsHost: DnsRecord[] }>;
+  ): Promise<{
+    domain: DomainView;
+    customer: DnsRecord[];
+    dkimHost: DnsRecord[];
+    returnPath: DnsRecord[];
+    receiving: DnsRecord[];
+    reports: DnsRecord[];
+    reportsHost: DnsRecord[];
+  }>;
   /** Checks DNS now: DKIM (the domain becomes verified when every key matches) and every deliverability check. */
   verify(workspaceId: string, idOrName: string): Promise<VerificationResult>;
   /** Checks pending domains not checked for `intervalSeconds`; returns how many became verified. */
@@ -76,7 +84,8 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       const name = normalizeDomain(input.domain);
       if (!name) throw validationError('domain', `"${input.domain}" is not a valid domain name`);
       if (input.metadata !== undefined) checkMetadata('metadata', input.metadata);
-      if (await findDomainByName(db, workspaceId, name)) throw new AppError('already_exists', `Domain ${name} already exists`, { field: 'domain' });
+      if (await findDomainByName(db, workspaceId, name))
+        throw new AppError('already_exists', `Domain ${name} already exists`, { field: 'domain' });
 
       const now = clock.now();
       const domain: Domain = {
@@ -91,7 +100,7 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         last_checked_at: null,
         last_check_error: null,
         checks: null,
-      ip_pool_id: null,
+        ip_pool_id: null,
         open_tracking: null,
         click_tracking: null,
         tls: 'opportunistic',
@@ -105,7 +114,10 @@ export function createDomainService(deps: ServiceDeps): DomainService {
 
     async list(workspaceId) {
       const domains = await listDomains(db, workspaceId);
-      const keys = await listDkimKeys(db, domains.map((d) => d.id));
+      const keys = await listDkimKeys(
+        db,
+        domains.map((d) => d.id),
+      );
       return domains.map((d) => view(d, keys));
     },
 
@@ -125,7 +137,11 @@ export function createDomainService(deps: ServiceDeps): DomainService {
         if (v === undefined || v === null) return v;
         const name = v.trim().toLowerCase();
         // One DNS label: it is put in front of the domain's name.
-        if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(name)) throw validationError(field, 'must be one DNS label: letters, digits and hyphens, at most 63, not starting or ending with a hyphen');
+        if (!/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/.test(name))
+          throw validationError(
+            field,
+            'must be one DNS label: letters, digits and hyphens, at most 63, not starting or ending with a hyphen',
+          );
         return name;
       };
       const changes = {
@@ -148,7 +164,11 @@ export function createDomainService(deps: ServiceDeps): DomainService {
       return {
         domain: v,
         customer: v.dns_records,
-        dkimHost: keys.map((k) => ({ type: 'TXT' as const, name: `${k.selector}.${records.dkimHost}`, value: dkimTxtValue(k.public_key) })),
+        dkimHost: keys.map((k) => ({
+          type: 'TXT' as const,
+          name: `${k.selector}.${records.dkimHost}`,
+          value: dkimTxtValue(k.public_key),
+        })),
         returnPath: records.returnPathRecords(domain.name, returnPathSubdomainOf(domain)),
         receiving: records.receivingRecords(domain.name),
         ...records.reportRecords(domain.name),

@@ -23,9 +23,13 @@ function parseTagList(text: string): Map<string, string> {
   return tags;
 }
 
-const sameName = (a: string, b: string): boolean => a.replace(/\.$/, '').toLowerCase() === b.replace(/\.$/, '').toLowerCase();
+const sameName = (a: string, b: string): boolean =>
+  a.replace(/\.$/, '').toLowerCase() === b.replace(/\.$/, '').toLowerCase();
 
-export function domainVerifier(deps: ServiceDeps, records: DomainRecords): (domain: Domain) => Promise<VerificationResult> {
+export function domainVerifier(
+  deps: ServiceDeps,
+  records: DomainRecords,
+): (domain: Domain) => Promise<VerificationResult> {
   const { db, clock, resolver, logger } = deps;
   const { cnameRecord, returnPathSubdomainOf, view } = records;
   const health = createDomainHealth(deps);
@@ -38,7 +42,11 @@ export function domainVerifier(deps: ServiceDeps, records: DomainRecords): (doma
     try {
       targets = await resolver.resolveCname(record.name);
     } catch (err) {
-      return fail(isNoRecordError(err) ? `no CNAME record at ${record.name}` : `DNS error for ${record.name}: ${(err as Error).message}`);
+      return fail(
+        isNoRecordError(err)
+          ? `no CNAME record at ${record.name}`
+          : `DNS error for ${record.name}: ${(err as Error).message}`,
+      );
     }
     if (!targets.some((t) => sameName(t, record.value))) {
       return fail(`CNAME ${record.name} points to ${targets.join(', ')}, expected ${record.value}`);
@@ -47,11 +55,16 @@ export function domainVerifier(deps: ServiceDeps, records: DomainRecords): (doma
     try {
       txt = await resolver.resolveTxt(record.value);
     } catch (err) {
-      return fail(isNoRecordError(err) ? `no DKIM key published at ${record.value}` : `DNS error for ${record.value}: ${(err as Error).message}`);
+      return fail(
+        isNoRecordError(err)
+          ? `no DKIM key published at ${record.value}`
+          : `DNS error for ${record.value}: ${(err as Error).message}`,
+      );
     }
     const published = txt.map((chunks) => parseTagList(chunks.join(''))).find((tags) => tags.has('p'));
     if (!published) return fail(`no DKIM key (p=) in the TXT record at ${record.value}`);
-    if (published.get('p') !== key.public_key) return fail(`the DKIM key published at ${record.value} does not match this domain's key`);
+    if (published.get('p') !== key.public_key)
+      return fail(`the DKIM key published at ${record.value} does not match this domain's key`);
     return { record, ok: true, error: null };
   };
 
@@ -75,11 +88,18 @@ export function domainVerifier(deps: ServiceDeps, records: DomainRecords): (doma
     await db.transaction().execute(async (trx) => {
       await updateDomain(trx, domain.id, changes);
       if (changed.length > 0 || updated.status !== domain.status) {
-        await recordEvent(trx, { workspaceId: domain.workspace_id, type: 'domain.updated', at: now, data: domainEventData(updated, changed) });
+        await recordEvent(trx, {
+          workspaceId: domain.workspace_id,
+          type: 'domain.updated',
+          at: now,
+          data: domainEventData(updated, changed),
+        });
       }
     });
-    if (verifiedNow && domain.status !== 'verified') logger.info({ domainId: domain.id, workspaceId: domain.workspace_id }, 'domain verified');
-    if (changed.length > 0) logger.info({ domainId: domain.id, workspaceId: domain.workspace_id, changes: changed }, 'domain checks changed');
+    if (verifiedNow && domain.status !== 'verified')
+      logger.info({ domainId: domain.id, workspaceId: domain.workspace_id }, 'domain verified');
+    if (changed.length > 0)
+      logger.info({ domainId: domain.id, workspaceId: domain.workspace_id, changes: changed }, 'domain checks changed');
     return { domain: updated, checks };
   };
 }
@@ -92,7 +112,11 @@ function domainEventData(domain: DomainView, changes: ReturnType<typeof checkCha
     status: domain.status,
     created_at: domain.created_at,
     checks: domain.checks
-      ? Object.fromEntries(Object.entries(domain.checks).flatMap(([k, v]) => (v && typeof v === 'object' && 'status' in v ? [[k, (v as { status: string }).status]] : [])))
+      ? Object.fromEntries(
+          Object.entries(domain.checks).flatMap(([k, v]) =>
+            v && typeof v === 'object' && 'status' in v ? [[k, (v as { status: string }).status]] : [],
+          ),
+        )
       : null,
     changes,
   };

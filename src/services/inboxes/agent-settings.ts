@@ -14,7 +14,12 @@ import { checkNoNul } from './send-from-inbox.js';
  */
 
 export { AGENT_ACTION_TYPES as AGENT_ACTIONS } from '../../store/inboxes.js';
-export const AGENT_TONES = ['concise_professional', 'concise_casual', 'expanded_professional', 'expanded_casual'] as const;
+export const AGENT_TONES = [
+  'concise_professional',
+  'concise_casual',
+  'expanded_professional',
+  'expanded_casual',
+] as const;
 type AgentAction = AgentActionType;
 type AgentTone = (typeof AGENT_TONES)[number];
 export const MAX_INSTRUCTIONS = 10_000;
@@ -50,7 +55,11 @@ function forwardTargets(entries: string[]): string[] {
         const value = entry.trim();
         const domain = value.startsWith('@') ? normalizeDomain(value.slice(1)) : null;
         const target = domain ? `@${domain}` : value.startsWith('@') ? null : normalizeAddress(value);
-        if (!target) throw validationError(`forward_to[${i}]`, `"${value.slice(0, 100)}" is neither an email address nor "@domain"`);
+        if (!target)
+          throw validationError(
+            `forward_to[${i}]`,
+            `"${value.slice(0, 100)}" is neither an email address nor "@domain"`,
+          );
         return target;
       }),
     ),
@@ -66,7 +75,12 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
   const { db, clock, inboxThreads } = deps;
   const RUNTIME = deps.config.inboxes.agent.url
     ? { enabled: true, reason: null, model: deps.config.inboxes.agent.model || null }
-    : { enabled: false, reason: 'no agent runs: inboxes.agent.url names no chat-completions endpoint; the settings are stored and served', model: null };
+    : {
+        enabled: false,
+        reason:
+          'no agent runs: inboxes.agent.url names no chat-completions endpoint; the settings are stored and served',
+        model: null,
+      };
 
   async function read(inboxId: string): Promise<AgentSettings> {
     const row = await findAgent(db, inboxId);
@@ -86,8 +100,15 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
     },
 
     async update(workspaceId, inboxRef, changes) {
-      if (changes.instructions === undefined && changes.tone === undefined && changes.actions === undefined && changes.forward_to === undefined) throw validationError('instructions', 'give instructions, tone, actions or forward_to');
-      if (typeof changes.instructions === 'string' && changes.instructions.length > MAX_INSTRUCTIONS) throw validationError('instructions', `at most ${MAX_INSTRUCTIONS} characters`);
+      if (
+        changes.instructions === undefined &&
+        changes.tone === undefined &&
+        changes.actions === undefined &&
+        changes.forward_to === undefined
+      )
+        throw validationError('instructions', 'give instructions, tone, actions or forward_to');
+      if (typeof changes.instructions === 'string' && changes.instructions.length > MAX_INSTRUCTIONS)
+        throw validationError('instructions', `at most ${MAX_INSTRUCTIONS} characters`);
       checkNoNul({ instructions: changes.instructions });
       const inbox = await inboxThreads.inbox(workspaceId, inboxRef);
       const current = await read(inbox.id);
@@ -97,7 +118,15 @@ export function createInboxAgentService(deps: ServiceDeps & { inboxThreads: Inbo
         actions: changes.actions !== undefined ? [...new Set(changes.actions)] : current.actions,
         forward_to: changes.forward_to !== undefined ? forwardTargets(changes.forward_to) : current.forward_to,
       };
-      await saveAgent(db, { inbox_id: inbox.id, workspace_id: workspaceId, instructions: next.instructions, tone: next.tone, actions: next.actions, forward_to: next.forward_to, updated_at: clock.now() });
+      await saveAgent(db, {
+        inbox_id: inbox.id,
+        workspace_id: workspaceId,
+        instructions: next.instructions,
+        tone: next.tone,
+        actions: next.actions,
+        forward_to: next.forward_to,
+        updated_at: clock.now(),
+      });
       await deps.durable();
       return { id: inbox.id, settings: { object: 'inbox_agent', ...next, runtime: RUNTIME } };
     },

@@ -42,14 +42,35 @@ interface ForwardInput extends Omit<ReplyInput, 'replyAll'> {
 export type InTransaction = (trx: Db, result: SendResult) => Promise<void>;
 
 export interface InboxReplyService {
-  reply(workspace: Workspace, caller: Caller, inbox: string, threadId: string, emailId: string, input: ReplyInput, inTransaction?: InTransaction): Promise<{ id: string }>;
-  forward(workspace: Workspace, caller: Caller, inbox: string, threadId: string, emailId: string, input: ForwardInput, inTransaction?: InTransaction): Promise<{ id: string }>;
+  reply(
+    workspace: Workspace,
+    caller: Caller,
+    inbox: string,
+    threadId: string,
+    emailId: string,
+    input: ReplyInput,
+    inTransaction?: InTransaction,
+  ): Promise<{ id: string }>;
+  forward(
+    workspace: Workspace,
+    caller: Caller,
+    inbox: string,
+    threadId: string,
+    emailId: string,
+    input: ForwardInput,
+    inTransaction?: InTransaction,
+  ): Promise<{ id: string }>;
   /** Who a reply to `original` goes to (reply_all: everyone else on it too), as reply drafts need. */
   replyRecipients(inbox: RouteView, original: InboxMessage, replyAll: boolean): { to: Address[]; cc: Address[] };
   /** The threading headers of an answer to `original`. */
   threading(original: InboxMessage): { inReplyTo: string | null; references: string[] };
   /** The original message of a thread by the API's id; 404 otherwise. */
-  original(workspaceId: string, inbox: string, threadId: string, emailId: string): Promise<{ inbox: RouteView; message: InboxMessage }>;
+  original(
+    workspaceId: string,
+    inbox: string,
+    threadId: string,
+    emailId: string,
+  ): Promise<{ inbox: RouteView; message: InboxMessage }>;
 }
 
 const quotedOf = (m: InboxMessage): QuotedMessage => ({
@@ -62,7 +83,9 @@ const quotedOf = (m: InboxMessage): QuotedMessage => ({
   html: m.html,
 });
 
-export function createInboxReplyService(deps: ServiceDeps & { send: SendService; inboxThreads: InboxThreadService }): InboxReplyService {
+export function createInboxReplyService(
+  deps: ServiceDeps & { send: SendService; inboxThreads: InboxThreadService },
+): InboxReplyService {
   const { db, inboxThreads } = deps;
 
   async function original(workspaceId: string, inboxRef: string, threadId: string, emailId: string) {
@@ -75,33 +98,59 @@ export function createInboxReplyService(deps: ServiceDeps & { send: SendService;
   function replyRecipients(inbox: RouteView, m: InboxMessage, replyAll: boolean) {
     const own = inbox.address.toLowerCase();
     // Answering what we sent goes to its recipients again; answering what arrived, to its Reply-To or sender.
-    const direct = m.direction === 'outbound' ? m.to_addresses : m.reply_to.length > 0 ? m.reply_to : m.from_address ? [m.from_address] : [];
+    const direct =
+      m.direction === 'outbound'
+        ? m.to_addresses
+        : m.reply_to.length > 0
+          ? m.reply_to
+          : m.from_address
+            ? [m.from_address]
+            : [];
     const to = [...new Set(direct.map((a) => a.toLowerCase()))].filter((a) => a !== own);
-    const others = replyAll ? [...m.to_addresses, ...m.cc_addresses].map((a) => a.toLowerCase()).filter((a) => a !== own && !to.includes(a)) : [];
-    return { to: to.map((address) => ({ name: '', address })), cc: [...new Set(others)].map((address) => ({ name: '', address })) };
+    const others = replyAll
+      ? [...m.to_addresses, ...m.cc_addresses].map((a) => a.toLowerCase()).filter((a) => a !== own && !to.includes(a))
+      : [];
+    return {
+      to: to.map((address) => ({ name: '', address })),
+      cc: [...new Set(others)].map((address) => ({ name: '', address })),
+    };
   }
 
-  const threading = (m: InboxMessage) => ({ inReplyTo: m.message_id, references: [...m.message_references, ...(m.message_id ? [m.message_id] : [])] });
+  const threading = (m: InboxMessage) => ({
+    inReplyTo: m.message_id,
+    references: [...m.message_references, ...(m.message_id ? [m.message_id] : [])],
+  });
 
   /** The original's files, as attachments of the forward. */
   async function originalAttachments(m: InboxMessage): Promise<AttachmentInput[]> {
     const stored = m.attachments;
     if (stored.length === 0) return [];
     if (m.received_email_id) {
-      const [received, raw] = await Promise.all([findReceivedEmail(db, m.workspace_id, m.received_email_id), findReceivedRaw(db, m.received_email_id)]);
+      const [received, raw] = await Promise.all([
+        findReceivedEmail(db, m.workspace_id, m.received_email_id),
+        findReceivedRaw(db, m.received_email_id),
+      ]);
       if (!received || !raw) throw notFound('The original message');
       const positions = received.attachments;
       const parsed = await parseMail(raw, PARSE_OPTIONS);
       return stored.map((a, i) => {
         const content = parsed.attachments[positions.find((p) => p.id === a.id)?.position ?? i]?.content;
         if (!content) throw notFound(`Attachment ${a.filename ?? a.id} of the original`);
-        return { filename: a.filename ?? `attachment-${i + 1}`, content: content.toString('base64'), contentType: a.content_type };
+        return {
+          filename: a.filename ?? `attachment-${i + 1}`,
+          content: content.toString('base64'),
+          contentType: a.content_type,
+        };
       });
     }
     const raw = m.email_id ? await findEmailContent(db, m.email_id) : undefined;
     if (!raw) throw validationError('attachments', 'the attachments of the original message are no longer kept');
     const parsed = await parseMail(raw, PARSE_OPTIONS);
-    return parsed.attachments.map((a, i) => ({ filename: a.filename ?? stored[i]?.filename ?? `attachment-${i + 1}`, content: a.content.toString('base64'), contentType: a.contentType }));
+    return parsed.attachments.map((a, i) => ({
+      filename: a.filename ?? stored[i]?.filename ?? `attachment-${i + 1}`,
+      content: a.content.toString('base64'),
+      contentType: a.contentType,
+    }));
   }
 
   return {

@@ -6,7 +6,13 @@ import type { InboxAgentRun, InboxLabel, InboxMessage, InboxThread } from '../..
  * InboxThreadSummary, InboxMessage, InboxLabel in resend's index.d.mts).
  */
 
-export const labelView = (l: InboxLabel) => ({ object: 'inbox_label' as const, id: l.id, name: l.name, color: l.color, created_at: toIso(l.created_at) });
+export const labelView = (l: InboxLabel) => ({
+  object: 'inbox_label' as const,
+  id: l.id,
+  name: l.name,
+  color: l.color,
+  created_at: toIso(l.created_at),
+});
 
 export const threadLabelView = (l: InboxLabel) => ({ id: l.id, name: l.name, color: l.color });
 
@@ -57,7 +63,13 @@ const agentRunView = (r: InboxAgentRun) => ({
  * A thread: its folder, labels and read state, and from its newest message the sender and
  * recipients. `messages` are the thread's, oldest first.
  */
-export function threadView(t: InboxThread, messages: InboxMessage[], labels: InboxLabel[], hasDraft: boolean, agentRuns: InboxAgentRun[] = []) {
+export function threadView(
+  t: InboxThread,
+  messages: InboxMessage[],
+  labels: InboxLabel[],
+  hasDraft: boolean,
+  agentRuns: InboxAgentRun[] = [],
+) {
   const newest = messages.at(-1);
   return {
     object: 'inbox_thread' as const,

@@ -46,14 +46,16 @@ interface OutgoingMessage {
 /** Refuses the headers a caller may not set here; the send service checks the rest. */
 export function checkCallerHeaders(headers: Record<string, string> | null | undefined): Record<string, string> {
   for (const name of Object.keys(headers ?? {})) {
-    if (THREADING_HEADERS.has(name.toLowerCase())) throw validationError(`headers.${name}`, 'In-Reply-To, References and Reply-To are set by the inbox');
+    if (THREADING_HEADERS.has(name.toLowerCase()))
+      throw validationError(`headers.${name}`, 'In-Reply-To, References and Reply-To are set by the inbox');
   }
   return headers ?? {};
 }
 
 /** PostgreSQL refuses NUL in text, and no mail client writes one: refused before anything is sent. */
 export function checkNoNul(fields: Record<string, string | null | undefined>): void {
-  for (const [field, value] of Object.entries(fields)) if (value?.includes('\u0000')) throw validationError(field, 'must not contain NUL characters');
+  for (const [field, value] of Object.entries(fields))
+    if (value?.includes('\u0000')) throw validationError(field, 'must not contain NUL characters');
 }
 
 /** Size of base64 content without decoding it. */
@@ -87,7 +89,11 @@ export async function sendFromInbox(
       subject: m.subject,
       text: m.text,
       html: m.html,
-      headers: { ...userHeaders, ...(m.inReplyTo ? { 'In-Reply-To': m.inReplyTo } : {}), ...(references.length > 0 ? { References: references.join(' ') } : {}) },
+      headers: {
+        ...userHeaders,
+        ...(m.inReplyTo ? { 'In-Reply-To': m.inReplyTo } : {}),
+        ...(references.length > 0 ? { References: references.join(' ') } : {}),
+      },
       attachments: m.attachments,
       type: 'transactional',
     },
@@ -113,7 +119,12 @@ export async function sendFromInbox(
           subject: m.subject,
           text: m.text ?? null,
           html: m.html ?? null,
-          attachments: m.attachments.map((a) => ({ id: newId(), filename: a.filename, content_type: a.contentType ?? contentTypeOf(a.filename), size: decodedSize(a.content) })),
+          attachments: m.attachments.map((a) => ({
+            id: newId(),
+            filename: a.filename,
+            content_type: a.contentType ?? contentTypeOf(a.filename),
+            size: decodedSize(a.content),
+          })),
           at: deps.clock.now(),
           threadId: m.threadId,
         });

@@ -62,43 +62,71 @@ export async function checkAbTest(
   kept: readonly VariantRow[] = [],
 ): Promise<{ fields: AbFields; variants: VariantRow[] }> {
   const holdout = input.holdoutPercentage ?? 0;
-  if (!isPercentage(holdout, 0, MAX_HOLDOUT_PERCENTAGE)) throw validationError('holdout_percentage', `must be a whole number from 0 to ${MAX_HOLDOUT_PERCENTAGE}`);
+  if (!isPercentage(holdout, 0, MAX_HOLDOUT_PERCENTAGE))
+    throw validationError('holdout_percentage', `must be a whole number from 0 to ${MAX_HOLDOUT_PERCENTAGE}`);
   const given = input.variants ?? [];
   if (given.length === 0 && (input.variants !== undefined || kept.length === 0)) {
-    for (const [field, value] of [['test_percentage', input.testPercentage], ['winner_metric', input.winnerMetric], ['test_duration', input.testDuration]] as const) {
+    for (const [field, value] of [
+      ['test_percentage', input.testPercentage],
+      ['winner_metric', input.winnerMetric],
+      ['test_duration', input.testDuration],
+    ] as const) {
       if (value !== undefined) throw validationError(field, 'applies only to an A/B test: give 2 to 5 variants');
     }
-    return { fields: { holdout_percentage: holdout, test_percentage: null, winner_metric: null, test_duration_ms: null }, variants: [] };
+    return {
+      fields: { holdout_percentage: holdout, test_percentage: null, winner_metric: null, test_duration_ms: null },
+      variants: [],
+    };
   }
   const count = input.variants === undefined ? kept.length : given.length;
-  if (count < MIN_VARIANTS || count > MAX_VARIANTS) throw validationError('variants', `an A/B test has ${MIN_VARIANTS} to ${MAX_VARIANTS} variants, got ${count}`);
+  if (count < MIN_VARIANTS || count > MAX_VARIANTS)
+    throw validationError('variants', `an A/B test has ${MIN_VARIANTS} to ${MAX_VARIANTS} variants, got ${count}`);
   const test = input.testPercentage;
-  if (test === undefined) throw validationError('test_percentage', 'is required with variants: the share of the recipients the variants go to (1 to 100)');
+  if (test === undefined)
+    throw validationError(
+      'test_percentage',
+      'is required with variants: the share of the recipients the variants go to (1 to 100)',
+    );
   if (!isPercentage(test, 1, 100)) throw validationError('test_percentage', 'must be a whole number from 1 to 100');
-  if (test + holdout > 100) throw validationError('test_percentage', `and holdout_percentage add up to ${test + holdout}: at most 100`);
+  if (test + holdout > 100)
+    throw validationError('test_percentage', `and holdout_percentage add up to ${test + holdout}: at most 100`);
   const metric = input.winnerMetric ?? 'human_click_rate';
-  if (!isOneOf(WINNER_METRICS, metric)) throw validationError('winner_metric', `must be one of ${WINNER_METRICS.join(', ')}`);
-  if (input.testDuration === undefined) throw validationError('test_duration', 'is required with variants: how long the test runs before the winner is chosen, e.g. "4 hours"');
+  if (!isOneOf(WINNER_METRICS, metric))
+    throw validationError('winner_metric', `must be one of ${WINNER_METRICS.join(', ')}`);
+  if (input.testDuration === undefined)
+    throw validationError(
+      'test_duration',
+      'is required with variants: how long the test runs before the winner is chosen, e.g. "4 hours"',
+    );
   const duration = parseDuration('test_duration', input.testDuration, MAX_DURATION_MS);
   if (duration < MIN_TEST_MS) throw validationError('test_duration', 'must be at least 1 minute');
 
-  const fields: AbFields = { holdout_percentage: holdout, test_percentage: test, winner_metric: metric, test_duration_ms: duration };
+  const fields: AbFields = {
+    holdout_percentage: holdout,
+    test_percentage: test,
+    winner_metric: metric,
+    test_duration_ms: duration,
+  };
   if (input.variants === undefined) return { fields, variants: [...kept] };
   const variants: VariantRow[] = [];
   const seen = new Map<string, string>();
   for (const [i, v] of given.entries()) {
     const at = (field: string) => `variants[${i}].${field}`;
-    if (v.name !== undefined && (v.name.length > MAX_VARIANT_NAME || hasLineBreak(v.name))) throw validationError(at('name'), `must be one line of at most ${MAX_VARIANT_NAME} characters`);
+    if (v.name !== undefined && (v.name.length > MAX_VARIANT_NAME || hasLineBreak(v.name)))
+      throw validationError(at('name'), `must be one line of at most ${MAX_VARIANT_NAME} characters`);
     if (v.subject !== undefined) {
       singleLine(at('subject'), v.subject);
-      if (v.subject.trim() === '' || v.subject.length > 998) throw validationError(at('subject'), 'must be 1 to 998 characters');
+      if (v.subject.trim() === '' || v.subject.length > 998)
+        throw validationError(at('subject'), 'must be 1 to 998 characters');
     }
     if (v.fromName !== undefined) {
       singleLine(at('from_name'), v.fromName);
       if (v.fromName.length > 200) throw validationError(at('from_name'), 'must be at most 200 characters');
     }
-    if (v.previewText !== undefined && (v.previewText.length > MAX_PREVIEW_TEXT || hasLineBreak(v.previewText))) throw validationError(at('preview_text'), `must be one line of at most ${MAX_PREVIEW_TEXT} characters`);
-    if (v.html !== undefined && v.templateId !== undefined) throw validationError(at('template_id'), 'cannot be combined with html: give one');
+    if (v.previewText !== undefined && (v.previewText.length > MAX_PREVIEW_TEXT || hasLineBreak(v.previewText)))
+      throw validationError(at('preview_text'), `must be one line of at most ${MAX_PREVIEW_TEXT} characters`);
+    if (v.html !== undefined && v.templateId !== undefined)
+      throw validationError(at('template_id'), 'cannot be combined with html: give one');
     if (v.html !== undefined && v.html.trim() === '') throw validationError(at('html'), 'must not be empty');
     if (v.text !== undefined && v.text.trim() === '') throw validationError(at('text'), 'must not be empty');
     const copied = v.templateId === undefined ? undefined : await template(at('template_id'), v.templateId);
@@ -114,9 +142,24 @@ export async function checkAbTest(
       template_id: v.templateId ?? null,
     };
     // Two variants that send the same message test nothing.
-    const key = JSON.stringify(contentOf({ subject: base.subject, from_name: base.fromName, preview_text: base.previewText, html: base.html, text: base.text }, row));
+    const key = JSON.stringify(
+      contentOf(
+        {
+          subject: base.subject,
+          from_name: base.fromName,
+          preview_text: base.previewText,
+          html: base.html,
+          text: base.text,
+        },
+        row,
+      ),
+    );
     const same = seen.get(key);
-    if (same) throw validationError(`variants[${i}]`, `sends the same message as variant ${same}: change its subject, preview text, from name or content`);
+    if (same)
+      throw validationError(
+        `variants[${i}]`,
+        `sends the same message as variant ${same}: change its subject, preview text, from name or content`,
+      );
     seen.set(key, row.variant);
     variants.push(row);
   }

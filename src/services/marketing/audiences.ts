@@ -1,7 +1,24 @@
 import { toIso } from '../../shared/clock.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import { countAudiences, countMembers, findAudience, findMember, listAudiences, listConditionalAudiences, countAudiencesOf, listAudiencesOf, listMembers, removeAudience, removeMember, renameAudience, saveAudience, saveMembers, updateAudienceConditions, type Audience } from '../../store/audiences.js';
+import {
+  countAudiences,
+  countMembers,
+  findAudience,
+  findMember,
+  listAudiences,
+  listConditionalAudiences,
+  countAudiencesOf,
+  listAudiencesOf,
+  listMembers,
+  removeAudience,
+  removeMember,
+  renameAudience,
+  saveAudience,
+  saveMembers,
+  updateAudienceConditions,
+  type Audience,
+} from '../../store/audiences.js';
 import type { PropertyCondition } from '../../store/property-conditions.js';
 import { checkSegmentConditions } from './segment-conditions.js';
 import { findSubscriber, findSubscriberByEmail } from '../../store/subscribers.js';
@@ -33,7 +50,11 @@ export interface AudienceService {
   /** The audiences a subscriber is in, newest first. */
   of(workspaceId: string, subscriberId: string, page: ListPage): Promise<Listed<AudienceView>>;
   /** Adds subscribers by id or by address (addresses must be subscribers already). */
-  addMembers(workspaceId: string, id: string, members: { subscriberIds?: string[] | undefined; emails?: string[] | undefined }): Promise<{ added: number; audience: AudienceView }>;
+  addMembers(
+    workspaceId: string,
+    id: string,
+    members: { subscriberIds?: string[] | undefined; emails?: string[] | undefined },
+  ): Promise<{ added: number; audience: AudienceView }>;
   removeMember(workspaceId: string, id: string, subscriberId: string): Promise<void>;
   hasMember(workspaceId: string, id: string, subscriberId: string): Promise<boolean>;
   members(workspaceId: string, id: string, page: ListPage): Promise<Listed<SubscriberView>>;
@@ -67,7 +88,13 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
   return {
     async create(workspaceId, name, conditions) {
       const checked = conditions === undefined ? null : await checkSegmentConditions(db, workspaceId, conditions);
-      const row: Audience = { id: newId(), workspace_id: workspaceId, name: checkName(name), conditions: checked, created_at: clock.now() };
+      const row: Audience = {
+        id: newId(),
+        workspace_id: workspaceId,
+        name: checkName(name),
+        conditions: checked,
+        created_at: clock.now(),
+      };
       await saveAudience(db, row);
       return get(workspaceId, row.id);
     },
@@ -78,7 +105,10 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
       return get(workspaceId, audience.id);
     },
     async list(workspaceId, page) {
-      const [{ rows, more }, total] = await Promise.all([listAudiences(db, workspaceId, page), countAudiences(db, workspaceId)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listAudiences(db, workspaceId, page),
+        countAudiences(db, workspaceId),
+      ]);
       const counts = await Promise.all(rows.map((a) => countMembers(db, dialect, a)));
       return { items: rows.map((r, i) => view(r, counts[i]!)), total, more };
     },
@@ -94,8 +124,12 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
     async of(workspaceId, subscriberId, page) {
       // Audiences with conditions the subscriber meets count too: each is one indexed look-up.
       const meeting: string[] = [];
-      for (const a of await listConditionalAudiences(db, workspaceId)) if (await findMember(db, dialect, { id: a.id, conditions: a.conditions }, subscriberId)) meeting.push(a.id);
-      const [{ rows, more }, total] = await Promise.all([listAudiencesOf(db, workspaceId, subscriberId, meeting, page), countAudiencesOf(db, workspaceId, subscriberId, meeting)]);
+      for (const a of await listConditionalAudiences(db, workspaceId))
+        if (await findMember(db, dialect, { id: a.id, conditions: a.conditions }, subscriberId)) meeting.push(a.id);
+      const [{ rows, more }, total] = await Promise.all([
+        listAudiencesOf(db, workspaceId, subscriberId, meeting, page),
+        countAudiencesOf(db, workspaceId, subscriberId, meeting),
+      ]);
       const counts = await Promise.all(rows.map((a) => countMembers(db, dialect, a)));
       return { items: rows.map((a, i) => view(a, counts[i]!)), total, more };
     },
@@ -104,10 +138,12 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
       const ids = members.subscriberIds ?? [];
       const emails = members.emails ?? [];
       if (ids.length + emails.length === 0) throw validationError('subscriber_ids', 'give subscriber_ids or emails');
-      if (ids.length + emails.length > MAX_MEMBERS_PER_REQUEST) throw validationError('subscriber_ids', `at most ${MAX_MEMBERS_PER_REQUEST} members per request`);
+      if (ids.length + emails.length > MAX_MEMBERS_PER_REQUEST)
+        throw validationError('subscriber_ids', `at most ${MAX_MEMBERS_PER_REQUEST} members per request`);
       const resolved: string[] = [];
       for (const [i, sid] of ids.entries()) {
-        if (!isUuid(sid) || !(await findSubscriber(db, workspaceId, sid))) throw validationError(`subscriber_ids[${i}]`, `no subscriber ${sid}`);
+        if (!isUuid(sid) || !(await findSubscriber(db, workspaceId, sid)))
+          throw validationError(`subscriber_ids[${i}]`, `no subscriber ${sid}`);
         resolved.push(sid);
       }
       for (const [i, email] of emails.entries()) {
@@ -123,11 +159,15 @@ export function createAudienceService(deps: ServiceDeps & { subscribers: Subscri
     },
     async removeMember(workspaceId, id, subscriberId) {
       const audience = await find(workspaceId, id);
-      if (!(await removeMember(db, audience.id, subscriberId))) throw notFound(`Subscriber ${subscriberId} in audience ${id}`);
+      if (!(await removeMember(db, audience.id, subscriberId)))
+        throw notFound(`Subscriber ${subscriberId} in audience ${id}`);
     },
     async members(workspaceId, id, page) {
       const audience = await find(workspaceId, id);
-      const [{ rows, more }, total] = await Promise.all([listMembers(db, dialect, audience, page), countMembers(db, dialect, audience)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listMembers(db, dialect, audience, page),
+        countMembers(db, dialect, audience),
+      ]);
       return { items: await subscribers.views(rows), total, more };
     },
   };

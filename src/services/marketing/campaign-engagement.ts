@@ -1,6 +1,10 @@
 import { isUuid } from '../../shared/ids.js';
 import { notFound, validationError } from '../../shared/errors.js';
-import { listCampaignClickedLinks, listCampaignRecipients, listClicksOfEmails } from '../../store/campaign-engagement.js';
+import {
+  listCampaignClickedLinks,
+  listCampaignRecipients,
+  listClicksOfEmails,
+} from '../../store/campaign-engagement.js';
 import { findCampaign } from '../../store/campaigns.js';
 import { parsePage, DEFAULT_LIMIT, MAX_LIMIT } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
@@ -12,7 +16,16 @@ import { isOneOf } from '../../shared/one-of.js';
  * campaign's emails.
  */
 
-const RECIPIENT_EVENT_TYPES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed', 'suppressed'] as const;
+const RECIPIENT_EVENT_TYPES = [
+  'sent',
+  'delivered',
+  'opened',
+  'clicked',
+  'bounced',
+  'complained',
+  'unsubscribed',
+  'suppressed',
+] as const;
 type RecipientEventType = (typeof RECIPIENT_EVENT_TYPES)[number];
 const BOUNCE_TYPES = ['permanent', 'transient', 'undetermined'] as const;
 type BounceType = (typeof BOUNCE_TYPES)[number];
@@ -47,8 +60,16 @@ interface ClickedLinkView {
 }
 
 export interface CampaignEngagementService {
-  recipients(workspaceId: string, campaignId: string, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: BroadcastRecipientView[] }>;
-  clickedLinks(workspaceId: string, campaignId: string, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: ClickedLinkView[] }>;
+  recipients(
+    workspaceId: string,
+    campaignId: string,
+    query: Record<string, unknown>,
+  ): Promise<{ object: 'list'; has_more: boolean; data: BroadcastRecipientView[] }>;
+  clickedLinks(
+    workspaceId: string,
+    campaignId: string,
+    query: Record<string, unknown>,
+  ): Promise<{ object: 'list'; has_more: boolean; data: ClickedLinkView[] }>;
 }
 
 const bounceTypeOf = (data: Record<string, unknown>): BounceType => {
@@ -63,8 +84,12 @@ const addressOf = (toAddresses: string[]): string => {
 
 const urlCursor = (field: string, value: unknown): string | undefined => {
   if (value === undefined || value === '') return undefined;
-  const decoded = typeof value === 'string' && /^[A-Za-z0-9_-]{1,4096}$/.test(value) ? Buffer.from(value, 'base64url').toString('utf8') : '';
-  if (!decoded) throw validationError(field, 'must be the id of an item of the list (the last one of the previous page)');
+  const decoded =
+    typeof value === 'string' && /^[A-Za-z0-9_-]{1,4096}$/.test(value)
+      ? Buffer.from(value, 'base64url').toString('utf8')
+      : '';
+  if (!decoded)
+    throw validationError(field, 'must be the id of an item of the list (the last one of the previous page)');
   return decoded;
 };
 
@@ -85,20 +110,41 @@ export function createCampaignEngagementService(deps: ServiceDeps): CampaignEnga
         throw validationError('type', `is required: one of ${RECIPIENT_EVENT_TYPES.join(', ')}`);
       }
       const bounceType = query.bounce_type;
-      if (bounceType !== undefined && (type !== 'bounced' || typeof bounceType !== 'string' || !isOneOf(BOUNCE_TYPES, bounceType))) {
+      if (
+        bounceType !== undefined &&
+        (type !== 'bounced' || typeof bounceType !== 'string' || !isOneOf(BOUNCE_TYPES, bounceType))
+      ) {
         throw validationError('bounce_type', `only with type bounced: one of ${BOUNCE_TYPES.join(', ')}`);
       }
-      const email = typeof query.email === 'string' && query.email !== '' ? query.email.trim().toLowerCase() : undefined;
+      const email =
+        typeof query.email === 'string' && query.email !== '' ? query.email.trim().toLowerCase() : undefined;
       const page = parsePage(query, 'keyset');
-      const { rows, more } = await listCampaignRecipients(db, { workspaceId, campaignId: campaign.id, eventType: EVENT_OF[type], emailKey: email }, page);
-      const clicks = type === 'clicked' ? await listClicksOfEmails(db, dialect, rows.map((r) => r.email_id)) : [];
+      const { rows, more } = await listCampaignRecipients(
+        db,
+        { workspaceId, campaignId: campaign.id, eventType: EVENT_OF[type], emailKey: email },
+        page,
+      );
+      const clicks =
+        type === 'clicked'
+          ? await listClicksOfEmails(
+              db,
+              dialect,
+              rows.map((r) => r.email_id),
+            )
+          : [];
       const data = rows
         .map((r): BroadcastRecipientView => ({
           id: r.email_id,
           contact_id: r.subscriber_id,
           email: r.subscriber_email ?? addressOf(r.to_addresses),
           ...(type === 'opened' || type === 'clicked' ? { count: r.count } : {}),
-          ...(type === 'clicked' ? { clicked_links: clicks.filter((c) => c.email_id === r.email_id).map(({ url, clicks: n }) => ({ url, clicks: n })) } : {}),
+          ...(type === 'clicked'
+            ? {
+                clicked_links: clicks
+                  .filter((c) => c.email_id === r.email_id)
+                  .map(({ url, clicks: n }) => ({ url, clicks: n })),
+              }
+            : {}),
           ...(type === 'bounced' ? { bounce_type: bounceTypeOf(r.last_data) } : {}),
         }))
         // A page may come out shorter than asked: the bounce type is read from the event's data.
@@ -115,8 +161,17 @@ export function createCampaignEngagementService(deps: ServiceDeps): CampaignEnga
       const asked = limitText !== undefined && /^\d+$/.test(limitText) ? Number(limitText) : 0;
       // As the other cursor lists: over 100 is clamped, under 1 is the default.
       const limit = asked > MAX_LIMIT ? MAX_LIMIT : asked >= 1 ? asked : DEFAULT_LIMIT;
-      const { rows, more } = await listCampaignClickedLinks(db, dialect, { workspaceId, campaignId: campaign.id }, { limit, after, before });
-      return { object: 'list', has_more: more, data: rows.map((r) => ({ id: Buffer.from(r.url).toString('base64url'), ...r })) };
+      const { rows, more } = await listCampaignClickedLinks(
+        db,
+        dialect,
+        { workspaceId, campaignId: campaign.id },
+        { limit, after, before },
+      );
+      return {
+        object: 'list',
+        has_more: more,
+        data: rows.map((r) => ({ id: Buffer.from(r.url).toString('base64url'), ...r })),
+      };
     },
   };
 }

@@ -17,7 +17,11 @@ import type { TemplateService } from '../templates.js';
 
 /** A campaign's input checked into the fields of its row, and back. */
 
-type CampaignFieldDeps = Pick<ServiceDeps, 'db' | 'clock'> & { send: SendService; templates: TemplateService; topics: TopicService };
+type CampaignFieldDeps = Pick<ServiceDeps, 'db' | 'clock'> & {
+  send: SendService;
+  templates: TemplateService;
+  topics: TopicService;
+};
 
 export interface CampaignInput extends AbTestInput {
   name?: string | undefined;
@@ -56,7 +60,9 @@ export function checkSchedule(now: number, scheduledAt: number | null | undefine
 /** The send service's check of the sender, its errors named for the campaign's field. */
 export const checkedSender = (send: SendService, workspace: Workspace, fromEmail: string, test: boolean) =>
   send.checkSender(workspace, fromEmail, test).catch((err: unknown) => {
-    throw err instanceof AppError ? new AppError(err.code, err.message.replace(/^from:/, 'from_email:'), { field: 'from_email' }) : err;
+    throw err instanceof AppError
+      ? new AppError(err.code, err.message.replace(/^from:/, 'from_email:'), { field: 'from_email' })
+      : err;
   });
 
 const templateContent = (templates: TemplateService, workspaceId: string) => (field: string, id: string) =>
@@ -65,22 +71,37 @@ const templateContent = (templates: TemplateService, workspaceId: string) => (fi
   });
 
 /** Checks a whole campaign's content, recipients and test; returns its row fields and variants (`kept`: a draft's, unless new ones are given). */
-export async function campaignFields(deps: CampaignFieldDeps, workspace: Workspace, input: CampaignInput, test: boolean, kept: readonly VariantRow[] = []) {
+export async function campaignFields(
+  deps: CampaignFieldDeps,
+  workspace: Workspace,
+  input: CampaignInput,
+  test: boolean,
+  kept: readonly VariantRow[] = [],
+) {
   const { db, clock, topics } = deps;
   const fromEmail = requireAddress('from_email', input.fromEmail);
   singleLine('from_name', input.fromName);
   if (input.fromName.length > 200) throw validationError('from_name', 'must be at most 200 characters');
   singleLine('subject', input.subject);
-  if (input.subject.trim() === '' || input.subject.length > 998) throw validationError('subject', 'must be 1 to 998 characters');
-  if (input.html === undefined && input.text === undefined && input.templateId === undefined) throw validationError('html', 'is required if templateId is absent (or text)');
-  if (input.html !== undefined && input.templateId !== undefined) throw validationError('templateId', 'cannot be combined with html: give exactly one');
+  if (input.subject.trim() === '' || input.subject.length > 998)
+    throw validationError('subject', 'must be 1 to 998 characters');
+  if (input.html === undefined && input.text === undefined && input.templateId === undefined)
+    throw validationError('html', 'is required if templateId is absent (or text)');
+  if (input.html !== undefined && input.templateId !== undefined)
+    throw validationError('templateId', 'cannot be combined with html: give exactly one');
   if (input.html !== undefined && input.html.trim() === '') throw validationError('html', 'must not be empty');
   if (input.text !== undefined && input.text.trim() === '') throw validationError('text', 'must not be empty');
-  if (input.previewText !== undefined && (input.previewText.length > MAX_PREVIEW_TEXT || hasLineBreak(input.previewText))) throw validationError('preview_text', `must be one line of at most ${MAX_PREVIEW_TEXT} characters`);
+  if (
+    input.previewText !== undefined &&
+    (input.previewText.length > MAX_PREVIEW_TEXT || hasLineBreak(input.previewText))
+  )
+    throw validationError('preview_text', `must be one line of at most ${MAX_PREVIEW_TEXT} characters`);
   const replyTo = parseMailboxes('reply_to', input.replyTo);
   if (input.metadata !== undefined) checkMetadata('metadata', input.metadata);
-  if (input.externalId !== undefined && (input.externalId.length > 255 || hasLineBreak(input.externalId))) throw validationError('external_id', 'must be one line of at most 255 characters');
-  const name = input.name?.trim() || `${input.subject.slice(0, 60)} (${toIso(clock.now()).slice(0, 16).replace('T', ' ')})`;
+  if (input.externalId !== undefined && (input.externalId.length > 255 || hasLineBreak(input.externalId)))
+    throw validationError('external_id', 'must be one line of at most 255 characters');
+  const name =
+    input.name?.trim() || `${input.subject.slice(0, 60)} (${toIso(clock.now()).slice(0, 16).replace('T', ' ')})`;
   if (name.length > 200) throw validationError('name', 'must be at most 200 characters');
   await checkedSender(deps.send, workspace, fromEmail, test);
   let html = input.html ?? null;
@@ -95,15 +116,28 @@ export async function campaignFields(deps: CampaignFieldDeps, workspace: Workspa
   if (tags.length > 0) {
     const known = new Set(await listKnownTags(db, workspace.id, tags));
     const unknown = tags.filter((t) => !known.has(t));
-    if (unknown.length > 0) throw validationError('tags', `no subscriber has the tag${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}`);
+    if (unknown.length > 0)
+      throw validationError(
+        'tags',
+        `no subscriber has the tag${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}`,
+      );
   }
-  if (input.audienceId !== undefined && !(isUuid(input.audienceId) && (await findAudience(db, workspace.id, input.audienceId)))) {
+  if (
+    input.audienceId !== undefined &&
+    !(isUuid(input.audienceId) && (await findAudience(db, workspace.id, input.audienceId)))
+  ) {
     throw validationError('audience_id', `audience ${input.audienceId} not found`);
   }
   if (input.topicId !== undefined) await topics.check(workspace.id, input.topicId, 'topic_id');
   const pool = input.ipPool === undefined ? undefined : await findIpPool(db, input.ipPool);
-  if (input.ipPool !== undefined && !pool) throw validationError('ip_pool', `no IP pool named ${JSON.stringify(input.ipPool)} (GET /v1/ip-pools)`);
-  const ab = await checkAbTest(input, { subject: input.subject, fromName: input.fromName, previewText: input.previewText ?? null, html, text }, templateContent(deps.templates, workspace.id), kept);
+  if (input.ipPool !== undefined && !pool)
+    throw validationError('ip_pool', `no IP pool named ${JSON.stringify(input.ipPool)} (GET /v1/ip-pools)`);
+  const ab = await checkAbTest(
+    input,
+    { subject: input.subject, fromName: input.fromName, previewText: input.previewText ?? null, html, text },
+    templateContent(deps.templates, workspace.id),
+    kept,
+  );
   const fields = {
     name,
     subject: input.subject,
@@ -111,7 +145,8 @@ export async function campaignFields(deps: CampaignFieldDeps, workspace: Workspa
     from_email: fromEmail,
     html,
     text,
-    reply_to: replyTo.length > 0 ? replyTo.map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address)) : null,
+    reply_to:
+      replyTo.length > 0 ? replyTo.map((a) => (a.name ? `${JSON.stringify(a.name)} <${a.address}>` : a.address)) : null,
     preview_text: input.previewText ?? null,
     template_id: input.templateId ?? null,
     tags: tags.length > 0 ? tags : null,
@@ -146,4 +181,3 @@ export const inputOf = (c: Campaign): CampaignInput => ({
   ipPool: c.ip_pool_id ?? undefined,
   ...abSettingsOf(c),
 });
-

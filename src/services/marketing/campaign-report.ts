@@ -32,7 +32,8 @@ interface CampaignReport {
 
 const ratio = (part: number, whole: number): number => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 10_000);
 
-const sum = (groups: readonly GroupCounts[], pick: (g: GroupCounts) => number) => groups.reduce((n, g) => n + pick(g), 0);
+const sum = (groups: readonly GroupCounts[], pick: (g: GroupCounts) => number) =>
+  groups.reduce((n, g) => n + pick(g), 0);
 
 function statsOf(groups: readonly GroupCounts[]): GroupStats {
   const sent = sum(groups, (g) => Object.values(g.byStatus).reduce((a, b) => a + b, 0));

@@ -102,18 +102,31 @@ export const campaignView = (c: Campaign): CampaignView => ({
   winner_metric: c.winner_metric,
   test_duration: c.test_duration_ms === null ? null : formatDuration(c.test_duration_ms),
   winner_due_at: toIsoOrNull(c.winner_due_at),
-  winner: c.winner_variant ? { variant: c.winner_variant, chosen_by: c.winner_chosen_by!, chosen_at: toIso(c.winner_chosen_at!) } : null,
+  winner: c.winner_variant
+    ? { variant: c.winner_variant, chosen_by: c.winner_chosen_by!, chosen_at: toIso(c.winner_chosen_at!) }
+    : null,
 });
 
 /** A campaign with its counts, and an A/B test's variants with what each met with. */
 export const detailedCampaignView = async (db: Db, dialect: Dialect, c: Campaign): Promise<CampaignView> => {
   const [report, variants] = await Promise.all([campaignReport(db, dialect, c), listCampaignVariants(db, c.id)]);
   const base = campaignView(c);
-  const none: GroupStats = { sent: 0, delivered: 0, opened: 0, clicked: 0, human_opened: 0, human_clicked: 0, human_open_rate: 0, human_click_rate: 0 };
+  const none: GroupStats = {
+    sent: 0,
+    delivered: 0,
+    opened: 0,
+    clicked: 0,
+    human_opened: 0,
+    human_clicked: 0,
+    human_open_rate: 0,
+    human_click_rate: 0,
+  };
   return {
     ...base,
     counts: report.counts,
-    ...(variants.length > 0 ? { variants: variants.map((v) => variantView(c, v, report.test.get(v.variant) ?? none)) } : {}),
+    ...(variants.length > 0
+      ? { variants: variants.map((v) => variantView(c, v, report.test.get(v.variant) ?? none)) }
+      : {}),
     winner: base.winner ? { ...base.winner, stats: report.winner ?? none } : null,
   };
 };
@@ -135,7 +148,11 @@ const variantView = (c: Campaign, v: CampaignVariant, stats: GroupStats): Varian
 
 /** Milliseconds in the largest unit that divides them: `4 hours`, `90 minutes`. */
 function formatDuration(ms: number): string {
-  for (const [unit, size] of [['day', 86_400_000], ['hour', 3_600_000], ['minute', 60_000]] as const) {
+  for (const [unit, size] of [
+    ['day', 86_400_000],
+    ['hour', 3_600_000],
+    ['minute', 60_000],
+  ] as const) {
     if (ms % size === 0) return `${ms / size} ${unit}${ms === size ? '' : 's'}`;
   }
   return `${Math.round(ms / 1000)} seconds`;

@@ -1,6 +1,18 @@
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import { cancelCampaignMessages, countCampaigns, findCampaign, listCampaigns, markCampaignCancelled, removeUnstartedCampaign, saveCampaign, startDraftCampaign, unscheduleCampaign, updateDraftCampaign, type Campaign } from '../../store/campaigns.js';
+import {
+  cancelCampaignMessages,
+  countCampaigns,
+  findCampaign,
+  listCampaigns,
+  markCampaignCancelled,
+  removeUnstartedCampaign,
+  saveCampaign,
+  startDraftCampaign,
+  unscheduleCampaign,
+  updateDraftCampaign,
+  type Campaign,
+} from '../../store/campaigns.js';
 import { countSelection, type AudienceSelection } from '../../store/subscribers.js';
 import type { Workspace } from '../../store/workspaces.js';
 import { listCampaignVariants, saveCampaignVariants, saveWinner } from '../../store/ab-tests.js';
@@ -80,7 +92,12 @@ interface CampaignServiceDeps extends ServiceDeps {
 }
 
 /** The subscribers a campaign goes to. */
-export const selectionOf = (c: Campaign): AudienceSelection => ({ workspaceId: c.workspace_id, tags: c.tags ?? [], audienceId: c.audience_id, topicId: c.topic_id });
+export const selectionOf = (c: Campaign): AudienceSelection => ({
+  workspaceId: c.workspace_id,
+  tags: c.tags ?? [],
+  audienceId: c.audience_id,
+  topicId: c.topic_id,
+});
 
 export function createCampaignService(deps: CampaignServiceDeps): CampaignService {
   const { db, clock, logger, send } = deps;
@@ -100,17 +117,24 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     });
 
   const requireDraft = (c: Campaign, doing: string): void => {
-    if (c.status !== 'draft') throw new AppError('invalid_state', `Campaign ${c.id} is ${c.status}: only a draft can be ${doing}`);
+    if (c.status !== 'draft')
+      throw new AppError('invalid_state', `Campaign ${c.id} is ${c.status}: only a draft can be ${doing}`);
   };
 
   /** Whether a campaign is waiting for its time and nothing of it was queued yet. */
-  const notStarted = (c: Campaign): boolean => c.status === 'queuing' && c.cursor === null && c.lease_owner === null && c.scheduled_at !== null && c.scheduled_at > clock.now();
+  const notStarted = (c: Campaign): boolean =>
+    c.status === 'queuing' &&
+    c.cursor === null &&
+    c.lease_owner === null &&
+    c.scheduled_at !== null &&
+    c.scheduled_at > clock.now();
 
   return {
     async create(workspace, input, test, options = {}) {
       const { fields, variants } = await campaignFields(deps, workspace, input, test);
       const sendNow = options.send ?? true;
-      if (!sendNow && options.scheduledAt != null) throw validationError('scheduled_at', 'applies only to a campaign that is sent (send: true)');
+      if (!sendNow && options.scheduledAt != null)
+        throw validationError('scheduled_at', 'applies only to a campaign that is sent (send: true)');
       const now = clock.now();
       const row: Campaign = {
         workspace_id: workspace.id,
@@ -126,7 +150,10 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     },
 
     async list(workspaceId, page) {
-      const [{ rows, more }, total] = await Promise.all([listCampaigns(db, workspaceId, page), countCampaigns(db, workspaceId)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listCampaigns(db, workspaceId, page),
+        countCampaigns(db, workspaceId),
+      ]);
       return { items: rows.map(view), total, more };
     },
 
@@ -137,9 +164,19 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     async preview(workspaceId, id, contact = {}) {
       const c = await find(workspaceId, id);
       const content = contentOf(c, undefined);
-      const recipient = { email: contact.email ?? 'ada@example.com', first_name: contact.first_name ?? 'Ada', last_name: contact.last_name ?? 'Lovelace', external_id: null, metadata: contact.properties ?? null };
+      const recipient = {
+        email: contact.email ?? 'ada@example.com',
+        first_name: contact.first_name ?? 'Ada',
+        last_name: contact.last_name ?? 'Lovelace',
+        external_id: null,
+        metadata: contact.properties ?? null,
+      };
       // A link that goes nowhere: a preview must not unsubscribe anyone.
-      const variables = subscriberVariables(c.variables, recipient, `${deps.config.http.publicUrl}/unsubscribe/preview`);
+      const variables = subscriberVariables(
+        c.variables,
+        recipient,
+        `${deps.config.http.publicUrl}/unsubscribe/preview`,
+      );
       const html = content.html === null ? null : renderTemplate(content.html, variables, 'html');
       return {
         object: 'broadcast_preview',
@@ -147,20 +184,35 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
         subject: renderSubject(content.subject, variables),
         preview_text: content.previewText,
         html,
-        text: content.text !== null ? renderTemplate(content.text, variables, 'text') : html === null ? null : plainTextOf(html),
+        text:
+          content.text !== null
+            ? renderTemplate(content.text, variables, 'text')
+            : html === null
+              ? null
+              : plainTextOf(html),
       };
     },
 
     async update(workspace, id, changes, test) {
       const campaign = await find(workspace.id, id);
       requireDraft(campaign, 'changed');
-      const merged = { ...inputOf(campaign), ...Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) };
+      const merged = {
+        ...inputOf(campaign),
+        ...Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)),
+      };
       // A new template replaces the html copied from the previous one, and new html the template.
       if (changes.templateId !== undefined) merged.html = undefined;
       if (changes.html !== undefined) merged.templateId = undefined;
       // Variants not given stay as they are; null removes them and the test with them (the holdout stays).
-      if (changes.variants === null) [merged.testPercentage, merged.winnerMetric, merged.testDuration] = [undefined, undefined, undefined];
-      const { fields, variants } = await campaignFields(deps, workspace, merged, test, await listCampaignVariants(db, campaign.id));
+      if (changes.variants === null)
+        [merged.testPercentage, merged.winnerMetric, merged.testDuration] = [undefined, undefined, undefined];
+      const { fields, variants } = await campaignFields(
+        deps,
+        workspace,
+        merged,
+        test,
+        await listCampaignVariants(db, campaign.id),
+      );
       // The content copied from a template still names it, unless new content replaced it.
       if (changes.templateId === undefined && changes.html === undefined) fields.template_id = campaign.template_id;
       const updated = await db.transaction().execute(async (trx) => {
@@ -178,23 +230,29 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       await checkedSender(send, workspace, campaign.from_email, test);
       const at = checkSchedule(clock.now(), scheduledAt);
       const recipients = await countSelection(db, selectionOf(campaign), deps.dialect);
-      if (!(await startDraftCampaign(db, campaign.id, { scheduled_at: at, recipients, test, updated_at: clock.now() }))) requireDraft(await find(workspace.id, id), 'sent');
+      if (!(await startDraftCampaign(db, campaign.id, { scheduled_at: at, recipients, test, updated_at: clock.now() })))
+        requireDraft(await find(workspace.id, id), 'sent');
       return view(await find(workspace.id, id));
     },
 
     async cancel(workspaceId, id) {
       const campaign = await find(workspaceId, id);
       const now = clock.now();
-      if (notStarted(campaign) && (await unscheduleCampaign(db, campaign.id, now))) return view(await find(workspaceId, id));
+      if (notStarted(campaign) && (await unscheduleCampaign(db, campaign.id, now)))
+        return view(await find(workspaceId, id));
       if (campaign.status !== 'queuing' && campaign.status !== 'testing' && campaign.status !== 'sending') {
-        throw new AppError('invalid_state', `Campaign ${campaign.id} is ${campaign.status}: only a scheduled campaign or one being sent can be cancelled`);
+        throw new AppError(
+          'invalid_state',
+          `Campaign ${campaign.id} is ${campaign.status}: only a scheduled campaign or one being sent can be cancelled`,
+        );
       }
       const cancelled = await db.transaction().execute(async (trx) => {
         if (!(await markCampaignCancelled(trx, campaign.id, now))) return false;
         await cancelCampaignMessages(trx, campaign.id, now);
         return true;
       });
-      if (!cancelled) throw new AppError('invalid_state', `Campaign ${campaign.id} finished before it could be cancelled`);
+      if (!cancelled)
+        throw new AppError('invalid_state', `Campaign ${campaign.id} finished before it could be cancelled`);
       logger.info({ campaignId: campaign.id, workspaceId }, 'campaign cancelled');
       return view(await find(workspaceId, id));
     },
@@ -202,9 +260,13 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
     async remove(workspaceId, id) {
       const campaign = await find(workspaceId, id);
       if (campaign.status !== 'draft' && !notStarted(campaign)) {
-        throw new AppError('invalid_state', `Campaign ${campaign.id} is ${campaign.status}: only a draft or a scheduled campaign not yet started can be deleted`);
+        throw new AppError(
+          'invalid_state',
+          `Campaign ${campaign.id} is ${campaign.status}: only a draft or a scheduled campaign not yet started can be deleted`,
+        );
       }
-      if (!(await removeUnstartedCampaign(db, campaign.id))) throw new AppError('invalid_state', `Campaign ${campaign.id} started before it could be deleted`);
+      if (!(await removeUnstartedCampaign(db, campaign.id)))
+        throw new AppError('invalid_state', `Campaign ${campaign.id} started before it could be deleted`);
       return view(campaign);
     },
 
@@ -220,7 +282,8 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
       const campaign = await find(workspaceId, id);
       const variants = await listCampaignVariants(db, campaign.id);
       if (variants.length === 0) throw new AppError('invalid_state', `Campaign ${campaign.id} has no A/B test`);
-      if (!variants.some((v) => v.variant === variant)) throw validationError('variant', `must be one of ${variants.map((v) => v.variant).join(', ')}`);
+      if (!variants.some((v) => v.variant === variant))
+        throw validationError('variant', `must be one of ${variants.map((v) => v.variant).join(', ')}`);
       if (campaign.status !== 'testing' || !(await saveWinner(db, campaign.id, variant, 'manual', clock.now()))) {
         const current = await find(workspaceId, id);
         throw new AppError(

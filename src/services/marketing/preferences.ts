@@ -2,7 +2,12 @@ import { createHash } from 'node:crypto';
 import { recordEvent } from '../../events/record-event.js';
 import { AppError, validationError } from '../../shared/errors.js';
 import { signToken, tokenKey, verifyToken } from '../../shared/signed-token.js';
-import { findSubscriberByEmail, updateSubscriber, type Subscriber, type SubscriberStatus } from '../../store/subscribers.js';
+import {
+  findSubscriberByEmail,
+  updateSubscriber,
+  type Subscriber,
+  type SubscriberStatus,
+} from '../../store/subscribers.js';
 import { saveSubscriptions } from '../../store/topics.js';
 import { findWorkspace } from '../../store/workspaces.js';
 import type { MessageLinks } from '../../messages/links.js';
@@ -45,7 +50,9 @@ export interface PreferenceService {
 /** The form a page served for a link stays good this long: a day to make up one's mind. */
 const FORM_TTL_MS = 24 * 3600_000;
 
-export function createPreferenceService(deps: ServiceDeps & { links: MessageLinks; subscribers: SubscriberService; topics: TopicService }): PreferenceService {
+export function createPreferenceService(
+  deps: ServiceDeps & { links: MessageLinks; subscribers: SubscriberService; topics: TopicService },
+): PreferenceService {
   const { db, clock, links, subscribers, topics } = deps;
   const formKey = tokenKey(deps.secretKey, 'preference form');
   const linkHash = (token: string) => createHash('sha256').update(token).digest('base64url').slice(0, 22);
@@ -59,7 +66,13 @@ export function createPreferenceService(deps: ServiceDeps & { links: MessageLink
   const checkForm = (token: string, formToken: string) => {
     const form = verifyToken<{ l: string; t: number }>(formKey, formToken);
     const now = clock.now();
-    if (!form || form.l !== linkHash(token) || typeof form.t !== 'number' || form.t > now || now - form.t > FORM_TTL_MS) {
+    if (
+      !form ||
+      form.l !== linkHash(token) ||
+      typeof form.t !== 'number' ||
+      form.t > now ||
+      now - form.t > FORM_TTL_MS
+    ) {
       throw new AppError('validation_error', 'form: this page is out of date; open it again', { field: 'form' });
     }
   };
@@ -72,7 +85,13 @@ export function createPreferenceService(deps: ServiceDeps & { links: MessageLink
     return {
       workspace: { name: workspace.name, logoUrl: workspace.logo_url },
       address: subscriber?.email ?? address,
-      contact: subscriber ? { status: subscriber.status, language: languageOf(subscriber), topics: await topics.choicesOf(workspaceId, subscriber.id) } : null,
+      contact: subscriber
+        ? {
+            status: subscriber.status,
+            language: languageOf(subscriber),
+            topics: await topics.choicesOf(workspaceId, subscriber.id),
+          }
+        : null,
       formToken: signToken(formKey, { l: linkHash(token), t: clock.now() }),
     };
   }
@@ -93,7 +112,10 @@ export function createPreferenceService(deps: ServiceDeps & { links: MessageLink
       const subscriber = await contactOf(token, formToken);
       const all = await topics.choicesOf(subscriber.workspace_id, subscriber.id);
       const wanted = new Set(optedIn);
-      const choices = all.map((t) => ({ topicId: t.id, subscription: wanted.has(t.id) ? ('opt_in' as const) : ('opt_out' as const) }));
+      const choices = all.map((t) => ({
+        topicId: t.id,
+        subscription: wanted.has(t.id) ? ('opt_in' as const) : ('opt_out' as const),
+      }));
       // Only what the contact changed is written and reported.
       const changed = choices.filter((c) => all.find((t) => t.id === c.topicId)!.subscription !== c.subscription);
       if (changed.length > 0) {
@@ -107,7 +129,11 @@ export function createPreferenceService(deps: ServiceDeps & { links: MessageLink
             workspaceId: subscriber.workspace_id,
             type: 'subscriber.updated',
             at: now,
-            data: { ...data, topics: all.map((t) => ({ id: t.id, name: t.name, subscription: byId.get(t.id) })), via: 'preference_centre' },
+            data: {
+              ...data,
+              topics: all.map((t) => ({ id: t.id, name: t.name, subscription: byId.get(t.id) })),
+              via: 'preference_centre',
+            },
           });
         });
       }
@@ -116,7 +142,8 @@ export function createPreferenceService(deps: ServiceDeps & { links: MessageLink
 
     async resubscribe(token, formToken) {
       const subscriber = await contactOf(token, formToken);
-      if (subscriber.status !== 'subscribed') await subscribers.update(subscriber.workspace_id, subscriber.id, { status: 'subscribed' });
+      if (subscriber.status !== 'subscribed')
+        await subscribers.update(subscriber.workspace_id, subscriber.id, { status: 'subscribed' });
       return show(token);
     },
   };

@@ -4,10 +4,25 @@ import { checkTypedValues, type FieldSchema, type FieldType } from '../../shared
 import { requireAddress } from '../../messages/addresses.js';
 import { listAllContactProperties } from '../../store/contact-properties.js';
 import type { Db } from '../../store/infra/db.js';
-import { listSubscribersByEmailKeys, listTagsOf, saveSubscribers, updateSubscriber, type Subscriber, type SubscriberStatus } from '../../store/subscribers.js';
+import {
+  listSubscribersByEmailKeys,
+  listTagsOf,
+  saveSubscribers,
+  updateSubscriber,
+  type Subscriber,
+  type SubscriberStatus,
+} from '../../store/subscribers.js';
 import { saveSuppressionIfAbsent } from '../../store/suppressions.js';
 import type { ServiceDeps } from '../deps.js';
-import { applyStatus, checkName, eventDataOf, mergedMetadata, newSubscriber, type ImportOutcome, type SubscriberInput } from './subscriber-rows.js';
+import {
+  applyStatus,
+  checkName,
+  eventDataOf,
+  mergedMetadata,
+  newSubscriber,
+  type ImportOutcome,
+  type SubscriberInput,
+} from './subscriber-rows.js';
 
 /**
  * Many subscribers in one transaction (a contact import's batch): each line checked as an
@@ -41,7 +56,12 @@ interface Plan {
 
 const OPT_OUT = 'unsubscribed in a contact import';
 
-export async function importSubscriberBatch(deps: ServiceDeps, workspaceId: string, inputs: readonly SubscriberInput[], options: BatchOptions): Promise<ImportOutcome[]> {
+export async function importSubscriberBatch(
+  deps: ServiceDeps,
+  workspaceId: string,
+  inputs: readonly SubscriberInput[],
+  options: BatchOptions,
+): Promise<ImportOutcome[]> {
   const { db, clock } = deps;
   const outcomes: ImportOutcome[] = new Array(inputs.length);
   const fail = (index: number, err: unknown) => {
@@ -51,8 +71,17 @@ export async function importSubscriberBatch(deps: ServiceDeps, workspaceId: stri
   const lines = checkLines(await propertySchema(db, workspaceId), inputs, fail);
   await db.transaction().execute(async (trx) => {
     const now = clock.now();
-    const known = new Map((await listSubscribersByEmailKeys(trx, workspaceId, [...new Set(lines.map((l) => l.email.toLowerCase()))])).map((row) => [row.email_key, row]));
-    const plan = planLines(lines, known, outcomes, fail, { workspaceId, source: options.source ?? 'import', onConflict: options.onConflict, now });
+    const known = new Map(
+      (await listSubscribersByEmailKeys(trx, workspaceId, [...new Set(lines.map((l) => l.email.toLowerCase()))])).map(
+        (row) => [row.email_key, row],
+      ),
+    );
+    const plan = planLines(lines, known, outcomes, fail, {
+      workspaceId,
+      source: options.source ?? 'import',
+      onConflict: options.onConflict,
+      now,
+    });
     await writePlan(trx, plan, known, now);
     if (options.after) await options.after(trx, plan.written, outcomes);
   });
@@ -65,7 +94,11 @@ async function propertySchema(db: Db, workspaceId: string): Promise<FieldSchema>
   return Object.fromEntries(declared.map((p) => [p.key, p.type as FieldType]));
 }
 
-function checkLines(schema: FieldSchema, inputs: readonly SubscriberInput[], fail: (index: number, err: unknown) => void): Line[] {
+function checkLines(
+  schema: FieldSchema,
+  inputs: readonly SubscriberInput[],
+  fail: (index: number, err: unknown) => void,
+): Line[] {
   const lines: Line[] = [];
   for (const [index, input] of inputs.entries()) {
     try {
@@ -108,11 +141,13 @@ function planLines(
         updated_at: now,
       };
       if (!existing || pending) {
-        if (input.status !== undefined) Object.assign(row, { status: input.status, unsubscribed_at: input.status === 'unsubscribed' ? now : null });
+        if (input.status !== undefined)
+          Object.assign(row, { status: input.status, unsubscribed_at: input.status === 'unsubscribed' ? now : null });
         plan.fresh.set(key, row);
       } else {
         plan.changed.set(key, row);
-        if (input.status !== undefined && input.status !== row.status) plan.statusChanges.push({ row, status: input.status });
+        if (input.status !== undefined && input.status !== row.status)
+          plan.statusChanges.push({ row, status: input.status });
       }
       // A second line of an address new in this batch updates what the first created.
       outcomes[index] = { outcome: existing ? 'updated' : 'created', id: row.id };
@@ -126,20 +161,49 @@ function planLines(
 
 /** Whether a line changed what the contact had: its properties compared as stored, as JSON. */
 const edited = (row: Subscriber, before: Subscriber) =>
-  row.first_name !== before.first_name || row.last_name !== before.last_name || JSON.stringify(row.metadata) !== JSON.stringify(before.metadata);
+  row.first_name !== before.first_name ||
+  row.last_name !== before.last_name ||
+  JSON.stringify(row.metadata) !== JSON.stringify(before.metadata);
 
 async function writePlan(trx: Db, plan: Plan, known: ReadonlyMap<string, Subscriber>, now: number): Promise<void> {
   const inserts = [...plan.fresh.values()];
   await saveSubscribers(trx, inserts);
   const updates = [...plan.changed.values()].filter((row) => edited(row, known.get(row.email_key)!));
-  for (const row of updates) await updateSubscriber(trx, row.id, { first_name: row.first_name, last_name: row.last_name, metadata: row.metadata, updated_at: now });
+  for (const row of updates)
+    await updateSubscriber(trx, row.id, {
+      first_name: row.first_name,
+      last_name: row.last_name,
+      metadata: row.metadata,
+      updated_at: now,
+    });
   for (const row of inserts.filter((r) => r.status === 'unsubscribed')) {
-    await saveSuppressionIfAbsent(trx, { workspace_id: row.workspace_id, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail: OPT_OUT, email_id: null, created_at: now });
+    await saveSuppressionIfAbsent(trx, {
+      workspace_id: row.workspace_id,
+      address: row.email_key,
+      scope: 'marketing',
+      reason: 'unsubscribe',
+      detail: OPT_OUT,
+      email_id: null,
+      created_at: now,
+    });
   }
-  const tags = await listTagsOf(trx, updates.map((r) => r.id));
+  const tags = await listTagsOf(
+    trx,
+    updates.map((r) => r.id),
+  );
   await recordEvents(trx, [
-    ...inserts.map((r) => ({ workspaceId: r.workspace_id, type: 'subscriber.created' as const, at: now, data: eventDataOf(r, []) })),
-    ...updates.map((r) => ({ workspaceId: r.workspace_id, type: 'subscriber.updated' as const, at: now, data: eventDataOf(r, tags.get(r.id) ?? []) })),
+    ...inserts.map((r) => ({
+      workspaceId: r.workspace_id,
+      type: 'subscriber.created' as const,
+      at: now,
+      data: eventDataOf(r, []),
+    })),
+    ...updates.map((r) => ({
+      workspaceId: r.workspace_id,
+      type: 'subscriber.updated' as const,
+      at: now,
+      data: eventDataOf(r, tags.get(r.id) ?? []),
+    })),
   ]);
   for (const { row, status } of plan.statusChanges) await applyStatus(trx, row, status, now, OPT_OUT);
 }

@@ -28,19 +28,22 @@ export interface SubscriberInput {
   status?: SubscriberStatus | undefined;
 }
 
-export type ImportOutcome = { outcome: 'created' | 'updated' | 'skipped'; id: string } | { outcome: 'failed'; reason: string };
+export type ImportOutcome =
+  { outcome: 'created' | 'updated' | 'skipped'; id: string } | { outcome: 'failed'; reason: string };
 
 const MAX_SUBSCRIBER_TAGS = 50;
 
 export const checkName = (field: string, value: string | null | undefined) => {
-  if (value != null && (value.length > 200 || hasLineBreak(value))) throw validationError(field, 'must be one line of at most 200 characters');
+  if (value != null && (value.length > 200 || hasLineBreak(value)))
+    throw validationError(field, 'must be one line of at most 200 characters');
 };
 
 export function checkTags(tags: string[] | undefined): string[] | undefined {
   if (tags === undefined) return undefined;
   if (tags.length > MAX_SUBSCRIBER_TAGS) throw validationError('tags', `at most ${MAX_SUBSCRIBER_TAGS} tags`);
   tags.forEach((t, i) => {
-    if (t.trim() === '' || t.length > 100 || /[\u0000-\u001f]/.test(t)) throw validationError(`tags[${i}]`, 'must be 1 to 100 printable characters');
+    if (t.trim() === '' || t.length > 100 || /[\u0000-\u001f]/.test(t))
+      throw validationError(`tags[${i}]`, 'must be 1 to 100 printable characters');
   });
   return [...new Set(tags.map((t) => t.trim()))];
 }
@@ -64,7 +67,10 @@ export const newSubscriber = (workspaceId: string, email: string, source: string
 });
 
 /** Metadata with `properties` merged in (null removes a key), within the size limit. */
-export function mergedMetadata(current: Record<string, unknown> | null, properties: Record<string, unknown> | undefined): Record<string, unknown> | null | undefined {
+export function mergedMetadata(
+  current: Record<string, unknown> | null,
+  properties: Record<string, unknown> | undefined,
+): Record<string, unknown> | null | undefined {
   if (properties === undefined) return undefined;
   const merged: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(properties)) {
@@ -94,27 +100,59 @@ export const subscriberEventData = async (trx: Db, s: Subscriber): Promise<Recor
   eventDataOf(s, (await listTagsOf(trx, [s.id])).get(s.id) ?? []);
 
 /** Applies a status change asked for by the API or an import (and the opt-out suppression it brings) in the caller's transaction. */
-export async function applyStatus(trx: Db, row: Subscriber, status: SubscriberStatus | undefined, now: number, detail: string): Promise<{ row: Subscriber; changed: boolean }> {
+export async function applyStatus(
+  trx: Db,
+  row: Subscriber,
+  status: SubscriberStatus | undefined,
+  now: number,
+  detail: string,
+): Promise<{ row: Subscriber; changed: boolean }> {
   if (status === undefined || status === row.status) return { row, changed: false };
   const next = await setStatus(trx, row, status, null, now);
   if (status === 'unsubscribed') {
-    await saveSuppressionIfAbsent(trx, { workspace_id: row.workspace_id, address: row.email_key, scope: 'marketing', reason: 'unsubscribe', detail, email_id: null, created_at: now });
+    await saveSuppressionIfAbsent(trx, {
+      workspace_id: row.workspace_id,
+      address: row.email_key,
+      scope: 'marketing',
+      reason: 'unsubscribe',
+      detail,
+      email_id: null,
+      created_at: now,
+    });
   }
   return { row: next, changed: true };
 }
 
 /** A subscriber's status and its event; re-subscribing lifts the opt-out it left behind. */
-export async function setStatus(trx: Db, s: Subscriber, status: SubscriberStatus, emailId: string | null, now: number): Promise<Subscriber> {
+export async function setStatus(
+  trx: Db,
+  s: Subscriber,
+  status: SubscriberStatus,
+  emailId: string | null,
+  now: number,
+): Promise<Subscriber> {
   if (s.status === status) return s;
   const next = { ...s, status, updated_at: now, unsubscribed_at: status === 'unsubscribed' ? now : null };
   await updateSubscriber(trx, s.id, { status, updated_at: now, unsubscribed_at: next.unsubscribed_at });
   if (status === 'unsubscribed') {
-    await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.unsubscribed', emailId, data: await subscriberEventData(trx, next), at: now });
+    await recordEvent(trx, {
+      workspaceId: s.workspace_id,
+      type: 'subscriber.unsubscribed',
+      emailId,
+      data: await subscriberEventData(trx, next),
+      at: now,
+    });
   } else {
     // Re-subscribing (an explicit request) lifts the opt-out it left behind, never a bounce
     // or complaint suppression.
-    if ((await findSuppression(trx, s.workspace_id, s.email_key))?.reason === 'unsubscribe') await removeSuppression(trx, s.workspace_id, s.email_key);
-    await recordEvent(trx, { workspaceId: s.workspace_id, type: 'subscriber.updated', data: await subscriberEventData(trx, next), at: now });
+    if ((await findSuppression(trx, s.workspace_id, s.email_key))?.reason === 'unsubscribe')
+      await removeSuppression(trx, s.workspace_id, s.email_key);
+    await recordEvent(trx, {
+      workspaceId: s.workspace_id,
+      type: 'subscriber.updated',
+      data: await subscriberEventData(trx, next),
+      at: now,
+    });
   }
   return next;
 }

@@ -24,7 +24,15 @@ import type { ListPage, Listed } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { checkMetadata } from '../../shared/metadata.js';
 import { hasLineBreak, requireAddress } from '../../messages/addresses.js';
-import { applyStatus, checkName, checkTags, mergedMetadata, newSubscriber, setStatus, subscriberEventData } from './subscriber-rows.js';
+import {
+  applyStatus,
+  checkName,
+  checkTags,
+  mergedMetadata,
+  newSubscriber,
+  setStatus,
+  subscriberEventData,
+} from './subscriber-rows.js';
 import { importSubscriberBatch, type BatchOptions } from './subscriber-batch.js';
 import type { ImportOutcome, SubscriberInput } from './subscriber-rows.js';
 
@@ -51,7 +59,11 @@ export interface SubscriberView {
 
 export interface SubscriberService {
   /** Creates, or updates the subscriber with that address (SPEC: upsert by email). */
-  upsert(workspaceId: string, input: SubscriberInput, source?: string): Promise<{ subscriber: SubscriberView; created: boolean }>;
+  upsert(
+    workspaceId: string,
+    input: SubscriberInput,
+    source?: string,
+  ): Promise<{ subscriber: SubscriberView; created: boolean }>;
   list(filter: SubscriberFilter, page: ListPage): Promise<Listed<SubscriberView>>;
   /** Views of subscriber rows read elsewhere (audience members). */
   views(rows: Subscriber[]): Promise<SubscriberView[]>;
@@ -70,11 +82,7 @@ export interface SubscriberService {
    * `onConflict: 'skip'` an address already known is left as it is. `after` runs in the same
    * transaction with the written subscribers (topic choices, the import's progress).
    */
-  importBatch(
-    workspaceId: string,
-    inputs: readonly SubscriberInput[],
-    options: BatchOptions,
-  ): Promise<ImportOutcome[]>;
+  importBatch(workspaceId: string, inputs: readonly SubscriberInput[], options: BatchOptions): Promise<ImportOutcome[]>;
 }
 
 export function createSubscriberService(deps: ServiceDeps): SubscriberService {
@@ -82,7 +90,10 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
 
   async function views(rows: Subscriber[]): Promise<SubscriberView[]> {
     if (rows.length === 0) return [];
-    const tags = await listTagsOf(db, rows.map((r) => r.id));
+    const tags = await listTagsOf(
+      db,
+      rows.map((r) => r.id),
+    );
     const domains = new Map((await listDomains(db, rows[0]!.workspace_id)).map((d) => [d.id, d.name]));
     return rows.map((s) => ({
       id: s.id,
@@ -92,7 +103,8 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
       status: s.status,
       tags: tags.get(s.id) ?? [],
       domain_id: s.domain_id,
-      primary_domain: s.domain_id && domains.has(s.domain_id) ? { id: s.domain_id, domain_name: domains.get(s.domain_id)! } : null,
+      primary_domain:
+        s.domain_id && domains.has(s.domain_id) ? { id: s.domain_id, domain_name: domains.get(s.domain_id)! } : null,
       external_id: s.external_id,
       metadata: s.metadata,
       source: s.source,
@@ -107,7 +119,8 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
   async function fields(workspaceId: string, input: Partial<SubscriberInput>): Promise<Partial<Subscriber>> {
     checkName('first_name', input.first_name);
     checkName('last_name', input.last_name);
-    if (input.external_id != null && (input.external_id.length > 255 || hasLineBreak(input.external_id))) throw validationError('external_id', 'must be one line of at most 255 characters');
+    if (input.external_id != null && (input.external_id.length > 255 || hasLineBreak(input.external_id)))
+      throw validationError('external_id', 'must be one line of at most 255 characters');
     if (input.metadata != null) checkMetadata('metadata', input.metadata);
     if (input.domain_id != null && !(isUuid(input.domain_id) && (await findDomain(db, workspaceId, input.domain_id)))) {
       throw validationError('domain_id', `no domain ${input.domain_id} in this workspace`);
@@ -150,7 +163,10 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
           let row: Subscriber;
           if (existing) {
             // The address keeps the spelling it was first registered with.
-            const metadata = mergedMetadata(changes.metadata !== undefined ? changes.metadata : existing.metadata, input.properties);
+            const metadata = mergedMetadata(
+              changes.metadata !== undefined ? changes.metadata : existing.metadata,
+              input.properties,
+            );
             const all = { ...changes, ...(metadata !== undefined ? { metadata } : {}), updated_at: now };
             row = { ...existing, ...all };
             await updateSubscriber(trx, existing.id, all);
@@ -161,7 +177,12 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
             await saveSubscriber(trx, row);
           }
           if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
-          await recordEvent(trx, { workspaceId, type: existing ? 'subscriber.updated' : 'subscriber.created', data: await subscriberEventData(trx, row), at: now });
+          await recordEvent(trx, {
+            workspaceId,
+            type: existing ? 'subscriber.updated' : 'subscriber.created',
+            data: await subscriberEventData(trx, row),
+            at: now,
+          });
           row = (await applyStatus(trx, row, input.status, now, OPT_OUT)).row;
           return { row, created: !existing };
         });
@@ -177,7 +198,10 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     },
 
     async list(filter, page) {
-      const [{ rows, more }, total] = await Promise.all([listSubscribers(db, filter, page), countSubscribers(db, filter)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listSubscribers(db, filter, page),
+        countSubscribers(db, filter),
+      ]);
       return { items: await views(rows), total, more };
     },
 
@@ -187,7 +211,11 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     async update(workspaceId, id, input) {
       const existing = await find(workspaceId, id);
       const email = input.email === undefined ? undefined : requireAddress('email', input.email);
-      if (email && email.toLowerCase() !== existing.email_key && (await findSubscriberByEmail(db, workspaceId, email))) {
+      if (
+        email &&
+        email.toLowerCase() !== existing.email_key &&
+        (await findSubscriberByEmail(db, workspaceId, email))
+      ) {
         throw validationError('email', `another subscriber has the address ${email}`);
       }
       const tags = checkTags(input.tags);
@@ -197,13 +225,27 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
         const now = clock.now();
         // Read again in the transaction: properties merge into the metadata as it is now.
         const current = (await findSubscriber(trx, workspaceId, existing.id)) ?? existing;
-        const metadata = mergedMetadata(changes.metadata !== undefined ? changes.metadata : current.metadata, input.properties);
-        const all = { ...changes, ...(metadata !== undefined ? { metadata } : {}), ...(email ? { email, email_key: email.toLowerCase() } : {}), updated_at: now };
+        const metadata = mergedMetadata(
+          changes.metadata !== undefined ? changes.metadata : current.metadata,
+          input.properties,
+        );
+        const all = {
+          ...changes,
+          ...(metadata !== undefined ? { metadata } : {}),
+          ...(email ? { email, email_key: email.toLowerCase() } : {}),
+          updated_at: now,
+        };
         const row: Subscriber = { ...current, ...all };
         await updateSubscriber(trx, existing.id, all);
         if (tags !== undefined) await saveSubscriberTags(trx, row, tags);
         const status = await applyStatus(trx, row, input.status, now, OPT_OUT);
-        if (!status.changed) await recordEvent(trx, { workspaceId, type: 'subscriber.updated', data: await subscriberEventData(trx, row), at: now });
+        if (!status.changed)
+          await recordEvent(trx, {
+            workspaceId,
+            type: 'subscriber.updated',
+            data: await subscriberEventData(trx, row),
+            at: now,
+          });
         return status.row;
       });
       return view(row);
@@ -221,7 +263,15 @@ export function createSubscriberService(deps: ServiceDeps): SubscriberService {
     async unsubscribe(trx, workspaceId, address, emailId) {
       const now = clock.now();
       const key = address.toLowerCase();
-      await saveSuppressionIfAbsent(trx, { workspace_id: workspaceId, address: key, scope: 'marketing', reason: 'unsubscribe', detail: 'one-click unsubscribe', email_id: emailId, created_at: now });
+      await saveSuppressionIfAbsent(trx, {
+        workspace_id: workspaceId,
+        address: key,
+        scope: 'marketing',
+        reason: 'unsubscribe',
+        detail: 'one-click unsubscribe',
+        email_id: emailId,
+        created_at: now,
+      });
       const subscriber = await findSubscriberByEmail(trx, workspaceId, key);
       if (subscriber) await setStatus(trx, subscriber, 'unsubscribed', emailId, now);
     },

@@ -3,7 +3,18 @@ import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import type { Db } from '../../store/infra/db.js';
 import { findSubscriber } from '../../store/subscribers.js';
-import { countOpenCampaignsOf, findTopic, listSubscriptionsOf, listTopics, removeTopic, saveSubscriptions, saveTopic, updateTopic, type Topic, type TopicSubscription } from '../../store/topics.js';
+import {
+  countOpenCampaignsOf,
+  findTopic,
+  listSubscriptionsOf,
+  listTopics,
+  removeTopic,
+  saveSubscriptions,
+  saveTopic,
+  updateTopic,
+  type Topic,
+  type TopicSubscription,
+} from '../../store/topics.js';
 import type { ServiceDeps } from '../deps.js';
 import { hasLineBreak } from '../../messages/addresses.js';
 import { isOneOf } from '../../shared/one-of.js';
@@ -45,14 +56,23 @@ export interface TopicService {
   create(workspaceId: string, input: TopicInput): Promise<TopicView>;
   list(workspaceId: string): Promise<TopicView[]>;
   get(workspaceId: string, id: string): Promise<TopicView>;
-  update(workspaceId: string, id: string, changes: { name?: string | undefined; description?: string | null | undefined }): Promise<TopicView>;
+  update(
+    workspaceId: string,
+    id: string,
+    changes: { name?: string | undefined; description?: string | null | undefined },
+  ): Promise<TopicView>;
   remove(workspaceId: string, id: string): Promise<TopicView>;
   /** Throws a validation error naming `field` unless the topic exists. */
   check(workspaceId: string, id: string, field: string): Promise<void>;
   /** Every topic of the workspace, with the subscriber's standing on it. */
   choicesOf(workspaceId: string, subscriberId: string): Promise<TopicChoiceView[]>;
   /** Records choices (in the caller's transaction when given). */
-  choose(workspaceId: string, subscriberId: string, choices: Array<{ id: string; subscription: TopicSubscription }>, trx?: Db): Promise<void>;
+  choose(
+    workspaceId: string,
+    subscriberId: string,
+    choices: Array<{ id: string; subscription: TopicSubscription }>,
+    trx?: Db,
+  ): Promise<void>;
 }
 
 const topicView = (t: Topic): TopicView => ({
@@ -66,11 +86,13 @@ const topicView = (t: Topic): TopicView => ({
 });
 
 const checkName = (name: string) => {
-  if (name.trim() === '' || name.length > 50 || hasLineBreak(name)) throw validationError('name', 'must be one line of 1 to 50 characters');
+  if (name.trim() === '' || name.length > 50 || hasLineBreak(name))
+    throw validationError('name', 'must be one line of 1 to 50 characters');
   return name.trim();
 };
 const checkDescription = (description: string | null | undefined) => {
-  if (description != null && description.length > 200) throw validationError('description', 'must be at most 200 characters');
+  if (description != null && description.length > 200)
+    throw validationError('description', 'must be at most 200 characters');
   return description ?? null;
 };
 
@@ -83,9 +105,18 @@ export function createTopicService(deps: ServiceDeps): TopicService {
   };
   return {
     async create(workspaceId, input) {
-      if (!isOneOf(TOPIC_SUBSCRIPTIONS, input.default_subscription)) throw validationError('default_subscription', 'must be opt_in or opt_out');
+      if (!isOneOf(TOPIC_SUBSCRIPTIONS, input.default_subscription))
+        throw validationError('default_subscription', 'must be opt_in or opt_out');
       const now = clock.now();
-      const row: Topic = { id: newId(), workspace_id: workspaceId, name: checkName(input.name), description: checkDescription(input.description), default_subscription: input.default_subscription, created_at: now, updated_at: now };
+      const row: Topic = {
+        id: newId(),
+        workspace_id: workspaceId,
+        name: checkName(input.name),
+        description: checkDescription(input.description),
+        default_subscription: input.default_subscription,
+        created_at: now,
+        updated_at: now,
+      };
       await saveTopic(db, row);
       return topicView(row);
     },
@@ -103,25 +134,42 @@ export function createTopicService(deps: ServiceDeps): TopicService {
     async remove(workspaceId, id) {
       const topic = await find(workspaceId, id);
       const open = await countOpenCampaignsOf(db, topic.id);
-      if (open > 0) throw new AppError('invalid_state', `Topic ${topic.id} is named by ${open} broadcast${open === 1 ? '' : 's'} not yet sent; delete or change ${open === 1 ? 'it' : 'them'} first`);
+      if (open > 0)
+        throw new AppError(
+          'invalid_state',
+          `Topic ${topic.id} is named by ${open} broadcast${open === 1 ? '' : 's'} not yet sent; delete or change ${open === 1 ? 'it' : 'them'} first`,
+        );
       await removeTopic(db, workspaceId, topic.id);
       return topicView(topic);
     },
     async check(workspaceId, id, field) {
-      if (!(isUuid(id) && (await findTopic(db, workspaceId, id)))) throw validationError(field, `topic ${id} not found`);
+      if (!(isUuid(id) && (await findTopic(db, workspaceId, id))))
+        throw validationError(field, `topic ${id} not found`);
     },
     async choicesOf(workspaceId, subscriberId) {
       const [topics, own] = await Promise.all([listTopics(db, workspaceId), listSubscriptionsOf(db, subscriberId)]);
       const chosen = new Map(own.map((c) => [c.topic_id, c.subscription]));
-      return topics.map((t) => ({ id: t.id, name: t.name, description: t.description, subscription: chosen.get(t.id) ?? t.default_subscription }));
+      return topics.map((t) => ({
+        id: t.id,
+        name: t.name,
+        description: t.description,
+        subscription: chosen.get(t.id) ?? t.default_subscription,
+      }));
     },
     async choose(workspaceId, subscriberId, choices, trx = db) {
       if (!(await findSubscriber(trx, workspaceId, subscriberId))) throw notFound(`Contact ${subscriberId}`);
       for (const [i, c] of choices.entries()) {
-        if (!isOneOf(TOPIC_SUBSCRIPTIONS, c.subscription)) throw validationError(`topics[${i}].subscription`, 'must be opt_in or opt_out');
-        if (!(isUuid(c.id) && (await findTopic(trx, workspaceId, c.id)))) throw validationError(`topics[${i}].id`, `topic ${c.id} not found`);
+        if (!isOneOf(TOPIC_SUBSCRIPTIONS, c.subscription))
+          throw validationError(`topics[${i}].subscription`, 'must be opt_in or opt_out');
+        if (!(isUuid(c.id) && (await findTopic(trx, workspaceId, c.id))))
+          throw validationError(`topics[${i}].id`, `topic ${c.id} not found`);
       }
-      await saveSubscriptions(trx, subscriberId, choices.map((c) => ({ topicId: c.id, subscription: c.subscription })), clock.now());
+      await saveSubscriptions(
+        trx,
+        subscriberId,
+        choices.map((c) => ({ topicId: c.id, subscription: c.subscription })),
+        clock.now(),
+      );
     },
   };
 }

@@ -8,7 +8,9 @@ export interface UnsubscribeService {
   unsubscribe(token: string): Promise<{ address: string }>;
 }
 
-export function createUnsubscribeService(deps: ServiceDeps & { subscribers: SubscriberService; links: MessageLinks }): UnsubscribeService {
+export function createUnsubscribeService(
+  deps: ServiceDeps & { subscribers: SubscriberService; links: MessageLinks },
+): UnsubscribeService {
   const read = (token: string) => {
     const payload = deps.links.readUnsubscribe(token);
     if (!payload) throw validationError('token', 'this unsubscribe link is not valid');
@@ -18,7 +20,9 @@ export function createUnsubscribeService(deps: ServiceDeps & { subscribers: Subs
   return {
     async unsubscribe(token) {
       const payload = read(token);
-      await deps.db.transaction().execute((trx) => deps.subscribers.unsubscribe(trx, payload.workspaceId, payload.address, payload.emailId));
+      await deps.db
+        .transaction()
+        .execute((trx) => deps.subscribers.unsubscribe(trx, payload.workspaceId, payload.address, payload.emailId));
       return { address: payload.address };
     },
   };

@@ -1,12 +1,23 @@
 import { notFound } from '../../shared/errors.js';
 import { isUuid } from '../../shared/ids.js';
 import { findEmailById, listEmailsByIds } from '../../store/emails.js';
-import { findReceivedEmail, findReceivedEmailBody, findReceivedRaw, listReceivedEmails, type ReceivedEmail } from '../../store/receiving.js';
+import {
+  findReceivedEmail,
+  findReceivedEmailBody,
+  findReceivedRaw,
+  listReceivedEmails,
+  type ReceivedEmail,
+} from '../../store/receiving.js';
 import type { ServiceDeps } from '../deps.js';
 import { parsePage } from '../../store/infra/list-page.js';
 import { readAttachment } from '../../receiving/routes/parse-inbound.js';
 import { receivedLinks, RECEIVED_DOWNLOAD_PATH } from '../../receiving/routes/received-links.js';
-import { attachmentView, receivedDetail, receivedSummary, type ViewContext } from '../../receiving/routes/received-view.js';
+import {
+  attachmentView,
+  receivedDetail,
+  receivedSummary,
+  type ViewContext,
+} from '../../receiving/routes/received-view.js';
 
 type ReceivedDetail = ReturnType<typeof receivedDetail>;
 type ReceivedAttachment = ReturnType<typeof attachmentView>;
@@ -40,7 +51,9 @@ export { RECEIVED_DOWNLOAD_PATH };
 
 export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailService {
   const { db, config } = deps;
-  const view: ViewContext = { links: receivedLinks(deps.secretKey, config.http.publicUrl, deps.clock, config.retention.days) };
+  const view: ViewContext = {
+    links: receivedLinks(deps.secretKey, config.http.publicUrl, deps.clock, config.retention.days),
+  };
 
   const find = async (workspaceId: string, id: string): Promise<ReceivedEmail> => {
     const email = isUuid(id) ? await findReceivedEmail(db, workspaceId, id.toLowerCase()) : undefined;
@@ -59,18 +72,29 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
     async list(workspaceId, query) {
       const { limit, after, before } = parsePage(query, 'keyset');
       const { rows, more } = await listReceivedEmails(db, { workspaceId, limit, after, before });
-      const replied = new Map((await listEmailsByIds(db, [...new Set(rows.flatMap((r) => (r.in_reply_to_email_id ? [r.in_reply_to_email_id] : [])))])).map((e) => [e.id, e]));
+      const replied = new Map(
+        (
+          await listEmailsByIds(db, [
+            ...new Set(rows.flatMap((r) => (r.in_reply_to_email_id ? [r.in_reply_to_email_id] : []))),
+          ])
+        ).map((e) => [e.id, e]),
+      );
       return {
         object: 'list',
         has_more: more,
         next_cursor: rows.at(-1)?.id ?? null,
-        data: rows.map((r) => receivedSummary(view, r, r.in_reply_to_email_id ? replied.get(r.in_reply_to_email_id) : undefined)),
+        data: rows.map((r) =>
+          receivedSummary(view, r, r.in_reply_to_email_id ? replied.get(r.in_reply_to_email_id) : undefined),
+        ),
       };
     },
 
     async get(workspaceId, id) {
       const email = await find(workspaceId, id);
-      const [content, replied] = await Promise.all([findReceivedEmailBody(db, email.id), email.in_reply_to_email_id ? findEmailById(db, email.in_reply_to_email_id) : undefined]);
+      const [content, replied] = await Promise.all([
+        findReceivedEmailBody(db, email.id),
+        email.in_reply_to_email_id ? findEmailById(db, email.in_reply_to_email_id) : undefined,
+      ]);
       return receivedDetail(view, email, content, replied);
     },
 
@@ -101,9 +125,14 @@ export function createReceivedEmailService(deps: ServiceDeps): ReceivedEmailServ
 
     async download(token) {
       const named = view.links.read(token);
-      if (!named) throw notFound('This download link is not valid or has expired; read the message again for a new one');
+      if (!named)
+        throw notFound('This download link is not valid or has expired; read the message again for a new one');
       if (named.part !== 'raw') return this.attachmentContent(named.workspaceId, named.emailId, named.part);
-      return { filename: `${named.emailId}.eml`, contentType: 'message/rfc822', content: await this.raw(named.workspaceId, named.emailId) };
+      return {
+        filename: `${named.emailId}.eml`,
+        contentType: 'message/rfc822',
+        content: await this.raw(named.workspaceId, named.emailId),
+      };
     },
   };
 }

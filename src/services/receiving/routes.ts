@@ -2,7 +2,19 @@ import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { findDomainByName } from '../../store/domains.js';
-import { findRoute, findRouteByAddress, listRoutes, listRoutesPage, removeRoute, saveRoute, updateRoute, type RouteWithDomain, ROUTE_ACTIONS, type RouteAction, type RouteKind } from '../../store/receiving.js';
+import {
+  findRoute,
+  findRouteByAddress,
+  listRoutes,
+  listRoutesPage,
+  removeRoute,
+  saveRoute,
+  updateRoute,
+  type RouteWithDomain,
+  ROUTE_ACTIONS,
+  type RouteAction,
+  type RouteKind,
+} from '../../store/receiving.js';
 import type { ServiceDeps } from '../deps.js';
 import type { ListPage } from '../../store/infra/list-page.js';
 import { hasLineBreak } from '../../messages/addresses.js';
@@ -55,7 +67,10 @@ interface RouteChanges {
 
 export interface RouteService {
   add(workspaceId: string, input: NewRoute): Promise<RouteView>;
-  list(workspaceId: string, page: { limit: number; offset: number; kind?: RouteKind | undefined }): Promise<{ items: RouteView[]; total: number }>;
+  list(
+    workspaceId: string,
+    page: { limit: number; offset: number; kind?: RouteKind | undefined },
+  ): Promise<{ items: RouteView[]; total: number }>;
   /** Keyset page of one kind (oldest first), for Resend's inbox list. */
   page(workspaceId: string, kind: RouteKind, page: ListPage): Promise<{ items: RouteView[]; more: boolean }>;
   /** By id, or by the route's address (`support@example.com`). */
@@ -69,7 +84,8 @@ const MAX_NAME = 200;
 const label = (field: string, value: string | null | undefined): string | null | undefined => {
   if (value === undefined || value === null) return value;
   const trimmed = value.trim();
-  if (hasLineBreak(trimmed) || trimmed.length > MAX_NAME) throw validationError(field, `must be one line of at most ${MAX_NAME} characters`);
+  if (hasLineBreak(trimmed) || trimmed.length > MAX_NAME)
+    throw validationError(field, `must be one line of at most ${MAX_NAME} characters`);
   return trimmed === '' ? null : trimmed;
 };
 
@@ -97,11 +113,22 @@ export function createRouteService(deps: ServiceDeps): RouteService {
     async add(workspaceId, input) {
       const parsed = parseRouteAddress(input.address);
       if (!parsed) {
-        throw validationError('address', `"${input.address.slice(0, 100)}" is not a route address: use name@domain, a pattern such as reply+*@domain, or *@domain`);
+        throw validationError(
+          'address',
+          `"${input.address.slice(0, 100)}" is not a route address: use name@domain, a pattern such as reply+*@domain, or *@domain`,
+        );
       }
       const domain = await findDomainByName(db, workspaceId, parsed.domain);
-      if (!domain) throw new AppError('forbidden', `${parsed.domain} is not a domain of this workspace: add and verify it first`, { field: 'address' });
-      if (domain.status !== 'verified') throw new AppError('forbidden', `${parsed.domain} is not verified: mail is received only for verified domains`, { field: 'address' });
+      if (!domain)
+        throw new AppError('forbidden', `${parsed.domain} is not a domain of this workspace: add and verify it first`, {
+          field: 'address',
+        });
+      if (domain.status !== 'verified')
+        throw new AppError(
+          'forbidden',
+          `${parsed.domain} is not verified: mail is received only for verified domains`,
+          { field: 'address' },
+        );
       const now = clock.now();
       const route: RouteWithDomain = {
         id: newId(),
@@ -151,6 +178,5 @@ export function createRouteService(deps: ServiceDeps): RouteService {
       await removeRoute(db, workspaceId, route.id);
       return routeView(route);
     },
-
   };
 }

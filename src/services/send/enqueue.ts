@@ -17,7 +17,11 @@ export interface EnqueueOptions {
 }
 
 /** Applies the workspace's limits and writes messages to the queue; returns what each became and the limit's state. */
-export type Enqueue = (workspace: Workspace, prepared: Prepared[], options?: EnqueueOptions) => Promise<{ results: SendResult[]; limit: Decision }>;
+export type Enqueue = (
+  workspace: Workspace,
+  prepared: Prepared[],
+  options?: EnqueueOptions,
+) => Promise<{ results: SendResult[]; limit: Decision }>;
 
 /**
  * The one door into the queue (zone-mta's mail-drop): every message, whichever intake made it
@@ -30,21 +34,37 @@ export type Enqueue = (workspace: Workspace, prepared: Prepared[], options?: Enq
  * Limits (SPEC Limits): marketing beyond its hard limit is refused (429, nothing queued);
  * transactional beyond its soft limit is demoted to marketing priority (rule 1).
  */
-export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; batcher: CommitBatcher; space: FreeSpace; metrics?: Metrics | undefined }): Enqueue {
+export function createEnqueue(deps: {
+  clock: Clock;
+  rateLimiter: RateLimiter;
+  batcher: CommitBatcher;
+  space: FreeSpace;
+  metrics?: Metrics | undefined;
+}): Enqueue {
   const { clock, rateLimiter } = deps;
   /**
    * The messages of every request in a commit, written together: three multi-row inserts
    * (emails, contents, queue rows) per transaction, not three per request. Each request's own
    * step (`inTransaction`) runs first, in the same transaction as its messages.
    */
-  const queueing: Merged<{ prepared: Prepared[]; results: SendResult[]; inTransaction: EnqueueOptions['inTransaction'] }> = {
+  const queueing: Merged<{
+    prepared: Prepared[];
+    results: SendResult[];
+    inTransaction: EnqueueOptions['inTransaction'];
+  }> = {
     async write(trx, items) {
       for (const item of items) await item.inTransaction?.(trx, item.results);
-      await saveEmails(trx, items.flatMap((item) => item.prepared));
+      await saveEmails(
+        trx,
+        items.flatMap((item) => item.prepared),
+      );
     },
   };
 
-  async function applyLimits(workspace: Workspace, prepared: Prepared[]): Promise<{ decision: Decision; demoted: boolean }> {
+  async function applyLimits(
+    workspace: Workspace,
+    prepared: Prepared[],
+  ): Promise<{ decision: Decision; demoted: boolean }> {
     const now = clock.now();
     const key = `ws:${workspace.id}`;
     const marketing = prepared.filter((p) => p.type === 'marketing').length;
@@ -56,12 +76,21 @@ export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; ba
       if (!decision.allowed) {
         const retryAfter = retryAfterSeconds(decision, now);
         deps.metrics?.rateLimited(prepared[0]!.email.intake === 'smtp' ? 'smtp' : 'http', 'send.marketing');
-        throw new AppError('rate_limited', `Marketing send rate of ${limit.limit} per second exceeded; retry after ${retryAfter} s`, { retryAfter, rateLimit: decision });
+        throw new AppError(
+          'rate_limited',
+          `Marketing send rate of ${limit.limit} per second exceeded; retry after ${retryAfter} s`,
+          { retryAfter, rateLimit: decision },
+        );
       }
     }
     let demoted = false;
     if (transactional > 0) {
-      decision = await rateLimiter.hit(`${key}:send.transactional`, limitFor('send.transactional', workspace), now, transactional);
+      decision = await rateLimiter.hit(
+        `${key}:send.transactional`,
+        limitFor('send.transactional', workspace),
+        now,
+        transactional,
+      );
       demoted = !decision.allowed;
     }
     return { decision: decision!, demoted };
@@ -78,15 +107,21 @@ export function createEnqueue(deps: { clock: Clock; rateLimiter: RateLimiter; ba
         p.email.priority = PRIORITY.marketing;
         for (const r of p.recipients) r.priority = PRIORITY.marketing;
       }
-      return { id: p.email.id, status: p.email.status === 'scheduled' ? 'scheduled' : 'queued', type: p.type, demoted: demote };
+      return {
+        id: p.email.id,
+        status: p.email.status === 'scheduled' ? 'scheduled' : 'queued',
+        type: p.type,
+        demoted: demote,
+      };
     });
     await deps.batcher.merge(queueing, { prepared, results, inTransaction: options.inTransaction });
     const intake = prepared[0]?.email.intake;
     const label = intake === 'v1' || intake === 'legacy' || intake === 'dashboard' ? 'http' : intake;
-    if (label) for (const type of ['transactional', 'marketing'] as const) {
-      const n = prepared.filter((p) => p.type === type).length;
-      if (n > 0) deps.metrics?.emailsAccepted(label, type, n);
-    }
+    if (label)
+      for (const type of ['transactional', 'marketing'] as const) {
+        const n = prepared.filter((p) => p.type === type).length;
+        if (n > 0) deps.metrics?.emailsAccepted(label, type, n);
+      }
     return { results, limit: decision };
   };
 }

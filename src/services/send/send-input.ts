@@ -84,4 +84,3 @@ export interface RawSendInput {
   raw: Buffer;
   senderDomainId?: string | null | undefined;
 }
-

@@ -5,7 +5,17 @@ import { encryptSecret } from '../../shared/crypto.js';
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { checkUrl, NetworkPolicyError } from '../../shared/network-policy.js';
-import { countWebhookEndpoints, failPendingWebhookDeliveries, findWebhookEndpoint, findWebhookEndpointByUrl, listWebhookEndpoints, removeWebhookEndpoint, saveWebhookEndpoint, updateWebhookEndpoint, type WebhookEndpoint } from '../../store/webhooks.js';
+import {
+  countWebhookEndpoints,
+  failPendingWebhookDeliveries,
+  findWebhookEndpoint,
+  findWebhookEndpointByUrl,
+  listWebhookEndpoints,
+  removeWebhookEndpoint,
+  saveWebhookEndpoint,
+  updateWebhookEndpoint,
+  type WebhookEndpoint,
+} from '../../store/webhooks.js';
 import type { ServiceDeps } from '../deps.js';
 import { SECRET_PREFIX, webhookView } from './webhook-views.js';
 import type { WebhookService } from './webhook-service.js';
@@ -39,25 +49,36 @@ const RESEND_ONLY_EVENTS = new Set([
 /** Validates an event list: known types or `*`, at least one; duplicates dropped. */
 export function parseEvents(events: unknown): string[] {
   if (!Array.isArray(events) || events.length === 0) {
-    throw validationError('events', `must name at least one event type, or "*" for all; known: ${EVENT_TYPES.join(', ')}`);
+    throw validationError(
+      'events',
+      `must name at least one event type, or "*" for all; known: ${EVENT_TYPES.join(', ')}`,
+    );
   }
   events.forEach((e, i) => {
     if (typeof e === 'string' && (e === ALL_EVENTS || isEventType(e))) return;
     if (typeof e === 'string' && RESEND_ONLY_EVENTS.has(e)) {
-      throw validationError(`events[${i}]`, `${e} is a Resend event type that mailsvc does not emit; known: ${EVENT_TYPES.join(', ')}, or "*"`);
+      throw validationError(
+        `events[${i}]`,
+        `${e} is a Resend event type that mailsvc does not emit; known: ${EVENT_TYPES.join(', ')}, or "*"`,
+      );
     }
-    throw validationError(`events[${i}]`, `unknown event type ${JSON.stringify(e)}; known: ${EVENT_TYPES.join(', ')}, or "*"`);
+    throw validationError(
+      `events[${i}]`,
+      `unknown event type ${JSON.stringify(e)}; known: ${EVENT_TYPES.join(', ')}, or "*"`,
+    );
   });
   const unique = [...new Set(events as string[])];
   return unique.includes(ALL_EVENTS) ? [ALL_EVENTS] : unique;
 }
 
 /** The endpoint of a workspace an id names, or not found. */
-export const endpointFinder = (deps: ServiceDeps) => async (workspaceId: string, id: string): Promise<WebhookEndpoint> => {
-  const found = isUuid(id) ? await findWebhookEndpoint(deps.db, workspaceId, id) : undefined;
-  if (!found) throw notFound(`Webhook ${id}`);
-  return found;
-};
+export const endpointFinder =
+  (deps: ServiceDeps) =>
+  async (workspaceId: string, id: string): Promise<WebhookEndpoint> => {
+    const found = isUuid(id) ? await findWebhookEndpoint(deps.db, workspaceId, id) : undefined;
+    if (!found) throw notFound(`Webhook ${id}`);
+    return found;
+  };
 
 type EndpointUseCases = Pick<WebhookService, 'register' | 'list' | 'get' | 'update' | 'remove' | 'rotateSecret'>;
 
@@ -72,7 +93,10 @@ export function endpointUseCases(deps: ServiceDeps): EndpointUseCases {
     } catch (err) {
       if (err instanceof NetworkPolicyError) {
         // The usual first try is an endpoint on the same machine; say which setting allows it.
-        const hint = !policy.allowPrivateNetworks && /https:\/\/|private/.test(err.message) ? ' (for an endpoint on this machine or a private network, when testing, set webhooks.allowPrivateNetworks: MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true)' : '';
+        const hint =
+          !policy.allowPrivateNetworks && /https:\/\/|private/.test(err.message)
+            ? ' (for an endpoint on this machine or a private network, when testing, set webhooks.allowPrivateNetworks: MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS=true)'
+            : '';
         throw validationError('url', `${err.message}${hint}`);
       }
       throw err;
@@ -81,13 +105,15 @@ export function endpointUseCases(deps: ServiceDeps): EndpointUseCases {
 
   const description = (value: string | null | undefined): string | null => {
     if (value === undefined || value === null) return null;
-    if (value.length > MAX_DESCRIPTION) throw validationError('description', `must be at most ${MAX_DESCRIPTION} characters`);
+    if (value.length > MAX_DESCRIPTION)
+      throw validationError('description', `must be at most ${MAX_DESCRIPTION} characters`);
     return value;
   };
 
   const refuseDuplicate = async (workspaceId: string, url: string, self?: string): Promise<void> => {
     const existing = await findWebhookEndpointByUrl(db, workspaceId, url);
-    if (existing && existing.id !== self) throw new AppError('already_exists', `A webhook for ${url} exists already (${existing.id})`);
+    if (existing && existing.id !== self)
+      throw new AppError('already_exists', `A webhook for ${url} exists already (${existing.id})`);
   };
 
   return {
@@ -130,7 +156,10 @@ export function endpointUseCases(deps: ServiceDeps): EndpointUseCases {
     },
 
     async list(workspaceId, page) {
-      const [{ rows, more }, total] = await Promise.all([listWebhookEndpoints(db, workspaceId, page), countWebhookEndpoints(db, workspaceId)]);
+      const [{ rows, more }, total] = await Promise.all([
+        listWebhookEndpoints(db, workspaceId, page),
+        countWebhookEndpoints(db, workspaceId),
+      ]);
       const now = clock.now();
       return { items: rows.map((r) => webhookView(r, now)), total, more };
     },

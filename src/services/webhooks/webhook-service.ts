@@ -41,12 +41,35 @@ export interface WebhookService {
   ): Promise<Listed<DeliveryWithAttempts>>;
   getDelivery(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryWithAttempts>;
   /** One delivery's attempts, oldest first. */
-  listAttempts(workspaceId: string, id: string, deliveryId: string, page: { limit: number; offset: number }): Promise<{ items: AttemptView[]; total: number }>;
+  listAttempts(
+    workspaceId: string,
+    id: string,
+    deliveryId: string,
+    page: { limit: number; offset: number },
+  ): Promise<{ items: AttemptView[]; total: number }>;
   replay(workspaceId: string, id: string, deliveryId: string): Promise<DeliveryView>;
   /** A delivery with the body it carries (null once the event is past retention). */
-  deliveryPayload(workspaceId: string, id: string, deliveryId: string): Promise<{ delivery: DeliveryView; payload: Envelope | null }>;
+  deliveryPayload(
+    workspaceId: string,
+    id: string,
+    deliveryId: string,
+  ): Promise<{ delivery: DeliveryView; payload: Envelope | null }>;
   /** Every delivery of an email's events, to any endpoint. */
-  deliveriesOfEmail(workspaceId: string, emailId: string): Promise<Array<{ id: string; endpoint_id: string; url: string; event_type: string; status: WebhookDeliveryStatus; attempt_count: number; status_code: number | null; created_at: string }>>;
+  deliveriesOfEmail(
+    workspaceId: string,
+    emailId: string,
+  ): Promise<
+    Array<{
+      id: string;
+      endpoint_id: string;
+      url: string;
+      event_type: string;
+      status: WebhookDeliveryStatus;
+      attempt_count: number;
+      status_code: number | null;
+      created_at: string;
+    }>
+  >;
   /**
    * Sends a test event of `type` (one the endpoint takes) to this endpoint only: sample data
    * (no email id, Resend's test address), recorded and retried like any delivery, seen by no

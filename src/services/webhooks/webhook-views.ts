@@ -1,5 +1,12 @@
 import { toIso, toIsoOrNull } from '../../shared/clock.js';
-import type { WebhookAttempt, WebhookDelivery, WebhookDeliveryStatus, WebhookEndpoint, WebhookEndpointStatus, WebhookSurface } from '../../store/webhooks.js';
+import type {
+  WebhookAttempt,
+  WebhookDelivery,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEndpointStatus,
+  WebhookSurface,
+} from '../../store/webhooks.js';
 
 /** How endpoints, their deliveries and attempts are shown on every surface (a secret only by its last characters). */
 
@@ -64,7 +71,10 @@ export const webhookView = (e: WebhookEndpoint, now: number): WebhookView => ({
   events: e.events,
   description: e.description,
   secret: maskSecret(e.secret_hint),
-  previous_secret_expires_at: e.previous_secret_expires_at !== null && e.previous_secret_expires_at > now ? toIso(e.previous_secret_expires_at) : null,
+  previous_secret_expires_at:
+    e.previous_secret_expires_at !== null && e.previous_secret_expires_at > now
+      ? toIso(e.previous_secret_expires_at)
+      : null,
   status: e.status,
   disabled_reason: e.disabled_reason,
   disabled_at: toIsoOrNull(e.disabled_at),

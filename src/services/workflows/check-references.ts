@@ -20,7 +20,10 @@ export interface ReferenceDeps {
 /** A platform event may start a workflow only if it concerns a subscriber; any other name is a custom event. */
 function checkEventName(field: string, name: string): void {
   if (isOneOf(EVENT_TYPES, name) && !isWorkflowTriggerEvent(name)) {
-    throw validationError(field, `${name} is not about one subscriber, so it cannot start or resume a run; platform events that can: subscriber.created, subscriber.updated, subscriber.unsubscribed, email.opened, email.clicked, email.bounced`);
+    throw validationError(
+      field,
+      `${name} is not about one subscriber, so it cannot start or resume a run; platform events that can: subscriber.created, subscriber.updated, subscriber.unsubscribed, email.opened, email.clicked, email.bounced`,
+    );
   }
 }
 
@@ -30,26 +33,37 @@ export async function checkReferences(deps: ReferenceDeps, workspaceId: string, 
   if (!workspace) throw notFound(`Workspace ${workspaceId}`);
   for (const [i, step] of definition.steps.entries()) {
     const at = `steps[${i}].config`;
-    if (step.type === 'trigger' || step.type === 'wait_for_event') checkEventName(`${at}.event_name`, step.config.event_name);
+    if (step.type === 'trigger' || step.type === 'wait_for_event')
+      checkEventName(`${at}.event_name`, step.config.event_name);
     if (step.type === 'send_email') await checkSendEmail(deps, workspace, at, step.config);
     if (step.type === 'add_to_segment') await checkSegment(deps, workspaceId, at, step.config.segment_id);
   }
 }
 
 /** The template exists; the subject is one line; the sender is on a domain of the workspace. */
-async function checkSendEmail(deps: ReferenceDeps, workspace: Workspace, at: string, c: SendEmailConfig): Promise<void> {
+async function checkSendEmail(
+  deps: ReferenceDeps,
+  workspace: Workspace,
+  at: string,
+  c: SendEmailConfig,
+): Promise<void> {
   await deps.templates.get(workspace.id, c.template.id).catch((err: unknown) => {
-    throw isAppError(err) && err.code === 'not_found' ? validationError(`${at}.template.id`, `template ${c.template.id} not found`) : err;
+    throw isAppError(err) && err.code === 'not_found'
+      ? validationError(`${at}.template.id`, `template ${c.template.id} not found`)
+      : err;
   });
   if (c.subject !== undefined) {
     singleLine(`${at}.subject`, c.subject);
-    if (c.subject.trim() === '' || c.subject.length > 998) throw validationError(`${at}.subject`, 'must be 1 to 998 characters');
+    if (c.subject.trim() === '' || c.subject.length > 998)
+      throw validationError(`${at}.subject`, 'must be 1 to 998 characters');
   }
   if (c.from !== undefined) {
     const from = parseMailbox(`${at}.from`, c.from);
     // A domain added to the workspace; it must be verified by the time a live run sends.
     await deps.send.checkSender(workspace, from.address, true).catch((err: unknown) => {
-      throw isAppError(err) && err.code === 'forbidden' ? validationError(`${at}.from`, `${domainOf(from.address)} is not a domain of this workspace`) : err;
+      throw isAppError(err) && err.code === 'forbidden'
+        ? validationError(`${at}.from`, `${domainOf(from.address)} is not a domain of this workspace`)
+        : err;
     });
   }
   if (c.reply_to !== undefined) parseMailboxes(`${at}.reply_to`, c.reply_to);
@@ -57,6 +71,8 @@ async function checkSendEmail(deps: ReferenceDeps, workspace: Workspace, at: str
 
 async function checkSegment(deps: ReferenceDeps, workspaceId: string, at: string, segmentId: string): Promise<void> {
   await deps.audiences.get(workspaceId, segmentId).catch((err: unknown) => {
-    throw isAppError(err) && err.code === 'not_found' ? validationError(`${at}.segment_id`, `segment ${segmentId} not found`) : err;
+    throw isAppError(err) && err.code === 'not_found'
+      ? validationError(`${at}.segment_id`, `segment ${segmentId} not found`)
+      : err;
   });
 }

@@ -20,12 +20,25 @@ export type ConditionRule =
   | { type: 'and'; rules: ConditionRule[] }
   | { type: 'or'; rules: ConditionRule[] };
 
-export const OPERATORS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'contains', 'starts_with', 'ends_with', 'exists', 'is_empty'] as const;
+export const OPERATORS = [
+  'eq',
+  'neq',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'contains',
+  'starts_with',
+  'ends_with',
+  'exists',
+  'is_empty',
+] as const;
 export type Operator = (typeof OPERATORS)[number];
 
 const FIELD_NAMESPACES = ['contact', 'event', 'wait_events'] as const;
 
-export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Checks a field name: a known namespace and a non-empty path. Returns an error message or null. */
 export function checkFieldName(field: string): string | null {
@@ -38,4 +51,5 @@ export function checkFieldName(field: string): string | null {
 
 /** `{ "var": "event.plan" }`: a value taken from the run when the step executes. */
 type VarRef = { var: string };
-export const isVarRef = (v: unknown): v is VarRef => isRecord(v) && typeof v.var === 'string' && Object.keys(v).length === 1;
+export const isVarRef = (v: unknown): v is VarRef =>
+  isRecord(v) && typeof v.var === 'string' && Object.keys(v).length === 1;

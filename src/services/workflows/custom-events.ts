@@ -27,9 +27,15 @@ export interface SendEventInput {
   test: boolean;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export async function sendCustomEvent(db: Db, clock: Clock, workspaceId: string, input: SendEventInput): Promise<{ id: string; event: string }> {
+export async function sendCustomEvent(
+  db: Db,
+  clock: Clock,
+  workspaceId: string,
+  input: SendEventInput,
+): Promise<{ id: string; event: string }> {
   checkCustomEventName(input.event);
   const contact = await contactOf(db, workspaceId, input);
   const payload = await checkPayload(db, workspaceId, input.event, input.payload ?? {});
@@ -54,21 +60,35 @@ export async function sendCustomEvent(db: Db, clock: Clock, workspaceId: string,
 function checkCustomEventName(event: string): void {
   const parsed = eventNameSchema.safeParse(event);
   if (!parsed.success) throw validationError('event', parsed.error.issues[0]!.message);
-  if (isOneOf(EVENT_TYPES, event)) throw validationError('event', `${event} is a platform event: mailsvc emits it itself`);
+  if (isOneOf(EVENT_TYPES, event))
+    throw validationError('event', `${event} is a platform event: mailsvc emits it itself`);
 }
 
 /** The contact by id (a subscriber of the workspace) or by address (anyone). */
-async function contactOf(db: Db, workspaceId: string, input: SendEventInput): Promise<{ subscriberId: string | null; email: string }> {
-  if ((input.contactId === undefined) === (input.email === undefined)) throw validationError('contact_id', 'give either contact_id or email (not both)');
+async function contactOf(
+  db: Db,
+  workspaceId: string,
+  input: SendEventInput,
+): Promise<{ subscriberId: string | null; email: string }> {
+  if ((input.contactId === undefined) === (input.email === undefined))
+    throw validationError('contact_id', 'give either contact_id or email (not both)');
   if (input.contactId === undefined) return { subscriberId: null, email: requireAddress('email', input.email!) };
-  const found = isUuid(input.contactId) ? await findSubscriber(db, workspaceId, input.contactId.toLowerCase()) : undefined;
+  const found = isUuid(input.contactId)
+    ? await findSubscriber(db, workspaceId, input.contactId.toLowerCase())
+    : undefined;
   if (!found) throw notFound(`Contact ${input.contactId}`);
   return { subscriberId: found.id, email: found.email };
 }
 
-async function checkPayload(db: Db, workspaceId: string, event: string, payload: unknown): Promise<Record<string, unknown>> {
+async function checkPayload(
+  db: Db,
+  workspaceId: string,
+  event: string,
+  payload: unknown,
+): Promise<Record<string, unknown>> {
   if (!isPlainObject(payload)) throw validationError('payload', 'must be an object');
-  if (Buffer.byteLength(JSON.stringify(payload)) > MAX_EVENT_PAYLOAD_BYTES) throw validationError('payload', `must be at most ${MAX_EVENT_PAYLOAD_BYTES} bytes as JSON`);
+  if (Buffer.byteLength(JSON.stringify(payload)) > MAX_EVENT_PAYLOAD_BYTES)
+    throw validationError('payload', `must be at most ${MAX_EVENT_PAYLOAD_BYTES} bytes as JSON`);
   // A declared event's payload follows its schema (events.create), so workflows can rely on it.
   const declared = await findEventDefinitionByName(db, workspaceId, event);
   if (declared?.schema) checkTypedValues('payload', declared.schema, payload);

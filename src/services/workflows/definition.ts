@@ -12,7 +12,16 @@ import { isOneOf } from '../../shared/one-of.js';
  * segments are checked by the service, which can read them.
  */
 
-const STEP_TYPES = ['trigger', 'delay', 'send_email', 'wait_for_event', 'condition', 'contact_update', 'contact_delete', 'add_to_segment'] as const;
+const STEP_TYPES = [
+  'trigger',
+  'delay',
+  'send_email',
+  'wait_for_event',
+  'condition',
+  'contact_update',
+  'contact_delete',
+  'add_to_segment',
+] as const;
 type StepType = (typeof STEP_TYPES)[number];
 const CONNECTION_TYPES = ['default', 'condition_met', 'condition_not_met', 'timeout', 'event_received'] as const;
 export type ConnectionType = (typeof CONNECTION_TYPES)[number];
@@ -42,7 +51,14 @@ const variableValue = z.union([
   z.boolean(),
   varRef,
   z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-  z.array(z.union([z.string(), z.number(), z.boolean(), z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]))])),
+  z.array(
+    z.union([
+      z.string(),
+      z.number(),
+      z.boolean(),
+      z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    ]),
+  ),
 ]);
 
 /**
@@ -61,7 +77,12 @@ const configs = {
     reply_to: z.string().optional(),
     topic_id: z.string().optional(),
   }),
-  wait_for_event: z.strictObject({ event_name: eventNameSchema, timeout: z.string().optional(), filter_rule: z.unknown().optional(), include_machines: includeMachines }),
+  wait_for_event: z.strictObject({
+    event_name: eventNameSchema,
+    timeout: z.string().optional(),
+    filter_rule: z.unknown().optional(),
+    include_machines: includeMachines,
+  }),
   condition: z.looseObject({ type: z.string() }),
   contact_update: z.strictObject({
     first_name: z.union([z.string(), z.null(), varRef]).optional(),
@@ -78,7 +99,11 @@ const stepSchema = z.discriminatedUnion(
   // eslint-disable-next-line no-restricted-syntax -- zod cannot type a discriminated union built from a list; the list is STEP_TYPES, each checked
   STEP_TYPES.map((type) =>
     z.strictObject({
-      key: z.string().min(1, 'is required').max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`).regex(KEY, 'must be letters, digits, _ and -'),
+      key: z
+        .string()
+        .min(1, 'is required')
+        .max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`)
+        .regex(KEY, 'must be letters, digits, _ and -'),
       type: z.literal(type),
       // Steps without settings (contact_delete) may leave config out.
       config: type === 'contact_delete' ? configs[type].optional().default({}) : configs[type],
@@ -90,7 +115,10 @@ const stepSchema = z.discriminatedUnion(
 const connectionSchema = z.strictObject({
   from: z.string(),
   to: z.string(),
-  type: z.enum(CONNECTION_TYPES, { error: `must be one of ${CONNECTION_TYPES.join(', ')}` }).optional().default('default'),
+  type: z
+    .enum(CONNECTION_TYPES, { error: `must be one of ${CONNECTION_TYPES.join(', ')}` })
+    .optional()
+    .default('default'),
 });
 
 const definitionSchema = z.object({
@@ -101,7 +129,9 @@ const definitionSchema = z.object({
 type TriggerConfig = z.infer<typeof configs.trigger>;
 type DelayConfig = z.infer<typeof configs.delay>;
 export type SendEmailConfig = z.infer<typeof configs.send_email>;
-type WaitForEventConfig = Omit<z.infer<typeof configs.wait_for_event>, 'filter_rule'> & { filter_rule?: ConditionRule | undefined };
+type WaitForEventConfig = Omit<z.infer<typeof configs.wait_for_event>, 'filter_rule'> & {
+  filter_rule?: ConditionRule | undefined;
+};
 type ContactUpdateConfig = z.infer<typeof configs.contact_update>;
 type AddToSegmentConfig = z.infer<typeof configs.add_to_segment>;
 
@@ -146,14 +176,16 @@ const WAITS: ReadonlySet<StepType> = new Set(['delay', 'wait_for_event']);
 
 /** A condition rule, checked by hand: zod's messages for nested unions say too little. */
 function parseRule(value: unknown, field: string, depth: number, count: { n: number }): ConditionRule {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw validationError(field, 'must be a rule object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw validationError(field, 'must be a rule object');
   const r = value as Record<string, unknown>;
   if (++count.n > MAX_RULES) throw validationError(field, `a condition holds at most ${MAX_RULES} rules`);
   if (r.type === 'and' || r.type === 'or') {
     if (depth >= MAX_RULE_DEPTH) throw validationError(field, `and/or groups nest at most ${MAX_RULE_DEPTH} deep`);
     const extra = Object.keys(r).find((k) => k !== 'type' && k !== 'rules');
     if (extra) throw validationError(`${field}.${extra}`, 'is not a field of an and/or group');
-    if (!Array.isArray(r.rules) || r.rules.length === 0) throw validationError(`${field}.rules`, 'must be a non-empty array of rules');
+    if (!Array.isArray(r.rules) || r.rules.length === 0)
+      throw validationError(`${field}.rules`, 'must be a non-empty array of rules');
     return { type: r.type, rules: r.rules.map((sub, i) => parseRule(sub, `${field}.rules[${i}]`, depth + 1, count)) };
   }
   if (r.type !== 'rule') throw validationError(`${field}.type`, 'must be rule, and or or');
@@ -163,7 +195,8 @@ function parseRule(value: unknown, field: string, depth: number, count: { n: num
   const badName = checkFieldName(r.field);
   if (badName) throw validationError(`${field}.field`, badName);
   const operator = r.operator;
-  if (typeof operator !== 'string' || !isOneOf(OPERATORS, operator)) throw validationError(`${field}.operator`, `must be one of ${OPERATORS.join(', ')}`);
+  if (typeof operator !== 'string' || !isOneOf(OPERATORS, operator))
+    throw validationError(`${field}.operator`, `must be one of ${OPERATORS.join(', ')}`);
   const v = r.value;
   switch (operator) {
     case 'exists':
@@ -174,7 +207,8 @@ function parseRule(value: unknown, field: string, depth: number, count: { n: num
     case 'gte':
     case 'lt':
     case 'lte':
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw validationError(`${field}.value`, `must be a number for ${operator}`);
+      if (typeof v !== 'number' || !Number.isFinite(v))
+        throw validationError(`${field}.value`, `must be a number for ${operator}`);
       return { type: 'rule', field: r.field, operator, value: v };
     case 'contains':
     case 'starts_with':
@@ -182,7 +216,8 @@ function parseRule(value: unknown, field: string, depth: number, count: { n: num
       if (typeof v !== 'string') throw validationError(`${field}.value`, `must be a string for ${operator}`);
       return { type: 'rule', field: r.field, operator, value: v };
     default:
-      if (!(v === null || ['string', 'number', 'boolean'].includes(typeof v))) throw validationError(`${field}.value`, 'must be a string, number, boolean or null');
+      if (!(v === null || ['string', 'number', 'boolean'].includes(typeof v)))
+        throw validationError(`${field}.value`, 'must be a string, number, boolean or null');
       return { type: 'rule', field: r.field, operator: operator, value: v as string | number | boolean | null };
   }
 }
@@ -195,7 +230,8 @@ function checkVars(value: unknown, field: string): void {
     return;
   }
   if (Array.isArray(value)) value.forEach((v, i) => checkVars(v, `${field}[${i}]`));
-  else if (typeof value === 'object' && value !== null) for (const [k, v] of Object.entries(value)) checkVars(v, `${field}.${k}`);
+  else if (typeof value === 'object' && value !== null)
+    for (const [k, v] of Object.entries(value)) checkVars(v, `${field}.${k}`);
 }
 
 /**
@@ -206,7 +242,10 @@ export function parseDefinition(input: { steps: unknown; connections: unknown })
   const parsed = definitionSchema.safeParse({ steps: input.steps, connections: input.connections ?? [] });
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const path = issue.path.reduce<string>((out, p) => (typeof p === 'number' ? `${out}[${p}]` : out ? `${out}.${String(p)}` : String(p)), '');
+    const path = issue.path.reduce<string>(
+      (out, p) => (typeof p === 'number' ? `${out}[${p}]` : out ? `${out}.${String(p)}` : String(p)),
+      '',
+    );
     throw validationError(path || 'steps', issue.message.charAt(0).toLowerCase() + issue.message.slice(1));
   }
   const steps: Step[] = parsed.data.steps.map((raw, i) => {
@@ -217,15 +256,26 @@ export function parseDefinition(input: { steps: unknown; connections: unknown })
     if (step.type === 'wait_for_event') {
       const { filter_rule, ...rest } = step.config;
       if (rest.timeout !== undefined) parseDuration(`${at}.timeout`, rest.timeout);
-      return { ...step, config: filter_rule === undefined ? rest : { ...rest, filter_rule: parseRule(filter_rule, `${at}.filter_rule`, 0, { n: 0 }) } };
+      return {
+        ...step,
+        config:
+          filter_rule === undefined
+            ? rest
+            : { ...rest, filter_rule: parseRule(filter_rule, `${at}.filter_rule`, 0, { n: 0 }) },
+      };
     }
     if (step.type === 'delay') parseDuration(`${at}.duration`, step.config.duration);
     if (step.type === 'send_email') {
-      if (step.config.topic_id !== undefined) throw validationError(`${at}.topic_id`, 'topics are not supported by workflows; unsubscribed contacts are skipped at every send');
+      if (step.config.topic_id !== undefined)
+        throw validationError(
+          `${at}.topic_id`,
+          'topics are not supported by workflows; unsubscribed contacts are skipped at every send',
+        );
       checkVars(step.config.template.variables, `${at}.template.variables`);
     }
     if (step.type === 'contact_update') {
-      if (Object.keys(step.config).length === 0) throw validationError(at, 'changes nothing: give first_name, last_name, unsubscribed or properties');
+      if (Object.keys(step.config).length === 0)
+        throw validationError(at, 'changes nothing: give first_name, last_name, unsubscribed or properties');
       checkVars(step.config, at);
     }
     return step;
@@ -242,7 +292,13 @@ function checkGraph(steps: Step[], connections: Connection[]): void {
     byKey.set(s.key, s);
   });
   const triggers = steps.filter((s) => s.type === 'trigger');
-  if (triggers.length !== 1) throw validationError('steps', triggers.length === 0 ? 'needs one trigger step' : `has ${triggers.length} trigger steps; a workflow has exactly one`);
+  if (triggers.length !== 1)
+    throw validationError(
+      'steps',
+      triggers.length === 0
+        ? 'needs one trigger step'
+        : `has ${triggers.length} trigger steps; a workflow has exactly one`,
+    );
 
   const out = new Map<string, string[]>();
   const seen = new Set<string>();
@@ -251,9 +307,13 @@ function checkGraph(steps: Step[], connections: Connection[]): void {
     if (!from) throw validationError(`connections[${i}].from`, `no step "${c.from}"`);
     const to = byKey.get(c.to);
     if (!to) throw validationError(`connections[${i}].to`, `no step "${c.to}"`);
-    if (to.type === 'trigger') throw validationError(`connections[${i}].to`, 'the trigger starts the workflow; nothing connects into it');
+    if (to.type === 'trigger')
+      throw validationError(`connections[${i}].to`, 'the trigger starts the workflow; nothing connects into it');
     if (!OUTGOING[from.type].includes(c.type)) {
-      throw validationError(`connections[${i}].type`, `a ${from.type} step's connections are ${OUTGOING[from.type].join(' or ')}, not ${c.type}`);
+      throw validationError(
+        `connections[${i}].type`,
+        `a ${from.type} step's connections are ${OUTGOING[from.type].join(' or ')}, not ${c.type}`,
+      );
     }
     if (c.type === 'timeout' && from.type === 'wait_for_event' && from.config.timeout === undefined) {
       throw validationError(`connections[${i}].type`, `step "${c.from}" has no timeout to connect from`);
@@ -261,7 +321,8 @@ function checkGraph(steps: Step[], connections: Connection[]): void {
     // A run follows one path: one connection of each type leaves a step (default and
     // event_received are the same way out of a wait).
     const slot = `${c.from}\u0000${c.type === 'default' && from.type === 'wait_for_event' ? 'event_received' : c.type}`;
-    if (seen.has(slot)) throw validationError(`connections[${i}]`, `step "${c.from}" already has a ${c.type} connection`);
+    if (seen.has(slot))
+      throw validationError(`connections[${i}]`, `step "${c.from}" already has a ${c.type} connection`);
     seen.add(slot);
     out.set(c.from, [...(out.get(c.from) ?? []), c.to]);
   });
@@ -277,7 +338,8 @@ function checkGraph(steps: Step[], connections: Connection[]): void {
     }
   }
   const stray = steps.findIndex((s) => !reachable.has(s.key));
-  if (stray >= 0) throw validationError(`steps[${stray}]`, `step "${steps[stray]!.key}" cannot be reached from the trigger`);
+  if (stray >= 0)
+    throw validationError(`steps[${stray}]`, `step "${steps[stray]!.key}" cannot be reached from the trigger`);
 
   // A loop is allowed only through a delay or a wait: among the other steps the graph must be acyclic.
   const state = new Map<string, 'visiting' | 'done'>();
@@ -285,7 +347,10 @@ function checkGraph(steps: Step[], connections: Connection[]): void {
     if (WAITS.has(byKey.get(key)!.type) || state.get(key) === 'done') return;
     if (state.get(key) === 'visiting') {
       const loop = [...path.slice(path.indexOf(key)), key].join(' -> ');
-      throw validationError('connections', `the loop ${loop} has no delay or wait_for_event step; a run would never pause`);
+      throw validationError(
+        'connections',
+        `the loop ${loop} has no delay or wait_for_event step; a run would never pause`,
+      );
     }
     state.set(key, 'visiting');
     for (const next of out.get(key) ?? []) visit(next, [...path, key]);
@@ -296,9 +361,12 @@ function checkGraph(steps: Step[], connections: Connection[]): void {
 
 /** The step a connection of `type` leads to from `from`, if any (a wait's default is its event_received). */
 export function nextStepKey(definition: Definition, from: string, type: ConnectionType): string | undefined {
-  const match = (c: Connection) => c.from === from && (c.type === type || (type === 'event_received' && c.type === 'default'));
+  const match = (c: Connection) =>
+    c.from === from && (c.type === type || (type === 'event_received' && c.type === 'default'));
   return definition.connections.find(match)?.to;
 }
 
-export const findStep = (definition: Definition, key: string): Step | undefined => definition.steps.find((s) => s.key === key);
-export const triggerOf = (definition: Definition): Step & { type: 'trigger' } => definition.steps.find((s) => s.type === 'trigger') as Step & { type: 'trigger' };
+export const findStep = (definition: Definition, key: string): Step | undefined =>
+  definition.steps.find((s) => s.key === key);
+export const triggerOf = (definition: Definition): Step & { type: 'trigger' } =>
+  definition.steps.find((s) => s.type === 'trigger') as Step & { type: 'trigger' };

@@ -3,7 +3,15 @@ import { toIso, toIsoOrNull } from '../../shared/clock.js';
 import { notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
 import { parseSchema, type FieldSchema } from '../../shared/typed-fields.js';
-import { findEventDefinition, findEventDefinitionByName, listEventDefinitions, removeEventDefinition, saveEventDefinition, updateEventDefinitionSchema, type EventDefinition } from '../../store/event-definitions.js';
+import {
+  findEventDefinition,
+  findEventDefinitionByName,
+  listEventDefinitions,
+  removeEventDefinition,
+  saveEventDefinition,
+  updateEventDefinitionSchema,
+  type EventDefinition,
+} from '../../store/event-definitions.js';
 import { parsePage } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
 import { eventNameSchema } from './definition.js';
@@ -29,7 +37,10 @@ export interface EventDefinitionService {
   create(workspaceId: string, input: { name?: unknown; schema?: unknown }): Promise<EventDefinitionView>;
   /** By id or by name. */
   get(workspaceId: string, idOrName: string): Promise<EventDefinitionView>;
-  list(workspaceId: string, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: EventDefinitionView[] }>;
+  list(
+    workspaceId: string,
+    query: Record<string, unknown>,
+  ): Promise<{ object: 'list'; has_more: boolean; data: EventDefinitionView[] }>;
   update(workspaceId: string, idOrName: string, schema: unknown): Promise<EventDefinitionView>;
   remove(workspaceId: string, idOrName: string): Promise<EventDefinitionView>;
   /** The schema a sent event's payload must follow; null when the event is not declared or declares no schema. */
@@ -49,7 +60,9 @@ export function createEventDefinitionService(deps: ServiceDeps): EventDefinition
   const { db, clock } = deps;
 
   const find = async (workspaceId: string, idOrName: string): Promise<EventDefinition> => {
-    const found = (isUuid(idOrName) ? await findEventDefinition(db, workspaceId, idOrName.toLowerCase()) : undefined) ?? (await findEventDefinitionByName(db, workspaceId, idOrName));
+    const found =
+      (isUuid(idOrName) ? await findEventDefinition(db, workspaceId, idOrName.toLowerCase()) : undefined) ??
+      (await findEventDefinitionByName(db, workspaceId, idOrName));
     if (!found) throw notFound(`Event ${idOrName}`);
     return found;
   };
@@ -57,10 +70,19 @@ export function createEventDefinitionService(deps: ServiceDeps): EventDefinition
   return {
     async create(workspaceId, input) {
       const name = eventNameSchema.safeParse(input.name);
-      if (!name.success) throw validationError('name', typeof input.name === 'string' ? name.error.issues[0]!.message : 'is required');
-      if (isOneOf(EVENT_TYPES, name.data)) throw validationError('name', `${name.data} is a platform event: mailsvc emits it itself`);
+      if (!name.success)
+        throw validationError('name', typeof input.name === 'string' ? name.error.issues[0]!.message : 'is required');
+      if (isOneOf(EVENT_TYPES, name.data))
+        throw validationError('name', `${name.data} is a platform event: mailsvc emits it itself`);
       const schema = parseSchema('schema', input.schema);
-      const row: EventDefinition = { id: newId(), workspace_id: workspaceId, name: name.data, schema, created_at: clock.now(), updated_at: null };
+      const row: EventDefinition = {
+        id: newId(),
+        workspace_id: workspaceId,
+        name: name.data,
+        schema,
+        created_at: clock.now(),
+        updated_at: null,
+      };
       // A name the workspace declared already is already_exists (store/event-definitions.ts).
       await saveEventDefinition(db, row);
       return view(row);

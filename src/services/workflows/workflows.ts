@@ -1,7 +1,26 @@
 import { AppError, notFound, validationError } from '../../shared/errors.js';
 import { isUuid, newId } from '../../shared/ids.js';
-import { cancelWorkflowRuns, countWorkflowRunsByStatus, findWorkflowRun, listWorkflowRunSteps, listWorkflowRunsPage } from '../../store/workflow-runs.js';
-import { findWorkflow, findWorkflowVersion, listWorkflowsPage, removeWorkflow, saveWorkflow, saveWorkflowVersion, updateWorkflow, WORKFLOW_RUN_STATUSES, WORKFLOW_STATUSES, type Workflow, type WorkflowRunStatus, type WorkflowStatus } from '../../store/workflows.js';
+import {
+  cancelWorkflowRuns,
+  countWorkflowRunsByStatus,
+  findWorkflowRun,
+  listWorkflowRunSteps,
+  listWorkflowRunsPage,
+} from '../../store/workflow-runs.js';
+import {
+  findWorkflow,
+  findWorkflowVersion,
+  listWorkflowsPage,
+  removeWorkflow,
+  saveWorkflow,
+  saveWorkflowVersion,
+  updateWorkflow,
+  WORKFLOW_RUN_STATUSES,
+  WORKFLOW_STATUSES,
+  type Workflow,
+  type WorkflowRunStatus,
+  type WorkflowStatus,
+} from '../../store/workflows.js';
 import type { Db } from '../../store/infra/db.js';
 import type { ListPage } from '../../store/infra/list-page.js';
 import type { ServiceDeps } from '../deps.js';
@@ -9,9 +28,16 @@ import { singleLine } from '../../messages/addresses.js';
 import { checkReferences, type ReferenceDeps } from './check-references.js';
 import { sendCustomEvent, type SendEventInput } from './custom-events.js';
 import { definitionOf, parseDefinition, triggerOf } from './definition.js';
-import { runStepView, runSummary, workflowSummary, type RunSummary, type RunView, type WorkflowListItem, type WorkflowView } from './workflow-views.js';
+import {
+  runStepView,
+  runSummary,
+  workflowSummary,
+  type RunSummary,
+  type RunView,
+  type WorkflowListItem,
+  type WorkflowView,
+} from './workflow-views.js';
 import { isOneOf } from '../../shared/one-of.js';
-
 
 /**
  * Workflows as a use case: definitions (validated when saved, each save a new version that
@@ -41,7 +67,12 @@ export interface WorkflowService {
   stop(workspaceId: string, id: string): Promise<{ workflow: WorkflowView; cancelled: number }>;
   /** Removes the workflow with its runs; runs in progress end where they are. */
   remove(workspaceId: string, id: string): Promise<void>;
-  runs(workspaceId: string, id: string, page: ListPage, status?: unknown): Promise<{ items: RunSummary[]; more: boolean }>;
+  runs(
+    workspaceId: string,
+    id: string,
+    page: ListPage,
+    status?: unknown,
+  ): Promise<{ items: RunSummary[]; more: boolean }>;
   run(workspaceId: string, id: string, runId: string): Promise<RunView>;
   /** Cancels one run: its remaining steps are skipped (a finished run cannot be cancelled; a cancelled one stays so). */
   cancelRun(workspaceId: string, id: string, runId: string): Promise<RunView>;
@@ -53,7 +84,8 @@ type WorkflowServiceDeps = ServiceDeps & ReferenceDeps;
 
 function statusOf(value: unknown): WorkflowStatus | undefined {
   if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || !isOneOf(WORKFLOW_STATUSES, value)) throw validationError('status', `must be one of ${WORKFLOW_STATUSES.join(', ')}`);
+  if (typeof value !== 'string' || !isOneOf(WORKFLOW_STATUSES, value))
+    throw validationError('status', `must be one of ${WORKFLOW_STATUSES.join(', ')}`);
   return value;
 }
 
@@ -61,12 +93,18 @@ function statusOf(value: unknown): WorkflowStatus | undefined {
 function runStatusesOf(value: unknown): WorkflowRunStatus[] | undefined {
   if (value === undefined || value === '') return undefined;
   const list = (Array.isArray(value) ? value.join(',') : String(value)).split(',').map((s) => s.trim());
-  for (const s of list) if (!isOneOf(WORKFLOW_RUN_STATUSES, s)) throw validationError('status', `must be one or more of ${WORKFLOW_RUN_STATUSES.join(', ')}, separated by commas`);
+  for (const s of list)
+    if (!isOneOf(WORKFLOW_RUN_STATUSES, s))
+      throw validationError(
+        'status',
+        `must be one or more of ${WORKFLOW_RUN_STATUSES.join(', ')}, separated by commas`,
+      );
   return list as WorkflowRunStatus[];
 }
 
 const checkName = (name: unknown): string => {
-  if (typeof name !== 'string' || name.trim() === '' || name.trim().length > MAX_NAME_LENGTH) throw validationError('name', `must be 1 to ${MAX_NAME_LENGTH} characters`);
+  if (typeof name !== 'string' || name.trim() === '' || name.trim().length > MAX_NAME_LENGTH)
+    throw validationError('name', `must be 1 to ${MAX_NAME_LENGTH} characters`);
   singleLine('name', name);
   return name.trim();
 };
@@ -79,7 +117,12 @@ async function findOwn(db: Db, workspaceId: string, id: string): Promise<Workflo
 
 async function workflowView(db: Db, w: Workflow): Promise<WorkflowView> {
   const parsed = definitionOf((await findWorkflowVersion(db, w.version_id))!);
-  return { ...workflowSummary(w), runs: (await countWorkflowRunsByStatus(db, [w.id])).get(w.id)!, steps: parsed.steps, connections: parsed.connections };
+  return {
+    ...workflowSummary(w),
+    runs: (await countWorkflowRunsByStatus(db, [w.id])).get(w.id)!,
+    steps: parsed.steps,
+    connections: parsed.connections,
+  };
 }
 
 async function runView(db: Db, workspaceId: string, id: string, runId: string): Promise<RunView> {
@@ -90,7 +133,13 @@ async function runView(db: Db, workspaceId: string, id: string, runId: string): 
 }
 
 /** A definition checked (its shape, then what it names) as the workflow's next version. */
-async function newVersion(deps: WorkflowServiceDeps, workspaceId: string, workflowId: string, input: WorkflowInput, now: number) {
+async function newVersion(
+  deps: WorkflowServiceDeps,
+  workspaceId: string,
+  workflowId: string,
+  input: WorkflowInput,
+  now: number,
+) {
   const definition = parseDefinition({ steps: input.steps, connections: input.connections });
   await checkReferences(deps, workspaceId, definition);
   return { definition, version: { id: newId(), workflow_id: workflowId, definition, created_at: now } };
@@ -99,9 +148,13 @@ async function newVersion(deps: WorkflowServiceDeps, workspaceId: string, workfl
 /** The fields an update changes, checked; a new definition is saved as a version of its own. */
 function checkUpdate(existing: Workflow, input: WorkflowInput, now: number): Partial<Workflow> {
   const status = statusOf(input.status);
-  if (status === 'draft' && existing.status !== 'draft') throw validationError('status', 'a workflow that left draft cannot go back to it; disable it instead');
+  if (status === 'draft' && existing.status !== 'draft')
+    throw validationError('status', 'a workflow that left draft cannot go back to it; disable it instead');
   if ((input.steps === undefined) !== (input.connections === undefined)) {
-    throw validationError(input.steps === undefined ? 'steps' : 'connections', 'steps and connections are replaced together: give both');
+    throw validationError(
+      input.steps === undefined ? 'steps' : 'connections',
+      'steps and connections are replaced together: give both',
+    );
   }
   const changes: Partial<Workflow> = { updated_at: now };
   if (input.name !== undefined) changes.name = checkName(input.name);
@@ -143,7 +196,10 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     async list(workspaceId, page, status) {
       const { rows, more } = await listWorkflowsPage(db, { workspaceId, status: statusOf(status) }, page);
-      const counts = await countWorkflowRunsByStatus(db, rows.map((w) => w.id));
+      const counts = await countWorkflowRunsByStatus(
+        db,
+        rows.map((w) => w.id),
+      );
       return { items: rows.map((w) => ({ ...workflowSummary(w), runs: counts.get(w.id)! })), more };
     },
 
@@ -167,9 +223,22 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
       const source = await find(workspaceId, id);
       const now = clock.now();
       const copyId = newId();
-      const version = { id: newId(), workflow_id: copyId, definition: (await findWorkflowVersion(db, source.version_id))!.definition, created_at: now };
+      const version = {
+        id: newId(),
+        workflow_id: copyId,
+        definition: (await findWorkflowVersion(db, source.version_id))!.definition,
+        created_at: now,
+      };
       const name = `${source.name} (copy)`.slice(0, MAX_NAME_LENGTH);
-      const row: Workflow = { ...source, id: copyId, name, status: 'draft', version_id: version.id, created_at: now, updated_at: now };
+      const row: Workflow = {
+        ...source,
+        id: copyId,
+        name,
+        status: 'draft',
+        version_id: version.id,
+        created_at: now,
+        updated_at: now,
+      };
       await db.transaction().execute((trx) => saveWorkflow(trx, row, version));
       return view(row);
     },
@@ -191,7 +260,11 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     async runs(workspaceId, id, page, status) {
       const workflow = await find(workspaceId, id);
-      const { rows, more } = await listWorkflowRunsPage(db, { workflowId: workflow.id, statuses: runStatusesOf(status) }, page);
+      const { rows, more } = await listWorkflowRunsPage(
+        db,
+        { workflowId: workflow.id, statuses: runStatusesOf(status) },
+        page,
+      );
       return { items: rows.map(runSummary), more };
     },
 
@@ -199,8 +272,17 @@ export function createWorkflowService(deps: WorkflowServiceDeps): WorkflowServic
 
     async cancelRun(workspaceId, id, runId) {
       const current = await getRun(workspaceId, id, runId);
-      if (current.status === 'completed' || current.status === 'failed') throw new AppError('invalid_state', `Run ${runId} has already ${current.status === 'completed' ? 'completed' : 'failed'}; only a running run can be cancelled`);
-      if (current.status === 'running') await db.transaction().execute((trx) => cancelWorkflowRuns(trx, { workflowId: current.automation_id, runId: current.id }, clock.now()));
+      if (current.status === 'completed' || current.status === 'failed')
+        throw new AppError(
+          'invalid_state',
+          `Run ${runId} has already ${current.status === 'completed' ? 'completed' : 'failed'}; only a running run can be cancelled`,
+        );
+      if (current.status === 'running')
+        await db
+          .transaction()
+          .execute((trx) =>
+            cancelWorkflowRuns(trx, { workflowId: current.automation_id, runId: current.id }, clock.now()),
+          );
       return getRun(workspaceId, id, runId);
     },
 

@@ -37,7 +37,11 @@ const ALL_PAGES = 0x7fffffff;
  * done than the steps so far copied), the rest is copied in one step, which holds one read
  * snapshot of the source for its duration and always finishes.
  */
-async function copyPages(source: SQLiteDatabase, destination: string, onProgress: (p: BackupProgress) => void): Promise<number> {
+async function copyPages(
+  source: SQLiteDatabase,
+  destination: string,
+  onProgress: (p: BackupProgress) => void,
+): Promise<number> {
   let expected: number | null = null;
   let rate = STEP_PAGES;
   const done = await source.backup(destination, {
@@ -74,7 +78,11 @@ function settle(file: string, pragma: string, what: string): void {
  * -wal beside it), checked, then renamed into place, so `destination` is either the previous
  * file or a complete backup, never half of one.
  */
-export async function backupDatabase(databaseFile: string, destination: string, onProgress: (p: BackupProgress) => void): Promise<BackupResult> {
+export async function backupDatabase(
+  databaseFile: string,
+  destination: string,
+  onProgress: (p: BackupProgress) => void,
+): Promise<BackupResult> {
   if (!existsSync(databaseFile)) throw new BackupRefused(`no database at ${databaseFile}`);
   if (!existsSync(dirname(destination))) throw new BackupRefused(`directory ${dirname(destination)} does not exist`);
   const partial = join(dirname(destination), `.${basename(destination)}.partial-${process.pid}`);
@@ -99,7 +107,11 @@ export async function backupDatabase(databaseFile: string, destination: string, 
  * while a server holds the database, and for a file that is not a sound mailsvc backup of
  * this version or an older one (newer schemas are not understood by this program).
  */
-export async function restoreDatabase(backupFile: string, databaseFile: string, onProgress: (p: BackupProgress) => void): Promise<BackupResult> {
+export async function restoreDatabase(
+  backupFile: string,
+  databaseFile: string,
+  onProgress: (p: BackupProgress) => void,
+): Promise<BackupResult> {
   if (!existsSync(backupFile)) throw new BackupRefused(`no backup at ${backupFile}`);
   let source: SQLiteDatabase;
   try {
@@ -130,6 +142,11 @@ function checkSchema(db: SQLiteDatabase, file: string): void {
   const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'kysely_migration'").get();
   if (!hasTable) throw new BackupRefused(`${file} is not a mailsvc database (no migration table)`);
   const known = new Set(Object.keys(migrations('sqlite')));
-  const unknown = (db.prepare('SELECT name FROM kysely_migration ORDER BY name').all() as Array<{ name: string }>).map((r) => r.name).filter((n) => !known.has(n));
-  if (unknown.length > 0) throw new BackupRefused(`${file} comes from a newer mailsvc (migrations ${unknown.join(', ')}); restore it with that version`);
+  const unknown = (db.prepare('SELECT name FROM kysely_migration ORDER BY name').all() as Array<{ name: string }>)
+    .map((r) => r.name)
+    .filter((n) => !known.has(n));
+  if (unknown.length > 0)
+    throw new BackupRefused(
+      `${file} comes from a newer mailsvc (migrations ${unknown.join(', ')}); restore it with that version`,
+    );
 }

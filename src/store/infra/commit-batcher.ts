@@ -186,7 +186,12 @@ export class CommitBatcher {
 }
 
 /** The process's batcher: on PostgreSQL, half the pool commits batches side by side; the rest serves reads, claims and jobs. */
-export const createCommitBatcher = (db: Db, dialect: Dialect, poolSize: number, durable?: () => Promise<void>): CommitBatcher =>
+export const createCommitBatcher = (
+  db: Db,
+  dialect: Dialect,
+  poolSize: number,
+  durable?: () => Promise<void>,
+): CommitBatcher =>
   new CommitBatcher(db, { concurrency: commitConcurrency(dialect, poolSize), ...(durable ? { durable } : {}) });
 
 interface Collected<T> {
@@ -227,11 +232,21 @@ export class Collector<T> {
     const batch = this.pending.splice(0, this.options.max);
     if (this.pending.length > 0) this.timer = setTimeout(() => this.flush(), this.options.windowMs);
     if (batch.length === 0) return;
-    this.batcher.run((trx) => this.write(trx, batch.map((p) => p.item)), 'background').then(
-      () => batch.forEach((p) => p.resolve()),
-      () => {
-        for (const p of batch) this.batcher.run((trx) => this.write(trx, [p.item]), 'background').then(p.resolve, p.reject);
-      },
-    );
+    this.batcher
+      .run(
+        (trx) =>
+          this.write(
+            trx,
+            batch.map((p) => p.item),
+          ),
+        'background',
+      )
+      .then(
+        () => batch.forEach((p) => p.resolve()),
+        () => {
+          for (const p of batch)
+            this.batcher.run((trx) => this.write(trx, [p.item]), 'background').then(p.resolve, p.reject);
+        },
+      );
   }
 }

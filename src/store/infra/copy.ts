@@ -9,8 +9,7 @@ type TableName = keyof Database;
 const BATCH_ROWS = 500;
 
 type CopyProgress =
-  | { kind: 'table'; table: string; rows: number }
-  | { kind: 'batch'; table: string; copied: number; rows: number };
+  { kind: 'table'; table: string; rows: number } | { kind: 'batch'; table: string; copied: number; rows: number };
 
 interface CopiedTable {
   table: string;
@@ -29,13 +28,22 @@ export async function listApplicationTables(store: Store): Promise<string[]> {
   const tables = await store.db.introspection.getTables();
   const derived =
     store.dialect === 'sqlite'
-      ? new Set((await sql<{ name: string }>`select name from pragma_table_list where type in ('virtual', 'shadow')`.execute(store.db)).rows.map((r) => r.name))
+      ? new Set(
+          (
+            await sql<{ name: string }>`select name from pragma_table_list where type in ('virtual', 'shadow')`.execute(
+              store.db,
+            )
+          ).rows.map((r) => r.name),
+        )
       : new Set<string>();
   return tables.map((t) => t.name).filter((n) => !n.startsWith('kysely_') && !derived.has(n));
 }
 
 async function countRows(db: Store['db'], table: TableName): Promise<number> {
-  const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -48,8 +56,13 @@ async function tablesToCopy(source: Store): Promise<TableName[]> {
   const names = await listApplicationTables(source);
   const parents = new Map<string, string[]>();
   for (const name of names) {
-    const { rows } = await sql<{ table: string }>`select "table" from pragma_foreign_key_list(${name})`.execute(source.db);
-    parents.set(name, rows.map((r) => r.table).filter((t) => t !== name));
+    const { rows } = await sql<{ table: string }>`select "table" from pragma_foreign_key_list(${name})`.execute(
+      source.db,
+    );
+    parents.set(
+      name,
+      rows.map((r) => r.table).filter((t) => t !== name),
+    );
   }
   const ordered: string[] = [];
   const visiting = new Set<string>();
@@ -68,7 +81,8 @@ async function tablesToCopy(source: Store): Promise<TableName[]> {
 /** Refuses a target holding any row: the copy is for moving into a fresh database. */
 async function assertEmpty(target: Store, tables: readonly TableName[]): Promise<void> {
   for (const table of tables) {
-    if ((await countRows(target.db, table)) > 0) throw new CopyRefused(`target is not empty: table ${table} has rows (db copy only fills a fresh database)`);
+    if ((await countRows(target.db, table)) > 0)
+      throw new CopyRefused(`target is not empty: table ${table} has rows (db copy only fills a fresh database)`);
   }
 }
 
@@ -77,7 +91,11 @@ async function assertEmpty(target: Store, tables: readonly TableName[]): Promise
  * target transaction: a failure leaves the target as empty as it was. Row counts per table
  * are compared before commit.
  */
-export async function copyDatabase(source: Store, target: Store, onProgress: (p: CopyProgress) => void): Promise<CopiedTable[]> {
+export async function copyDatabase(
+  source: Store,
+  target: Store,
+  onProgress: (p: CopyProgress) => void,
+): Promise<CopiedTable[]> {
   const tables = await tablesToCopy(source);
   await assertEmpty(target, tables);
   return target.db.transaction().execute(async (trx) => {
@@ -114,8 +132,12 @@ export async function copyDatabase(source: Store, target: Store, onProgress: (p:
  */
 async function continueIdentities(db: Store['db']): Promise<void> {
   const { rows } = await sql<{ table_name: string; column_name: string }>`
-    select table_name, column_name from information_schema.columns where is_identity = 'YES' and table_schema = current_schema()`.execute(db);
+    select table_name, column_name from information_schema.columns where is_identity = 'YES' and table_schema = current_schema()`.execute(
+    db,
+  );
   for (const { table_name: table, column_name: column } of rows) {
-    await sql`select setval(pg_get_serial_sequence(${table}, ${column}), coalesce((select max(${sql.ref(column)}) from ${sql.table(table)}), 0) + 1, false)`.execute(db);
+    await sql`select setval(pg_get_serial_sequence(${table}, ${column}), coalesce((select max(${sql.ref(column)}) from ${sql.table(table)}), 0) + 1, false)`.execute(
+      db,
+    );
   }
 }

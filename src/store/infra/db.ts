@@ -109,7 +109,12 @@ function openSqlite(path: string, options: OpenOptions): Store {
   const wal = file === ':memory:' ? null : new WalSync(`${file}-wal`, options.fileSync);
   const watch = new CommitWatch();
   const ambience = new Ambience();
-  const db = new Kysely<Database>({ dialect: faultClassifying(new SqliteDialect({ database: withStatementCache(sqlite, counted, wal, watch.connection()) }), ambience) });
+  const db = new Kysely<Database>({
+    dialect: faultClassifying(
+      new SqliteDialect({ database: withStatementCache(sqlite, counted, wal, watch.connection()) }),
+      ambience,
+    ),
+  });
   registerAmbience(db, ambience);
   const durable = () => wal?.durable() ?? Promise.resolve();
   return {
@@ -146,7 +151,12 @@ export const STATEMENT_CACHE_BYTES = 128 * 1024;
  * cache keyed by SQL text, bounded by the text's bytes and dropping the least recently used,
  * keeps nearly all of them prepared.
  */
-export function withStatementCache(sqlite: SQLiteDatabase, counted: { statements: number }, wal: WalSync | null, watched: ReturnType<CommitWatch['connection']>) {
+export function withStatementCache(
+  sqlite: SQLiteDatabase,
+  counted: { statements: number },
+  wal: WalSync | null,
+  watched: ReturnType<CommitWatch['connection']>,
+) {
   // In the order of last use: a Map iterates in insertion order, and a hit is moved to the end.
   const cache = new Map<string, SQLiteStatement>();
   let bytes = 0;
@@ -203,7 +213,9 @@ function openPostgres(url: string, options: OpenOptions): Store {
   const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   const types = {
     getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-      oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      oid === INT8_OID
+        ? (value: string) => Number(value)
+        : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
   };
   const pool = new pg.Pool({
     connectionString: url,
@@ -214,9 +226,15 @@ function openPostgres(url: string, options: OpenOptions): Store {
     // A peer that vanished without closing (a failover, a cut network) is found by TCP
     // keepalive, and a statement that never answers by the client's own timer.
     keepAlive: true,
-    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + 5000 } : {}),
+    ...(statementTimeoutMs > 0
+      ? { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + 5000 }
+      : {}),
   });
-  const lost = (err: Error) => options.logger?.warn({ err: { message: err.message, code: (err as { code?: unknown }).code } }, 'a database connection was lost; it is replaced on next use');
+  const lost = (err: Error) =>
+    options.logger?.warn(
+      { err: { message: err.message, code: (err as { code?: unknown }).code } },
+      'a database connection was lost; it is replaced on next use',
+    );
   // An idle connection the server closes (restart, failover, admin) is dropped by the pool and
   // replaced on the next query; without a listener the 'error' event would end the process.
   pool.on('error', lost);
@@ -240,7 +258,11 @@ function openPostgres(url: string, options: OpenOptions): Store {
       if (ran && result instanceof Promise) void result.then(ran, () => {});
       // This node's own changes to a cached table: dropped once run, before the notification comes back.
       const changed = typeof text === 'string' ? CHANGES.exec(text)?.[1] : undefined;
-      if (changed && result instanceof Promise) void result.then(() => rows.forget(changed), () => rows.forget(changed));
+      if (changed && result instanceof Promise)
+        void result.then(
+          () => rows.forget(changed),
+          () => rows.forget(changed),
+        );
       return result;
     };
   });

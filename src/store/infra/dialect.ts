@@ -21,7 +21,8 @@ export const jsonText = (dialect: Dialect, column: string, path: string): RawBui
  * Transactions the commit batcher runs side by side: SQLite has one writer; on PostgreSQL every
  * statement is a round trip, so half the pool commits while the rest serves reads and claims.
  */
-export const commitConcurrency = (dialect: Dialect, poolSize: number): number => (dialect === 'postgres' ? Math.max(1, Math.floor(poolSize / 2)) : 1);
+export const commitConcurrency = (dialect: Dialect, poolSize: number): number =>
+  dialect === 'postgres' ? Math.max(1, Math.floor(poolSize / 2)) : 1;
 
 /**
  * Whether a JSON boolean kept as text in `column` is true: SQLite reads JSON true back as 1,

@@ -41,7 +41,10 @@ class Connection implements DatabaseConnection {
     return guard(() => this.inner.executeQuery<R>(query));
   }
 
-  async *streamQuery<R>(query: Parameters<DatabaseConnection['streamQuery']>[0], chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+  async *streamQuery<R>(
+    query: Parameters<DatabaseConnection['streamQuery']>[0],
+    chunkSize?: number,
+  ): AsyncIterableIterator<QueryResult<R>> {
     try {
       yield* this.inner.streamQuery<R>(query, chunkSize);
     } catch (err) {
@@ -77,7 +80,11 @@ class FaultClassifyingDriver implements Driver {
     } catch (err) {
       // SQLite rolls a transaction back by itself on SQLITE_FULL, SQLITE_IOERR and SQLITE_BUSY;
       // kysely's ROLLBACK then finds none, and its error would hide the fault that caused it.
-      if ((err as { code?: unknown }).code === 'SQLITE_ERROR' && /no transaction is active/.test((err as Error).message)) return;
+      if (
+        (err as { code?: unknown }).code === 'SQLITE_ERROR' &&
+        /no transaction is active/.test((err as Error).message)
+      )
+        return;
       rethrow(err);
     }
   }

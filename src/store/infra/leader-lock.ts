@@ -15,7 +15,9 @@ export async function runAsLeader(store: Store, name: string, job: () => Promise
   }
   const key = lockKey(name);
   return store.db.connection().execute(async (conn) => {
-    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${key}::bigint) as locked`.execute(conn);
+    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${key}::bigint) as locked`.execute(
+      conn,
+    );
     if (!rows[0]?.locked) return false;
     try {
       await job();
@@ -28,5 +30,8 @@ export async function runAsLeader(store: Store, name: string, job: () => Promise
 
 /** A stable 63-bit key per job name, so every node and version agrees on it. */
 function lockKey(name: string): string {
-  return BigInt.asIntN(64, BigInt('0x' + createHash('sha256').update(`mailsvc:${name}`).digest('hex').slice(0, 16))).toString();
+  return BigInt.asIntN(
+    64,
+    BigInt('0x' + createHash('sha256').update(`mailsvc:${name}`).digest('hex').slice(0, 16)),
+  ).toString();
 }

@@ -26,12 +26,23 @@ export interface PageOf<T> {
  * sort by creation time), newest first unless `oldestFirst`. One row more than asked is read to
  * know whether there are more.
  */
-export async function readPage<T>(query: SelectQueryBuilder<any, any, T>, column: string, page: ListPage, oldestFirst = false): Promise<PageOf<T>> {
+export async function readPage<T>(
+  query: SelectQueryBuilder<any, any, T>,
+  column: string,
+  page: ListPage,
+  oldestFirst = false,
+): Promise<PageOf<T>> {
   // The column is the caller's literal; kysely cannot type a column passed as a string.
   const q = query;
-  const [forward, backward, past, ahead] = oldestFirst ? (['asc', 'desc', '>', '<'] as const) : (['desc', 'asc', '<', '>'] as const);
+  const [forward, backward, past, ahead] = oldestFirst
+    ? (['asc', 'desc', '>', '<'] as const)
+    : (['desc', 'asc', '<', '>'] as const);
   if (page.before !== undefined) {
-    const rows = await q.where(column, ahead, page.before).orderBy(column, backward).limit(page.limit + 1).execute();
+    const rows = await q
+      .where(column, ahead, page.before)
+      .orderBy(column, backward)
+      .limit(page.limit + 1)
+      .execute();
     return { rows: rows.slice(0, page.limit).reverse(), more: rows.length > page.limit };
   }
   const from = page.after !== undefined ? q.where(column, past, page.after) : q;
@@ -67,7 +78,12 @@ export async function readTimePage<T>(
       .execute();
     return { rows: rows.slice(0, page.limit).reverse(), more: rows.length > page.limit };
   }
-  const from = page.after !== undefined ? q.where((eb) => eb.or([eb(time, '<', cursorTime), eb.and([eb(time, '=', cursorTime), eb(key, '<', page.after)])])) : q;
+  const from =
+    page.after !== undefined
+      ? q.where((eb) =>
+          eb.or([eb(time, '<', cursorTime), eb.and([eb(time, '=', cursorTime), eb(key, '<', page.after)])]),
+        )
+      : q;
   const rows = await from
     .orderBy(time, 'desc')
     .orderBy(key, 'desc')
@@ -105,7 +121,12 @@ const cursor = (query: Record<string, unknown>, field: 'after' | 'before', ids: 
   const value = query[field];
   if (value === undefined || value === '') return undefined;
   // Ids and addresses hold no control characters; PostgreSQL refuses a NUL in a text parameter (a 500).
-  if (typeof value !== 'string' || value.length > MAX_CURSOR || /[\u0000-\u001f\u007f]/.test(value) || (ids && !isUuid(value))) {
+  if (
+    typeof value !== 'string' ||
+    value.length > MAX_CURSOR ||
+    /[\u0000-\u001f\u007f]/.test(value) ||
+    (ids && !isUuid(value))
+  ) {
     throw validationError(field, 'must be the id of an item of the list (the last one of the previous page)');
   }
   return ids ? value.toLowerCase() : value;
@@ -131,4 +152,3 @@ export function parsePage(query: Record<string, unknown>, kind: 'offset' | 'keys
     ...(before !== undefined ? { before } : {}),
   };
 }
-

@@ -24,7 +24,11 @@ export const uncachedRows: RowCache = { read: (_table, _key, load) => load(), fo
 
 /** Each caller gets rows of its own: one that changes a row it was given changes nobody else's. */
 const copy = <T>(value: T): T =>
-  (Array.isArray(value) ? value.map((row: object) => ({ ...row })) : value !== null && typeof value === 'object' ? { ...value } : value) as T;
+  (Array.isArray(value)
+    ? value.map((row: object) => ({ ...row }))
+    : value !== null && typeof value === 'object'
+      ? { ...value }
+      : value) as T;
 
 const CHANGES_CHANNEL = 'mailsvc_rows';
 /** Keys kept per table: beyond it the table starts over (workspaces and domains are few; keys can be many). */

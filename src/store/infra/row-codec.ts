@@ -22,7 +22,10 @@ export const flagOrNull: Column<number | null, boolean | null> = {
   encode: (value) => (value === null ? null : value ? 1 : 0),
 };
 
-const JSON_TEXT: Column<string, unknown> = { decode: (stored) => JSON.parse(stored) as unknown, encode: (value) => JSON.stringify(value) };
+const JSON_TEXT: Column<string, unknown> = {
+  decode: (stored) => JSON.parse(stored) as unknown,
+  encode: (value) => JSON.stringify(value),
+};
 const JSON_TEXT_OR_NULL: Column<string | null, unknown> = {
   decode: (stored) => (stored === null ? null : (JSON.parse(stored) as unknown)),
   encode: (value) => (value === null ? null : JSON.stringify(value)),
@@ -31,7 +34,8 @@ const JSON_TEXT_OR_NULL: Column<string | null, unknown> = {
 /** JSON text; `T` is what the store wrote there. */
 export const json = <T>(): Column<string, T> => JSON_TEXT as Column<string, T>;
 /** JSON text or null. */
-export const jsonOrNull = <T>(): Column<string | null, T | null> => JSON_TEXT_OR_NULL as Column<string | null, T | null>;
+export const jsonOrNull = <T>(): Column<string | null, T | null> =>
+  JSON_TEXT_OR_NULL as Column<string | null, T | null>;
 
 type Columns<Row> = { [K in keyof Row]?: Column<Row[K], any> };
 type ValueOf<C> = C extends Column<any, infer V> ? V : never;
@@ -84,7 +88,8 @@ export const rowCodec =
       encode: (entity) => {
         const fields: Record<string, unknown> = { ...entity };
         // undefined: a field a change leaves alone (kysely skips it too).
-        for (const [name, column] of encoded) if (fields[name] !== undefined) fields[name] = column.encode(fields[name]);
+        for (const [name, column] of encoded)
+          if (fields[name] !== undefined) fields[name] = column.encode(fields[name]);
         // eslint-disable-next-line no-restricted-syntax -- the codec's types (Decoded/Encoded) say what encode made of the entity
         return fields as never;
       },

@@ -52,10 +52,20 @@ function hold(lockFile: string, begin: string, read: boolean, busy: string): Ser
 
 /** Taken by `mailsvc serve` for as long as it runs. */
 export function holdServeLock(databaseFile: string): ServeLock {
-  const serve = hold(serveLockFile(databaseFile), 'BEGIN', true, `a restore (mailsvc db restore) is writing ${databaseFile}; start the server once it has finished`);
+  const serve = hold(
+    serveLockFile(databaseFile),
+    'BEGIN',
+    true,
+    `a restore (mailsvc db restore) is writing ${databaseFile}; start the server once it has finished`,
+  );
   let node: ServeLock;
   try {
-    node = hold(`${databaseFile}.node-lock`, 'BEGIN EXCLUSIVE', false, `another mailsvc serve is running on ${databaseFile}: a SQLite database has one server (run several nodes on PostgreSQL)`);
+    node = hold(
+      `${databaseFile}.node-lock`,
+      'BEGIN EXCLUSIVE',
+      false,
+      `another mailsvc serve is running on ${databaseFile}: a SQLite database has one server (run several nodes on PostgreSQL)`,
+    );
   } catch (err) {
     serve.release();
     throw err;
@@ -70,4 +80,9 @@ export function holdServeLock(databaseFile: string): ServeLock {
 
 /** Taken by `mailsvc db restore`: only when no server holds the database. */
 export const takeRestoreLock = (databaseFile: string): ServeLock =>
-  hold(serveLockFile(databaseFile), 'BEGIN EXCLUSIVE', false, `a mailsvc server is running on ${databaseFile}: stop it first (e.g. systemctl stop mailsvc), then restore`);
+  hold(
+    serveLockFile(databaseFile),
+    'BEGIN EXCLUSIVE',
+    false,
+    `a mailsvc server is running on ${databaseFile}: stop it first (e.g. systemctl stop mailsvc), then restore`,
+  );

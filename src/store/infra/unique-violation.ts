@@ -18,7 +18,12 @@ export function isUniqueViolation(err: unknown, table?: string): boolean {
  * name, say: the index decides): a violation in `table` becomes the catalog's `already_exists`
  * with `message`, for the client to see; anything else is thrown as it was.
  */
-export async function refuseDuplicate<T>(table: string, write: () => Promise<T>, message: string, options?: ErrorOptions): Promise<T> {
+export async function refuseDuplicate<T>(
+  table: string,
+  write: () => Promise<T>,
+  message: string,
+  options?: ErrorOptions,
+): Promise<T> {
   try {
     return await write();
   } catch (err) {

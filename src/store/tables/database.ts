@@ -3,10 +3,34 @@ import type { CredentialsTable } from './credentials.js';
 import type { DomainsTable, DkimKeysTable, DomainClaimsTable } from './domains.js';
 import type { EmailsTable, EmailContentsTable, QueueItemsTable, DeliveryAttemptsTable } from './emails.js';
 import type { EventsTable } from './events.js';
-import type { SubscribersTable, SubscriberTagsTable, TopicsTable, SubscriberTopicsTable, AudiencesTable, AudienceMembersTable, ContactPropertiesTable, ContactImportsTable, ContactImportFilesTable } from './subscribers.js';
-import type { WorkflowsTable, WorkflowVersionsTable, WorkflowRunsTable, WorkflowRunStepsTable, WorkflowTriggersTable, EventDefinitionsTable } from './workflows.js';
+import type {
+  SubscribersTable,
+  SubscriberTagsTable,
+  TopicsTable,
+  SubscriberTopicsTable,
+  AudiencesTable,
+  AudienceMembersTable,
+  ContactPropertiesTable,
+  ContactImportsTable,
+  ContactImportFilesTable,
+} from './subscribers.js';
+import type {
+  WorkflowsTable,
+  WorkflowVersionsTable,
+  WorkflowRunsTable,
+  WorkflowRunStepsTable,
+  WorkflowTriggersTable,
+  EventDefinitionsTable,
+} from './workflows.js';
 import type { AuditLogTable } from './audit.js';
-import type { UserInvitesTable, UserRecoveryCodesTable, UsersTable, UserTwoFactorTable, WorkspaceMembersTable, WorkspaceTwoFactorTable } from './users.js';
+import type {
+  UserInvitesTable,
+  UserRecoveryCodesTable,
+  UsersTable,
+  UserTwoFactorTable,
+  WorkspaceMembersTable,
+  WorkspaceTwoFactorTable,
+} from './users.js';
 import type { ApiLogsTable, IdempotencyKeysTable, RateLimitWindowsTable } from './requests.js';
 import type { TemplatesTable, TemplateVersionsTable } from './templates.js';
 import type { SuppressionsTable } from './suppressions.js';
@@ -14,9 +38,30 @@ import type { WebhookEndpointsTable, WebhookDeliveriesTable, WebhookAttemptsTabl
 import type { CampaignsTable, CampaignVariantsTable, CampaignHoldoutsTable } from './campaigns.js';
 import type { DashboardSessionsTable, DashboardLoginTokensTable } from './dashboard.js';
 import type { ReceivingRoutesTable, ReceivedEmailsTable, ReceivedEmailContentsTable } from './receiving.js';
-import type { InboxThreadsTable, InboxMessagesTable, InboxLabelsTable, InboxThreadLabelsTable, InboxDraftsTable, InboxDraftAttachmentsTable, InboxAgentRunsTable, InboxAgentsTable } from './inboxes.js';
-import type { DmarcReportsTable, DmarcReportRecordsTable, TlsReportsTable, ReputationStatesTable, StatsHourlyTable } from './deliverability.js';
-import type { IpPoolsTable, IpPoolAddressesTable, IpWarmupsTable, WarmupCountsTable, DeliveryDestinationsTable } from './delivery.js';
+import type {
+  InboxThreadsTable,
+  InboxMessagesTable,
+  InboxLabelsTable,
+  InboxThreadLabelsTable,
+  InboxDraftsTable,
+  InboxDraftAttachmentsTable,
+  InboxAgentRunsTable,
+  InboxAgentsTable,
+} from './inboxes.js';
+import type {
+  DmarcReportsTable,
+  DmarcReportRecordsTable,
+  TlsReportsTable,
+  ReputationStatesTable,
+  StatsHourlyTable,
+} from './deliverability.js';
+import type {
+  IpPoolsTable,
+  IpPoolAddressesTable,
+  IpWarmupsTable,
+  WarmupCountsTable,
+  DeliveryDestinationsTable,
+} from './delivery.js';
 import type { InstanceTable } from './instance.js';
 import type { OAuthGrantsTable, OAuthModelsTable } from './oauth.js';
 

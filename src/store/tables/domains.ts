@@ -46,7 +46,16 @@ export interface DkimKeysTable {
   created_at: number;
 }
 
-export const DOMAIN_CLAIM_STATUSES = ['pending', 'verified', 'completed', 'blocked', 'expired', 'superseded', 'canceled', 'failed'] as const;
+export const DOMAIN_CLAIM_STATUSES = [
+  'pending',
+  'verified',
+  'completed',
+  'blocked',
+  'expired',
+  'superseded',
+  'canceled',
+  'failed',
+] as const;
 export type DomainClaimStatus = (typeof DOMAIN_CLAIM_STATUSES)[number];
 export type DomainClaimBlockedReason = 'grace_period' | 'recent_owner_activity' | 'pending_scheduled_emails';
 

@@ -12,16 +12,43 @@ export type Intake = 'v1' | 'legacy' | 'smtp' | 'campaign' | 'workflow' | 'dashb
  * scheduled/queued -> sending -> delivered | deferred (retrying) | bounced | failed | cancelled | suppressed.
  * `held`: marketing mail of a sending domain the reputation guard paused; it waits until resumed.
  */
-export const EMAIL_STATUSES = ['scheduled', 'queued', 'sending', 'deferred', 'held', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
+export const EMAIL_STATUSES = [
+  'scheduled',
+  'queued',
+  'sending',
+  'deferred',
+  'held',
+  'delivered',
+  'bounced',
+  'failed',
+  'cancelled',
+  'suppressed',
+] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
 /**
  * A recipient's place in the queue. `queued` and `deferred` are due at next_attempt_at;
  * `held` waits, never claimed, until the reputation guard of its domain is resumed.
  */
-export const QUEUE_STATUSES = ['queued', 'sending', 'deferred', 'held', 'delivered', 'bounced', 'failed', 'cancelled', 'suppressed'] as const;
+export const QUEUE_STATUSES = [
+  'queued',
+  'sending',
+  'deferred',
+  'held',
+  'delivered',
+  'bounced',
+  'failed',
+  'cancelled',
+  'suppressed',
+] as const;
 export type QueueStatus = (typeof QUEUE_STATUSES)[number];
-export const FINAL_QUEUE_STATUSES: readonly QueueStatus[] = ['delivered', 'bounced', 'failed', 'cancelled', 'suppressed'];
+export const FINAL_QUEUE_STATUSES: readonly QueueStatus[] = [
+  'delivered',
+  'bounced',
+  'failed',
+  'cancelled',
+  'suppressed',
+];
 
 /** Queue priority: lower is sooner. Transactional mail over the soft limit is demoted. */
 export const PRIORITY = { transactional: 0, marketing: 1 } as const;

@@ -12,9 +12,16 @@ describe('A/B groups', () => {
     const campaign = newId();
     const contacts = Array.from({ length: 200 }, () => newId());
     const first = contacts.map((s) => JSON.stringify(groupOf(campaign, s, split)));
-    assert.deepEqual(contacts.map((s) => JSON.stringify(groupOf(campaign, s, split))), first);
+    assert.deepEqual(
+      contacts.map((s) => JSON.stringify(groupOf(campaign, s, split))),
+      first,
+    );
     const other = newId();
-    assert.notDeepEqual(contacts.map((s) => JSON.stringify(groupOf(other, s, split))), first, 'another campaign draws anew');
+    assert.notDeepEqual(
+      contacts.map((s) => JSON.stringify(groupOf(other, s, split))),
+      first,
+      'another campaign draws anew',
+    );
   });
 
   it('shares follow the percentages, whatever the order of ids (time-ordered UUIDv7)', () => {
@@ -39,7 +46,11 @@ describe('A/B groups', () => {
   });
 
   it('cut at exact counts by rank of the stable hash: 100 contacts, 40% test, 20% holdout → 20 A, 20 B, 20 held out, 40 the rest', () => {
-    const tally = (campaign: string, ids: string[], split: { holdoutPercentage: number; testPercentage: number | null; variants: string[] }) => {
+    const tally = (
+      campaign: string,
+      ids: string[],
+      split: { holdoutPercentage: number; testPercentage: number | null; variants: string[] },
+    ) => {
       const cuts = groupCuts(campaign, ids, split);
       const counts: Record<string, number> = {};
       for (const id of ids) {
@@ -58,13 +69,25 @@ describe('A/B groups', () => {
       assert.deepEqual(counts, { holdout: 20, A: 20, B: 20, rest: 40 });
       // Stable per contact: the same cuts give every contact the same group, whatever the order.
       const again = [...ids].reverse().map((id) => JSON.stringify(groupOf(campaign, id, split, cuts)));
-      assert.deepEqual(again.reverse(), ids.map((id) => JSON.stringify(groupOf(campaign, id, split, cuts))));
+      assert.deepEqual(
+        again.reverse(),
+        ids.map((id) => JSON.stringify(groupOf(campaign, id, split, cuts))),
+      );
     }
     const ids = Array.from({ length: 7 }, () => newId());
     // Uneven: 7 contacts, 30% test over 3 variants → round(2.1) = 2 in the test, 1 each to A and B; 14% holdout → 1.
-    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 14, testPercentage: 30, variants: ['A', 'B', 'C'] }).counts, { holdout: 1, A: 1, B: 1, rest: 4 });
-    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 0, testPercentage: 100, variants: ['A', 'B'] }).counts, { A: 4, B: 3 });
-    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 50, testPercentage: null, variants: [] }).counts, { holdout: 4, rest: 3 });
+    assert.deepEqual(
+      tally(newId(), ids, { holdoutPercentage: 14, testPercentage: 30, variants: ['A', 'B', 'C'] }).counts,
+      { holdout: 1, A: 1, B: 1, rest: 4 },
+    );
+    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 0, testPercentage: 100, variants: ['A', 'B'] }).counts, {
+      A: 4,
+      B: 3,
+    });
+    assert.deepEqual(tally(newId(), ids, { holdoutPercentage: 50, testPercentage: null, variants: [] }).counts, {
+      holdout: 4,
+      rest: 3,
+    });
     assert.deepEqual(tally(newId(), [], split).counts, {});
     // A contact who joins after the cut falls by the same cuts: no rank needed.
     const campaign = newId();
@@ -75,11 +98,27 @@ describe('A/B groups', () => {
   it('edges: no test, no holdout, the whole list in the test', () => {
     const c = newId();
     const ids = Array.from({ length: 500 }, () => newId());
-    assert.ok(ids.every((s) => groupOf(c, s, { holdoutPercentage: 0, testPercentage: null, variants: [] }).kind === 'rest'));
-    assert.ok(ids.every((s) => groupOf(c, s, { holdoutPercentage: 0, testPercentage: 100, variants: ['A', 'B', 'C', 'D', 'E'] }).kind === 'test'));
-    const all = new Set(ids.map((s) => JSON.stringify(groupOf(c, s, { holdoutPercentage: 0, testPercentage: 100, variants: ['A', 'B', 'C', 'D', 'E'] }))));
+    assert.ok(
+      ids.every((s) => groupOf(c, s, { holdoutPercentage: 0, testPercentage: null, variants: [] }).kind === 'rest'),
+    );
+    assert.ok(
+      ids.every(
+        (s) =>
+          groupOf(c, s, { holdoutPercentage: 0, testPercentage: 100, variants: ['A', 'B', 'C', 'D', 'E'] }).kind ===
+          'test',
+      ),
+    );
+    const all = new Set(
+      ids.map((s) =>
+        JSON.stringify(
+          groupOf(c, s, { holdoutPercentage: 0, testPercentage: 100, variants: ['A', 'B', 'C', 'D', 'E'] }),
+        ),
+      ),
+    );
     assert.equal(all.size, 5, 'every variant gets its share');
-    assert.ok(ids.some((s) => groupOf(c, s, { holdoutPercentage: 50, testPercentage: null, variants: [] }).kind === 'holdout'));
+    assert.ok(
+      ids.some((s) => groupOf(c, s, { holdoutPercentage: 50, testPercentage: null, variants: [] }).kind === 'holdout'),
+    );
   });
 });
 
@@ -113,7 +152,21 @@ describe('choosing the winner', () => {
     ]);
     assert.deepEqual(pickWinner(['A', 'B', 'C'], s, 'human_click_rate'), { variant: 'A', by: 'tie' });
     assert.deepEqual(pickWinner(['A', 'B', 'C'], s, 'human_open_rate'), { variant: 'B', by: 'tie' });
-    assert.deepEqual(pickWinner(['A', 'B'], new Map(), 'human_click_rate'), { variant: 'A', by: 'tie' }, 'nothing delivered yet');
-    assert.deepEqual(pickWinner(['A', 'B'], new Map([['B', stats(0, 0, 0)], ['A', stats(5, 0, 1)]]), 'human_click_rate'), { variant: 'A', by: 'metric' });
+    assert.deepEqual(
+      pickWinner(['A', 'B'], new Map(), 'human_click_rate'),
+      { variant: 'A', by: 'tie' },
+      'nothing delivered yet',
+    );
+    assert.deepEqual(
+      pickWinner(
+        ['A', 'B'],
+        new Map([
+          ['B', stats(0, 0, 0)],
+          ['A', stats(5, 0, 1)],
+        ]),
+        'human_click_rate',
+      ),
+      { variant: 'A', by: 'metric' },
+    );
   });
 });

@@ -3,7 +3,13 @@ import { describe, it } from 'node:test';
 import { describeChecks } from '../../../src/cli/domains.js';
 import type { DomainView } from '../../../src/services/domains/domains.js';
 
-const check = (status: string, required: boolean, message: string) => ({ status, required, message, found: null, publish: [] });
+const check = (status: string, required: boolean, message: string) => ({
+  status,
+  required,
+  message,
+  found: null,
+  publish: [],
+});
 
 describe('mailsvc domains check, as text', () => {
   it('says a check is optional once, whether or not its message says so', () => {

@@ -15,16 +15,34 @@ describe('the launcher (bin/mailsvc.js)', () => {
   });
 
   it('caps the main heap at 384 MB of old generation (V8 grows a heap with a smaller limit less far past what it holds)', () => {
-    const limit = Number(execFileSync(process.execPath, [...launchFlags(root), '-p', "require('v8').getHeapStatistics().heap_size_limit"], { encoding: 'utf8' }));
+    const limit = Number(
+      execFileSync(
+        process.execPath,
+        [...launchFlags(root), '-p', "require('v8').getHeapStatistics().heap_size_limit"],
+        { encoding: 'utf8' },
+      ),
+    );
     // The limit is the old generation and the young generation's semi-spaces.
     assert.ok(limit >= 384 * 2 ** 20 && limit <= (384 + 3 * 16) * 2 ** 20, `heap limit ${limit}`);
   });
 
   it('runs when executed itself, as the systemd unit and an npm-installed `mailsvc` run it', () => {
-    const out = execFileSync(`${root}bin/mailsvc.js`, ['--version'], { encoding: 'utf8', env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` } });
+    const out = execFileSync(`${root}bin/mailsvc.js`, ['--version'], {
+      encoding: 'utf8',
+      env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` },
+    });
     assert.match(out.trim(), /^\d+\.\d+\.\d+$/);
     // The settings on the line reach the program (env -S splits the line and sets them).
-    const seen = execFileSync('/usr/bin/env', ['-S', `${readFileSync(`${root}bin/mailsvc.js`, 'utf8').split('\n', 1)[0]!.replace(/^#!\/usr\/bin\/env -S /, '')} -p process.env.MALLOC_ARENA_MAX`], { encoding: 'utf8', env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` } });
+    const seen = execFileSync(
+      '/usr/bin/env',
+      [
+        '-S',
+        `${readFileSync(`${root}bin/mailsvc.js`, 'utf8')
+          .split('\n', 1)[0]!
+          .replace(/^#!\/usr\/bin\/env -S /, '')} -p process.env.MALLOC_ARENA_MAX`,
+      ],
+      { encoding: 'utf8', env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` } },
+    );
     assert.equal(seen.trim(), '2');
   });
 

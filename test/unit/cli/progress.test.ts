@@ -6,7 +6,13 @@ import { createProgress } from '../../../src/cli/progress.js';
 function setup(isTTY: boolean, total: number | null) {
   const writes: string[] = [];
   let t = 1_000_000;
-  const progress = createProgress({ label: 'suppressions import', total, unit: 'entries', sink: { write: (s) => writes.push(s), isTTY, columns: 100 }, now: () => t });
+  const progress = createProgress({
+    label: 'suppressions import',
+    total,
+    unit: 'entries',
+    sink: { write: (s) => writes.push(s), isTTY, columns: 100 },
+    now: () => t,
+  });
   return { writes, progress, advance: (ms: number) => (t += ms) };
 }
 
@@ -40,7 +46,10 @@ describe('CLI progress, not a terminal', () => {
     advance(1000);
     progress.tick(300);
     progress.fail();
-    assert.deepEqual(writes, ['suppressions import: 300 entries, 150/s\n', 'suppressions import: 600 entries, 200/s, stopped after 3s\n']);
+    assert.deepEqual(writes, [
+      'suppressions import: 300 entries, 150/s\n',
+      'suppressions import: 600 entries, 200/s, stopped after 3s\n',
+    ]);
   });
 });
 

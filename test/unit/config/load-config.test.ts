@@ -36,12 +36,22 @@ describe('loadConfig', () => {
     assert.equal(envName('http.publicUrl'), 'MAILSVC_HTTP_PUBLIC_URL');
     assert.equal(envName('smtp.submission.port'), 'MAILSVC_SMTP_SUBMISSION_PORT');
     assert.equal(envName('delivery.dnsServers'), 'MAILSVC_DELIVERY_DNS_SERVERS');
-    assert.equal(new Set(listSettings().map((s) => envName(s.path))).size, listSettings().length, 'no two keys share a variable');
+    assert.equal(
+      new Set(listSettings().map((s) => envName(s.path))).size,
+      listSettings().length,
+      'no two keys share a variable',
+    );
   });
 
   it('layers file, then environment, then overrides', () => {
-    const file = tmpFile(JSON.stringify({ http: { port: 4000, host: '0.0.0.0' }, delivery: { dnsServers: ['127.0.0.1:53'] } }));
-    const c = loadConfig({ file, env: { MAILSVC_HTTP_PORT: '5000', MAILSVC_DELIVERY_DNS_SERVERS: '127.0.0.1:5353, [::1]:5353' }, overrides: { log: { level: 'silent' } } });
+    const file = tmpFile(
+      JSON.stringify({ http: { port: 4000, host: '0.0.0.0' }, delivery: { dnsServers: ['127.0.0.1:53'] } }),
+    );
+    const c = loadConfig({
+      file,
+      env: { MAILSVC_HTTP_PORT: '5000', MAILSVC_DELIVERY_DNS_SERVERS: '127.0.0.1:5353, [::1]:5353' },
+      overrides: { log: { level: 'silent' } },
+    });
     assert.equal(c.http.port, 5000);
     assert.equal(c.http.host, '0.0.0.0');
     assert.deepEqual(c.delivery.dnsServers, ['127.0.0.1:5353', '[::1]:5353']);
@@ -57,21 +67,48 @@ describe('loadConfig', () => {
         MAILSVC_WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
       },
     });
-    assert.deepEqual(c.delivery.relay, { host: 'smtp.example.net', port: 587, secure: false, rejectUnauthorized: true, auth: { user: 'u', pass: 'p' } });
+    assert.deepEqual(c.delivery.relay, {
+      host: 'smtp.example.net',
+      port: 587,
+      secure: false,
+      rejectUnauthorized: true,
+      auth: { user: 'u', pass: 'p' },
+    });
     assert.equal(c.webhooks.allowPrivateNetworks, true);
   });
 
   it('refuses bad values with one line naming the key and the source', () => {
     const cases: Array<[() => unknown, RegExp]> = [
-      [() => loadConfig({ env: { MAILSVC_HTTP_PORT: 'abc' } }), /^config: http\.port must be an integer from 0 to 65535, got "abc" \(from MAILSVC_HTTP_PORT\)$/],
-      [() => loadConfig({ env: { MAILSVC_DATABASE: 'mysql://x' } }), /^config: database must be "sqlite:PATH" or "postgres:\/\/\.\.\."/],
-      [() => loadConfig({ env: { MAILSVC_HTTP_PUBLIC_URL: 'ftp://x' } }), /^config: http\.publicUrl must be an http\(s\) URL/],
-      [() => loadConfig({ env: { MAILSVC_SECRET_KEY: 'short' } }), /^config: secretKey must be base64 of exactly 32 bytes/],
+      [
+        () => loadConfig({ env: { MAILSVC_HTTP_PORT: 'abc' } }),
+        /^config: http\.port must be an integer from 0 to 65535, got "abc" \(from MAILSVC_HTTP_PORT\)$/,
+      ],
+      [
+        () => loadConfig({ env: { MAILSVC_DATABASE: 'mysql://x' } }),
+        /^config: database must be "sqlite:PATH" or "postgres:\/\/\.\.\."/,
+      ],
+      [
+        () => loadConfig({ env: { MAILSVC_HTTP_PUBLIC_URL: 'ftp://x' } }),
+        /^config: http\.publicUrl must be an http\(s\) URL/,
+      ],
+      [
+        () => loadConfig({ env: { MAILSVC_SECRET_KEY: 'short' } }),
+        /^config: secretKey must be base64 of exactly 32 bytes/,
+      ],
       [() => loadConfig({ file: tmpFile('{"http":{"prot":1}}'), env: {} }), /^config: unknown key "http\.prot" in /],
       [() => loadConfig({ file: tmpFile('{"http":'), env: {} }), /^config: .* is not valid JSON/],
-      [() => loadConfig({ file: '/nonexistent/mailsvc.json', env: {} }), /^config: cannot read \/nonexistent\/mailsvc\.json: ENOENT$/],
-      [() => loadConfig({ file: tmpFile('{"log":{"level":"loud"}}'), env: {} }), /^config: log\.level must be one of fatal, error/],
-      [() => loadConfig({ file: tmpFile('{"delivery":{"retrySchedule":[]}}'), env: {} }), /^config: delivery\.retrySchedule must be a non-empty array/],
+      [
+        () => loadConfig({ file: '/nonexistent/mailsvc.json', env: {} }),
+        /^config: cannot read \/nonexistent\/mailsvc\.json: ENOENT$/,
+      ],
+      [
+        () => loadConfig({ file: tmpFile('{"log":{"level":"loud"}}'), env: {} }),
+        /^config: log\.level must be one of fatal, error/,
+      ],
+      [
+        () => loadConfig({ file: tmpFile('{"delivery":{"retrySchedule":[]}}'), env: {} }),
+        /^config: delivery\.retrySchedule must be a non-empty array/,
+      ],
     ];
     for (const [load, message] of cases) {
       assert.throws(load, (err: Error) => {
@@ -86,9 +123,15 @@ describe('loadConfig', () => {
   it('http.bodyMemory: 1 MB to 16 GB of large bodies at once, 32 MB by default', () => {
     assert.equal(loadConfig({ env: {} }).http.bodyMemory, 32 * 1024 * 1024);
     assert.equal(loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(1024 * 1024) } }).http.bodyMemory, 1024 * 1024);
-    assert.equal(loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(16 * 1024 ** 3) } }).http.bodyMemory, 16 * 1024 ** 3);
+    assert.equal(
+      loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(16 * 1024 ** 3) } }).http.bodyMemory,
+      16 * 1024 ** 3,
+    );
     for (const bad of [1024 * 1024 - 1, 16 * 1024 ** 3 + 1]) {
-      assert.throws(() => loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(bad) } }), /^ConfigError: config: http\.bodyMemory must be an integer from 1048576 to 17179869184/);
+      assert.throws(
+        () => loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(bad) } }),
+        /^ConfigError: config: http\.bodyMemory must be an integer from 1048576 to 17179869184/,
+      );
     }
   });
 

@@ -34,7 +34,7 @@ describe('mailbox providers by MX host', () => {
     for (const [host, provider] of cases) assert.equal(providerOfHost(table, host), provider, host);
   });
 
-  it('config adds providers, replaces a provider\'s patterns, or removes one', () => {
+  it("config adds providers, replaces a provider's patterns, or removes one", () => {
     const t = providerTable({ acme: ['mx.acme-gateway.net'], google: ['*.googlemail.com'], yahoo: [] });
     assert.equal(providerOfHost(t, 'in.mx.acme-gateway.net'), 'acme');
     assert.equal(providerOfHost(t, 'aspmx.l.google.com'), null, 'google.com no longer listed');
@@ -43,16 +43,53 @@ describe('mailbox providers by MX host', () => {
   });
 
   it('groups a domain by its provider, else its most preferred MX host (stable among equals), else itself', () => {
-    assert.deepEqual(groupOf(table, 'shop.test', [{ name: 'alt1.aspmx.l.google.com', priority: 5 }, { name: 'aspmx.l.google.com', priority: 1 }], false), { group: 'google', provider: 'google' });
-    assert.deepEqual(groupOf(table, 'a.test', [{ name: 'mx2.host.test', priority: 10 }, { name: 'mx1.host.test', priority: 10 }], false), { group: 'mx1.host.test', provider: null });
-    assert.deepEqual(groupOf(table, 'a.test', [{ name: 'mx1.host.test', priority: 10 }, { name: 'mx2.host.test', priority: 10 }], false), { group: 'mx1.host.test', provider: null });
-    assert.deepEqual(groupOf(table, 'own.test', [{ name: 'aspmx.l.google.com', priority: 1 }], true), { group: 'own.test', provider: null }, 'delivery.domainLimits names it');
+    assert.deepEqual(
+      groupOf(
+        table,
+        'shop.test',
+        [
+          { name: 'alt1.aspmx.l.google.com', priority: 5 },
+          { name: 'aspmx.l.google.com', priority: 1 },
+        ],
+        false,
+      ),
+      { group: 'google', provider: 'google' },
+    );
+    assert.deepEqual(
+      groupOf(
+        table,
+        'a.test',
+        [
+          { name: 'mx2.host.test', priority: 10 },
+          { name: 'mx1.host.test', priority: 10 },
+        ],
+        false,
+      ),
+      { group: 'mx1.host.test', provider: null },
+    );
+    assert.deepEqual(
+      groupOf(
+        table,
+        'a.test',
+        [
+          { name: 'mx1.host.test', priority: 10 },
+          { name: 'mx2.host.test', priority: 10 },
+        ],
+        false,
+      ),
+      { group: 'mx1.host.test', provider: null },
+    );
+    assert.deepEqual(
+      groupOf(table, 'own.test', [{ name: 'aspmx.l.google.com', priority: 1 }], true),
+      { group: 'own.test', provider: null },
+      'delivery.domainLimits names it',
+    );
     assert.deepEqual(groupOf(table, 'relay.test', [], false), { group: 'relay.test', provider: null });
   });
 });
 
 describe('slow-down replies', () => {
-  it('the built-in table backs off on the providers\' replies', () => {
+  it("the built-in table backs off on the providers' replies", () => {
     for (const reply of [
       '421 4.7.28 [1.2.3.4] Our system has detected an unusual rate of unsolicited mail originating from your IP address.',
       '421 4.7.0 [TSS04] Messages from 1.2.3.4 temporarily deferred due to unexpected volume or user complaints',

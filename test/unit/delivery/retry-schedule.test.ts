@@ -17,7 +17,8 @@ describe('retry schedule', () => {
   it('retries until the maximum queue lifetime, then expires', () => {
     const queuedAt = 1_000_000;
     const day = 86_400_000;
-    const plan = (attemptsMade: number, now: number) => planRetry({ attemptsMade, now, queuedAt, schedule: DEFAULT, maxLifetimeSeconds: 3 * 86_400 });
+    const plan = (attemptsMade: number, now: number) =>
+      planRetry({ attemptsMade, now, queuedAt, schedule: DEFAULT, maxLifetimeSeconds: 3 * 86_400 });
     assert.deepEqual(plan(1, queuedAt + 1000), { kind: 'retry', at: queuedAt + 1000 + 60_000 });
     assert.deepEqual(plan(3, queuedAt + 1000), { kind: 'retry', at: queuedAt + 1000 + 900_000 });
     // The last retry is moved to the deadline rather than past it.

@@ -13,8 +13,14 @@ describe('MX order (RFC 5321 §5.1)', () => {
       { name: 'b', priority: 5 },
     ];
     const seq = (values: number[]) => () => values.shift()!;
-    assert.deepEqual(orderMxHosts(hosts, seq([0.1, 0.2, 0.9, 0.5])).map((h) => h.name), ['b', 'a1', 'a2', 'c']);
-    assert.deepEqual(orderMxHosts(hosts, seq([0.1, 0.9, 0.2, 0.5])).map((h) => h.name), ['b', 'a2', 'a1', 'c']);
+    assert.deepEqual(
+      orderMxHosts(hosts, seq([0.1, 0.2, 0.9, 0.5])).map((h) => h.name),
+      ['b', 'a1', 'a2', 'c'],
+    );
+    assert.deepEqual(
+      orderMxHosts(hosts, seq([0.1, 0.9, 0.2, 0.5])).map((h) => h.name),
+      ['b', 'a2', 'a1', 'c'],
+    );
   });
 });
 

@@ -1,19 +1,35 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { classifyEngagement, type Fetch } from '../../../src/engagement/classify-engagement.js';
-import { loadEngagementRules, parseAgentRules, parseAppleEgress, parseNetworkRules } from '../../../src/engagement/engagement-rules.js';
+import {
+  loadEngagementRules,
+  parseAgentRules,
+  parseAppleEgress,
+  parseNetworkRules,
+} from '../../../src/engagement/engagement-rules.js';
 import { NetworkList } from '../../../src/engagement/network-list.js';
 
 /** The shipped data files, as a server loads them. */
 const rules = loadEngagementRules(null, { clickAfterDeliveryMs: 10_000, burstMs: 1000 });
 
-const CHROME = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
-const SAFARI_IOS = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1';
+const CHROME =
+  'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36';
+const SAFARI_IOS =
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1';
 const GMAIL = 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)';
 const YAHOO = 'YahooMailProxy; https://help.yahoo.com/kb/yahoo-mail-proxy-SLN28749.html';
 const OUTLOOK_DESKTOP = 'Mozilla/4.0 (compatible; ms-office; MSOffice 16)';
 
-const fetchOf = (f: Partial<Fetch>): Fetch => ({ kind: 'open', method: 'GET', ip: '198.51.100.7', userAgent: CHROME, sinceDelivery: 3_600_000, sinceOtherLink: null, openedBySameClient: false, ...f });
+const fetchOf = (f: Partial<Fetch>): Fetch => ({
+  kind: 'open',
+  method: 'GET',
+  ip: '198.51.100.7',
+  userAgent: CHROME,
+  sinceDelivery: 3_600_000,
+  sinceOtherLink: null,
+  openedBySameClient: false,
+  ...f,
+});
 const verdict = (f: Partial<Fetch>) => {
   const c = classifyEngagement(fetchOf(f), rules);
   return `${c.class} ${c.by}`;
@@ -55,8 +71,18 @@ describe('engagement classification', () => {
       [{ userAgent: '   ' }, 'scanner no_user_agent'],
       [{ userAgent: 'Barracuda Sentinel (EE)' }, 'scanner agent:barracuda'],
       [{ kind: 'click', userAgent: 'python-requests/2.31.0' }, 'scanner agent:http-library'],
-      [{ kind: 'click', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.0.0 Safari/537.36' }, 'scanner agent:http-library'],
-      [{ kind: 'click', userAgent: 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)' }, 'scanner agent:crawler'],
+      [
+        {
+          kind: 'click',
+          userAgent:
+            'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/124.0.0.0 Safari/537.36',
+        },
+        'scanner agent:http-library',
+      ],
+      [
+        { kind: 'click', userAgent: 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)' },
+        'scanner agent:crawler',
+      ],
       [{ kind: 'click', ip: '40.107.22.15' }, 'scanner network:microsoft-eop'],
       [{ ip: '2a01:111:f400:7e00::1' }, 'scanner network:microsoft-eop'],
       [{ kind: 'click', ip: '148.163.150.2' }, 'scanner network:proofpoint'],
@@ -73,8 +99,14 @@ describe('engagement classification', () => {
       [{ kind: 'click', sinceDelivery: 0, openedBySameClient: true }, 'human opened_first'],
       // …and any other sign still makes a scanner.
       [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, method: 'HEAD' }, 'scanner head_request'],
-      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, userAgent: 'Barracuda Sentinel (EE)' }, 'scanner agent:barracuda'],
-      [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, ip: '40.107.22.15' }, 'scanner network:microsoft-eop'],
+      [
+        { kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, userAgent: 'Barracuda Sentinel (EE)' },
+        'scanner agent:barracuda',
+      ],
+      [
+        { kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, ip: '40.107.22.15' },
+        'scanner network:microsoft-eop',
+      ],
       [{ kind: 'click', sinceDelivery: 2_000, openedBySameClient: true, sinceOtherLink: 999 }, 'scanner link_burst'],
       // Opens are not judged by timing: Apple and people alike open at delivery.
       [{ sinceDelivery: 100, sinceOtherLink: 10 }, 'human default'],
@@ -84,14 +116,22 @@ describe('engagement classification', () => {
 
   it('timing rules switched off with 0', () => {
     const off = { ...rules, timing: { clickAfterDeliveryMs: 0, burstMs: 0 } };
-    assert.equal(classifyEngagement(fetchOf({ kind: 'click', sinceDelivery: 0, sinceOtherLink: 0 }), off).class, 'human');
+    assert.equal(
+      classifyEngagement(fetchOf({ kind: 'click', sinceDelivery: 0, sinceOtherLink: 0 }), off).class,
+      'human',
+    );
   });
 });
 
 describe('engagement data files', () => {
   it('parse the three formats, comments and blank lines skipped', () => {
     assert.deepEqual(
-      parseAgentRules('# comment\n\nproxy  gmail   GoogleImageProxy\nscanner  libs  ^curl/ \n').map((r) => [r.class, r.who, r.pattern.source, r.pattern.flags]),
+      parseAgentRules('# comment\n\nproxy  gmail   GoogleImageProxy\nscanner  libs  ^curl/ \n').map((r) => [
+        r.class,
+        r.who,
+        r.pattern.source,
+        r.pattern.flags,
+      ]),
       [
         ['proxy', 'gmail', 'GoogleImageProxy', 'i'],
         ['scanner', 'libs', '^curl\\/', 'i'],
@@ -102,23 +142,38 @@ describe('engagement data files', () => {
       { cidr: '2001:db8::/32', label: 'apple_mpp:apple' },
     ]);
     // Apple's own format, as published.
-    assert.deepEqual(parseAppleEgress('172.224.226.0/27,GB,GB-EN,London,\n2a02:26f7:b3c0:4000::/64,US,US-CA,Los Angeles,'), [
-      { cidr: '172.224.226.0/27', label: 'apple_mpp:apple-egress' },
-      { cidr: '2a02:26f7:b3c0:4000::/64', label: 'apple_mpp:apple-egress' },
-    ]);
+    assert.deepEqual(
+      parseAppleEgress('172.224.226.0/27,GB,GB-EN,London,\n2a02:26f7:b3c0:4000::/64,US,US-CA,Los Angeles,'),
+      [
+        { cidr: '172.224.226.0/27', label: 'apple_mpp:apple-egress' },
+        { cidr: '2a02:26f7:b3c0:4000::/64', label: 'apple_mpp:apple-egress' },
+      ],
+    );
   });
 
   it('refuse a bad line with its file and line number', () => {
-    assert.throws(() => parseAgentRules('proxy gmail\n', 'a.txt'), /^Error: a\.txt:1: expected "<class> <who> <pattern>"/);
-    assert.throws(() => parseAgentRules('# x\nrobot gmail x', 'a.txt'), /a\.txt:2: the class must be one of apple_mpp, proxy, scanner, got "robot"/);
+    assert.throws(
+      () => parseAgentRules('proxy gmail\n', 'a.txt'),
+      /^Error: a\.txt:1: expected "<class> <who> <pattern>"/,
+    );
+    assert.throws(
+      () => parseAgentRules('# x\nrobot gmail x', 'a.txt'),
+      /a\.txt:2: the class must be one of apple_mpp, proxy, scanner, got "robot"/,
+    );
     assert.throws(() => parseAgentRules('scanner x (unclosed', 'a.txt'), /a\.txt:1: Invalid regular expression/);
-    assert.throws(() => parseNetworkRules('scanner eop 40.92.0.0/33', 'n.txt'), /n\.txt:1: "40\.92\.0\.0\/33" is not a network/);
+    assert.throws(
+      () => parseNetworkRules('scanner eop 40.92.0.0/33', 'n.txt'),
+      /n\.txt:1: "40\.92\.0\.0\/33" is not a network/,
+    );
     assert.throws(() => parseNetworkRules('scanner eop', 'n.txt'), /n\.txt:1: expected "<class> <who> <network>"/);
     assert.throws(() => parseAppleEgress('not-an-ip,US,,,', 'e.csv'), /e\.csv:1: "not-an-ip" is not a network/);
   });
 
   it('a missing directory is a one-line configuration error naming the key', () => {
-    assert.throws(() => loadEngagementRules('/nonexistent/rules', rules.timing), /^ConfigError: config: tracking\.engagementRules: cannot read \/nonexistent\/rules\/agents\.txt: ENOENT$/);
+    assert.throws(
+      () => loadEngagementRules('/nonexistent/rules', rules.timing),
+      /^ConfigError: config: tracking\.engagementRules: cannot read \/nonexistent\/rules\/agents\.txt: ENOENT$/,
+    );
   });
 });
 
@@ -145,7 +200,10 @@ describe('network lists', () => {
   });
 
   it('looks up fast in a list the size of Apple’s', () => {
-    const entries = Array.from({ length: 60_000 }, (_, i) => ({ cidr: `172.${224 + (i >> 14)}.${(i >> 6) & 255}.${(i & 63) * 4}/30`, label: 'x' }));
+    const entries = Array.from({ length: 60_000 }, (_, i) => ({
+      cidr: `172.${224 + (i >> 14)}.${(i >> 6) & 255}.${(i & 63) * 4}/30`,
+      label: 'x',
+    }));
     const list = new NetworkList(entries);
     // CPU time of this process, not the wall clock: other work on the machine does not count.
     const start = process.cpuUsage();

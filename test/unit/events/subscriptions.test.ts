@@ -14,7 +14,13 @@ describe('webhook subscriptions', () => {
     assert.deepEqual(parseEvents(['email.sent', 'email.sent', 'email.opened']), ['email.sent', 'email.opened']);
     assert.deepEqual(parseEvents(['email.sent', '*']), ['*']);
     assert.throws(() => parseEvents([]), { message: /^events: must name at least one/ });
-    assert.throws(() => parseEvents(['email.sent', 'email.exploded']), (err: Error & { field?: string }) => err.field === 'events[1]');
-    assert.throws(() => parseEvents('email.sent'), (err: Error & { field?: string }) => err.field === 'events');
+    assert.throws(
+      () => parseEvents(['email.sent', 'email.exploded']),
+      (err: Error & { field?: string }) => err.field === 'events[1]',
+    );
+    assert.throws(
+      () => parseEvents('email.sent'),
+      (err: Error & { field?: string }) => err.field === 'events',
+    );
   });
 });

@@ -7,12 +7,20 @@ describe('dashboard charts (server-drawn SVG)', () => {
     assert.deepEqual([0, 1, 3, 7, 10, 11, 260, 999].map(niceMax), [1, 1, 5, 10, 10, 20, 500, 1000]);
   });
   it('draws one polyline per series, scaled to the axis, with a visible title and the figures', () => {
-    const svg = lineChart('Mail <per> hour', ['12 Jun 00:00', '12 Jun 01:00', '12 Jun 02:00'], [
-      { name: 'sent', cls: 's-sent', values: [0, 5, 10] },
-      { name: 'bounced', cls: 's-bounced', values: [0, 0, 1] },
-    ]).value;
+    const svg = lineChart(
+      'Mail <per> hour',
+      ['12 Jun 00:00', '12 Jun 01:00', '12 Jun 02:00'],
+      [
+        { name: 'sent', cls: 's-sent', values: [0, 5, 10] },
+        { name: 'bounced', cls: 's-bounced', values: [0, 0, 1] },
+      ],
+    ).value;
     assert.equal(svg.match(/<polyline /g)?.length, 2);
-    assert.match(svg, /<figcaption class="chart-title" id="chart-\d+">Mail &lt;per&gt; hour<\/figcaption>/, 'a visible title, escaped');
+    assert.match(
+      svg,
+      /<figcaption class="chart-title" id="chart-\d+">Mail &lt;per&gt; hour<\/figcaption>/,
+      'a visible title, escaped',
+    );
     // The lines stretch (x from 4 to 996 of 1000); y from 142 (0) to 0 (10) in pixels.
     assert.match(svg, /class="line s-sent" points="4\.0,142\.0 500\.0,71\.0 996\.0,0\.0"/);
     assert.match(svg, /sent <b>15<\/b>/);

@@ -12,13 +12,55 @@ describe('resolveClient: the rightmost address that is not a trusted proxy', () 
     ['two hops', '127.0.0.1', '1.2.3.4, 203.0.113.9, 10.0.0.2', 2, '203.0.113.9', true],
     ['more hops than entries: the leftmost there is', '127.0.0.1', '203.0.113.9', 3, '203.0.113.9', true],
     ['one hop, no header: the proxy itself', '127.0.0.1', undefined, 1, '127.0.0.1', true],
-    ['a list: walks over trusted hops', '127.0.0.1', '1.2.3.4, 203.0.113.9, 10.1.2.3', ['127.0.0.1/32', '10.0.0.0/8'], '203.0.113.9', true],
-    ['a list: the peer is not a proxy, the header is ignored', '198.51.100.1', '203.0.113.9', ['10.0.0.0/8'], '198.51.100.1', false],
-    ['a list: every hop trusted, the leftmost', '127.0.0.1', '10.0.0.5', ['127.0.0.1/32', '10.0.0.0/8'], '10.0.0.5', true],
-    ['IPv4-mapped socket address is the IPv4 one', '::ffff:127.0.0.1', '203.0.113.9', ['127.0.0.1/32'], '203.0.113.9', true],
+    [
+      'a list: walks over trusted hops',
+      '127.0.0.1',
+      '1.2.3.4, 203.0.113.9, 10.1.2.3',
+      ['127.0.0.1/32', '10.0.0.0/8'],
+      '203.0.113.9',
+      true,
+    ],
+    [
+      'a list: the peer is not a proxy, the header is ignored',
+      '198.51.100.1',
+      '203.0.113.9',
+      ['10.0.0.0/8'],
+      '198.51.100.1',
+      false,
+    ],
+    [
+      'a list: every hop trusted, the leftmost',
+      '127.0.0.1',
+      '10.0.0.5',
+      ['127.0.0.1/32', '10.0.0.0/8'],
+      '10.0.0.5',
+      true,
+    ],
+    [
+      'IPv4-mapped socket address is the IPv4 one',
+      '::ffff:127.0.0.1',
+      '203.0.113.9',
+      ['127.0.0.1/32'],
+      '203.0.113.9',
+      true,
+    ],
     ['IPv6 proxy and client', '::1', '2001:db8::1', ['::1/128'], '2001:db8::1', true],
-    ['an entry that is no address stops at the proxy that wrote it', '127.0.0.1', '203.0.113.9, garbage', 2, '127.0.0.1', true],
-    ['a client-written entry left of the client is never reached', '127.0.0.1', 'garbage, 203.0.113.9', 1, '203.0.113.9', true],
+    [
+      'an entry that is no address stops at the proxy that wrote it',
+      '127.0.0.1',
+      '203.0.113.9, garbage',
+      2,
+      '127.0.0.1',
+      true,
+    ],
+    [
+      'a client-written entry left of the client is never reached',
+      '127.0.0.1',
+      'garbage, 203.0.113.9',
+      1,
+      '203.0.113.9',
+      true,
+    ],
   ];
   for (const [name, peer, xff, trust, address, proxied] of cases) {
     it(name, () => assert.deepEqual(resolveClient(peer, xff, trust), { address, proxied }));
@@ -50,10 +92,16 @@ describe('http.trustProxy', () => {
 });
 
 describe('one place for the client address', () => {
-  it('no module but client-address.ts reads X-Forwarded-For or Koa\'s ctx.ip / ctx.ips', () => {
+  it("no module but client-address.ts reads X-Forwarded-For or Koa's ctx.ip / ctx.ips", () => {
     const root = join(import.meta.dirname, '../../../src');
     const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
-    const offenders = files.filter((f) => !f.endsWith('client-address.ts') && /\.get\(\s*['"]x-forwarded-for|\[\s*['"]x-forwarded-for['"]\s*\]|\bctx\.ips?\b|\brequest\.ips?\b/i.test(readFileSync(join(root, f), 'utf8')));
+    const offenders = files.filter(
+      (f) =>
+        !f.endsWith('client-address.ts') &&
+        /\.get\(\s*['"]x-forwarded-for|\[\s*['"]x-forwarded-for['"]\s*\]|\bctx\.ips?\b|\brequest\.ips?\b/i.test(
+          readFileSync(join(root, f), 'utf8'),
+        ),
+    );
     assert.deepEqual(offenders, []);
   });
 });

@@ -49,8 +49,14 @@ describe('dashboard routes', () => {
     const offenders = readdirSync(PAGES)
       .filter((f) => f.endsWith('.ts') && f !== 'login.ts')
       // The OAuth consent form is served beside sign-in, before the dashboard's session check (it checks the session itself).
-      .filter((f) => f !== 'oauth.ts' || (readFileSync(new URL(f, PAGES), 'utf8').match(/method="post"/gi) ?? []).length > 1)
+      .filter(
+        (f) => f !== 'oauth.ts' || (readFileSync(new URL(f, PAGES), 'utf8').match(/method="post"/gi) ?? []).length > 1,
+      )
       .filter((f) => /method="post"/i.test(readFileSync(new URL(f, PAGES), 'utf8')));
-    assert.deepEqual(offenders, [], 'login.ts and the OAuth consent form (before the session check) alone write their forms themselves');
+    assert.deepEqual(
+      offenders,
+      [],
+      'login.ts and the OAuth consent form (before the session check) alone write their forms themselves',
+    );
   });
 });

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chooseLanguage, loadPreferenceMessages, MESSAGE_KEYS } from '../../../src/intake/http/routes/public/preference-messages.js';
+import {
+  chooseLanguage,
+  loadPreferenceMessages,
+  MESSAGE_KEYS,
+} from '../../../src/intake/http/routes/public/preference-messages.js';
 import { preferencePage } from '../../../src/intake/http/routes/public/preference-page.js';
 import type { PreferenceState } from '../../../src/services/marketing/preferences.js';
 
@@ -10,12 +14,21 @@ describe('preference centre words', () => {
   it('ships English, German, French and Spanish, each with every message and the same placeholders', () => {
     assert.deepEqual([...messages.keys()].sort(), ['de', 'en', 'es', 'fr']);
     const raw = (lang: string) => messages.get(lang)!;
-    const placeholders = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort().join(',');
+    const placeholders = (text: string) =>
+      [...text.matchAll(/\{(\w+)\}/g)]
+        .map((m) => m[1])
+        .sort()
+        .join(',');
     for (const lang of messages.keys()) {
       for (const key of MESSAGE_KEYS) {
         assert.equal(typeof raw(lang)[key], 'string', `${lang}.${key}`);
-        assert.equal(placeholders(raw(lang)[key]), placeholders(raw('en')[key]), `${lang}.${key} has the placeholders of English`);
-        if (lang !== 'en' && key !== 'language') assert.notEqual(raw(lang)[key], raw('en')[key], `${lang}.${key} is translated`);
+        assert.equal(
+          placeholders(raw(lang)[key]),
+          placeholders(raw('en')[key]),
+          `${lang}.${key} has the placeholders of English`,
+        );
+        if (lang !== 'en' && key !== 'language')
+          assert.notEqual(raw(lang)[key], raw('en')[key], `${lang}.${key} is translated`);
       }
     }
   });
@@ -35,21 +48,31 @@ describe('preference centre words', () => {
       [{ query: 'DE', contact: 'es' }, 'de'],
       [{ query: 'zz', contact: 'es' }, 'es'],
     ];
-    for (const [wanted, expected] of table) assert.equal(chooseLanguage(available, wanted), expected, JSON.stringify(wanted));
+    for (const [wanted, expected] of table)
+      assert.equal(chooseLanguage(available, wanted), expected, JSON.stringify(wanted));
   });
 
   it('escapes everything it shows and links forms beside the page', () => {
     const state: PreferenceState = {
       workspace: { name: '<b>Shop</b> & "Co"', logoUrl: 'https://cdn.example/logo.png?a=1&b="2"' },
       address: 'x"<y>@example.org',
-      contact: { status: 'subscribed', language: null, topics: [{ id: 't1', name: '<i>News</i>', description: '"quoted" & more', subscription: 'opt_in' }] },
+      contact: {
+        status: 'subscribed',
+        language: null,
+        topics: [{ id: 't1', name: '<i>News</i>', description: '"quoted" & more', subscription: 'opt_in' }],
+      },
       formToken: 'abc"def',
     };
     const html = preferencePage('en', messages.get('en')!, state, 'tok.en', null);
-    for (const raw of ['<b>Shop</b>', '<i>News</i>', 'x"<y>', 'abc"def', '"quoted"', 'b="2"']) assert.ok(!html.includes(raw), raw);
+    for (const raw of ['<b>Shop</b>', '<i>News</i>', 'x"<y>', 'abc"def', '"quoted"', 'b="2"'])
+      assert.ok(!html.includes(raw), raw);
     assert.ok(html.includes('&lt;b&gt;Shop&lt;/b&gt; &amp; &quot;Co&quot;'));
     assert.ok(html.includes('<form method="post" action="tok.en/preferences">'));
-    assert.ok(html.includes('<form method="post" action="tok.en"><input type="hidden" name="List-Unsubscribe" value="One-Click">'));
+    assert.ok(
+      html.includes(
+        '<form method="post" action="tok.en"><input type="hidden" name="List-Unsubscribe" value="One-Click">',
+      ),
+    );
     assert.ok(!/<script/i.test(html));
   });
 });

@@ -3,11 +3,26 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { zipSync } from 'fflate';
-import { parseDmarcReport, parseTlsReport, ReportError, unpack } from '../../../src/receiving/aggregate-reports/parse-aggregate-reports.js';
+import {
+  parseDmarcReport,
+  parseTlsReport,
+  ReportError,
+  unpack,
+} from '../../../src/receiving/aggregate-reports/parse-aggregate-reports.js';
 
 const fill = (t: string, v: Record<string, string>) => t.replace(/\{\{(\w+)\}\}/g, (_, k: string) => v[k] ?? '');
-const dmarc = fill(readFileSync(new URL('../../fixtures/dmarc-aggregate.xml', import.meta.url), 'utf8'), { report_id: 'id-1', domain: 'Shop.Example', begin: '1700000000', end: '1700086399' });
-const tls = fill(readFileSync(new URL('../../fixtures/tls-report.json', import.meta.url), 'utf8'), { report_id: 't-1', domain: 'shop.example', start: '2026-11-22T00:00:00Z', end: '2026-11-22T23:59:59Z' });
+const dmarc = fill(readFileSync(new URL('../../fixtures/dmarc-aggregate.xml', import.meta.url), 'utf8'), {
+  report_id: 'id-1',
+  domain: 'Shop.Example',
+  begin: '1700000000',
+  end: '1700086399',
+});
+const tls = fill(readFileSync(new URL('../../fixtures/tls-report.json', import.meta.url), 'utf8'), {
+  report_id: 't-1',
+  domain: 'shop.example',
+  start: '2026-11-22T00:00:00Z',
+  end: '2026-11-22T23:59:59Z',
+});
 
 describe('DMARC aggregate reports (RFC 7489 appendix C)', () => {
   it('reads the metadata, the policy and every record', () => {
@@ -26,24 +41,36 @@ describe('DMARC aggregate reports (RFC 7489 appendix C)', () => {
       spf: 'pass',
       headerFrom: 'shop.example',
       envelopeFrom: null,
-      authResults: { dkim: [{ domain: 'shop.example', selector: 'abc123', result: 'pass' }], spf: [{ domain: 'bounces.shop.example', scope: null, result: 'pass' }] },
+      authResults: {
+        dkim: [{ domain: 'shop.example', selector: 'abc123', result: 'pass' }],
+        spf: [{ domain: 'bounces.shop.example', scope: null, result: 'pass' }],
+      },
     });
     assert.deepEqual(r.records[2]!.authResults.dkim, [], 'no DKIM signature at all');
   });
   it('unpacks gzip and zip, and leaves plain XML alone', () => {
-    for (const packed of [gzipSync(dmarc), Buffer.from(zipSync({ 'a.txt': Buffer.from('x'), 'r.xml': Buffer.from(dmarc) })), Buffer.from(dmarc)]) {
+    for (const packed of [
+      gzipSync(dmarc),
+      Buffer.from(zipSync({ 'a.txt': Buffer.from('x'), 'r.xml': Buffer.from(dmarc) })),
+      Buffer.from(dmarc),
+    ]) {
       assert.equal(parseDmarcReport(unpack(packed, '.xml')).reportId, 'id-1');
     }
   });
   it('refuses what is not a report, with a reason', () => {
     assert.throws(() => parseDmarcReport(Buffer.from('<html/>')), /no <feedback>/);
-    assert.throws(() => parseDmarcReport(Buffer.from(dmarc.replace(/<report_id>.*<\/report_id>/, ''))), /lacks org_name, report_id/);
+    assert.throws(
+      () => parseDmarcReport(Buffer.from(dmarc.replace(/<report_id>.*<\/report_id>/, ''))),
+      /lacks org_name, report_id/,
+    );
     assert.throws(() => parseDmarcReport(Buffer.from(dmarc.replace('1700000000', 'yesterday'))), /not a Unix time/);
     assert.throws(() => unpack(Buffer.from(zipSync({ 'a.txt': Buffer.from('x') })), '.xml'), ReportError);
     assert.throws(() => unpack(Buffer.from([0x1f, 0x8b, 1, 2, 3]), '.xml'), /cannot gunzip/);
   });
   it('skips rows without a valid source address', () => {
-    const r = parseDmarcReport(Buffer.from(dmarc.replace('<source_ip>203.0.113.66</source_ip>', '<source_ip>not-an-ip</source_ip>')));
+    const r = parseDmarcReport(
+      Buffer.from(dmarc.replace('<source_ip>203.0.113.66</source_ip>', '<source_ip>not-an-ip</source_ip>')),
+    );
     assert.equal(r.records.length, 2);
   });
 });

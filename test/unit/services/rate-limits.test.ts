@@ -32,7 +32,15 @@ describe('MemoryRateLimiter', () => {
     const rl = new MemoryRateLimiter();
     const decisions = [];
     for (let i = 0; i < 4; i++) decisions.push(await rl.hit('k', perMinute, t0 + 1000 * i));
-    assert.deepEqual(decisions.map((d) => [d.allowed, d.remaining]), [[true, 2], [true, 1], [true, 0], [false, 0]]);
+    assert.deepEqual(
+      decisions.map((d) => [d.allowed, d.remaining]),
+      [
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0],
+      ],
+    );
     assert.equal(decisions[3]!.resetAt, t0 + 60_000);
     assert.equal(retryAfterSeconds(decisions[3]!, t0 + 3000), 57);
     assert.equal((await rl.hit('k', perMinute, t0 + 60_000)).allowed, true, 'next window');

@@ -2,8 +2,21 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { judge, type GuardThresholds } from '../../../src/services/deliverability/reputation-rule.js';
 
-const t: GuardThresholds = { windowHours: 24, minimumSent: 200, bounceWarning: 5, bouncePause: 10, complaintWarning: 0.1, complaintPause: 0.3, engagementWarning: 1 };
-const counts = (accepted: number, bounces: number, hard: number, complaints: number) => ({ accepted, bounces, hard_bounces: hard, complaints });
+const t: GuardThresholds = {
+  windowHours: 24,
+  minimumSent: 200,
+  bounceWarning: 5,
+  bouncePause: 10,
+  complaintWarning: 0.1,
+  complaintPause: 0.3,
+  engagementWarning: 1,
+};
+const counts = (accepted: number, bounces: number, hard: number, complaints: number) => ({
+  accepted,
+  bounces,
+  hard_bounces: hard,
+  complaints,
+});
 
 describe('reputation guard: judge (thresholds at, just under and just over)', () => {
   const cases: Array<[string, ReturnType<typeof counts>, string]> = [
@@ -30,13 +43,27 @@ describe('reputation guard: judge (thresholds at, just under and just over)', ()
   });
   it('people opening too little of the tracked mail warns, machines not counted; never pauses', () => {
     const clean = counts(1000, 0, 0, 0);
-    const engaged = (tracked: number, opened: number, human: number) => judge({ ...clean, tracked, opened, human_opened: human }, t);
+    const engaged = (tracked: number, opened: number, human: number) =>
+      judge({ ...clean, tracked, opened, human_opened: human }, t);
     assert.equal(engaged(199, 199, 0).state, 'sending', 'below the minimum volume');
     assert.equal(engaged(200, 0, 2).state, 'sending', '1% exactly is not under');
     const low = engaged(1000, 900, 9);
     assert.equal(low.state, 'warning', 'under 1%, however many machines opened');
-    assert.match(low.reason, /people opened 0\.9% of 1000 tracked marketing messages, under 1% \(891 more were opened by machines only/);
-    assert.equal(judge({ ...counts(1894, 106, 106, 0), tracked: 1000, opened: 0, human_opened: 0 }, t).reason.startsWith('hard-bounce'), true, 'bounces speak first');
-    assert.equal(judge({ ...clean, tracked: 1000, opened: 0, human_opened: 0 }, { ...t, engagementWarning: 0 }).state, 'sending', '0 switches it off');
+    assert.match(
+      low.reason,
+      /people opened 0\.9% of 1000 tracked marketing messages, under 1% \(891 more were opened by machines only/,
+    );
+    assert.equal(
+      judge({ ...counts(1894, 106, 106, 0), tracked: 1000, opened: 0, human_opened: 0 }, t).reason.startsWith(
+        'hard-bounce',
+      ),
+      true,
+      'bounces speak first',
+    );
+    assert.equal(
+      judge({ ...clean, tracked: 1000, opened: 0, human_opened: 0 }, { ...t, engagementWarning: 0 }).state,
+      'sending',
+      '0 switches it off',
+    );
   });
 });

@@ -10,8 +10,20 @@ describe('suppressionKey', () => {
     assert.equal(suppressionKey('user@bücher.example'), 'user@xn--bcher-kva.example');
   });
   it('refuses what is neither, naming the field', () => {
-    for (const bad of ['', 'no spaces@example.com', 'a@localhost', '@', 'a@b@', 'x\r\n@example.com', `${'a'.repeat(65)}@example.com`]) {
-      assert.throws(() => suppressionKey(bad, 'email'), (err: Error) => err.message.startsWith('email: '), JSON.stringify(bad));
+    for (const bad of [
+      '',
+      'no spaces@example.com',
+      'a@localhost',
+      '@',
+      'a@b@',
+      'x\r\n@example.com',
+      `${'a'.repeat(65)}@example.com`,
+    ]) {
+      assert.throws(
+        () => suppressionKey(bad, 'email'),
+        (err: Error) => err.message.startsWith('email: '),
+        JSON.stringify(bad),
+      );
     }
   });
 });

@@ -9,7 +9,21 @@ describe('normalizeDomain', () => {
     assert.equal(normalizeDomain('bücher.example'), 'xn--bcher-kva.example');
   });
   it('refuses what cannot be a public host name', () => {
-    for (const bad of ['', 'localhost', '192.0.2.1', 'a..b', '-a.com', 'a-.com', 'a_b.com', 'a b.com', 'user@example.com', 'example.com/x', 'x'.repeat(64) + '.com', `${'a'.repeat(60)}.`.repeat(5) + 'com', 'evil.com\r\nX: y']) {
+    for (const bad of [
+      '',
+      'localhost',
+      '192.0.2.1',
+      'a..b',
+      '-a.com',
+      'a-.com',
+      'a_b.com',
+      'a b.com',
+      'user@example.com',
+      'example.com/x',
+      'x'.repeat(64) + '.com',
+      `${'a'.repeat(60)}.`.repeat(5) + 'com',
+      'evil.com\r\nX: y',
+    ]) {
       assert.equal(normalizeDomain(bad), null, bad);
     }
   });

@@ -4,7 +4,10 @@ import { MAX_DURATION_MS, parseDuration } from '../../../src/shared/duration.js'
 import { isAppError } from '../../../src/shared/errors.js';
 
 const refused = (text: string, message: RegExp) =>
-  assert.throws(() => parseDuration('duration', text), (err: unknown) => isAppError(err) && err.field === 'duration' && message.test(err.message));
+  assert.throws(
+    () => parseDuration('duration', text),
+    (err: unknown) => isAppError(err) && err.field === 'duration' && message.test(err.message),
+  );
 
 describe('durations (workflow steps, key lifetimes)', () => {
   it('reads the forms people write, alone and added up', () => {

@@ -28,11 +28,26 @@ describe('faults: which errors are the machine failing', () => {
     ['PostgreSQL disk_full', pgError('53100'), true, 'disk_full'],
     ['PostgreSQL io_error', pgError('58030'), true, 'disk_failing'],
     ['PostgreSQL statement timeout', pgError('57014'), true, 'database_busy'],
-    ['PostgreSQL unique_violation is the request\'s', pgError('23505'), true, null],
+    ["PostgreSQL unique_violation is the request's", pgError('23505'), true, null],
     ['PostgreSQL syntax error is a bug', pgError('42601'), true, null],
-    ['a five-letter code on something not from PostgreSQL', Object.assign(new Error('x'), { code: '57P01' }), false, null],
-    ['node-postgres: connection terminated', new Error('Connection terminated unexpectedly'), true, 'database_unreachable'],
-    ['node-postgres: client not queryable', new Error('Client has encountered a connection error and is not queryable'), true, 'database_unreachable'],
+    [
+      'a five-letter code on something not from PostgreSQL',
+      Object.assign(new Error('x'), { code: '57P01' }),
+      false,
+      null,
+    ],
+    [
+      'node-postgres: connection terminated',
+      new Error('Connection terminated unexpectedly'),
+      true,
+      'database_unreachable',
+    ],
+    [
+      'node-postgres: client not queryable',
+      new Error('Client has encountered a connection error and is not queryable'),
+      true,
+      'database_unreachable',
+    ],
     ['pg-pool: acquire timeout', new Error('timeout exceeded when trying to connect'), true, 'database_unreachable'],
     ['connection refused from the driver', sysError('ECONNREFUSED'), true, 'database_unreachable'],
     ['connection refused elsewhere (an attachment URL) is not the database', sysError('ECONNREFUSED'), false, null],
@@ -48,9 +63,14 @@ describe('faults: which errors are the machine failing', () => {
     ['SQLITE_READONLY', sqliteError('SQLITE_READONLY'), true, 'disk_failing'],
     ['SQLITE_BUSY past the busy timeout', sqliteError('SQLITE_BUSY'), true, 'database_busy'],
     ['SQLITE_BUSY_SNAPSHOT', sqliteError('SQLITE_BUSY_SNAPSHOT'), true, 'database_busy'],
-    ['SQLITE_CONSTRAINT_UNIQUE is the request\'s', sqliteError('SQLITE_CONSTRAINT_UNIQUE'), true, null],
+    ["SQLITE_CONSTRAINT_UNIQUE is the request's", sqliteError('SQLITE_CONSTRAINT_UNIQUE'), true, null],
     ['a fault wrapped as a cause', new Error('outer', { cause: sysError('ENOSPC') }), false, 'disk_full'],
-    ['every address refused (AggregateError)', new AggregateError([sysError('ECONNREFUSED'), sysError('ECONNREFUSED')], 'refused'), true, 'database_unreachable'],
+    [
+      'every address refused (AggregateError)',
+      new AggregateError([sysError('ECONNREFUSED'), sysError('ECONNREFUSED')], 'refused'),
+      true,
+      'database_unreachable',
+    ],
     ['a plain bug', new TypeError('x is undefined'), true, null],
     ['not an error at all', 'a string', true, null],
   ];
@@ -112,7 +132,7 @@ describe('faults: each surface renders them as a temporary refusal', () => {
     assert.equal(isFault(new TypeError('boom')), false);
   });
 
-  it('a request\'s own error keeps its reply on SMTP', () => {
+  it("a request's own error keeps its reply on SMTP", () => {
     const refused = errorReply(new AppError('forbidden', 'not your domain'));
     assert.equal(refused.responseCode, 550);
     assert.equal(refused.message, '5.7.1 not your domain');
@@ -161,7 +181,11 @@ describe('the disk reserve (storage.minFreeBytes)', () => {
       assert.doesNotThrow(() => under.ensure());
       const over = watchFreeSpace([dir], free + 1024 * 1024, () => now);
       assert.equal(over.ok(), false);
-      assert.throws(() => over.ensure(), (err: AppError) => err.code === 'storage_full' && err.status === 503 && /storage\.minFreeBytes/.test(err.message));
+      assert.throws(
+        () => over.ensure(),
+        (err: AppError) =>
+          err.code === 'storage_full' && err.status === 503 && /storage\.minFreeBytes/.test(err.message),
+      );
       assert.equal(watchFreeSpace([dir], 0, () => now).ok(), true, '0 turns the check off');
       // Cached: the same reading within a second, a new one after.
       const first = probe.read();

@@ -39,7 +39,10 @@ describe('parsePolicyUrl', () => {
   const lax = { allowPrivateNetworks: true };
 
   it('accepts public https URLs and drops the fragment', () => {
-    assert.equal(parsePolicyUrl('https://hooks.example.com/in?x=1#frag', strict).href, 'https://hooks.example.com/in?x=1');
+    assert.equal(
+      parsePolicyUrl('https://hooks.example.com/in?x=1#frag', strict).href,
+      'https://hooks.example.com/in?x=1',
+    );
   });
 
   it('refuses http, other schemes, credentials and private IP literals', () => {

@@ -17,7 +17,11 @@ const input: ComposeInput = {
   html: '<p>Hello <b>Ann</b></p><img src="cid:logo">',
   headers: { 'X-Entity-Ref-ID': 'r-1' },
   attachments: [
-    { filename: 'a.bin', content: Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251)), contentType: 'application/octet-stream' },
+    {
+      filename: 'a.bin',
+      content: Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251)),
+      contentType: 'application/octet-stream',
+    },
     { filename: 'logo.png', content: Buffer.from('png bytes'), contentType: 'image/png', cid: 'logo' },
   ],
   messageId: '<m-1@shop.test>',
@@ -43,18 +47,30 @@ describe('worker pool: composing and signing off the event loop', () => {
     const text = b.toString('latin1');
     assert.match(text, /^Subject: =\?UTF-8\?/m, 'the subject is RFC 2047 encoded');
     assert.match(text, /Hello \*?ANN\*?|Hello Ann/i, 'the text part is derived from the HTML');
-    assert.ok(text.includes(input.attachments[0]!.content.subarray(0, 57).toString('base64')), 'attachment bytes in the message');
+    assert.ok(
+      text.includes(input.attachments[0]!.content.subarray(0, 57).toString('base64')),
+      'attachment bytes in the message',
+    );
   });
 
   it('many tasks in flight on several threads each get their own answer', async () => {
     const subjects = Array.from({ length: 40 }, (_, i) => `Message ${i}`);
-    const composed = await Promise.all(subjects.map((subject) => poolComposer(threaded)({ ...input, attachments: [], subject })));
+    const composed = await Promise.all(
+      subjects.map((subject) => poolComposer(threaded)({ ...input, attachments: [], subject })),
+    );
     composed.forEach((raw, i) => assert.match(raw.toString('latin1'), new RegExp(`^Subject: Message ${i}\\r$`, 'm')));
   });
 
   it('a failing task rejects its caller with the error, and the pool goes on working', async () => {
     const signer = poolSigner(threaded);
-    await assert.rejects(signer.sign(Buffer.from('Subject: x\r\n\r\nbody'), { domain: 'shop.test', selector: 's1', privateKey: 'not a key' }, Date.now()), /^Error: DKIM signing failed: /);
+    await assert.rejects(
+      signer.sign(
+        Buffer.from('Subject: x\r\n\r\nbody'),
+        { domain: 'shop.test', selector: 's1', privateKey: 'not a key' },
+        Date.now(),
+      ),
+      /^Error: DKIM signing failed: /,
+    );
     const raw = await poolComposer(threaded)({ ...input, attachments: [] });
     assert.match(raw.toString('latin1'), /^Message-ID: <m-1@shop\.test>\r$/m);
   });
@@ -83,8 +99,12 @@ describe('worker pool: composing and signing off the event loop', () => {
     }
   });
 
-  it('starts threads as tasks need them, up to its size, each sized as asked; reports each one\'s memory', async () => {
-    const pool = createWorkerPool({ threads: 2, tasks: { compose: COMPOSE_TASK }, size: { youngGenerationMb: 6, heapMb: 64 } });
+  it("starts threads as tasks need them, up to its size, each sized as asked; reports each one's memory", async () => {
+    const pool = createWorkerPool({
+      threads: 2,
+      tasks: { compose: COMPOSE_TASK },
+      size: { youngGenerationMb: 6, heapMb: 64 },
+    });
     try {
       assert.deepEqual(await pool.memory(), [], 'no thread before the first task');
       await poolComposer(pool)(input);
@@ -94,7 +114,10 @@ describe('worker pool: composing and signing off the event loop', () => {
       const memory = await pool.memory();
       assert.equal(memory.length, 2, 'busy: a second thread, and no more');
       for (const m of memory) {
-        assert.ok(m.heapUsed > 0 && m.heapUsed <= m.heapTotal && m.young > 0 && m.heapTotal < m.heapLimit, JSON.stringify(m));
+        assert.ok(
+          m.heapUsed > 0 && m.heapUsed <= m.heapTotal && m.young > 0 && m.heapTotal < m.heapLimit,
+          JSON.stringify(m),
+        );
         assert.equal(m.heapLimit, (64 + 6) * 1024 * 1024, 'old generation and young generation as asked');
         assert.ok(m.young <= 4 * 1024 * 1024, 'two semi-spaces of a third each');
         assert.ok(m.external >= m.arrayBuffers);
@@ -105,7 +128,7 @@ describe('worker pool: composing and signing off the event loop', () => {
     }
   });
 
-  it('sizes its threads as asked even when the process was started with V8 sizes of its own (the launcher\'s)', () => {
+  it("sizes its threads as asked even when the process was started with V8 sizes of its own (the launcher's)", () => {
     const script = `
       import { createWorkerPool } from ${JSON.stringify(new URL('../../../src/shared/worker-pool.ts', import.meta.url).href)};
       import { getHeapStatistics } from 'node:v8';
@@ -117,7 +140,11 @@ describe('worker pool: composing and signing off the event loop', () => {
     // A file, not -e: a thread inherits --input-type, and the pool's threads run CommonJS.
     const file = join(mkdtempSync(join(tmpdir(), 'pool-')), 'sized.mjs');
     writeFileSync(file, script);
-    const out = execFileSync(process.execPath, ['--max-semi-space-size=16', '--max-old-space-size=300', '--import', 'tsx', file], { encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      ['--max-semi-space-size=16', '--max-old-space-size=300', '--import', 'tsx', file],
+      { encoding: 'utf8' },
+    );
     const { main, thread } = JSON.parse(out) as { main: number; thread: number };
     assert.equal(main, (300 + 3 * 16) * 2 ** 20, 'the main isolate keeps the sizes it started with');
     assert.equal(thread, (64 + 6) * 2 ** 20, 'the thread has its own');

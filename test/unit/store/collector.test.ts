@@ -5,7 +5,8 @@ import { Kysely, SqliteDialect, sql } from 'kysely';
 import { Collector, CommitBatcher } from '../../../src/store/infra/commit-batcher.js';
 import type { Db } from '../../../src/store/infra/db.js';
 
-const memoryDb = (): Db => new Kysely({ dialect: new SqliteDialect({ database: new SQLite(':memory:') }) }) as unknown as Db;
+const memoryDb = (): Db =>
+  new Kysely({ dialect: new SqliteDialect({ database: new SQLite(':memory:') }) }) as unknown as Db;
 
 describe('Collector', () => {
   it('writes the items of concurrent callers together, in one transaction', async () => {
@@ -41,9 +42,15 @@ describe('Collector', () => {
     await new Promise((r) => setTimeout(r, 5));
     const results = await Promise.allSettled([first, collector.add(-1), collector.add(3)]);
     assert.deepEqual(batches[0], [1, -1, 3], 'items added within the window share a batch');
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     const rows = await sql<{ n: number }>`select n from t order by n`.execute(db);
-    assert.deepEqual(rows.rows.map((r) => r.n), [1, 3]);
+    assert.deepEqual(
+      rows.rows.map((r) => r.n),
+      [1, 3],
+    );
     await db.destroy();
   });
 
@@ -51,7 +58,10 @@ describe('Collector', () => {
     const db = memoryDb();
     await sql`create table t (n integer not null)`.execute(db);
     const batches: number[][] = [];
-    const collector = new Collector<number>(new CommitBatcher(db), async (trx, items) => void batches.push(items), { windowMs: 60_000, max: 2 });
+    const collector = new Collector<number>(new CommitBatcher(db), async (trx, items) => void batches.push(items), {
+      windowMs: 60_000,
+      max: 2,
+    });
     await Promise.all([collector.add(1), collector.add(2)]);
     assert.deepEqual(batches, [[1, 2]]);
     await db.destroy();

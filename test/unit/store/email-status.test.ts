@@ -22,6 +22,7 @@ describe('aggregateStatus', () => {
     [[], 'failed'],
   ];
   for (const [states, expected, scheduled] of cases) {
-    it(`${states.join('+') || 'none'} -> ${expected}`, () => assert.equal(aggregateStatus(states, scheduled), expected));
+    it(`${states.join('+') || 'none'} -> ${expected}`, () =>
+      assert.equal(aggregateStatus(states, scheduled), expected));
   }
 });

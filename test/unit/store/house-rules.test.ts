@@ -37,7 +37,7 @@ const PARSES_WHAT_IS_NOT_STORED: Record<string, string> = {
   'src/messages/generated-template.ts': "a model's generated template",
   'src/services/marketing/contact-imports/contact-imports.ts': "an upload's multipart fields",
   'src/services/send/send-email.ts': 'the X-Mailsvc-Metadata header of a submitted message',
-  'src/messages/client-support.ts': "the shipped client-support data (config/email-clients/)",
+  'src/messages/client-support.ts': 'the shipped client-support data (config/email-clients/)',
 };
 
 interface Rule {
@@ -50,13 +50,23 @@ interface Rule {
 const RULES: Rule[] = [
   { name: "imports the store's row types", pattern: /from\s+['"][./]*(?:store\/)?tables(?:\.js|\/[\w-]+\.js)['"]/ },
   { name: 'imports kysely', pattern: /from\s+['"]kysely['"]/ },
-  { name: 'builds SQL', pattern: /\.(?:selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto|selectNoFrom)\(|\bsql(?:<[^>]*>)?`/ },
+  {
+    name: 'builds SQL',
+    pattern:
+      /\.(?:selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto|selectNoFrom)\(|\bsql(?:<[^>]*>)?`/,
+  },
   { name: 'parses JSON', pattern: /\bJSON\.parse\(/, allowed: PARSES_WHAT_IS_NOT_STORED },
   { name: 'recognises a unique violation', pattern: /UNIQUE constraint failed|duplicate key value|23505/ },
 ];
 
 const violations = (rule: Rule): string[] =>
-  outsideStore.filter((file) => !rule.allowed?.[file] && readFileSync(join(root, file), 'utf8').split('\n').some((line) => rule.pattern.test(line)));
+  outsideStore.filter(
+    (file) =>
+      !rule.allowed?.[file] &&
+      readFileSync(join(root, file), 'utf8')
+        .split('\n')
+        .some((line) => rule.pattern.test(line)),
+  );
 
 describe('house rules: only the store speaks SQL', () => {
   for (const rule of RULES) {
@@ -76,7 +86,9 @@ describe('house rules: only the store speaks SQL', () => {
   it('catches what it is meant to catch', () => {
     const breaks = (name: string, line: string) => RULES.find((r) => r.name === name)!.pattern.test(line);
     assert.ok(breaks("imports the store's row types", "import type { Email } from './tables.js';"));
-    assert.ok(breaks("imports the store's row types", "import type { EmailsTable } from '../../store/tables/emails.js';"));
+    assert.ok(
+      breaks("imports the store's row types", "import type { EmailsTable } from '../../store/tables/emails.js';"),
+    );
     assert.ok(!breaks("imports the store's row types", "import { findEmail, type Email } from './emails.js';"));
     assert.ok(breaks('imports kysely', "import { sql } from 'kysely';"));
     assert.ok(breaks('builds SQL', "await trx.selectFrom('subscribers').selectAll()"));
@@ -98,7 +110,11 @@ describe('house rules: the store is repositories over its infrastructure', () =>
   it('no module of src/store/infra/ imports a repository', () => {
     assert.ok(infra.length > 10, 'the infrastructure is where this test looks for it');
     assert.deepEqual(
-      infra.filter((file) => readFileSync(join(root, file), 'utf8').split('\n').some((line) => repositoryImport.test(line))),
+      infra.filter((file) =>
+        readFileSync(join(root, file), 'utf8')
+          .split('\n')
+          .some((line) => repositoryImport.test(line)),
+      ),
       [],
     );
   });

@@ -15,8 +15,22 @@ const codec = rowCodec<Row>()({ test: flag, tracking: flagOrNull, to: json<strin
 
 describe('row codec', () => {
   it('decodes 0/1 and JSON text; other columns pass unchanged', () => {
-    const row: Row = { id: 'a', test: 1, tracking: null, to: '["x@example.org"]', tags: null, created_at: 1_700_000_000_000 };
-    assert.deepEqual(codec.decode(row), { id: 'a', test: true, tracking: null, to: ['x@example.org'], tags: null, created_at: 1_700_000_000_000 });
+    const row: Row = {
+      id: 'a',
+      test: 1,
+      tracking: null,
+      to: '["x@example.org"]',
+      tags: null,
+      created_at: 1_700_000_000_000,
+    };
+    assert.deepEqual(codec.decode(row), {
+      id: 'a',
+      test: true,
+      tracking: null,
+      to: ['x@example.org'],
+      tags: null,
+      created_at: 1_700_000_000_000,
+    });
     const other = codec.decode({ id: 'b', test: 0, tracking: 0, to: '[]', tags: '["t"]', created_at: 0 });
     assert.equal(other.test, false);
     assert.equal(other.tracking, false);
@@ -45,7 +59,14 @@ describe('row codec', () => {
   it('encodes into a new object and leaves the entity alone', () => {
     const entity = { id: 'a', test: true, tracking: null, to: ['x@example.org'], tags: ['a', 'b'], created_at: 5 };
     const row = codec.encode(entity);
-    assert.deepEqual(row, { id: 'a', test: 1, tracking: null, to: '["x@example.org"]', tags: '["a","b"]', created_at: 5 });
+    assert.deepEqual(row, {
+      id: 'a',
+      test: 1,
+      tracking: null,
+      to: '["x@example.org"]',
+      tags: '["a","b"]',
+      created_at: 5,
+    });
     assert.notEqual(row, entity);
     assert.deepEqual(entity.to, ['x@example.org']);
   });

@@ -15,8 +15,21 @@ describe('better-sqlite3, in the major this Node.js runs safely', () => {
     const version = (db.prepare('select sqlite_version() as v').get() as { v: string }).v;
     db.close();
     assert.match(version, /^3\./);
-    const loaded = spawnSync(process.execPath, ['--import', 'tsx', '-e', "import('./src/store/infra/sqlite-driver.ts').then(() => console.log(Object.keys(require.cache).find((k) => /better-sqlite3(-napi)?[\\\\/]package\\.json$|better-sqlite3(-napi)?[\\\\/]lib[\\\\/]index\\.js$/.test(k))))"], { cwd: root, encoding: 'utf8' });
-    assert.match(loaded.stdout, major >= 22 ? /better-sqlite3-napi/ : /node_modules[\\/]better-sqlite3[\\/]/, loaded.stdout + loaded.stderr);
+    const loaded = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        "import('./src/store/infra/sqlite-driver.ts').then(() => console.log(Object.keys(require.cache).find((k) => /better-sqlite3(-napi)?[\\\\/]package\\.json$|better-sqlite3(-napi)?[\\\\/]lib[\\\\/]index\\.js$/.test(k))))",
+      ],
+      { cwd: root, encoding: 'utf8' },
+    );
+    assert.match(
+      loaded.stdout,
+      major >= 22 ? /better-sqlite3-napi/ : /node_modules[\\/]better-sqlite3[\\/]/,
+      loaded.stdout + loaded.stderr,
+    );
   });
 
   it('a process and a worker thread that leave thousands of statements to the collector exit cleanly', () => {
@@ -42,7 +55,11 @@ describe('better-sqlite3, in the major this Node.js runs safely', () => {
     const file = join(root, 'test/unit/store/.collect-statements.cjs');
     writeFileSync(file, script);
     try {
-      const run = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', file], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '--expose-gc', file], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       assert.equal(run.status, 0, `exit ${run.status} ${run.signal ?? ''}: ${run.stderr.slice(-1500)}`);
       assert.match(run.stdout, /done/);
     } finally {
@@ -53,10 +70,17 @@ describe('better-sqlite3, in the major this Node.js runs safely', () => {
   // Two copies of SQLite in one process do not see each other's locks.
   it('is the one place that loads better-sqlite3', () => {
     const files = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+      );
     const offenders = ['src', 'test', 'bench', 'scripts']
       .flatMap((d) => files(join(root, d)))
-      .filter((f) => !f.endsWith('src/store/infra/sqlite-driver.ts') && !f.endsWith('sqlite-driver.test.ts') && /['"]better-sqlite3(-napi)?['"]/.test(readFileSync(f, 'utf8')))
+      .filter(
+        (f) =>
+          !f.endsWith('src/store/infra/sqlite-driver.ts') &&
+          !f.endsWith('sqlite-driver.test.ts') &&
+          /['"]better-sqlite3(-napi)?['"]/.test(readFileSync(f, 'utf8')),
+      )
       .map((f) => relative(root, f));
     assert.deepEqual(offenders, []);
   });

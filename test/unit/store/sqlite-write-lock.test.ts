@@ -40,7 +40,10 @@ describe('SQLite transactions beside another writer', () => {
          try { db.prepare('insert into t (n) values (2)').run(); parentPort.postMessage('written'); }
          catch (err) { parentPort.postMessage('failed: ' + err.code); }
          db.close();`,
-        { eval: true, workerData: { module: createRequire(import.meta.url).resolve(SQLITE_MODULE), file: join(dir, 'db.sqlite') } },
+        {
+          eval: true,
+          workerData: { module: createRequire(import.meta.url).resolve(SQLITE_MODULE), file: join(dir, 'db.sqlite') },
+        },
       );
       other = new Promise((resolve) => worker.once('message', resolve));
       // Until it has written, or long enough to be sure it waits for this transaction.
@@ -50,6 +53,9 @@ describe('SQLite transactions beside another writer', () => {
     });
     assert.equal(await other, 'written', 'the other connection writes once this transaction committed');
     const rows = await sql<{ n: number }>`select n from t order by rowid`.execute(store.db);
-    assert.deepEqual(rows.rows.map((r) => r.n), [1, 2]);
+    assert.deepEqual(
+      rows.rows.map((r) => r.n),
+      [1, 2],
+    );
   });
 });

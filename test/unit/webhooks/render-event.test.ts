@@ -28,11 +28,26 @@ describe('webhook payloads', () => {
     assert.equal(env.created_at, '2025-01-02T03:04:05.000Z');
   });
 
-  const resendFields = { created_at: '2025-01-02T03:04:05.000Z', from: null, message_id: '<m1@example.com>', broadcast_id: 'c1', tags: { welcome: '' }, variant: null };
+  const resendFields = {
+    created_at: '2025-01-02T03:04:05.000Z',
+    from: null,
+    message_id: '<m1@example.com>',
+    broadcast_id: 'c1',
+    tags: { welcome: '' },
+    variant: null,
+  };
 
   it("versioned email.delivered: email_id, to, subject, and Resend's created_at, from, message_id, broadcast_id, tags", () => {
-    assert.deepEqual(renderData('v1', delivered), { email_id: delivered.data.email_id, to: ['bob@example.org'], subject: 'Hello', ...resendFields });
-    const tagged = { ...delivered, data: { ...delivered.data, from: 'Shop <news@shop.example>', tags: ['category:welcome', 'vip'] } };
+    assert.deepEqual(renderData('v1', delivered), {
+      email_id: delivered.data.email_id,
+      to: ['bob@example.org'],
+      subject: 'Hello',
+      ...resendFields,
+    });
+    const tagged = {
+      ...delivered,
+      data: { ...delivered.data, from: 'Shop <news@shop.example>', tags: ['category:welcome', 'vip'] },
+    };
     assert.deepEqual(renderData('v1', tagged).tags, { category: 'welcome', vip: '' });
     assert.equal(renderData('v1', tagged).from, 'Shop <news@shop.example>');
   });
@@ -71,7 +86,18 @@ describe('webhook payloads', () => {
   });
 
   it('type-specific fields travel on both surfaces', () => {
-    const clicked = { ...delivered, type: 'email.clicked', data: { ...delivered.data, url: 'https://example.org/x', user_agent: 'UA/1', classification: 'scanner', is_machine: true, classified_by: 'head_request' } };
+    const clicked = {
+      ...delivered,
+      type: 'email.clicked',
+      data: {
+        ...delivered.data,
+        url: 'https://example.org/x',
+        user_agent: 'UA/1',
+        classification: 'scanner',
+        is_machine: true,
+        classified_by: 'head_request',
+      },
+    };
     for (const surface of ['v1', 'legacy'] as const) {
       const data = renderData(surface, clicked);
       assert.equal(data.url, 'https://example.org/x');
@@ -84,7 +110,11 @@ describe('webhook payloads', () => {
     const variant = { ...clicked, data: { ...clicked.data, variant: 'B' } };
     assert.equal(renderData('v1', variant).variant, 'B', "an A/B test's variant, on the versioned surface");
     assert.equal('variant' in renderData('legacy', variant), false, "the legacy payload keeps the SPEC's fields");
-    const delayed = { ...delivered, type: 'email.delivery_delayed', data: { ...delivered.data, attempt: 2, next_attempt_at: '2025-01-02T03:09:05.000Z' } };
+    const delayed = {
+      ...delivered,
+      type: 'email.delivery_delayed',
+      data: { ...delivered.data, attempt: 2, next_attempt_at: '2025-01-02T03:09:05.000Z' },
+    };
     assert.deepEqual(renderData('v1', delayed), {
       email_id: delivered.data.email_id,
       to: ['bob@example.org'],
@@ -95,19 +125,55 @@ describe('webhook payloads', () => {
       attempt: 2,
       next_attempt_at: '2025-01-02T03:09:05.000Z',
     });
-    const suppressed = { ...delivered, type: 'email.suppressed', data: { ...delivered.data, suppression: { email: 'bob@example.org', reason: 'hard_bounce', scope: 'all' } } };
-    assert.deepEqual(renderData('legacy', suppressed).suppression, { email: 'bob@example.org', reason: 'hard_bounce', scope: 'all' });
+    const suppressed = {
+      ...delivered,
+      type: 'email.suppressed',
+      data: { ...delivered.data, suppression: { email: 'bob@example.org', reason: 'hard_bounce', scope: 'all' } },
+    };
+    assert.deepEqual(renderData('legacy', suppressed).suppression, {
+      email: 'bob@example.org',
+      reason: 'hard_bounce',
+      scope: 'all',
+    });
   });
 
   it('subscriber and campaign events carry their own fields; unknown types pass through', () => {
-    const sub = { ...delivered, type: 'subscriber.created', data: { subscriber_id: 's1', email: 'a@x.org', status: 'subscribed', secret_internal: 1 } };
-    assert.deepEqual(renderData('legacy', sub), { subscriber_id: 's1', email: 'a@x.org', status: 'subscribed', first_name: null, last_name: null, tags: null, metadata: null });
-    assert.deepEqual(renderData('v1', { ...delivered, type: 'campaign.sent', data: { campaign_id: 'c', name: 'N', recipients: 3 } }), { campaign_id: 'c', name: 'N', recipients: 3 });
+    const sub = {
+      ...delivered,
+      type: 'subscriber.created',
+      data: { subscriber_id: 's1', email: 'a@x.org', status: 'subscribed', secret_internal: 1 },
+    };
+    assert.deepEqual(renderData('legacy', sub), {
+      subscriber_id: 's1',
+      email: 'a@x.org',
+      status: 'subscribed',
+      first_name: null,
+      last_name: null,
+      tags: null,
+      metadata: null,
+    });
+    assert.deepEqual(
+      renderData('v1', { ...delivered, type: 'campaign.sent', data: { campaign_id: 'c', name: 'N', recipients: 3 } }),
+      { campaign_id: 'c', name: 'N', recipients: 3 },
+    );
     assert.deepEqual(renderData('v1', { ...delivered, type: 'future.thing', data: { a: 1 } }), { a: 1 });
   });
 
   it('workflow events carry the run on both surfaces', () => {
-    const data = { workflow_id: 'w1', workflow_name: 'Welcome', run_id: 'r1', subscriber_id: 's1', email: 'a@x.org', trigger_event: 'user.created', status: 'completed', started_at: 'x', completed_at: 'y', error: null, test: false, internal: 1 };
+    const data = {
+      workflow_id: 'w1',
+      workflow_name: 'Welcome',
+      run_id: 'r1',
+      subscriber_id: 's1',
+      email: 'a@x.org',
+      trigger_event: 'user.created',
+      status: 'completed',
+      started_at: 'x',
+      completed_at: 'y',
+      error: null,
+      test: false,
+      internal: 1,
+    };
     for (const type of ['workflow.started', 'workflow.completed', 'workflow.failed']) {
       const { internal: _, ...expected } = data;
       assert.deepEqual(renderData('v1', { ...delivered, type, data }), expected);
@@ -116,10 +182,33 @@ describe('webhook payloads', () => {
   });
 
   it("email.received carries the same fields on both surfaces, Resend's first, not the email common fields", () => {
-    const received = { ...delivered, type: 'email.received', data: { email_id: 'r1', from: 'a@x.org', to: ['support@acme.test'], subject: 'Hi', text: 'hello', in_reply_to_email_id: 'e1' } };
+    const received = {
+      ...delivered,
+      type: 'email.received',
+      data: {
+        email_id: 'r1',
+        from: 'a@x.org',
+        to: ['support@acme.test'],
+        subject: 'Hi',
+        text: 'hello',
+        in_reply_to_email_id: 'e1',
+      },
+    };
     const v1 = renderData('v1', received);
     assert.deepEqual(renderData('legacy', received), v1);
-    assert.deepEqual(Object.keys(v1).slice(0, 11), ['email_id', 'created_at', 'from', 'to', 'cc', 'bcc', 'reply_to', 'received_for', 'subject', 'message_id', 'attachments']);
+    assert.deepEqual(Object.keys(v1).slice(0, 11), [
+      'email_id',
+      'created_at',
+      'from',
+      'to',
+      'cc',
+      'bcc',
+      'reply_to',
+      'received_for',
+      'subject',
+      'message_id',
+      'attachments',
+    ]);
     assert.equal(v1.text, 'hello');
     assert.equal(v1.in_reply_to_email_id, 'e1');
     assert.equal(v1.cc, null, 'a field the event did not record is null');

@@ -5,7 +5,11 @@ import { endpointHealthAfter, nextAttemptAt, type RetryPolicy } from '../../../s
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
-const policy: RetryPolicy = { legacySchedule: [60, 300, 1800], schedule: [60, 300, 1800, 7200, 18000], maxAgeMs: 5 * DAY };
+const policy: RetryPolicy = {
+  legacySchedule: [60, 300, 1800],
+  schedule: [60, 300, 1800, 7200, 18000],
+  maxAgeMs: 5 * DAY,
+};
 const t0 = 1_700_000_000_000;
 
 describe('retry schedule', () => {
@@ -46,13 +50,25 @@ describe('endpoint health', () => {
   const failed = (statusCode: number | null) => ({ succeeded: false, statusCode });
 
   it('a success ends the failure streak', () => {
-    assert.deepEqual(endpointHealthAfter(policy, { surface: 'v1', failing_since: t0 }, { succeeded: true, statusCode: 200 }, t0 + DAY), { failingSince: null, disable: null });
+    assert.deepEqual(
+      endpointHealthAfter(policy, { surface: 'v1', failing_since: t0 }, { succeeded: true, statusCode: 200 }, t0 + DAY),
+      { failingSince: null, disable: null },
+    );
   });
 
   it('the first failure starts the streak; five days of it disable a versioned endpoint', () => {
-    assert.deepEqual(endpointHealthAfter(policy, { surface: 'v1', failing_since: null }, failed(500), t0), { failingSince: t0, disable: null });
-    assert.deepEqual(endpointHealthAfter(policy, { surface: 'v1', failing_since: t0 }, failed(null), t0 + 5 * DAY - 1), { failingSince: t0, disable: null });
-    assert.deepEqual(endpointHealthAfter(policy, { surface: 'v1', failing_since: t0 }, failed(null), t0 + 5 * DAY), { failingSince: t0, disable: 'failing' });
+    assert.deepEqual(endpointHealthAfter(policy, { surface: 'v1', failing_since: null }, failed(500), t0), {
+      failingSince: t0,
+      disable: null,
+    });
+    assert.deepEqual(
+      endpointHealthAfter(policy, { surface: 'v1', failing_since: t0 }, failed(null), t0 + 5 * DAY - 1),
+      { failingSince: t0, disable: null },
+    );
+    assert.deepEqual(endpointHealthAfter(policy, { surface: 'v1', failing_since: t0 }, failed(null), t0 + 5 * DAY), {
+      failingSince: t0,
+      disable: 'failing',
+    });
   });
 
   it('410 Gone disables a versioned endpoint at once', () => {
@@ -60,7 +76,13 @@ describe('endpoint health', () => {
   });
 
   it('legacy endpoints are never disabled', () => {
-    assert.equal(endpointHealthAfter(policy, { surface: 'legacy', failing_since: null }, failed(410), t0).disable, null);
-    assert.equal(endpointHealthAfter(policy, { surface: 'legacy', failing_since: t0 }, failed(500), t0 + 30 * DAY).disable, null);
+    assert.equal(
+      endpointHealthAfter(policy, { surface: 'legacy', failing_since: null }, failed(410), t0).disable,
+      null,
+    );
+    assert.equal(
+      endpointHealthAfter(policy, { surface: 'legacy', failing_since: t0 }, failed(500), t0 + 30 * DAY).disable,
+      null,
+    );
   });
 });

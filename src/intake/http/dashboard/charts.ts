@@ -34,7 +34,8 @@ export function niceMax(max: number): number {
   return 10 * power;
 }
 
-const fmt = (n: number) => (n >= 10_000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+const fmt = (n: number) =>
+  n >= 10_000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
 const pct = (n: number) => `${n.toFixed(2)}%`;
 
 let chartSeq = 0;
@@ -47,7 +48,8 @@ export function lineChart(title: string, labels: string[], series: Series[]): Sa
   // A little room at both ends so that the first and last points are not cut in half.
   const x = (i: number) => 4 + ((SPAN - 8) * i) / n;
   const y = (v: number) => PLOT * (1 - v / max);
-  const xTicks = labels.length > 2 ? [0, Math.floor((labels.length - 1) / 2), labels.length - 1] : labels.map((_, i) => i);
+  const xTicks =
+    labels.length > 2 ? [0, Math.floor((labels.length - 1) / 2), labels.length - 1] : labels.map((_, i) => i);
   const points = (values: number[]) => values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
   return html`<figure class="chart-box"><figcaption class="chart-title" id="${id}">${title}</figcaption>
 <svg class="chart" width="100%" height="${HEIGHT}" role="img" aria-labelledby="${id}">
@@ -74,7 +76,8 @@ export function ratioBars(title: string, bars: Bar[]): SafeHtml {
   const id = `chart-${++chartSeq}`;
   return html`<figure class="chart-box"><figcaption class="chart-title" id="${id}">${title}</figcaption>
 <table class="bars" aria-labelledby="${id}"><tbody>${bars.map(
-    (b) => html`<tr><th scope="row">${b.label}</th><td class="bar-cell"><svg class="bar" width="100%" height="14" aria-hidden="true"><rect class="track" width="100%" height="14" rx="3"/><rect class="fill ${b.cls}" width="${pct(100 * Math.max(0, Math.min(1, b.value)))}" height="14" rx="3"/></svg></td><td class="value">${b.text}</td></tr>`,
+    (b) =>
+      html`<tr><th scope="row">${b.label}</th><td class="bar-cell"><svg class="bar" width="100%" height="14" aria-hidden="true"><rect class="track" width="100%" height="14" rx="3"/><rect class="fill ${b.cls}" width="${pct(100 * Math.max(0, Math.min(1, b.value)))}" height="14" rx="3"/></svg></td><td class="value">${b.text}</td></tr>`,
   )}</tbody></table></figure>`;
 }
 

@@ -6,7 +6,11 @@ import type { DashCtx } from './session.js';
  * was typed and the reason beside it, in the same status, rather than an error page that loses
  * the input. Server failures still go to the error page.
  */
-export async function formAction(ctx: DashCtx, act: () => Promise<void>, again: (error: string) => Promise<string>): Promise<void> {
+export async function formAction(
+  ctx: DashCtx,
+  act: () => Promise<void>,
+  again: (error: string) => Promise<string>,
+): Promise<void> {
   try {
     await act();
   } catch (thrown) {

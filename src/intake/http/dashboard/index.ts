@@ -98,17 +98,34 @@ export function privateRoutes(deps: HttpDeps): { router: Router<DashState>; rout
 function renderError(ctx: Ctx, deps: HttpDeps, thrown: unknown): void {
   const err = normalize(thrown);
   // A login link's token is a credential: it never reaches the log.
-  if (err.code === 'internal_error') deps.logger.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, path: ctx.path.replace(/\/login\/.+$/, '/login/<token>') }, 'dashboard request failed');
+  if (err.code === 'internal_error')
+    deps.logger.error(
+      {
+        err: err.cause ?? thrown,
+        requestId: ctx.state.requestId,
+        path: ctx.path.replace(/\/login\/.+$/, '/login/<token>'),
+      },
+      'dashboard request failed',
+    );
   ctx.status = err.status;
   if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));
   ctx.type = 'html';
-  const message = err.code === 'internal_error' ? `Something went wrong (request ${ctx.state.requestId}).` : err.message;
+  const message =
+    err.code === 'internal_error' ? `Something went wrong (request ${ctx.state.requestId}).` : err.message;
   // eslint-disable-next-line no-restricted-syntax -- the dashboard's state is set on the same context by requireSession
   const view = (ctx as unknown as DashCtx).state.dashboard as DashCtx['state']['dashboard'] | undefined;
   if (view) {
-    ctx.body = page(view, { title: err.status === 404 ? 'Not found' : 'That did not work', section: 'overview', error: message, body: html`<p><a href="/dashboard">Dashboard home</a></p>` });
+    ctx.body = page(view, {
+      title: err.status === 404 ? 'Not found' : 'That did not work',
+      section: 'overview',
+      error: message,
+      body: html`<p><a href="/dashboard">Dashboard home</a></p>`,
+    });
   } else {
-    ctx.body = plainPage('Error', html`<div class="card"><div class="error" role="alert">${message}</div><p><a href="/dashboard/login">Sign in</a></p></div>`);
+    ctx.body = plainPage(
+      'Error',
+      html`<div class="card"><div class="error" role="alert">${message}</div><p><a href="/dashboard/login">Sign in</a></p></div>`,
+    );
   }
 }
 
@@ -140,7 +157,8 @@ export function dashboardRoutes(deps: HttpDeps) {
       // eslint-disable-next-line no-restricted-syntax -- @koa/router types its middleware over its own context; ours extends Koa's
       if (matched) await (openRoutes as unknown as (ctx: Ctx, next: Next) => Promise<void>)(ctx, async () => {});
       else await guarded(ctx, async () => {});
-      if (ctx.body === undefined && ctx.status === 404) throw new AppError('not_found', `No dashboard page at ${ctx.path}`);
+      if (ctx.body === undefined && ctx.status === 404)
+        throw new AppError('not_found', `No dashboard page at ${ctx.path}`);
     } catch (err) {
       renderError(ctx, deps, err);
     }

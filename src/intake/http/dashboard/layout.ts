@@ -46,10 +46,13 @@ const csrfField = (token: string) => html`<input type="hidden" name="_csrf" valu
  * POST form through this or actionButton (a unit test holds them to it).
  */
 export const postForm = (view: DashView, action: string, className: string, inner: SafeHtml) =>
-  view.may('POST', action) ? html`<form class="${className}" method="post" action="${action}">${csrfField(view.csrf)}${inner}</form>` : html``;
+  view.may('POST', action)
+    ? html`<form class="${className}" method="post" action="${action}">${csrfField(view.csrf)}${inner}</form>`
+    : html``;
 
 /** Markup shown only to a role that may post to `action` (a card around a form, its heading). */
-export const ifAllowed = (view: DashView, action: string, markup: SafeHtml) => (view.may('POST', action) ? markup : html``);
+export const ifAllowed = (view: DashView, action: string, markup: SafeHtml) =>
+  view.may('POST', action) ? markup : html``;
 
 /** A POST button in its own small form (revoke, verify, replay...); nothing for a role that may not. */
 export const actionButton = (view: DashView, action: string, label: string, className = 'secondary') =>
@@ -59,14 +62,43 @@ export const actionButton = (view: DashView, action: string, label: string, clas
 export const copyField = (id: string, value: string, label = 'Copy') =>
   html`<span class="secret"><input id="${id}" readonly value="${value}" aria-label="${label}"><button type="button" class="secondary" data-copy="${id}">${label}</button></span>`;
 
-const GOOD = new Set(['normal', 'warm', 'delivered', 'verified', 'succeeded', 'enabled', 'subscribed', 'sent', 'active', 'opened', 'clicked', 'webhook', 'completed', 'ok']);
-const BAD = new Set(['bounced', 'failed', 'complained', 'suppressed', 'disabled', 'revoked', 'cancelled', 'unsubscribed', 'reject', 'failing', 'paused']);
+const GOOD = new Set([
+  'normal',
+  'warm',
+  'delivered',
+  'verified',
+  'succeeded',
+  'enabled',
+  'subscribed',
+  'sent',
+  'active',
+  'opened',
+  'clicked',
+  'webhook',
+  'completed',
+  'ok',
+]);
+const BAD = new Set([
+  'bounced',
+  'failed',
+  'complained',
+  'suppressed',
+  'disabled',
+  'revoked',
+  'cancelled',
+  'unsubscribed',
+  'reject',
+  'failing',
+  'paused',
+]);
 export const badge = (status: string) =>
   html`<span class="badge ${GOOD.has(status) ? 'good' : BAD.has(status) ? 'bad' : 'wait'}">${status}</span>`;
 
 /** ISO timestamps shown to the second, in UTC (the API's zone); the exact time on hover. */
 export const when = (iso: string | null | undefined) =>
-  iso ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 19).replace('T', ' ')}</time>` : html`<span class="muted">—</span>`;
+  iso
+    ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 19).replace('T', ' ')}</time>`
+    : html`<span class="muted">—</span>`;
 
 /** To the millisecond, for timelines where events a moment apart must read in order. */
 export const exactly = (iso: string | null | undefined) =>
@@ -120,5 +152,9 @@ export function page(view: DashView, options: PageOptions): string {
 
 /** Pages shown before sign-in and error pages without a session. */
 export function plainPage(title: string, body: SafeHtml): string {
-  return shell(title, html`<header><a class="brand" href="/dashboard">mailsvc</a></header>`, html`<div class="login">${body}</div>`).value;
+  return shell(
+    title,
+    html`<header><a class="brand" href="/dashboard">mailsvc</a></header>`,
+    html`<div class="login">${body}</div>`,
+  ).value;
 }

@@ -18,7 +18,8 @@ export interface RouteDeclaration {
 
 type Handler = RouterMiddleware<DashState>;
 
-const matcher = (path: string): RegExp => new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+')}/?$`);
+const matcher = (path: string): RegExp =>
+  new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z]+/g, '[^/]+')}/?$`);
 
 /**
  * The signed-in dashboard's routes, each declared with what it needs. Pages register through
@@ -41,7 +42,8 @@ export class DashRoutes {
   }
 
   private add(route: RouteDeclaration, handler: Handler): void {
-    if (this.declared.some((r) => r.method === route.method && r.path === route.path)) throw new Error(`dashboard route declared twice: ${route.method} ${route.path}`);
+    if (this.declared.some((r) => r.method === route.method && r.path === route.path))
+      throw new Error(`dashboard route declared twice: ${route.method} ${route.path}`);
     this.declared.push(route);
     this.matchers.push({ route, pattern: matcher(`/dashboard${route.path === '/' ? '' : route.path}`) });
     if (route.method === 'GET') this.router.get(route.path, handler);

@@ -23,7 +23,14 @@ export type DashCtx = ParameterizedContext<DashState>;
 
 // HttpOnly keeps the session away from scripts; Lax stops other sites' POSTs from carrying it;
 // Secure whenever the request came over HTTPS (directly or, with http.trustProxy, via a proxy).
-const cookieOptions = (ctx: Ctx, expires?: Date) => ({ httpOnly: true, sameSite: 'lax' as const, secure: ctx.secure, path: COOKIE_PATH, overwrite: true, ...(expires ? { expires } : {}) });
+const cookieOptions = (ctx: Ctx, expires?: Date) => ({
+  httpOnly: true,
+  sameSite: 'lax' as const,
+  secure: ctx.secure,
+  path: COOKIE_PATH,
+  overwrite: true,
+  ...(expires ? { expires } : {}),
+});
 
 export function setSessionCookie(ctx: Ctx, signedIn: SignedIn): void {
   ctx.cookies.set(SESSION_COOKIE, signedIn.secret, cookieOptions(ctx, new Date(signedIn.expiresAt)));
@@ -65,7 +72,10 @@ export interface ShownSecret {
 
 // Sealed with a key derived from the session's own cookie and bound to the page it is for: the
 // cookie is useless to anyone without that session, and it is gone after one minute or one view.
-const sealKey = (ctx: Ctx) => createHash('sha256').update(`dashboard-secret:${ctx.cookies.get(SESSION_COOKIE) ?? ''}`).digest();
+const sealKey = (ctx: Ctx) =>
+  createHash('sha256')
+    .update(`dashboard-secret:${ctx.cookies.get(SESSION_COOKIE) ?? ''}`)
+    .digest();
 
 /**
  * Post/redirect/get for an answer that holds a secret shown once: a refresh of the page after
@@ -75,7 +85,10 @@ export function redirectWithSecret(ctx: Ctx, url: string, shown: ShownSecret): v
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', sealKey(ctx), iv).setAAD(Buffer.from(url));
   const sealed = Buffer.concat([cipher.update(JSON.stringify(shown), 'utf8'), cipher.final()]);
-  ctx.cookies.set(SECRET_COOKIE, Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url'), { ...cookieOptions(ctx), maxAge: 60_000 });
+  ctx.cookies.set(SECRET_COOKIE, Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url'), {
+    ...cookieOptions(ctx),
+    maxAge: 60_000,
+  });
   ctx.status = 303;
   ctx.redirect(url);
 }
@@ -89,7 +102,9 @@ export function takeSecret(ctx: Ctx): ShownSecret | undefined {
     const bytes = Buffer.from(value, 'base64url');
     const decipher = createDecipheriv('aes-256-gcm', sealKey(ctx), bytes.subarray(0, 12)).setAAD(Buffer.from(ctx.path));
     decipher.setAuthTag(bytes.subarray(12, 28));
-    return JSON.parse(Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8')) as ShownSecret;
+    return JSON.parse(
+      Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8'),
+    ) as ShownSecret;
   } catch {
     // Another session's, another page's, or tampered with: nothing to show.
     return undefined;
@@ -106,7 +121,8 @@ export function takeNotice(ctx: Ctx): string | undefined {
 
 /** Fields of an urlencoded form; repeated fields keep their last value. */
 export async function readForm(ctx: Ctx): Promise<Record<string, string>> {
-  if (!ctx.is('application/x-www-form-urlencoded')) throw new AppError('unsupported_media_type', 'Forms must be sent as application/x-www-form-urlencoded');
+  if (!ctx.is('application/x-www-form-urlencoded'))
+    throw new AppError('unsupported_media_type', 'Forms must be sent as application/x-www-form-urlencoded');
   const body = (await parse.form(ctx.req, { limit: '256kb' })) as Record<string, unknown>;
   const form: Record<string, string> = {};
   for (const [key, value] of Object.entries(body)) {
@@ -116,7 +132,11 @@ export async function readForm(ctx: Ctx): Promise<Record<string, string>> {
   return form;
 }
 
-const csrfRefused = () => new AppError('forbidden', 'The form was refused: its security token is missing or stale. Reload the page and try again.');
+const csrfRefused = () =>
+  new AppError(
+    'forbidden',
+    'The form was refused: its security token is missing or stale. Reload the page and try again.',
+  );
 
 /** The CSRF token for the sign-in forms, bound to a random cookie set here. */
 export function preLoginToken(ctx: Ctx, deps: HttpDeps): string {
@@ -140,7 +160,8 @@ export function checkPreLogin(ctx: Ctx, deps: HttpDeps, form: Record<string, str
  * handler runs.
  */
 /** What a member of a workspace that requires two-factor may reach before enrolling: enrolment itself, signing out, another workspace. */
-const enrolmentPath = (path: string): boolean => ['/dashboard/account/two-factor', '/dashboard/logout', '/dashboard/workspace'].includes(path);
+const enrolmentPath = (path: string): boolean =>
+  ['/dashboard/account/two-factor', '/dashboard/logout', '/dashboard/workspace'].includes(path);
 
 /** What the session middleware asks of the declared routes (routes.ts, whose handlers take this file's state). */
 interface RouteCheck {
@@ -153,7 +174,9 @@ interface RouteCheck {
  * prefix of its hash (enough to tell sessions apart, never the cookie).
  */
 export function sessionActor(session: DashboardSessionInfo): { type: 'user' | 'dashboard'; id: string } {
-  return session.userId === null ? { type: 'dashboard', id: session.idHash.slice(0, 16) } : { type: 'user', id: session.userId };
+  return session.userId === null
+    ? { type: 'dashboard', id: session.idHash.slice(0, 16) }
+    : { type: 'user', id: session.userId };
 }
 
 export function requireSession(deps: HttpDeps, routes: RouteCheck) {
@@ -168,11 +191,24 @@ export function requireSession(deps: HttpDeps, routes: RouteCheck) {
       throw new AppError('unauthorized', 'Your dashboard session has ended; sign in again.');
     }
     const workspaces = await deps.services.workspaces.list();
-    const workspace = workspaces.find((w) => w.id === found.workspaceId) ?? (await deps.services.workspaces.ensureDefault());
+    const workspace =
+      workspaces.find((w) => w.id === found.workspaceId) ?? (await deps.services.workspaces.ensureDefault());
     const role = found.userId === null ? 'owner' : await deps.services.users.roleOf(found.userId, workspace.id);
-    if (!role) throw new AppError('forbidden', `You have no role in the workspace ${workspace.name}; ask one of its owners or admins for an invitation.`);
+    if (!role)
+      throw new AppError(
+        'forbidden',
+        `You have no role in the workspace ${workspace.name}; ask one of its owners or admins for an invitation.`,
+      );
     const may = (method: string, path: string) => routes.permits(role, method, path);
-    ctx.state.dashboard = { session: found, workspace, workspaces, csrf: auth.csrfToken(found.idHash), role, may, can: (permission) => allows(role, permission) };
+    ctx.state.dashboard = {
+      session: found,
+      workspace,
+      workspaces,
+      csrf: auth.csrfToken(found.idHash),
+      role,
+      may,
+      can: (permission) => allows(role, permission),
+    };
     // A workspace that requires a second factor: a member without one sets it up before anything else.
     if (found.userId !== null && !enrolmentPath(ctx.path)) {
       const gate = await deps.services.twoFactor.gate(found.userId, workspace.id);
@@ -181,7 +217,10 @@ export function requireSession(deps: HttpDeps, routes: RouteCheck) {
           ctx.redirect('/dashboard/account/two-factor');
           return;
         }
-        throw new AppError('forbidden', `The workspace ${workspace.name} requires two-factor sign-in: set it up on your Account page first.`);
+        throw new AppError(
+          'forbidden',
+          `The workspace ${workspace.name} requires two-factor sign-in: set it up on your Account page first.`,
+        );
       }
     }
     if (ctx.method === 'POST') {
@@ -191,7 +230,12 @@ export function requireSession(deps: HttpDeps, routes: RouteCheck) {
     // The one role check of the dashboard: the route's declaration against what the role allows.
     // A path no route declares falls through to the router's 404.
     if (routes.find(ctx.method, ctx.path) && !may(ctx.method, ctx.path)) {
-      throw new AppError('forbidden', ctx.method === 'POST' ? `Your role (${role}) may not change this; an owner or admin can.` : `Your role (${role}) may not see this page; an owner or admin can.`);
+      throw new AppError(
+        'forbidden',
+        ctx.method === 'POST'
+          ? `Your role (${role}) may not change this; an owner or admin can.`
+          : `Your role (${role}) may not see this page; an owner or admin can.`,
+      );
     }
     await actingAs({ ...sessionActor(found), address: ctx.state.clientAddress }, next);
   };

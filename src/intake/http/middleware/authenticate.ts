@@ -34,7 +34,11 @@ export function authenticate(deps: HttpDeps) {
   const { services, clock } = deps;
   return async function authenticateMiddleware(ctx: Ctx, next: Next): Promise<void> {
     const failureKey = `ip:${ctx.state.clientAddress}`;
-    const blocked = await services.rateLimiter.peek(`${failureKey}:auth.failure`, services.limitFor('auth.failure', null), clock.now());
+    const blocked = await services.rateLimiter.peek(
+      `${failureKey}:auth.failure`,
+      services.limitFor('auth.failure', null),
+      clock.now(),
+    );
     if (blocked.remaining === 0) await applyLimit(ctx, deps, 'auth.failure', failureKey, null);
 
     let principal;
@@ -43,7 +47,8 @@ export function authenticate(deps: HttpDeps) {
     } catch (err) {
       if (err instanceof AppError && err.code === 'unauthorized') {
         // RFC 9728: a client that holds no token finds the authorization server from here.
-        if (deps.oauth && ctx.state.surface === 'v1') ctx.set('WWW-Authenticate', `Bearer resource_metadata="${deps.oauth.resourceMetadataUrl('v1')}"`);
+        if (deps.oauth && ctx.state.surface === 'v1')
+          ctx.set('WWW-Authenticate', `Bearer resource_metadata="${deps.oauth.resourceMetadataUrl('v1')}"`);
         await applyLimit(ctx, deps, 'auth.failure', failureKey, null);
       }
       throw err;
@@ -69,9 +74,16 @@ export function selectWorkspace(deps: HttpDeps, instanceWide: (ctx: Ctx) => bool
     if (principal.master && !requested && instanceWide(ctx)) return next();
     if (principal.master) {
       if (!requested) {
-        throw new AppError('validation_error', 'workspace_id: is required with a master key (X-Workspace-Id header, workspace_id query parameter or body field)', { field: 'workspace_id' });
+        throw new AppError(
+          'validation_error',
+          'workspace_id: is required with a master key (X-Workspace-Id header, workspace_id query parameter or body field)',
+          { field: 'workspace_id' },
+        );
       }
-      if (!isUuid(requested)) throw new AppError('validation_error', 'workspace_id: must be a workspace id (uuid)', { field: 'workspace_id' });
+      if (!isUuid(requested))
+        throw new AppError('validation_error', 'workspace_id: must be a workspace id (uuid)', {
+          field: 'workspace_id',
+        });
       const workspace = await services.workspaces.find(requested);
       if (!workspace) throw new AppError('not_found', `Workspace ${requested} not found`);
       ctx.state.workspace = workspace;

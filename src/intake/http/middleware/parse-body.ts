@@ -58,7 +58,10 @@ export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean =
   async function parsed(ctx: Ctx, next: Next): Promise<void> {
     let body: { parsed: unknown; raw: string };
     try {
-      body = (await parse.json(ctx.req, { limit, strict: true, returnRawBody: true })) as { parsed: unknown; raw: string };
+      body = (await parse.json(ctx.req, { limit, strict: true, returnRawBody: true })) as {
+        parsed: unknown;
+        raw: string;
+      };
     } catch (err) {
       const e = err as { status?: number; type?: string };
       if (e.status === 413) throw new AppError('payload_too_large', `Request body is larger than ${limit} bytes`);
@@ -66,7 +69,11 @@ export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean =
       throw new AppError('validation_error', 'Request body is not valid JSON');
     }
     if (jsonDepth(body.parsed, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) {
-      throw new AppError('validation_error', `body: objects and arrays may nest at most ${MAX_BODY_DEPTH} levels deep`, { field: 'body' });
+      throw new AppError(
+        'validation_error',
+        `body: objects and arrays may nest at most ${MAX_BODY_DEPTH} levels deep`,
+        { field: 'body' },
+      );
     }
     ctx.state.body = body.parsed;
     ctx.state.rawBody = body.raw;

@@ -26,6 +26,11 @@ export function recordApiLog(deps: HttpDeps) {
         requestBody: ctx.state.body,
         responseBody: ctx.body,
       })
-      .catch((err: unknown) => deps.logger.warn({ err, component: 'api-logs', workspaceId: workspace.id }, 'could not record an API request log'));
+      .catch((err: unknown) =>
+        deps.logger.warn(
+          { err, component: 'api-logs', workspaceId: workspace.id },
+          'could not record an API request log',
+        ),
+      );
   };
 }

@@ -77,9 +77,21 @@ export function renderErrors(logger: Logger) {
     } catch (thrown) {
       const err = normalize(thrown);
       if (err.code === 'internal_error') {
-        logger.error({ err: err.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request failed');
+        logger.error(
+          { err: err.cause ?? thrown, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path },
+          'request failed',
+        );
       } else if (isFault(err)) {
-        logger.warn({ code: err.code, cause: (err.cause as Error | undefined)?.message, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'request refused: storage fault');
+        logger.warn(
+          {
+            code: err.code,
+            cause: (err.cause as Error | undefined)?.message,
+            requestId: ctx.state.requestId,
+            method: ctx.method,
+            path: ctx.path,
+          },
+          'request refused: storage fault',
+        );
       }
       ctx.status = err.status;
       if (err.retryAfter !== undefined) ctx.set('Retry-After', String(err.retryAfter));

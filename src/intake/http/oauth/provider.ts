@@ -76,10 +76,17 @@ export function createOAuthServer(deps: HttpDeps): OAuthServer {
     resources,
     resourceMetadataUrl: (resource) => `${issuer}/.well-known/oauth-protected-resource/${resource}`,
     async middleware(ctx, next) {
-      if (ctx.path.startsWith('/.well-known/oauth-protected-resource')) return serveProtectedResource(ctx, next, resources);
+      if (ctx.path.startsWith('/.well-known/oauth-protected-resource'))
+        return serveProtectedResource(ctx, next, resources);
       if (!isProviderPath(ctx.path)) return next();
-      if (ctx.path === ROUTES.registration && ctx.method === 'POST' && (await refuseOverRegistrationLimit(deps, ctx))) return;
-      if (ctx.path === ROUTES.authorization && ctx.method === 'GET' && (await refuseUnofferedScope(provider, issuer, ctx))) return;
+      if (ctx.path === ROUTES.registration && ctx.method === 'POST' && (await refuseOverRegistrationLimit(deps, ctx)))
+        return;
+      if (
+        ctx.path === ROUTES.authorization &&
+        ctx.method === 'GET' &&
+        (await refuseUnofferedScope(provider, issuer, ctx))
+      )
+        return;
       // The provider answers on the raw request (its own Koa app): Koa must not answer again.
       ctx.respond = false;
       await callback(ctx.req, ctx.res);
@@ -95,7 +102,11 @@ function providerConfiguration(deps: HttpDeps, resources: Resources): Record<str
     jwks: { keys: [keys.signingKey] },
     cookies: {
       keys: keys.cookieKeys,
-      names: { session: 'mailsvc_oauth_session', interaction: 'mailsvc_oauth_interaction', resume: 'mailsvc_oauth_resume' },
+      names: {
+        session: 'mailsvc_oauth_session',
+        interaction: 'mailsvc_oauth_interaction',
+        resume: 'mailsvc_oauth_resume',
+      },
       long: { httpOnly: true, sameSite: 'lax' },
       short: { httpOnly: true, sameSite: 'lax' },
     },
@@ -116,7 +127,8 @@ function providerConfiguration(deps: HttpDeps, resources: Resources): Record<str
     ttl: TTL,
     // Every exchange and refresh rotates the refresh token; presenting a used one revokes the grant (oidc-provider's refresh_token grant).
     rotateRefreshToken: true,
-    issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) => client.grantTypeAllowed('refresh_token'),
+    issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>
+      client.grantTypeAllowed('refresh_token'),
     features: {
       devInteractions: { enabled: false },
       userinfo: { enabled: false },
@@ -140,19 +152,33 @@ function resourceIndicators(resources: Resources) {
     defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string[]) => oneOf?.[0] ?? resources.v1,
     useGrantedResource: async () => true,
     getResourceServerInfo: async (_ctx: unknown, resource: string) => {
-      if (!known.has(resource)) throw new errors.InvalidTarget(`this server protects ${resources.v1} and ${resources.mcp}`);
-      return { scope: OFFERED_SCOPES.join(' '), audience: resource, accessTokenTTL: ACCESS_TOKEN_TTL, accessTokenFormat: 'opaque' };
+      if (!known.has(resource))
+        throw new errors.InvalidTarget(`this server protects ${resources.v1} and ${resources.mcp}`);
+      return {
+        scope: OFFERED_SCOPES.join(' '),
+        audience: resource,
+        accessTokenTTL: ACCESS_TOKEN_TTL,
+        accessTokenFormat: 'opaque',
+      };
     },
   };
 }
 
 /** Called for every client, registered or read back; the redirect rule is the product's (services/oauth.ts). */
-function validateClientMetadata(ctx: ProviderCtx | undefined, key: string, value: unknown, metadata: { redirect_uris?: string[]; token_endpoint_auth_method?: string }): void {
+function validateClientMetadata(
+  ctx: ProviderCtx | undefined,
+  key: string,
+  value: unknown,
+  metadata: { redirect_uris?: string[]; token_endpoint_auth_method?: string },
+): void {
   if (key !== 'mailsvc_admin') return;
   if (ctx?.oidc?.route === 'registration') {
     if (value !== undefined) throw new errors.InvalidClientMetadata('mailsvc_admin is set by the server only');
     // Registration is for public clients (PKCE); a confidential client is created by an admin.
-    if (metadata.token_endpoint_auth_method !== 'none') throw new errors.InvalidClientMetadata('token_endpoint_auth_method must be none: registered clients are public; an admin creates confidential ones (mailsvc oauth clients create)');
+    if (metadata.token_endpoint_auth_method !== 'none')
+      throw new errors.InvalidClientMetadata(
+        'token_endpoint_auth_method must be none: registered clients are public; an admin creates confidential ones (mailsvc oauth clients create)',
+      );
   }
   for (const uri of metadata.redirect_uris ?? []) {
     const problem = redirectUriProblem(uri);
@@ -166,7 +192,10 @@ function validateClientMetadata(ctx: ProviderCtx | undefined, key: string, value
 
 function renderError(ctx: ProviderCtx, out: { error: string; error_description?: string }): void {
   ctx.type = 'html';
-  ctx.body = plainPage('Authorization failed', html`<div class="card"><h1>The app's request was refused</h1><div class="error" role="alert">${out.error}: ${out.error_description ?? ''}</div><p class="muted">Go back to the app and try connecting again.</p></div>`);
+  ctx.body = plainPage(
+    'Authorization failed',
+    html`<div class="card"><h1>The app's request was refused</h1><div class="error" role="alert">${out.error}: ${out.error_description ?? ''}</div><p class="muted">Go back to the app and try connecting again.</p></div>`,
+  );
 }
 
 /**
@@ -184,13 +213,24 @@ function logProviderEvents(provider: ProviderInstance, deps: HttpDeps): void {
   const log = deps.logger.child({ component: 'oauth' });
   provider.on('server_error', (_ctx: unknown, err: unknown) => log.error({ err }, 'authorization server error'));
   // Refused requests are the client's to fix; the reason, at debug level, is the operator's to read.
-  for (const event of ['grant.error', 'authorization.error', 'registration_create.error', 'revocation.error', 'introspection.error']) {
+  for (const event of [
+    'grant.error',
+    'authorization.error',
+    'registration_create.error',
+    'revocation.error',
+    'introspection.error',
+  ]) {
     provider.on(event, (_ctx: unknown, err: { error?: string; error_description?: string; error_detail?: string }) =>
-      log.debug({ event, error: err.error, description: err.error_description, detail: err.error_detail }, 'authorization request refused'),
+      log.debug(
+        { event, error: err.error, description: err.error_description, detail: err.error_detail },
+        'authorization request refused',
+      ),
     );
   }
   provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
-    deps.services.oauth.endProviderGrant(grantId).catch((err: unknown) => log.warn({ err }, 'could not record a revoked grant'));
+    deps.services.oauth
+      .endProviderGrant(grantId)
+      .catch((err: unknown) => log.warn({ err }, 'could not record a revoked grant'));
   });
 }
 
@@ -210,14 +250,25 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** /oauth/grants is the API's (Resend's oauthGrants at the root alias of /v1/oauth/grants), not the provider's. */
 function isProviderPath(path: string): boolean {
   const apiAlias = path === `${OAUTH_PREFIX}/grants` || path.startsWith(`${OAUTH_PREFIX}/grants/`);
-  return !apiAlias && (path.startsWith(`${OAUTH_PREFIX}/`) || path === '/.well-known/oauth-authorization-server' || path === '/.well-known/openid-configuration');
+  return (
+    !apiAlias &&
+    (path.startsWith(`${OAUTH_PREFIX}/`) ||
+      path === '/.well-known/oauth-authorization-server' ||
+      path === '/.well-known/openid-configuration')
+  );
 }
 
 /** RFC 9728 metadata of the API and the MCP endpoint. */
 function serveProtectedResource(ctx: Ctx, next: Next, resources: Resources): Promise<void> | void {
   const which = ctx.path.slice('/.well-known/oauth-protected-resource'.length);
   const body =
-    which === '' || which === '/' ? protectedResource(resources, resources.root, 'mailsvc API') : which === '/v1' ? protectedResource(resources, resources.v1, 'mailsvc API') : which === '/mcp' ? protectedResource(resources, resources.mcp, 'mailsvc MCP server') : undefined;
+    which === '' || which === '/'
+      ? protectedResource(resources, resources.root, 'mailsvc API')
+      : which === '/v1'
+        ? protectedResource(resources, resources.v1, 'mailsvc API')
+        : which === '/mcp'
+          ? protectedResource(resources, resources.mcp, 'mailsvc MCP server')
+          : undefined;
   if (!body || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
   ctx.set('Access-Control-Allow-Origin', '*');
   ctx.set('Cache-Control', 'public, max-age=3600');
@@ -246,7 +297,10 @@ async function refuseOverRegistrationLimit(deps: HttpDeps, ctx: Ctx): Promise<bo
     ctx.status = 429;
     if (retryAfter !== undefined) ctx.set('Retry-After', String(retryAfter));
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { error: 'temporarily_unavailable', error_description: `too many client registrations from this address; retry after ${retryAfter ?? 60} s` };
+    ctx.body = {
+      error: 'temporarily_unavailable',
+      error_description: `too many client registrations from this address; retry after ${retryAfter ?? 60} s`,
+    };
     return true;
   }
 }
@@ -264,11 +318,19 @@ async function refuseUnofferedScope(provider: ProviderInstance, issuer: string, 
   const unknown = scope.split(' ').find((s) => s !== '' && !OFFERED.has(s));
   if (unknown === undefined) return false;
   const client = await provider.Client.find(clientId).catch(() => undefined);
-  const target = typeof redirectUri === 'string' ? redirectUri : client?.redirectUris.length === 1 ? client.redirectUris[0] : undefined;
+  const target =
+    typeof redirectUri === 'string'
+      ? redirectUri
+      : client?.redirectUris.length === 1
+        ? client.redirectUris[0]
+        : undefined;
   if (!client || !target || !client.redirectUris.includes(target)) return false;
   const back = new URL(target);
   back.searchParams.set('error', 'invalid_scope');
-  back.searchParams.set('error_description', `scope ${unknown.slice(0, 100)} is not offered; see scopes_supported in /.well-known/oauth-authorization-server`);
+  back.searchParams.set(
+    'error_description',
+    `scope ${unknown.slice(0, 100)} is not offered; see scopes_supported in /.well-known/oauth-authorization-server`,
+  );
   if (typeof state === 'string') back.searchParams.set('state', state);
   back.searchParams.set('iss', issuer);
   ctx.status = 303;

@@ -22,12 +22,19 @@ export function trackingRoutes(deps: HttpDeps) {
     if (!open && !ctx.path.startsWith(TRACKING_PATHS.click)) return next();
     const token = ctx.path.slice((open ? TRACKING_PATHS.open : TRACKING_PATHS.click).length);
     const genuine = TOKEN_RE.test(token);
-    const requester = { method: ctx.method, ip: ctx.state.clientAddress || null, userAgent: ctx.get('User-Agent') || null };
+    const requester = {
+      method: ctx.method,
+      ip: ctx.state.clientAddress || null,
+      userAgent: ctx.get('User-Agent') || null,
+    };
     ctx.set('Cache-Control', 'no-store, no-cache, must-revalidate, private');
     ctx.set('Referrer-Policy', 'no-referrer');
 
     if (open) {
-      if (genuine) await tracking.open(token, requester).catch((err: unknown) => deps.logger.error({ err }, 'could not record an open'));
+      if (genuine)
+        await tracking
+          .open(token, requester)
+          .catch((err: unknown) => deps.logger.error({ err }, 'could not record an open'));
       ctx.type = 'image/gif';
       ctx.body = PIXEL;
       return;

@@ -11,7 +11,7 @@ export const broadcastTools = [
     name: 'broadcasts_create',
     title: 'Draft a broadcast',
     description:
-      'Creates a broadcast to a segment as a draft (HTML, or a template\'s content copied in). Nothing is sent: broadcasts_send does that after confirmation. Writes rows.',
+      "Creates a broadcast to a segment as a draft (HTML, or a template's content copied in). Nothing is sent: broadcasts_send does that after confirmation. Writes rows.",
     family: 'broadcasts',
     scope: 'campaigns:write',
     operation: 'api',
@@ -27,17 +27,22 @@ export const broadcastTools = [
       preview_text: z.string().optional(),
       html: z.string().optional().describe('Give html or template_id'),
       text: z.string().optional(),
-      template_id: z.string().optional().describe("A template (id or alias) whose published content is copied in"),
+      template_id: z.string().optional().describe('A template (id or alias) whose published content is copied in'),
       variables: z.record(z.string(), z.unknown()).optional(),
     }),
     handler: ({ deps, caller, args }) =>
-      deps.services.campaigns.create(caller.workspace, toInput(args) as CampaignInput, caller.principal.kind === 'test', { send: false, scheduledAt: null }),
+      deps.services.campaigns.create(
+        caller.workspace,
+        toInput(args) as CampaignInput,
+        caller.principal.kind === 'test',
+        { send: false, scheduledAt: null },
+      ),
   }),
   defineTool({
     name: 'broadcasts_preview',
     title: 'Preview a broadcast',
     description:
-      "Shows a broadcast as one contact would get it (a sample contact, or the fields given: subject, HTML and text with variables filled) and how many recipients sending it now would reach. Reads only.",
+      'Shows a broadcast as one contact would get it (a sample contact, or the fields given: subject, HTML and text with variables filled) and how many recipients sending it now would reach. Reads only.',
     family: 'broadcasts',
     scope: 'campaigns:read',
     operation: 'api',
@@ -45,10 +50,20 @@ export const broadcastTools = [
     annotations: READ,
     input: z.object({
       id: z.string(),
-      contact: z.object({ email: z.string().optional(), first_name: z.string().optional(), last_name: z.string().optional(), properties: z.record(z.string(), z.unknown()).optional() }).optional(),
+      contact: z
+        .object({
+          email: z.string().optional(),
+          first_name: z.string().optional(),
+          last_name: z.string().optional(),
+          properties: z.record(z.string(), z.unknown()).optional(),
+        })
+        .optional(),
     }),
     handler: async ({ deps, caller, args }) => {
-      const [preview, recipients] = await Promise.all([deps.services.campaigns.preview(caller.workspace.id, args.id, args.contact), deps.services.campaigns.reach(caller.workspace.id, args.id)]);
+      const [preview, recipients] = await Promise.all([
+        deps.services.campaigns.preview(caller.workspace.id, args.id, args.contact),
+        deps.services.campaigns.reach(caller.workspace.id, args.id),
+      ]);
       return { ...preview, recipients };
     },
   }),
@@ -73,7 +88,8 @@ export const broadcastTools = [
       const scheduledAt = parseScheduledAt(args.scheduled_at, deps.clock.now());
       if (args.confirm !== true) {
         const broadcast = await deps.services.campaigns.get(workspace.id, args.id);
-        if (broadcast.status !== 'draft') throw validationError('id', `the broadcast is ${broadcast.status}, not a draft`);
+        if (broadcast.status !== 'draft')
+          throw validationError('id', `the broadcast is ${broadcast.status}, not a draft`);
         const recipients = await deps.services.campaigns.reach(workspace.id, args.id);
         return {
           sent: false,
@@ -85,7 +101,13 @@ export const broadcastTools = [
       // As POST /v1/broadcasts/{id}/send: sending counts against the broadcast limit; asking does not.
       await countAgainstLimit(deps, 'campaigns.send', `ws:${workspace.id}`, workspace);
       const sent = await deps.services.campaigns.send(workspace, args.id, scheduledAt, principal.kind === 'test');
-      return { sent: true, id: sent.id, status: sent.status, recipients: sent.recipients, scheduled_at: sent.scheduled_at };
+      return {
+        sent: true,
+        id: sent.id,
+        status: sent.status,
+        recipients: sent.recipients,
+        scheduled_at: sent.scheduled_at,
+      };
     },
   }),
 ];

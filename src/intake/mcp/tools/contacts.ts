@@ -11,29 +11,39 @@ const contactFields = {
   unsubscribed: z.boolean().optional().describe('true: opted out of marketing mail'),
   properties: z.record(z.string(), property).optional().describe('Custom fields; null removes one'),
 };
-const statusOf = (unsubscribed: boolean | undefined) => (unsubscribed === undefined ? undefined : unsubscribed ? ('unsubscribed' as const) : ('subscribed' as const));
+const statusOf = (unsubscribed: boolean | undefined) =>
+  unsubscribed === undefined ? undefined : unsubscribed ? ('unsubscribed' as const) : ('subscribed' as const);
 
 /** Contacts are our subscribers, segments our audiences (one record, every surface). */
 export const contactTools = [
   defineTool({
     name: 'contacts_list',
     title: 'List contacts',
-    description: 'Lists contacts, newest first, optionally only those subscribed or unsubscribed, or one address. Reads only.',
+    description:
+      'Lists contacts, newest first, optionally only those subscribed or unsubscribed, or one address. Reads only.',
     family: 'contacts',
     scope: 'subscribers:read',
     operation: 'subscribers.read',
     rest: 'GET /v1/contacts',
     annotations: READ,
-    input: z.object({ ...page, status: z.enum(['subscribed', 'unsubscribed']).optional(), email: z.string().optional() }),
+    input: z.object({
+      ...page,
+      status: z.enum(['subscribed', 'unsubscribed']).optional(),
+      email: z.string().optional(),
+    }),
     handler: async ({ deps, caller, args }) => {
-      const { items, total, more } = await deps.services.subscribers.list({ workspaceId: caller.workspace.id, status: args.status, email: args.email }, parsePage(args));
+      const { items, total, more } = await deps.services.subscribers.list(
+        { workspaceId: caller.workspace.id, status: args.status, email: args.email },
+        parsePage(args),
+      );
       return { contacts: items, total, has_more: more };
     },
   }),
   defineTool({
     name: 'contacts_create',
     title: 'Add a contact',
-    description: 'Adds a contact (or updates the one with that address) and, with `segment_ids`, puts it in those segments. Writes rows; sends nothing.',
+    description:
+      'Adds a contact (or updates the one with that address) and, with `segment_ids`, puts it in those segments. Writes rows; sends nothing.',
     family: 'contacts',
     scope: 'subscribers:write',
     operation: 'subscribers.write',
@@ -51,7 +61,8 @@ export const contactTools = [
         properties: args.properties,
         status: statusOf(args.unsubscribed),
       });
-      for (const id of args.segment_ids ?? []) await deps.services.audiences.addMembers(workspaceId, id, { subscriberIds: [subscriber.id] });
+      for (const id of args.segment_ids ?? [])
+        await deps.services.audiences.addMembers(workspaceId, id, { subscriberIds: [subscriber.id] });
       return subscriber;
     },
   }),
@@ -91,7 +102,8 @@ export const contactTools = [
   defineTool({
     name: 'segments_create',
     title: 'Create a segment',
-    description: 'Creates a segment: contacts added to it, and with `conditions` every contact whose properties meet them. Writes one row.',
+    description:
+      'Creates a segment: contacts added to it, and with `conditions` every contact whose properties meet them. Writes one row.',
     family: 'contacts',
     scope: 'audiences:write',
     operation: 'api',
@@ -100,9 +112,14 @@ export const contactTools = [
     idempotent: true,
     input: z.object({
       name: z.string(),
-      conditions: z.array(z.record(z.string(), z.unknown())).max(20).optional().describe('Conditions on contact properties, as POST /v1/segments takes them'),
+      conditions: z
+        .array(z.record(z.string(), z.unknown()))
+        .max(20)
+        .optional()
+        .describe('Conditions on contact properties, as POST /v1/segments takes them'),
     }),
-    handler: ({ deps, caller, args }) => deps.services.audiences.create(caller.workspace.id, args.name, args.conditions),
+    handler: ({ deps, caller, args }) =>
+      deps.services.audiences.create(caller.workspace.id, args.name, args.conditions),
   }),
   defineTool({
     name: 'segments_update',
@@ -113,11 +130,16 @@ export const contactTools = [
     operation: 'api',
     rest: 'PATCH /v1/segments/:id',
     annotations: WRITE,
-    input: z.object({ id: z.string(), name: z.string().optional(), conditions: z.array(z.record(z.string(), z.unknown())).max(20).nullable().optional() }),
+    input: z.object({
+      id: z.string(),
+      name: z.string().optional(),
+      conditions: z.array(z.record(z.string(), z.unknown())).max(20).nullable().optional(),
+    }),
     handler: async ({ deps, caller, args }) => {
       let view = await deps.services.audiences.get(caller.workspace.id, args.id);
       if (args.name !== undefined) view = await deps.services.audiences.rename(caller.workspace.id, args.id, args.name);
-      if (args.conditions !== undefined) view = await deps.services.audiences.setConditions(caller.workspace.id, args.id, args.conditions);
+      if (args.conditions !== undefined)
+        view = await deps.services.audiences.setConditions(caller.workspace.id, args.id, args.conditions);
       return view;
     },
   }),
@@ -136,14 +158,19 @@ export const contactTools = [
   defineTool({
     name: 'topics_create',
     title: 'Create a topic',
-    description: 'Creates a topic; `default_subscription` says whether contacts are in it until they opt out (opt_out) or only once they opt in (opt_in). Writes one row.',
+    description:
+      'Creates a topic; `default_subscription` says whether contacts are in it until they opt out (opt_out) or only once they opt in (opt_in). Writes one row.',
     family: 'contacts',
     scope: 'subscribers:write',
     operation: 'api',
     rest: 'POST /v1/topics',
     annotations: CREATE,
     idempotent: true,
-    input: z.object({ name: z.string(), description: z.string().nullable().optional(), default_subscription: z.enum(TOPIC_SUBSCRIPTIONS) }),
+    input: z.object({
+      name: z.string(),
+      description: z.string().nullable().optional(),
+      default_subscription: z.enum(TOPIC_SUBSCRIPTIONS),
+    }),
     handler: ({ deps, caller, args }) => deps.services.topics.create(caller.workspace.id, args),
   }),
   defineTool({
@@ -156,6 +183,7 @@ export const contactTools = [
     rest: 'PATCH /v1/topics/:id',
     annotations: WRITE,
     input: z.object({ id: z.string(), name: z.string().optional(), description: z.string().nullable().optional() }),
-    handler: ({ deps, caller, args }) => deps.services.topics.update(caller.workspace.id, args.id, { name: args.name, description: args.description }),
+    handler: ({ deps, caller, args }) =>
+      deps.services.topics.update(caller.workspace.id, args.id, { name: args.name, description: args.description }),
   }),
 ];

@@ -14,14 +14,24 @@ export const deliverabilityTools = [
     annotations: READ,
     input: z.object({ domain: z.string().min(1).max(253).describe('The domain id, or its name') }),
     handler: async ({ deps, caller, args }) => {
-      const [domain, reputation] = await Promise.all([deps.services.domains.get(caller.workspace.id, args.domain), deps.services.reputation.get(caller.workspace.id, args.domain)]);
-      return { domain: domain.domain_name, status: domain.status, last_checked_at: domain.last_checked_at, checks: domain.checks, reputation };
+      const [domain, reputation] = await Promise.all([
+        deps.services.domains.get(caller.workspace.id, args.domain),
+        deps.services.reputation.get(caller.workspace.id, args.domain),
+      ]);
+      return {
+        domain: domain.domain_name,
+        status: domain.status,
+        last_checked_at: domain.last_checked_at,
+        checks: domain.checks,
+        reputation,
+      };
     },
   }),
   defineTool({
     name: 'deliverability_reputation',
     title: "The reputation guard's state",
-    description: "Every sending domain's bounce and complaint rates and the reputation guard's state (ok, warning, paused: marketing mail held). Reads only.",
+    description:
+      "Every sending domain's bounce and complaint rates and the reputation guard's state (ok, warning, paused: marketing mail held). Reads only.",
     family: 'deliverability',
     scope: 'domains:read',
     operation: 'api',

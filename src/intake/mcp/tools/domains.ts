@@ -7,7 +7,7 @@ export const domainTools = [
   defineTool({
     name: 'domains_list',
     title: 'List sending domains',
-    description: 'Lists the workspace\'s sending domains with their verification status and last checks. Reads only.',
+    description: "Lists the workspace's sending domains with their verification status and last checks. Reads only.",
     family: 'domains',
     scope: 'domains:read',
     operation: 'domains.read',
@@ -19,7 +19,8 @@ export const domainTools = [
   defineTool({
     name: 'domains_records',
     title: 'DNS records to publish',
-    description: 'The DNS records to publish for a domain: the DKIM CNAMEs, the return path (SPF and MX), receiving and report records. Reads only.',
+    description:
+      'The DNS records to publish for a domain: the DKIM CNAMEs, the return path (SPF and MX), receiving and report records. Reads only.',
     family: 'domains',
     scope: 'domains:read',
     operation: 'domains.read',
@@ -27,14 +28,21 @@ export const domainTools = [
     annotations: READ,
     input: z.object({ domain }),
     handler: async ({ deps, caller, args }) => {
-      const { domain: d, customer, returnPath, receiving, reports } = await deps.services.domains.recordsToPublish(caller.workspace.id, args.domain);
+      const {
+        domain: d,
+        customer,
+        returnPath,
+        receiving,
+        reports,
+      } = await deps.services.domains.recordsToPublish(caller.workspace.id, args.domain);
       return { domain: d.domain_name, status: d.status, dkim: customer, return_path: returnPath, receiving, reports };
     },
   }),
   defineTool({
     name: 'domains_check',
-    title: 'Check a domain\'s DNS',
-    description: 'Looks the domain\'s records up in DNS now (several queries): it becomes verified when every DKIM record matches; SPF, DMARC and the return path are checked again. Writes the results.',
+    title: "Check a domain's DNS",
+    description:
+      "Looks the domain's records up in DNS now (several queries): it becomes verified when every DKIM record matches; SPF, DMARC and the return path are checked again. Writes the results.",
     family: 'domains',
     scope: 'domains:write',
     operation: 'domains.write',
@@ -47,7 +55,8 @@ export const domainTools = [
   defineTool({
     name: 'domains_remove',
     title: 'Remove a domain',
-    description: 'Removes a sending domain and its DKIM keys: mail can no longer be sent from it until it is added and verified again. Irreversible.',
+    description:
+      'Removes a sending domain and its DKIM keys: mail can no longer be sent from it until it is added and verified again. Irreversible.',
     family: 'domains',
     scope: 'domains:write',
     operation: 'domains.write',

@@ -5,7 +5,12 @@ import { READ, SEND, defineTool } from '../tool.js';
 const addresses = z.union([z.string(), z.array(z.string()).max(50)]);
 
 const sendInput = z.object({
-  from: z.string().optional().describe('"Name <address@your-domain>"; a verified domain of the workspace (optional with a template that names one)'),
+  from: z
+    .string()
+    .optional()
+    .describe(
+      '"Name <address@your-domain>"; a verified domain of the workspace (optional with a template that names one)',
+    ),
   to: addresses.describe('Recipients, at most 50'),
   subject: z.string().optional(),
   html: z.string().optional(),
@@ -16,7 +21,10 @@ const sendInput = z.object({
   template_id: z.string().optional().describe('A template (id or alias): its published version is sent'),
   variables: z.record(z.string(), z.unknown()).optional().describe("Values of the template's {{variables}}"),
   scheduled_at: z.string().optional().describe('ISO 8601 date and time, or "in 10 minutes"'),
-  tags: z.array(z.object({ name: z.string(), value: z.string().optional() })).max(50).optional(),
+  tags: z
+    .array(z.object({ name: z.string(), value: z.string().optional() }))
+    .max(50)
+    .optional(),
   type: z.enum(['transactional', 'marketing']).optional(),
 });
 
@@ -25,7 +33,7 @@ export const emailTools = [
     name: 'emails_send',
     title: 'Send an email',
     description:
-      'Queues one message to real people (a test key only simulates delivery). Counts against the workspace\'s sending rate and plan; give `idempotency_key` so that a retry does not send twice. Returns the email id and status.',
+      "Queues one message to real people (a test key only simulates delivery). Counts against the workspace's sending rate and plan; give `idempotency_key` so that a retry does not send twice. Returns the email id and status.",
     family: 'emails',
     scope: 'emails:send',
     operation: null,
@@ -35,7 +43,11 @@ export const emailTools = [
     input: sendInput,
     handler: async ({ deps, caller, args }) => {
       // The key's kind and domain hold as on /v1: a test key's mail is simulated, a domain key sends from its domain only.
-      const sender = { test: caller.principal.kind === 'test', senderDomainId: caller.principal.domainId, now: deps.clock.now() };
+      const sender = {
+        test: caller.principal.kind === 'test',
+        senderDomainId: caller.principal.domainId,
+        now: deps.clock.now(),
+      };
       const outcome = await deps.services.send.send(caller.workspace, toSendInput(args, args.to, sender));
       const sent = outcome.results[0]!;
       return { id: sent.id, status: sent.status };
@@ -44,7 +56,8 @@ export const emailTools = [
   defineTool({
     name: 'emails_get',
     title: 'Read an email',
-    description: 'Reads one email: its status, recipients and delivery attempts, with its events (sent, delivered, opened, bounced …) oldest first. Reads only.',
+    description:
+      'Reads one email: its status, recipients and delivery attempts, with its events (sent, delivered, opened, bounced …) oldest first. Reads only.',
     family: 'emails',
     scope: 'emails:read',
     operation: 'api',
@@ -52,14 +65,18 @@ export const emailTools = [
     annotations: READ,
     input: z.object({ id: z.string().describe('The email id') }),
     handler: async ({ deps, caller, args }) => {
-      const [email, events] = await Promise.all([deps.services.emails.get(caller.workspace.id, args.id), deps.services.emails.events(caller.workspace.id, args.id)]);
+      const [email, events] = await Promise.all([
+        deps.services.emails.get(caller.workspace.id, args.id),
+        deps.services.emails.events(caller.workspace.id, args.id),
+      ]);
       return { ...email, events };
     },
   }),
   defineTool({
     name: 'emails_list',
     title: 'List emails',
-    description: 'Lists emails newest first (`after`: the next page), filtered by status, recipient, search text or tag. Reads only.',
+    description:
+      'Lists emails newest first (`after`: the next page), filtered by status, recipient, search text or tag. Reads only.',
     family: 'emails',
     scope: 'emails:read',
     operation: 'api',
@@ -68,11 +85,18 @@ export const emailTools = [
     input: z.object({
       limit: z.number().int().min(1).max(100).optional(),
       after: z.string().optional().describe('next_cursor of the previous page'),
-      status: z.string().optional().describe('queued, scheduled, sending, delivered, deferred, bounced, failed, cancelled, suppressed, held'),
+      status: z
+        .string()
+        .optional()
+        .describe('queued, scheduled, sending, delivered, deferred, bounced, failed, cancelled, suppressed, held'),
       to: z.string().optional().describe('Part of a recipient address'),
       q: z.string().optional().describe('Part of the subject, From or To'),
       tag: z.string().optional(),
     }),
-    handler: ({ deps, caller, args }) => deps.services.emails.list(caller.workspace.id, { ...args, limit: args.limit === undefined ? undefined : String(args.limit) }),
+    handler: ({ deps, caller, args }) =>
+      deps.services.emails.list(caller.workspace.id, {
+        ...args,
+        limit: args.limit === undefined ? undefined : String(args.limit),
+      }),
   }),
 ];

@@ -8,4 +8,12 @@ import { inboxTools } from './inboxes.js';
 import { templateTools } from './templates.js';
 
 /** Every MCP tool, in the order the tool list and docs/assistants.md show them. */
-export const mcpTools: Tool[] = [...templateTools, ...emailTools, ...contactTools, ...broadcastTools, ...domainTools, ...deliverabilityTools, ...inboxTools];
+export const mcpTools: Tool[] = [
+  ...templateTools,
+  ...emailTools,
+  ...contactTools,
+  ...broadcastTools,
+  ...domainTools,
+  ...deliverabilityTools,
+  ...inboxTools,
+];

@@ -16,12 +16,21 @@ const fields = {
   name: z.string().describe('A name for people'),
   subject: z.string().nullable().optional(),
   html: z.string().optional().describe('The HTML body; {{variables}} are filled at send time. Give html or mjml'),
-  mjml: z.string().optional().describe('The body in MJML (<mjml><mj-body>…), compiled to HTML under strict validation; errors name their lines'),
-  inline_css: z.boolean().optional().describe('With html: move <style> CSS into style attributes, for clients that drop <style>'),
+  mjml: z
+    .string()
+    .optional()
+    .describe('The body in MJML (<mjml><mj-body>…), compiled to HTML under strict validation; errors name their lines'),
+  inline_css: z
+    .boolean()
+    .optional()
+    .describe('With html: move <style> CSS into style attributes, for clients that drop <style>'),
   text: z.string().nullable().optional().describe('The plain-text part (derived from the HTML when absent)'),
   alias: z.string().nullable().optional().describe('Another name to send or read it by'),
   from: z.string().nullable().optional().describe('The default sender of mail using it'),
-  reply_to: z.union([z.string(), z.array(z.string()).max(50)]).nullable().optional(),
+  reply_to: z
+    .union([z.string(), z.array(z.string()).max(50)])
+    .nullable()
+    .optional(),
   variables: z.array(variable).max(50).nullable().optional(),
 };
 
@@ -29,7 +38,7 @@ export const templateTools = [
   defineTool({
     name: 'templates_list',
     title: 'List templates',
-    description: 'Lists the workspace\'s templates, newest first (20 a page; `offset` for the next). Reads only.',
+    description: "Lists the workspace's templates, newest first (20 a page; `offset` for the next). Reads only.",
     family: 'templates',
     scope: 'templates:read',
     operation: 'api',
@@ -45,7 +54,8 @@ export const templateTools = [
   defineTool({
     name: 'templates_get',
     title: 'Read a template',
-    description: 'Reads one template (by id or alias): its subject, HTML, text, declared variables and whether it is published. Reads only.',
+    description:
+      'Reads one template (by id or alias): its subject, HTML, text, declared variables and whether it is published. Reads only.',
     family: 'templates',
     scope: 'templates:read',
     operation: 'api',
@@ -71,7 +81,8 @@ export const templateTools = [
   defineTool({
     name: 'templates_update',
     title: 'Change a template',
-    description: 'Changes the fields given (by id or alias). A published template keeps sending its published version until it is published again. Writes one row.',
+    description:
+      'Changes the fields given (by id or alias). A published template keeps sending its published version until it is published again. Writes one row.',
     family: 'templates',
     scope: 'templates:write',
     operation: 'api',
@@ -86,7 +97,8 @@ export const templateTools = [
   defineTool({
     name: 'templates_publish',
     title: 'Publish a template',
-    description: 'Makes the template\'s current content the version that sends use. Sends already made keep what they used. Writes one row.',
+    description:
+      "Makes the template's current content the version that sends use. Sends already made keep what they used. Writes one row.",
     family: 'templates',
     scope: 'templates:write',
     operation: 'api',
@@ -99,13 +111,17 @@ export const templateTools = [
     name: 'templates_preview',
     title: 'Preview a template',
     description:
-      'Renders a template (the draft, or a published `version`) with variables: given values, else each variable\'s sample, else its fallback. Returns subject, HTML and text, and names variables that are missing or unknown. Reads only.',
+      "Renders a template (the draft, or a published `version`) with variables: given values, else each variable's sample, else its fallback. Returns subject, HTML and text, and names variables that are missing or unknown. Reads only.",
     family: 'templates',
     scope: 'templates:read',
     operation: 'api',
     rest: 'POST /v1/templates/:id/preview',
     annotations: READ,
-    input: z.object({ id: idOrAlias, variables: z.record(z.string(), z.unknown()).optional(), version: z.number().int().min(1).optional() }),
+    input: z.object({
+      id: idOrAlias,
+      variables: z.record(z.string(), z.unknown()).optional(),
+      version: z.number().int().min(1).optional(),
+    }),
     handler: ({ deps, caller, args }) => deps.services.templates.preview(caller.workspace.id, args.id, args),
   }),
   defineTool({
@@ -118,25 +134,33 @@ export const templateTools = [
     operation: 'api',
     rest: 'POST /v1/templates/:id/check',
     annotations: READ,
-    input: z.object({ id: idOrAlias, type: z.enum(['transactional', 'marketing']).optional(), version: z.number().int().min(1).optional() }),
+    input: z.object({
+      id: idOrAlias,
+      type: z.enum(['transactional', 'marketing']).optional(),
+      version: z.number().int().min(1).optional(),
+    }),
     handler: ({ deps, caller, args }) => deps.services.templates.check(caller.workspace.id, args.id, args),
   }),
   defineTool({
     name: 'templates_versions',
-    title: 'List a template\'s versions',
-    description: 'Lists the published versions of a template, newest first; `published` marks the one sends use. Reads only.',
+    title: "List a template's versions",
+    description:
+      'Lists the published versions of a template, newest first; `published` marks the one sends use. Reads only.',
     family: 'templates',
     scope: 'templates:read',
     operation: 'api',
     rest: 'GET /v1/templates/:id/versions',
     annotations: READ,
     input: z.object({ id: idOrAlias }),
-    handler: async ({ deps, caller, args }) => ({ versions: await deps.services.templates.versions(caller.workspace.id, args.id) }),
+    handler: async ({ deps, caller, args }) => ({
+      versions: await deps.services.templates.versions(caller.workspace.id, args.id),
+    }),
   }),
   defineTool({
     name: 'templates_restore',
     title: 'Restore a version',
-    description: "Makes a published version's content the template's draft again; sends keep the published version until it is published. Writes one row.",
+    description:
+      "Makes a published version's content the template's draft again; sends keep the published version until it is published. Writes one row.",
     family: 'templates',
     scope: 'templates:write',
     operation: 'api',
@@ -163,8 +187,16 @@ export const templateTools = [
       variables: z.record(z.string(), z.unknown()).optional(),
     }),
     handler: async ({ deps, caller, args }) => {
-      const sender = { test: caller.principal.kind === 'test', senderDomainId: caller.principal.domainId, now: deps.clock.now() };
-      const input = toSendInput({ from: args.from, template_id: args.id, variables: args.variables, tags: [{ name: 'template_test' }] }, args.to, sender);
+      const sender = {
+        test: caller.principal.kind === 'test',
+        senderDomainId: caller.principal.domainId,
+        now: deps.clock.now(),
+      };
+      const input = toSendInput(
+        { from: args.from, template_id: args.id, variables: args.variables, tags: [{ name: 'template_test' }] },
+        args.to,
+        sender,
+      );
       const sent = (await deps.services.send.send(caller.workspace, input)).results[0]!;
       return { id: sent.id, status: sent.status };
     },

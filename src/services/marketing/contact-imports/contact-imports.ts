@@ -8,7 +8,15 @@ import { isUuid, newId } from '../../../shared/ids.js';
 import { parseWith } from '../../../shared/validate.js';
 import type { FieldType } from '../../../shared/typed-fields.js';
 import { listAllContactProperties } from '../../../store/contact-properties.js';
-import { findContactImport, findContactImportByKey, listContactImports, saveContactImport, saveContactImportChunk, type ContactImport, type RowError } from '../../../store/contact-imports.js';
+import {
+  findContactImport,
+  findContactImportByKey,
+  listContactImports,
+  saveContactImport,
+  saveContactImportChunk,
+  type ContactImport,
+  type RowError,
+} from '../../../store/contact-imports.js';
 import { parsePage } from '../../../store/infra/list-page.js';
 import { newOwnerId } from '../../../workers/kernel.js';
 import type { AudienceService } from '../audiences.js';
@@ -56,11 +64,29 @@ export interface ContactImportService {
    * fields as the SDK sends them (JSON text). With an idempotency key seen before, the earlier
    * import is returned (the same file) or a 409 (another file).
    */
-  create(workspaceId: string, upload: { id: string; fileName: string | null; bytes: number; sha256: string; fields: Record<string, string>; idempotencyKey?: string | undefined }): Promise<ContactImportView>;
+  create(
+    workspaceId: string,
+    upload: {
+      id: string;
+      fileName: string | null;
+      bytes: number;
+      sha256: string;
+      fields: Record<string, string>;
+      idempotencyKey?: string | undefined;
+    },
+  ): Promise<ContactImportView>;
   /** Imports a local file now (the CLI), reporting rows read as it goes; a serve node finishes it if this process dies. */
-  importFile(workspaceId: string, path: string, options: ContactImportOptions, onProgress?: (rows: number, bytesRead: number, bytes: number) => void): Promise<ContactImportView>;
+  importFile(
+    workspaceId: string,
+    path: string,
+    options: ContactImportOptions,
+    onProgress?: (rows: number, bytesRead: number, bytes: number) => void,
+  ): Promise<ContactImportView>;
   get(workspaceId: string, id: string): Promise<ContactImportView>;
-  list(workspaceId: string, query: Record<string, unknown>): Promise<{ object: 'list'; has_more: boolean; data: ContactImportView[] }>;
+  list(
+    workspaceId: string,
+    query: Record<string, unknown>,
+  ): Promise<{ object: 'list'; has_more: boolean; data: ContactImportView[] }>;
 }
 
 const view = (r: ContactImport): ContactImportView => ({
@@ -69,7 +95,13 @@ const view = (r: ContactImport): ContactImportView => ({
   status: r.status as ContactImportStatus,
   created_at: toIso(r.created_at),
   completed_at: toIsoOrNull(r.completed_at),
-  counts: { total: Number(r.total), created: Number(r.created), updated: Number(r.updated), skipped: Number(r.skipped), failed: Number(r.failed) },
+  counts: {
+    total: Number(r.total),
+    created: Number(r.created),
+    updated: Number(r.updated),
+    skipped: Number(r.skipped),
+    failed: Number(r.failed),
+  },
   file: { name: r.file_name, bytes: Number(r.file_bytes), sha256: r.file_sha256 },
   on_conflict: optionsOfImport(r).on_conflict ?? 'upsert',
   failure: r.failure,
@@ -77,7 +109,12 @@ const view = (r: ContactImport): ContactImportView => ({
 });
 
 /** A new import, queued, of a file already stored. */
-const queuedImport = (workspaceId: string, file: { id: string; name: string | null; bytes: number; sha256: string; idempotencyKey: string | null }, options: ContactImportOptions, now: number): ContactImport => ({
+const queuedImport = (
+  workspaceId: string,
+  file: { id: string; name: string | null; bytes: number; sha256: string; idempotencyKey: string | null },
+  options: ContactImportOptions,
+  now: number,
+): ContactImport => ({
   id: file.id,
   workspace_id: workspaceId,
   status: 'queued',
@@ -110,7 +147,12 @@ const CLI_LEASE_MS = 30_000;
  * Copies a file into the database (contact_import_files) for import `id`, so that whichever
  * node takes the import can read it; returns its size and SHA-256.
  */
-async function storeFile(db: ServiceDeps['db'], id: string, path: string, now: number): Promise<{ bytes: number; sha256: string }> {
+async function storeFile(
+  db: ServiceDeps['db'],
+  id: string,
+  path: string,
+  now: number,
+): Promise<{ bytes: number; sha256: string }> {
   const hash = createHash('sha256');
   let bytes = 0;
   let seq = 0;
@@ -122,7 +164,9 @@ async function storeFile(db: ServiceDeps['db'], id: string, path: string, now: n
   return { bytes, sha256: hash.digest('hex') };
 }
 
-export function createContactImportService(deps: ServiceDeps & { subscribers: SubscriberService; audiences: AudienceService; topics: TopicService }): ContactImportService {
+export function createContactImportService(
+  deps: ServiceDeps & { subscribers: SubscriberService; audiences: AudienceService; topics: TopicService },
+): ContactImportService {
   const { db, clock, config } = deps;
   const spoolDir = join(config.dataDir, 'imports');
 
@@ -151,13 +195,17 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
   async function checkOptions(workspaceId: string, options: ContactImportOptions): Promise<void> {
     for (const [i, s] of (options.segments ?? []).entries()) {
       await deps.audiences.get(workspaceId, s.id).catch((err: unknown) => {
-        throw isAppError(err) && err.code === 'not_found' ? validationError(`segments[${i}].id`, `segment ${s.id} not found`) : err;
+        throw isAppError(err) && err.code === 'not_found'
+          ? validationError(`segments[${i}].id`, `segment ${s.id} not found`)
+          : err;
       });
     }
-    for (const [i, t] of (options.topics ?? []).entries()) await deps.topics.check(workspaceId, t.id, `topics[${i}].id`);
+    for (const [i, t] of (options.topics ?? []).entries())
+      await deps.topics.check(workspaceId, t.id, `topics[${i}].id`);
   }
 
-  const declaredOf = async (workspaceId: string) => new Map((await listAllContactProperties(db, workspaceId)).map((p) => [p.key, p.type as FieldType]));
+  const declaredOf = async (workspaceId: string) =>
+    new Map((await listAllContactProperties(db, workspaceId)).map((p) => [p.key, p.type as FieldType]));
 
   return {
     async spoolPath(id) {
@@ -175,7 +223,10 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
           if (earlier) {
             // The options as written then, compared as the JSON they were stored as.
             if (earlier.file_sha256 !== upload.sha256 || JSON.stringify(earlier.options) !== JSON.stringify(options)) {
-              throw new AppError('invalid_idempotent_request', 'This Idempotency-Key was used with another file or other options');
+              throw new AppError(
+                'invalid_idempotent_request',
+                'This Idempotency-Key was used with another file or other options',
+              );
             }
             return view(earlier);
           }
@@ -184,7 +235,18 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
         layoutOf(await headerOf(path), options, await declaredOf(workspaceId));
         // The file goes into the database before the import's row: the 201 means any node can finish it.
         await storeFile(db, upload.id, path, clock.now());
-        const row = queuedImport(workspaceId, { id: upload.id, name: upload.fileName ?? null, bytes: upload.bytes, sha256: upload.sha256, idempotencyKey: upload.idempotencyKey ?? null }, options, clock.now());
+        const row = queuedImport(
+          workspaceId,
+          {
+            id: upload.id,
+            name: upload.fileName ?? null,
+            bytes: upload.bytes,
+            sha256: upload.sha256,
+            idempotencyKey: upload.idempotencyKey ?? null,
+          },
+          options,
+          clock.now(),
+        );
         await saveContactImport(db, row);
         return view(row);
       } finally {
@@ -197,7 +259,10 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
       try {
         size = (await stat(path)).size;
       } catch (err) {
-        throw validationError('file', `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        throw validationError(
+          'file',
+          `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        );
       }
       const parsed = parseWith(optionsSchema, options, 'options');
       await checkOptions(workspaceId, parsed);
@@ -207,9 +272,24 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
       // Held by this process from the start (no serve node takes it while it runs here), in progress.
       const owner = `cli:${newOwnerId()}`;
       const now = clock.now();
-      const row: ContactImport = { ...queuedImport(workspaceId, { id, name: path.split(/[\\/]/).pop()!, bytes: size, sha256, idempotencyKey: null }, parsed, now), status: 'in_progress', lease_owner: owner, lease_until: now + CLI_LEASE_MS };
+      const row: ContactImport = {
+        ...queuedImport(
+          workspaceId,
+          { id, name: path.split(/[\\/]/).pop()!, bytes: size, sha256, idempotencyKey: null },
+          parsed,
+          now,
+        ),
+        status: 'in_progress',
+        lease_owner: owner,
+        lease_until: now + CLI_LEASE_MS,
+      };
       await saveContactImport(db, row);
-      await runImport(deps, row, { owner, leaseMs: CLI_LEASE_MS, stopping: () => false, onProgress: (rows, bytesRead) => onProgress?.(rows, bytesRead, size) });
+      await runImport(deps, row, {
+        owner,
+        leaseMs: CLI_LEASE_MS,
+        stopping: () => false,
+        onProgress: (rows, bytesRead) => onProgress?.(rows, bytesRead, size),
+      });
       return view((await findContactImport(db, workspaceId, row.id))!);
     },
 
@@ -217,7 +297,8 @@ export function createContactImportService(deps: ServiceDeps & { subscribers: Su
 
     async list(workspaceId, query) {
       const status = query.status;
-      if (status !== undefined && !(CONTACT_IMPORT_STATUSES as readonly unknown[]).includes(status)) throw validationError('status', `must be one of ${CONTACT_IMPORT_STATUSES.join(', ')}`);
+      if (status !== undefined && !(CONTACT_IMPORT_STATUSES as readonly unknown[]).includes(status))
+        throw validationError('status', `must be one of ${CONTACT_IMPORT_STATUSES.join(', ')}`);
       const { rows, more } = await listContactImports(db, workspaceId, status as string | undefined, parsePage(query));
       return { object: 'list', has_more: more, data: rows.map(view) };
     },

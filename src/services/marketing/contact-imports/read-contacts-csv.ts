@@ -16,7 +16,10 @@ import { TOPIC_SUBSCRIPTIONS } from '../topics.js';
 /** Cells longer than this are not a contact's field; also bounds what one CSV record may hold. */
 const MAX_FIELD_BYTES = 64 * 1024;
 
-const mapping = z.object({ column: z.string().min(1).max(200), type: z.enum(['string', 'number', 'boolean']).optional() });
+const mapping = z.object({
+  column: z.string().min(1).max(200),
+  type: z.enum(['string', 'number', 'boolean']).optional(),
+});
 export const optionsSchema = z.object({
   column_map: z
     .object({
@@ -28,8 +31,14 @@ export const optionsSchema = z.object({
     })
     .optional(),
   on_conflict: z.enum(['upsert', 'skip']).optional(),
-  segments: z.array(z.object({ id: z.string() })).max(100).optional(),
-  topics: z.array(z.object({ id: z.string(), subscription: z.enum(TOPIC_SUBSCRIPTIONS) })).max(100).optional(),
+  segments: z
+    .array(z.object({ id: z.string() }))
+    .max(100)
+    .optional(),
+  topics: z
+    .array(z.object({ id: z.string(), subscription: z.enum(TOPIC_SUBSCRIPTIONS) }))
+    .max(100)
+    .optional(),
 });
 export type ContactImportOptions = z.infer<typeof optionsSchema>;
 /** An import's options as it was created with them (checked then). */
@@ -81,7 +90,10 @@ export function layoutOf(header: string[], options: ContactImportOptions, declar
   const column = (field: string, name: string | undefined, fallback: string, required: boolean): number | undefined => {
     const index = byName.get((name ?? fallback).trim().toLowerCase());
     if (index === undefined && (name !== undefined || required)) {
-      throw validationError(`column_map.${field}`, `the file has no column "${name ?? fallback}" (its columns: ${header.slice(0, 20).join(', ')})`);
+      throw validationError(
+        `column_map.${field}`,
+        `the file has no column "${name ?? fallback}" (its columns: ${header.slice(0, 20).join(', ')})`,
+      );
     }
     return index;
   };
@@ -89,8 +101,16 @@ export function layoutOf(header: string[], options: ContactImportOptions, declar
   if (map.properties) {
     for (const [key, m] of Object.entries(map.properties)) {
       const declaredType = declared.get(key);
-      if (declaredType && m.type && declaredType !== m.type) throw validationError(`column_map.properties.${key}.type`, `the contact property ${key} is declared as ${declaredType}`);
-      properties.push({ key, index: column(`properties.${key}.column`, m.column, m.column, true)!, type: m.type ?? declaredType ?? 'string' });
+      if (declaredType && m.type && declaredType !== m.type)
+        throw validationError(
+          `column_map.properties.${key}.type`,
+          `the contact property ${key} is declared as ${declaredType}`,
+        );
+      properties.push({
+        key,
+        index: column(`properties.${key}.column`, m.column, m.column, true)!,
+        type: m.type ?? declaredType ?? 'string',
+      });
     }
   } else {
     // Without a map, a column named like a declared contact property fills it.
@@ -140,12 +160,21 @@ export function inputOf(record: string[], layout: Layout): SubscriberInput {
 }
 
 /** A parser of a whole file, each record with its line (`info`). */
-export const csvParser = (): Parser => parse({ bom: true, relax_column_count: true, skip_empty_lines: true, info: true, max_record_size: MAX_FIELD_BYTES * 4 });
+export const csvParser = (): Parser =>
+  parse({
+    bom: true,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    info: true,
+    max_record_size: MAX_FIELD_BYTES * 4,
+  });
 
 /** The header row of a CSV file (reads only as far as its end). */
 export async function headerOf(path: string): Promise<string[]> {
   const input = createReadStream(path);
-  const parser = input.pipe(parse({ bom: true, to_line: 1, relax_column_count: true, max_record_size: MAX_FIELD_BYTES * 4 }));
+  const parser = input.pipe(
+    parse({ bom: true, to_line: 1, relax_column_count: true, max_record_size: MAX_FIELD_BYTES * 4 }),
+  );
   try {
     for await (const record of parser) return record as string[];
     throw validationError('file', 'the file is empty: a CSV with a header row (one column named email) is expected');

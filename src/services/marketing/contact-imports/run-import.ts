@@ -5,7 +5,13 @@ import { classifyFault, isAppError, validationError } from '../../../shared/erro
 import type { Logger } from '../../../shared/logger.js';
 import type { FieldType } from '../../../shared/typed-fields.js';
 import { saveMembers } from '../../../store/audiences.js';
-import { advanceContactImport, finishContactImport, readContactImportFile, type ContactImport, type RowError } from '../../../store/contact-imports.js';
+import {
+  advanceContactImport,
+  finishContactImport,
+  readContactImportFile,
+  type ContactImport,
+  type RowError,
+} from '../../../store/contact-imports.js';
 import { listAllContactProperties } from '../../../store/contact-properties.js';
 import type { Db } from '../../../store/infra/db.js';
 import type { ImportOutcome, SubscriberInput, SubscriberService } from '../subscribers.js';
@@ -53,7 +59,13 @@ type Counts = Pick<ContactImport, 'total' | 'created' | 'updated' | 'skipped' | 
 export async function runImport(deps: RunImportDeps, row: ContactImport, lease: ImportLease): Promise<ImportEnd> {
   const { db, clock } = deps;
   const options = optionsOfImport(row);
-  const counts: Counts = { total: Number(row.total), created: Number(row.created), updated: Number(row.updated), skipped: Number(row.skipped), failed: Number(row.failed) };
+  const counts: Counts = {
+    total: Number(row.total),
+    created: Number(row.created),
+    updated: Number(row.updated),
+    skipped: Number(row.skipped),
+    failed: Number(row.failed),
+  };
   const errors: RowError[] = [...row.errors];
   const addError = (e: RowError) => {
     counts.failed++;
@@ -87,10 +99,20 @@ export async function runImport(deps: RunImportDeps, row: ContactImport, lease: 
           after: async (trx: Db, written, outcomes: readonly ImportOutcome[]) => {
             const ids = written.map((w) => w.id);
             for (const s of options.segments ?? []) await saveMembers(trx, s.id, ids, clock.now());
-            if (options.topics?.length) for (const id of new Set(ids)) await deps.topics.choose(row.workspace_id, id, options.topics, trx);
+            if (options.topics?.length)
+              for (const id of new Set(ids)) await deps.topics.choose(row.workspace_id, id, options.topics, trx);
             next = progressAfter(counts, errors, rows, outcomes);
             const now = clock.now();
-            if (!(await advanceContactImport(trx, row.id, lease.owner, { ...next.counts, errors: next.errors, cursor_row: cursor, updated_at: now }, now + lease.leaseMs))) throw LOST;
+            if (
+              !(await advanceContactImport(
+                trx,
+                row.id,
+                lease.owner,
+                { ...next.counts, errors: next.errors, cursor_row: cursor, updated_at: now },
+                now + lease.leaseMs,
+              ))
+            )
+              throw LOST;
           },
         },
       );
@@ -108,7 +130,9 @@ export async function runImport(deps: RunImportDeps, row: ContactImport, lease: 
   };
 
   try {
-    const declared = new Map((await listAllContactProperties(db, row.workspace_id)).map((p) => [p.key, p.type as FieldType]));
+    const declared = new Map(
+      (await listAllContactProperties(db, row.workspace_id)).map((p) => [p.key, p.type as FieldType]),
+    );
     let layout: Layout | undefined;
     let seen = 0;
     let batch: Array<{ input: SubscriberInput; row: number; line: number }> = [];
@@ -130,10 +154,17 @@ export async function runImport(deps: RunImportDeps, row: ContactImport, lease: 
         batch = [];
       }
     }
-    if (!layout) throw validationError('file', 'the file is empty: a CSV with a header row (one column named email) is expected');
+    if (!layout)
+      throw validationError('file', 'the file is empty: a CSV with a header row (one column named email) is expected');
     await writeBatch(batch, seen);
     const now = clock.now();
-    return (await finishContactImport(db, row.id, lease.owner, { status: 'completed', completed_at: now, updated_at: now })) ? 'completed' : 'lost';
+    return (await finishContactImport(db, row.id, lease.owner, {
+      status: 'completed',
+      completed_at: now,
+      updated_at: now,
+    }))
+      ? 'completed'
+      : 'lost';
   } catch (err) {
     if (err === STOPPED) return 'stopped';
     if (err === LOST) return 'lost';
@@ -142,7 +173,14 @@ export async function runImport(deps: RunImportDeps, row: ContactImport, lease: 
     const reason = isAppError(err) ? err.message : `not a readable CSV: ${(err as Error).message}`;
     deps.logger.warn({ importId: row.id, err: reason }, 'contact import failed');
     const now = clock.now();
-    const finished = await finishContactImport(db, row.id, lease.owner, { ...counts, errors: sortedErrors(), status: 'failed', failure: reason, completed_at: now, updated_at: now });
+    const finished = await finishContactImport(db, row.id, lease.owner, {
+      ...counts,
+      errors: sortedErrors(),
+      status: 'failed',
+      failure: reason,
+      completed_at: now,
+      updated_at: now,
+    });
     return finished ? 'failed' : 'lost';
   } finally {
     file.destroy();
@@ -150,7 +188,12 @@ export async function runImport(deps: RunImportDeps, row: ContactImport, lease: 
 }
 
 /** The counts and errors once a batch's outcomes are in (computed in its transaction, kept only if it commits). */
-function progressAfter(counts: Counts, errors: RowError[], rows: Array<{ row: number; line: number }>, outcomes: readonly ImportOutcome[]): { counts: Counts; errors: RowError[] } {
+function progressAfter(
+  counts: Counts,
+  errors: RowError[],
+  rows: Array<{ row: number; line: number }>,
+  outcomes: readonly ImportOutcome[],
+): { counts: Counts; errors: RowError[] } {
   const next = { ...counts };
   const nextErrors = [...errors];
   outcomes.forEach((o, i) => {
@@ -159,7 +202,8 @@ function progressAfter(counts: Counts, errors: RowError[], rows: Array<{ row: nu
       return;
     }
     next.failed++;
-    if (nextErrors.length < MAX_REPORTED_ERRORS) nextErrors.push({ row: rows[i]!.row, line: rows[i]!.line, reason: o.reason });
+    if (nextErrors.length < MAX_REPORTED_ERRORS)
+      nextErrors.push({ row: rows[i]!.row, line: rows[i]!.line, reason: o.reason });
   });
   return { counts: next, errors: nextErrors.sort((a, b) => a.row - b.row) };
 }

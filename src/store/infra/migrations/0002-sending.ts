@@ -70,7 +70,11 @@ export const sending = (dialect: Dialect): Migration => ({
       .addColumn('finished_at', 'bigint')
       .execute();
     // The claim: due rows by priority, then by when they became due.
-    await db.schema.createIndex('queue_items_due').on('queue_items').columns(['status', 'priority', 'next_attempt_at']).execute();
+    await db.schema
+      .createIndex('queue_items_due')
+      .on('queue_items')
+      .columns(['status', 'priority', 'next_attempt_at'])
+      .execute();
     await db.schema.createIndex('queue_items_email').on('queue_items').column('email_id').execute();
 
     await db.schema
@@ -143,7 +147,16 @@ export const sending = (dialect: Dialect): Migration => ({
       .execute();
   },
   async down(db: Kysely<any>) {
-    for (const table of ['suppressions', 'templates', 'idempotency_keys', 'events', 'delivery_attempts', 'queue_items', 'email_contents', 'emails']) {
+    for (const table of [
+      'suppressions',
+      'templates',
+      'idempotency_keys',
+      'events',
+      'delivery_attempts',
+      'queue_items',
+      'email_contents',
+      'emails',
+    ]) {
       await db.schema.dropTable(table).execute();
     }
   },

@@ -27,7 +27,12 @@ export const webhooks = (): Migration => ({
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('webhook_endpoints_workspace_url').on('webhook_endpoints').columns(['workspace_id', 'url']).unique().execute();
+    await db.schema
+      .createIndex('webhook_endpoints_workspace_url')
+      .on('webhook_endpoints')
+      .columns(['workspace_id', 'url'])
+      .unique()
+      .execute();
 
     await db.schema
       .createTable('webhook_deliveries')
@@ -53,9 +58,21 @@ export const webhooks = (): Migration => ({
       .addColumn('completed_at', 'bigint')
       .execute();
     // The claim: due pending rows, grouped by endpoint.
-    await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
-    await db.schema.createIndex('webhook_deliveries_endpoint').on('webhook_deliveries').columns(['endpoint_id', 'status', 'next_attempt_at']).execute();
-    await db.schema.createIndex('webhook_deliveries_listing').on('webhook_deliveries').columns(['endpoint_id', 'created_at']).execute();
+    await db.schema
+      .createIndex('webhook_deliveries_due')
+      .on('webhook_deliveries')
+      .columns(['status', 'next_attempt_at'])
+      .execute();
+    await db.schema
+      .createIndex('webhook_deliveries_endpoint')
+      .on('webhook_deliveries')
+      .columns(['endpoint_id', 'status', 'next_attempt_at'])
+      .execute();
+    await db.schema
+      .createIndex('webhook_deliveries_listing')
+      .on('webhook_deliveries')
+      .columns(['endpoint_id', 'created_at'])
+      .execute();
     await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').column('event_id').execute();
 
     await db.schema
@@ -73,7 +90,11 @@ export const webhooks = (): Migration => ({
       .addColumn('response', 'text')
       .addColumn('next_attempt_at', 'bigint')
       .execute();
-    await db.schema.createIndex('webhook_attempts_delivery').on('webhook_attempts').columns(['delivery_id', 'started_at']).execute();
+    await db.schema
+      .createIndex('webhook_attempts_delivery')
+      .on('webhook_attempts')
+      .columns(['delivery_id', 'started_at'])
+      .execute();
     await db.schema.createIndex('webhook_attempts_started').on('webhook_attempts').column('started_at').execute();
 
     // Feedback reports name the original message by its Message-ID.
@@ -81,6 +102,7 @@ export const webhooks = (): Migration => ({
   },
   async down(db: Kysely<any>) {
     await db.schema.dropIndex('emails_message_id').execute();
-    for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_endpoints']) await db.schema.dropTable(table).execute();
+    for (const table of ['webhook_attempts', 'webhook_deliveries', 'webhook_endpoints'])
+      await db.schema.dropTable(table).execute();
   },
 });

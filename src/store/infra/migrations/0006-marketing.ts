@@ -23,7 +23,11 @@ export const marketing = (_dialect: Dialect): Migration => ({
       .addUniqueConstraint('subscribers_workspace_email', ['workspace_id', 'email_key'])
       .execute();
     await db.schema.createIndex('subscribers_workspace_id').on('subscribers').columns(['workspace_id', 'id']).execute();
-    await db.schema.createIndex('subscribers_external_id').on('subscribers').columns(['workspace_id', 'external_id']).execute();
+    await db.schema
+      .createIndex('subscribers_external_id')
+      .on('subscribers')
+      .columns(['workspace_id', 'external_id'])
+      .execute();
 
     await db.schema
       .createTable('subscriber_tags')
@@ -32,7 +36,11 @@ export const marketing = (_dialect: Dialect): Migration => ({
       .addColumn('tag', 'text', (c) => c.notNull())
       .addPrimaryKeyConstraint('subscriber_tags_pk', ['subscriber_id', 'tag'])
       .execute();
-    await db.schema.createIndex('subscriber_tags_tag').on('subscriber_tags').columns(['workspace_id', 'tag', 'subscriber_id']).execute();
+    await db.schema
+      .createIndex('subscriber_tags_tag')
+      .on('subscriber_tags')
+      .columns(['workspace_id', 'tag', 'subscriber_id'])
+      .execute();
 
     await db.schema
       .createTable('audiences')

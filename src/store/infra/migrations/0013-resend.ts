@@ -32,7 +32,12 @@ export const resend = (): Migration => ({
     ] as const) {
       await db.schema.alterTable('templates').addColumn(column, type).execute();
     }
-    await db.schema.createIndex('templates_alias').on('templates').columns(['workspace_id', 'alias']).unique().execute();
+    await db.schema
+      .createIndex('templates_alias')
+      .on('templates')
+      .columns(['workspace_id', 'alias'])
+      .unique()
+      .execute();
 
     await db.schema
       .createTable('topics')
@@ -54,7 +59,11 @@ export const resend = (): Migration => ({
       .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .addPrimaryKeyConstraint('subscriber_topics_pk', ['subscriber_id', 'topic_id'])
       .execute();
-    await db.schema.createIndex('subscriber_topics_topic').on('subscriber_topics').columns(['topic_id', 'subscription']).execute();
+    await db.schema
+      .createIndex('subscriber_topics_topic')
+      .on('subscriber_topics')
+      .columns(['topic_id', 'subscription'])
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.dropTable('subscriber_topics').execute();
@@ -63,7 +72,15 @@ export const resend = (): Migration => ({
     for (const column of ['alias', 'from_address', 'reply_to', 'variables', 'published', 'published_at']) {
       await db.schema.alterTable('templates').dropColumn(column).execute();
     }
-    for (const column of ['text', 'reply_to', 'preview_text', 'topic_id', 'scheduled_at', 'cancelled_at', 'updated_at']) {
+    for (const column of [
+      'text',
+      'reply_to',
+      'preview_text',
+      'topic_id',
+      'scheduled_at',
+      'cancelled_at',
+      'updated_at',
+    ]) {
       await db.schema.alterTable('campaigns').dropColumn(column).execute();
     }
     await db.schema.alterTable('credentials').dropColumn('domain_id').execute();

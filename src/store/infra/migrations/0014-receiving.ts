@@ -25,7 +25,11 @@ export const receiving = (dialect: Dialect): Migration => ({
       .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .addUniqueConstraint('receiving_routes_domain_local', ['domain_id', 'local_part'])
       .execute();
-    await db.schema.createIndex('receiving_routes_workspace').on('receiving_routes').columns(['workspace_id', 'id']).execute();
+    await db.schema
+      .createIndex('receiving_routes_workspace')
+      .on('receiving_routes')
+      .columns(['workspace_id', 'id'])
+      .execute();
     // RCPT TO names a domain, not a workspace.
     await db.schema.createIndex('domains_name').on('domains').column('name').execute();
 
@@ -55,7 +59,11 @@ export const receiving = (dialect: Dialect): Migration => ({
       .addColumn('tls', 'integer', (c) => c.notNull())
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('received_emails_workspace').on('received_emails').columns(['workspace_id', 'id']).execute();
+    await db.schema
+      .createIndex('received_emails_workspace')
+      .on('received_emails')
+      .columns(['workspace_id', 'id'])
+      .execute();
     await db.schema.createIndex('received_emails_created').on('received_emails').column('created_at').execute();
 
     await db.schema

@@ -76,7 +76,11 @@ export const deliverability = (): Migration => ({
       .addColumn('paused_at', 'bigint')
       .addColumn('resumed_at', 'bigint')
       .execute();
-    await db.schema.createIndex('reputation_states_workspace').on('reputation_states').columns(['workspace_id', 'state']).execute();
+    await db.schema
+      .createIndex('reputation_states_workspace')
+      .on('reputation_states')
+      .columns(['workspace_id', 'state'])
+      .execute();
 
     await db.schema
       .createTable('stats_hourly')

@@ -22,7 +22,11 @@ export const workflows = (): Migration => ({
       .execute();
     await db.schema.createIndex('workflows_workspace').on('workflows').columns(['workspace_id', 'id']).execute();
     // Which enabled workflows an event starts (the trigger outbox asks on every event of a trigger type).
-    await db.schema.createIndex('workflows_trigger').on('workflows').columns(['workspace_id', 'trigger_event', 'status']).execute();
+    await db.schema
+      .createIndex('workflows_trigger')
+      .on('workflows')
+      .columns(['workspace_id', 'trigger_event', 'status'])
+      .execute();
 
     await db.schema
       .createTable('workflow_versions')
@@ -65,10 +69,18 @@ export const workflows = (): Migration => ({
       .execute();
     await db.schema.createIndex('workflow_runs_workflow').on('workflow_runs').columns(['workflow_id', 'id']).execute();
     // Whether a contact is in a run of a workflow (re-entry).
-    await db.schema.createIndex('workflow_runs_contact').on('workflow_runs').columns(['workflow_id', 'subscriber_id']).execute();
+    await db.schema
+      .createIndex('workflow_runs_contact')
+      .on('workflow_runs')
+      .columns(['workflow_id', 'subscriber_id'])
+      .execute();
     await db.schema.createIndex('workflow_runs_due').on('workflow_runs').columns(['status', 'next_at']).execute();
     // Runs waiting for an event: does anything wait for this name, and which runs of this contact.
-    await db.schema.createIndex('workflow_runs_waiting').on('workflow_runs').columns(['workspace_id', 'wait_event', 'subscriber_id']).execute();
+    await db.schema
+      .createIndex('workflow_runs_waiting')
+      .on('workflow_runs')
+      .columns(['workspace_id', 'wait_event', 'subscriber_id'])
+      .execute();
     await db.schema.createIndex('workflow_runs_completed').on('workflow_runs').column('completed_at').execute();
 
     await db.schema
@@ -103,7 +115,11 @@ export const workflows = (): Migration => ({
       .addColumn('lease_until', 'bigint')
       .execute();
     // A contact's triggers are taken one at a time, oldest first.
-    await db.schema.createIndex('workflow_triggers_contact').on('workflow_triggers').columns(['contact_key', 'id']).execute();
+    await db.schema
+      .createIndex('workflow_triggers_contact')
+      .on('workflow_triggers')
+      .columns(['contact_key', 'id'])
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.dropTable('workflow_triggers').execute();

@@ -12,7 +12,9 @@ export const statsTest = (dialect: Dialect): Migration => ({
     if (dialect === 'postgres') {
       await sql`alter table stats_hourly add column test integer not null default 0`.execute(db);
       await sql`alter table stats_hourly drop constraint stats_hourly_pk`.execute(db);
-      await sql`alter table stats_hourly add constraint stats_hourly_pk primary key (workspace_id, hour, domain_id, destination, metric, test)`.execute(db);
+      await sql`alter table stats_hourly add constraint stats_hourly_pk primary key (workspace_id, hour, domain_id, destination, metric, test)`.execute(
+        db,
+      );
       return;
     }
     await db.schema.alterTable('stats_hourly').renameTo('stats_hourly_old').execute();
@@ -26,7 +28,14 @@ export const statsTest = (dialect: Dialect): Migration => ({
       .addColumn('metric', 'text', (c) => c.notNull())
       .addColumn('count', 'bigint', (c) => c.notNull())
       .addColumn('test', 'integer', (c) => c.notNull().defaultTo(0))
-      .addPrimaryKeyConstraint('stats_hourly_pk', ['workspace_id', 'hour', 'domain_id', 'destination', 'metric', 'test'])
+      .addPrimaryKeyConstraint('stats_hourly_pk', [
+        'workspace_id',
+        'hour',
+        'domain_id',
+        'destination',
+        'metric',
+        'test',
+      ])
       .execute();
     await sql`insert into stats_hourly (workspace_id, hour, domain_id, destination, metric, count, test)
       select workspace_id, hour, domain_id, destination, metric, count, 0 from stats_hourly_old`.execute(db);
@@ -37,7 +46,9 @@ export const statsTest = (dialect: Dialect): Migration => ({
     await db.deleteFrom('stats_hourly').where('test', '=', 1).execute();
     if (dialect === 'postgres') {
       await sql`alter table stats_hourly drop constraint stats_hourly_pk`.execute(db);
-      await sql`alter table stats_hourly add constraint stats_hourly_pk primary key (workspace_id, hour, domain_id, destination, metric)`.execute(db);
+      await sql`alter table stats_hourly add constraint stats_hourly_pk primary key (workspace_id, hour, domain_id, destination, metric)`.execute(
+        db,
+      );
     }
     await db.schema.alterTable('stats_hourly').dropColumn('test').execute();
   },

@@ -33,7 +33,10 @@ export const abTests = (): Migration => ({
       .addPrimaryKeyConstraint('campaign_holdouts_pk', ['campaign_id', 'subscriber_id'])
       .execute();
 
-    await db.schema.alterTable('campaigns').addColumn('holdout_percentage', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('campaigns')
+      .addColumn('holdout_percentage', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute();
     for (const [column, type] of [
       ['test_percentage', 'integer'],
       ['winner_metric', 'text'],
@@ -50,14 +53,27 @@ export const abTests = (): Migration => ({
     await db.schema.alterTable('emails').addColumn('variant', 'text').execute();
     await db.schema.alterTable('emails').addColumn('ab_phase', 'text').execute();
     // The remainder of a test skips whoever already got a message of the campaign.
-    await db.schema.createIndex('emails_campaign_subscriber').on('emails').columns(['campaign_id', 'subscriber_id']).execute();
+    await db.schema
+      .createIndex('emails_campaign_subscriber')
+      .on('emails')
+      .columns(['campaign_id', 'subscriber_id'])
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.dropIndex('emails_campaign_subscriber').execute();
     await db.schema.alterTable('emails').dropColumn('ab_phase').execute();
     await db.schema.alterTable('emails').dropColumn('variant').execute();
     await db.schema.dropIndex('campaigns_winner_due').execute();
-    for (const column of ['winner_chosen_by', 'winner_chosen_at', 'winner_variant', 'winner_due_at', 'test_duration_ms', 'winner_metric', 'test_percentage', 'holdout_percentage']) {
+    for (const column of [
+      'winner_chosen_by',
+      'winner_chosen_at',
+      'winner_variant',
+      'winner_due_at',
+      'test_duration_ms',
+      'winner_metric',
+      'test_percentage',
+      'holdout_percentage',
+    ]) {
       await db.schema.alterTable('campaigns').dropColumn(column).execute();
     }
     await db.schema.dropTable('campaign_holdouts').execute();

@@ -8,10 +8,14 @@ import type { Kysely, Migration } from 'kysely';
 export const guardEngagement = (): Migration => ({
   async up(db: Kysely<any>) {
     for (const column of ['tracked', 'opened', 'human_opened']) {
-      await db.schema.alterTable('reputation_states').addColumn(column, 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('reputation_states')
+        .addColumn(column, 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
     }
   },
   async down(db: Kysely<any>) {
-    for (const column of ['human_opened', 'opened', 'tracked']) await db.schema.alterTable('reputation_states').dropColumn(column).execute();
+    for (const column of ['human_opened', 'opened', 'tracked'])
+      await db.schema.alterTable('reputation_states').dropColumn(column).execute();
   },
 });

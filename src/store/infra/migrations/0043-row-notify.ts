@@ -22,12 +22,15 @@ export const rowNotify = (dialect: Dialect): Migration => ({
         return null;
       end $$`.execute(db);
     for (const table of TABLES) {
-      await sql`create trigger ${sql.id(`${table}_changed`)} after insert or update or delete on ${sql.table(table)} for each row execute function mailsvc_row_changed()`.execute(db);
+      await sql`create trigger ${sql.id(`${table}_changed`)} after insert or update or delete on ${sql.table(table)} for each row execute function mailsvc_row_changed()`.execute(
+        db,
+      );
     }
   },
   async down(db: Kysely<any>) {
     if (dialect !== 'postgres') return;
-    for (const table of TABLES) await sql`drop trigger ${sql.id(`${table}_changed`)} on ${sql.table(table)}`.execute(db);
+    for (const table of TABLES)
+      await sql`drop trigger ${sql.id(`${table}_changed`)} on ${sql.table(table)}`.execute(db);
     await sql`drop function mailsvc_row_changed()`.execute(db);
   },
 });

@@ -23,8 +23,16 @@ export const inboxes = (dialect: Dialect): Migration => ({
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('inbox_threads_activity').on('inbox_threads').columns(['inbox_id', 'last_message_at', 'id']).execute();
-    await db.schema.createIndex('inbox_threads_subject').on('inbox_threads').columns(['inbox_id', 'subject_key']).execute();
+    await db.schema
+      .createIndex('inbox_threads_activity')
+      .on('inbox_threads')
+      .columns(['inbox_id', 'last_message_at', 'id'])
+      .execute();
+    await db.schema
+      .createIndex('inbox_threads_subject')
+      .on('inbox_threads')
+      .columns(['inbox_id', 'subject_key'])
+      .execute();
 
     await db.schema
       .createTable('inbox_messages')
@@ -58,16 +66,24 @@ export const inboxes = (dialect: Dialect): Migration => ({
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .execute();
     await db.schema.createIndex('inbox_messages_thread').on('inbox_messages').columns(['thread_id', 'at']).execute();
-    await db.schema.createIndex('inbox_messages_message_id').on('inbox_messages').columns(['inbox_id', 'message_id']).execute();
+    await db.schema
+      .createIndex('inbox_messages_message_id')
+      .on('inbox_messages')
+      .columns(['inbox_id', 'message_id'])
+      .execute();
     await db.schema.createIndex('inbox_messages_received').on('inbox_messages').column('received_email_id').execute();
     await db.schema.createIndex('inbox_messages_email').on('inbox_messages').column('email_id').execute();
 
     if (dialect === 'postgres') {
-      await sql`alter table inbox_messages add column search tsvector generated always as (to_tsvector('simple', coalesce(subject, '') || ' ' || participants || ' ' || coalesce(search_text, ''))) stored`.execute(db);
+      await sql`alter table inbox_messages add column search tsvector generated always as (to_tsvector('simple', coalesce(subject, '') || ' ' || participants || ' ' || coalesce(search_text, ''))) stored`.execute(
+        db,
+      );
       await sql`create index inbox_messages_search on inbox_messages using gin (search)`.execute(db);
     } else {
       // External content: the index holds the terms, inbox_messages the text; triggers keep them in step (cascaded deletes fire them too).
-      await sql`create virtual table inbox_message_search using fts5(subject, participants, search_text, content='inbox_messages', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')`.execute(db);
+      await sql`create virtual table inbox_message_search using fts5(subject, participants, search_text, content='inbox_messages', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')`.execute(
+        db,
+      );
       await sql`create trigger inbox_messages_search_insert after insert on inbox_messages begin
         insert into inbox_message_search(rowid, subject, participants, search_text) values (new.rowid, new.subject, new.participants, new.search_text);
       end`.execute(db);
@@ -113,7 +129,11 @@ export const inboxes = (dialect: Dialect): Migration => ({
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('inbox_drafts_inbox').on('inbox_drafts').columns(['inbox_id', 'updated_at', 'id']).execute();
+    await db.schema
+      .createIndex('inbox_drafts_inbox')
+      .on('inbox_drafts')
+      .columns(['inbox_id', 'updated_at', 'id'])
+      .execute();
     await db.schema.createIndex('inbox_drafts_thread').on('inbox_drafts').column('thread_id').execute();
 
     await db.schema
@@ -126,7 +146,11 @@ export const inboxes = (dialect: Dialect): Migration => ({
       .addColumn('size', 'integer', (c) => c.notNull())
       .addColumn('content', blob, (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('inbox_draft_attachments_draft').on('inbox_draft_attachments').column('draft_id').execute();
+    await db.schema
+      .createIndex('inbox_draft_attachments_draft')
+      .on('inbox_draft_attachments')
+      .column('draft_id')
+      .execute();
 
     await db.schema
       .createTable('inbox_agents')

@@ -22,8 +22,16 @@ export const inboxAgentRuns = (): Migration => ({
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .addColumn('updated_at', 'bigint', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('inbox_agent_runs_due').on('inbox_agent_runs').columns(['status', 'next_attempt_at']).execute();
-    await db.schema.createIndex('inbox_agent_runs_thread').on('inbox_agent_runs').columns(['thread_id', 'created_at']).execute();
+    await db.schema
+      .createIndex('inbox_agent_runs_due')
+      .on('inbox_agent_runs')
+      .columns(['status', 'next_attempt_at'])
+      .execute();
+    await db.schema
+      .createIndex('inbox_agent_runs_thread')
+      .on('inbox_agent_runs')
+      .columns(['thread_id', 'created_at'])
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.dropTable('inbox_agent_runs').execute();

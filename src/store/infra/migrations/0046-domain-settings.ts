@@ -10,7 +10,10 @@ export const domainSettings = (): Migration => ({
   async up(db: Kysely<any>) {
     await db.schema.alterTable('domains').addColumn('open_tracking', 'integer').execute();
     await db.schema.alterTable('domains').addColumn('click_tracking', 'integer').execute();
-    await db.schema.alterTable('domains').addColumn('tls', 'text', (c) => c.notNull().defaultTo('opportunistic')).execute();
+    await db.schema
+      .alterTable('domains')
+      .addColumn('tls', 'text', (c) => c.notNull().defaultTo('opportunistic'))
+      .execute();
     await db.schema.alterTable('domains').addColumn('return_path_subdomain', 'text').execute();
     await db.schema.alterTable('domains').addColumn('tracking_subdomain', 'text').execute();
   },

@@ -23,10 +23,12 @@ export const ipPools = (): Migration => ({
       .addColumn('position', 'integer', (c) => c.notNull())
       .addPrimaryKeyConstraint('ip_pool_addresses_pk', ['pool_id', 'address'])
       .execute();
-    for (const table of ['emails', 'domains', 'workspaces']) await db.schema.alterTable(table).addColumn('ip_pool_id', 'text').execute();
+    for (const table of ['emails', 'domains', 'workspaces'])
+      await db.schema.alterTable(table).addColumn('ip_pool_id', 'text').execute();
   },
   async down(db: Kysely<any>) {
-    for (const table of ['workspaces', 'domains', 'emails']) await db.schema.alterTable(table).dropColumn('ip_pool_id').execute();
+    for (const table of ['workspaces', 'domains', 'emails'])
+      await db.schema.alterTable(table).dropColumn('ip_pool_id').execute();
     await db.schema.dropTable('ip_pool_addresses').execute();
     await db.schema.dropTable('ip_pools').execute();
   },

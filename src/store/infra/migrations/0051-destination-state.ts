@@ -24,7 +24,17 @@ export const destinationState = (): Migration => ({
     }
   },
   async down(db: Kysely<any>) {
-    for (const column of ['last_reply_at', 'last_reply', 'limit_per_minute', 'limit_concurrency', 'per_minute', 'state', 'domains', 'source', 'provider']) {
+    for (const column of [
+      'last_reply_at',
+      'last_reply',
+      'limit_per_minute',
+      'limit_concurrency',
+      'per_minute',
+      'state',
+      'domains',
+      'source',
+      'provider',
+    ]) {
       await db.schema.alterTable('delivery_destinations').dropColumn(column).execute();
     }
   },

@@ -21,7 +21,11 @@ export const domainClaims = (): Migration => ({
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .addColumn('expires_at', 'bigint', (c) => c.notNull())
       .execute();
-    await db.schema.createIndex('domain_claims_workspace_name').on('domain_claims').columns(['workspace_id', 'name']).execute();
+    await db.schema
+      .createIndex('domain_claims_workspace_name')
+      .on('domain_claims')
+      .columns(['workspace_id', 'name'])
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.dropTable('domain_claims').execute();

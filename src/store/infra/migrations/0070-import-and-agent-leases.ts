@@ -19,7 +19,10 @@ export const importAndAgentLeases = (dialect: Dialect): Migration => ({
       .addColumn('created_at', 'bigint', (c) => c.notNull())
       .addPrimaryKeyConstraint('contact_import_files_pk', ['import_id', 'seq'])
       .execute();
-    await db.schema.alterTable('contact_imports').addColumn('cursor_row', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable('contact_imports')
+      .addColumn('cursor_row', 'bigint', (c) => c.notNull().defaultTo(0))
+      .execute();
     for (const table of ['contact_imports', 'inbox_agent_runs']) {
       await db.schema.alterTable(table).addColumn('lease_owner', 'text').execute();
       await db.schema.alterTable(table).addColumn('lease_until', 'bigint').execute();

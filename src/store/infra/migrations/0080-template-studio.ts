@@ -7,7 +7,10 @@ import type { Kysely, Migration } from 'kysely';
  */
 export const templateStudio = (): Migration => ({
   async up(db: Kysely<any>) {
-    await db.schema.alterTable('templates').addColumn('language', 'text', (c) => c.notNull().defaultTo('html')).execute();
+    await db.schema
+      .alterTable('templates')
+      .addColumn('language', 'text', (c) => c.notNull().defaultTo('html'))
+      .execute();
     await db.schema.alterTable('templates').addColumn('source', 'text').execute();
     await db.schema.alterTable('templates').addColumn('published_version', 'integer').execute();
     await db.schema

@@ -7,7 +7,10 @@ import type { Kysely, Migration } from 'kysely';
  */
 export const inboxAgentForwardTo = (): Migration => ({
   async up(db: Kysely<any>) {
-    await db.schema.alterTable('inbox_agents').addColumn('forward_to', 'text', (c) => c.notNull().defaultTo('[]')).execute();
+    await db.schema
+      .alterTable('inbox_agents')
+      .addColumn('forward_to', 'text', (c) => c.notNull().defaultTo('[]'))
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.alterTable('inbox_agents').dropColumn('forward_to').execute();

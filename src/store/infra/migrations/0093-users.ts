@@ -32,7 +32,10 @@ export const users = (): Migration => ({
       .addColumn('expires_at', 'bigint', (c) => c.notNull())
       .addColumn('used_at', 'bigint')
       .execute();
-    await db.schema.alterTable('dashboard_sessions').addColumn('user_id', 'text', (c) => c.references('users.id').onDelete('cascade')).execute();
+    await db.schema
+      .alterTable('dashboard_sessions')
+      .addColumn('user_id', 'text', (c) => c.references('users.id').onDelete('cascade'))
+      .execute();
   },
   async down(db: Kysely<any>) {
     await db.schema.alterTable('dashboard_sessions').dropColumn('user_id').execute();

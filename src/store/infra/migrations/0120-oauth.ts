@@ -44,7 +44,9 @@ export const oauth = (): Migration => ({
     await db.schema.createIndex('credentials_grant').on('credentials').column('grant_id').execute();
     // Tokens minted before: each becomes a grant of its own, under the token's id.
     await sql`INSERT INTO oauth_grants (id, workspace_id, provider_grant_id, client_id, user_id, name, scopes, created_at, expires_at, revoked_at)
-      SELECT id, workspace_id, NULL, NULL, NULL, name, COALESCE(scopes, '[]'), created_at, expires_at, revoked_at FROM credentials WHERE kind = 'oauth' AND workspace_id IS NOT NULL`.execute(db);
+      SELECT id, workspace_id, NULL, NULL, NULL, name, COALESCE(scopes, '[]'), created_at, expires_at, revoked_at FROM credentials WHERE kind = 'oauth' AND workspace_id IS NOT NULL`.execute(
+      db,
+    );
     await sql`UPDATE credentials SET grant_id = id WHERE kind = 'oauth' AND workspace_id IS NOT NULL`.execute(db);
   },
   async down(db: Kysely<any>) {

@@ -9,7 +9,10 @@ import { mcpTools } from '../../../../src/intake/mcp/tools/index.js';
 describe('the MCP tool registry', () => {
   it('docs/assistants.md shows the registry as it is (run `npm run docs` after changing a tool)', () => {
     const page = readFileSync(new URL('../../../../docs/assistants.md', import.meta.url), 'utf8');
-    assert.ok(page.includes(`${TOOLS_START}\n${toolReference(mcpTools)}\n${TOOLS_END}`), 'docs/assistants.md is stale: npm run docs');
+    assert.ok(
+      page.includes(`${TOOLS_START}\n${toolReference(mcpTools)}\n${TOOLS_END}`),
+      'docs/assistants.md is stale: npm run docs',
+    );
   });
 
   it('every tool mirrors a REST route over the same service, with the same scope (no tool-only authority)', () => {

@@ -5,7 +5,15 @@ import { ftsQuery } from '../../../../src/store/inboxes.js';
 
 describe('threading by subject, when a message has no threading headers', () => {
   it('compares subjects without reply and forward prefixes, case or spacing', () => {
-    const same = ['Order 42 is broken', 'Re: Order 42 is broken', 'RE: re: order 42  is broken', 'Fwd: Re: Order 42 is broken', 'AW: Order 42 is broken', 'Re[2]: Order 42 is broken', ' SV:Order 42 is broken '];
+    const same = [
+      'Order 42 is broken',
+      'Re: Order 42 is broken',
+      'RE: re: order 42  is broken',
+      'Fwd: Re: Order 42 is broken',
+      'AW: Order 42 is broken',
+      'Re[2]: Order 42 is broken',
+      ' SV:Order 42 is broken ',
+    ];
     for (const s of same) assert.equal(subjectKey(s), 'order 42 is broken', s);
     assert.equal(subjectKey('Recipe: soup'), 'recipe: soup', 'a word starting with a prefix is not one');
     assert.equal(subjectKey('Re:'), '');

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { matchRoute, parseRouteAddress, splitRecipient, type MatchableRoute } from '../../../../src/receiving/routes/match-route.js';
+import {
+  matchRoute,
+  parseRouteAddress,
+  splitRecipient,
+  type MatchableRoute,
+} from '../../../../src/receiving/routes/match-route.js';
 
 const route = (id: string, local_part: string, created_at = 1): MatchableRoute => ({
   id,
@@ -11,14 +16,37 @@ const route = (id: string, local_part: string, created_at = 1): MatchableRoute =
 
 describe('route addresses', () => {
   it('parses an address, a pattern and a catch-all; lower-cases and normalises the domain', () => {
-    assert.deepEqual(parseRouteAddress('Support@Example.COM'), { localPart: 'support', domain: 'example.com', kind: 'address' });
-    assert.deepEqual(parseRouteAddress('reply+*@example.com'), { localPart: 'reply+*', domain: 'example.com', kind: 'pattern' });
+    assert.deepEqual(parseRouteAddress('Support@Example.COM'), {
+      localPart: 'support',
+      domain: 'example.com',
+      kind: 'address',
+    });
+    assert.deepEqual(parseRouteAddress('reply+*@example.com'), {
+      localPart: 'reply+*',
+      domain: 'example.com',
+      kind: 'pattern',
+    });
     assert.deepEqual(parseRouteAddress('*@example.com'), { localPart: '*', domain: 'example.com', kind: 'catch_all' });
-    assert.deepEqual(parseRouteAddress('x@bücher.example'), { localPart: 'x', domain: 'xn--bcher-kva.example', kind: 'address' });
+    assert.deepEqual(parseRouteAddress('x@bücher.example'), {
+      localPart: 'x',
+      domain: 'xn--bcher-kva.example',
+      kind: 'address',
+    });
   });
 
   it('refuses what is not a route address', () => {
-    for (const bad of ['', 'support', '@example.com', 'a b@example.com', 'a@localhost', 'a@192.0.2.1', '"quoted"@example.com', 'a..b@example.com', `${'x'.repeat(65)}@example.com`, 'a@example.com\r\nBcc: x@y.z']) {
+    for (const bad of [
+      '',
+      'support',
+      '@example.com',
+      'a b@example.com',
+      'a@localhost',
+      'a@192.0.2.1',
+      '"quoted"@example.com',
+      'a..b@example.com',
+      `${'x'.repeat(65)}@example.com`,
+      'a@example.com\r\nBcc: x@y.z',
+    ]) {
       assert.equal(parseRouteAddress(bad), null, JSON.stringify(bad));
     }
     assert.ok(parseRouteAddress(`${'x'.repeat(64)}@example.com`), '64 characters is the longest local part');
@@ -31,7 +59,13 @@ describe('route addresses', () => {
 });
 
 describe('matching a recipient to a route', () => {
-  const routes = [route('c', '*'), route('p1', 'reply+*'), route('p2', 'reply+ticket-*'), route('a', 'support'), route('p3', '*-bounces')];
+  const routes = [
+    route('c', '*'),
+    route('p1', 'reply+*'),
+    route('p2', 'reply+ticket-*'),
+    route('a', 'support'),
+    route('p3', '*-bounces'),
+  ];
 
   it('prefers the address, then the longest pattern, then the catch-all', () => {
     assert.equal(matchRoute(routes, 'support')?.id, 'a');
@@ -52,6 +86,9 @@ describe('matching a recipient to a route', () => {
   });
 
   it('breaks ties by age, then id', () => {
-    assert.equal(matchRoute([route('new', 'x-*', 2), route('old', 'y-*', 1), route('old2', 'x-*', 1)], 'x-1')?.id, 'old2');
+    assert.equal(
+      matchRoute([route('new', 'x-*', 2), route('old', 'y-*', 1), route('old2', 'x-*', 1)], 'x-1')?.id,
+      'old2',
+    );
   });
 });

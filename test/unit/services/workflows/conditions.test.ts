@@ -19,7 +19,8 @@ const context: RunContext = {
   wait_events: { 'cart.paid': { amount: 10 }, cart: { amount: 1 } },
 };
 
-const rule = (field: string, operator: string, value?: unknown): ConditionRule => ({ type: 'rule', field, operator, ...(value === undefined ? {} : { value }) }) as ConditionRule;
+const rule = (field: string, operator: string, value?: unknown): ConditionRule =>
+  ({ type: 'rule', field, operator, ...(value === undefined ? {} : { value }) }) as ConditionRule;
 
 describe('workflow conditions', () => {
   it('resolves fields by namespace: contact record and properties, event payload paths, waited events (names with dots)', () => {
@@ -32,7 +33,11 @@ describe('workflow conditions', () => {
     assert.equal(resolveField(context, 'event.missing.deep'), undefined);
     assert.equal(resolveField(context, 'wait_events.cart.paid.amount'), 10, 'the longest event name wins');
     assert.equal(resolveField(context, 'wait_events.cart.amount'), 1);
-    assert.equal(resolveField({ ...context, contact: null }, 'contact.email'), undefined, 'a deleted contact has no fields');
+    assert.equal(
+      resolveField({ ...context, contact: null }, 'contact.email'),
+      undefined,
+      'a deleted contact has no fields',
+    );
     assert.equal(resolveField(context, 'event.__proto__'), undefined);
   });
 
@@ -74,12 +79,18 @@ describe('workflow conditions', () => {
   });
 
   it('resolves {var} references anywhere in a value; absent fields are null', () => {
-    assert.deepEqual(resolveVars({ a: { var: 'event.plan' }, b: 'static', c: [{ var: 'contact.seats' }, 1], d: { var: 'event.nope' } }, context), {
-      a: 'pro',
-      b: 'static',
-      c: [12, 1],
-      d: null,
-    });
+    assert.deepEqual(
+      resolveVars(
+        { a: { var: 'event.plan' }, b: 'static', c: [{ var: 'contact.seats' }, 1], d: { var: 'event.nope' } },
+        context,
+      ),
+      {
+        a: 'pro',
+        b: 'static',
+        c: [12, 1],
+        d: null,
+      },
+    );
   });
 
   it('field names need a namespace and a path', () => {

@@ -6,7 +6,14 @@ import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html, SafeHtml } from '../html.js';
 import { actionButton, page, postForm, table, when, type DashView } from '../layout.js';
-import { redirectWithNotice, redirectWithSecret, takeNotice, takeSecret, type DashCtx, type ShownSecret } from '../session.js';
+import {
+  redirectWithNotice,
+  redirectWithSecret,
+  takeNotice,
+  takeSecret,
+  type DashCtx,
+  type ShownSecret,
+} from '../session.js';
 
 /**
  * The signed-in person's own account: two-factor sign-in (enrol with a QR code, recovery codes,
@@ -17,15 +24,39 @@ import { redirectWithNotice, redirectWithSecret, takeNotice, takeSecret, type Da
 const RECOVERY_TITLE = 'Your recovery codes';
 
 const who = (view: DashView): AccountActor => {
-  if (view.session.userId === null) throw new AppError('forbidden', 'This session signed in with the shared password or a CLI link: it has no account. Create users with `mailsvc users create`.');
+  if (view.session.userId === null)
+    throw new AppError(
+      'forbidden',
+      'This session signed in with the shared password or a CLI link: it has no account. Create users with `mailsvc users create`.',
+    );
   return { userId: view.session.userId, workspaceId: view.workspace.id };
 };
 
 /** A short, readable name of a browser from its User-Agent (the full string is on hover). */
 function browserOf(ua: string | null): string {
   if (!ua) return 'unknown';
-  const browser = /Edg\//.test(ua) ? 'Edge' : /Firefox\//.test(ua) ? 'Firefox' : /Chrom(e|ium)\//.test(ua) ? 'Chrome' : /Safari\//.test(ua) ? 'Safari' : /curl|node|undici/i.test(ua) ? 'a script' : 'a browser';
-  const os = /Windows/.test(ua) ? 'Windows' : /Android/.test(ua) ? 'Android' : /iPhone|iPad/.test(ua) ? 'iOS' : /Mac OS X/.test(ua) ? 'macOS' : /Linux/.test(ua) ? 'Linux' : '';
+  const browser = /Edg\//.test(ua)
+    ? 'Edge'
+    : /Firefox\//.test(ua)
+      ? 'Firefox'
+      : /Chrom(e|ium)\//.test(ua)
+        ? 'Chrome'
+        : /Safari\//.test(ua)
+          ? 'Safari'
+          : /curl|node|undici/i.test(ua)
+            ? 'a script'
+            : 'a browser';
+  const os = /Windows/.test(ua)
+    ? 'Windows'
+    : /Android/.test(ua)
+      ? 'Android'
+      : /iPhone|iPad/.test(ua)
+        ? 'iOS'
+        : /Mac OS X/.test(ua)
+          ? 'macOS'
+          : /Linux/.test(ua)
+            ? 'Linux'
+            : '';
   return os ? `${browser} on ${os}` : browser;
 }
 
@@ -34,10 +65,16 @@ const recoveryCard = (shown: ShownSecret) =>
 
 const sessionRow = (view: DashView, s: SessionView) =>
   html`<tr data-session="${s.id}"><td>${s.client_address ?? '—'}</td><td title="${s.user_agent ?? ''}">${browserOf(s.user_agent)}</td><td>${when(s.created_at)}</td><td>${when(s.last_seen_at)}</td><td>${
-    s.current ? html`<strong>this browser</strong>` : actionButton(view, `/dashboard/account/sessions/${s.id}/revoke`, 'Revoke', 'danger')
+    s.current
+      ? html`<strong>this browser</strong>`
+      : actionButton(view, `/dashboard/account/sessions/${s.id}/revoke`, 'Revoke', 'danger')
   }</td></tr>`;
 
-async function accountPage(deps: HttpDeps, view: DashView, extra: { notice?: string | undefined; error?: string | undefined; shown?: ShownSecret | undefined } = {}): Promise<string> {
+async function accountPage(
+  deps: HttpDeps,
+  view: DashView,
+  extra: { notice?: string | undefined; error?: string | undefined; shown?: ShownSecret | undefined } = {},
+): Promise<string> {
   if (view.session.userId === null) {
     return page(view, {
       title: 'Account',
@@ -47,8 +84,13 @@ async function accountPage(deps: HttpDeps, view: DashView, extra: { notice?: str
     });
   }
   const me = who(view);
-  const [status, required, sessions] = await Promise.all([deps.services.twoFactor.status(me.userId), deps.services.twoFactor.required(view.workspace.id), deps.services.dashboardAuth.listSessions(me.userId, view.session.idHash)]);
-  const codeInput = (id: string) => html`<label>Code from your app, or a recovery code<input id="${id}" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="64" required></label>`;
+  const [status, required, sessions] = await Promise.all([
+    deps.services.twoFactor.status(me.userId),
+    deps.services.twoFactor.required(view.workspace.id),
+    deps.services.dashboardAuth.listSessions(me.userId, view.session.idHash),
+  ]);
+  const codeInput = (id: string) =>
+    html`<label>Code from your app, or a recovery code<input id="${id}" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="64" required></label>`;
   const twoFactor = status.enabled
     ? html`<p id="two-factor-status">Two-factor sign-in is <strong>on</strong>. ${status.recoveryCodesLeft} of 10 recovery codes left.</p>
 ${postForm(view, '/dashboard/account/two-factor/recovery-codes', 'row', html`${codeInput('regen-code')}<button type="submit" class="secondary">New recovery codes</button>`)}
@@ -68,12 +110,21 @@ ${required ? html`<p class="muted">${view.workspace.name} requires two-factor si
     notice: extra.notice,
     error: extra.error,
     body: html`${extra.shown ? recoveryCard(extra.shown) : ''}<div class="card"><h2>Two-factor sign-in</h2>${twoFactor}</div>${requirement}
-<div class="card"><h2>Password</h2>${postForm(view, '/dashboard/account/password', 'stack', html`<div class="row">
+<div class="card"><h2>Password</h2>${postForm(
+      view,
+      '/dashboard/account/password',
+      'stack',
+      html`<div class="row">
 <label>Current password<input type="password" name="current_password" autocomplete="current-password" required></label>
 <label>New password<input type="password" name="password" autocomplete="new-password" minlength="12" required></label>
-<label>Again<input type="password" name="confirm" autocomplete="new-password" minlength="12" required></label></div><button type="submit">Change password</button>`)}
+<label>Again<input type="password" name="confirm" autocomplete="new-password" minlength="12" required></label></div><button type="submit">Change password</button>`,
+    )}
 <p class="muted">Changing it signs you out everywhere else.</p></div>
-<div class="card"><h2>Sessions</h2>${table(['Address', 'Browser', 'Signed in', 'Last seen', ''], sessions.map((s) => sessionRow(view, s)), 'No sessions.')}
+<div class="card"><h2>Sessions</h2>${table(
+      ['Address', 'Browser', 'Signed in', 'Last seen', ''],
+      sessions.map((s) => sessionRow(view, s)),
+      'No sessions.',
+    )}
 ${sessions.length > 1 ? actionButton(view, '/dashboard/account/sessions/revoke-others', 'Sign out everywhere else', 'danger') : ''}</div>`,
   });
 }
@@ -83,7 +134,12 @@ async function enrolPage(deps: HttpDeps, view: DashView, error?: string): Promis
   const enrolment = await deps.services.twoFactor.enrolment(me.userId);
   const required = await deps.services.twoFactor.required(view.workspace.id);
   // qrcode's own SVG document (no script, no links): sized here, placed inline (the CSP allows no inline styles).
-  const qr = new SafeHtml(enrolment.qrSvg.replace('<svg ', '<svg width="200" height="200" role="img" aria-label="QR code for your authenticator app" '));
+  const qr = new SafeHtml(
+    enrolment.qrSvg.replace(
+      '<svg ',
+      '<svg width="200" height="200" role="img" aria-label="QR code for your authenticator app" ',
+    ),
+  );
   return page(view, {
     title: 'Set up two-factor sign-in',
     section: 'account',
@@ -102,7 +158,10 @@ const showCodes = (ctx: DashCtx, codes: string[], note: string) =>
 export function registerAccountRoutes(router: DashRoutes, deps: HttpDeps): void {
   router.get('/account', 'session', async (ctx) => {
     const shown = takeSecret(ctx);
-    ctx.body = await accountPage(deps, ctx.state.dashboard, { notice: takeNotice(ctx), shown: shown?.title === RECOVERY_TITLE ? shown : undefined });
+    ctx.body = await accountPage(deps, ctx.state.dashboard, {
+      notice: takeNotice(ctx),
+      shown: shown?.title === RECOVERY_TITLE ? shown : undefined,
+    });
   });
 
   router.get('/account/two-factor', 'session', async (ctx) => {
@@ -117,7 +176,11 @@ export function registerAccountRoutes(router: DashRoutes, deps: HttpDeps): void 
       ctx,
       async () => {
         const { recoveryCodes } = await deps.services.twoFactor.confirm(who(view), form.code ?? '');
-        showCodes(ctx, recoveryCodes, 'Two-factor sign-in is on. Keep these codes somewhere safe, apart from your phone: each signs you in once if you lose it. They are shown only this once.');
+        showCodes(
+          ctx,
+          recoveryCodes,
+          'Two-factor sign-in is on. Keep these codes somewhere safe, apart from your phone: each signs you in once if you lose it. They are shown only this once.',
+        );
       },
       (error) => enrolPage(deps, view, error),
     );
@@ -129,7 +192,11 @@ export function registerAccountRoutes(router: DashRoutes, deps: HttpDeps): void 
       ctx,
       async () => {
         const { recoveryCodes } = await deps.services.twoFactor.regenerateRecoveryCodes(who(view), form.code ?? '');
-        showCodes(ctx, recoveryCodes, 'Your earlier recovery codes no longer work. Keep these somewhere safe: they are shown only this once.');
+        showCodes(
+          ctx,
+          recoveryCodes,
+          'Your earlier recovery codes no longer work. Keep these somewhere safe: they are shown only this once.',
+        );
       },
       (error) => accountPage(deps, view, { error }),
     );
@@ -154,7 +221,13 @@ export function registerAccountRoutes(router: DashRoutes, deps: HttpDeps): void 
       ctx,
       async () => {
         await deps.services.twoFactor.setRequired(who(view), on);
-        redirectWithNotice(ctx, '/dashboard/account', on ? `${view.workspace.name} now requires two-factor sign-in.` : `${view.workspace.name} no longer requires two-factor sign-in.`);
+        redirectWithNotice(
+          ctx,
+          '/dashboard/account',
+          on
+            ? `${view.workspace.name} now requires two-factor sign-in.`
+            : `${view.workspace.name} no longer requires two-factor sign-in.`,
+        );
       },
       (error) => accountPage(deps, view, { error }),
     );
@@ -165,9 +238,19 @@ export function registerAccountRoutes(router: DashRoutes, deps: HttpDeps): void 
     await formAction(
       ctx,
       async () => {
-        if ((form.password ?? '') !== (form.confirm ?? '')) throw new AppError('validation_error', 'The two new passwords differ.', { field: 'confirm' });
-        const { ended } = await deps.services.dashboardAuth.changePassword(who(view), view.session.idHash, form.current_password ?? '', form.password ?? '');
-        redirectWithNotice(ctx, '/dashboard/account', `Your password is changed${ended > 0 ? `; ${ended} other session${ended === 1 ? '' : 's'} ended` : ''}.`);
+        if ((form.password ?? '') !== (form.confirm ?? ''))
+          throw new AppError('validation_error', 'The two new passwords differ.', { field: 'confirm' });
+        const { ended } = await deps.services.dashboardAuth.changePassword(
+          who(view),
+          view.session.idHash,
+          form.current_password ?? '',
+          form.password ?? '',
+        );
+        redirectWithNotice(
+          ctx,
+          '/dashboard/account',
+          `Your password is changed${ended > 0 ? `; ${ended} other session${ended === 1 ? '' : 's'} ended` : ''}.`,
+        );
       },
       (error) => accountPage(deps, view, { error }),
     );
@@ -176,12 +259,17 @@ export function registerAccountRoutes(router: DashRoutes, deps: HttpDeps): void 
   router.post('/account/sessions/revoke-others', 'session', async (ctx) => {
     const view = ctx.state.dashboard;
     const { ended } = await deps.services.dashboardAuth.endOtherSessions(who(view), view.session.idHash);
-    redirectWithNotice(ctx, '/dashboard/account', `Signed out everywhere else (${ended} session${ended === 1 ? '' : 's'}).`);
+    redirectWithNotice(
+      ctx,
+      '/dashboard/account',
+      `Signed out everywhere else (${ended} session${ended === 1 ? '' : 's'}).`,
+    );
   });
 
   router.post('/account/sessions/:id/revoke', 'session', async (ctx) => {
     const view = ctx.state.dashboard;
-    if (view.session.idHash.startsWith(ctx.params.id ?? '')) throw new AppError('validation_error', 'This is the session you are using: sign out instead.');
+    if (view.session.idHash.startsWith(ctx.params.id ?? ''))
+      throw new AppError('validation_error', 'This is the session you are using: sign out instead.');
     await deps.services.dashboardAuth.revokeSession(who(view), ctx.params.id ?? '');
     redirectWithNotice(ctx, '/dashboard/account', 'The session is ended: that browser is signed out.');
   });

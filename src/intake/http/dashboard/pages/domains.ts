@@ -3,7 +3,7 @@ import type { DnsRecord, DomainView } from '../../../../services/domains/domains
 import type { Check } from '../../../../checks/check-status.js';
 import type { HttpDeps } from '../../context.js';
 import { html } from '../html.js';
-import { actionButton, badge, copyField, page, table, when, type DashView , ifAllowed, postForm } from '../layout.js';
+import { actionButton, badge, copyField, page, table, when, type DashView, ifAllowed, postForm } from '../layout.js';
 import { formAction } from '../form.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
@@ -53,13 +53,71 @@ function recordGroups(domain: DomainView, r: Records): RecordGroup[] {
   const spf = r.returnPath.filter((x) => x.type === 'TXT');
   const bounceMx = r.returnPath.filter((x) => x.type === 'MX');
   return [
-    { id: 'dkim', title: 'DKIM', required: true, why: 'Signs your mail; verifying the domain checks these.', records: r.customer, check: check('dkim') },
-    { id: 'spf', title: 'SPF', required: true, why: 'Authorises this server to send for the Return-Path domain; merge with an SPF record already there.', records: or('spf', spf), check: check('spf') },
-    { id: 'dmarc', title: 'DMARC', required: true, why: 'Tells receivers what to do with mail that fails DKIM and SPF, and where to report.', records: or('dmarc', r.reports.filter((x) => x.name.startsWith('_dmarc.'))), check: check('dmarc') },
-    ...(bounceMx.length > 0 ? [{ id: 'return_path_mx', title: 'Bounce MX', required: false, why: 'Bounces that come later reach this server, which then stops mailing the address.', records: or('return_path_mx', bounceMx), check: check('return_path_mx') }] : []),
-    { id: 'mta_sts', title: 'MTA-STS', required: false, why: 'Other servers deliver to the domain only over verified TLS.', records: or('mta_sts', []), check: check('mta_sts') },
-    { id: 'tls_rpt', title: 'TLS-RPT', required: false, why: 'Other servers report TLS failures delivering to the domain.', records: or('tls_rpt', r.reports.filter((x) => x.name.startsWith('_smtp._tls.'))), check: check('tls_rpt') },
-    { id: 'receiving', title: 'Receiving (MX)', required: false, why: 'Only to receive mail at the domain here (Receiving): it replaces the domain\'s current mail servers.', records: r.receiving },
+    {
+      id: 'dkim',
+      title: 'DKIM',
+      required: true,
+      why: 'Signs your mail; verifying the domain checks these.',
+      records: r.customer,
+      check: check('dkim'),
+    },
+    {
+      id: 'spf',
+      title: 'SPF',
+      required: true,
+      why: 'Authorises this server to send for the Return-Path domain; merge with an SPF record already there.',
+      records: or('spf', spf),
+      check: check('spf'),
+    },
+    {
+      id: 'dmarc',
+      title: 'DMARC',
+      required: true,
+      why: 'Tells receivers what to do with mail that fails DKIM and SPF, and where to report.',
+      records: or(
+        'dmarc',
+        r.reports.filter((x) => x.name.startsWith('_dmarc.')),
+      ),
+      check: check('dmarc'),
+    },
+    ...(bounceMx.length > 0
+      ? [
+          {
+            id: 'return_path_mx',
+            title: 'Bounce MX',
+            required: false,
+            why: 'Bounces that come later reach this server, which then stops mailing the address.',
+            records: or('return_path_mx', bounceMx),
+            check: check('return_path_mx'),
+          },
+        ]
+      : []),
+    {
+      id: 'mta_sts',
+      title: 'MTA-STS',
+      required: false,
+      why: 'Other servers deliver to the domain only over verified TLS.',
+      records: or('mta_sts', []),
+      check: check('mta_sts'),
+    },
+    {
+      id: 'tls_rpt',
+      title: 'TLS-RPT',
+      required: false,
+      why: 'Other servers report TLS failures delivering to the domain.',
+      records: or(
+        'tls_rpt',
+        r.reports.filter((x) => x.name.startsWith('_smtp._tls.')),
+      ),
+      check: check('tls_rpt'),
+    },
+    {
+      id: 'receiving',
+      title: 'Receiving (MX)',
+      required: false,
+      why: "Only to receive mail at the domain here (Receiving): it replaces the domain's current mail servers.",
+      records: r.receiving,
+    },
   ];
 }
 
@@ -77,14 +135,24 @@ export function registerDomainRoutes(router: DashRoutes, deps: HttpDeps): void {
   const listPage = async (view: DashView, extra: { error?: string; kept?: string } = {}) => {
     const domains = await deps.services.domains.list(view.workspace.id);
     const rows = domains.map(
-      (d) => html`<tr><td><a href="/dashboard/domains/${d.id}">${d.domain_name}</a></td><td>${badge(d.status)}</td><td>${when(d.created_at)}</td><td>${when(d.last_checked_at)}</td></tr>`,
+      (d) =>
+        html`<tr><td><a href="/dashboard/domains/${d.id}">${d.domain_name}</a></td><td>${badge(d.status)}</td><td>${when(d.created_at)}</td><td>${when(d.last_checked_at)}</td></tr>`,
     );
     return page(view, {
       title: 'Domains',
       section: 'domains',
       error: extra.error,
-      body: html`${ifAllowed(view, '/dashboard/domains', html`<div class="card"><h2>Add a domain</h2>${postForm(view, `/dashboard/domains`, 'row', html`
-<label>Domain<input name="domain" required placeholder="example.com" maxlength="253" value="${extra.kept ?? ''}"></label><button type="submit">Add domain</button>`)}</div>`)}
+      body: html`${ifAllowed(
+        view,
+        '/dashboard/domains',
+        html`<div class="card"><h2>Add a domain</h2>${postForm(
+          view,
+          `/dashboard/domains`,
+          'row',
+          html`
+<label>Domain<input name="domain" required placeholder="example.com" maxlength="253" value="${extra.kept ?? ''}"></label><button type="submit">Add domain</button>`,
+        )}</div>`,
+      )}
 ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: add the domain you send from.')}`,
     });
   };
@@ -119,11 +187,16 @@ ${table(['Domain', 'Status', 'Added', 'Last checked'], rows, 'No domains yet: ad
     const dmarcRows = dmarc.days.flatMap((d) =>
       d.sources.map(
         (s) =>
-          html`<tr><td>${d.date}</td><td>${s.source_ip}${s.this_server ? html` <span class="badge good">this server</span>` : ''}</td><td>${s.messages}</td><td>${s.dmarc_pass}</td><td>${s.spf_aligned}</td><td>${s.dkim_aligned}</td><td>${Object.entries(s.dispositions).map(([k, v]) => `${k} ${v}`).join(', ')}</td><td>${s.reporters.join(', ')}</td></tr>`,
+          html`<tr><td>${d.date}</td><td>${s.source_ip}${s.this_server ? html` <span class="badge good">this server</span>` : ''}</td><td>${s.messages}</td><td>${s.dmarc_pass}</td><td>${s.spf_aligned}</td><td>${s.dkim_aligned}</td><td>${Object.entries(
+            s.dispositions,
+          )
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')}</td><td>${s.reporters.join(', ')}</td></tr>`,
       ),
     );
     const tlsRows = tls.days.map(
-      (d) => html`<tr><td>${d.date}</td><td>${d.successful}</td><td>${d.failed}</td><td>${d.failures.map((f) => `${f.result_type} at ${f.receiving_mx_hostname ?? '?'}: ${f.sessions}`).join('; ') || '—'}</td><td>${d.reporters.join(', ')}</td></tr>`,
+      (d) =>
+        html`<tr><td>${d.date}</td><td>${d.successful}</td><td>${d.failed}</td><td>${d.failures.map((f) => `${f.result_type} at ${f.receiving_mx_hostname ?? '?'}: ${f.sessions}`).join('; ') || '—'}</td><td>${d.reporters.join(', ')}</td></tr>`,
     );
     const groups = recordGroups(domain, records);
     const operator = [...records.dkimHost, ...records.reportsHost];
@@ -154,7 +227,14 @@ ${table(['Day', 'Sessions ok', 'Failed', 'Failures', 'Reported by'], tlsRows, 'N
   router.post('/domains/:id/verify', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const { domain } = await deps.services.domains.verify(view.workspace.id, ctx.params.id!);
-    const attention = domain.checks ? CHECK_NAMES.filter(([k]) => domain.checks![k] && ['failing', 'not_published'].includes(domain.checks![k].status) && domain.checks![k].required).map(([, label]) => label) : [];
+    const attention = domain.checks
+      ? CHECK_NAMES.filter(
+          ([k]) =>
+            domain.checks![k] &&
+            ['failing', 'not_published'].includes(domain.checks![k].status) &&
+            domain.checks![k].required,
+        ).map(([, label]) => label)
+      : [];
     const notice =
       domain.status !== 'verified'
         ? `${domain.domain_name} is not verified yet: see “Last check” for what is missing.`

@@ -10,7 +10,14 @@ export function registerImportRoutes(router: DashRoutes, deps: HttpDeps): void {
     const { data } = await deps.services.contactImports.list(view.workspace.id, { limit: '100' });
     const rows = data.map((i) => {
       const c = i.counts;
-      const problems = i.failure ?? (i.errors.length ? i.errors.slice(0, 5).map((e) => `line ${e.line}: ${e.reason}`).join('; ') + (c.failed > 5 ? ` … ${c.failed - 5} more` : '') : '');
+      const problems =
+        i.failure ??
+        (i.errors.length
+          ? i.errors
+              .slice(0, 5)
+              .map((e) => `line ${e.line}: ${e.reason}`)
+              .join('; ') + (c.failed > 5 ? ` … ${c.failed - 5} more` : '')
+          : '');
       return html`<tr><td>${i.file.name ?? i.id}</td><td>${i.status}</td><td>${c.total}</td><td>${c.created}</td><td>${c.updated}</td><td>${c.skipped}</td><td>${c.failed}</td><td class="wrap">${problems}</td><td>${when(i.created_at)}</td></tr>`;
     });
     ctx.body = page(view, {

@@ -29,11 +29,19 @@ export function registerInboxThreadRoutes(router: DashRoutes, deps: HttpDeps): v
       ? await threads.search(view.workspace.id, inbox.id, { folders: [folder], query: q }, pageOf)
       : await threads.list(view.workspace.id, inbox.id, { folders: [folder] }, pageOf);
     const rows = data.map(
-      (t) => html`<tr><td><a href="/dashboard/receiving/inboxes/${inbox.id}/threads/${t.id}">${t.read ? t.subject || '(no subject)' : html`<strong>${t.subject || '(no subject)'}</strong>`}</a> ${labelChips(t.labels)}</td>
+      (
+        t,
+      ) => html`<tr><td><a href="/dashboard/receiving/inboxes/${inbox.id}/threads/${t.id}">${t.read ? t.subject || '(no subject)' : html`<strong>${t.subject || '(no subject)'}</strong>`}</a> ${labelChips(t.labels)}</td>
 <td class="wrap">${t.from ?? ''}</td><td>${t.email_count}${t.has_attachment ? ' 📎' : ''}${t.has_draft ? ' (draft)' : ''}</td><td>${t.read ? '' : badge('unread')}</td><td>${when(t.received_at)}</td></tr>`,
     );
-    const tabs = INBOX_FOLDERS.map((f) => (f === folder ? html`<strong>${f}</strong> ` : html`<a href="/dashboard/receiving/inboxes/${inbox.id}?folder=${f}">${f}</a> `));
-    const next = more ? html`<p><a href="/dashboard/receiving/inboxes/${inbox.id}?${new URLSearchParams({ folder, q, after: data.at(-1)!.id }).toString()}">Older threads →</a></p>` : '';
+    const tabs = INBOX_FOLDERS.map((f) =>
+      f === folder
+        ? html`<strong>${f}</strong> `
+        : html`<a href="/dashboard/receiving/inboxes/${inbox.id}?folder=${f}">${f}</a> `,
+    );
+    const next = more
+      ? html`<p><a href="/dashboard/receiving/inboxes/${inbox.id}?${new URLSearchParams({ folder, q, after: data.at(-1)!.id }).toString()}">Older threads →</a></p>`
+      : '';
     ctx.body = page(view, {
       title: `Threads of ${inbox.address}`,
       section: 'receiving',
@@ -54,16 +62,21 @@ ${table(['Subject', 'From', 'Messages', '', 'Last activity'], rows, q ? 'No thre
     ]);
     const base = `/dashboard/receiving/inboxes/${ctx.params.id}/threads/${thread.id}`;
     const cards = messages.data.map(
-      (m) => html`<div class="card"><dl class="facts"><dt>${m.direction === 'inbound' ? 'From' : 'Sent from'}</dt><dd>${m.from}</dd><dt>To</dt><dd>${m.to.join(', ')}</dd>
+      (
+        m,
+      ) => html`<div class="card"><dl class="facts"><dt>${m.direction === 'inbound' ? 'From' : 'Sent from'}</dt><dd>${m.from}</dd><dt>To</dt><dd>${m.to.join(', ')}</dd>
 ${m.cc.length ? html`<dt>Cc</dt><dd>${m.cc.join(', ')}</dd>` : ''}<dt>${m.direction === 'inbound' ? 'Received' : 'Sent'}</dt><dd>${when(m.received_at)} ${m.read ? '' : badge('unread')}</dd>
 ${m.attachments.length ? html`<dt>Attachments</dt><dd>${m.attachments.map((a) => a.filename ?? '(no name)').join(', ')}</dd>` : ''}
 <dt>Message</dt><dd><a href="${m.direction === 'inbound' ? `/dashboard/receiving/${m.id}` : `/dashboard/emails/${m.id}`}">${m.direction === 'inbound' ? 'the received email' : 'the sent email'}</a></dd></dl>
 ${m.text ? html`<pre>${m.text}</pre>` : html`<p class="muted">HTML only: see the message.</p>`}</div>`,
     );
     const runs = thread.agent_runs.map(
-      (r) => html`<tr><td>${when(r.created_at)}</td><td>${badge(r.status)}</td><td>${r.actions.map((a) => html`${String(a.type)}: ${String(a.result)}${a.detail ? html` <span class="muted">(${String(a.detail)})</span>` : ''}<br>`)}</td><td class="wrap">${r.error ?? ''}</td></tr>`,
+      (r) =>
+        html`<tr><td>${when(r.created_at)}</td><td>${badge(r.status)}</td><td>${r.actions.map((a) => html`${String(a.type)}: ${String(a.result)}${a.detail ? html` <span class="muted">(${String(a.detail)})</span>` : ''}<br>`)}</td><td class="wrap">${r.error ?? ''}</td></tr>`,
     );
-    const moves = MOVES.filter((f) => f !== thread.folder).map((f) => actionButton(view, `${base}/folder/${f}`, `Move to ${f}`));
+    const moves = MOVES.filter((f) => f !== thread.folder).map((f) =>
+      actionButton(view, `${base}/folder/${f}`, `Move to ${f}`),
+    );
     ctx.body = page(view, {
       title: thread.subject || '(no subject)',
       section: 'receiving',
@@ -77,15 +90,27 @@ ${runs.length ? html`<h2>Agent</h2>${table(['When', 'Run', 'Actions', 'Error'], 
 
   router.post('/receiving/inboxes/:id/threads/:threadId/read/:state', 'send', async (ctx) => {
     const view = ctx.state.dashboard;
-    const thread = await deps.services.inboxThreads.update(view.workspace.id, ctx.params.id!, ctx.params.threadId!, { read: ctx.params.state === 'yes' });
-    redirectWithNotice(ctx, `/dashboard/receiving/inboxes/${ctx.params.id}/threads/${thread.id}`, thread.read ? 'Marked read.' : 'Marked unread.');
+    const thread = await deps.services.inboxThreads.update(view.workspace.id, ctx.params.id!, ctx.params.threadId!, {
+      read: ctx.params.state === 'yes',
+    });
+    redirectWithNotice(
+      ctx,
+      `/dashboard/receiving/inboxes/${ctx.params.id}/threads/${thread.id}`,
+      thread.read ? 'Marked read.' : 'Marked unread.',
+    );
   });
 
   router.post('/receiving/inboxes/:id/threads/:threadId/folder/:folder', 'send', async (ctx) => {
     const view = ctx.state.dashboard;
     const folder = MOVES.find((f) => f === ctx.params.folder);
     if (!folder) throw validationError('folder', `must be one of ${MOVES.join(', ')}`);
-    const thread = await deps.services.inboxThreads.update(view.workspace.id, ctx.params.id!, ctx.params.threadId!, { folder });
-    redirectWithNotice(ctx, `/dashboard/receiving/inboxes/${ctx.params.id}/threads/${thread.id}`, `Moved to ${thread.folder}.`);
+    const thread = await deps.services.inboxThreads.update(view.workspace.id, ctx.params.id!, ctx.params.threadId!, {
+      folder,
+    });
+    redirectWithNotice(
+      ctx,
+      `/dashboard/receiving/inboxes/${ctx.params.id}/threads/${thread.id}`,
+      `Moved to ${thread.folder}.`,
+    );
   });
 }

@@ -5,13 +5,25 @@ import type { Ctx, HttpDeps, State } from '../../context.js';
 import { html } from '../html.js';
 import { plainPage } from '../layout.js';
 import type { ClientInfo } from '../../../../services/dashboard-auth.js';
-import { checkPreLogin, clearSecondFactorTicket, preLoginToken, readForm, secondFactorTicket, setSecondFactorTicket, setSessionCookie, SESSION_COOKIE } from '../session.js';
+import {
+  checkPreLogin,
+  clearSecondFactorTicket,
+  preLoginToken,
+  readForm,
+  secondFactorTicket,
+  setSecondFactorTicket,
+  setSessionCookie,
+  SESSION_COOKIE,
+} from '../session.js';
 
 /** Only paths inside the dashboard, so the sign-in page cannot be made to redirect elsewhere. */
 const safeNext = (next: unknown): string =>
   typeof next === 'string' && /^\/dashboard(\/|\?|$)/.test(next) && !next.includes('\\') ? next : '/dashboard';
 
-const client = (ctx: Ctx): ClientInfo => ({ address: ctx.state.clientAddress || 'unknown', userAgent: ctx.get('user-agent') || undefined });
+const client = (ctx: Ctx): ClientInfo => ({
+  address: ctx.state.clientAddress || 'unknown',
+  userAgent: ctx.get('user-agent') || undefined,
+});
 
 function codePage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: string } = {}): string {
   const token = preLoginToken(ctx, deps);
@@ -31,15 +43,24 @@ function loginPage(ctx: Ctx, deps: HttpDeps, options: { error?: string; next?: s
 <label>Email<input type="email" name="email" autocomplete="username" required autofocus></label><label>Password<input type="password" name="password" autocomplete="current-password" required></label><button type="submit">Sign in</button></form>
 <p class="muted">No account yet? Ask an owner or admin of the workspace for an invitation (<code>mailsvc users invite EMAIL --role ROLE</code>).</p>`
     : deps.services.dashboardAuth.passwordEnabled
-    ? html`<form method="post" action="/dashboard/login"><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="next" value="${safeNext(options.next)}">
+      ? html`<form method="post" action="/dashboard/login"><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="next" value="${safeNext(options.next)}">
 <label>Password<input type="password" name="password" autocomplete="current-password" required autofocus></label><button type="submit">Sign in</button></form>
 <p class="muted">Or run <code>mailsvc dashboard login</code> on the server (<code>npx mailsvc dashboard login</code> in a clone of the repository) for a one-time link.</p>`
-    : html`<p>Run <code>mailsvc dashboard login</code> on the server (<code>npx mailsvc dashboard login</code> in a clone of the repository) and open the link it prints.</p>
+      : html`<p>Run <code>mailsvc dashboard login</code> on the server (<code>npx mailsvc dashboard login</code> in a clone of the repository) and open the link it prints.</p>
 <p class="muted">To sign in with a password instead, set <code>dashboard.password</code> (or <code>MAILSVC_DASHBOARD_PASSWORD</code>).</p>`;
-  return plainPage('Sign in', html`<div class="card"><h1>Sign in to mailsvc</h1>${options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''}${form}</div>`);
+  return plainPage(
+    'Sign in',
+    html`<div class="card"><h1>Sign in to mailsvc</h1>${options.error ? html`<div class="error" role="alert">${options.error}</div>` : ''}${form}</div>`,
+  );
 }
 
-function invitePage(ctx: Ctx, deps: HttpDeps, token: string, invite: { email: string; role: string }, error?: string): string {
+function invitePage(
+  ctx: Ctx,
+  deps: HttpDeps,
+  token: string,
+  invite: { email: string; role: string },
+  error?: string,
+): string {
   const csrf = preLoginToken(ctx, deps);
   return plainPage(
     'Invitation',
@@ -73,7 +94,11 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
       if ((err as { code?: string }).code !== 'unauthorized') throw err;
       const users = await auth.usersExist();
       ctx.status = 401;
-      ctx.body = loginPage(ctx, deps, { error: users ? 'Wrong address or password.' : 'Wrong password.', next: form.next, users });
+      ctx.body = loginPage(ctx, deps, {
+        error: users ? 'Wrong address or password.' : 'Wrong password.',
+        next: form.next,
+        users,
+      });
       return;
     }
     ctx.status = 303;
@@ -82,7 +107,8 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
 
   // The second step of a sign-in: the ticket cookie says whose password was right, the code proves the device.
   router.get('/login/two-factor', (ctx) => {
-    if (!auth.ticketUser(secondFactorTicket(ctx))) return ctx.redirect(`/dashboard/login?next=${encodeURIComponent(safeNext(ctx.query.next))}`);
+    if (!auth.ticketUser(secondFactorTicket(ctx)))
+      return ctx.redirect(`/dashboard/login?next=${encodeURIComponent(safeNext(ctx.query.next))}`);
     ctx.body = codePage(ctx, deps, { next: ctx.query.next as string | undefined });
   });
 
@@ -93,7 +119,10 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
     const userId = auth.ticketUser(ticket);
     try {
       // Before a session exists the actor is the user whose password was right (a recovery code used is recorded).
-      const signed = await actingAs({ type: userId ? 'user' : 'dashboard', id: userId ?? null, address: ctx.state.clientAddress }, () => auth.signInWithSecondFactor(ticket, form.code ?? '', client(ctx)));
+      const signed = await actingAs(
+        { type: userId ? 'user' : 'dashboard', id: userId ?? null, address: ctx.state.clientAddress },
+        () => auth.signInWithSecondFactor(ticket, form.code ?? '', client(ctx)),
+      );
       clearSecondFactorTicket(ctx);
       setSessionCookie(ctx, signed);
     } catch (err) {
@@ -102,7 +131,11 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
       if (!userId) {
         clearSecondFactorTicket(ctx);
         ctx.body = loginPage(ctx, deps, { error: (err as Error).message, next: form.next, users: true });
-      } else ctx.body = codePage(ctx, deps, { error: 'That code is not right. Enter the 6 digits your app shows now, or a recovery code.', next: form.next });
+      } else
+        ctx.body = codePage(ctx, deps, {
+          error: 'That code is not right. Enter the 6 digits your app shows now, or a recovery code.',
+          next: form.next,
+        });
       return;
     }
     ctx.status = 303;
@@ -123,7 +156,10 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
     const invite = await deps.services.users.findInvite(ctx.params.token ?? '');
     if (!invite) {
       ctx.status = 404;
-      ctx.body = plainPage('Invitation', html`<div class="card"><h1>This invitation is not valid</h1><p>It was already used, has expired or was mistyped. Ask for a new one.</p></div>`);
+      ctx.body = plainPage(
+        'Invitation',
+        html`<div class="card"><h1>This invitation is not valid</h1><p>It was already used, has expired or was mistyped. Ask for a new one.</p></div>`,
+      );
       return;
     }
     ctx.body = invitePage(ctx, deps, ctx.params.token ?? '', invite);
@@ -134,7 +170,11 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
     checkPreLogin(ctx, deps, form);
     const token = ctx.params.token ?? '';
     const invite = await deps.services.users.findInvite(token);
-    if (!invite) throw new AppError('not_found', 'This invitation is not valid: it was already used, has expired or was mistyped. Ask for a new one.');
+    if (!invite)
+      throw new AppError(
+        'not_found',
+        'This invitation is not valid: it was already used, has expired or was mistyped. Ask for a new one.',
+      );
     if ((form.password ?? '') !== (form.confirm ?? '')) {
       ctx.status = 400;
       ctx.body = invitePage(ctx, deps, token, invite, 'The two passwords differ.');
@@ -143,9 +183,12 @@ export function registerLoginRoutes(router: Router<State>, deps: HttpDeps): void
     let accepted;
     try {
       // No session yet: the audit log has the dashboard and the address the invitation was accepted from.
-      accepted = await actingAs({ type: 'dashboard', id: null, address: ctx.state.clientAddress }, () => deps.services.users.acceptInvite(token, form.password ?? ''));
+      accepted = await actingAs({ type: 'dashboard', id: null, address: ctx.state.clientAddress }, () =>
+        deps.services.users.acceptInvite(token, form.password ?? ''),
+      );
     } catch (err) {
-      if ((err as { code?: string }).code !== 'validation_error' && (err as { code?: string }).code !== 'unauthorized') throw err;
+      if ((err as { code?: string }).code !== 'validation_error' && (err as { code?: string }).code !== 'unauthorized')
+        throw err;
       ctx.status = 400;
       ctx.body = invitePage(ctx, deps, token, invite, (err as Error).message);
       return;

@@ -3,7 +3,7 @@ import type { CampaignView } from '../../../../services/marketing/campaigns.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html, type SafeHtml } from '../html.js';
-import { actionButton, badge, jsonBlock, page, table, when, type DashView, type Kept , postForm } from '../layout.js';
+import { actionButton, badge, jsonBlock, page, table, when, type DashView, type Kept, postForm } from '../layout.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 
 const PAGE = { limit: 100, offset: 0 };
@@ -11,15 +11,43 @@ const SUBSCRIBER_STATUSES = ['subscribed', 'unsubscribed'] as const;
 /** Campaigns on the summary page, each with its counts (one query apiece). */
 const RECENT_CAMPAIGNS = 20;
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
-const list = (text: string): string[] => text.split(',').map((t) => t.trim()).filter(Boolean);
+const list = (text: string): string[] =>
+  text
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
 
 /** A campaign's counts in the order mail moves through them. */
-const COUNT_ORDER = ['queued', 'pending', 'delivered', 'bounced', 'failed', 'suppressed', 'cancelled', 'human_opened', 'human_clicked', 'machine_opened', 'machine_clicked', 'unsubscribed', 'held_out'];
+const COUNT_ORDER = [
+  'queued',
+  'pending',
+  'delivered',
+  'bounced',
+  'failed',
+  'suppressed',
+  'cancelled',
+  'human_opened',
+  'human_clicked',
+  'machine_opened',
+  'machine_clicked',
+  'unsubscribed',
+  'held_out',
+];
 /** People's opens and clicks, named plainly; machines' (Apple's prefetch, scanners) apart. */
-const COUNT_LABELS: Record<string, string> = { human_opened: 'opened', human_clicked: 'clicked', machine_opened: 'opened by machines only', machine_clicked: 'clicked by machines only', held_out: 'held out' };
+const COUNT_LABELS: Record<string, string> = {
+  human_opened: 'opened',
+  human_clicked: 'clicked',
+  machine_opened: 'opened by machines only',
+  machine_clicked: 'clicked by machines only',
+  held_out: 'held out',
+};
 const label = (k: string) => COUNT_LABELS[k] ?? k;
 const countsText = (counts: Record<string, number> | undefined) =>
-  counts ? COUNT_ORDER.filter((k) => k in counts).map((k) => `${counts[k]} ${label(k)}`).join(', ') : '';
+  counts
+    ? COUNT_ORDER.filter((k) => k in counts)
+        .map((k) => `${counts[k]} ${label(k)}`)
+        .join(', ')
+    : '';
 const tiles = (counts: Record<string, number>, keys: string[]): SafeHtml =>
   html`<div class="tiles" id="counts">${keys.map((k) => html`<div class="tile"><span class="muted">${label(k)}</span><b>${counts[k] ?? 0}</b></div>`)}</div>`;
 
@@ -28,7 +56,9 @@ const abTest = (c: CampaignView): SafeHtml => {
   if (!c.variants) return html``;
   const pct = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
   const rows = c.variants.map(
-    (v) => html`<tr><td>${v.id}${c.winner?.variant === v.id ? html` ${badge('winner')}` : ''}${v.name ? html`<br><span class="muted">${v.name}</span>` : ''}</td><td class="wrap">${v.subject}</td><td>${v.stats.sent}</td><td>${v.stats.delivered}</td>
+    (
+      v,
+    ) => html`<tr><td>${v.id}${c.winner?.variant === v.id ? html` ${badge('winner')}` : ''}${v.name ? html`<br><span class="muted">${v.name}</span>` : ''}</td><td class="wrap">${v.subject}</td><td>${v.stats.sent}</td><td>${v.stats.delivered}</td>
 <td>${v.stats.human_opened} (${pct(v.stats.human_open_rate)})</td><td>${v.stats.human_clicked} (${pct(v.stats.human_click_rate)})</td></tr>`,
   );
   const decided = c.winner
@@ -38,16 +68,29 @@ const abTest = (c: CampaignView): SafeHtml => {
 ${table(['Variant', 'Subject', 'Sent', 'Delivered', 'Opened by people', 'Clicked by people'], rows, '')}`;
 };
 
-const subscriberForm = (view: DashView, kept: Kept = {}) => html`${postForm(view, `/dashboard/subscribers`, 'stack card', html`
+const subscriberForm = (view: DashView, kept: Kept = {}) =>
+  html`${postForm(
+    view,
+    `/dashboard/subscribers`,
+    'stack card',
+    html`
 <h2>Add a subscriber</h2><div class="row"><label>Email<input name="email" type="email" required maxlength="320" value="${kept.email ?? ''}"></label>
 <label>First name<input name="first_name" maxlength="200" value="${kept.first_name ?? ''}"></label><label>Last name<input name="last_name" maxlength="200" value="${kept.last_name ?? ''}"></label>
 <label>Tags <span class="muted">(comma-separated)</span><input name="tags" value="${kept.tags ?? ''}" placeholder="newsletter, beta"></label></div>
-<p class="muted">An address that is already a subscriber is updated (and subscribed again).</p><div class="actions"><button type="submit">Add subscriber</button></div>`)}`;
+<p class="muted">An address that is already a subscriber is updated (and subscribed again).</p><div class="actions"><button type="submit">Add subscriber</button></div>`,
+  )}`;
 
 async function campaignForm(deps: HttpDeps, view: DashView, kept: Kept = {}): Promise<SafeHtml> {
-  const [audiences, domains] = await Promise.all([deps.services.audiences.list(view.workspace.id, PAGE), deps.services.domains.list(view.workspace.id)]);
+  const [audiences, domains] = await Promise.all([
+    deps.services.audiences.list(view.workspace.id, PAGE),
+    deps.services.domains.list(view.workspace.id),
+  ]);
   const verified = domains.filter((d) => d.status === 'verified').map((d) => d.domain_name);
-  return html`${postForm(view, `/dashboard/campaigns`, 'stack card', html`
+  return html`${postForm(
+    view,
+    `/dashboard/campaigns`,
+    'stack card',
+    html`
 <div class="row"><label>Name<input name="name" maxlength="200" value="${kept.name ?? ''}" placeholder="June newsletter"></label>
 <label>Audience<select name="audience_id"><option value="">every subscriber (or the tags below)</option>${audiences.items.map((a) => html`<option value="${a.id}" ${kept.audience_id === a.id ? html`selected` : ''}>${a.name} (${a.member_count})</option>`)}</select></label>
 <label>Tags <span class="muted">(optional, comma-separated)</span><input name="tags" value="${kept.tags ?? ''}"></label></div>
@@ -57,7 +100,8 @@ async function campaignForm(deps: HttpDeps, view: DashView, kept: Kept = {}): Pr
 <label>HTML<textarea name="html" required rows="10" placeholder="<p>Hello {{first_name}}</p>">${kept.html ?? ''}</textarea></label>
 <label class="check"><input type="checkbox" name="test" value="1" ${kept.test === '1' ? html`checked` : ''}> Test campaign: runs everything, delivers nothing (as a test key)</label>
 <p class="muted">${verified.length > 0 ? `A live campaign sends from a verified domain: ${verified.join(', ')}.` : 'A live campaign needs a verified domain (Domains); a test campaign may use a domain that is only added.'} Every message carries a one-click unsubscribe link.</p>
-<div class="actions"><button type="submit" name="send" value="1">Send now</button><button type="submit" name="send" value="0" class="secondary">Save as draft</button></div>`)}`;
+<div class="actions"><button type="submit" name="send" value="1">Send now</button><button type="submit" name="send" value="0" class="secondary">Save as draft</button></div>`,
+  )}`;
 }
 
 /** Subscribers, audiences and campaigns: the summary, a page for each subscriber and campaign, and forms to add them. */
@@ -66,18 +110,31 @@ export function registerMarketingRoutes(router: DashRoutes, deps: HttpDeps): voi
     const workspaceId = view.workspace.id;
     const [subscribers, counts, audiences, campaigns] = await Promise.all([
       deps.services.subscribers.list({ workspaceId }, { limit: 50, offset: 0 }),
-      Promise.all(SUBSCRIBER_STATUSES.map(async (status) => [status, (await deps.services.subscribers.list({ workspaceId, status }, { limit: 1, offset: 0 })).total] as const)),
+      Promise.all(
+        SUBSCRIBER_STATUSES.map(
+          async (status) =>
+            [
+              status,
+              (await deps.services.subscribers.list({ workspaceId, status }, { limit: 1, offset: 0 })).total,
+            ] as const,
+        ),
+      ),
       deps.services.audiences.list(workspaceId, PAGE),
       deps.services.campaigns.list(workspaceId, { limit: RECENT_CAMPAIGNS, offset: 0 }),
     ]);
     // The list leaves counts out (they cost a query per campaign); the page shows them.
     const withCounts = await Promise.all(campaigns.items.map((c) => deps.services.campaigns.get(workspaceId, c.id)));
     const subscriberRows = subscribers.items.map(
-      (s) => html`<tr><td><a href="/dashboard/subscribers/${s.id}">${s.email}</a></td><td>${[s.first_name, s.last_name].filter(Boolean).join(' ')}</td><td>${badge(s.status)}</td><td>${s.tags.join(', ')}</td><td>${when(s.created_at)}</td></tr>`,
+      (s) =>
+        html`<tr><td><a href="/dashboard/subscribers/${s.id}">${s.email}</a></td><td>${[s.first_name, s.last_name].filter(Boolean).join(' ')}</td><td>${badge(s.status)}</td><td>${s.tags.join(', ')}</td><td>${when(s.created_at)}</td></tr>`,
     );
-    const audienceRows = audiences.items.map((a) => html`<tr><td>${a.name}</td><td>${a.member_count}</td><td>${when(a.created_at)}</td></tr>`);
+    const audienceRows = audiences.items.map(
+      (a) => html`<tr><td>${a.name}</td><td>${a.member_count}</td><td>${when(a.created_at)}</td></tr>`,
+    );
     const campaignRows = withCounts.map(
-      (c) => html`<tr><td><a href="/dashboard/campaigns/${c.id}">${c.name}</a>${c.test ? html` <span class="badge">test</span>` : ''}</td><td class="wrap">${c.subject}</td><td>${badge(c.status)}</td><td>${c.recipients}</td>
+      (
+        c,
+      ) => html`<tr><td><a href="/dashboard/campaigns/${c.id}">${c.name}</a>${c.test ? html` <span class="badge">test</span>` : ''}</td><td class="wrap">${c.subject}</td><td>${badge(c.status)}</td><td>${c.recipients}</td>
 <td class="wrap counts">${countsText(c.counts)}</td><td>${when(c.sent_at ?? c.created_at)}</td></tr>`,
     );
     return page(view, {
@@ -100,16 +157,31 @@ ${subscriberForm(view, extra.kept)}`,
 
   router.post('/subscribers', 'send', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
-    const kept = { email: str(form.email), first_name: str(form.first_name), last_name: str(form.last_name), tags: str(form.tags) };
+    const kept = {
+      email: str(form.email),
+      first_name: str(form.first_name),
+      last_name: str(form.last_name),
+      tags: str(form.tags),
+    };
     await formAction(
       ctx,
       async () => {
         const { subscriber, created } = await deps.services.subscribers.upsert(
           view.workspace.id,
-          { email: kept.email, first_name: kept.first_name || null, last_name: kept.last_name || null, tags: list(kept.tags), status: 'subscribed' },
+          {
+            email: kept.email,
+            first_name: kept.first_name || null,
+            last_name: kept.last_name || null,
+            tags: list(kept.tags),
+            status: 'subscribed',
+          },
           'dashboard',
         );
-        redirectWithNotice(ctx, `/dashboard/subscribers/${subscriber.id}`, `${subscriber.email} ${created ? 'added' : 'updated'}.`);
+        redirectWithNotice(
+          ctx,
+          `/dashboard/subscribers/${subscriber.id}`,
+          `${subscriber.email} ${created ? 'added' : 'updated'}.`,
+        );
       },
       (error) => summary(view, { error, kept }),
     );
@@ -122,7 +194,10 @@ ${subscriberForm(view, extra.kept)}`,
       deps.services.emails.countsOfSubscriber(view.workspace.id, s.id),
       deps.services.emails.list(view.workspace.id, { subscriber_id: s.id, limit: '20' }),
     ]);
-    const rows = emails.data.map((e) => html`<tr><td class="wrap"><a href="/dashboard/emails/${e.id}">${e.subject || '(no subject)'}</a></td><td>${badge(e.status)}</td><td>${when(e.created_at)}</td></tr>`);
+    const rows = emails.data.map(
+      (e) =>
+        html`<tr><td class="wrap"><a href="/dashboard/emails/${e.id}">${e.subject || '(no subject)'}</a></td><td>${badge(e.status)}</td><td>${when(e.created_at)}</td></tr>`,
+    );
     ctx.body = page(view, {
       title: s.email,
       section: 'marketing',
@@ -144,7 +219,12 @@ ${emails.has_more ? html`<p><a href="/dashboard/emails?${new URLSearchParams({ q
 
   router.post('/campaigns', 'send', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
-    const kept = Object.fromEntries(['name', 'audience_id', 'tags', 'from_name', 'from_email', 'subject', 'html', 'test'].map((k) => [k, str(form[k])]));
+    const kept = Object.fromEntries(
+      ['name', 'audience_id', 'tags', 'from_name', 'from_email', 'subject', 'html', 'test'].map((k) => [
+        k,
+        str(form[k]),
+      ]),
+    );
     await formAction(
       ctx,
       async () => {
@@ -162,9 +242,14 @@ ${emails.has_more ? html`<p><a href="/dashboard/emails?${new URLSearchParams({ q
           kept.test === '1',
           { send: form.send !== '0' },
         );
-        redirectWithNotice(ctx, `/dashboard/campaigns/${created.id}`, created.status === 'draft' ? `“${created.name}” is saved as a draft.` : `“${created.name}” is being sent.`);
+        redirectWithNotice(
+          ctx,
+          `/dashboard/campaigns/${created.id}`,
+          created.status === 'draft' ? `“${created.name}” is saved as a draft.` : `“${created.name}” is being sent.`,
+        );
       },
-      async (error) => page(view, { title: 'New campaign', section: 'marketing', error, body: await campaignForm(deps, view, kept) }),
+      async (error) =>
+        page(view, { title: 'New campaign', section: 'marketing', error, body: await campaignForm(deps, view, kept) }),
     );
   });
 
@@ -172,10 +257,15 @@ ${emails.has_more ? html`<p><a href="/dashboard/emails?${new URLSearchParams({ q
     const view = ctx.state.dashboard;
     const c = await deps.services.campaigns.get(view.workspace.id, ctx.params.id!);
     const emails = await deps.services.emails.list(view.workspace.id, { campaign_id: c.id, limit: '20' });
-    const rows = emails.data.map((e) => html`<tr><td class="wrap"><a href="/dashboard/emails/${e.id}">${e.to.join(', ')}</a></td><td>${badge(e.status)}</td><td>${when(e.created_at)}</td></tr>`);
+    const rows = emails.data.map(
+      (e) =>
+        html`<tr><td class="wrap"><a href="/dashboard/emails/${e.id}">${e.to.join(', ')}</a></td><td>${badge(e.status)}</td><td>${when(e.created_at)}</td></tr>`,
+    );
     const actions = [
       ...(c.status === 'draft' ? [actionButton(view, `/dashboard/campaigns/${c.id}/send`, 'Send now', '')] : []),
-      ...(['queuing', 'testing', 'sending'].includes(c.status) ? [actionButton(view, `/dashboard/campaigns/${c.id}/cancel`, 'Cancel', 'danger')] : []),
+      ...(['queuing', 'testing', 'sending'].includes(c.status)
+        ? [actionButton(view, `/dashboard/campaigns/${c.id}/cancel`, 'Cancel', 'danger')]
+        : []),
     ];
     ctx.body = page(view, {
       title: c.name,

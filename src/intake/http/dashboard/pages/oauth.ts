@@ -27,7 +27,10 @@ const MAX_LISTED = 100;
  * second factor they have not set up (there, the dashboard refuses them every change until
  * they enrol; handing an app a token would be one).
  */
-async function grantableWorkspaces(deps: HttpDeps, userId: string | null): Promise<{ choices: Array<{ workspace: Workspace; role: Role }>; needEnrolment: Workspace[] }> {
+async function grantableWorkspaces(
+  deps: HttpDeps,
+  userId: string | null,
+): Promise<{ choices: Array<{ workspace: Workspace; role: Role }>; needEnrolment: Workspace[] }> {
   const all = await deps.services.workspaces.list();
   if (userId === null) return { choices: all.map((workspace) => ({ workspace, role: 'owner' })), needEnrolment: [] };
   const choices: Array<{ workspace: Workspace; role: Role }> = [];
@@ -54,9 +57,16 @@ async function interactionOf(ctx: Ctx, deps: HttpDeps) {
   try {
     details = await provider.interactionDetails(ctx.req, ctx.res);
   } catch {
-    throw new AppError('validation_error', 'This authorization request has expired or was opened in another browser. Go back to the app and connect again.');
+    throw new AppError(
+      'validation_error',
+      'This authorization request has expired or was opened in another browser. Go back to the app and connect again.',
+    );
   }
-  if (details.uid !== ctx.params.uid) throw new AppError('validation_error', 'This authorization request does not belong to this page. Go back to the app and connect again.');
+  if (details.uid !== ctx.params.uid)
+    throw new AppError(
+      'validation_error',
+      'This authorization request does not belong to this page. Go back to the app and connect again.',
+    );
   const client = await provider.Client.find(String(details.params.client_id ?? ''));
   if (!client) throw new AppError('validation_error', 'The app that asked is no longer registered.');
   const asked = String(details.params.scope ?? '')
@@ -67,7 +77,9 @@ async function interactionOf(ctx: Ctx, deps: HttpDeps) {
 
 /** Hands the answer back to oidc-provider and follows it to the app's redirect URI. */
 async function finish(ctx: Ctx, deps: HttpDeps, result: Record<string, unknown>): Promise<void> {
-  const returnTo = await oauthServer(deps).provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: false });
+  const returnTo = await oauthServer(deps).provider.interactionResult(ctx.req, ctx.res, result, {
+    mergeWithLastSubmission: false,
+  });
   ctx.status = 303;
   ctx.redirect(returnTo);
 }
@@ -75,7 +87,14 @@ async function finish(ctx: Ctx, deps: HttpDeps, result: Record<string, unknown>)
 function consentPage(
   csrf: string,
   uid: string,
-  shown: { clientName: string; redirectHost: string; scopes: string[]; checked: Set<string>; choices: Array<{ workspace: Workspace; role: Role }>; error?: string },
+  shown: {
+    clientName: string;
+    redirectHost: string;
+    scopes: string[];
+    checked: Set<string>;
+    choices: Array<{ workspace: Workspace; role: Role }>;
+    error?: string;
+  },
 ): string {
   const { choices } = shown;
   const chooser =
@@ -83,7 +102,8 @@ function consentPage(
       ? html`<p>Workspace: <strong>${choices[0]!.workspace.name}</strong> (your role: ${choices[0]!.role})</p><input type="hidden" name="workspace" value="${choices[0]!.workspace.id}">`
       : html`<label>Workspace<select name="workspace">${choices.map((c) => html`<option value="${c.workspace.id}">${c.workspace.name} (${c.role})</option>`)}</select></label>`;
   const boxes = shown.scopes.map(
-    (s) => html`<label class="check"><input type="checkbox" name="scope_${s}" value="1" ${shown.checked.has(s) ? html`checked` : ''}> <code>${s}</code></label>`,
+    (s) =>
+      html`<label class="check"><input type="checkbox" name="scope_${s}" value="1" ${shown.checked.has(s) ? html`checked` : ''}> <code>${s}</code></label>`,
   );
   return plainPage(
     'Authorize an app',
@@ -106,7 +126,10 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
     const unknown = found.asked.filter((s) => !offered.has(s));
     // A scope this server does not offer: the standard error, sent back to the app (RFC 6749 §4.1.2.1).
     if (unknown.length > 0) {
-      await finish(ctx, deps, { error: 'invalid_scope', error_description: `scope ${unknown[0]!.slice(0, 100)} is not offered; see scopes_supported in /.well-known/oauth-authorization-server` });
+      await finish(ctx, deps, {
+        error: 'invalid_scope',
+        error_description: `scope ${unknown[0]!.slice(0, 100)} is not offered; see scopes_supported in /.well-known/oauth-authorization-server`,
+      });
       return undefined;
     }
     const session = await auth.session(ctx.cookies.get(SESSION_COOKIE));
@@ -117,7 +140,11 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
     }
     const { choices, needEnrolment } = await grantableWorkspaces(deps, session.userId);
     if (choices.length === 0) {
-      if (needEnrolment.length > 0) throw new AppError('forbidden', `The workspace ${needEnrolment[0]!.name} requires two-factor sign-in: set it up on your Account page, then approve this app again.`);
+      if (needEnrolment.length > 0)
+        throw new AppError(
+          'forbidden',
+          `The workspace ${needEnrolment[0]!.name} requires two-factor sign-in: set it up on your Account page, then approve this app again.`,
+        );
       throw new AppError('forbidden', 'You have no role in any workspace, so there is nothing to grant.');
     }
     const apiAsked = found.asked.filter((s) => !PROTOCOL_SCOPES.has(s));
@@ -127,11 +154,23 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
       const target = new URL(redirect);
       redirectHost = target.host;
       // The answer is a form whose redirects end at the app: browsers hold those redirects to form-action too.
-      ctx.set('Content-Security-Policy', ctx.response.get('Content-Security-Policy').replace("form-action 'self'", `form-action 'self' ${target.origin}`));
+      ctx.set(
+        'Content-Security-Policy',
+        ctx.response
+          .get('Content-Security-Policy')
+          .replace("form-action 'self'", `form-action 'self' ${target.origin}`),
+      );
     } catch {
       // shown as given
     }
-    return { ...found, session, choices, apiAsked, redirectHost, clientName: found.client.clientName ?? found.client.clientId };
+    return {
+      ...found,
+      session,
+      choices,
+      apiAsked,
+      redirectHost,
+      clientName: found.client.clientName ?? found.client.clientId,
+    };
   };
 
   router.get(`${CONSENT_PATH.slice('/dashboard'.length)}/:uid`, async (ctx) => {
@@ -140,14 +179,24 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
     // Nothing asked: every scope, full access ticked (for the role's scopes the approval narrows it).
     const scopes = state.apiAsked.length > 0 ? state.apiAsked : [...OFFERED_SCOPES];
     const checked = new Set(state.apiAsked.length > 0 ? scopes : ['full_access']);
-    ctx.body = consentPage(auth.csrfToken(state.session.idHash), state.details.uid, { clientName: state.clientName, redirectHost: state.redirectHost, scopes, checked, choices: state.choices });
+    ctx.body = consentPage(auth.csrfToken(state.session.idHash), state.details.uid, {
+      clientName: state.clientName,
+      redirectHost: state.redirectHost,
+      scopes,
+      checked,
+      choices: state.choices,
+    });
   });
 
   router.post(`${CONSENT_PATH.slice('/dashboard'.length)}/:uid`, async (ctx) => {
     const state = await load(ctx);
     if (!state) return;
     const form = await readForm(ctx);
-    if (!auth.checkCsrf(state.session.idHash, form._csrf)) throw new AppError('forbidden', 'The form was refused: its security token is missing or stale. Reload the page and try again.');
+    if (!auth.checkCsrf(state.session.idHash, form._csrf))
+      throw new AppError(
+        'forbidden',
+        'The form was refused: its security token is missing or stale. Reload the page and try again.',
+      );
     if (form.decision !== 'approve') {
       await finish(ctx, deps, { error: 'access_denied', error_description: 'the person refused the request' });
       return;
@@ -166,7 +215,10 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
         scopes: shown,
         checked: new Set(ticked),
         choices: state.choices,
-        error: ticked.length === 0 ? 'Tick at least one scope, or refuse.' : `Your role in ${choice.workspace.name} (${choice.role}) gives none of these scopes.`,
+        error:
+          ticked.length === 0
+            ? 'Tick at least one scope, or refuse.'
+            : `Your role in ${choice.workspace.name} (${choice.role}) gives none of these scopes.`,
       });
       return;
     }
@@ -176,7 +228,12 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
     grant.addOIDCScope([...state.asked.filter((s) => PROTOCOL_SCOPES.has(s)), ...approved].join(' '));
     const resources = Object.keys(state.details.prompt.details.missingResourceScopes ?? {});
     const requested = state.details.params.resource;
-    const targets = resources.length > 0 ? resources : Array.isArray(requested) ? requested : [typeof requested === 'string' ? requested : oauthServer(deps).resources.v1];
+    const targets =
+      resources.length > 0
+        ? resources
+        : Array.isArray(requested)
+          ? requested
+          : [typeof requested === 'string' ? requested : oauthServer(deps).resources.v1];
     // What the person did not give is recorded as refused, so the provider does not ask again for it.
     const refused = state.apiAsked.filter((s) => !approved.includes(s));
     if (refused.length > 0) grant.rejectOIDCScope(refused.join(' '));
@@ -186,7 +243,14 @@ export function registerOAuthConsentRoutes(router: Router<State>, deps: HttpDeps
     }
     const providerGrantId = await grant.save();
     await actingAs({ ...sessionActor(state.session), address: ctx.state.clientAddress }, () =>
-      deps.services.oauth.approve({ providerGrantId, clientId: state.client.clientId, clientName: state.clientName, userId: state.session.userId, workspaceId: choice.workspace.id, scopes: approved }),
+      deps.services.oauth.approve({
+        providerGrantId,
+        clientId: state.client.clientId,
+        clientName: state.clientName,
+        userId: state.session.userId,
+        workspaceId: choice.workspace.id,
+        scopes: approved,
+      }),
     );
     await finish(ctx, deps, { login: { accountId }, consent: { grantId: providerGrantId } });
   });
@@ -198,15 +262,22 @@ export function registerOAuthAppRoutes(router: DashRoutes, deps: HttpDeps): void
   router.get('/oauth', 'session', async (ctx) => {
     const view = ctx.state.dashboard;
     const manager = allows(view.role, 'manage');
-    const filter = manager || view.session.userId === null ? { workspaceId: view.workspace.id } : { workspaceId: view.workspace.id, userId: view.session.userId };
+    const filter =
+      manager || view.session.userId === null
+        ? { workspaceId: view.workspace.id }
+        : { workspaceId: view.workspace.id, userId: view.session.userId };
     const { items } = await deps.services.oauth.listGrants(filter, { limit: MAX_LISTED, offset: 0 });
     const grantRows = items.map(
-      (g) => html`<tr><td>${g.client.name}</td><td>${g.client_id === OPERATOR_CLIENT ? html`<span class="muted">mailsvc tokens create</span>` : html`<code>${g.client_id}</code>`}</td><td>${g.scopes.join(' ')}</td><td>${when(g.created_at)}</td><td>${when(g.last_used_at)}</td>
+      (
+        g,
+      ) => html`<tr><td>${g.client.name}</td><td>${g.client_id === OPERATOR_CLIENT ? html`<span class="muted">mailsvc tokens create</span>` : html`<code>${g.client_id}</code>`}</td><td>${g.scopes.join(' ')}</td><td>${when(g.created_at)}</td><td>${when(g.last_used_at)}</td>
 <td>${g.revoked_at ? badge('revoked') : actionButton(view, `/dashboard/oauth/grants/${g.id}/revoke`, 'Revoke', 'danger')}</td></tr>`,
     );
     const clients = manager ? await deps.services.oauth.listClients() : [];
     const clientRows = clients.map(
-      (c) => html`<tr><td>${c.client_name}</td><td><code>${c.client_id}</code></td><td>${c.redirect_uris.join(' ')}</td><td>${c.token_endpoint_auth_method === 'none' ? 'public' : 'confidential'}</td><td>${c.registered_by}</td><td>${when(c.created_at)}</td>
+      (
+        c,
+      ) => html`<tr><td>${c.client_name}</td><td><code>${c.client_id}</code></td><td>${c.redirect_uris.join(' ')}</td><td>${c.token_endpoint_auth_method === 'none' ? 'public' : 'confidential'}</td><td>${c.registered_by}</td><td>${when(c.created_at)}</td>
 <td>${actionButton(view, `/dashboard/oauth/clients/${encodeURIComponent(c.client_id)}/remove`, 'Remove', 'danger')}</td></tr>`,
     );
     ctx.body = page(view, {
@@ -223,8 +294,12 @@ ${manager ? html`<h2>Registered clients</h2>${table(['Name', 'Client id', 'Redir
     const view = ctx.state.dashboard;
     const manager = allows(view.role, 'manage') || view.session.userId === null;
     if (!manager) {
-      const own = await deps.services.oauth.listGrants({ workspaceId: view.workspace.id, userId: view.session.userId! }, { limit: MAX_LISTED, offset: 0 });
-      if (!own.items.some((g) => g.id === ctx.params.id)) throw new AppError('forbidden', 'Only an owner or admin may revoke another person’s grant.');
+      const own = await deps.services.oauth.listGrants(
+        { workspaceId: view.workspace.id, userId: view.session.userId! },
+        { limit: MAX_LISTED, offset: 0 },
+      );
+      if (!own.items.some((g) => g.id === ctx.params.id))
+        throw new AppError('forbidden', 'Only an owner or admin may revoke another person’s grant.');
     }
     const revoked = await deps.services.oauth.revokeGrant(view.workspace.id, ctx.params.id!);
     redirectWithNotice(ctx, '/dashboard/oauth', `${revoked.client.name} no longer has access.`);

@@ -19,7 +19,14 @@ const SERIES = [
 ] as const;
 
 const CHECKS = ['dkim', 'spf', 'dmarc', 'return_path_mx', 'mta_sts', 'tls_rpt'] as const;
-const CHECK_LABELS: Record<(typeof CHECKS)[number], string> = { dkim: 'DKIM', spf: 'SPF', dmarc: 'DMARC', return_path_mx: 'Bounce MX', mta_sts: 'MTA-STS', tls_rpt: 'TLS-RPT' };
+const CHECK_LABELS: Record<(typeof CHECKS)[number], string> = {
+  dkim: 'DKIM',
+  spf: 'SPF',
+  dmarc: 'DMARC',
+  return_path_mx: 'Bounce MX',
+  mta_sts: 'MTA-STS',
+  tls_rpt: 'TLS-RPT',
+};
 
 const pct = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
 
@@ -29,7 +36,8 @@ const checkBadges = (checks: DomainChecks | null) =>
     ? html`<span class="checks">${CHECKS.flatMap((k) => (checks[k] ? [html`<span class="check" title="${checks[k].message}">${CHECK_LABELS[k]} ${badge(checks[k].status)}</span>`] : []))}</span>`
     : html`<span class="muted">not checked yet</span>`;
 
-const size = (bytes: number) => (bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GB` : `${(bytes / 1024 ** 2).toFixed(0)} MB`);
+const size = (bytes: number) =>
+  bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GB` : `${(bytes / 1024 ** 2).toFixed(0)} MB`;
 
 /** Free space where the server writes, beside the reserve below which new mail is refused. */
 const storageTiles = (readings: SpaceReading[]) =>
@@ -58,9 +66,15 @@ export function registerOverviewRoutes(router: DashRoutes, deps: HttpDeps): void
     ]);
     // A newcomer sends with a test key first: with no live mail in 30 days, the charts show test mail, and say so.
     const quiet = liveDaily.every((b) => Object.values(b.counts).every((n) => n === 0));
-    const [hourly, daily] = quiet ? await Promise.all([services.emailMetrics.series(ws, 'hour', 48, true), services.emailMetrics.series(ws, 'day', 30, true)]) : [liveHourly, liveDaily];
+    const [hourly, daily] = quiet
+      ? await Promise.all([
+          services.emailMetrics.series(ws, 'hour', 48, true),
+          services.emailMetrics.series(ws, 'day', 30, true),
+        ])
+      : [liveHourly, liveDaily];
     const kind = quiet ? 'Test mail' : 'Mail';
-    const toSeries = (buckets: typeof hourly): Series[] => SERIES.map(([metric, name, cls]) => ({ name, cls, values: buckets.map((b) => b.counts[metric]) }));
+    const toSeries = (buckets: typeof hourly): Series[] =>
+      SERIES.map(([metric, name, cls]) => ({ name, cls, values: buckets.map((b) => b.counts[metric]) }));
     const classes = Object.entries<(typeof destinations)['gmail']>(destinations);
     const attempted = (d: (typeof destinations)['gmail']) => d.delivered + d.bounced + d.failed;
     const reputationOf = new Map(reputation.map((r) => [r.domain_id, r]));
@@ -81,11 +95,35 @@ export function registerOverviewRoutes(router: DashRoutes, deps: HttpDeps): void
           : html`<p class="muted">Live mail (test keys are left out).</p>`
       }<p class="muted">Brought up to date every minute; times in UTC. Opens and clicks are people's: Apple Mail Privacy Protection's prefetch and security scanners are counted apart (<code>GET /v1/emails/metrics</code>).</p>
 <div class="tiles" id="queue">${(['queued', 'sending', 'deferred', 'held'] as const).map((s) => html`<div class="tile"><span class="muted">${s}</span><b>${queue[s]}</b></div>`)}${storageTiles(services.space.read())}</div>
-<h2>Last 48 hours</h2>${lineChart(`${kind} per hour, last 48 hours (UTC)`, hourly.map((b) => hourLabel(b.start)), toSeries(hourly))}
-<h2>Last 30 days</h2>${lineChart(`${kind} per day, last 30 days (UTC)`, daily.map((b) => dayLabel(b.start)), toSeries(daily))}
+<h2>Last 48 hours</h2>${lineChart(
+        `${kind} per hour, last 48 hours (UTC)`,
+        hourly.map((b) => hourLabel(b.start)),
+        toSeries(hourly),
+      )}
+<h2>Last 30 days</h2>${lineChart(
+        `${kind} per day, last 30 days (UTC)`,
+        daily.map((b) => dayLabel(b.start)),
+        toSeries(daily),
+      )}
 <h2>By destination, last 7 days</h2><p class="muted">Live delivery attempts by mailbox provider.</p><div class="cols">
-${ratioBars('Delivery rate per mailbox provider', classes.map(([name, d]) => ({ label: name, value: d.delivery_rate, cls: 's-delivered', text: attempted(d) ? `${pct(d.delivery_rate)} of ${attempted(d)}` : 'no mail' })))}
-${ratioBars('Bounce rate per mailbox provider', classes.map(([name, d]) => ({ label: name, value: d.bounce_rate, cls: 's-bounced', text: attempted(d) ? `${pct(d.bounce_rate)} bounced` : 'no mail' })))}</div>
+${ratioBars(
+  'Delivery rate per mailbox provider',
+  classes.map(([name, d]) => ({
+    label: name,
+    value: d.delivery_rate,
+    cls: 's-delivered',
+    text: attempted(d) ? `${pct(d.delivery_rate)} of ${attempted(d)}` : 'no mail',
+  })),
+)}
+${ratioBars(
+  'Bounce rate per mailbox provider',
+  classes.map(([name, d]) => ({
+    label: name,
+    value: d.bounce_rate,
+    cls: 's-bounced',
+    text: attempted(d) ? `${pct(d.bounce_rate)} bounced` : 'no mail',
+  })),
+)}</div>
 <h2>Sending domains</h2>
 ${table(['Domain', 'Checks', 'Marketing', 'Bounces', 'Complaints', 'Opened by people', ''], domainRows, 'No domains yet: add the domain you send from under Domains.')}`,
     });
@@ -94,6 +132,10 @@ ${table(['Domain', 'Checks', 'Marketing', 'Bounces', 'Complaints', 'Opened by pe
   router.post('/domains/:id/resume', 'manage', async (ctx) => {
     const view = ctx.state.dashboard;
     const result = await services.reputation.resume(view.workspace.id, ctx.params.id!);
-    redirectWithNotice(ctx, '/dashboard/overview', `${result.domain_name} sends marketing mail again: ${result.released} held recipient(s) released.`);
+    redirectWithNotice(
+      ctx,
+      '/dashboard/overview',
+      `${result.domain_name} sends marketing mail again: ${result.released} held recipient(s) released.`,
+    );
   });
 }

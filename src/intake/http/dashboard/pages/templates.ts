@@ -3,14 +3,19 @@ import type { TemplateView } from '../../../../services/templates.js';
 import type { HttpDeps } from '../../context.js';
 import { formAction } from '../form.js';
 import { html } from '../html.js';
-import { actionButton, badge, page, table, when, type DashView, type Kept , postForm } from '../layout.js';
+import { actionButton, badge, page, table, when, type DashView, type Kept, postForm } from '../layout.js';
 import { redirectWithNotice, takeNotice } from '../session.js';
 import { sandboxedPreview } from './emails.js';
 
 const PAGE = { limit: 100, offset: 0 };
 const str = (value: unknown): string => (typeof value === 'string' ? value : '');
 
-const createForm = (view: DashView, kept: Kept = {}) => html`${postForm(view, `/dashboard/templates`, 'stack card', html`
+const createForm = (view: DashView, kept: Kept = {}) =>
+  html`${postForm(
+    view,
+    `/dashboard/templates`,
+    'stack card',
+    html`
 <h2>New template</h2>
 <div class="row"><label>Name<input name="name" required maxlength="200" value="${kept.name ?? ''}" placeholder="Welcome"></label>
 <label>Alias <span class="muted">(optional: send and read it by this name)</span><input name="alias" maxlength="100" value="${kept.alias ?? ''}" placeholder="welcome-email"></label></div>
@@ -19,11 +24,14 @@ const createForm = (view: DashView, kept: Kept = {}) => html`${postForm(view, `/
 <label>Source<textarea name="html" required rows="10" placeholder="<p>Hello {{first_name}}</p> or <mjml><mj-body>…</mj-body></mjml>">${kept.html ?? ''}</textarea></label>
 <label>Text <span class="muted">(optional: derived from the HTML when left empty)</span><textarea name="text" rows="4">${kept.text ?? ''}</textarea></label>
 <p class="muted">Variables are written <code>{{name}}</code>; a send or a workflow step supplies them.</p>
-<div class="actions"><button type="submit">Create template</button></div>`)}`;
+<div class="actions"><button type="submit">Create template</button></div>`,
+  )}`;
 
 /** Sample values from the query string: `v.name=Ada` fills {{name}} in the preview. */
 const samplesOf = (query: Record<string, unknown>): Record<string, string> =>
-  Object.fromEntries(Object.entries(query).flatMap(([k, v]) => (k.startsWith('v.') && typeof v === 'string' ? [[k.slice(2), v]] : [])));
+  Object.fromEntries(
+    Object.entries(query).flatMap(([k, v]) => (k.startsWith('v.') && typeof v === 'string' ? [[k.slice(2), v]] : [])),
+  );
 
 /** Templates: list, one template with its studio (preview at two widths, client checks beside the source), and a form to create one. */
 export function registerTemplateRoutes(router: DashRoutes, deps: HttpDeps): void {
@@ -35,15 +43,19 @@ export function registerTemplateRoutes(router: DashRoutes, deps: HttpDeps): void
   const studio = async (view: DashView, t: TemplateView, query: Record<string, unknown>) => {
     const samples = samplesOf(query);
     const remote = query.remote === '1';
-    const check = await deps.services.templates.check(view.workspace.id, t.id, { type: query.type === 'marketing' ? 'marketing' : 'transactional' });
+    const check = await deps.services.templates.check(view.workspace.id, t.id, {
+      type: query.type === 'marketing' ? 'marketing' : 'transactional',
+    });
     const params = new URLSearchParams(Object.entries(samples).map(([k, v]): [string, string] => [`v.${k}`, v]));
     if (remote) params.set('remote', '1');
     const src = `/dashboard/templates/${t.id}/preview${params.size > 0 ? `?${params}` : ''}`;
     const variableInputs = (t.variables ?? []).map(
-      (v) => html`<label><code>${v.key}</code><input name="v.${v.key}" value="${samples[v.key] ?? String(v.sample_value ?? v.fallback_value ?? '')}"></label>`,
+      (v) =>
+        html`<label><code>${v.key}</code><input name="v.${v.key}" value="${samples[v.key] ?? String(v.sample_value ?? v.fallback_value ?? '')}"></label>`,
     );
     const byLine = new Map<number, string[]>();
-    for (const f of check.findings) for (const line of f.lines) byLine.set(line, [...(byLine.get(line) ?? []), f.message]);
+    for (const f of check.findings)
+      for (const line of f.lines) byLine.set(line, [...(byLine.get(line) ?? []), f.message]);
     const lines = t.html.split('\n').map((text, i) => {
       const notes = byLine.get(i + 1);
       return notes
@@ -69,7 +81,8 @@ ${findings.length > 0 ? html`<ul class="findings">${findings}</ul>` : html`<p cl
   const listPage = async (view: DashView, extra: { error?: string; kept?: Kept; notice?: string | undefined } = {}) => {
     const { items } = await deps.services.templates.list(view.workspace.id, PAGE);
     const rows = items.map(
-      (t) => html`<tr><td><a href="/dashboard/templates/${t.id}">${t.name}</a></td><td>${t.alias ? html`<code>${t.alias}</code>` : ''}</td><td class="wrap">${t.subject ?? ''}</td><td>${badge(t.status)}</td><td>${when(t.updated_at)}</td></tr>`,
+      (t) =>
+        html`<tr><td><a href="/dashboard/templates/${t.id}">${t.name}</a></td><td>${t.alias ? html`<code>${t.alias}</code>` : ''}</td><td class="wrap">${t.subject ?? ''}</td><td>${badge(t.status)}</td><td>${when(t.updated_at)}</td></tr>`,
     );
     return page(view, {
       title: 'Templates',
@@ -87,7 +100,14 @@ ${createForm(view, extra.kept)}`,
 
   router.post('/templates', 'send', async (ctx) => {
     const { form, dashboard: view } = ctx.state;
-    const kept = { name: str(form.name), alias: str(form.alias).trim(), subject: str(form.subject), html: str(form.html), text: str(form.text), language: str(form.language) };
+    const kept = {
+      name: str(form.name),
+      alias: str(form.alias).trim(),
+      subject: str(form.subject),
+      html: str(form.html),
+      text: str(form.text),
+      language: str(form.language),
+    };
     await formAction(
       ctx,
       async () => {
@@ -107,7 +127,9 @@ ${createForm(view, extra.kept)}`,
   router.get('/templates/:id', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
     const t: TemplateView = await deps.services.templates.get(view.workspace.id, ctx.params.id!);
-    const variables = (t.variables ?? []).map((v) => html`<tr><td><code>${v.key}</code></td><td>${v.type}</td><td>${v.fallback_value ?? ''}</td></tr>`);
+    const variables = (t.variables ?? []).map(
+      (v) => html`<tr><td><code>${v.key}</code></td><td>${v.type}</td><td>${v.fallback_value ?? ''}</td></tr>`,
+    );
     ctx.body = page(view, {
       title: t.name,
       section: 'templates',
@@ -124,12 +146,18 @@ ${t.text ? html`<h2>Text</h2><pre>${t.text}</pre>` : ''}
   });
 
   router.get('/templates/:id/preview', 'read', async (ctx) => {
-    const preview = await deps.services.templates.preview(ctx.state.dashboard.workspace.id, ctx.params.id!, { variables: samplesOf(ctx.query) });
+    const preview = await deps.services.templates.preview(ctx.state.dashboard.workspace.id, ctx.params.id!, {
+      variables: samplesOf(ctx.query),
+    });
     sandboxedPreview(ctx, preview.html, ctx.query.remote === '1');
   });
 
   router.post('/templates/:id/publish', 'send', async (ctx) => {
     const t = await deps.services.templates.publish(ctx.state.dashboard.workspace.id, ctx.params.id!);
-    redirectWithNotice(ctx, `/dashboard/templates/${t.id}`, `“${t.name}” is published: mail sent with it now uses this version.`);
+    redirectWithNotice(
+      ctx,
+      `/dashboard/templates/${t.id}`,
+      `“${t.name}” is published: mail sent with it now uses this version.`,
+    );
   });
 }

@@ -12,16 +12,24 @@ const json = (value: unknown) => (value === null || value === undefined ? '' : J
 /** Workflows and their runs: what ran for whom, where each run is, and buttons to stop them. */
 export function registerWorkflowRoutes(router: DashRoutes, deps: HttpDeps): void {
   const service = deps.services.workflows;
-  const runLink = (workflowId: string, r: RunSummary) => html`<a href="/dashboard/workflows/${workflowId}/runs/${r.id}">${r.email}</a>`;
+  const runLink = (workflowId: string, r: RunSummary) =>
+    html`<a href="/dashboard/workflows/${workflowId}/runs/${r.id}">${r.email}</a>`;
 
   router.get('/workflows', 'read', async (ctx) => {
     const view = ctx.state.dashboard;
-    const { items, more } = await service.list(view.workspace.id, parsePage({ limit: '100', after: str(ctx.query.after) }, 'keyset'));
+    const { items, more } = await service.list(
+      view.workspace.id,
+      parsePage({ limit: '100', after: str(ctx.query.after) }, 'keyset'),
+    );
     const rows = items.map(
-      (w) => html`<tr><td><a href="/dashboard/workflows/${w.id}">${w.name}</a></td><td>${badge(w.status)}</td><td><code>${w.trigger_event}</code></td>
+      (
+        w,
+      ) => html`<tr><td><a href="/dashboard/workflows/${w.id}">${w.name}</a></td><td>${badge(w.status)}</td><td><code>${w.trigger_event}</code></td>
 <td>${w.runs.running}</td><td>${w.runs.completed}</td><td>${w.runs.failed}</td><td>${when(w.updated_at)}</td></tr>`,
     );
-    const next = more ? html`<p><a href="/dashboard/workflows?${new URLSearchParams({ after: items[items.length - 1]!.id }).toString()}">Older workflows →</a></p>` : '';
+    const next = more
+      ? html`<p><a href="/dashboard/workflows?${new URLSearchParams({ after: items[items.length - 1]!.id }).toString()}">Older workflows →</a></p>`
+      : '';
     ctx.body = page(view, {
       title: 'Workflows',
       section: 'workflows',
@@ -35,13 +43,22 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
     const view = ctx.state.dashboard;
     const w = await service.get(view.workspace.id, ctx.params.id!);
     const status = str(ctx.query.status);
-    const runs = await service.runs(view.workspace.id, w.id, parsePage({ limit: '50', after: str(ctx.query.after) }, 'keyset'), status || undefined);
+    const runs = await service.runs(
+      view.workspace.id,
+      w.id,
+      parsePage({ limit: '50', after: str(ctx.query.after) }, 'keyset'),
+      status || undefined,
+    );
     const stepRows = w.steps.map((s) => {
-      const out = w.connections.filter((c) => c.from === s.key).map((c) => (c.type === 'default' ? c.to : `${c.type} → ${c.to}`));
+      const out = w.connections
+        .filter((c) => c.from === s.key)
+        .map((c) => (c.type === 'default' ? c.to : `${c.type} → ${c.to}`));
       return html`<tr><td><code>${s.key}</code></td><td>${s.type}</td><td class="wrap"><code>${json(s.config)}</code></td><td>${out.join(', ')}</td></tr>`;
     });
     const runRows = runs.items.map(
-      (r) => html`<tr><td>${runLink(w.id, r)}</td><td>${badge(r.status)}</td><td>${r.current_step ?? ''}</td><td>${when(r.next_at)}</td><td>${when(r.started_at)}</td><td>${when(r.completed_at)}</td>
+      (
+        r,
+      ) => html`<tr><td>${runLink(w.id, r)}</td><td>${badge(r.status)}</td><td>${r.current_step ?? ''}</td><td>${when(r.next_at)}</td><td>${when(r.started_at)}</td><td>${when(r.completed_at)}</td>
 <td>${r.status === 'running' ? actionButton(view, `/dashboard/workflows/${w.id}/runs/${r.id}/cancel`, 'Cancel') : ''}</td></tr>`,
     );
     const toggle =
@@ -49,16 +66,22 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
         ? actionButton(view, `/dashboard/workflows/${w.id}/disable`, 'Disable (runs go on)')
         : actionButton(view, `/dashboard/workflows/${w.id}/enable`, 'Enable', '');
     const filters = ['', 'running', 'completed', 'failed', 'cancelled'].map((s) =>
-      s === status ? html`<strong>${s || 'all'}</strong>` : html`<a href="/dashboard/workflows/${w.id}${s ? `?status=${s}` : ''}">${s || 'all'}</a>`,
+      s === status
+        ? html`<strong>${s || 'all'}</strong>`
+        : html`<a href="/dashboard/workflows/${w.id}${s ? `?status=${s}` : ''}">${s || 'all'}</a>`,
     );
-    const next = runs.more ? html`<p><a href="/dashboard/workflows/${w.id}?${new URLSearchParams({ ...(status ? { status } : {}), after: runs.items[runs.items.length - 1]!.id }).toString()}">Older runs →</a></p>` : '';
+    const next = runs.more
+      ? html`<p><a href="/dashboard/workflows/${w.id}?${new URLSearchParams({ ...(status ? { status } : {}), after: runs.items[runs.items.length - 1]!.id }).toString()}">Older runs →</a></p>`
+      : '';
     ctx.body = page(view, {
       title: w.name,
       section: 'workflows',
       notice: takeNotice(ctx),
       body: html`<div class="card"><dl class="facts"><dt>Status</dt><dd>${badge(w.status)}</dd><dt>Trigger</dt><dd><code>${w.trigger_event}</code></dd>
 <dt>Re-entry</dt><dd>${w.allow_reentry ? 'allowed' : 'one run per contact at a time'}</dd>
-<dt>Runs</dt><dd>${Object.entries(w.runs).map(([k, n]) => `${n} ${k}`).join(', ')}</dd><dt>Id</dt><dd><code>${w.id}</code></dd></dl>
+<dt>Runs</dt><dd>${Object.entries(w.runs)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ')}</dd><dt>Id</dt><dd><code>${w.id}</code></dd></dl>
 <p>${toggle} ${actionButton(view, `/dashboard/workflows/${w.id}/stop`, 'Stop: disable and cancel every run', 'danger')}</p></div>
 <h2>Steps</h2>${table(['Key', 'Type', 'Config', 'Then'], stepRows, 'No steps.')}
 <h2>Runs</h2><p>${filters.flatMap((f, i) => (i === 0 ? [f] : [html` · `, f]))}</p>${table(['Contact', 'Status', 'At step', 'Continues', 'Started', 'Ended', ''], runRows, 'No runs.')}${next}`,
@@ -70,7 +93,9 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
     const w = await service.get(view.workspace.id, ctx.params.id!);
     const run = await service.run(view.workspace.id, w.id, ctx.params.runId!);
     const rows = run.steps.map(
-      (s) => html`<tr><td><code>${s.key}</code></td><td>${s.type}</td><td>${badge(s.status)}</td><td>${when(s.started_at)}</td><td>${when(s.completed_at)}</td>
+      (
+        s,
+      ) => html`<tr><td><code>${s.key}</code></td><td>${s.type}</td><td>${badge(s.status)}</td><td>${when(s.started_at)}</td><td>${when(s.completed_at)}</td>
 <td class="wrap"><code>${json(s.output)}</code></td><td class="wrap">${s.error ? str(s.error.message) : ''}</td></tr>`,
     );
     ctx.body = page(view, {
@@ -96,10 +121,18 @@ ${table(['Name', 'Status', 'Trigger', 'Running', 'Completed', 'Failed', 'Updated
   });
   router.post('/workflows/:id/stop', 'send', async (ctx) => {
     const { workflow, cancelled } = await service.stop(ctx.state.dashboard.workspace.id, ctx.params.id!);
-    redirectWithNotice(ctx, `/dashboard/workflows/${workflow.id}`, `${summary(workflow)} ${cancelled} run(s) cancelled.`);
+    redirectWithNotice(
+      ctx,
+      `/dashboard/workflows/${workflow.id}`,
+      `${summary(workflow)} ${cancelled} run(s) cancelled.`,
+    );
   });
   router.post('/workflows/:id/runs/:runId/cancel', 'send', async (ctx) => {
     const run = await service.cancelRun(ctx.state.dashboard.workspace.id, ctx.params.id!, ctx.params.runId!);
-    redirectWithNotice(ctx, `/dashboard/workflows/${run.automation_id}/runs/${run.id}`, `The run for ${run.email} is ${run.status}.`);
+    redirectWithNotice(
+      ctx,
+      `/dashboard/workflows/${run.automation_id}/runs/${run.id}`,
+      `The run for ${run.email} is ${run.status}.`,
+    );
   });
 }

@@ -10,7 +10,10 @@ export const legacyDomainRoutes = [
     scope: 'domains:write',
     body: addDomainBody,
     status: 201,
-    handler: async ({ deps, workspace, body }) => ({ success: true, domain: await deps.services.domains.add(workspace.id, body) }),
+    handler: async ({ deps, workspace, body }) => ({
+      success: true,
+      domain: await deps.services.domains.add(workspace.id, body),
+    }),
   }),
   defineRoute({
     method: 'GET',
@@ -18,6 +21,9 @@ export const legacyDomainRoutes = [
     summary: 'List sending domains',
     operation: 'domains.read',
     scope: 'domains:read',
-    handler: async ({ deps, workspace }) => ({ success: true, domains: await deps.services.domains.list(workspace.id) }),
+    handler: async ({ deps, workspace }) => ({
+      success: true,
+      domains: await deps.services.domains.list(workspace.id),
+    }),
   }),
 ];

@@ -14,7 +14,16 @@ export const legacyMarketingRoutes = [
     body: subscriberBody,
     handler: async ({ deps, workspace, body }) => {
       const { subscriber } = await deps.services.subscribers.upsert(workspace.id, body);
-      return { success: true, subscriber: { id: subscriber.id, email: subscriber.email, status: subscriber.status, created_at: subscriber.created_at, source: subscriber.source } };
+      return {
+        success: true,
+        subscriber: {
+          id: subscriber.id,
+          email: subscriber.email,
+          status: subscriber.status,
+          created_at: subscriber.created_at,
+          source: subscriber.source,
+        },
+      };
     },
   }),
   defineRoute({
@@ -27,7 +36,10 @@ export const legacyMarketingRoutes = [
     query: z.object({ external_id: z.string().optional() }).passthrough(),
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query);
-      const { items, total } = await deps.services.subscribers.list({ workspaceId: workspace.id, externalId: query.external_id }, page);
+      const { items, total } = await deps.services.subscribers.list(
+        { workspaceId: workspace.id, externalId: query.external_id },
+        page,
+      );
       return { success: true, subscribers: items, total, limit: page.limit, offset: page.offset };
     },
   }),
@@ -40,9 +52,17 @@ export const legacyMarketingRoutes = [
     status: 202,
     body: campaignBody,
     handler: async ({ deps, workspace, principal, body }) => {
-      const campaign = await deps.services.campaigns.create(workspace, toCampaignInput(body), principal.kind === 'test');
+      const campaign = await deps.services.campaigns.create(
+        workspace,
+        toCampaignInput(body),
+        principal.kind === 'test',
+      );
       const n = campaign.recipients;
-      return { success: true, message: `Campaign queued: ${n} subscriber${n === 1 ? '' : 's'} will receive it`, campaignId: campaign.id };
+      return {
+        success: true,
+        message: `Campaign queued: ${n} subscriber${n === 1 ? '' : 's'} will receive it`,
+        campaignId: campaign.id,
+      };
     },
   }),
 ];

@@ -30,8 +30,10 @@ export const legacySendRoutes = [
     status: 202,
     body: legacySendBody,
     handler: async ({ ctx, deps, workspace, principal, body }) => {
-      if (body.html === undefined && body.templateId === undefined) throw validationError('html', 'is required if templateId is absent');
-      if (body.html !== undefined && body.templateId !== undefined) throw validationError('templateId', 'cannot be combined with html: give exactly one');
+      if (body.html === undefined && body.templateId === undefined)
+        throw validationError('html', 'is required if templateId is absent');
+      if (body.html !== undefined && body.templateId !== undefined)
+        throw validationError('templateId', 'cannot be combined with html: give exactly one');
       const fromName = singleLine('from_name', body.from_name ?? 'System');
       const type = body.type ?? 'transactional';
       let outcome;
@@ -42,7 +44,10 @@ export const legacySendRoutes = [
           senderDomainId: principal.domainId,
           from: {
             name: fromName,
-            address: body.from_email === undefined ? (await deps.services.send.defaultSender(workspace)).address : requireAddress('from_email', body.from_email),
+            address:
+              body.from_email === undefined
+                ? (await deps.services.send.defaultSender(workspace)).address
+                : requireAddress('from_email', body.from_email),
           },
           fromField: 'from_email',
           to: [{ name: '', address: requireAddress('to', body.to) }],
@@ -57,7 +62,8 @@ export const legacySendRoutes = [
         });
       } catch (err) {
         // The legacy surface reports an unknown template as a bad parameter (400).
-        if (isAppError(err) && err.code === 'not_found' && err.field === 'templateId') throw new AppError('validation_error', err.message, { field: 'templateId' });
+        if (isAppError(err) && err.code === 'not_found' && err.field === 'templateId')
+          throw new AppError('validation_error', err.message, { field: 'templateId' });
         throw err;
       }
       setRateLimitHeaders(ctx, outcome.limit);

@@ -31,7 +31,9 @@ export function attachmentDownloadRoutes(deps: HttpDeps) {
     };
     if (!TOKEN_RE.test(token)) return notFound();
     try {
-      const file = received ? await deps.services.receivedEmails.download(token) : await deps.services.emails.download(token);
+      const file = received
+        ? await deps.services.receivedEmails.download(token)
+        : await deps.services.emails.download(token);
       // Served as a download, never rendered by the browser on our origin.
       ctx.attachment(file.filename ?? 'attachment');
       ctx.type = MIME_TYPE.test(file.contentType) ? file.contentType : 'application/octet-stream';

@@ -38,7 +38,9 @@ export const FALLBACK_LANGUAGE = 'en';
 export function loadPreferenceMessages(dir = shippedFile('config/preferences')): Map<string, Messages> {
   if (!dir) throw new ConfigError('config/preferences/ is missing from the installation');
   const raw = new Map<string, Partial<Messages>>();
-  for (const file of readdirSync(dir).filter((f) => /^[a-z]{2,3}\.json$/.test(f)).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => /^[a-z]{2,3}\.json$/.test(f))
+    .sort()) {
     try {
       raw.set(file.slice(0, -'.json'.length), JSON.parse(readFileSync(`${dir}/${file}`, 'utf8')) as Partial<Messages>);
     } catch (err) {
@@ -46,7 +48,8 @@ export function loadPreferenceMessages(dir = shippedFile('config/preferences')):
     }
   }
   const english = raw.get(FALLBACK_LANGUAGE);
-  if (!english || MESSAGE_KEYS.some((k) => typeof english[k] !== 'string')) throw new ConfigError(`config/preferences/${FALLBACK_LANGUAGE}.json must have every message`);
+  if (!english || MESSAGE_KEYS.some((k) => typeof english[k] !== 'string'))
+    throw new ConfigError(`config/preferences/${FALLBACK_LANGUAGE}.json must have every message`);
   return new Map([...raw].map(([lang, m]) => [lang, { ...(english as Messages), ...m }]));
 }
 
@@ -55,7 +58,10 @@ export function loadPreferenceMessages(dir = shippedFile('config/preferences')):
  * browser's (Accept-Language, by preference), else English. Only the primary subtag counts
  * (`de-AT` is `de`).
  */
-export function chooseLanguage(available: ReadonlySet<string>, wanted: { query?: string | undefined; contact?: string | null | undefined; acceptLanguage?: string | undefined }): string {
+export function chooseLanguage(
+  available: ReadonlySet<string>,
+  wanted: { query?: string | undefined; contact?: string | null | undefined; acceptLanguage?: string | undefined },
+): string {
   const primary = (tag: string) => tag.trim().toLowerCase().split(/[-_]/)[0]!;
   for (const tag of [wanted.query, wanted.contact]) if (tag && available.has(primary(tag))) return primary(tag);
   const ranked = (wanted.acceptLanguage ?? '')
@@ -71,4 +77,5 @@ export function chooseLanguage(available: ReadonlySet<string>, wanted: { query?:
 }
 
 /** A message with `{workspace}` and `{address}` filled in (the caller escapes for HTML). */
-export const fill = (text: string, values: Record<string, string>): string => text.replace(/\{(\w+)\}/g, (whole, key: string) => values[key] ?? whole);
+export const fill = (text: string, values: Record<string, string>): string =>
+  text.replace(/\{(\w+)\}/g, (whole, key: string) => values[key] ?? whole);

@@ -19,7 +19,13 @@ const STYLE =
   'button.quiet{background:#fff;color:#b42318;border-color:#b42318}.notice{background:#ecfdf3;border:1px solid #abefc6;border-radius:6px;padding:.6rem .9rem}' +
   '.notice.warn{background:#fffaeb;border-color:#fedf89}.muted{color:#667085;font-size:.9rem}';
 
-export function preferencePage(lang: string, m: Messages, state: PreferenceState, token: string, notice: Notice): string {
+export function preferencePage(
+  lang: string,
+  m: Messages,
+  state: PreferenceState,
+  token: string,
+  notice: Notice,
+): string {
   const values = { workspace: escapeHtml(state.workspace.name), address: escapeHtml(state.address) };
   const t = (key: MessageKey) => fill(escapeHtml(m[key]), values);
   // Left: by the contact's own choice earlier, or just now (an address that is no contact has no status).
@@ -27,13 +33,18 @@ export function preferencePage(lang: string, m: Messages, state: PreferenceState
   const formToken = `<input type="hidden" name="form" value="${escapeHtml(state.formToken)}">`;
   const link = escapeHtml(token);
   const header = `<header>${state.workspace.logoUrl ? `<img src="${escapeHtml(state.workspace.logoUrl)}" alt="${values.workspace}">` : ''}<b>${values.workspace}</b></header>`;
-  const banner = notice && notice !== 'unsubscribed' ? `<p class="notice${notice === 'stale_form' ? ' warn' : ''}" role="status">${t(notice)}</p>` : '';
+  const banner =
+    notice && notice !== 'unsubscribed'
+      ? `<p class="notice${notice === 'stale_form' ? ' warn' : ''}" role="status">${t(notice)}</p>`
+      : '';
 
   let body: string;
   if (unsubscribed) {
     body =
       `<h1>${t('unsubscribed_title')}</h1>${banner}<p>${t('unsubscribed_text')}</p>` +
-      (state.contact ? `<form method="post" action="${link}/preferences">${formToken}<button type="submit" name="action" value="resubscribe">${t('resubscribe_button')}</button></form>` : '');
+      (state.contact
+        ? `<form method="post" action="${link}/preferences">${formToken}<button type="submit" name="action" value="resubscribe">${t('resubscribe_button')}</button></form>`
+        : '');
   } else {
     const topics = state.contact?.topics ?? [];
     const choices =
@@ -60,7 +71,11 @@ export function preferencePage(lang: string, m: Messages, state: PreferenceState
 
 /** The page for a link that is not ours (cut, changed or made up). */
 export const invalidLinkPage = (lang: string, m: Messages): string =>
-  document(lang, escapeHtml(m.invalid_title), `<h1>${escapeHtml(m.invalid_title)}</h1><p>${escapeHtml(m.invalid_text)}</p>`);
+  document(
+    lang,
+    escapeHtml(m.invalid_title),
+    `<h1>${escapeHtml(m.invalid_title)}</h1><p>${escapeHtml(m.invalid_text)}</p>`,
+  );
 
 const document = (lang: string, title: string, body: string): string => `<!doctype html>
 <html lang="${escapeHtml(lang)}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -13,7 +13,10 @@ const STYLE =
 
 /** The page of a shared message: its headers, and its HTML in a sandboxed frame (no script, no forms) or its text. */
 function sharedEmailPage(e: SharedEmail): string {
-  const body = e.html !== null ? `<iframe sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" title="Message" srcdoc="${escapeHtml(e.html)}"></iframe>` : `<pre>${escapeHtml(e.text ?? '')}</pre>`;
+  const body =
+    e.html !== null
+      ? `<iframe sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" title="Message" srcdoc="${escapeHtml(e.html)}"></iframe>`
+      : `<pre>${escapeHtml(e.text ?? '')}</pre>`;
   return (
     `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">` +
     `<title>${escapeHtml(e.subject)}</title><style>${STYLE}</style></head><body>` +
@@ -43,7 +46,10 @@ export function sharedEmailRoutes(deps: HttpDeps) {
     try {
       const email = await deps.services.emails.shared(token);
       // The message's own styles and remote images show; nothing of it runs.
-      ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src https: http: data:; frame-ancestors 'none'; form-action 'none'");
+      ctx.set(
+        'Content-Security-Policy',
+        "default-src 'none'; style-src 'unsafe-inline'; img-src https: http: data:; frame-ancestors 'none'; form-action 'none'",
+      );
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = sharedEmailPage(email);
     } catch (err) {

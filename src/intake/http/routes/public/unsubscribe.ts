@@ -33,17 +33,25 @@ export function unsubscribeRoutes(deps: HttpDeps) {
   return async function unsubscribe(ctx: Ctx, next: Next): Promise<void> {
     const match = PATH.exec(ctx.path);
     const preferences = match?.[2] !== undefined;
-    if (!match || !(ctx.method === 'POST' || (!preferences && (ctx.method === 'GET' || ctx.method === 'HEAD')))) return next();
+    if (!match || !(ctx.method === 'POST' || (!preferences && (ctx.method === 'GET' || ctx.method === 'HEAD'))))
+      return next();
     const token = match[1]!;
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Referrer-Policy', 'no-referrer');
-    ctx.set('Content-Security-Policy', "default-src 'none'; img-src https: data:; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    ctx.set(
+      'Content-Security-Policy',
+      "default-src 'none'; img-src https: data:; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
     ctx.set('X-Frame-Options', 'DENY');
     ctx.type = 'html';
     const { preferences: service, unsubscribe: oneClick } = deps.services;
 
     const render = (state: PreferenceState, notice: Notice) => {
-      const lang = chooseLanguage(languages, { query: ctx.query.lang as string | undefined, contact: state.contact?.language, acceptLanguage: ctx.get('Accept-Language') });
+      const lang = chooseLanguage(languages, {
+        query: ctx.query.lang as string | undefined,
+        contact: state.contact?.language,
+        acceptLanguage: ctx.get('Accept-Language'),
+      });
       ctx.body = preferencePage(lang, messages.get(lang)!, state, token, notice);
     };
 
@@ -54,7 +62,8 @@ export function unsubscribeRoutes(deps: HttpDeps) {
         return;
       }
       if (!preferences) {
-        const notice = typeof ctx.query.notice === 'string' && NOTICES.has(ctx.query.notice) ? (ctx.query.notice as Notice) : null;
+        const notice =
+          typeof ctx.query.notice === 'string' && NOTICES.has(ctx.query.notice) ? (ctx.query.notice as Notice) : null;
         render(await service.show(token), notice);
         return;
       }
@@ -79,7 +88,10 @@ export function unsubscribeRoutes(deps: HttpDeps) {
         render(await service.show(token), 'stale_form');
         return;
       }
-      const lang = chooseLanguage(languages, { query: ctx.query.lang as string | undefined, acceptLanguage: ctx.get('Accept-Language') });
+      const lang = chooseLanguage(languages, {
+        query: ctx.query.lang as string | undefined,
+        acceptLanguage: ctx.get('Accept-Language'),
+      });
       ctx.body = invalidLinkPage(lang, messages.get(lang) ?? messages.get(FALLBACK_LANGUAGE)!);
     }
   };

@@ -37,7 +37,15 @@ export const toAbInput = (body: AbBody): AbTestInput => {
     variants:
       body.variants === null
         ? null
-        : body.variants?.map((v) => ({ name: v.name, subject: v.subject, previewText: v.preview_text, fromName: v.from_name, html: v.html, text: v.text, templateId: v.template_id })),
+        : body.variants?.map((v) => ({
+            name: v.name,
+            subject: v.subject,
+            previewText: v.preview_text,
+            fromName: v.from_name,
+            html: v.html,
+            text: v.text,
+            templateId: v.template_id,
+          })),
     testPercentage: body.test_percentage,
     winnerMetric: body.winner_metric as WinnerMetric | undefined,
     testDuration: body.test_duration,
@@ -60,7 +68,10 @@ export const renderAbTest = (c: CampaignView) => ({
 const winnerBody = z.object({ variant: z.string() });
 
 /** `POST …/{id}/winner`: the variant chosen by hand goes to the rest at once, in the shape of the resource. */
-export const abTestRoutes = (resource: 'broadcasts' | 'campaigns', render: (c: CampaignView, now: number) => unknown) => [
+export const abTestRoutes = (
+  resource: 'broadcasts' | 'campaigns',
+  render: (c: CampaignView, now: number) => unknown,
+) => [
   defineRoute({
     method: 'POST',
     path: `/v1/${resource}/:id/winner`,

@@ -8,7 +8,8 @@ export const v1AccountRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/usage',
-    summary: "What the workspace used today and this month (UTC) against its limits: emails sent and received, contacts, segments, broadcasts, automation runs, domains, the sending rate",
+    summary:
+      'What the workspace used today and this month (UTC) against its limits: emails sent and received, contacts, segments, broadcasts, automation runs, domains, the sending rate',
     operation: 'api',
     scope: 'emails:read',
     handler: ({ deps, workspace }) => deps.services.usage.get(workspace),
@@ -16,7 +17,8 @@ export const v1AccountRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/logs',
-    summary: "The workspace's API requests, newest first (limit, after, before): method, endpoint, status, user agent; kept retention.days",
+    summary:
+      "The workspace's API requests, newest first (limit, after, before): method, endpoint, status, user agent; kept retention.days",
     operation: 'api',
     scope: 'api_keys:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
@@ -26,7 +28,7 @@ export const v1AccountRoutes = [
     method: 'GET',
     path: '/v1/audit-log',
     summary:
-      "Who changed what in the workspace, newest first (limit, after, before; action, actor_type, actor_id, object_type, object_id, since, until): keys, domains, webhooks, suppressions, broadcasts sent, settings; a master key also sees instance-wide changes (IP pools). Full-access keys only; never a secret",
+      'Who changed what in the workspace, newest first (limit, after, before; action, actor_type, actor_id, object_type, object_id, since, until): keys, domains, webhooks, suppressions, broadcasts sent, settings; a master key also sees instance-wide changes (IP pools). Full-access keys only; never a secret',
     operation: 'api',
     scope: 'full_access',
     query: z.looseObject({
@@ -41,7 +43,11 @@ export const v1AccountRoutes = [
       since: z.string().optional(),
       until: z.string().optional(),
     }),
-    handler: ({ deps, workspace, principal, query }) => deps.services.audit.list({ workspaceId: workspace.id, instance: principal.master }, query as Record<string, unknown>),
+    handler: ({ deps, workspace, principal, query }) =>
+      deps.services.audit.list(
+        { workspaceId: workspace.id, instance: principal.master },
+        query as Record<string, unknown>,
+      ),
   }),
   defineRoute({
     method: 'GET',
@@ -54,24 +60,33 @@ export const v1AccountRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/oauth/grants',
-    summary: "The workspace's OAuth grants (an app a person authorized, or a token minted by `mailsvc tokens create`), revoked ones too, newest first (limit, after, before)",
+    summary:
+      "The workspace's OAuth grants (an app a person authorized, or a token minted by `mailsvc tokens create`), revoked ones too, newest first (limit, after, before)",
     operation: 'api',
     scope: 'api_keys:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
     handler: async ({ deps, workspace, query }) => {
-      const { items, more } = await deps.services.oauth.listGrants({ workspaceId: workspace.id }, parsePage(query, 'keyset'));
+      const { items, more } = await deps.services.oauth.listGrants(
+        { workspaceId: workspace.id },
+        parsePage(query, 'keyset'),
+      );
       return cursorList(items, more);
     },
   }),
   defineRoute({
     method: 'DELETE',
     path: '/v1/oauth/grants/:id',
-    summary: "Revoke an OAuth grant: its access tokens are refused (401) and its refresh tokens end",
+    summary: 'Revoke an OAuth grant: its access tokens are refused (401) and its refresh tokens end',
     operation: 'api',
     scope: 'api_keys:write',
     handler: async ({ deps, workspace, params }) => {
       const revoked = await deps.services.oauth.revokeGrant(workspace.id, params.id!);
-      return { object: 'oauth_grant', id: revoked.id, revoked_at: revoked.revoked_at!, revoked_reason: revoked.revoked_reason! };
+      return {
+        object: 'oauth_grant',
+        id: revoked.id,
+        revoked_at: revoked.revoked_at!,
+        revoked_reason: revoked.revoked_reason!,
+      };
     },
   }),
 ];

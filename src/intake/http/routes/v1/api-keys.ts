@@ -17,14 +17,16 @@ export const v1ApiKeyRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/api-keys',
-    summary: 'Create an API key (`permission`: full_access or sending_access, optionally from one `domain_id`); the key (`token`) is in this answer only',
+    summary:
+      'Create an API key (`permission`: full_access or sending_access, optionally from one `domain_id`); the key (`token`) is in this answer only',
     operation: 'api',
     scope: 'api_keys:write',
     status: 201,
     body: createBody,
     // Not idempotent on purpose: a replayed answer would have to keep the key, which is never stored.
     handler: async ({ deps, workspace, principal, body }) => {
-      if (principal.kind === 'test' && body.test === false) throw new AppError('forbidden', 'A test key can create test keys only');
+      if (principal.kind === 'test' && body.test === false)
+        throw new AppError('forbidden', 'A test key can create test keys only');
       const created = await deps.services.credentials.createKey({
         name: body.name,
         workspaceId: workspace.id,
@@ -55,7 +57,10 @@ export const v1ApiKeyRoutes = [
     operation: 'api',
     scope: 'api_keys:write',
     body: z.object({ name: z.string() }),
-    handler: async ({ deps, workspace, params, body }) => ({ object: 'api_key', ...(await deps.services.credentials.rename(params.id!, workspace.id, body.name)) }),
+    handler: async ({ deps, workspace, params, body }) => ({
+      object: 'api_key',
+      ...(await deps.services.credentials.rename(params.id!, workspace.id, body.name)),
+    }),
   }),
   defineRoute({
     method: 'DELETE',

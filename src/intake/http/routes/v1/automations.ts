@@ -14,9 +14,20 @@ const pageQuery = {
 };
 
 const definitionFields = {
-  steps: z.array(z.unknown()).describe('Steps: `{key, type, config}`; type one of trigger, delay, send_email, wait_for_event, condition, contact_update, contact_delete, add_to_segment'),
-  connections: z.array(z.unknown()).describe('Connections: `{from, to, type}`; type one of default, condition_met, condition_not_met, event_received, timeout'),
-  allow_reentry: z.boolean().optional().describe('Let a contact be in several runs of the workflow at once (default false)'),
+  steps: z
+    .array(z.unknown())
+    .describe(
+      'Steps: `{key, type, config}`; type one of trigger, delay, send_email, wait_for_event, condition, contact_update, contact_delete, add_to_segment',
+    ),
+  connections: z
+    .array(z.unknown())
+    .describe(
+      'Connections: `{from, to, type}`; type one of default, condition_met, condition_not_met, event_received, timeout',
+    ),
+  allow_reentry: z
+    .boolean()
+    .optional()
+    .describe('Let a contact be in several runs of the workflow at once (default false)'),
 };
 
 const createBody = z.object({
@@ -34,7 +45,11 @@ const updateBody = z.object({
   allow_reentry: definitionFields.allow_reentry,
 });
 
-const list = <T>(page: { items: T[]; more: boolean }) => ({ object: 'list' as const, has_more: page.more, data: page.items });
+const list = <T>(page: { items: T[]; more: boolean }) => ({
+  object: 'list' as const,
+  has_more: page.more,
+  data: page.items,
+});
 
 export const v1AutomationRoutes = [
   defineRoute({
@@ -46,7 +61,8 @@ export const v1AutomationRoutes = [
     idempotent: true,
     status: 201,
     body: createBody,
-    handler: ({ deps, workspace, body }) => deps.services.workflows.create(workspace.id, { ...body, connections: body.connections ?? [] }),
+    handler: ({ deps, workspace, body }) =>
+      deps.services.workflows.create(workspace.id, { ...body, connections: body.connections ?? [] }),
   }),
   defineRoute({
     method: 'GET',
@@ -55,7 +71,8 @@ export const v1AutomationRoutes = [
     operation: 'api',
     scope: 'workflows:read',
     query: z.looseObject({ ...pageQuery, status: z.string().optional().describe('draft, enabled or disabled') }),
-    handler: async ({ deps, workspace, query }) => list(await deps.services.workflows.list(workspace.id, parsePage(query, 'keyset'), query.status)),
+    handler: async ({ deps, workspace, query }) =>
+      list(await deps.services.workflows.list(workspace.id, parsePage(query, 'keyset'), query.status)),
   }),
   defineRoute({
     method: 'GET',
@@ -68,7 +85,8 @@ export const v1AutomationRoutes = [
   defineRoute({
     method: 'PATCH',
     path: '/v1/automations/:id',
-    summary: 'Change a workflow: name, status, re-entry, or its steps and connections (together; runs in progress keep the version they started with)',
+    summary:
+      'Change a workflow: name, status, re-entry, or its steps and connections (together; runs in progress keep the version they started with)',
     operation: 'api',
     scope: 'workflows:write',
     body: updateBody,
@@ -112,8 +130,12 @@ export const v1AutomationRoutes = [
     summary: "List a workflow's runs, newest first (keyset pagination), by status (comma-separated)",
     operation: 'api',
     scope: 'workflows:read',
-    query: z.looseObject({ ...pageQuery, status: z.string().optional().describe('running, completed, failed or cancelled; several separated by commas') }),
-    handler: async ({ deps, workspace, params, query }) => list(await deps.services.workflows.runs(workspace.id, params.id!, parsePage(query, 'keyset'), query.status)),
+    query: z.looseObject({
+      ...pageQuery,
+      status: z.string().optional().describe('running, completed, failed or cancelled; several separated by commas'),
+    }),
+    handler: async ({ deps, workspace, params, query }) =>
+      list(await deps.services.workflows.runs(workspace.id, params.id!, parsePage(query, 'keyset'), query.status)),
   }),
   defineRoute({
     method: 'GET',
@@ -129,7 +151,8 @@ export const v1AutomationRoutes = [
     summary: 'Cancel a run in progress: its remaining steps are skipped (emails already sent stay sent)',
     operation: 'api',
     scope: 'workflows:write',
-    handler: ({ deps, workspace, params }) => deps.services.workflows.cancelRun(workspace.id, params.id!, params.run_id!),
+    handler: ({ deps, workspace, params }) =>
+      deps.services.workflows.cancelRun(workspace.id, params.id!, params.run_id!),
   }),
 ];
 
@@ -153,7 +176,8 @@ export const v1WorkflowEventRoutes = [
     operation: 'api',
     scope: 'workflows:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
-    handler: ({ deps, workspace, query }) => deps.services.eventDefinitions.list(workspace.id, query as Record<string, unknown>),
+    handler: ({ deps, workspace, query }) =>
+      deps.services.eventDefinitions.list(workspace.id, query as Record<string, unknown>),
   }),
   defineRoute({
     method: 'GET',
@@ -170,7 +194,8 @@ export const v1WorkflowEventRoutes = [
     operation: 'api',
     scope: 'workflows:write',
     body: z.object({ schema: z.unknown().describe(eventSchemaDoc) }),
-    handler: ({ deps, workspace, params, body }) => deps.services.eventDefinitions.update(workspace.id, params.id!, body.schema),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.eventDefinitions.update(workspace.id, params.id!, body.schema),
   }),
   defineRoute({
     method: 'DELETE',
@@ -186,7 +211,8 @@ export const v1WorkflowEventRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/events/send',
-    summary: 'Send a custom event for one contact (by contact_id or email): it starts the enabled workflows it triggers and resumes runs waiting for it',
+    summary:
+      'Send a custom event for one contact (by contact_id or email): it starts the enabled workflows it triggers and resumes runs waiting for it',
     operation: 'api',
     scope: 'workflows:write',
     idempotent: true,

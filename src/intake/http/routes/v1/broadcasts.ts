@@ -45,7 +45,8 @@ type Content = z.infer<typeof updateBody>;
 
 /** The request's content as campaign input (only the fields given); the MCP tools share it. */
 export function toInput(body: Content): Partial<CampaignInput> {
-  if (body.segment_id !== undefined && body.audience_id !== undefined && body.segment_id !== body.audience_id) throw validationError('segment_id', 'give segment_id or audience_id, not both');
+  if (body.segment_id !== undefined && body.audience_id !== undefined && body.segment_id !== body.audience_id)
+    throw validationError('segment_id', 'give segment_id or audience_id, not both');
   const from = body.from === undefined ? undefined : parseMailbox('from', body.from);
   const input: Partial<CampaignInput> = {
     name: body.name,
@@ -111,12 +112,20 @@ export const v1BroadcastRoutes = [
     body: createBody,
     handler: async ({ ctx, deps, workspace, principal, body }) => {
       const input = toInput(body) as CampaignInput;
-      if (input.audienceId === undefined) throw validationError('segment_id', 'is required: the segment the broadcast goes to');
-      if (body.scheduled_at !== undefined && !body.send) throw validationError('scheduled_at', 'applies only with send: true (or schedule it with POST /v1/broadcasts/{id}/send)');
+      if (input.audienceId === undefined)
+        throw validationError('segment_id', 'is required: the segment the broadcast goes to');
+      if (body.scheduled_at !== undefined && !body.send)
+        throw validationError(
+          'scheduled_at',
+          'applies only with send: true (or schedule it with POST /v1/broadcasts/{id}/send)',
+        );
       // Sending counts against the campaign limit; writing a draft does not.
       if (body.send) await limitWorkspace(ctx, deps, 'campaigns.send');
       const scheduledAt = parseScheduledAt(body.scheduled_at, deps.clock.now());
-      const created = await deps.services.campaigns.create(workspace, input, principal.kind === 'test', { send: body.send ?? false, scheduledAt });
+      const created = await deps.services.campaigns.create(workspace, input, principal.kind === 'test', {
+        send: body.send ?? false,
+        scheduledAt,
+      });
       return render(created, deps.clock.now());
     },
   }),
@@ -127,7 +136,10 @@ export const v1BroadcastRoutes = [
     operation: 'api',
     scope: 'campaigns:read',
     handler: async ({ deps, workspace, query }) => {
-      const { items, more } = await deps.services.campaigns.list(workspace.id, parsePage(query as Record<string, unknown>));
+      const { items, more } = await deps.services.campaigns.list(
+        workspace.id,
+        parsePage(query as Record<string, unknown>),
+      );
       const now = deps.clock.now();
       return cursorList(
         items.map((c) => {
@@ -144,7 +156,8 @@ export const v1BroadcastRoutes = [
     summary: 'Read a broadcast with its counts (queued, delivered, bounced, opened, clicked, unsubscribed…)',
     operation: 'api',
     scope: 'campaigns:read',
-    handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.get(workspace.id, params.id!), deps.clock.now()),
+    handler: async ({ deps, workspace, params }) =>
+      render(await deps.services.campaigns.get(workspace.id, params.id!), deps.clock.now()),
   }),
   defineRoute({
     method: 'PATCH',
@@ -154,7 +167,10 @@ export const v1BroadcastRoutes = [
     scope: 'campaigns:write',
     body: updateBody,
     handler: async ({ deps, workspace, principal, params, body }) =>
-      render(await deps.services.campaigns.update(workspace, params.id!, toInput(body), principal.kind === 'test'), deps.clock.now()),
+      render(
+        await deps.services.campaigns.update(workspace, params.id!, toInput(body), principal.kind === 'test'),
+        deps.clock.now(),
+      ),
   }),
   defineRoute({
     method: 'DELETE',
@@ -170,18 +186,23 @@ export const v1BroadcastRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/broadcasts/:id/recipients',
-    summary: 'The recipients of a broadcast with an event of one type (sent, delivered, opened, clicked, bounced, complained, unsubscribed, suppressed), oldest first',
+    summary:
+      'The recipients of a broadcast with an event of one type (sent, delivered, opened, clicked, bounced, complained, unsubscribed, suppressed), oldest first',
     operation: 'api',
     scope: 'campaigns:read',
     query: z.looseObject({
-      type: z.string().optional().describe('Required: sent, delivered, opened, clicked, bounced, complained, unsubscribed or suppressed'),
+      type: z
+        .string()
+        .optional()
+        .describe('Required: sent, delivered, opened, clicked, bounced, complained, unsubscribed or suppressed'),
       email: z.string().optional().describe("Only this contact's"),
       bounce_type: z.string().optional().describe('With type=bounced: permanent, transient or undetermined'),
       limit: z.string().optional(),
       after: z.string().optional(),
       before: z.string().optional(),
     }),
-    handler: ({ deps, workspace, params, query }) => deps.services.campaignEngagement.recipients(workspace.id, params.id!, query as Record<string, unknown>),
+    handler: ({ deps, workspace, params, query }) =>
+      deps.services.campaignEngagement.recipients(workspace.id, params.id!, query as Record<string, unknown>),
   }),
   defineRoute({
     method: 'GET',
@@ -190,7 +211,8 @@ export const v1BroadcastRoutes = [
     operation: 'api',
     scope: 'campaigns:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
-    handler: ({ deps, workspace, params, query }) => deps.services.campaignEngagement.clickedLinks(workspace.id, params.id!, query as Record<string, unknown>),
+    handler: ({ deps, workspace, params, query }) =>
+      deps.services.campaignEngagement.clickedLinks(workspace.id, params.id!, query as Record<string, unknown>),
   }),
   defineRoute({
     method: 'POST',
@@ -202,17 +224,24 @@ export const v1BroadcastRoutes = [
     body: z.object({ scheduled_at: z.string().nullable().optional() }),
     handler: async ({ ctx, deps, workspace, principal, params, body }) => {
       await limitWorkspace(ctx, deps, 'campaigns.send');
-      const sent = await deps.services.campaigns.send(workspace, params.id!, parseScheduledAt(body.scheduled_at, deps.clock.now()), principal.kind === 'test');
+      const sent = await deps.services.campaigns.send(
+        workspace,
+        params.id!,
+        parseScheduledAt(body.scheduled_at, deps.clock.now()),
+        principal.kind === 'test',
+      );
       return render(sent, deps.clock.now());
     },
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/broadcasts/:id/cancel',
-    summary: 'Cancel a broadcast: a scheduled one goes back to draft; one being sent stops (messages not yet handed to delivery are cancelled)',
+    summary:
+      'Cancel a broadcast: a scheduled one goes back to draft; one being sent stops (messages not yet handed to delivery are cancelled)',
     operation: 'api',
     scope: 'campaigns:write',
-    handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.cancel(workspace.id, params.id!), deps.clock.now()),
+    handler: async ({ deps, workspace, params }) =>
+      render(await deps.services.campaigns.cancel(workspace.id, params.id!), deps.clock.now()),
   }),
   defineRoute({
     method: 'POST',
@@ -221,7 +250,8 @@ export const v1BroadcastRoutes = [
     operation: 'api',
     scope: 'campaigns:write',
     status: 201,
-    handler: async ({ deps, workspace, params }) => render(await deps.services.campaigns.duplicate(workspace, params.id!), deps.clock.now()),
+    handler: async ({ deps, workspace, params }) =>
+      render(await deps.services.campaigns.duplicate(workspace, params.id!), deps.clock.now()),
   }),
   ...abTestRoutes('broadcasts', render),
 ];
@@ -231,22 +261,34 @@ export const v1BroadcastPreviewRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/broadcasts/:id/reach',
-    summary: 'How many recipients sending the broadcast now would reach (subscribed members of its segment and topic, suppressed addresses not counted)',
+    summary:
+      'How many recipients sending the broadcast now would reach (subscribed members of its segment and topic, suppressed addresses not counted)',
     operation: 'api',
     scope: 'campaigns:read',
-    handler: async ({ deps, workspace, params }) => ({ object: 'broadcast_reach', id: params.id!, recipients: await deps.services.campaigns.reach(workspace.id, params.id!) }),
+    handler: async ({ deps, workspace, params }) => ({
+      object: 'broadcast_reach',
+      id: params.id!,
+      recipients: await deps.services.campaigns.reach(workspace.id, params.id!),
+    }),
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/broadcasts/:id/preview',
-    summary: "The broadcast's subject, HTML and text as one contact would get them (a sample contact, or the fields given), variables filled",
+    summary:
+      "The broadcast's subject, HTML and text as one contact would get them (a sample contact, or the fields given), variables filled",
     operation: 'api',
     scope: 'campaigns:read',
     body: z.object({
       contact: z
-        .object({ email: z.string().optional(), first_name: z.string().optional(), last_name: z.string().optional(), properties: z.record(z.string(), z.unknown()).optional() })
+        .object({
+          email: z.string().optional(),
+          first_name: z.string().optional(),
+          last_name: z.string().optional(),
+          properties: z.record(z.string(), z.unknown()).optional(),
+        })
         .optional(),
     }),
-    handler: ({ deps, workspace, params, body }) => deps.services.campaigns.preview(workspace.id, params.id!, body.contact),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.campaigns.preview(workspace.id, params.id!, body.contact),
   }),
 ];

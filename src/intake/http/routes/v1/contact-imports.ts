@@ -10,7 +10,8 @@ export const v1ContactImportRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/contacts/imports',
-    summary: 'Import contacts from a CSV file (multipart/form-data: file, column_map, on_conflict, segments, topics); read in the background, see GET for progress',
+    summary:
+      'Import contacts from a CSV file (multipart/form-data: file, column_map, on_conflict, segments, topics); read in the background, see GET for progress',
     operation: 'subscribers.write',
     scope: 'subscribers:write',
     multipart: true,
@@ -20,7 +21,11 @@ export const v1ContactImportRoutes = [
       const path = await deps.services.contactImports.spoolPath(id);
       const upload = await spoolUpload(ctx, { path, limit: deps.config.http.importLimit, fileField: 'file' });
       const key = ctx.get('Idempotency-Key');
-      return deps.services.contactImports.create(workspace.id, { id, ...upload, idempotencyKey: key === '' ? undefined : key });
+      return deps.services.contactImports.create(workspace.id, {
+        id,
+        ...upload,
+        idempotencyKey: key === '' ? undefined : key,
+      });
     },
   }),
   defineRoute({
@@ -29,12 +34,14 @@ export const v1ContactImportRoutes = [
     summary: 'List contact imports, newest first (cursor pagination: limit, after, before; status)',
     operation: 'subscribers.read',
     scope: 'subscribers:read',
-    handler: async ({ deps, workspace, query }) => deps.services.contactImports.list(workspace.id, query as Record<string, unknown>),
+    handler: async ({ deps, workspace, query }) =>
+      deps.services.contactImports.list(workspace.id, query as Record<string, unknown>),
   }),
   defineRoute({
     method: 'GET',
     path: '/v1/contacts/imports/:id',
-    summary: 'A contact import: status, counts (total, created, updated, skipped, failed) and the rows it could not import',
+    summary:
+      'A contact import: status, counts (total, created, updated, skipped, failed) and the rows it could not import',
     operation: 'subscribers.read',
     scope: 'subscribers:read',
     handler: async ({ deps, workspace, params }) => deps.services.contactImports.get(workspace.id, params.id!),

@@ -22,7 +22,8 @@ export const v1ContactPropertyRoutes = [
     operation: 'subscribers.read',
     scope: 'subscribers:read',
     query: z.looseObject({ limit: z.string().optional(), after: z.string().optional(), before: z.string().optional() }),
-    handler: ({ deps, workspace, query }) => deps.services.contactProperties.list(workspace.id, query as Record<string, unknown>),
+    handler: ({ deps, workspace, query }) =>
+      deps.services.contactProperties.list(workspace.id, query as Record<string, unknown>),
   }),
   defineRoute({
     method: 'GET',
@@ -39,7 +40,8 @@ export const v1ContactPropertyRoutes = [
     operation: 'subscribers.write',
     scope: 'subscribers:write',
     body: z.object({ fallback_value: fallback }),
-    handler: ({ deps, workspace, params, body }) => deps.services.contactProperties.update(workspace.id, params.id!, body),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.contactProperties.update(workspace.id, params.id!, body),
   }),
   defineRoute({
     method: 'DELETE',

@@ -22,7 +22,10 @@ const createBody = z.object({
   last_name: z.string().nullable().optional(),
   unsubscribed: z.boolean().optional(),
   properties: z.record(z.string(), property).optional(),
-  segments: z.array(z.object({ id: z.string() })).max(100).optional(),
+  segments: z
+    .array(z.object({ id: z.string() }))
+    .max(100)
+    .optional(),
   topics: z.array(topicChoice).max(100).optional(),
 });
 
@@ -40,7 +43,9 @@ const propertiesOf = (metadata: Record<string, unknown> | null): Record<string, 
   Object.fromEntries(
     Object.entries(metadata ?? {}).map(([k, v]): [string, PropertyValue] => [
       k,
-      typeof v === 'number' ? { type: 'number', value: v } : { type: 'string', value: typeof v === 'string' ? v : JSON.stringify(v) },
+      typeof v === 'number'
+        ? { type: 'number', value: v }
+        : { type: 'string', value: typeof v === 'string' ? v : JSON.stringify(v) },
     ]),
   );
 
@@ -59,10 +64,16 @@ export const renderContact = (s: SubscriberView) => ({
   updated_at: s.updated_at,
 });
 
-const statusOf = (unsubscribed: boolean | undefined) => (unsubscribed === undefined ? undefined : unsubscribed ? ('unsubscribed' as const) : ('subscribed' as const));
+const statusOf = (unsubscribed: boolean | undefined) =>
+  unsubscribed === undefined ? undefined : unsubscribed ? ('unsubscribed' as const) : ('subscribed' as const);
 
 /** A segment id that names no audience of the workspace is a bad field, not a missing page. */
-async function checkSegments(deps: HttpDeps, workspaceId: string, ids: string[], field: (i: number) => string): Promise<void> {
+async function checkSegments(
+  deps: HttpDeps,
+  workspaceId: string,
+  ids: string[],
+  field: (i: number) => string,
+): Promise<void> {
   for (const [i, id] of ids.entries()) {
     await deps.services.audiences.get(workspaceId, id).catch((err: unknown) => {
       throw isAppError(err) && err.code === 'not_found' ? validationError(field(i), `segment ${id} not found`) : err;
@@ -71,9 +82,14 @@ async function checkSegments(deps: HttpDeps, workspaceId: string, ids: string[],
 }
 
 /** Creates (or, for a known address, updates) a contact, with its segments and topics. */
-async function createContact({ deps, workspace }: HandlerInput<unknown, unknown>, body: z.infer<typeof createBody>, segmentIds: string[]) {
+async function createContact(
+  { deps, workspace }: HandlerInput<unknown, unknown>,
+  body: z.infer<typeof createBody>,
+  segmentIds: string[],
+) {
   await checkSegments(deps, workspace.id, segmentIds, (i) => `segments[${i}].id`);
-  for (const [i, t] of (body.topics ?? []).entries()) await deps.services.topics.check(workspace.id, t.id, `topics[${i}].id`);
+  for (const [i, t] of (body.topics ?? []).entries())
+    await deps.services.topics.check(workspace.id, t.id, `topics[${i}].id`);
   const { subscriber } = await deps.services.subscribers.upsert(workspace.id, {
     email: body.email,
     first_name: body.first_name,
@@ -81,12 +97,17 @@ async function createContact({ deps, workspace }: HandlerInput<unknown, unknown>
     properties: body.properties,
     status: statusOf(body.unsubscribed),
   });
-  for (const id of segmentIds) await deps.services.audiences.addMembers(workspace.id, id, { subscriberIds: [subscriber.id] });
+  for (const id of segmentIds)
+    await deps.services.audiences.addMembers(workspace.id, id, { subscriberIds: [subscriber.id] });
   if (body.topics?.length) await deps.services.topics.choose(workspace.id, subscriber.id, body.topics);
   return renderContact(subscriber);
 }
 
-const updateContact = async ({ deps, workspace }: HandlerInput<unknown, unknown>, idOrEmail: string, body: z.infer<typeof updateBody>) =>
+const updateContact = async (
+  { deps, workspace }: HandlerInput<unknown, unknown>,
+  idOrEmail: string,
+  body: z.infer<typeof updateBody>,
+) =>
   renderContact(
     await deps.services.subscribers.update(workspace.id, idOrEmail, {
       first_name: body.first_name,
@@ -97,9 +118,15 @@ const updateContact = async ({ deps, workspace }: HandlerInput<unknown, unknown>
   );
 
 /** The contact, which must be a member of the audience (the deprecated audience-scoped paths). */
-async function memberOf(deps: HttpDeps, workspaceId: string, audienceId: string, idOrEmail: string): Promise<SubscriberView> {
+async function memberOf(
+  deps: HttpDeps,
+  workspaceId: string,
+  audienceId: string,
+  idOrEmail: string,
+): Promise<SubscriberView> {
   const contact = await deps.services.subscribers.get(workspaceId, idOrEmail);
-  if (!(await deps.services.audiences.hasMember(workspaceId, audienceId, contact.id))) throw notFound(`Contact ${idOrEmail} in audience ${audienceId}`);
+  if (!(await deps.services.audiences.hasMember(workspaceId, audienceId, contact.id)))
+    throw notFound(`Contact ${idOrEmail} in audience ${audienceId}`);
   return contact;
 }
 
@@ -113,7 +140,12 @@ export const v1ContactRoutes = [
     idempotent: true,
     status: 201,
     body: createBody,
-    handler: (input) => createContact(input, input.body, (input.body.segments ?? []).map((s) => s.id)),
+    handler: (input) =>
+      createContact(
+        input,
+        input.body,
+        (input.body.segments ?? []).map((s) => s.id),
+      ),
   }),
   defineRoute({
     method: 'GET',
@@ -122,7 +154,10 @@ export const v1ContactRoutes = [
     operation: 'subscribers.read',
     scope: 'subscribers:read',
     handler: async ({ deps, workspace, query }) => {
-      const { items, more } = await deps.services.subscribers.list({ workspaceId: workspace.id }, parsePage(query as Record<string, unknown>));
+      const { items, more } = await deps.services.subscribers.list(
+        { workspaceId: workspace.id },
+        parsePage(query as Record<string, unknown>),
+      );
       return cursorList(items.map(renderContact), more);
     },
   }),
@@ -132,7 +167,8 @@ export const v1ContactRoutes = [
     summary: 'Read a contact by id or email',
     operation: 'subscribers.read',
     scope: 'subscribers:read',
-    handler: async ({ deps, workspace, params }) => renderContact(await deps.services.subscribers.get(workspace.id, params.id!)),
+    handler: async ({ deps, workspace, params }) =>
+      renderContact(await deps.services.subscribers.get(workspace.id, params.id!)),
   }),
   defineRoute({
     method: 'PATCH',
@@ -157,13 +193,20 @@ export const v1ContactRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/contacts/:id/segments',
-    summary: "The segments (audiences) a contact is in",
+    summary: 'The segments (audiences) a contact is in',
     operation: 'subscribers.read',
     scope: 'audiences:read',
     handler: async ({ deps, workspace, params, query }) => {
       const contact = await deps.services.subscribers.get(workspace.id, params.id!);
-      const { items, more } = await deps.services.audiences.of(workspace.id, contact.id, parsePage(query as Record<string, unknown>));
-      return cursorList(items.map((a) => ({ id: a.id, name: a.name, created_at: a.created_at })), more);
+      const { items, more } = await deps.services.audiences.of(
+        workspace.id,
+        contact.id,
+        parsePage(query as Record<string, unknown>),
+      );
+      return cursorList(
+        items.map((a) => ({ id: a.id, name: a.name, created_at: a.created_at })),
+        more,
+      );
     },
   }),
   defineRoute({
@@ -235,7 +278,8 @@ export const v1ContactRoutes = [
     summary: 'Read a contact of an audience, by id or email',
     operation: 'subscribers.read',
     scope: 'subscribers:read',
-    handler: async ({ deps, workspace, params }) => renderContact(await memberOf(deps, workspace.id, params.audience_id!, params.id!)),
+    handler: async ({ deps, workspace, params }) =>
+      renderContact(await memberOf(deps, workspace.id, params.audience_id!, params.id!)),
   }),
   defineRoute({
     method: 'PATCH',

@@ -35,10 +35,14 @@ export const v1ReputationRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/reputation',
-    summary: "The reputation guard's view of every sending domain: hard-bounce and complaint rates, state (sending, warning, paused) and held mail",
+    summary:
+      "The reputation guard's view of every sending domain: hard-bounce and complaint rates, state (sending, warning, paused) and held mail",
     operation: 'api',
     scope: 'domains:read',
-    handler: async ({ deps, workspace }) => ({ object: 'list', data: await deps.services.reputation.list(workspace.id) }),
+    handler: async ({ deps, workspace }) => ({
+      object: 'list',
+      data: await deps.services.reputation.list(workspace.id),
+    }),
   }),
   defineRoute({
     method: 'GET',
@@ -51,7 +55,7 @@ export const v1ReputationRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/domains/:id/reputation/resume',
-    summary: "Resumes a paused domain: its held marketing mail is released, and its rates count from now on",
+    summary: 'Resumes a paused domain: its held marketing mail is released, and its rates count from now on',
     operation: 'api',
     scope: 'domains:write',
     handler: ({ deps, workspace, params }) => deps.services.reputation.resume(workspace.id, params.id!),
@@ -63,19 +67,23 @@ export const v1DomainReportRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/domains/:id/dmarc-reports',
-    summary: 'DMARC aggregate reports about a verified domain, per day and source IP: messages, SPF, DKIM and alignment passes, dispositions (days=1..366, default 30)',
+    summary:
+      'DMARC aggregate reports about a verified domain, per day and source IP: messages, SPF, DKIM and alignment passes, dispositions (days=1..366, default 30)',
     operation: 'api',
     scope: 'domains:read',
     query: reportQuery,
-    handler: ({ deps, workspace, params, query }) => deps.services.reportSummaries.dmarcSummary(workspace.id, params.id!, query.days),
+    handler: ({ deps, workspace, params, query }) =>
+      deps.services.reportSummaries.dmarcSummary(workspace.id, params.id!, query.days),
   }),
   defineRoute({
     method: 'GET',
     path: '/v1/domains/:id/tls-reports',
-    summary: 'TLS reports (RFC 8460) about a verified domain, per day: successful and failed sessions, failures by type and receiving MX (days=1..366, default 30)',
+    summary:
+      'TLS reports (RFC 8460) about a verified domain, per day: successful and failed sessions, failures by type and receiving MX (days=1..366, default 30)',
     operation: 'api',
     scope: 'domains:read',
     query: reportQuery,
-    handler: ({ deps, workspace, params, query }) => deps.services.reportSummaries.tlsSummary(workspace.id, params.id!, query.days),
+    handler: ({ deps, workspace, params, query }) =>
+      deps.services.reportSummaries.tlsSummary(workspace.id, params.id!, query.days),
   }),
 ];

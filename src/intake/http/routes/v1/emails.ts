@@ -73,7 +73,13 @@ export const v1AttachmentSchema = z
       ctx.addIssue({ code: 'custom', message: 'is required (unless path names the file)', path: ['filename'] });
       return z.NEVER;
     }
-    return { filename, content: a.content, url, contentType: a.contentType ?? a.content_type, cid: a.cid ?? a.content_id };
+    return {
+      filename,
+      content: a.content,
+      url,
+      contentType: a.contentType ?? a.content_type,
+      cid: a.cid ?? a.content_id,
+    };
   });
 
 const tag = z.union([z.string(), z.object({ name: z.string(), value: z.string().optional() })]);
@@ -110,7 +116,9 @@ const sendEmailBody = z.object({
   to: addresses.optional(),
   /** One template (or body) to many: each recipient with its own variables. */
   recipients: z
-    .array(z.object({ to: addresses, cc: addresses.optional(), bcc: addresses.optional(), variables: variables.optional() }))
+    .array(
+      z.object({ to: addresses, cc: addresses.optional(), bcc: addresses.optional(), variables: variables.optional() }),
+    )
     .min(1)
     .max(MAX_BATCH)
     .optional(),
@@ -122,19 +130,38 @@ type EmailBody = z.infer<typeof sendEmailBody>;
 /** Keyset pagination of the email log; the service parses the values (query strings). */
 const emailListQuery = z.looseObject({
   limit: z.string().optional().describe(`Emails per page, 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
-  after: z.string().optional().describe('An email id: the page of emails older than it (next_cursor of the previous page)'),
+  after: z
+    .string()
+    .optional()
+    .describe('An email id: the page of emails older than it (next_cursor of the previous page)'),
   before: z.string().optional().describe('An email id: the page of emails newer than it'),
   status: z
-    .union([z.enum(EMAIL_STATUSES), z.literal('canceled'), z.literal('')], { error: `must be one of ${EMAIL_STATUSES.join(', ')}` })
+    .union([z.enum(EMAIL_STATUSES), z.literal('canceled'), z.literal('')], {
+      error: `must be one of ${EMAIL_STATUSES.join(', ')}`,
+    })
     .optional()
-    .describe('Only emails in this status (`canceled`, Resend\'s spelling, is taken for `cancelled`)'),
-  to: z.string().optional().describe('Part of a recipient address, matched without regard to case (at most 320 characters)'),
-  q: z.string().optional().describe('Part of the subject, the From or a To address, without regard to case, or an email id (at most 320 characters)'),
+    .describe("Only emails in this status (`canceled`, Resend's spelling, is taken for `cancelled`)"),
+  to: z
+    .string()
+    .optional()
+    .describe('Part of a recipient address, matched without regard to case (at most 320 characters)'),
+  q: z
+    .string()
+    .optional()
+    .describe(
+      'Part of the subject, the From or a To address, without regard to case, or an email id (at most 320 characters)',
+    ),
   tag: z.string().optional().describe('A tag (`name:value`), or a tag name with any value'),
-  created_after: z.string().optional().describe('Created at or after this ISO 8601 date (midnight UTC) or date and time'),
+  created_after: z
+    .string()
+    .optional()
+    .describe('Created at or after this ISO 8601 date (midnight UTC) or date and time'),
   created_before: z.string().optional().describe('Created before this ISO 8601 date (midnight UTC) or date and time'),
   campaign_id: z.string().optional().describe('Only the messages of this campaign (broadcast)'),
-  subscriber_id: z.string().optional().describe('Only the messages to this subscriber (contact) from campaigns and workflows'),
+  subscriber_id: z
+    .string()
+    .optional()
+    .describe('Only the messages to this subscriber (contact) from campaigns and workflows'),
 });
 
 const tagStrings = (tags: EmailBody['tags']): string[] | undefined =>
@@ -148,14 +175,28 @@ interface Caller {
   now: number;
 }
 
-const callerOf = ({ principal, deps }: HandlerInput<unknown, unknown>): Caller => ({ test: principal.kind === 'test', senderDomainId: principal.domainId, now: deps.clock.now() });
+const callerOf = ({ principal, deps }: HandlerInput<unknown, unknown>): Caller => ({
+  test: principal.kind === 'test',
+  senderDomainId: principal.domainId,
+  now: deps.clock.now(),
+});
 
 /** The versioned body, in the send service's canonical shape. */
-export function toSendInput(body: EmailBody, to: string | string[], caller: Caller, overrides: Partial<SendInput> = {}): SendInput {
-  if (body.template !== undefined && body.template_id !== undefined && body.template.id !== body.template_id) throw validationError('template', 'give template or template_id, not both');
+export function toSendInput(
+  body: EmailBody,
+  to: string | string[],
+  caller: Caller,
+  overrides: Partial<SendInput> = {},
+): SendInput {
+  if (body.template !== undefined && body.template_id !== undefined && body.template.id !== body.template_id)
+    throw validationError('template', 'give template or template_id, not both');
   const templateId = body.template?.id ?? body.template_id;
   if (body.from === undefined && templateId === undefined) throw validationError('from', 'is required');
-  if (body.topic_id != null) throw validationError('topic_id', 'topics apply to broadcasts; send to a topic with POST /v1/broadcasts and topic_id');
+  if (body.topic_id != null)
+    throw validationError(
+      'topic_id',
+      'topics apply to broadcasts; send to a topic with POST /v1/broadcasts and topic_id',
+    );
   return {
     intake: 'v1',
     test: caller.test,
@@ -169,7 +210,8 @@ export function toSendInput(body: EmailBody, to: string | string[], caller: Call
     html: body.html,
     text: body.text,
     templateId,
-    variables: body.template?.variables !== undefined ? { ...body.variables, ...body.template.variables } : body.variables,
+    variables:
+      body.template?.variables !== undefined ? { ...body.variables, ...body.template.variables } : body.variables,
     headers: body.headers,
     attachments: body.attachments,
     tags: tagStrings(body.tags),
@@ -192,7 +234,9 @@ const withLimitHeaders = (ctx: Ctx, outcome: SendOutcome) => {
 
 /** An error about message `i` of a list, named as the service names it: `[i].field: …`. */
 const atIndex = (i: number, err: unknown): unknown =>
-  isAppError(err) && err.field !== undefined ? new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` }) : err;
+  isAppError(err) && err.field !== undefined
+    ? new AppError(err.code, `[${i}].${err.message}`, { field: `[${i}].${err.field}` })
+    : err;
 
 /** Builds each message's input; a failure names the message's index, as the service does. */
 function eachIndexed<T, R>(items: T[], build: (item: T) => R): R[] {
@@ -212,17 +256,32 @@ type Refused = NonNullable<SendOutcome['errors']>;
  * transaction). `permissive`: Resend's batch mode, whose answer lists the messages refused
  * (`refused` turns the service's list into positions in the request).
  */
-async function sendList(input: HandlerInput<unknown, unknown>, inputs: SendInput[], single: boolean, permissive?: (errors: Refused) => Refused) {
+async function sendList(
+  input: HandlerInput<unknown, unknown>,
+  inputs: SendInput[],
+  single: boolean,
+  permissive?: (errors: Refused) => Refused,
+) {
   const { deps, workspace, ctx, idempotency } = input;
   const render = (results: Array<{ id: string; status: string }>, errors?: SendOutcome['errors']) =>
     single ? results[0]! : { data: results, ...(permissive ? { errors: permissive(errors ?? []) } : {}) };
   const options = {
     permissive: permissive !== undefined,
     inTransaction: idempotency
-      ? (trx: Db, results: SendResult[], errors?: SendOutcome['errors']) => idempotency.complete(200, render(results.map(({ id, status }) => ({ id, status })), errors), trx)
+      ? (trx: Db, results: SendResult[], errors?: SendOutcome['errors']) =>
+          idempotency.complete(
+            200,
+            render(
+              results.map(({ id, status }) => ({ id, status })),
+              errors,
+            ),
+            trx,
+          )
       : undefined,
   };
-  const outcome = single ? await deps.services.send.send(workspace, inputs[0]!, options) : await deps.services.send.sendMany(workspace, inputs, options);
+  const outcome = single
+    ? await deps.services.send.send(workspace, inputs[0]!, options)
+    : await deps.services.send.sendMany(workspace, inputs, options);
   return render(withLimitHeaders(ctx, outcome), outcome.errors);
 }
 
@@ -264,8 +323,14 @@ export const v1EmailRoutes = [
     handler: async (input) => {
       const caller = callerOf(input);
       const mode = input.ctx.get('x-batch-validation') || 'strict';
-      if (mode !== 'strict' && mode !== 'permissive') throw validationError('x-batch-validation', 'must be strict or permissive');
-      if (mode === 'strict') return sendList(input, eachIndexed(input.body, (b) => toSendInput(b, b.to, caller)), false);
+      if (mode !== 'strict' && mode !== 'permissive')
+        throw validationError('x-batch-validation', 'must be strict or permissive');
+      if (mode === 'strict')
+        return sendList(
+          input,
+          eachIndexed(input.body, (b) => toSendInput(b, b.to, caller)),
+          false,
+        );
       // Permissive: a message the adapter cannot even read is refused like one the service refuses.
       const inputs: SendInput[] = [];
       const unreadable: Array<{ index: number; message: string; error: unknown }> = [];
@@ -280,14 +345,18 @@ export const v1EmailRoutes = [
       if (inputs.length === 0) throw unreadable[0]!.error;
       const positions = input.body.map((_, i) => i).filter((i) => !unreadable.some((u) => u.index === i));
       return sendList(input, inputs, false, (errors) =>
-        [...unreadable.map(({ index, message }) => ({ index, message })), ...errors.map((e) => ({ index: positions[e.index]!, message: e.message }))].sort((a, b) => a.index - b.index),
+        [
+          ...unreadable.map(({ index, message }) => ({ index, message })),
+          ...errors.map((e) => ({ index: positions[e.index]!, message: e.message })),
+        ].sort((a, b) => a.index - b.index),
       );
     },
   }),
   defineRoute({
     method: 'GET',
     path: '/v1/emails',
-    summary: 'List emails, newest first, with keyset pagination (limit, after, before); filters: status, recipient (to), search (q), tag, creation time',
+    summary:
+      'List emails, newest first, with keyset pagination (limit, after, before); filters: status, recipient (to), search (q), tag, creation time',
     operation: 'api',
     scope: 'emails:read',
     query: emailListQuery,
@@ -307,16 +376,20 @@ export const v1EmailRoutes = [
     summary: "The email's events, oldest first",
     operation: 'api',
     scope: 'emails:read',
-    handler: async ({ deps, workspace, params }) => ({ events: await deps.services.emails.events(workspace.id, params.id!) }),
+    handler: async ({ deps, workspace, params }) => ({
+      events: await deps.services.emails.events(workspace.id, params.id!),
+    }),
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/emails/:id/share',
-    summary: 'A public, expiring link to the rendered message (`expires_in`: "30m", "24h", "7d"; default 24h, at most 30 days)',
+    summary:
+      'A public, expiring link to the rendered message (`expires_in`: "30m", "24h", "7d"; default 24h, at most 30 days)',
     operation: 'api',
     scope: 'emails:read',
     body: z.object({ expires_in: z.string().max(20).optional() }),
-    handler: ({ deps, workspace, params, body }) => deps.services.emails.share(workspace.id, params.id!, body.expires_in),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.emails.share(workspace.id, params.id!, body.expires_in),
   }),
   defineRoute({
     method: 'POST',
@@ -333,7 +406,8 @@ export const v1EmailRoutes = [
     operation: 'api',
     scope: 'emails:write',
     body: z.object({ scheduled_at: z.string().nullable() }),
-    handler: ({ deps, workspace, params, body }) => deps.services.emails.reschedule(workspace.id, params.id!, parseScheduledAt(body.scheduled_at, deps.clock.now())),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.emails.reschedule(workspace.id, params.id!, parseScheduledAt(body.scheduled_at, deps.clock.now())),
   }),
   defineRoute({
     method: 'GET',
@@ -341,7 +415,8 @@ export const v1EmailRoutes = [
     summary: "The email's attachments, each with a download_url that works for an hour",
     operation: 'api',
     scope: 'emails:read',
-    handler: async ({ deps, workspace, params }) => cursorList(await deps.services.emails.attachments(workspace.id, params.id!), false),
+    handler: async ({ deps, workspace, params }) =>
+      cursorList(await deps.services.emails.attachments(workspace.id, params.id!), false),
   }),
   defineRoute({
     method: 'GET',
@@ -350,7 +425,9 @@ export const v1EmailRoutes = [
     operation: 'api',
     scope: 'emails:read',
     handler: async ({ deps, workspace, params }) => {
-      const found = (await deps.services.emails.attachments(workspace.id, params.id!)).find((a) => a.id === params.attachment_id);
+      const found = (await deps.services.emails.attachments(workspace.id, params.id!)).find(
+        (a) => a.id === params.attachment_id,
+      );
       if (!found) throw notFound(`Attachment ${params.attachment_id}`);
       return found;
     },

@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { parsePage } from '../../../../store/infra/list-page.js';
-import { AGENT_ACTIONS, AGENT_TONES, MAX_FORWARD_TO, MAX_INSTRUCTIONS } from '../../../../services/inboxes/agent-settings.js';
+import {
+  AGENT_ACTIONS,
+  AGENT_TONES,
+  MAX_FORWARD_TO,
+  MAX_INSTRUCTIONS,
+} from '../../../../services/inboxes/agent-settings.js';
 import type { SendResult } from '../../../../services/send/send-input.js';
 import type { Db } from '../../../../store/infra/db.js';
 import { defineRoute, type HandlerInput } from '../../route.js';
@@ -26,13 +31,19 @@ const createDraftBody = z.object({
   thread_id: z.string().max(100).optional(),
   reply_to_email_id: z.string().max(100).optional(),
 });
-const updateDraftBody = z.object({ ...content, attachments: z.array(v1AttachmentSchema).max(50).nullable().optional() });
+const updateDraftBody = z.object({
+  ...content,
+  attachments: z.array(v1AttachmentSchema).max(50).nullable().optional(),
+});
 const sendDraftBody = z.object({ headers: z.record(z.string(), z.string()).nullable().optional() });
 
 const agentBody = z.object({
   instructions: z.string().max(MAX_INSTRUCTIONS).nullable().optional(),
   tone: z.enum(AGENT_TONES).nullable().optional(),
-  actions: z.array(z.enum(AGENT_ACTIONS)).max(AGENT_ACTIONS.length * 2).optional(),
+  actions: z
+    .array(z.enum(AGENT_ACTIONS))
+    .max(AGENT_ACTIONS.length * 2)
+    .optional(),
   /** Where forward_thread may send besides the workspace's verified domains: addresses and "@domain"; a forward elsewhere becomes a draft. */
   forward_to: z.array(z.string().max(320)).max(MAX_FORWARD_TO).optional(),
 });
@@ -53,7 +64,8 @@ export const v1InboxDraftRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/inboxes/:id/drafts',
-    summary: 'Create a draft: standalone, or a reply (thread_id and reply_to_email_id: addressed and titled as an answer unless given)',
+    summary:
+      'Create a draft: standalone, or a reply (thread_id and reply_to_email_id: addressed and titled as an answer unless given)',
     operation: 'api',
     scope: 'receiving:write',
     idempotent: true,
@@ -61,7 +73,11 @@ export const v1InboxDraftRoutes = [
     status: 201,
     handler: ({ deps, workspace, params, body }) => {
       const { thread_id, reply_to_email_id, ...rest } = body;
-      return deps.services.inboxDrafts.create(workspace.id, params.id!, { ...rest, threadId: thread_id, replyToEmailId: reply_to_email_id });
+      return deps.services.inboxDrafts.create(workspace.id, params.id!, {
+        ...rest,
+        threadId: thread_id,
+        replyToEmailId: reply_to_email_id,
+      });
     },
   }),
   defineRoute({
@@ -79,7 +95,8 @@ export const v1InboxDraftRoutes = [
     operation: 'api',
     scope: 'receiving:write',
     body: updateDraftBody,
-    handler: ({ deps, workspace, params, body }) => deps.services.inboxDrafts.update(workspace.id, params.id!, params.draftId!, body),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.inboxDrafts.update(workspace.id, params.id!, params.draftId!, body),
   }),
   defineRoute({
     method: 'DELETE',
@@ -95,22 +112,31 @@ export const v1InboxDraftRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/inboxes/:id/drafts/:draftId/send',
-    summary: "Send a draft from the inbox's address, once, like any email (a reply with In-Reply-To and References); it joins its thread",
+    summary:
+      "Send a draft from the inbox's address, once, like any email (a reply with In-Reply-To and References); it joins its thread",
     operation: null,
     scope: 'emails:send',
     idempotent: true,
     body: sendDraftBody,
     handler: (input: HandlerInput<z.infer<typeof sendDraftBody>, unknown>) => {
       const { deps, workspace, params, body, principal, idempotency } = input;
-      return deps.services.inboxDrafts.send(workspace, { test: principal.kind === 'test', senderDomainId: principal.domainId }, params.id!, params.draftId!, body.headers, async (trx: Db, result: SendResult) => {
-        await idempotency?.complete(200, { id: result.id }, trx);
-      });
+      return deps.services.inboxDrafts.send(
+        workspace,
+        { test: principal.kind === 'test', senderDomainId: principal.domainId },
+        params.id!,
+        params.draftId!,
+        body.headers,
+        async (trx: Db, result: SendResult) => {
+          await idempotency?.complete(200, { id: result.id }, trx);
+        },
+      );
     },
   }),
   defineRoute({
     method: 'GET',
     path: '/v1/inboxes/:id/agent',
-    summary: "Read the inbox agent's settings (instructions, tone, actions); `runtime` says whether an agent acts on them",
+    summary:
+      "Read the inbox agent's settings (instructions, tone, actions); `runtime` says whether an agent acts on them",
     operation: 'api',
     scope: 'receiving:read',
     handler: ({ deps, workspace, params }) => deps.services.inboxAgent.get(workspace.id, params.id!),
@@ -118,7 +144,8 @@ export const v1InboxDraftRoutes = [
   defineRoute({
     method: 'PATCH',
     path: '/v1/inboxes/:id/agent',
-    summary: "Change the inbox agent's instructions, tone, allowed actions or the addresses it may forward to (`forward_to`)",
+    summary:
+      "Change the inbox agent's instructions, tone, allowed actions or the addresses it may forward to (`forward_to`)",
     operation: 'api',
     scope: 'receiving:write',
     body: agentBody,

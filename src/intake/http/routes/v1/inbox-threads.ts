@@ -18,9 +18,13 @@ const pageQuery = { limit: z.string().optional(), after: z.string().optional(), 
 
 const commaList = (field: string, value: string | undefined): string[] | undefined => {
   if (value === undefined || value === '') return undefined;
-  const items = value.split(',').map((v) => v.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
   if (items.length > 50) throw validationError(field, 'at most 50 values');
-  if (items.some((v) => v.length > 320 || CONTROL.test(v))) throw validationError(field, 'values are at most 320 printable characters');
+  if (items.some((v) => v.length > 320 || CONTROL.test(v)))
+    throw validationError(field, 'values are at most 320 printable characters');
   return items;
 };
 
@@ -38,19 +42,30 @@ const toBool = (value: 'true' | 'false' | undefined) => (value === undefined ? u
 const date = (field: string, value: string | undefined): number | undefined => {
   if (value === undefined || value === '') return undefined;
   const ms = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(ms)) throw validationError(field, 'must be an ISO 8601 date or date and time');
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(ms))
+    throw validationError(field, 'must be an ISO 8601 date or date and time');
   return ms;
 };
 
 const listQuery = z.looseObject({
   ...pageQuery,
-  folders: z.string().optional().describe(`Comma separated folders among ${INBOX_FOLDERS.join(', ')}`),
+  folders: z
+    .string()
+    .optional()
+    .describe(`Comma separated folders among ${INBOX_FOLDERS.join(', ')}`),
   labels: z.string().optional().describe('Comma separated label ids or names; a thread with any of them matches'),
   read: bool.describe('true: read threads only; false: threads with an unread message'),
 });
 
 const searchQuery = listQuery.extend({
-  query: z.string().max(500).regex(/^[^\u0000]*$/, 'must not contain NUL characters').optional().describe('Words, all of which appear in the subject, the participants or the text of one message (full-text index)'),
+  query: z
+    .string()
+    .max(500)
+    .regex(/^[^\u0000]*$/, 'must not contain NUL characters')
+    .optional()
+    .describe(
+      'Words, all of which appear in the subject, the participants or the text of one message (full-text index)',
+    ),
   from: z.string().optional().describe('Comma separated sender addresses'),
   to: z.string().optional().describe('Comma separated recipient addresses'),
   cc: z.string().optional(),
@@ -83,7 +98,10 @@ const replyBody = z.object({ ...outgoing, reply_all: z.boolean().optional() });
 const forwardBody = z.object({ ...outgoing, to: addresses });
 
 /** Who is sending: a test key's mail is simulated; a restricted key sends from its domain only. */
-const callerOf = ({ principal }: HandlerInput<unknown, unknown>) => ({ test: principal.kind === 'test', senderDomainId: principal.domainId });
+const callerOf = ({ principal }: HandlerInput<unknown, unknown>) => ({
+  test: principal.kind === 'test',
+  senderDomainId: principal.domainId,
+});
 
 /** The answer to a send, recorded for Idempotency-Key in the transaction that queues the mail. */
 const recordAnswer =
@@ -102,7 +120,12 @@ export const v1InboxThreadRoutes = [
     query: listQuery,
     handler: async ({ deps, workspace, params, query }) => {
       const page = parsePage(query, 'keyset');
-      const { data, more } = await deps.services.inboxThreads.list(workspace.id, params.id!, { folders: folders(query.folders), labels: commaList('labels', query.labels), read: toBool(query.read) }, page);
+      const { data, more } = await deps.services.inboxThreads.list(
+        workspace.id,
+        params.id!,
+        { folders: folders(query.folders), labels: commaList('labels', query.labels), read: toBool(query.read) },
+        page,
+      );
       return { object: 'list', has_more: more, data };
     },
   }),
@@ -142,7 +165,8 @@ export const v1InboxThreadRoutes = [
     summary: 'Read one thread: folder, labels, read state, its newest sender and recipients',
     operation: 'api',
     scope: 'receiving:read',
-    handler: ({ deps, workspace, params }) => deps.services.inboxThreads.get(workspace.id, params.id!, params.threadId!),
+    handler: ({ deps, workspace, params }) =>
+      deps.services.inboxThreads.get(workspace.id, params.id!, params.threadId!),
   }),
   defineRoute({
     method: 'PATCH',
@@ -151,7 +175,8 @@ export const v1InboxThreadRoutes = [
     operation: 'api',
     scope: 'receiving:write',
     body: threadChanges,
-    handler: ({ deps, workspace, params, body }) => deps.services.inboxThreads.update(workspace.id, params.id!, params.threadId!, body),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.inboxThreads.update(workspace.id, params.id!, params.threadId!, body),
   }),
   defineRoute({
     method: 'DELETE',
@@ -172,7 +197,12 @@ export const v1InboxThreadRoutes = [
     scope: 'receiving:read',
     query: z.looseObject(pageQuery),
     handler: async ({ deps, workspace, params, query }) => {
-      const { data, more } = await deps.services.inboxThreads.messages(workspace.id, params.id!, params.threadId!, parsePage(query, 'keyset'));
+      const { data, more } = await deps.services.inboxThreads.messages(
+        workspace.id,
+        params.id!,
+        params.threadId!,
+        parsePage(query, 'keyset'),
+      );
       return { object: 'list', has_more: more, data };
     },
   }),
@@ -182,32 +212,51 @@ export const v1InboxThreadRoutes = [
     summary: 'Read one message of a thread (its id is the received email id, or the sent email id)',
     operation: 'api',
     scope: 'receiving:read',
-    handler: ({ deps, workspace, params }) => deps.services.inboxThreads.message(workspace.id, params.id!, params.threadId!, params.emailId!),
+    handler: ({ deps, workspace, params }) =>
+      deps.services.inboxThreads.message(workspace.id, params.id!, params.threadId!, params.emailId!),
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/inboxes/:id/threads/:threadId/emails/:emailId/reply',
-    summary: "Reply to a message of a thread from the inbox's address (reply_all: its other recipients in cc), quoting it, with In-Reply-To and References; sent like any email and filed in the thread",
+    summary:
+      "Reply to a message of a thread from the inbox's address (reply_all: its other recipients in cc), quoting it, with In-Reply-To and References; sent like any email and filed in the thread",
     operation: null,
     scope: 'emails:send',
     idempotent: true,
     body: replyBody,
     handler: (input) => {
       const { deps, workspace, params, body } = input;
-      return deps.services.inboxReplies.reply(workspace, callerOf(input), params.id!, params.threadId!, params.emailId!, { ...body, replyAll: body.reply_all }, recordAnswer(input));
+      return deps.services.inboxReplies.reply(
+        workspace,
+        callerOf(input),
+        params.id!,
+        params.threadId!,
+        params.emailId!,
+        { ...body, replyAll: body.reply_all },
+        recordAnswer(input),
+      );
     },
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/inboxes/:id/threads/:threadId/emails/:emailId/forward',
-    summary: "Forward a message of a thread from the inbox's address, with its attachments and the caller's note; filed in the thread",
+    summary:
+      "Forward a message of a thread from the inbox's address, with its attachments and the caller's note; filed in the thread",
     operation: null,
     scope: 'emails:send',
     idempotent: true,
     body: forwardBody,
     handler: (input) => {
       const { deps, workspace, params, body } = input;
-      return deps.services.inboxReplies.forward(workspace, callerOf(input), params.id!, params.threadId!, params.emailId!, body, recordAnswer(input));
+      return deps.services.inboxReplies.forward(
+        workspace,
+        callerOf(input),
+        params.id!,
+        params.threadId!,
+        params.emailId!,
+        body,
+        recordAnswer(input),
+      );
     },
   }),
   defineRoute({
@@ -217,7 +266,10 @@ export const v1InboxThreadRoutes = [
     operation: 'api',
     scope: 'receiving:write',
     body: labelIds,
-    handler: async ({ deps, workspace, params, body }) => ({ object: 'list', data: await deps.services.inboxThreads.addLabels(workspace.id, params.id!, params.threadId!, body.labels) }),
+    handler: async ({ deps, workspace, params, body }) => ({
+      object: 'list',
+      data: await deps.services.inboxThreads.addLabels(workspace.id, params.id!, params.threadId!, body.labels),
+    }),
   }),
   defineRoute({
     method: 'PUT',
@@ -226,7 +278,10 @@ export const v1InboxThreadRoutes = [
     operation: 'api',
     scope: 'receiving:write',
     body: labelIds,
-    handler: async ({ deps, workspace, params, body }) => ({ object: 'list', data: await deps.services.inboxThreads.setLabels(workspace.id, params.id!, params.threadId!, body.labels) }),
+    handler: async ({ deps, workspace, params, body }) => ({
+      object: 'list',
+      data: await deps.services.inboxThreads.setLabels(workspace.id, params.id!, params.threadId!, body.labels),
+    }),
   }),
   defineRoute({
     method: 'DELETE',
@@ -234,7 +289,15 @@ export const v1InboxThreadRoutes = [
     summary: 'Take one label off a thread',
     operation: 'api',
     scope: 'receiving:write',
-    handler: async ({ deps, workspace, params }) => ({ object: 'list', data: await deps.services.inboxThreads.removeThreadLabel(workspace.id, params.id!, params.threadId!, params.labelId!) }),
+    handler: async ({ deps, workspace, params }) => ({
+      object: 'list',
+      data: await deps.services.inboxThreads.removeThreadLabel(
+        workspace.id,
+        params.id!,
+        params.threadId!,
+        params.labelId!,
+      ),
+    }),
   }),
   defineRoute({
     method: 'GET',
@@ -242,7 +305,10 @@ export const v1InboxThreadRoutes = [
     summary: 'List the labels of an inbox, by name',
     operation: 'api',
     scope: 'receiving:read',
-    handler: async ({ deps, workspace, params }) => ({ object: 'list', data: await deps.services.inboxThreads.labels(workspace.id, params.id!) }),
+    handler: async ({ deps, workspace, params }) => ({
+      object: 'list',
+      data: await deps.services.inboxThreads.labels(workspace.id, params.id!),
+    }),
   }),
   defineRoute({
     method: 'POST',
@@ -252,16 +318,18 @@ export const v1InboxThreadRoutes = [
     scope: 'receiving:write',
     body: labelBody,
     status: 201,
-    handler: ({ deps, workspace, params, body }) => deps.services.inboxThreads.createLabel(workspace.id, params.id!, body),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.inboxThreads.createLabel(workspace.id, params.id!, body),
   }),
   defineRoute({
     method: 'PATCH',
     path: '/v1/inboxes/:id/labels/:labelId',
-    summary: "Rename a label or change its colour",
+    summary: 'Rename a label or change its colour',
     operation: 'api',
     scope: 'receiving:write',
     body: labelChanges,
-    handler: ({ deps, workspace, params, body }) => deps.services.inboxThreads.updateLabel(workspace.id, params.id!, params.labelId!, body),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.inboxThreads.updateLabel(workspace.id, params.id!, params.labelId!, body),
   }),
   defineRoute({
     method: 'DELETE',

@@ -71,9 +71,18 @@ export const v1InboxRoutes = [
       if (body.forwarding) throw validationError('forwarding', 'is not supported: use a webhook on email.received');
       // `*` is what makes a route address a pattern.
       if (body.email_address.includes('*')) {
-        throw validationError('email_address', 'an inbox is one address; use POST /v1/receiving/routes for patterns and catch-alls');
+        throw validationError(
+          'email_address',
+          'an inbox is one address; use POST /v1/receiving/routes for patterns and catch-alls',
+        );
       }
-      return inboxView(await deps.services.routes.add(workspace.id, { address: body.email_address, name: body.name, from_name: body.from_name }));
+      return inboxView(
+        await deps.services.routes.add(workspace.id, {
+          address: body.email_address,
+          name: body.name,
+          from_name: body.from_name,
+        }),
+      );
     },
   }),
   defineRoute({

@@ -24,7 +24,8 @@ export const v1IpPoolRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/ip-pools',
-    summary: 'Create an IP pool: `name` and `addresses` ([{ address, ehlo }]; ehlo defaults to delivery.hostname) (master key)',
+    summary:
+      'Create an IP pool: `name` and `addresses` ([{ address, ehlo }]; ehlo defaults to delivery.hostname) (master key)',
     operation: null,
     scope: 'domains:write',
     master: true,
@@ -35,12 +36,16 @@ export const v1IpPoolRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/ip-pools/warmup',
-    summary: 'Put an address of a pool in warm-up, from day 1: `address`, and `schedule` (daily caps per provider; default: delivery.warmup, 50 doubling to the target) (master key)',
+    summary:
+      'Put an address of a pool in warm-up, from day 1: `address`, and `schedule` (daily caps per provider; default: delivery.warmup, 50 doubling to the target) (master key)',
     operation: null,
     scope: 'domains:write',
     master: true,
     body: z.object({ address: z.string().max(100), schedule: z.array(z.number().int()).max(1000).optional() }),
-    handler: async ({ deps, body }) => ({ object: 'ip_warmup' as const, ...(await deps.services.ipPools.startWarmup(body.address, body.schedule)) }),
+    handler: async ({ deps, body }) => ({
+      object: 'ip_warmup' as const,
+      ...(await deps.services.ipPools.startWarmup(body.address, body.schedule)),
+    }),
   }),
   defineRoute({
     method: 'DELETE',
@@ -49,7 +54,10 @@ export const v1IpPoolRoutes = [
     operation: null,
     scope: 'domains:write',
     master: true,
-    handler: async ({ deps, params }) => ({ object: 'ip_warmup' as const, ...(await deps.services.ipPools.stopWarmup(params.address!)) }),
+    handler: async ({ deps, params }) => ({
+      object: 'ip_warmup' as const,
+      ...(await deps.services.ipPools.stopWarmup(params.address!)),
+    }),
   }),
   defineRoute({
     method: 'GET',
@@ -73,7 +81,8 @@ export const v1IpPoolRoutes = [
   defineRoute({
     method: 'DELETE',
     path: '/v1/ip-pools/:id',
-    summary: 'Delete an IP pool; refused (409) while a domain or workspace names it or mail waits to leave through it (master key)',
+    summary:
+      'Delete an IP pool; refused (409) while a domain or workspace names it or mail waits to leave through it (master key)',
     operation: null,
     scope: 'domains:write',
     master: true,

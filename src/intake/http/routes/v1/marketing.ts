@@ -69,7 +69,8 @@ export const v1MarketingRoutes = [
     idempotent: true,
     status: 201,
     body: subscriberBody,
-    handler: async ({ deps, workspace, body }) => (await deps.services.subscribers.upsert(workspace.id, body)).subscriber,
+    handler: async ({ deps, workspace, body }) =>
+      (await deps.services.subscribers.upsert(workspace.id, body)).subscriber,
   }),
   defineRoute({
     method: 'GET',
@@ -81,7 +82,16 @@ export const v1MarketingRoutes = [
     query: subscriberQuery,
     handler: async ({ deps, workspace, query }) => {
       const p = page(query);
-      const { items, total, more } = await deps.services.subscribers.list({ workspaceId: workspace.id, status: query.status, tag: query.tag, externalId: query.external_id, email: query.email }, p);
+      const { items, total, more } = await deps.services.subscribers.list(
+        {
+          workspaceId: workspace.id,
+          status: query.status,
+          tag: query.tag,
+          externalId: query.external_id,
+          email: query.email,
+        },
+        p,
+      );
       return offsetList('subscribers', items, total, p, more);
     },
   }),
@@ -176,7 +186,11 @@ export const v1MarketingRoutes = [
     operation: 'api',
     scope: 'audiences:write',
     body: z.object({ subscriber_ids: z.array(z.string()).optional(), emails: z.array(z.string()).optional() }),
-    handler: ({ deps, workspace, params, body }) => deps.services.audiences.addMembers(workspace.id, params.id!, { subscriberIds: body.subscriber_ids, emails: body.emails }),
+    handler: ({ deps, workspace, params, body }) =>
+      deps.services.audiences.addMembers(workspace.id, params.id!, {
+        subscriberIds: body.subscriber_ids,
+        emails: body.emails,
+      }),
   }),
   defineRoute({
     method: 'DELETE',
@@ -198,7 +212,8 @@ export const v1MarketingRoutes = [
     idempotent: true,
     status: 202,
     body: campaignBody,
-    handler: ({ deps, workspace, principal, body }) => deps.services.campaigns.create(workspace, toCampaignInput(body), principal.kind === 'test'),
+    handler: ({ deps, workspace, principal, body }) =>
+      deps.services.campaigns.create(workspace, toCampaignInput(body), principal.kind === 'test'),
   }),
   defineRoute({
     method: 'GET',

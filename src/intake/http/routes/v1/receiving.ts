@@ -6,8 +6,18 @@ import { parsePage } from '../../../../store/infra/list-page.js';
 import { defineRoute } from '../../route.js';
 
 const routeBody = z.object({
-  address: z.string().max(320).describe('support@example.com, a local-part pattern such as reply+*@example.com, or *@example.com for the whole domain'),
-  action: z.enum(ROUTE_ACTIONS).optional().describe('webhook (default): store and emit email.received; store: store only; reject: refuse at RCPT TO with 550'),
+  address: z
+    .string()
+    .max(320)
+    .describe(
+      'support@example.com, a local-part pattern such as reply+*@example.com, or *@example.com for the whole domain',
+    ),
+  action: z
+    .enum(ROUTE_ACTIONS)
+    .optional()
+    .describe(
+      'webhook (default): store and emit email.received; store: store only; reject: refuse at RCPT TO with 550',
+    ),
   name: z.string().max(200).nullable().optional(),
   from_name: z.string().max(200).nullable().optional(),
 });
@@ -20,7 +30,10 @@ const routeChanges = z.object({
 
 const receivedListQuery = z.looseObject({
   limit: z.string().optional().describe(`Messages per page, 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`),
-  after: z.string().optional().describe('A received email id: the page of messages older than it (next_cursor of the previous page)'),
+  after: z
+    .string()
+    .optional()
+    .describe('A received email id: the page of messages older than it (next_cursor of the previous page)'),
   before: z.string().optional().describe('A received email id: the page of messages newer than it'),
 });
 
@@ -97,7 +110,8 @@ export const v1ReceivedEmailRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/emails/receiving/:id',
-    summary: 'Read one received message: parsed fields, text and HTML as received, headers, authentication results, the sent email it answers',
+    summary:
+      'Read one received message: parsed fields, text and HTML as received, headers, authentication results, the sent email it answers',
     operation: 'api',
     scope: 'receiving:read',
     handler: ({ deps, workspace, params }) => deps.services.receivedEmails.get(workspace.id, params.id!),
@@ -117,7 +131,11 @@ export const v1ReceivedEmailRoutes = [
     summary: "A received message's attachments, with their download URLs",
     operation: 'api',
     scope: 'receiving:read',
-    handler: async ({ deps, workspace, params }) => ({ object: 'list', has_more: false, data: await deps.services.receivedEmails.attachments(workspace.id, params.id!) }),
+    handler: async ({ deps, workspace, params }) => ({
+      object: 'list',
+      has_more: false,
+      data: await deps.services.receivedEmails.attachments(workspace.id, params.id!),
+    }),
   }),
   defineRoute({
     method: 'GET',
@@ -125,7 +143,10 @@ export const v1ReceivedEmailRoutes = [
     summary: 'One attachment of a received message, with its download URL',
     operation: 'api',
     scope: 'receiving:read',
-    handler: async ({ deps, workspace, params }) => ({ object: 'attachment', ...(await deps.services.receivedEmails.attachment(workspace.id, params.id!, params.attachment_id!)) }),
+    handler: async ({ deps, workspace, params }) => ({
+      object: 'attachment',
+      ...(await deps.services.receivedEmails.attachment(workspace.id, params.id!, params.attachment_id!)),
+    }),
   }),
   defineRoute({
     method: 'GET',
@@ -135,7 +156,11 @@ export const v1ReceivedEmailRoutes = [
     scope: 'receiving:read',
     responseType: 'application/octet-stream',
     handler: async ({ ctx, deps, workspace, params }) => {
-      const file = await deps.services.receivedEmails.attachmentContent(workspace.id, params.id!, params.attachment_id!);
+      const file = await deps.services.receivedEmails.attachmentContent(
+        workspace.id,
+        params.id!,
+        params.attachment_id!,
+      );
       ctx.attachment(file.filename ?? 'attachment', { type: 'attachment' });
       ctx.type = MIME_TYPE.test(file.contentType) ? file.contentType : 'application/octet-stream';
       // Served from the API's origin: never sniffed, never run as a page.

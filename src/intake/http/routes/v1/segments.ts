@@ -6,7 +6,14 @@ import { defineRoute } from '../../route.js';
 import { renderContact } from './contacts.js';
 
 /** Resend's segments: our audiences, in Resend's shape (the SPEC's /v1/audiences are the same records). */
-const render = (a: AudienceView) => ({ object: 'segment' as const, id: a.id, name: a.name, created_at: a.created_at, member_count: a.member_count, conditions: a.conditions });
+const render = (a: AudienceView) => ({
+  object: 'segment' as const,
+  id: a.id,
+  name: a.name,
+  created_at: a.created_at,
+  member_count: a.member_count,
+  conditions: a.conditions,
+});
 
 /** Ours: conditions on declared contact properties; every contact meeting all of them is a member (services/marketing/segment-conditions.ts). */
 const conditions = z.array(z.unknown()).nullable().optional();
@@ -21,7 +28,8 @@ export const v1SegmentRoutes = [
     idempotent: true,
     status: 201,
     body: z.object({ name: z.string(), conditions }),
-    handler: async ({ deps, workspace, body }) => render(await deps.services.audiences.create(workspace.id, body.name, body.conditions ?? undefined)),
+    handler: async ({ deps, workspace, body }) =>
+      render(await deps.services.audiences.create(workspace.id, body.name, body.conditions ?? undefined)),
   }),
   defineRoute({
     method: 'GET',
@@ -30,7 +38,10 @@ export const v1SegmentRoutes = [
     operation: 'api',
     scope: 'audiences:read',
     handler: async ({ deps, workspace, query }) => {
-      const { items, more } = await deps.services.audiences.list(workspace.id, parsePage(query as Record<string, unknown>));
+      const { items, more } = await deps.services.audiences.list(
+        workspace.id,
+        parsePage(query as Record<string, unknown>),
+      );
       return cursorList(items.map(render), more);
     },
   }),
@@ -51,7 +62,8 @@ export const v1SegmentRoutes = [
     body: z.object({ name: z.string().optional(), conditions }),
     handler: async ({ deps, workspace, params, body }) => {
       let segment = await deps.services.audiences.get(workspace.id, params.id!);
-      if (body.conditions !== undefined) segment = await deps.services.audiences.setConditions(workspace.id, segment.id, body.conditions);
+      if (body.conditions !== undefined)
+        segment = await deps.services.audiences.setConditions(workspace.id, segment.id, body.conditions);
       if (body.name !== undefined) segment = await deps.services.audiences.rename(workspace.id, segment.id, body.name);
       return render(segment);
     },
@@ -75,7 +87,11 @@ export const v1SegmentRoutes = [
     operation: 'subscribers.read',
     scope: 'audiences:read',
     handler: async ({ deps, workspace, params, query }) => {
-      const { items, more } = await deps.services.audiences.members(workspace.id, params.id!, parsePage(query as Record<string, unknown>));
+      const { items, more } = await deps.services.audiences.members(
+        workspace.id,
+        params.id!,
+        parsePage(query as Record<string, unknown>),
+      );
       return cursorList(items.map(renderContact), more);
     },
   }),

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { SUPPRESSION_REASONS, SUPPRESSION_SCOPES, type SuppressionReason, type SuppressionView } from '../../../../services/suppressions.js';
+import {
+  SUPPRESSION_REASONS,
+  SUPPRESSION_SCOPES,
+  type SuppressionReason,
+  type SuppressionView,
+} from '../../../../services/suppressions.js';
 import { validationError } from '../../../../shared/errors.js';
 import { offsetList } from '../../pagination.js';
 import { parsePage } from '../../../../store/infra/list-page.js';
@@ -14,27 +19,46 @@ const addSuppressionBody = z.object({
 });
 
 /** Resend's three origins, and the reasons each stands for. */
-const ORIGINS = { bounce: ['hard_bounce'], complaint: ['complaint'], manual: ['manual', 'unsubscribe'] } as const satisfies Record<string, readonly SuppressionReason[]>;
+const ORIGINS = {
+  bounce: ['hard_bounce'],
+  complaint: ['complaint'],
+  manual: ['manual', 'unsubscribe'],
+} as const satisfies Record<string, readonly SuppressionReason[]>;
 type Origin = keyof typeof ORIGINS;
-const originOf = (reason: SuppressionReason): Origin => (reason === 'hard_bounce' ? 'bounce' : reason === 'complaint' ? 'complaint' : 'manual');
+const originOf = (reason: SuppressionReason): Origin =>
+  reason === 'hard_bounce' ? 'bounce' : reason === 'complaint' ? 'complaint' : 'manual';
 
 /** The entry with Resend's fields beside ours: the address is its id. */
-const render = (s: SuppressionView) => ({ object: 'suppression' as const, id: s.email, ...s, origin: originOf(s.reason), source_id: s.email_id });
+const render = (s: SuppressionView) => ({
+  object: 'suppression' as const,
+  id: s.email,
+  ...s,
+  origin: originOf(s.reason),
+  source_id: s.email_id,
+});
 
-const batchBody = z.object({ emails: z.array(z.string().max(320)).optional(), ids: z.array(z.string().max(320)).optional() });
+const batchBody = z.object({
+  emails: z.array(z.string().max(320)).optional(),
+  ids: z.array(z.string().max(320)).optional(),
+});
 
 export const v1SuppressionRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/suppressions',
-    summary: 'List suppressed addresses and domains, newest first (offset or cursor pagination; `origin`: bounce, complaint or manual)',
+    summary:
+      'List suppressed addresses and domains, newest first (offset or cursor pagination; `origin`: bounce, complaint or manual)',
     operation: 'api',
     scope: 'suppressions:read',
     paginated: true,
     query: z.looseObject({ origin: z.enum(['bounce', 'complaint', 'manual']).optional() }),
     handler: async ({ deps, workspace, query }) => {
       const page = parsePage(query);
-      const { items, total, more } = await deps.services.suppressions.list(workspace.id, page, query.origin ? ORIGINS[query.origin] : undefined);
+      const { items, total, more } = await deps.services.suppressions.list(
+        workspace.id,
+        page,
+        query.origin ? ORIGINS[query.origin] : undefined,
+      );
       return offsetList('suppressions', items.map(render), total, page, more);
     },
   }),
@@ -69,7 +93,8 @@ export const v1SuppressionRoutes = [
     scope: 'suppressions:write',
     body: batchBody,
     handler: async ({ deps, workspace, body }) => {
-      if ((body.emails === undefined) === (body.ids === undefined)) throw validationError('emails', 'give either emails or ids');
+      if ((body.emails === undefined) === (body.ids === undefined))
+        throw validationError('emails', 'give either emails or ids');
       const removed = await deps.services.suppressions.removeMany(workspace.id, (body.emails ?? body.ids)!);
       return { data: removed.map((r) => ({ object: 'suppression', id: r.email, deleted: r.deleted })) };
     },
@@ -80,7 +105,8 @@ export const v1SuppressionRoutes = [
     summary: 'Whether an address (or @domain) is suppressed, and why',
     operation: 'api',
     scope: 'suppressions:read',
-    handler: async ({ deps, workspace, params }) => render(await deps.services.suppressions.get(workspace.id, params.email!)),
+    handler: async ({ deps, workspace, params }) =>
+      render(await deps.services.suppressions.get(workspace.id, params.email!)),
   }),
   defineRoute({
     method: 'DELETE',

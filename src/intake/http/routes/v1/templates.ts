@@ -7,19 +7,34 @@ const variable = z.object({
   key: z.string(),
   type: z.enum(['string', 'number']),
   fallback_value: z.union([z.string(), z.number()]).nullable().optional(),
-  sample_value: z.union([z.string(), z.number()]).nullable().optional().describe('Filled in by previews when they are given no value; never sent'),
+  sample_value: z
+    .union([z.string(), z.number()])
+    .nullable()
+    .optional()
+    .describe('Filled in by previews when they are given no value; never sent'),
 });
 
 const templateFields = {
   name: z.string(),
   subject: z.string().nullable().optional(),
   html: z.string().optional().describe('The HTML body (or give mjml)'),
-  mjml: z.string().optional().describe('The body in MJML, compiled to html under strict validation; its errors are 400s naming their lines'),
-  inline_css: z.boolean().optional().describe("With html: move the CSS of its <style> elements into style attributes (juice), for clients that drop <style>"),
+  mjml: z
+    .string()
+    .optional()
+    .describe('The body in MJML, compiled to html under strict validation; its errors are 400s naming their lines'),
+  inline_css: z
+    .boolean()
+    .optional()
+    .describe(
+      'With html: move the CSS of its <style> elements into style attributes (juice), for clients that drop <style>',
+    ),
   text: z.string().nullable().optional(),
   alias: z.string().nullable().optional(),
   from: z.string().nullable().optional(),
-  reply_to: z.union([z.string(), z.array(z.string()).max(50)]).nullable().optional(),
+  reply_to: z
+    .union([z.string(), z.array(z.string()).max(50)])
+    .nullable()
+    .optional(),
   variables: z.array(variable).nullable().optional(),
 };
 
@@ -29,7 +44,8 @@ export const v1TemplateRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/templates',
-    summary: 'Create a template (a draft): html and optional subject, text, alias, from, reply_to and declared variables with fallbacks',
+    summary:
+      'Create a template (a draft): html and optional subject, text, alias, from, reply_to and declared variables with fallbacks',
     operation: 'api',
     scope: 'templates:write',
     idempotent: true,
@@ -104,7 +120,8 @@ export const v1TemplateStudioRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/templates/generate',
-    summary: "Ask the configured model (inboxes.agent.url) for an MJML template from a description: saved as a draft, compiled and checked; nothing is published (409 without a model, 503 when its answer is not a valid template)",
+    summary:
+      'Ask the configured model (inboxes.agent.url) for an MJML template from a description: saved as a draft, compiled and checked; nothing is published (409 without a model, 503 when its answer is not a valid template)',
     operation: 'api',
     scope: 'templates:write',
     status: 201,
@@ -128,12 +145,14 @@ export const v1TemplateStudioRoutes = [
     summary: "Make a published version's content the template's draft again (publish to send it)",
     operation: 'api',
     scope: 'templates:write',
-    handler: ({ deps, workspace, params }) => deps.services.templates.restore(workspace.id, params.id!, Number(params.version)),
+    handler: ({ deps, workspace, params }) =>
+      deps.services.templates.restore(workspace.id, params.id!, Number(params.version)),
   }),
   defineRoute({
     method: 'POST',
     path: '/v1/templates/:id/preview',
-    summary: 'Render a template with variables (given, else each variable\'s sample, else its fallback): subject, HTML and text, and which variables are missing or unknown',
+    summary:
+      "Render a template with variables (given, else each variable's sample, else its fallback): subject, HTML and text, and which variables are missing or unknown",
     operation: 'api',
     scope: 'templates:read',
     body: z.object({ variables: z.record(z.string(), z.unknown()).optional(), version }),
@@ -142,7 +161,8 @@ export const v1TemplateStudioRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/templates/:id/check',
-    summary: "What would break the template in mail clients: HTML and CSS that Gmail, Outlook, Apple Mail, Yahoo or Samsung Email lack (caniemail.com's data), size over Gmail's 102 KB clipping, images without alt, http links, a marketing template without an unsubscribe link, undeclared variables",
+    summary:
+      "What would break the template in mail clients: HTML and CSS that Gmail, Outlook, Apple Mail, Yahoo or Samsung Email lack (caniemail.com's data), size over Gmail's 102 KB clipping, images without alt, http links, a marketing template without an unsubscribe link, undeclared variables",
     operation: 'api',
     scope: 'templates:read',
     body: z.object({ type: z.enum(['transactional', 'marketing']).optional(), version }),

@@ -13,7 +13,11 @@ export const v1TopicRoutes = [
     scope: 'subscribers:write',
     idempotent: true,
     status: 201,
-    body: z.object({ name: z.string(), description: z.string().nullable().optional(), default_subscription: z.enum(TOPIC_SUBSCRIPTIONS) }),
+    body: z.object({
+      name: z.string(),
+      description: z.string().nullable().optional(),
+      default_subscription: z.enum(TOPIC_SUBSCRIPTIONS),
+    }),
     handler: ({ deps, workspace, body }) => deps.services.topics.create(workspace.id, body),
   }),
   defineRoute({

@@ -17,7 +17,8 @@ const createBody = z.object(endpointFields);
 const updateBody = z.object({ ...endpointFields, status: z.enum(['enabled', 'disabled']).optional() });
 
 const urlOf = (body: { url?: string | undefined; endpoint?: string | undefined }): string | undefined => {
-  if (body.url !== undefined && body.endpoint !== undefined && body.url !== body.endpoint) throw validationError('endpoint', 'give url or endpoint, not both');
+  if (body.url !== undefined && body.endpoint !== undefined && body.url !== body.endpoint)
+    throw validationError('endpoint', 'give url or endpoint, not both');
   return body.url ?? body.endpoint;
 };
 
@@ -32,10 +33,22 @@ const eventLog = (d: DeliveryView) => ({
   event_id: d.event_id,
   type: d.event_type,
   created_at: d.created_at,
-  status: d.status === 'succeeded' ? 'success' : d.status === 'failed' ? 'failed' : d.attempt_count > 0 ? 'attempting' : 'pending',
+  status:
+    d.status === 'succeeded'
+      ? 'success'
+      : d.status === 'failed'
+        ? 'failed'
+        : d.attempt_count > 0
+          ? 'attempting'
+          : 'pending',
 });
 
-const attemptLog = (a: AttemptView) => ({ id: a.id, http_status_code: a.status_code, response: a.response ?? a.error ?? '', sent_at: a.started_at });
+const attemptLog = (a: AttemptView) => ({
+  id: a.id,
+  http_status_code: a.status_code,
+  response: a.response ?? a.error ?? '',
+  sent_at: a.started_at,
+});
 
 const rotate = async ({ deps, workspace, params }: HandlerInput<unknown, unknown>) => {
   const { webhook, secret } = await deps.services.webhooks.rotateSecret(workspace.id, params.id!);
@@ -54,7 +67,11 @@ export const v1WebhookRoutes = [
     handler: async ({ deps, workspace, body }) => {
       const url = urlOf(body);
       if (url === undefined) throw validationError('url', 'is required');
-      const { webhook, secret } = await deps.services.webhooks.register(workspace.id, 'v1', { url, events: body.events ?? [], description: body.description });
+      const { webhook, secret } = await deps.services.webhooks.register(workspace.id, 'v1', {
+        url,
+        events: body.events ?? [],
+        description: body.description,
+      });
       return { ...render(webhook), secret, signing_secret: secret };
     },
   }),
@@ -87,7 +104,14 @@ export const v1WebhookRoutes = [
     scope: 'webhooks:write',
     body: updateBody,
     handler: async ({ deps, workspace, params, body }) =>
-      render(await deps.services.webhooks.update(workspace.id, params.id!, { url: urlOf(body), events: body.events, description: body.description, status: body.status })),
+      render(
+        await deps.services.webhooks.update(workspace.id, params.id!, {
+          url: urlOf(body),
+          events: body.events,
+          description: body.description,
+          status: body.status,
+        }),
+      ),
   }),
   defineRoute({
     method: 'DELETE',
@@ -126,7 +150,12 @@ export const v1WebhookRoutes = [
     query: deliveriesQuery,
     handler: async ({ deps, workspace, params, query }) => {
       const page = parsePage(query);
-      const { items, total, more } = await deps.services.webhooks.listDeliveries(workspace.id, params.id!, { status: query.status }, page);
+      const { items, total, more } = await deps.services.webhooks.listDeliveries(
+        workspace.id,
+        params.id!,
+        { status: query.status },
+        page,
+      );
       return offsetList('deliveries', items, total, page, more);
     },
   }),
@@ -136,7 +165,8 @@ export const v1WebhookRoutes = [
     summary: 'Read one delivery with every attempt',
     operation: 'api',
     scope: 'webhooks:read',
-    handler: ({ deps, workspace, params }) => deps.services.webhooks.getDelivery(workspace.id, params.id!, params.delivery_id!),
+    handler: ({ deps, workspace, params }) =>
+      deps.services.webhooks.getDelivery(workspace.id, params.id!, params.delivery_id!),
   }),
   defineRoute({
     method: 'GET',
@@ -147,7 +177,12 @@ export const v1WebhookRoutes = [
     paginated: true,
     handler: async ({ deps, workspace, params, query }) => {
       const page = parsePage(query as Record<string, unknown>);
-      const { items, total } = await deps.services.webhooks.listAttempts(workspace.id, params.id!, params.delivery_id!, page);
+      const { items, total } = await deps.services.webhooks.listAttempts(
+        workspace.id,
+        params.id!,
+        params.delivery_id!,
+        page,
+      );
       return offsetList('attempts', items, total, page, page.offset + items.length < total);
     },
   }),
@@ -158,7 +193,8 @@ export const v1WebhookRoutes = [
     operation: 'api',
     scope: 'webhooks:write',
     status: 202,
-    handler: ({ deps, workspace, params }) => deps.services.webhooks.replay(workspace.id, params.id!, params.delivery_id!),
+    handler: ({ deps, workspace, params }) =>
+      deps.services.webhooks.replay(workspace.id, params.id!, params.delivery_id!),
   }),
   // The same deliveries as Resend shows them: the events sent to an endpoint.
   defineRoute({
@@ -168,7 +204,12 @@ export const v1WebhookRoutes = [
     operation: 'api',
     scope: 'webhooks:read',
     handler: async ({ deps, workspace, params, query }) => {
-      const { items, more } = await deps.services.webhooks.listDeliveries(workspace.id, params.id!, {}, parsePage(query as Record<string, unknown>));
+      const { items, more } = await deps.services.webhooks.listDeliveries(
+        workspace.id,
+        params.id!,
+        {},
+        parsePage(query as Record<string, unknown>),
+      );
       return cursorList(items.map(eventLog), more);
     },
   }),
@@ -179,7 +220,11 @@ export const v1WebhookRoutes = [
     operation: 'api',
     scope: 'webhooks:read',
     handler: async ({ deps, workspace, params }) => {
-      const { delivery, payload } = await deps.services.webhooks.deliveryPayload(workspace.id, params.id!, params.event_id!);
+      const { delivery, payload } = await deps.services.webhooks.deliveryPayload(
+        workspace.id,
+        params.id!,
+        params.event_id!,
+      );
       return { object: 'webhook_event', ...eventLog(delivery), next_attempt_at: delivery.next_attempt_at, payload };
     },
   }),
