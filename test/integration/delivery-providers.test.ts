@@ -220,7 +220,9 @@ describe('delivery: adaptive shaping per provider and source address', () => {
         workers: 0,
         retrySchedule: [1],
         providerLimits: { google: { concurrency: 2, perMinute: 100_000 } },
-        backoff: { pauseSeconds: 5, maxPauseSeconds: 10 },
+        // Long enough that the checks made during the pause (two CLI processes, slow to start on a
+        // loaded machine) still find mail waiting on it; the recovery below waits for it to end.
+        backoff: { pauseSeconds: 15, maxPauseSeconds: 20 },
         reportInterval: 100,
       },
       dkim: { host: 'dkim.mailsvc.test' },
