@@ -39,7 +39,7 @@ import type { ThreadMessage } from './workers/threads.js';
  * thread or for the main thread (`delivery.workers: 0`).
  */
 
-export interface DeliveryWiring {
+interface DeliveryWiring {
   config: Config;
   store: Store;
   batcher: CommitBatcher;
@@ -82,7 +82,7 @@ export function deliveryDeps(w: DeliveryWiring): DeliveryDeps {
 }
 
 /** `delivery.tlsCaFile`, read at start-up so that a wrong path stops the server rather than every verified delivery. */
-export function readCaFile(file: string | null): string | null {
+function readCaFile(file: string | null): string | null {
   if (!file) return null;
   let pem: string;
   try {

@@ -54,7 +54,7 @@ const STATS_INTERVAL_MS = 60_000;
  * intake; 0 delivers on the main thread. A clock, resolver or MTA-STS fetcher injected by a
  * test cannot cross into a thread: delivery then runs on the main thread too.
  */
-export function deliveryThreadCount(config: Config, options: RuntimeOptions): number {
+function deliveryThreadCount(config: Config, options: RuntimeOptions): number {
   if (options.clock || options.resolver || options.mtaStsFetcher) return 0;
   const w = config.delivery.workers;
   return w === 'auto' ? Math.floor(availableParallelism() / 2) : w;

@@ -9,7 +9,7 @@ import { recipientEventData } from './event-data.js';
 import type { Outcome, RecipientResult } from './outcome.js';
 import { planRetry } from './retry-schedule.js';
 
-export interface RecordContext {
+interface RecordContext {
   /** The lease owner: only rows this worker still holds are written. */
   owner: string;
   now: number;

@@ -8,10 +8,10 @@ import { domainClass, type DomainClass } from './domain-class.js';
  * has its own registry (tests run several servers in one process); the CLI uses `noMetrics`.
  */
 
-export type IntakeLabel = 'http' | 'smtp' | 'campaign' | 'workflow';
-export type DeliveryOutcomeLabel = 'delivered' | 'deferred' | 'bounced' | 'failed';
-export type WebhookOutcomeLabel = 'succeeded' | 'http_error' | 'no_response';
-export type SmtpListenerLabel = 'submission' | 'submission_tls' | 'inbound';
+type IntakeLabel = 'http' | 'smtp' | 'campaign' | 'workflow';
+type DeliveryOutcomeLabel = 'delivered' | 'deferred' | 'bounced' | 'failed';
+type WebhookOutcomeLabel = 'succeeded' | 'http_error' | 'no_response';
+type SmtpListenerLabel = 'submission' | 'submission_tls' | 'inbound';
 
 export interface Metrics {
   emailsAccepted(intake: IntakeLabel, type: 'transactional' | 'marketing', count?: number): void;
@@ -53,13 +53,13 @@ export interface ThreadMemorySample {
   memory: IsolateMemory;
 }
 
-export interface StorageSample {
+interface StorageSample {
   path: string;
   freeBytes: number;
   minFreeBytes: number;
 }
 
-export interface ReputationSample {
+interface ReputationSample {
   workspace_id: string;
   domain: string;
   state: 'sending' | 'warning' | 'paused';
@@ -70,7 +70,7 @@ export interface ReputationSample {
 }
 
 /** One destination as the delivery gate sees it (delivery/gate.ts). */
-export interface DestinationSample {
+interface DestinationSample {
   domain: string;
   active: number;
   allowed: number;

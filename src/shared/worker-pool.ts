@@ -13,7 +13,7 @@ import { MEMORY_PROBE, resourceLimits, type IsolateMemory, type IsolateSize } fr
  * same code, from the TypeScript sources (tests) as from dist. A task's factory runs on its
  * first request in each thread: a thread loads only the libraries of the work it is given.
  */
-export interface TaskResult {
+interface TaskResult {
   value: unknown;
   /** Buffers moved (not copied) back to the caller. */
   transfer?: ArrayBuffer[];

@@ -1,7 +1,7 @@
 import type { WebhookJob } from './record-attempts.js';
 
 /** One endpoint's share of this node. */
-export interface Lane {
+interface Lane {
   running: number;
   /** Claimed jobs waiting for a slot. */
   waiting: WebhookJob[];

@@ -25,7 +25,7 @@ export interface Threads {
   stop(): Promise<void>;
 }
 
-export interface ThreadsOptions {
+interface ThreadsOptions {
   /** The module the threads run (a file URL). */
   entry: URL;
   count: number;

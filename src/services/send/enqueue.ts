@@ -11,7 +11,7 @@ import type { Prepared } from '../../messages/email-records.js';
 import type { SendResult } from './send-input.js';
 import type { FreeSpace } from '../../store/infra/free-space.js';
 
-export interface EnqueueOptions {
+interface EnqueueOptions {
   /** Runs in the transaction that queues the mail (idempotency records its response, a campaign moves its cursor); throwing rolls it back. */
   inTransaction?: (trx: Db, results: SendResult[]) => Promise<void>;
 }

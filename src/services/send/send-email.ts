@@ -30,12 +30,12 @@ import type { Enqueue } from './enqueue.js';
 import type { RawSendInput, SendInput, SendOptions, SendOutcome } from './send-input.js';
 
 /** Most recipients (to + cc + bcc) of one message, as Resend allows. */
-export const MAX_RECIPIENTS = 50;
+const MAX_RECIPIENTS = 50;
 /** Most messages in one batch request. */
 export const MAX_BATCH = 100;
-export const MAX_TAGS = 20;
+const MAX_TAGS = 20;
 /** How far ahead a message may be scheduled. */
-export const MAX_SCHEDULE_MS = 30 * 24 * 3600 * 1000;
+const MAX_SCHEDULE_MS = 30 * 24 * 3600 * 1000;
 
 /** Headers a caller may not set: mailsvc writes them, or they would change who the mail is from or to. */
 const RESERVED_HEADERS = new Set([
@@ -74,7 +74,7 @@ export interface SendService {
   checkSender(workspace: Workspace, address: string, test: boolean, senderDomainId?: string | null): Promise<void>;
 }
 
-export interface SendServiceDeps extends ServiceDeps {
+interface SendServiceDeps extends ServiceDeps {
   templates: TemplateService;
   /** The one door into the queue. */
   enqueue: Enqueue;

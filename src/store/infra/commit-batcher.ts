@@ -10,7 +10,7 @@ type Work<T> = (trx: Db) => Promise<T>;
  * first. `background`: delivery's claims and results, campaign pages; they commit in their
  * own, smaller transactions, so that an intake write never waits behind a large one.
  */
-export type Lane = 'foreground' | 'background';
+type Lane = 'foreground' | 'background';
 interface Pending {
   /** The write on its own (a merged write with this one item): how it runs alone, and after a failed batch. */
   work: Work<unknown>;

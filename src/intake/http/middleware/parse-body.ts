@@ -19,7 +19,7 @@ const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * are read and handled: the budget is for messages with attachments, not the small requests
  * that make up the load, which never wait for it.
  */
-export const LARGE_BODY = 1024 * 1024;
+const LARGE_BODY = 1024 * 1024;
 
 const hasBody = (ctx: Ctx): boolean =>
   ctx.get('Transfer-Encoding') !== '' || (ctx.request.length !== undefined && ctx.request.length > 0);
