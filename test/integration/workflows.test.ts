@@ -970,10 +970,14 @@ describe('workflows', () => {
     const running = await db.selectFrom('workflow_runs').select('id').where('status', '=', 'running').execute();
     assert.ok(finishedBefore.length > 0 && running.length > 0);
     const later = { now: () => Date.now() + (server.config.retention.days + 1) * 86_400_000 };
+    const all = (await db.selectFrom('workflow_runs').select('id').execute()).length;
     const report = await runRetention({ db, clock: later, config: server.config });
-    assert.equal(report.workflowRuns, finishedBefore.length);
     const left = await db.selectFrom('workflow_runs').select('status').execute();
-    assert.ok(left.length === running.length && left.every((r) => r.status === 'running'));
+    // Every finished run went, every running one stayed. (A run of an earlier test may finish
+    // between the counts above and the clean-up: it goes too, so the counts are read around it.)
+    assert.ok(left.length > 0 && left.every((r) => r.status === 'running'), JSON.stringify(left));
+    assert.equal(report.workflowRuns, all - left.length);
+    assert.ok(report.workflowRuns >= finishedBefore.length && left.length <= running.length);
     const orphans = await db
       .selectFrom('workflow_run_steps')
       .select('id')
