@@ -82,9 +82,23 @@ describe(
       assert.equal(kept.status, 200, `B answers from memory: ${show(kept)}`);
       // A send is the shared request limit's two statements, BEGIN, three inserts and COMMIT; the
       // key, the workspace and its domains (three more) come from memory. The node's periodic
-      // tasks count too, now and then: the fewest of five sends is the send's own.
+      // tasks count too, now and then: the fewest of five sends is the send's own. The request
+      // log is written after the answer, in a transaction of its own (three statements): each
+      // send waits for the last one's to land, or a busy machine counts it in the next send.
+      const logs = async () => Number((await sql.query('select count(*)::int as n from api_logs')).rows[0].n);
+      const logsSettled = async () => {
+        let last = -1;
+        for (let tries = 0; tries < 100; tries++) {
+          const now = await logs();
+          if (now === last) return;
+          last = now;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        assert.fail('the request log never settled');
+      };
       const used: number[] = [];
       for (let i = 0; i < 5; i++) {
+        await logsSettled();
         const before = b.runtime.store.statements();
         assert.equal((await send(b, key)).status, 200);
         used.push(b.runtime.store.statements() - before);
