@@ -1,8 +1,17 @@
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
-import { newId } from '../src/shared/ids.js';
 import { migrateToLatest, openStore } from '../src/store/infra/db.js';
-import { benchEnv, cli, fmt, peakRssMb, rssMb, serve, statementsOf, verifiedBenchDomain } from './lib.js';
+import {
+  benchEnv,
+  cli,
+  fmt,
+  peakRssMb,
+  rssMb,
+  serve,
+  statementsOf,
+  verifiedBenchDomain,
+  benchSubscriber,
+} from './lib.js';
 import { waitForSink } from './postfix.js';
 import { startSink } from './smtp-sink.js';
 
@@ -43,25 +52,9 @@ export async function campaignDelivery(options: { subscribers: number }): Promis
   for (let i = 0; i < options.subscribers; i += 5000) {
     await store.db.transaction().execute(async (trx) => {
       for (let j = i; j < Math.min(i + 5000, options.subscribers); j += 500) {
-        const rows = Array.from({ length: Math.min(500, options.subscribers - j) }, (_, k) => {
-          const n = j + k;
-          return {
-            id: newId(),
-            workspace_id: workspaceId,
-            email: `user${n}@sink.bench`,
-            email_key: `user${n}@sink.bench`,
-            first_name: `User${n}`,
-            last_name: null,
-            status: 'subscribed' as const,
-            domain_id: null,
-            external_id: null,
-            metadata: null,
-            source: 'bench',
-            created_at: started,
-            updated_at: started,
-            unsubscribed_at: null,
-          };
-        });
+        const rows = Array.from({ length: Math.min(500, options.subscribers - j) }, (_, k) =>
+          benchSubscriber(workspaceId, j + k, 'sink.bench', started),
+        );
         await trx.insertInto('subscribers').values(rows).execute();
       }
     });

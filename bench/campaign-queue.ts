@@ -1,8 +1,7 @@
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
-import { newId } from '../src/shared/ids.js';
 import { migrateToLatest, openStore } from '../src/store/infra/db.js';
-import { benchEnv, cli, fmt, peakRssMb, rssMb, serve, verifiedBenchDomain } from './lib.js';
+import { benchEnv, cli, fmt, peakRssMb, rssMb, serve, verifiedBenchDomain, benchSubscriber } from './lib.js';
 
 /**
  * Issue 6 target: queueing a campaign to 100,000 subscribers in under 10 s with the server
@@ -30,25 +29,9 @@ export async function campaignQueue(options: { subscribers: number }): Promise<v
   for (let i = 0; i < options.subscribers; i += 5000) {
     await store.db.transaction().execute(async (trx) => {
       for (let j = i; j < Math.min(i + 5000, options.subscribers); j += 500) {
-        const rows = Array.from({ length: Math.min(500, options.subscribers - j) }, (_, k) => {
-          const n = j + k;
-          return {
-            id: newId(),
-            workspace_id: workspaceId,
-            email: `user${n}@example.org`,
-            email_key: `user${n}@example.org`,
-            first_name: `User${n}`,
-            last_name: null,
-            status: 'subscribed' as const,
-            domain_id: null,
-            external_id: null,
-            metadata: null,
-            source: 'bench',
-            created_at: started,
-            updated_at: started,
-            unsubscribed_at: null,
-          };
-        });
+        const rows = Array.from({ length: Math.min(500, options.subscribers - j) }, (_, k) =>
+          benchSubscriber(workspaceId, j + k, 'example.org', started),
+        );
         await trx.insertInto('subscribers').values(rows).execute();
       }
     });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestDns } from '../test/helpers/dns-server.js';
 import { launchEnv, launchFlags } from '../scripts/launch-flags.js';
+import { newId } from '../src/shared/ids.js';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(root, 'dist/src/cli/bin.js');
@@ -250,3 +251,21 @@ export async function metricOf(url: string, name: string, labels: Record<string,
 
 /** Statements the server sent to its database so far (BEGIN and COMMIT included). */
 export const statementsOf = (url: string): Promise<number> => metricOf(url, 'mailsvc_db_statements_total');
+
+/** Subscriber n of a bench's audience (user<n>@domain), as a row written straight to the store. */
+export const benchSubscriber = (workspaceId: string, n: number, domain: string, at: number) => ({
+  id: newId(),
+  workspace_id: workspaceId,
+  email: `user${n}@${domain}`,
+  email_key: `user${n}@${domain}`,
+  first_name: `User${n}`,
+  last_name: null,
+  status: 'subscribed' as const,
+  domain_id: null,
+  external_id: null,
+  metadata: null,
+  source: 'bench',
+  created_at: at,
+  updated_at: at,
+  unsubscribed_at: null,
+});

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { loadConfig } from '../src/config/load-config.js';
-import { newId } from '../src/shared/ids.js';
 import { migrateToLatest, openStore } from '../src/store/infra/db.js';
 import {
   benchEnv,
@@ -17,6 +16,7 @@ import {
   rssMb,
   serve,
   verifiedBenchDomain,
+  benchSubscriber,
 } from './lib.js';
 import { waitForSink } from './postfix.js';
 import { loadGenerator } from './side-by-side.js';
@@ -198,25 +198,9 @@ async function writeSubscribers(env: Record<string, string>, workspaceId: string
   for (let i = 0; i < count; i += 5000) {
     await store.db.transaction().execute(async (trx) => {
       for (let j = i; j < Math.min(i + 5000, count); j += 500) {
-        const rows = Array.from({ length: Math.min(500, count - j) }, (_, k) => {
-          const n = j + k;
-          return {
-            id: newId(),
-            workspace_id: workspaceId,
-            email: `user${n}@sink.bench`,
-            email_key: `user${n}@sink.bench`,
-            first_name: `User${n}`,
-            last_name: null,
-            status: 'subscribed' as const,
-            domain_id: null,
-            external_id: null,
-            metadata: null,
-            source: 'bench',
-            created_at: now,
-            updated_at: now,
-            unsubscribed_at: null,
-          };
-        });
+        const rows = Array.from({ length: Math.min(500, count - j) }, (_, k) =>
+          benchSubscriber(workspaceId, j + k, 'sink.bench', now),
+        );
         await trx.insertInto('subscribers').values(rows).execute();
       }
     });
