@@ -67,6 +67,7 @@ import type { Logger } from './shared/logger.js';
 import { createWorkerPool, type WorkerPool } from './shared/worker-pool.js';
 import { migrateToLatest, openStore, sqliteFile, storeOptions, type Store } from './store/infra/db.js';
 import { watchFreeSpace } from './store/infra/free-space.js';
+import { byteBudget, LARGE_MESSAGE } from './shared/byte-budget.js';
 import { dirname } from 'node:path';
 
 /**
@@ -228,6 +229,7 @@ function buildServices(deps: ServiceDeps, content: Runtime['content'], rules: En
     batcher,
     durable: deps.durable,
     space: deps.space,
+    intakeMemory: byteBudget(deps.config.http.bodyMemory, LARGE_MESSAGE),
     metrics: deps.metrics ?? noMetrics,
   };
   // Every surface calls the audited use cases through this one wrapping (services/audit-trail.ts).

@@ -293,8 +293,8 @@ export const schema = {
       1024,
     ),
     bodyMemory: int(
-      32 * 1024 * 1024,
-      "Bytes of large JSON request bodies (1 MB and over, e.g. messages with attachments) read and handled at once; more wait for room, in the order they came (a body larger than this runs alone). Each byte costs about 2.5 bytes of the main thread's V8 heap while its request runs (the text, the parsed document, the composed message): keep it well under the heap limit the launcher sets (bin/mailsvc.js). The default lets three messages with 7 MB of attachments run at once. Smaller requests never wait.",
+      16 * 1024 * 1024,
+      "Bytes of large messages (1 MB and over) handled at once by the intakes: JSON request bodies (e.g. messages with attachments) and SMTP submissions; more wait for room, in the order they came (one larger than this runs alone). A JSON body costs about 2.5 times its size of the main thread's V8 heap while its request runs (the text, the parsed document, the composed message), an SMTP message about 3 times its size outside it: keep it well under the heap limit the launcher sets (bin/mailsvc.js). The default handles one message with 7 MB of attachments at a time beside smaller large ones; messages under 1 MB never wait.",
       1024 * 1024,
       16 * 1024 * 1024 * 1024,
     ),

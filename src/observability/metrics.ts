@@ -259,7 +259,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   let readBodies: (() => { held: number; waiting: number }) | null = null;
   new Gauge({
     name: 'mailsvc_http_body_memory_bytes',
-    help: 'Bytes of large request bodies (1 MB and over) being read and handled now, within http.bodyMemory',
+    help: 'Bytes of large messages (1 MB and over: API request bodies, SMTP submissions) being handled now, within http.bodyMemory',
     registers: [registry],
     collect() {
       this.set(readBodies?.().held ?? 0);
@@ -267,7 +267,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Serve
   });
   new Gauge({
     name: 'mailsvc_http_bodies_waiting',
-    help: 'Large request bodies waiting for room in http.bodyMemory before they are read',
+    help: 'Large messages waiting for room in http.bodyMemory (API bodies before they are read, SMTP submissions once read)',
     registers: [registry],
     collect() {
       this.set(readBodies?.().waiting ?? 0);

@@ -28,6 +28,7 @@ import type { TrackingService } from './tracking.js';
 import type { CommitBatcher } from '../store/infra/commit-batcher.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { FreeSpace } from '../store/infra/free-space.js';
+import type { ByteBudget } from '../shared/byte-budget.js';
 import type { DashboardAuthService } from './dashboard-auth.js';
 import type { ReceivedEmailService } from './receiving/received-emails.js';
 import type { RouteService } from './receiving/routes.js';
@@ -120,6 +121,8 @@ export interface Services {
   durable: () => Promise<void>;
   /** The disk's reserve: intakes refuse new mail below it (storage_full), before reading a message. */
   space: FreeSpace;
+  /** Bytes of large messages being taken in at once, by any intake (`http.bodyMemory`): the rest wait their turn. */
+  intakeMemory: ByteBudget;
   /** The server's metrics (a no-op in the CLI), for the intakes to count with. */
   metrics: Metrics;
 }

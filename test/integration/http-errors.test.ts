@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request as rawRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import nodemailer from 'nodemailer';
 import { eventually } from '../helpers/delivery.js';
+import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
+import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show, type ApiResponse } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -218,15 +221,25 @@ describe('HTTP errors in the surface envelope', () => {
   });
 });
 
-describe('large bodies inside http.bodyMemory', () => {
+describe('large messages inside http.bodyMemory: API bodies and SMTP submissions', () => {
   const MB = 1024 * 1024;
   let server: TestServer;
+  let dns: TestDns;
   let key: string;
   before(async () => {
-    server = await startTestServer({ http: { bodyLimit: 4 * MB, bodyMemory: 3 * MB } });
+    dns = await startDnsServer();
+    server = await startTestServer({
+      http: { bodyLimit: 4 * MB, bodyMemory: 3 * MB },
+      smtp: { submission: { maxMessageSize: 4 * MB } },
+      delivery: { dnsServers: [dns.server], enabled: false },
+    });
     key = await server.key();
+    await addVerifiedDomain(server, dns, 'big.example');
   });
-  after(() => server.close());
+  after(async () => {
+    await server.close();
+    await dns.close();
+  });
 
   /** A POST of `size` bytes whose body is sent in two halves, the second when `finish` is called; `answered` is its status. */
   const post = (size: number, sendAll = false) => {
@@ -284,6 +297,41 @@ describe('large bodies inside http.bodyMemory', () => {
     a.finish();
     assert.equal(await a.answered, 400);
     assert.equal(await c.answered, 400, 'c runs once a gave its room back');
+    assert.deepEqual(await gauges(), { held: 0, waiting: 0 });
+  });
+
+  /** A message of exactly `size` bytes as the server counts them (CRLF lines), submitted by SMTP; resolves to the server's reply. */
+  const submit = (size: number) => {
+    const head = `From: shop@big.example\r\nTo: ann@example.org\r\nSubject: ${size} bytes\r\n\r\n`;
+    // Whole lines, the last one padded: a message not ending in CRLF is given one by the client.
+    const line = 'x'.repeat(998) + '\r\n';
+    let body = line.repeat(Math.floor((size - head.length) / line.length) - 1);
+    body += 'y'.repeat(size - head.length - body.length - 2) + '\r\n';
+    const raw = head + body;
+    assert.equal(Buffer.byteLength(raw), size);
+    return nodemailer
+      .createTransport({
+        host: '127.0.0.1',
+        port: server.smtp!.starttls,
+        requireTLS: true,
+        auth: { user: 'apikey', pass: key },
+        tls: { rejectUnauthorized: false },
+      })
+      .sendMail({ envelope: { from: 'shop@big.example', to: ['ann@example.org'] }, raw })
+      .then((info) => info.response);
+  };
+
+  it("an SMTP submission of 1 MB and over waits, once read, for the room that the API's large bodies hold; a byte under 1 MB never waits", async () => {
+    const a = post(3 * MB); // the whole budget
+    await eventually(async () => (await gauges()).held === 3 * MB || undefined, 10_000, 'a holds the budget');
+    let answered = false;
+    const large = submit(MB).then((reply) => ((answered = true), reply));
+    await eventually(async () => (await gauges()).waiting === 1 || undefined, 10_000, 'the 1 MB submission waits');
+    assert.match(await submit(MB - 1), /^250 /, 'a byte under 1 MB is queued while the budget is full');
+    assert.equal(answered, false);
+    a.finish();
+    assert.equal(await a.answered, 400);
+    assert.match(await large, /^250 .*queued as/);
     assert.deepEqual(await gauges(), { held: 0, waiting: 0 });
   });
 });

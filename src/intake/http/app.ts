@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import Koa, { type Next } from 'koa';
 import compose from 'koa-compose';
-import { byteBudget } from '../../shared/byte-budget.js';
 import { AppError } from '../../shared/errors.js';
 import { writeScope } from '../../store/infra/wal-sync.js';
 import { isApiPath, type Ctx, type HttpDeps, type State } from './context.js';
@@ -73,7 +72,7 @@ export function createHttpApp(given: HttpDeps, routes: Route[] = apiRoutes): Koa
   app.on('error', (err: Error) => deps.logger.debug({ err }, 'http response error'));
 
   const { router, routeOf } = apiRouter(deps, routes);
-  const bodies = byteBudget(deps.config.http.bodyMemory);
+  const bodies = deps.services.intakeMemory;
   deps.metrics?.bodyMemoryFrom(() => ({ held: bodies.held(), waiting: bodies.waiting() }));
   const api = compose<Ctx>([
     showRateLimit(deps, routeOf, deps.logger),

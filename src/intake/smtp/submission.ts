@@ -151,18 +151,20 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
   }
 
   async function onData(stream: SMTPServerDataStream, session: SMTPServerSession): Promise<string> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const raw = await readAll(stream);
     if (stream.sizeExceeded) throw reply(552, `5.3.4 Message too big: at most ${cfg.maxMessageSize} bytes`);
     const { workspace, principal } = session.user as SessionUser;
     const mailFrom = session.envelope.mailFrom;
+    // Handling a large message (parsing, signing, storing) costs several times its size: it
+    // waits for room in the budget the API's large bodies share, once it is read.
+    const release = await services.intakeMemory.take(raw.length);
     try {
       const outcome = await services.send.sendRaw(workspace, {
         intake: 'smtp',
         test: principal.kind === 'test',
         envelopeFrom: mailFrom ? mailFrom.address : '',
         recipients: session.envelope.rcptTo.map((r) => r.address),
-        raw: Buffer.concat(chunks),
+        raw,
         senderDomainId: principal.domainId,
       });
       const id = outcome.results[0]!.id;
@@ -172,6 +174,8 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
       const e = toAppError(err);
       if (e.code === 'internal_error') log.error({ err, sessionId: session.id }, 'could not queue a submitted message');
       throw dataReply(err);
+    } finally {
+      release();
     }
   }
 
@@ -253,4 +257,11 @@ export async function startSubmission(deps: SubmissionDeps): Promise<SubmissionL
     close: () =>
       Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())))).then(() => undefined),
   };
+}
+
+/** The message, whole (its chunks are garbage as soon as they are joined). */
+async function readAll(stream: SMTPServerDataStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }

@@ -10,8 +10,9 @@ const root = fileURLToPath(new URL('../../..', import.meta.url));
 describe('the launcher (bin/mailsvc.js)', () => {
   it('sizes V8 young generation as Node.js 20 did, and the old generation, on the line the kernel reads', () => {
     assert.deepEqual(launchFlags(root), ['--max-semi-space-size=16', '--max-old-space-size=384']);
-    // Two malloc arenas, set before node starts (glibc reads it once).
-    assert.deepEqual(launchEnv(root), { MALLOC_ARENA_MAX: '2' });
+    // Two malloc arenas, and large allocations always given back to the kernel when freed:
+    // set before node starts (glibc reads them once).
+    assert.deepEqual(launchEnv(root), { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' });
   });
 
   it('caps the main heap at 384 MB of old generation (V8 grows a heap with a smaller limit less far past what it holds)', () => {
@@ -39,11 +40,11 @@ describe('the launcher (bin/mailsvc.js)', () => {
         '-S',
         `${readFileSync(`${root}bin/mailsvc.js`, 'utf8')
           .split('\n', 1)[0]!
-          .replace(/^#!\/usr\/bin\/env -S /, '')} -p process.env.MALLOC_ARENA_MAX`,
+          .replace(/^#!\/usr\/bin\/env -S /, '')} -p process.env.MALLOC_ARENA_MAX+process.env.MALLOC_MMAP_THRESHOLD_`,
       ],
       { encoding: 'utf8', env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}` } },
     );
-    assert.equal(seen.trim(), '2');
+    assert.equal(seen.trim(), '2131072');
   });
 
   it('gives V8 no more young generation than the option says (Node.js 24 alone grows it to 128 MB)', () => {

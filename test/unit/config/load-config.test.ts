@@ -120,8 +120,8 @@ describe('loadConfig', () => {
     }
   });
 
-  it('http.bodyMemory: 1 MB to 16 GB of large bodies at once, 32 MB by default', () => {
-    assert.equal(loadConfig({ env: {} }).http.bodyMemory, 32 * 1024 * 1024);
+  it('http.bodyMemory: 1 MB to 16 GB of large messages at once, 16 MB by default', () => {
+    assert.equal(loadConfig({ env: {} }).http.bodyMemory, 16 * 1024 * 1024);
     assert.equal(loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(1024 * 1024) } }).http.bodyMemory, 1024 * 1024);
     assert.equal(
       loadConfig({ env: { MAILSVC_HTTP_BODY_MEMORY: String(16 * 1024 ** 3) } }).http.bodyMemory,

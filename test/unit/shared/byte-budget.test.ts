@@ -26,6 +26,21 @@ describe('byteBudget', () => {
     assert.equal(budget.held(), 0);
   });
 
+  it('pieces under its threshold pass without counting, even while the budget is full; from the threshold on they count', async () => {
+    const budget = byteBudget(100, 10);
+    const full = await budget.take(100);
+    const small = budget.take(9); // a byte under the threshold
+    assert.equal(await settled(small), true);
+    assert.equal(budget.held(), 100);
+    (await small)();
+    assert.equal(budget.held(), 100, 'giving a small piece back frees nothing');
+    const atThreshold = budget.take(10);
+    assert.equal(await settled(atThreshold), false);
+    full();
+    (await atThreshold)();
+    assert.equal(budget.held(), 0);
+  });
+
   it('a piece larger than the whole budget runs alone, once nothing else is held', async () => {
     const budget = byteBudget(100);
     const small = await budget.take(10);

@@ -14,13 +14,6 @@ export const MAX_BODY_DEPTH = 64;
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/**
- * Bodies from this size on take their length from the budget (`http.bodyMemory`) while they
- * are read and handled: the budget is for messages with attachments, not the small requests
- * that make up the load, which never wait for it.
- */
-const LARGE_BODY = 1024 * 1024;
-
 const hasBody = (ctx: Ctx): boolean =>
   ctx.get('Transfer-Encoding') !== '' || (ctx.request.length !== undefined && ctx.request.length > 0);
 
@@ -29,7 +22,7 @@ const hasBody = (ctx: Ctx): boolean =>
  * idempotency compares). Bodies are JSON only: anything else is a 415, a broken document a
  * 400, an oversized one a 413, one nested deeper than MAX_BODY_DEPTH a 400, each in the
  * surface's envelope. Routes marked `multipart` read their body themselves. With a `budget`,
- * a large body is read only once its length fits in it (a body of unknown length counts as
+ * a large body (LARGE_MESSAGE and over) is read only once its length fits in it (a body of unknown length counts as
  * `limit`), and holds it until the request is answered: a JSON body costs about twice its
  * size of the main thread's heap as text and parsed, and its message as much again, so many
  * at once would otherwise grow the heap past its limit.
@@ -47,7 +40,7 @@ export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean =
     }
     // Over the limit: refused at once below (413), without waiting for room.
     const length = ctx.request.length ?? limit;
-    const release = budget && length >= LARGE_BODY && length <= limit ? await budget.take(length) : undefined;
+    const release = budget && length <= limit ? await budget.take(length) : undefined;
     try {
       return await parsed(ctx, next);
     } finally {
