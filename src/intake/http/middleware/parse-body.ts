@@ -22,10 +22,10 @@ const hasBody = (ctx: Ctx): boolean =>
  * idempotency compares). Bodies are JSON only: anything else is a 415, a broken document a
  * 400, an oversized one a 413, one nested deeper than MAX_BODY_DEPTH a 400, each in the
  * surface's envelope. Routes marked `multipart` read their body themselves. With a `budget`,
- * a large body (LARGE_MESSAGE and over) is read only once its length fits in it (a body of unknown length counts as
- * `limit`), and holds it until the request is answered: a JSON body costs about twice its
- * size of the main thread's heap as text and parsed, and its message as much again, so many
- * at once would otherwise grow the heap past its limit.
+ * a large body (LARGE_MESSAGE and over) is read only once its length fits in it (a body of
+ * unknown length counts as `limit`), and holds it until the request is answered: a JSON body
+ * costs about twice its size of the main thread's heap as text and parsed, and its message as
+ * much again, so many at once would otherwise grow the heap past its limit.
  */
 export function parseBody(limit: number, takesMultipart: (ctx: Ctx) => boolean = () => false, budget?: ByteBudget) {
   return async function parseBodyMiddleware(ctx: Ctx, next: Next): Promise<void> {
