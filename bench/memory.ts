@@ -1,26 +1,10 @@
-import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startDnsServer } from '../test/helpers/dns-server.js';
+import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config/load-config.js';
 import { migrateToLatest, openStore } from '../src/store/infra/db.js';
-import {
-  benchEnv,
-  cli,
-  cpuSeconds,
-  fmt,
-  freePort,
-  httpLoad,
-  peakRssMb,
-  rssMb,
-  serve,
-  verifiedBenchDomain,
-  benchSubscriber,
-} from './lib.js';
+import { cpuSeconds, fmt, httpLoad, peakRssMb, rssMb, serve, benchSubscriber } from './lib.js';
 import { waitForSink } from './postfix.js';
 import { loadGenerator } from './side-by-side.js';
-import { startSink } from './smtp-sink.js';
+import { sinkBench } from './sink-bench.js';
 
 /**
  * Issue 34: memory the way it is spent, per thread (the main thread and its pool, each
@@ -42,63 +26,8 @@ import { startSink } from './smtp-sink.js';
  * thread after the load (Heap.*.heapsnapshot in the working directory).
  */
 export async function memoryProfile(options: { messages: number; campaign: number }): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'mailsvc-memory-'));
-  chmodSync(dir, 0o755);
-  const cert = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
-  const made = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-nodes',
-      '-days',
-      '30',
-      '-subj',
-      '/CN=localhost',
-      '-newkey',
-      'rsa:2048',
-      '-keyout',
-      cert.key,
-      '-out',
-      cert.cert,
-    ],
-    { encoding: 'utf8' },
-  );
-  if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
-
-  const dns = await startDnsServer();
-  const sink = await startSink();
-  dns.set('sink.bench', 'MX', [{ preference: 10, exchange: 'mx.sink.bench' }]);
-  dns.set('mx.sink.bench', 'A', ['127.0.0.1']);
-  const submissionPort = await freePort();
-  const env = benchEnv({
-    MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
-    MAILSVC_DELIVERY_PORT: String(sink.port),
-    MAILSVC_DELIVERY_HOSTNAME: 'mailsvc-bench.localhost',
-    MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: JSON.stringify({ concurrency: 20, perMinute: 10_000_000 }),
-    MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
-    MAILSVC_SMTP_SUBMISSION_PORT: String(submissionPort),
-    MAILSVC_SMTP_SUBMISSION_IMPLICIT_TLS: 'false',
-    MAILSVC_SMTP_SUBMISSION_TLS: JSON.stringify(cert),
-  });
-  const { key, workspace_id: workspaceId } = JSON.parse(
-    await cli(['keys', 'create', '--name', 'bench', '--json'], env),
-  );
-  await cli(
-    ['workspaces', 'set-plan', workspaceId, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
-    env,
-  );
-  await verifiedBenchDomain(env, dns);
+  const { dns, sink, submissionPort, env, key, workspaceId, body } = await sinkBench('memory');
   await writeSubscribers(env, workspaceId, options.campaign);
-
-  const paragraph =
-    '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-  const body = JSON.stringify({
-    from: 'Shop <orders@bench.example>',
-    to: 'customer@sink.bench',
-    subject: 'Your order has shipped',
-    html: paragraph.repeat(6),
-  });
   const server = await serve(env);
   const pid = server.process.pid!;
   const phases: Phase[] = [];

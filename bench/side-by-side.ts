@@ -1,24 +1,9 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, chmodSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { startDnsServer } from '../test/helpers/dns-server.js';
 import { postMany } from './delivery.js';
-import {
-  benchEnv,
-  cli,
-  cpuSeconds,
-  fmt,
-  freePort,
-  median,
-  peakRssMb,
-  root,
-  serve,
-  statementsOf,
-  verifiedBenchDomain,
-} from './lib.js';
+import { cpuSeconds, fmt, median, peakRssMb, root, serve, statementsOf } from './lib.js';
 import { startPostfix, waitForSink, type Postfix } from './postfix.js';
-import { startSink } from './smtp-sink.js';
+import { sinkBench } from './sink-bench.js';
 
 /**
  * Issue 23's table: the product and Postfix side by side in one run, every figure end to end
@@ -40,61 +25,8 @@ import { startSink } from './smtp-sink.js';
  */
 export async function sideBySide(options: { messages: number; each: number; runs: number }): Promise<void> {
   const { messages, each, runs } = options;
-  const dir = mkdtempSync(join(tmpdir(), 'mailsvc-side-'));
-  chmodSync(dir, 0o755);
-  const cert = { cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') };
   const ecdsa = process.env.BENCH_CERT === 'ecdsa';
-  const made = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-nodes',
-      '-days',
-      '30',
-      '-subj',
-      '/CN=localhost',
-      ...(ecdsa ? ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256'] : ['-newkey', 'rsa:2048']),
-      '-keyout',
-      cert.key,
-      '-out',
-      cert.cert,
-    ],
-    { encoding: 'utf8' },
-  );
-  if (made.status !== 0) throw new Error(`openssl: ${made.stderr}`);
-  chmodSync(cert.key, 0o644);
-
-  const dns = await startDnsServer();
-  const sink = await startSink();
-  dns.set('sink.bench', 'MX', [{ preference: 10, exchange: 'mx.sink.bench' }]);
-  dns.set('mx.sink.bench', 'A', ['127.0.0.1']);
-  const submissionPort = await freePort();
-  const env = benchEnv({
-    MAILSVC_DELIVERY_DNS_SERVERS: dns.server,
-    MAILSVC_DELIVERY_PORT: String(sink.port),
-    MAILSVC_DELIVERY_HOSTNAME: 'mailsvc-bench.localhost',
-    MAILSVC_DELIVERY_DEFAULT_DOMAIN_LIMIT: JSON.stringify({ concurrency: 20, perMinute: 10_000_000 }),
-    MAILSVC_DOMAINS_RECHECK_INTERVAL: '0',
-    MAILSVC_SMTP_SUBMISSION_PORT: String(submissionPort),
-    MAILSVC_SMTP_SUBMISSION_IMPLICIT_TLS: 'false',
-    MAILSVC_SMTP_SUBMISSION_TLS: JSON.stringify(cert),
-  });
-  const { key } = JSON.parse(await cli(['keys', 'create', '--name', 'bench', '--json'], env));
-  const [workspace] = JSON.parse(await cli(['workspaces', 'list', '--json'], env));
-  await cli(
-    ['workspaces', 'set-plan', workspace.id, 'enterprise', '--transactional', '1000000', '--marketing', '1000000'],
-    env,
-  );
-  await verifiedBenchDomain(env, dns);
-  const paragraph =
-    '<p>Thank you for your order. Your items will ship within two business days; you will receive a tracking number by email.</p>';
-  const body = JSON.stringify({
-    from: 'Shop <orders@bench.example>',
-    to: 'customer@sink.bench',
-    subject: 'Your order has shipped',
-    html: paragraph.repeat(6),
-  });
+  const { cert, dns, sink, submissionPort, env, key, body } = await sinkBench('side', ecdsa ? 'ecdsa' : 'rsa');
 
   const server = await serve(env);
   const pid = server.process.pid!;
