@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'docs/', 'coverage/'] },
+  { ignores: ['dist/', 'dist-test/', 'node_modules/', 'docs/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

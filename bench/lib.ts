@@ -3,12 +3,12 @@ import { createServer as createNetServer } from 'node:net';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { TestDns } from '../test/helpers/dns-server.js';
 import { launchEnv, launchFlags } from '../scripts/launch-flags.js';
 import { newId } from '../src/shared/ids.js';
+import { repoRoot } from '../scripts/repo-root.js';
 
-export const root = fileURLToPath(new URL('..', import.meta.url));
+export const root = `${repoRoot}/`;
 const bin = join(root, 'dist/src/cli/bin.js');
 
 export interface BenchServer {

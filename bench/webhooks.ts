@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { fork } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config/load-config.js';
 import { recordEvent } from '../src/events/record-event.js';
 import { startServer } from '../src/main.js';
 import { createLogger } from '../src/shared/logger.js';
+import { repoPath } from '../scripts/repo-root.js';
 
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const EVENTS_PER_TRANSACTION = 100;
@@ -18,7 +18,7 @@ const percentile = (sorted: number[], p: number): number =>
 
 /** The receiver runs in a child process, so its HTTP work does not share our event loop. */
 async function startReceiver() {
-  const child = fork(fileURLToPath(new URL('./webhook-receiver-process.ts', import.meta.url)), [], {
+  const child = fork(repoPath('bench/webhook-receiver-process.ts'), [], {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

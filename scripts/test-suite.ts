@@ -4,8 +4,11 @@
 // ports (port 0) and its own temp directory and database (a SQLite file in mkdtemp, or
 // mailsvc_t_<pid>_<random> on PostgreSQL), so files do not meet; what is serial is there for
 // what it measures or does to the machine, said beside each. Files named on the command line
-// run alone, one at a time. Exits non-zero when either group failed.
+// run alone, one at a time. Exits non-zero when either group failed. The files run from the
+// test build (scripts/build-tests.ts: the same code, transpiled once instead of by tsx's loader in
+// every process and thread); stack traces point into the sources through its source maps.
 import { spawnSync } from 'node:child_process';
+import { buildTests, builtPath } from './build-tests.js';
 import { testFiles } from './test-files.js';
 
 const SERIAL: Record<string, string> = {
@@ -40,12 +43,13 @@ function run(files: string[], concurrency: number): boolean {
   if (files.length === 0) return true;
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files],
+    ['--enable-source-maps', '--test', `--test-concurrency=${concurrency}`, ...files.map(builtPath)],
     { stdio: 'inherit' },
   );
   return result.status === 0;
 }
 
+await buildTests();
 const named = process.argv.slice(2);
 if (named.length > 0) {
   process.exitCode = run(named, 1) ? 0 : 1;

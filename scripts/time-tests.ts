@@ -5,6 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { buildTests, builtPath } from './build-tests.js';
 import { distIsFresh } from './dist-fresh.js';
 import { testFiles } from './test-files.js';
 
@@ -21,7 +22,7 @@ interface FileTime {
 
 function timeFile(file: string): Promise<FileTime> {
   return new Promise((resolve) => {
-    const child = spawn('/usr/bin/time', ['-f', 'TIME %e %U %S', process.execPath, '--import', 'tsx', '--test', file], {
+    const child = spawn('/usr/bin/time', ['-f', 'TIME %e %U %S', process.execPath, '--enable-source-maps', '--test', builtPath(file)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -58,6 +59,7 @@ if (!distIsFresh('.')) {
   console.error('time-tests: dist/ is stale; building it first (npm run build)');
   execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
 }
+await buildTests();
 const database = process.env.MAILSVC_TEST_POSTGRES ? 'postgres' : 'sqlite';
 const started = Date.now();
 const times: FileTime[] = [];

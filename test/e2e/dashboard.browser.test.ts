@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { rollUpStats } from '../../src/tasks/roll-up-stats.js';
 import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import nodemailer from 'nodemailer';
 import type { Browser, Page } from 'playwright-core';
@@ -11,6 +10,7 @@ import { addVerifiedDomain } from '../helpers/domains.js';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /**
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core), against the
@@ -19,7 +19,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/dashboard/', import.meta.url));
+const ARTIFACTS = `${repoPath('test-artifacts/dashboard')}/`;
 const PASSWORD = 'dashboard-e2e-password';
 /** Added in the dashboard and never verified: test keys may send from it (the newcomer's path). */
 const SENDER = 'shop.example.test';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { startShop, type Shop } from '../helpers/shop.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /**
  * The preference centre in a real browser with JavaScript switched off (as some mail apps'
@@ -13,7 +13,7 @@ import { startShop, type Shop } from '../helpers/shop.js';
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/preferences/', import.meta.url));
+const ARTIFACTS = `${repoPath('test-artifacts/preferences')}/`;
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\``;
 
 describe('the preference centre in Chromium', { skip }, () => {

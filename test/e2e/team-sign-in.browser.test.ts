@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { generateSync } from 'otplib';
@@ -10,6 +9,7 @@ import { startDnsServer, type TestDns } from '../helpers/dns-server.js';
 import { addVerifiedDomain } from '../helpers/domains.js';
 import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /**
  * A new team member in a real browser (Debian's Chromium driven by playwright-core): the
@@ -21,7 +21,7 @@ import { manualClock, startTestServer, type TestServer } from '../helpers/server
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/team-sign-in/', import.meta.url));
+const ARTIFACTS = `${repoPath('test-artifacts/team-sign-in')}/`;
 const PUBLIC = 'http://mail.team.example';
 const EMAIL = 'alex@dest.test';
 const PASSWORD = 'alex chose this password';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { request } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /**
  * The template studio in a real browser (Debian's Chromium through playwright-core): the
@@ -13,7 +13,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/dashboard/', import.meta.url));
+const ARTIFACTS = `${repoPath('test-artifacts/dashboard')}/`;
 const PASSWORD = 'studio-e2e-password';
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install it with \`apt-get install -y chromium\``;
 

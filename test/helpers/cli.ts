@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { distIsFresh } from '../../scripts/dist-fresh.js';
 import { launchEnv, launchFlags } from '../../scripts/launch-flags.js';
+import { repoPath, repoRoot } from '../../scripts/repo-root.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+const root = repoRoot;
 
 /**
  * How a child `mailsvc` starts: the compiled CLI when dist/ is newer than every source file
@@ -16,9 +16,7 @@ let command: string[] | undefined;
 export const cliCommand = (): string[] =>
   (command ??= [
     ...launchFlags(root),
-    ...(distIsFresh(root)
-      ? [fileURLToPath(new URL('../../bin/mailsvc.js', import.meta.url))]
-      : ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url))]),
+    ...(distIsFresh(root) ? [repoPath('bin/mailsvc.js')] : ['--import', 'tsx', repoPath('src/cli/bin.ts')]),
   ]);
 
 export interface CliResult {

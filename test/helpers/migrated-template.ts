@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
 import { migrateToLatest, openStore } from '../../src/store/infra/db.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /**
  * A database every migration has run on, made once and copied for each test server: the
@@ -14,7 +14,7 @@ import { migrateToLatest, openStore } from '../../src/store/infra/db.js';
  * PostgreSQL server, each with its own migrations). The runtime still runs its migrator on
  * the copy: anything newer than the template is applied there as on a real upgrade.
  */
-const migrationsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'store', 'infra', 'migrations');
+const migrationsDir = repoPath('src/store/infra/migrations');
 
 let hashed: string | undefined;
 export function migrationsHash(): string {

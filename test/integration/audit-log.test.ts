@@ -6,6 +6,7 @@ import { runCliProcess } from '../helpers/cli.js';
 import { DashboardClient } from '../helpers/dashboard.js';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /**
  * The audit log (issue 32): changes made through the API, the dashboard and the CLI each
@@ -185,7 +186,7 @@ describe('the audit log', () => {
   });
 
   it('is append-only: nothing outside retention updates or deletes it', () => {
-    const root = join(import.meta.dirname, '../../src');
+    const root = repoPath('src');
     const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
     const writers = files.filter((f) =>
       /(updateTable|deleteFrom)\(\s*'audit_log'/.test(readFileSync(join(root, f), 'utf8')),

@@ -3,7 +3,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load-config.js';
 import { runCli } from '../../src/cli/program.js';
@@ -15,6 +14,7 @@ import { request, show } from '../helpers/http.js';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '../helpers/postgres.js';
 import { plain, spawnOnPty } from '../helpers/pty.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { repoPath, repoRoot } from '../../scripts/repo-root.js';
 
 /**
  * What a person sees at the terminal: `mailsvc serve` on a pseudo-terminal (python3's pty)
@@ -22,8 +22,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
  * init` asks on a terminal and takes flags otherwise; `--version`.
  */
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const entry = fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url));
+const root = repoRoot;
+const entry = repoPath('src/cli/bin.ts');
 const PASSWORD = 'terminal-test-password-9f2';
 const TIME_LINE = /^\d\d:\d\d:\d\d (INFO |WARN |ERROR|DEBUG) /m;
 

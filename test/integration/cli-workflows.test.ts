@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { runCliProcess } from '../helpers/cli.js';
 import { eventually } from '../helpers/delivery.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /** `mailsvc workflows …` against the database of a running server, whose runner acts on what the CLI queues. */
 describe('mailsvc workflows', () => {
@@ -139,7 +139,7 @@ describe('mailsvc workflows', () => {
   });
 
   it('sets up the shipped example (config/examples/welcome.json) as its README says, and runs it', async () => {
-    const examples = fileURLToPath(new URL('../../config/examples/', import.meta.url));
+    const examples = `${repoPath('config/examples')}/`;
     await server.runtime.services.domains.add(server.workspaceId, { domain: 'example.com' });
     for (const [name, alias, file] of [
       ['Welcome', 'welcome-email', 'welcome-email.html'],

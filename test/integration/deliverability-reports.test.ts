@@ -11,6 +11,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startInbound } from '../../src/intake/smtp/inbound.js';
 import { loadSubmissionTls } from '../../src/intake/smtp/tls-files.js';
 import { inboundKinds } from '../../src/receiving/inbound-kinds.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
 /**
  * DMARC aggregate reports (gzip and zip XML) and TLS reports (gzip JSON) mailed over SMTP to
@@ -19,8 +20,8 @@ import { inboundKinds } from '../../src/receiving/inbound-kinds.js';
 
 const fill = (template: string, values: Record<string, string>) =>
   template.replace(/\{\{(\w+)\}\}/g, (_, k: string) => values[k] ?? '');
-const DMARC = readFileSync(new URL('../fixtures/dmarc-aggregate.xml', import.meta.url), 'utf8');
-const TLS = readFileSync(new URL('../fixtures/tls-report.json', import.meta.url), 'utf8');
+const DMARC = readFileSync(repoPath('test/fixtures/dmarc-aggregate.xml'), 'utf8');
+const TLS = readFileSync(repoPath('test/fixtures/tls-report.json'), 'utf8');
 const DAY = 24 * 3600;
 
 describe('DMARC and TLS reports on the inbound listener', () => {

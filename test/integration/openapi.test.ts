@@ -8,8 +8,9 @@ import { buildOpenApiDocument, renderOpenApi, toOpenApiPath } from '../../src/in
 import { apiRoutes } from '../../src/intake/http/routes/index.js';
 import { request, show } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { repoPath } from '../../scripts/repo-root.js';
 
-const committed = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
+const committed = readFileSync(repoPath('docs/openapi.json'), 'utf8');
 type Doc = {
   paths: Record<
     string,

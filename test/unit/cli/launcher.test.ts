@@ -2,10 +2,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { launchEnv, launchFlags } from '../../../scripts/launch-flags.js';
+import { repoRoot } from '../../../scripts/repo-root.js';
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
+const root = `${repoRoot}/`;
 
 describe('the launcher (bin/mailsvc.js)', () => {
   it('sizes V8 young generation as Node.js 20 did, and the old generation, on the line the kernel reads', () => {

@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { configTable } from '../../../src/config/describe-config.js';
+import { repoPath } from '../../../scripts/repo-root.js';
 
 describe('docs/configuration.md', () => {
   it('documents the configuration exactly as the schema declares it (npm run docs)', () => {
-    const readme = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+    const readme = readFileSync(repoPath('docs/configuration.md'), 'utf8');
     assert.ok(readme.includes(`<!-- config-table:start -->\n${configTable()}\n<!-- config-table:end -->`));
   });
 });
@@ -14,7 +15,7 @@ describe('example configs', () => {
   it('load without errors', async () => {
     const { loadConfig } = await import('../../../src/config/load-config.js');
     for (const name of ['development', 'production']) {
-      const file = new URL(`../../../config/${name}.json`, import.meta.url).pathname;
+      const file = repoPath(`config/${name}.json`);
       assert.doesNotThrow(() => loadConfig({ file, env: {} }), name);
     }
   });

@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { classifyError, classifyResponse, oneLine } from '../../../src/delivery/classify-response.js';
 import { CATEGORIES } from '../../../src/delivery/response-rules.js';
+import { repoPath } from '../../../scripts/repo-root.js';
 
-const cases = readFileSync(new URL('../../fixtures/smtp-responses.txt', import.meta.url), 'utf8')
+const cases = readFileSync(repoPath('test/fixtures/smtp-responses.txt'), 'utf8')
   .split('\n')
   .filter((l) => l.trim() !== '' && !l.startsWith('#'))
   .map((line) => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { repoRoot } from '../../../scripts/repo-root.js';
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
+const root = repoRoot;
 const documents = ['README.md', 'config/examples/README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */

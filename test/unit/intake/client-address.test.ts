@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveClient } from '../../../src/intake/http/client-address.js';
 import { schema } from '../../../src/config/schema.js';
+import { repoPath } from '../../../scripts/repo-root.js';
 
 describe('resolveClient: the rightmost address that is not a trusted proxy', () => {
   const cases: Array<[string, string, string | undefined, number | string[], string, boolean]> = [
@@ -93,7 +94,7 @@ describe('http.trustProxy', () => {
 
 describe('one place for the client address', () => {
   it("no module but client-address.ts reads X-Forwarded-For or Koa's ctx.ip / ctx.ips", () => {
-    const root = join(import.meta.dirname, '../../../src');
+    const root = repoPath('src');
     const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
     const offenders = files.filter(
       (f) =>

@@ -1,9 +1,11 @@
+import { pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import Router from '@koa/router';
 import { DashRoutes } from '../../../src/intake/http/dashboard/routes.js';
 import type { DashState } from '../../../src/intake/http/dashboard/session.js';
+import { repoPath } from '../../../scripts/repo-root.js';
 
 /**
  * The dashboard's one role check (routes.ts) and the rule that keeps pages honest: a form that
@@ -11,7 +13,7 @@ import type { DashState } from '../../../src/intake/http/dashboard/session.js';
  * same check, so no page can offer a role a button the server would refuse.
  */
 
-const PAGES = new URL('../../../src/intake/http/dashboard/pages/', import.meta.url);
+const PAGES = pathToFileURL(`${repoPath('src/intake/http/dashboard/pages')}/`);
 
 describe('dashboard routes', () => {
   const routes = new DashRoutes(new Router<DashState>({ prefix: '/dashboard' }));

@@ -9,15 +9,16 @@ import {
   ReportError,
   unpack,
 } from '../../../src/receiving/aggregate-reports/parse-aggregate-reports.js';
+import { repoPath } from '../../../scripts/repo-root.js';
 
 const fill = (t: string, v: Record<string, string>) => t.replace(/\{\{(\w+)\}\}/g, (_, k: string) => v[k] ?? '');
-const dmarc = fill(readFileSync(new URL('../../fixtures/dmarc-aggregate.xml', import.meta.url), 'utf8'), {
+const dmarc = fill(readFileSync(repoPath('test/fixtures/dmarc-aggregate.xml'), 'utf8'), {
   report_id: 'id-1',
   domain: 'Shop.Example',
   begin: '1700000000',
   end: '1700086399',
 });
-const tls = fill(readFileSync(new URL('../../fixtures/tls-report.json', import.meta.url), 'utf8'), {
+const tls = fill(readFileSync(repoPath('test/fixtures/tls-report.json'), 'utf8'), {
   report_id: 't-1',
   domain: 'shop.example',
   start: '2026-11-22T00:00:00Z',

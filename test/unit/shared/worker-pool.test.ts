@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -7,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import { SIGN_TASK, poolSigner } from '../../../src/delivery/dkim-signer.js';
 import { COMPOSE_TASK, poolComposer, type ComposeInput } from '../../../src/messages/compose.js';
 import { createWorkerPool } from '../../../src/shared/worker-pool.js';
+import { repoPath } from '../../../scripts/repo-root.js';
 
 const input: ComposeInput = {
   from: { name: 'Zoë Shop', address: 'orders@shop.test' },
@@ -130,7 +132,7 @@ describe('worker pool: composing and signing off the event loop', () => {
 
   it("sizes its threads as asked even when the process was started with V8 sizes of its own (the launcher's)", () => {
     const script = `
-      import { createWorkerPool } from ${JSON.stringify(new URL('../../../src/shared/worker-pool.ts', import.meta.url).href)};
+      import { createWorkerPool } from ${JSON.stringify(pathToFileURL(repoPath('src/shared/worker-pool.ts')).href)};
       import { getHeapStatistics } from 'node:v8';
       const pool = createWorkerPool({ threads: 1, tasks: { echo: '(require) => async (r) => ({ value: r })' }, size: { youngGenerationMb: 6, heapMb: 64 } });
       await pool.run('echo', 1);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../../../scripts/repo-root.js';
 
 /**
  * Only the store speaks SQL and knows how rows are kept (README, How it is built): outside
@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
  * stored JSON or recognises a unique violation. Repositories hand back entities.
  */
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+const root = `${repoRoot}/`;
 
 const sources = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

@@ -3,10 +3,10 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { SQLite } from '../../../src/store/infra/sqlite-driver.js';
+import { repoRoot } from '../../../scripts/repo-root.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+const root = `${repoRoot}/`;
 const major = Number(process.versions.node.split('.')[0]);
 
 describe('better-sqlite3, in the major this Node.js runs safely', () => {

@@ -5,10 +5,11 @@ import { apiRoutes } from '../../../../src/intake/http/routes/index.js';
 import { toolListing } from '../../../../src/intake/mcp/call-tool.js';
 import { toolReference, TOOLS_END, TOOLS_START } from '../../../../src/intake/mcp/tool-docs.js';
 import { mcpTools } from '../../../../src/intake/mcp/tools/index.js';
+import { repoPath } from '../../../../scripts/repo-root.js';
 
 describe('the MCP tool registry', () => {
   it('docs/assistants.md shows the registry as it is (run `npm run docs` after changing a tool)', () => {
-    const page = readFileSync(new URL('../../../../docs/assistants.md', import.meta.url), 'utf8');
+    const page = readFileSync(repoPath('docs/assistants.md'), 'utf8');
     assert.ok(
       page.includes(`${TOOLS_START}\n${toolReference(mcpTools)}\n${TOOLS_END}`),
       'docs/assistants.md is stale: npm run docs',
