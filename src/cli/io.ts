@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config/load-config.js';
-import { openRuntime, type Runtime } from '../runtime.js';
+import type { Runtime } from '../runtime.js';
 import { createLogger } from '../shared/logger.js';
 import { createProgress, type Progress } from './progress.js';
 
@@ -46,6 +46,8 @@ export async function withRuntime<T>(cmd: Command, io: CliIo, body: (runtime: Ru
   const logger = createLogger(config.log.level === 'silent' ? 'silent' : 'warn', {
     write: (s: string) => io.stderr(s),
   });
+  // The services load with the first command that needs them, not with --help or --version.
+  const { openRuntime } = await import('../runtime.js');
   const runtime = await openRuntime(config, { logger });
   try {
     return await body(runtime);

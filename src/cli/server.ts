@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { startServer } from '../main.js';
-import { localSettings } from '../checks/doctor.js';
 import { prettyDestination } from '../shared/log-format.js';
 import { createLogger } from '../shared/logger.js';
 import { commandName } from './command-name.js';
@@ -32,8 +30,11 @@ export function registerServerCommands(program: Command, io: CliIo): void {
       const onInt = onSignal('SIGINT');
       process.once('SIGTERM', onTerm);
       process.once('SIGINT', onInt);
-      let server: Awaited<ReturnType<typeof startServer>>;
+      let server: Awaited<ReturnType<typeof import('../main.js').startServer>>;
       try {
+        // The listeners and everything under them load here, not when the CLI starts: every
+        // other command (and --help, --version) would pay for the whole server at each run.
+        const { startServer } = await import('../main.js');
         server = await startServer(config, { logger });
       } catch (err) {
         process.removeListener('SIGTERM', onTerm);
@@ -59,6 +60,7 @@ export function registerServerCommands(program: Command, io: CliIo): void {
         io.stderr(
           `mailsvc: inbound SMTP (bounces, reports, receiving) on ${config.smtp.inbound.host}:${server.inboundPort}\n`,
         );
+      const { localSettings } = await import('../checks/doctor.js');
       const local = localSettings(config);
       if (local.length > 0) {
         io.stderr(
