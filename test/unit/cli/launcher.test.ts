@@ -1,7 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import module from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { launchEnv, launchFlags } from '../../../scripts/launch-flags.js';
 import { repoRoot } from '../../../scripts/repo-root.js';
 
@@ -54,4 +57,25 @@ describe('the launcher (bin/mailsvc.js)', () => {
     const newSpace = Number(execFileSync(process.execPath, [...launchFlags(root), '-e', script], { encoding: 'utf8' }));
     assert.ok(newSpace > 0 && newSpace <= 2 * 16 * 1024 * 1024, `new space ${newSpace}`);
   });
+
+  it(
+    'keeps compiled code on disk where Node.js has a compile cache (22.1 and later)',
+    {
+      skip:
+        typeof (module as { enableCompileCache?: unknown }).enableCompileCache === 'function' ? false : 'Node.js 20',
+    },
+    () => {
+      const cache = mkdtempSync(join(tmpdir(), 'mailsvc-compile-cache-'));
+      try {
+        execFileSync(`${root}bin/mailsvc.js`, ['--version'], {
+          encoding: 'utf8',
+          env: { PATH: `${process.execPath.replace(/\/node$/, '')}:${process.env.PATH}`, NODE_COMPILE_CACHE: cache },
+        });
+        const kept = readdirSync(cache, { recursive: true });
+        assert.ok(kept.length > 0, 'the cache directory holds the compiled modules');
+      } finally {
+        rmSync(cache, { recursive: true, force: true });
+      }
+    },
+  );
 });
