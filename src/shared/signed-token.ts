@@ -26,6 +26,9 @@ export function verifyToken<T extends Record<string, unknown>>(key: Buffer, toke
   const given = Buffer.from(signature, 'base64url');
   const expected = mac(key, body);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  // Base64 decoding ignores the spare low bits of the last character (and stray characters), so
+  // other spellings of the same MAC decode alike: only the one signToken wrote is the token.
+  if (given.toString('base64url') !== signature) return null;
   try {
     const payload: unknown = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
     return payload && typeof payload === 'object' && !Array.isArray(payload) ? (payload as T) : null;

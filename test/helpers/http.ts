@@ -52,3 +52,6 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   return port;
 }
+
+/** A signed token or link with its last character changed: always a different string, so always a forgery. */
+export const tampered = (token: string): string => `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;

@@ -4,7 +4,7 @@ import { simpleParser } from 'mailparser';
 import { eventually, routeDomain, verifyDkim } from '../helpers/delivery.js';
 import { startDeliveringServer, type DeliveringServer } from '../helpers/delivering-server.js';
 import type { TestDns } from '../helpers/dns-server.js';
-import { request, show } from '../helpers/http.js';
+import { request, show, tampered } from '../helpers/http.js';
 import type { TestMx } from '../helpers/mx-server.js';
 import { manualClock, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -193,11 +193,11 @@ describe('subscribers, audiences, campaigns and one-click unsubscribe', () => {
     assert.match(url, /^http:\/\/127\.0\.0\.1:1\/u\/[A-Za-z0-9_.-]+$/, 'a link on http.publicUrl');
     const path = new URL(url).pathname;
 
-    const tampered = await fetch(`${server.httpUrl}${path.slice(0, -3)}abc`, {
+    const forged = await fetch(`${server.httpUrl}${tampered(path)}`, {
       method: 'POST',
       body: 'List-Unsubscribe=One-Click',
     });
-    assert.equal(tampered.status, 400);
+    assert.equal(forged.status, 400);
     const stillIn = (await get('/v1/subscribers?email=bob@example.org')).body.subscribers[0];
     assert.equal(stillIn.status, 'subscribed', 'a tampered token changes nothing');
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { runCliProcess } from '../helpers/cli.js';
-import { request } from '../helpers/http.js';
+import { request, tampered } from '../helpers/http.js';
 import { startShop, type Shop } from '../helpers/shop.js';
 
 /**
@@ -317,9 +317,9 @@ describe('the preference centre', () => {
 
   it('a link that is not genuine is a 400 page, on every method', async () => {
     for (const [method, path] of [
-      ['GET', `/u/${token.slice(0, -2)}xx`],
-      ['POST', `/u/${token.slice(0, -2)}xx`],
-      ['POST', `/u/${token.slice(0, -2)}xx/preferences`],
+      ['GET', `/u/${tampered(token)}`],
+      ['POST', `/u/${tampered(token)}`],
+      ['POST', `/u/${tampered(token)}/preferences`],
       ['GET', '/u/nope'],
     ] as const) {
       const res = await fetch(`${server.httpUrl}${path}`, {

@@ -11,6 +11,7 @@ import { startMxServer, type TestMx } from '../helpers/mx-server.js';
 import { failed, hasFields, ok, publishDomain, resendClient } from '../helpers/resend.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { tampered } from '../helpers/http.js';
 
 /**
  * An application written against Resend, with only its base URL changed: every call goes
@@ -242,8 +243,8 @@ describe('the Resend SDK against mailsvc: emails, domains, API keys, templates, 
     assert.match(download.headers.get('content-disposition') ?? '', /attachment; filename="invoice.pdf"/);
     assert.equal(Buffer.from(await download.arrayBuffer()).toString(), '%PDF-1.4 fake');
     const path = new URL(one.download_url).pathname;
-    const tampered = await fetch(`${server.httpUrl}${path.slice(0, -2)}xx`);
-    assert.equal(tampered.status, 404, 'a tampered link serves nothing');
+    const forged = await fetch(`${server.httpUrl}${tampered(path)}`);
+    assert.equal(forged.status, 404, 'a tampered link serves nothing');
     failed(await resend.emails.attachments.get({ emailId: sent.id, id: 'att_9' }), 404, 'not_found');
 
     const list = ok(await resend.emails.list({ limit: 10 }), 'emails.list');
