@@ -8,6 +8,7 @@ import { backlog } from './backlog.js';
 import { deliveryEndToEnd } from './delivery.js';
 import { campaignDelivery } from './campaign-delivery.js';
 import { campaignQueue } from './campaign-queue.js';
+import { contactImport } from './contact-import.js';
 import { clusterDelivery } from './cluster-delivery.js';
 import { memoryProfile } from './memory.js';
 import { sideBySide } from './side-by-side.js';
@@ -27,6 +28,7 @@ const benches: Record<string, () => Promise<void>> = {
   'smtp-submission': () => smtpSubmission({ messages: Number(process.env.BENCH_MESSAGES ?? 20_000), runs }),
   'campaign-queue': () => campaignQueue({ subscribers: Number(process.env.BENCH_SUBSCRIBERS ?? 100_000) }),
   'cluster-delivery': () => clusterDelivery({ messages, runs }),
+  'contact-import': () => contactImport({ rows: Number(process.env.BENCH_IMPORT_ROWS ?? 50_000), runs }),
   'campaign-delivery': () => campaignDelivery({ subscribers: Number(process.env.BENCH_CAMPAIGN ?? 10_000) }),
   backlog: () => backlog({ messages: Number(process.env.BENCH_BACKLOG ?? 5000), runs }),
   'api-latency': () =>

@@ -3,17 +3,15 @@ import type { Db } from '../store/infra/db.js';
 import { findSubscriber, findSubscriberByEmail } from '../store/subscribers.js';
 import type { NewEventRecord } from '../store/events.js';
 import { saveWorkflowTrigger, triggerContactKey } from '../store/workflow-triggers.js';
-import { hasWorkflowListener } from '../store/workflows.js';
 
 /**
  * Puts a platform event about a subscriber into the workflow trigger outbox, in the
- * transaction that records it, when an enabled workflow starts on it or a run waits for it:
- * the state change and the trigger commit together, so no trigger is lost to a crash. Events
- * nothing listens to cost two indexed look-ups (a workflow started by it, a run waiting for it).
+ * transaction that records it, once the caller found that an enabled workflow starts on it or a
+ * run waits for it (`hasWorkflowListener`, two indexed look-ups per workspace and type): the
+ * state change and the trigger commit together, so no trigger is lost to a crash.
  */
 export async function queueWorkflowTrigger(trx: Db, event: NewEventRecord): Promise<void> {
   const { data } = event;
-  if (!(await hasWorkflowListener(trx, event.workspace_id, event.type))) return;
   // subscriber.* name the subscriber; email.* name it when the mail was a campaign's, else the recipient.
   const byId =
     typeof data.subscriber_id === 'string'

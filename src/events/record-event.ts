@@ -3,6 +3,7 @@ import type { Db } from '../store/infra/db.js';
 import { saveEvents, type NewEventRecord } from '../store/events.js';
 import { listEnabledWebhookEndpointsOf, saveWebhookDeliveries, type WebhookDelivery } from '../store/webhooks.js';
 import { isWorkflowTriggerEvent, type EventType } from './event-types.js';
+import { hasWorkflowListener } from '../store/workflows.js';
 import { queueWorkflowTrigger } from './queue-workflow-trigger.js';
 import { subscribesTo } from './subscriptions.js';
 
@@ -42,8 +43,16 @@ export async function recordEvents(trx: Db, events: readonly NewEvent[]): Promis
     created_at: event.at,
   }));
   await saveEvents(trx, rows);
+  // Whether anything listens depends on the workspace and the type only: asked once per pair,
+  // not per event (an import's batch of 500 subscriber.created made 1,000 look-ups).
+  const listened = new Map<string, boolean>();
   for (const row of rows) {
-    if (isWorkflowTriggerEvent(row.type)) await queueWorkflowTrigger(trx, row);
+    if (!isWorkflowTriggerEvent(row.type)) continue;
+    const pair = `${row.workspace_id} ${row.type}`;
+    let listening = listened.get(pair);
+    if (listening === undefined)
+      listened.set(pair, (listening = await hasWorkflowListener(trx, row.workspace_id, row.type)));
+    if (listening) await queueWorkflowTrigger(trx, row);
   }
   const endpoints = await listEnabledWebhookEndpointsOf(trx, [...new Set(events.map((e) => e.workspaceId))]);
   if (endpoints.length === 0) return rows;
