@@ -22,9 +22,13 @@ interface FileTime {
 
 function timeFile(file: string): Promise<FileTime> {
   return new Promise((resolve) => {
-    const child = spawn('/usr/bin/time', ['-f', 'TIME %e %U %S', process.execPath, '--enable-source-maps', '--test', builtPath(file)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      '/usr/bin/time',
+      ['-f', 'TIME %e %U %S', process.execPath, '--enable-source-maps', '--test', builtPath(file)],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
