@@ -1,7 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { buildMcpServer } from '../intake/mcp/build-server.js';
 import type { McpCaller, McpDeps } from '../intake/mcp/tool.js';
 import { openRuntime, type Runtime } from '../runtime.js';
 import { AppError } from '../shared/errors.js';
@@ -70,6 +68,11 @@ export function registerMcpCommands(program: Command, io: CliIo): void {
         // A wrong key is told at once, on stderr with a non-zero exit, not at the first call.
         await callerFor(runtime, key, opts.workspace);
         const deps: McpDeps = { services: runtime.services, config, clock: runtime.deps.clock, logger };
+        // Imported here, not at the top: every other command (serve among them) loads this file too.
+        const [{ buildMcpServer }, { StdioServerTransport }] = await Promise.all([
+          import('../intake/mcp/build-server.js'),
+          import('@modelcontextprotocol/sdk/server/stdio.js'),
+        ]);
         const server = buildMcpServer(deps, packageVersion(), () => callerFor(runtime, key, opts.workspace));
         // Bounded as an HTTP body is: a message larger than http.bodyLimit ends the session.
         const transport = new StdioServerTransport(process.stdin, process.stdout, {

@@ -1,5 +1,6 @@
-import { parse, type DefaultTreeAdapterMap } from 'parse5';
-import postcss, { type Root } from 'postcss';
+import type { DefaultTreeAdapterMap } from 'parse5';
+import type { Root } from 'postcss';
+import { lazyImport } from '../shared/lazy-import.js';
 import type { ClientSupportData, ClientSupportFeature } from './client-support.js';
 import { variableNames } from './render-template.js';
 
@@ -7,7 +8,7 @@ import { variableNames } from './render-template.js';
  * What would break a template in the mail clients people use, found in its HTML before it is
  * sent: elements, CSS properties and at-rules that clients lack (caniemail.com's data), the
  * size past which Gmail clips a message, images without alt text, links that are not https,
- * a marketing template without an unsubscribe link, variables used but not declared. Pure:
+ * a marketing template without an unsubscribe link, variables used but not declared. Pure (the parsers are imported on first use):
  * the HTML in, findings out, each with where, which clients and what to do instead.
  */
 
@@ -81,7 +82,13 @@ interface CheckInput {
   marketing: boolean;
 }
 
-export function checkTemplate(input: CheckInput, data: ClientSupportData): Finding[] {
+const parsers = lazyImport(async () => ({
+  parse: (await import('parse5')).parse,
+  postcss: (await import('postcss')).default,
+}));
+
+export async function checkTemplate(input: CheckInput, data: ClientSupportData): Promise<Finding[]> {
+  const { parse, postcss } = await parsers();
   const findings: Finding[] = [];
   const used = new Map<string, { feature: ClientSupportFeature; lines: Set<number> }>();
   const use = (slug: string, line: number) => {

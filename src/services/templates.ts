@@ -266,7 +266,7 @@ async function fieldsOf(input: Partial<TemplateInput>): Promise<Partial<Template
   if (input.inline_css && input.html === undefined) throw validationError('inline_css', 'applies to html');
   if (input.html !== undefined) {
     if (input.html.trim() === '') throw validationError('html', 'must not be empty');
-    changes.html = sized('html', input.inline_css ? inlineCss(sized('html', input.html)) : input.html);
+    changes.html = sized('html', input.inline_css ? await inlineCss(sized('html', input.html)) : input.html);
     changes.language = 'html';
     changes.source = null;
   }
@@ -483,7 +483,7 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
         version: input.version ?? null,
         subject: c.subject === '' ? null : renderSubject(c.subject, values),
         html,
-        text: c.text === null ? plainTextOf(html) : renderTemplate(c.text, values, 'text'),
+        text: c.text === null ? await plainTextOf(html) : renderTemplate(c.text, values, 'text'),
         variables: {
           used,
           missing: used.filter((n) => values[n] === undefined || values[n] === null),
@@ -549,7 +549,7 @@ export function createTemplateService(deps: ServiceDeps): TemplateService {
       const t = await find(workspaceId, idOrAlias);
       const c = input.version === undefined ? t : await versionOf(workspaceId, t, input.version);
       const data = loadClientSupport(deps.config.templates.clientSupportData);
-      const findings = checkTemplate(
+      const findings = await checkTemplate(
         {
           html: c.html,
           subject: c.subject,

@@ -1,6 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { generateSecret, generateURI, verify } from 'otplib';
-import QRCode from 'qrcode';
+import { lazyImport } from '../shared/lazy-import.js';
 import { decryptSecret, encryptSecret, sha256Hex } from '../shared/crypto.js';
 import { AppError } from '../shared/errors.js';
 import { deleteUserSessions } from '../store/dashboard.js';
@@ -98,6 +97,9 @@ function newRecoveryCode(): string {
   return `${out.slice(0, 4)}-${out.slice(4, 8)}-${out.slice(8, 12)}`;
 }
 
+const otplib = lazyImport(() => import('otplib'));
+const qrcode = lazyImport(async () => (await import('qrcode')).default);
+
 export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
   const { db, clock, secretKey } = deps;
   // Per user, whatever the client: a stolen session or password must not be enough to try
@@ -108,6 +110,7 @@ export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
   async function totpStep(secretSealed: string, code: string, after: number | null): Promise<number | undefined> {
     const token = code.replace(/\s/g, '');
     if (!/^\d{6}$/.test(token)) return undefined;
+    const { verify } = await otplib();
     const result = await verify({
       secret: decryptSecret(secretKey, secretSealed),
       token,
@@ -168,13 +171,22 @@ export function createTwoFactorService(deps: ServiceDeps): TwoFactorService {
       if (factor?.confirmed_at != null)
         throw new AppError('invalid_state', 'Two-factor sign-in is already on for this account');
       if (!factor) {
-        await savePendingTwoFactor(db, userId, encryptSecret(secretKey, generateSecret()), clock.now());
+        await savePendingTwoFactor(
+          db,
+          userId,
+          encryptSecret(secretKey, (await otplib()).generateSecret()),
+          clock.now(),
+        );
         factor = await findTwoFactor(db, userId);
         if (!factor) throw new AppError('invalid_state', 'The enrolment was changed meanwhile; reload the page');
       }
       const secret = decryptSecret(secretKey, factor.secret_sealed);
-      const uri = generateURI({ issuer: ISSUER, label: user.email, secret, period: TOTP_PERIOD_S });
-      return { secret, uri, qrSvg: await QRCode.toString(uri, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' }) };
+      const uri = (await otplib()).generateURI({ issuer: ISSUER, label: user.email, secret, period: TOTP_PERIOD_S });
+      return {
+        secret,
+        uri,
+        qrSvg: await (await qrcode()).toString(uri, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' }),
+      };
     },
 
     async confirm(who, code) {

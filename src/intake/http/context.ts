@@ -30,7 +30,8 @@ export interface HttpDeps {
 
 /** The OAuth authorization server as the adapter and its pages use it (intake/http/oauth/provider.ts builds it). */
 export interface OAuthServer {
-  provider: Provider;
+  /** Built on first use: oidc-provider is imported then (issue 34). */
+  provider(): Promise<Provider>;
   /** The resources tokens are for: the API (/v1 and the root aliases) and the MCP endpoint. */
   resources: { root: string; v1: string; mcp: string };
   /** The URL of a resource's RFC 9728 metadata, for WWW-Authenticate. */

@@ -1,18 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import compose from 'koa-compose';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { AppError, isAppError } from '../../shared/errors.js';
 import type { Ctx, HttpDeps } from '../http/context.js';
 import { authenticate, selectWorkspace } from '../http/middleware/authenticate.js';
 import { parseBody } from '../http/middleware/parse-body.js';
-import { buildMcpServer } from './build-server.js';
+import { lazyImport } from '../../shared/lazy-import.js';
 import type { CallExtra, McpCaller } from './tool.js';
 import type { CallOptions } from './call-tool.js';
 
 const MCP_PATH = '/mcp';
+
+/** The SDK and the tools, imported on the first request to /mcp (issue 34: an idle server without assistants does not hold them). */
+const mcpModules = lazyImport(async () => {
+  const [{ buildMcpServer }, { StreamableHTTPServerTransport }, { isInitializeRequest }] = await Promise.all([
+    import('./build-server.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return { buildMcpServer, StreamableHTTPServerTransport, isInitializeRequest };
+});
 /** Open sessions one key may hold: an assistant needs one or two; more is a leak or an abuse. */
 export const MAX_SESSIONS_PER_KEY = 10;
 /** A session nobody has used for this long is closed (the client starts a new one: a 404 tells it to). */
@@ -90,6 +99,7 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
         { retryAfter: 60 },
       );
     }
+    const { buildMcpServer, StreamableHTTPServerTransport } = await mcpModules();
     const server = buildMcpServer(deps, version, callerOf, optionsOf);
     // The transport's callbacks name the session, so it is made first and filled in below.
     const made: { session?: Session } = {};
@@ -117,6 +127,7 @@ export function createMcpEndpoint(deps: HttpDeps, version: string): McpEndpoint 
     const principal = ctx.state.principal!;
     const workspace = ctx.state.workspace!;
     const id = ctx.get('Mcp-Session-Id');
+    const { isInitializeRequest } = await mcpModules();
     let session: Session | undefined;
     if (id) {
       session = sessions.get(id);

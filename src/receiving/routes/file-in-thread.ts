@@ -1,4 +1,3 @@
-import { convert } from 'html-to-text';
 import { newId } from '../../shared/ids.js';
 import { parseMail } from '../../shared/parse-mail.js';
 import type { Db } from '../../store/infra/db.js';
@@ -13,6 +12,9 @@ import {
 } from '../../store/inboxes.js';
 import { formatMailbox, PARSE_OPTIONS } from './parse-inbound.js';
 import { threadCandidates } from './threading.js';
+import { lazyImport } from '../../shared/lazy-import.js';
+
+const htmlToText = lazyImport(() => import('html-to-text'));
 
 /**
  * Filing a message of an inbox (received, or sent from it) in its conversation. The headers
@@ -26,11 +28,11 @@ const SUBJECT_WINDOW_MS = 30 * 24 * 3600 * 1000;
 const SEARCH_CHARS = 100_000;
 
 /** The body as search reads it: the text part, else the text of the HTML (links and images left out). */
-function searchText(text: string | null, html: string | null): string | null {
+async function searchText(text: string | null, html: string | null): Promise<string | null> {
   const body = text?.trim()
     ? text
     : html
-      ? convert(html, {
+      ? (await htmlToText()).convert(html, {
           wordwrap: false,
           selectors: [
             { selector: 'a', options: { ignoreHref: true } },
@@ -134,7 +136,7 @@ export async function fileInThread(db: Db, m: InboxMessageInput): Promise<{ thre
     subject: m.subject,
     text: m.text,
     html: m.html,
-    search_text: searchText(m.text, m.html),
+    search_text: await searchText(m.text, m.html),
     attachments: m.attachments.map((a) => ({
       id: a.id,
       filename: a.filename,

@@ -189,7 +189,7 @@ export function createCampaignService(deps: CampaignServiceDeps): CampaignServic
             ? renderTemplate(content.text, variables, 'text')
             : html === null
               ? null
-              : plainTextOf(html),
+              : await plainTextOf(html),
       };
     },
 

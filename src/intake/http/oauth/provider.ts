@@ -1,5 +1,5 @@
 import type { ProviderCtx } from 'oidc-provider';
-import { errors, Provider } from './oidc-provider.js';
+import { oidcProvider, type OidcErrors } from './oidc-provider.js';
 import { ALL_SCOPES, newCredentialSecret } from '../../../services/credentials.js';
 import { redirectUriProblem } from '../../../services/oauth.js';
 import type { Next } from 'koa';
@@ -10,6 +10,7 @@ import { html } from '../dashboard/html.js';
 import { plainPage } from '../dashboard/layout.js';
 import { countAgainstLimit } from '../rate-limit.js';
 import { isAppError } from '../../../shared/errors.js';
+import { lazyImport } from '../../../shared/lazy-import.js';
 import type { Provider as ProviderInstance } from 'oidc-provider';
 
 /** Where the authorization server's endpoints live on the HTTP port. */
@@ -60,25 +61,30 @@ const TTL = {
  * authorization code + PKCE S256 only, rotating refresh tokens, revocation, introspection and
  * dynamic registration, its state in our store (services/oauth.ts is its adapter). Access tokens
  * are `oat_` credentials: the provider's opaque token id is minted as an `oat_` secret and the
- * adapter writes it, hashed, to the credentials table the API authenticates against.
+ * adapter writes it, hashed, to the credentials table the API authenticates against. The
+ * provider is built on the first request that needs it; the protected-resource metadata does not.
  */
 export function createOAuthServer(deps: HttpDeps): OAuthServer {
   const issuer = trimSlash(deps.config.http.publicUrl);
   const resources = { root: issuer, v1: `${issuer}/v1`, mcp: `${issuer}/mcp` };
-  const provider = new Provider(issuer, providerConfiguration(deps, resources));
-  provider.proxy = deps.config.http.trustProxy !== 0;
-  mintOatAccessTokens(provider);
-  logProviderEvents(provider, deps);
-  listApiScopesInDiscovery(provider, issuer);
-  const callback = provider.callback();
+  const built = lazyImport(async () => {
+    const { Provider, errors } = await oidcProvider();
+    const provider = new Provider(issuer, providerConfiguration(deps, resources, errors));
+    provider.proxy = deps.config.http.trustProxy !== 0;
+    mintOatAccessTokens(provider);
+    logProviderEvents(provider, deps);
+    listApiScopesInDiscovery(provider, issuer);
+    return { provider, callback: provider.callback() };
+  });
   return {
-    provider,
+    provider: async () => (await built()).provider,
     resources,
     resourceMetadataUrl: (resource) => `${issuer}/.well-known/oauth-protected-resource/${resource}`,
     async middleware(ctx, next) {
       if (ctx.path.startsWith('/.well-known/oauth-protected-resource'))
         return serveProtectedResource(ctx, next, resources);
       if (!isProviderPath(ctx.path)) return next();
+      const { provider, callback } = await built();
       if (ctx.path === ROUTES.registration && ctx.method === 'POST' && (await refuseOverRegistrationLimit(deps, ctx)))
         return;
       if (
@@ -94,7 +100,7 @@ export function createOAuthServer(deps: HttpDeps): OAuthServer {
   };
 }
 
-function providerConfiguration(deps: HttpDeps, resources: Resources): Record<string, unknown> {
+function providerConfiguration(deps: HttpDeps, resources: Resources, errors: OidcErrors): Record<string, unknown> {
   const keys = deps.services.oauth.providerKeys();
   return {
     adapter: (name: string) => deps.services.oauth.adapter(name),
@@ -135,9 +141,12 @@ function providerConfiguration(deps: HttpDeps, resources: Resources): Record<str
       revocation: { enabled: true },
       introspection: { enabled: true },
       registration: { enabled: true, idFactory: () => `mcl_${newCredentialSecret('oauth').slice(4, 36)}` },
-      resourceIndicators: resourceIndicators(resources),
+      resourceIndicators: resourceIndicators(resources, errors),
     },
-    extraClientMetadata: { properties: ['mailsvc_admin'], validator: validateClientMetadata },
+    extraClientMetadata: {
+      properties: ['mailsvc_admin'],
+      validator: (...args: ClientMetadataArgs) => validateClientMetadata(errors, ...args),
+    },
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `${CONSENT_PATH}/${interaction.uid}` },
     findAccount: (_ctx: unknown, sub: string) => ({ accountId: sub, claims: () => ({ sub }) }),
     renderError,
@@ -145,7 +154,7 @@ function providerConfiguration(deps: HttpDeps, resources: Resources): Record<str
 }
 
 /** No resource named: the API. Tokens work on /v1 and /mcp alike (one credential). */
-function resourceIndicators(resources: Resources) {
+function resourceIndicators(resources: Resources, errors: OidcErrors) {
   const known = new Set([resources.root, `${resources.root}/`, resources.v1, resources.mcp]);
   return {
     enabled: true,
@@ -165,12 +174,14 @@ function resourceIndicators(resources: Resources) {
 }
 
 /** Called for every client, registered or read back; the redirect rule is the product's (services/oauth.ts). */
-function validateClientMetadata(
+type ClientMetadataArgs = [
   ctx: ProviderCtx | undefined,
   key: string,
   value: unknown,
   metadata: { redirect_uris?: string[]; token_endpoint_auth_method?: string },
-): void {
+];
+
+function validateClientMetadata(errors: OidcErrors, ...[ctx, key, value, metadata]: ClientMetadataArgs): void {
   if (key !== 'mailsvc_admin') return;
   if (ctx?.oidc?.route === 'registration') {
     if (value !== undefined) throw new errors.InvalidClientMetadata('mailsvc_admin is set by the server only');

@@ -1,11 +1,12 @@
 import { createReadStream } from 'node:fs';
-import { parse, type Parser } from 'csv-parse';
+import type { Parser } from 'csv-parse';
 import { z } from 'zod';
 import { classifyFault, isAppError, validationError } from '../../../shared/errors.js';
 import { valueMatches, type FieldType } from '../../../shared/typed-fields.js';
 import type { ContactImport } from '../../../store/contact-imports.js';
 import type { SubscriberInput } from '../subscribers.js';
 import { TOPIC_SUBSCRIPTIONS } from '../topics.js';
+import { lazyImport } from '../../../shared/lazy-import.js';
 
 /**
  * How a contact import reads its CSV: the options it was created with, which column feeds
@@ -159,9 +160,11 @@ export function inputOf(record: string[], layout: Layout): SubscriberInput {
   return input;
 }
 
+const csvParse = lazyImport(async () => (await import('csv-parse')).parse);
+
 /** A parser of a whole file, each record with its line (`info`). */
-export const csvParser = (): Parser =>
-  parse({
+export const csvParser = async (): Promise<Parser> =>
+  (await csvParse())({
     bom: true,
     relax_column_count: true,
     skip_empty_lines: true,
@@ -171,6 +174,7 @@ export const csvParser = (): Parser =>
 
 /** The header row of a CSV file (reads only as far as its end). */
 export async function headerOf(path: string): Promise<string[]> {
+  const parse = await csvParse();
   const input = createReadStream(path);
   const parser = input.pipe(
     parse({ bom: true, to_line: 1, relax_column_count: true, max_record_size: MAX_FIELD_BYTES * 4 }),

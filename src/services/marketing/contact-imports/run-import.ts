@@ -82,7 +82,7 @@ export async function runImport(deps: RunImportDeps, row: ContactImport, lease: 
       }
     })(),
   );
-  const parser = csvParser();
+  const parser = await csvParser();
   file.pipe(parser);
   file.on('error', (err) => parser.destroy(err));
 

@@ -52,7 +52,7 @@ const oauthServer = (deps: HttpDeps) => {
 
 /** The interaction the authorization request started, or a page that says it is gone. */
 async function interactionOf(ctx: Ctx, deps: HttpDeps) {
-  const { provider } = oauthServer(deps);
+  const provider = await oauthServer(deps).provider();
   let details;
   try {
     details = await provider.interactionDetails(ctx.req, ctx.res);
@@ -77,7 +77,9 @@ async function interactionOf(ctx: Ctx, deps: HttpDeps) {
 
 /** Hands the answer back to oidc-provider and follows it to the app's redirect URI. */
 async function finish(ctx: Ctx, deps: HttpDeps, result: Record<string, unknown>): Promise<void> {
-  const returnTo = await oauthServer(deps).provider.interactionResult(ctx.req, ctx.res, result, {
+  const returnTo = await (
+    await oauthServer(deps).provider()
+  ).interactionResult(ctx.req, ctx.res, result, {
     mergeWithLastSubmission: false,
   });
   ctx.status = 303;
