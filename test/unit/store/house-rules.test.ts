@@ -36,7 +36,7 @@ const PARSES_WHAT_IS_NOT_STORED: Record<string, string> = {
   'src/shared/chat-completion.ts': "a model endpoint's answer (the inbox agent, template generation)",
   'src/messages/generated-template.ts': "a model's generated template",
   'src/services/marketing/contact-imports/contact-imports.ts': "an upload's multipart fields",
-  'src/services/send/send-email.ts': 'the X-Mailsvc-Metadata header of a submitted message',
+  'src/services/send/prepare-raw.ts': 'the X-Mailsvc-Metadata header of a submitted message',
   'src/messages/client-support.ts': 'the shipped client-support data (config/email-clients/)',
 };
 
